@@ -1,0 +1,93 @@
+# gcsh build.  `make` builds build/gcsh; `make run` starts it on 2 ranks;
+# `make test` runs every test.  Both install missing Debian packages first.
+#
+# The cuda backend is built when nvcc and nccl.h are found (CUDA=0 disables it,
+# CUDA=1 insists).  The binary still runs on machines without a GPU or driver:
+# it then picks the host backend at run time.
+
+BUILD     ?= build
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+
+CC        ?= gcc
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+# LUA_PREFIX: where a liblua5.4-dev package was unpacked (GPU machines without
+# network); otherwise pkg-config finds the system one.
+ifdef LUA_PREFIX
+LUA_CFLAGS ?= -I$(LUA_PREFIX)/usr/include/lua5.4
+LUA_LIBS   ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/liblua5.4.a
+else
+LUA_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+LUA_LIBS   ?= $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+endif
+READLINE_LIBS ?= -lreadline
+
+WARN      := -Wall -Wextra -Werror
+OPT       ?= -O2 -g
+SAN       ?=
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS) \
+             -DGCSH_LUA_DIR='"$(abspath lua)"'
+LDFLAGS   += $(SAN)
+LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
+
+# ---- cuda detection -------------------------------------------------------
+ifeq ($(CUDA),)
+CUDA := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1 || echo 0)
+endif
+
+SRCS      := $(wildcard src/*.c) $(wildcard src/host/*.c)
+CU_SRCS   :=
+ifeq ($(CUDA),1)
+SRCS      += $(wildcard src/cuda/*.c)
+CU_SRCS   += $(wildcard kernels/*.cu)
+CFLAGS    += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Isrc -I$(CUDA_HOME)/include \
+             -DGCSH_HAVE_CUDA
+# cudart is linked statically so the binary starts without a driver; NCCL is
+# found through the rpath.
+LDLIBS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart_static -lrt -lstdc++
+endif
+
+OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
+DEPS      := $(OBJS:.o=.d)
+
+.PHONY: all deps run test test-asan bench clean
+all: $(BUILD)/gcsh
+
+$(BUILD)/gcsh: $(OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(DEPS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/gcsh -n 2
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/run.sh $(BUILD)/gcsh
+
+# The host test set under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CUDA=0 OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
+	@ASAN_OPTIONS=detect_leaks=0 bash tests/run.sh build-asan/gcsh
+
+bench: all
+	@bash scripts/bench-shell.sh $(BUILD)/gcsh
+
+clean:
+	rm -rf build build-*

@@ -1,0 +1,96 @@
+/* The backend interface: everything the repl, the control plane and the Lua
+ * bindings need from CPUs or GPUs goes through one of these tables.  Bindings
+ * never call MPI collectives, CUDA or NCCL themselves.
+ *
+ * Conventions for every function pointer:
+ *   - return 0 on success; on failure return -1 and write a one-line message
+ *     into ctx->err (gcsh_set_error), which the binding raises as a Lua error;
+ *   - arguments have already been validated by the binding (ranges, dtypes,
+ *     sizes): a backend may assume them and must not re-check user input;
+ *   - "mem" pointers are in the backend's own memory space (host memory for the
+ *     host backend, device memory for cuda); gcsh_loc says which.
+ */
+#ifndef GCSH_BACKEND_H
+#define GCSH_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+
+typedef struct gcsh_ctx gcsh_ctx;
+
+/* Where a buffer lives: GCSH_LOC_HOST, or a CUDA device ordinal (>= 0). */
+#define GCSH_LOC_HOST (-1)
+
+/* An opaque per-backend communicator (MPI_Comm for host, ncclComm_t for cuda). */
+typedef struct gcsh_comm_impl gcsh_comm_impl;
+
+typedef struct gcsh_mem_ops {
+    /* Memory for tensor.new: host memory or device memory. */
+    int (*alloc)(gcsh_ctx *ctx, size_t bytes, void **out, int *loc);
+    void (*release)(gcsh_ctx *ctx, void *p, int loc);
+    /* Copies between any two locations (host<->device, device<->device). */
+    int (*copy)(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,
+                size_t bytes);
+    /* Element-wise initialisers, run where the memory lives. */
+    int (*fill)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v);
+    int (*arange)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,
+                  gcsh_scalar start, gcsh_scalar step);
+    /* Counter-based: element i depends only on (seed, i), so results are the
+     * same on every backend and for every view offset. */
+    int (*rand)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed);
+    /* Waits until every operation queued on this rank's stream is finished. */
+    int (*sync)(gcsh_ctx *ctx);
+} gcsh_mem_ops;
+
+typedef struct gcsh_comm_ops {
+    int (*world)(gcsh_ctx *ctx, gcsh_comm_impl **out);
+    int (*split)(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
+                 gcsh_comm_impl **out);
+    void (*release)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    int (*rank)(gcsh_comm_impl *c);
+    int (*size)(gcsh_comm_impl *c);
+    /* Whether this backend can reduce dt with op (NCCL's list, MPI's list). */
+    int (*can_reduce)(gcsh_dtype dt, gcsh_redop op);
+    int (*barrier)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    int (*allreduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                     size_t count, gcsh_dtype dt, gcsh_redop op);
+    int (*broadcast)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                     gcsh_dtype dt, int root);
+    int (*reduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                  size_t count, gcsh_dtype dt, gcsh_redop op, int root);
+    /* count = elements per rank (input size) */
+    int (*allgather)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                     size_t count, gcsh_dtype dt);
+    /* count = elements per rank (output size) */
+    int (*reducescatter)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                         size_t count, gcsh_dtype dt, gcsh_redop op);
+    /* count = elements sent to each peer */
+    int (*alltoall)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                    size_t count, gcsh_dtype dt);
+    int (*send)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
+                gcsh_dtype dt, int peer);
+    int (*recv)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                gcsh_dtype dt, int peer);
+} gcsh_comm_ops;
+
+typedef struct gcsh_backend {
+    const char *name; /* "host" | "cuda" */
+    /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
+    int (*init)(gcsh_ctx *ctx);
+    void (*fini)(gcsh_ctx *ctx);
+    /* Pushes backend facts for gcsh.info() onto the Lua stack as one table. */
+    void (*info)(gcsh_ctx *ctx, void *lua_state);
+    const gcsh_mem_ops *mem;
+    const gcsh_comm_ops *comm;
+} gcsh_backend;
+
+extern const gcsh_backend gcsh_host_backend;
+#ifdef GCSH_HAVE_CUDA
+extern const gcsh_backend gcsh_cuda_backend;
+/* Whether the cuda backend can run here (a driver and a visible GPU). */
+int gcsh_cuda_available(void);
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/* The per-rank context: the one place where a rank keeps mutable state.
+ *
+ * Every Lua state carries a pointer to its rank's context in its extra space
+ * (lua_getextraspace), so bindings reach it with gcsh_ctx_of(L) in O(1). */
+#ifndef GCSH_GCSH_H
+#define GCSH_GCSH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "backend.h"
+
+#define GCSH_VERSION "0.1.0"
+
+typedef struct gcsh_capture gcsh_capture;
+
+struct gcsh_ctx {
+    int rank, size;             /* in MPI_COMM_WORLD */
+    int local_rank, local_size; /* on this node (or GCSH_RANKS_PER_NODE group) */
+    int node;                   /* index of this rank's node */
+    const gcsh_backend *be;
+    void *be_state;             /* owned by the backend */
+    lua_State *L;               /* this rank's Lua state (worker thread only) */
+    gcsh_capture *cap;          /* where print / io.write go */
+    /* Set by the rank's watcher thread when rank 0 asks for an interrupt;
+     * cleared when the next chunk starts.  Blocking waits poll it. */
+    atomic_int interrupt;
+    char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
+    char err[1024];             /* last backend error, see gcsh_set_error */
+};
+
+static inline gcsh_ctx *gcsh_ctx_of(lua_State *L)
+{
+    return *(gcsh_ctx **)lua_getextraspace(L);
+}
+
+/* printf-style: records a one-line error message in ctx->err; returns -1 so
+ * backends can write `return gcsh_set_error(ctx, ...)`. */
+int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Raises ctx->err as a Lua error (never returns). */
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
+
+/* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
+void gcsh_open_libs(lua_State *L);
+
+/* One luaopen per Lua type, each in src/l_<type>.c. */
+int luaopen_gcsh_tensor(lua_State *L);
+int luaopen_gcsh_comm(lua_State *L);
+
+#endif

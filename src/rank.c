@@ -1,0 +1,132 @@
+/* One rank's set-up: topology from MPI, the backend, the Lua state. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <mpi.h>
+
+#include "rank.h"
+
+/* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
+ * multi-node layouts can be tried on one machine. */
+static int ranks_per_node_override(void)
+{
+    const char *s = getenv("GCSH_RANKS_PER_NODE");
+    if (!s || !*s)
+        return 0;
+    int k = atoi(s);
+    return k > 0 ? k : 0;
+}
+
+void gcsh_rank_topology(gcsh_ctx *ctx)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+    int k = ranks_per_node_override();
+    if (k) {
+        ctx->node = ctx->rank / k;
+        ctx->local_rank = ctx->rank % k;
+        int first = ctx->node * k;
+        ctx->local_size = ctx->size - first < k ? ctx->size - first : k;
+        return;
+    }
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &ctx->local_rank);
+    MPI_Comm_size(node, &ctx->local_size);
+    MPI_Comm_free(&node);
+    /* node index: number of node leaders with a lower world rank */
+    int leader = ctx->local_rank == 0;
+    MPI_Exscan(&leader, &ctx->node, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (ctx->rank == 0)
+        ctx->node = 0;
+    if (!leader) {
+        /* Exscan counted leaders before me, including mine: my node is one less */
+        ctx->node -= 1;
+    }
+}
+
+int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
+{
+    const gcsh_backend *be = &gcsh_host_backend;
+    if (want && strcmp(want, "host") != 0) {
+#ifdef GCSH_HAVE_CUDA
+        if (strcmp(want, "cuda") == 0)
+            be = &gcsh_cuda_backend;
+        else
+#endif
+        {
+            gcsh_set_error(ctx, "--backend: unknown backend '%s' (valid: host%s)", want,
+#ifdef GCSH_HAVE_CUDA
+                           ", cuda"
+#else
+                           "; this build has no cuda backend"
+#endif
+            );
+            return -1;
+        }
+    }
+#ifdef GCSH_HAVE_CUDA
+    else if (!want && gcsh_cuda_available())
+        be = &gcsh_cuda_backend;
+#endif
+    ctx->be = be;
+    int ok = be->init(ctx) == 0, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        if (ok) {
+            gcsh_set_error(ctx, "backend %s failed on another rank", be->name);
+            be->fini(ctx);
+        }
+        ctx->be = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
+{
+    lua_newtable(L);
+    lua_pushstring(L, GCSH_VERSION);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, ctx->be ? ctx->be->name : "none");
+    lua_setfield(L, -2, "backend");
+    lua_pushinteger(L, ctx->local_rank);
+    lua_setfield(L, -2, "local_rank");
+    lua_pushinteger(L, ctx->node);
+    lua_setfield(L, -2, "node");
+    lua_pushstring(L, ctx->device);
+    lua_setfield(L, -2, "device");
+    lua_setglobal(L, "gcsh");
+}
+
+lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
+{
+    lua_State *L = luaL_newstate();
+    if (!L)
+        return NULL;
+    *(gcsh_ctx **)lua_getextraspace(L) = ctx;
+    ctx->L = L;
+    luaL_openlibs(L);
+    lua_pushinteger(L, ctx->rank);
+    lua_setglobal(L, "rank");
+    lua_pushinteger(L, ctx->size);
+    lua_setglobal(L, "size");
+    set_gcsh_table(L, ctx);
+    gcsh_open_libs(L);
+    return L;
+}
+
+void gcsh_rank_close(gcsh_ctx *ctx)
+{
+    if (ctx->L) {
+        lua_close(ctx->L);
+        ctx->L = NULL;
+    }
+    if (ctx->be) {
+        ctx->be->fini(ctx);
+        ctx->be = NULL;
+    }
+}

@@ -1,0 +1,20 @@
+/* One rank's set-up and tear-down: MPI facts, backend, Lua state. */
+#ifndef GCSH_RANK_H
+#define GCSH_RANK_H
+
+#include "gcsh.h"
+
+/* Fills rank/size/node facts from MPI (MPI must be initialised). */
+void gcsh_rank_topology(gcsh_ctx *ctx);
+
+/* Chooses and initialises the backend: want = "host", "cuda" or NULL (auto).
+ * Returns 0, or -1 with ctx->err set (collective: every rank agrees). */
+int gcsh_rank_backend(gcsh_ctx *ctx, const char *want);
+
+/* Creates the rank's Lua state with the standard libraries, gcsh's libraries
+ * and the globals rank, size and gcsh. */
+lua_State *gcsh_rank_lua(gcsh_ctx *ctx);
+
+void gcsh_rank_close(gcsh_ctx *ctx);
+
+#endif

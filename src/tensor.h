@@ -1,0 +1,64 @@
+/* Tensors as other bindings see them (l_comm.c, windows, kernels).
+ *
+ * A tensor is a view (offset, n, dtype) into a storage.  Storages are reference
+ * counted: the tensor that allocated it and every view hold one reference, so
+ * a view keeps working after its parent is garbage.  Freeing releases the
+ * memory at once and leaves the storage as a tombstone: every view then fails
+ * with "attempt to use a freed <owner>". */
+#ifndef GCSH_TENSOR_H
+#define GCSH_TENSOR_H
+
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "gcsh.h"
+
+typedef struct gcsh_storage gcsh_storage;
+
+struct gcsh_storage {
+    int refs;
+    void *base;          /* NULL once released */
+    size_t bytes;
+    int loc;             /* GCSH_LOC_HOST or a CUDA device ordinal */
+    const char *owner;   /* "tensor", "window": names it in error messages */
+    const char *where;   /* "host", "cuda:0", "window peer 1" for tostring */
+    /* Frees base; NULL when someone else (a window) owns the memory. */
+    void (*release)(gcsh_ctx *ctx, gcsh_storage *st);
+    void *owner_data;    /* for release (e.g. the window) */
+};
+
+typedef struct gcsh_tensor {
+    gcsh_storage *st;
+    size_t offset;       /* in elements, from st->base */
+    size_t n;
+    gcsh_dtype dtype;
+} gcsh_tensor;
+
+#define GCSH_TENSOR_MT "tensor"
+
+/* luaL_checkudata + "attempt to use a freed ..." check. */
+gcsh_tensor *gcsh_check_tensor(lua_State *L, int idx);
+gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx); /* NULL if not a tensor */
+/* Address of element 0 of the view (in the storage's memory space). */
+void *gcsh_tensor_data(const gcsh_tensor *t);
+size_t gcsh_tensor_bytes(const gcsh_tensor *t);
+
+/* New storage with refs = 1 owning `bytes` of backend memory. */
+gcsh_storage *gcsh_storage_new(gcsh_ctx *ctx, size_t bytes, const char *owner);
+void gcsh_storage_ref(gcsh_storage *st);
+void gcsh_storage_unref(gcsh_ctx *ctx, gcsh_storage *st);
+/* Frees the memory now; the storage stays as a tombstone until unreferenced. */
+void gcsh_storage_release(gcsh_ctx *ctx, gcsh_storage *st);
+
+/* Pushes a new tensor userdata viewing st (takes a new reference). */
+gcsh_tensor *gcsh_push_tensor(lua_State *L, gcsh_storage *st, size_t offset, size_t n,
+                              gcsh_dtype dt);
+/* Allocates a fresh tensor with the backend and pushes it. */
+gcsh_tensor *gcsh_new_tensor(lua_State *L, size_t n, gcsh_dtype dt);
+
+/* luaL_checkoption-style helpers that name the argument and the valid set. */
+gcsh_dtype gcsh_check_dtype(lua_State *L, int idx, gcsh_dtype def);
+gcsh_redop gcsh_check_redop(lua_State *L, int idx, gcsh_redop def);
+
+#endif

@@ -1,0 +1,21 @@
+/* Small helpers shared by every binding and backend. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <lauxlib.h>
+
+#include "gcsh.h"
+
+int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
+{
+    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
+}

@@ -1,0 +1,50 @@
+-- Assertions shared by the Lua tests.  Each test file is a script run by
+-- tests/run.sh as `gcsh -n N tests/lua/<name>.lua` at 1, 2 and 4 ranks; it
+-- passes when every rank exits 0.  A failed check raises an error that names
+-- the rank and what differed, so the run fails with that message.
+local H = {}
+
+local function fail(what, detail, level)
+  error(string.format("check failed: %s: %s", what or "?", detail), (level or 2) + 1)
+end
+
+function H.eq(got, want, what)
+  if got ~= want then
+    fail(what, string.format("got %s, want %s", tostring(got), tostring(want)), 2)
+  end
+end
+
+function H.near(got, want, tol, what)
+  tol = tol or 1e-6
+  if type(got) ~= "number" or math.abs(got - want) > tol * math.max(1, math.abs(want)) then
+    fail(what, string.format("got %s, want %s (tol %g)", tostring(got), tostring(want), tol), 2)
+  end
+end
+
+function H.truthy(v, what)
+  if not v then fail(what, "expected a true value, got " .. tostring(v), 2) end
+end
+
+-- Calls fn and checks that it raises an error whose message contains `plain`
+-- (a plain substring, not a pattern).  Returns the message.
+function H.raises(fn, plain, what)
+  local ok, err = pcall(fn)
+  if ok then fail(what, "expected an error containing '" .. plain .. "', got none", 2) end
+  err = tostring(err)
+  if not err:find(plain, 1, true) then
+    fail(what, "error '" .. err .. "' does not contain '" .. plain .. "'", 2)
+  end
+  return err
+end
+
+-- Element-wise comparison of a tensor (or table) against a Lua table.
+function H.values(t, want, tol, what)
+  local got = type(t) == "table" and t or t:totable()
+  H.eq(#got, #want, (what or "values") .. " length")
+  for i = 1, #want do
+    if tol then H.near(got[i], want[i], tol, (what or "values") .. "[" .. (i - 1) .. "]")
+    else H.eq(got[i], want[i], (what or "values") .. "[" .. (i - 1) .. "]") end
+  end
+end
+
+return H
