@@ -91,3 +91,13 @@ bench: all
 
 clean:
 	rm -rf build build-*
+
+# C unit tests: tests/unit/test_*.c, each linked with every object but main.o.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
+.PHONY: unit
+unit: $(UNIT_BINS)
+$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)

@@ -42,6 +42,12 @@ typedef struct gcsh_mem_ops {
     int (*rand)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed);
     /* Waits until every operation queued on this rank's stream is finished. */
     int (*sync)(gcsh_ctx *ctx);
+    /* Timing for bench: timer_begin marks now on the rank's stream (a CUDA
+     * event on cuda, the wall clock on host); timer_end marks again, waits for
+     * that mark and gives the seconds between the two.  The token belongs to
+     * the backend from begin until end, which frees it. */
+    int (*timer_begin)(gcsh_ctx *ctx, void **tok);
+    int (*timer_end)(gcsh_ctx *ctx, void *tok, double *seconds);
 } gcsh_mem_ops;
 
 typedef struct gcsh_comm_ops {
