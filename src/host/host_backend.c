@@ -1,5 +1,6 @@
 /* The host backend's table: memory in host_mem.c, collectives in host_comm.c. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <lauxlib.h>
 
@@ -9,12 +10,27 @@
 static int host_init(gcsh_ctx *ctx)
 {
     snprintf(ctx->device, sizeof ctx->device, "cpu");
+    ctx->loc = GCSH_LOC_HOST;
+    gcsh_host_state *state = calloc(1, sizeof *state);
+    if (!state)
+        return gcsh_set_error(ctx, "host backend: out of memory");
+    ctx->be_state = state;
+    if (gcsh_host_comm_init(ctx, state) != 0) {
+        free(state);
+        ctx->be_state = NULL;
+        return -1;
+    }
     return 0;
 }
 
 static void host_fini(gcsh_ctx *ctx)
 {
-    (void)ctx;
+    gcsh_host_state *state = ctx->be_state;
+    if (!state)
+        return;
+    gcsh_host_comm_fini(ctx, state);
+    free(state);
+    ctx->be_state = NULL;
 }
 
 static void host_info(gcsh_ctx *ctx, void *lua_state)

@@ -1,4 +1,635 @@
-/* Host collectives over MPI (placeholder until the communicator work lands). */
+/* Host collectives over MPI.
+ *
+ * Each gcsh communicator is a private MPI communicator (a dup of WORLD, or a
+ * split of one) with MPI_ERRORS_RETURN, so an MPI failure becomes a Lua error
+ * instead of an abort.
+ *
+ * Every operation is posted non-blocking and waited for by polling, so that an
+ * interrupt from the terminal (ctx->interrupt) can abandon a collective that
+ * some rank never joined.  MPI cannot cancel a collective, so the abandoned
+ * communicator is marked broken: every later operation on it fails, and its
+ * buffers may still be written by MPI.
+ *
+ * dtypes: f16 and bf16 reductions run through user-defined MPI ops (widen to
+ * f32, reduce, round back) over an opaque 2-byte type of our own, so MPI never
+ * applies a built-in op to them.  Every other dtype uses MPI's own types and
+ * ops.  avg is sum followed by a divide by the communicator size, as NCCL's
+ * ncclAvg: the mean for floats; for integers the sum (wrapped in the dtype)
+ * divided with C's integer division, i.e. truncated toward zero.
+ *
+ * Large counts: MPI counts are ints.  Reductions are cut into pieces of at
+ * most max_count elements (elementwise ops do not care where the cuts are);
+ * data movement describes a long buffer as one derived datatype whose extent is
+ * the whole buffer (BigMPI's approach), so gathers still land block after
+ * block.  GCSH_HOST_MPI_MAX_COUNT lowers max_count so tests reach those paths
+ * with small tensors.
+ */
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "gcsh.h"
 #include "host/host.h"
 
-const gcsh_comm_ops gcsh_host_comm_ops = {0};
+struct gcsh_comm_impl {
+    MPI_Comm comm;
+    int rank, size;
+    int broken; /* an interrupt abandoned a request here: see the top of the file */
+};
+
+enum { HALF_F16, HALF_BF16, NHALF };
+/* sum prod min max, in gcsh_redop order; avg reuses sum */
+enum { NHALF_OPS = GCSH_OP_MAX + 1 };
+
+struct gcsh_host_comm_state {
+    MPI_Datatype half; /* 2 opaque bytes: f16 and bf16 */
+    MPI_Op half_op[NHALF][NHALF_OPS];
+    size_t max_count; /* elements in one MPI count */
+};
+
+/* Tag of gcsh's point-to-point messages; each communicator is private to gcsh. */
+#define P2P_TAG 7411
+
+#define DEFAULT_MAX_COUNT ((size_t)1 << 30)
+
+/* ---- errors ------------------------------------------------------------- */
+
+static int mpi_fail(gcsh_ctx *ctx, const char *fn, int rc, const char *file, int line)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "MPI error code %d", rc);
+    return gcsh_set_error(ctx, "%s failed: %s (%s:%d)", fn, msg, file, line);
+}
+
+/* MPI_CALL(ctx, MPI_Barrier, (comm)): on failure records the MPI error string
+ * and returns -1.  MPI_CALL_GOTO jumps to a cleanup label instead. */
+#define MPI_CALL(ctx, fn, args)                                                    \
+    do {                                                                           \
+        int rc_ = fn args;                                                         \
+        if (rc_ != MPI_SUCCESS)                                                    \
+            return mpi_fail((ctx), #fn, rc_, __FILE__, __LINE__);                  \
+    } while (0)
+
+#define MPI_CALL_GOTO(ctx, label, fn, args)                                        \
+    do {                                                                           \
+        int rc_ = fn args;                                                         \
+        if (rc_ != MPI_SUCCESS) {                                                  \
+            mpi_fail((ctx), #fn, rc_, __FILE__, __LINE__);                         \
+            goto label;                                                            \
+        }                                                                          \
+    } while (0)
+
+/* ---- f16 / bf16 reductions ---------------------------------------------- */
+
+#define RED_ADD(x, y) ((x) + (y))
+#define RED_MUL(x, y) ((x) * (y))
+#define RED_MIN(x, y) ((x) < (y) ? (x) : (y))
+#define RED_MAX(x, y) ((x) > (y) ? (x) : (y))
+
+/* MPI's contract: inout[i] = in[i] op inout[i] for *len elements. */
+#define HALF_REDUCE_FN(name, to_f32, from_f32, combine)                            \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type)          \
+    {                                                                              \
+        (void)type;                                                                \
+        const uint16_t *a = in;                                                    \
+        uint16_t *b = inout;                                                       \
+        for (int i = 0; i < *len; i++) {                                           \
+            float x = to_f32(a[i]), y = to_f32(b[i]);                              \
+            b[i] = from_f32(combine(x, y));                                        \
+        }                                                                          \
+    }
+
+HALF_REDUCE_FN(f16_sum, gcsh_f16_to_f32, gcsh_f32_to_f16, RED_ADD)
+HALF_REDUCE_FN(f16_prod, gcsh_f16_to_f32, gcsh_f32_to_f16, RED_MUL)
+HALF_REDUCE_FN(f16_min, gcsh_f16_to_f32, gcsh_f32_to_f16, RED_MIN)
+HALF_REDUCE_FN(f16_max, gcsh_f16_to_f32, gcsh_f32_to_f16, RED_MAX)
+HALF_REDUCE_FN(bf16_sum, gcsh_bf16_to_f32, gcsh_f32_to_bf16, RED_ADD)
+HALF_REDUCE_FN(bf16_prod, gcsh_bf16_to_f32, gcsh_f32_to_bf16, RED_MUL)
+HALF_REDUCE_FN(bf16_min, gcsh_bf16_to_f32, gcsh_f32_to_bf16, RED_MIN)
+HALF_REDUCE_FN(bf16_max, gcsh_bf16_to_f32, gcsh_f32_to_bf16, RED_MAX)
+
+static MPI_User_function *const half_fns[NHALF][NHALF_OPS] = {
+    [HALF_F16] = {f16_sum, f16_prod, f16_min, f16_max},
+    [HALF_BF16] = {bf16_sum, bf16_prod, bf16_min, bf16_max},
+};
+
+/* ---- per-rank state ----------------------------------------------------- */
+
+static size_t max_count_setting(void)
+{
+    const char *s = getenv("GCSH_HOST_MPI_MAX_COUNT");
+    long long v = s && *s ? atoll(s) : 0;
+    return v > 0 && v <= INT_MAX ? (size_t)v : DEFAULT_MAX_COUNT;
+}
+
+static void state_free(gcsh_host_comm_state *s)
+{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+        for (int h = 0; h < NHALF; h++)
+            for (int o = 0; o < NHALF_OPS; o++)
+                if (s->half_op[h][o] != MPI_OP_NULL)
+                    MPI_Op_free(&s->half_op[h][o]);
+        if (s->half != MPI_DATATYPE_NULL)
+            MPI_Type_free(&s->half);
+    }
+    free(s);
+}
+
+int gcsh_host_comm_init(gcsh_ctx *ctx, gcsh_host_state *hs)
+{
+    gcsh_host_comm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return gcsh_set_error(ctx, "host collectives: out of memory");
+    s->half = MPI_DATATYPE_NULL;
+    for (int h = 0; h < NHALF; h++)
+        for (int o = 0; o < NHALF_OPS; o++)
+            s->half_op[h][o] = MPI_OP_NULL;
+    s->max_count = max_count_setting();
+    MPI_CALL_GOTO(ctx, fail, MPI_Type_contiguous, (2, MPI_BYTE, &s->half));
+    MPI_CALL_GOTO(ctx, fail, MPI_Type_commit, (&s->half));
+    for (int h = 0; h < NHALF; h++)
+        for (int o = 0; o < NHALF_OPS; o++)
+            MPI_CALL_GOTO(ctx, fail, MPI_Op_create, (half_fns[h][o], 1, &s->half_op[h][o]));
+    hs->comm = s;
+    return 0;
+fail:
+    state_free(s);
+    return -1;
+}
+
+void gcsh_host_comm_fini(gcsh_ctx *ctx, gcsh_host_state *hs)
+{
+    (void)ctx;
+    if (hs->comm)
+        state_free(hs->comm);
+    hs->comm = NULL;
+}
+
+static const gcsh_host_comm_state *state_of(gcsh_ctx *ctx)
+{
+    return ((const gcsh_host_state *)ctx->be_state)->comm;
+}
+
+/* ---- dtype and op mapping ----------------------------------------------- */
+
+static MPI_Datatype mpi_type(const gcsh_host_comm_state *s, gcsh_dtype dt)
+{
+    switch (dt) {
+    case GCSH_F64: return MPI_DOUBLE;
+    case GCSH_F32: return MPI_FLOAT;
+    case GCSH_F16:
+    case GCSH_BF16: return s->half;
+    case GCSH_I64: return MPI_INT64_T;
+    case GCSH_I32: return MPI_INT32_T;
+    case GCSH_U32: return MPI_UINT32_T;
+    case GCSH_U8: return MPI_UINT8_T;
+    case GCSH_I8: return MPI_INT8_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static MPI_Op mpi_op(const gcsh_host_comm_state *s, gcsh_dtype dt, gcsh_redop op)
+{
+    gcsh_redop base = op == GCSH_OP_AVG ? GCSH_OP_SUM : op;
+    if (dt == GCSH_F16 || dt == GCSH_BF16)
+        return s->half_op[dt == GCSH_F16 ? HALF_F16 : HALF_BF16][base];
+    switch (base) {
+    case GCSH_OP_SUM: return MPI_SUM;
+    case GCSH_OP_PROD: return MPI_PROD;
+    case GCSH_OP_MIN: return MPI_MIN;
+    case GCSH_OP_MAX: return MPI_MAX;
+    default: return MPI_OP_NULL;
+    }
+}
+
+/* MPI defines sum, prod, min and max on every C integer and floating type we
+ * map to (u8 and i8 included: their products wrap like any C integer), f16
+ * and bf16 have our own four ops, and avg is sum plus a divide: so the host
+ * backend reduces every dtype with every op. */
+static int host_can_reduce(gcsh_dtype dt, gcsh_redop op)
+{
+    return dt < GCSH_NDTYPES && op < GCSH_NOPS;
+}
+
+/* The second half of avg, see the top of the file. */
+static void divide_by_size(void *buf, size_t count, gcsh_dtype dt, int size)
+{
+    if (size == 1)
+        return;
+    if (gcsh_dtype_is_float(dt)) {
+        for (size_t i = 0; i < count; i++)
+            gcsh_store_f(buf, dt, i, gcsh_load_f(buf, dt, i) / size);
+    } else {
+        for (size_t i = 0; i < count; i++)
+            gcsh_store_i(buf, dt, i, gcsh_load_i(buf, dt, i) / size);
+    }
+}
+
+/* ---- spans: a buffer of count elements as one (datatype, n) ------------- */
+
+typedef struct span {
+    MPI_Datatype type;
+    int n;
+    int derived; /* type was made here and must be freed */
+} span;
+
+/* Builds the BigMPI-style type for count > max_count: q blocks of max_count
+ * elements, then a tail of r, resized so its extent is exactly count elements. */
+static int span_make_derived(gcsh_ctx *ctx, const gcsh_host_comm_state *s, MPI_Datatype base,
+                             size_t esize, size_t count, MPI_Datatype *out)
+{
+    size_t q = count / s->max_count, r = count % s->max_count;
+    if (q > INT_MAX)
+        return gcsh_set_error(ctx, "host collectives: %zu elements are too many for MPI", count);
+    MPI_Datatype block = MPI_DATATYPE_NULL, blocks = MPI_DATATYPE_NULL;
+    MPI_Datatype tail = MPI_DATATYPE_NULL, whole = MPI_DATATYPE_NULL;
+    int rc = -1;
+    MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)s->max_count, base, &block));
+    MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)q, block, &blocks));
+    if (r == 0) {
+        whole = blocks;
+        blocks = MPI_DATATYPE_NULL;
+    } else {
+        MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)r, base, &tail));
+        int lens[2] = {1, 1};
+        MPI_Aint disps[2] = {0, (MPI_Aint)(q * s->max_count * esize)};
+        MPI_Datatype types[2] = {blocks, tail};
+        MPI_CALL_GOTO(ctx, done, MPI_Type_create_struct, (2, lens, disps, types, &whole));
+    }
+    MPI_CALL_GOTO(ctx, done, MPI_Type_create_resized,
+                  (whole, 0, (MPI_Aint)(count * esize), out));
+    MPI_CALL_GOTO(ctx, done, MPI_Type_commit, (out));
+    rc = 0;
+done:
+    if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
+    if (blocks != MPI_DATATYPE_NULL) MPI_Type_free(&blocks);
+    if (tail != MPI_DATATYPE_NULL) MPI_Type_free(&tail);
+    if (whole != MPI_DATATYPE_NULL) MPI_Type_free(&whole);
+    return rc;
+}
+
+static int span_make(gcsh_ctx *ctx, gcsh_dtype dt, size_t count, span *sp)
+{
+    const gcsh_host_comm_state *s = state_of(ctx);
+    sp->type = mpi_type(s, dt);
+    sp->n = (int)count;
+    sp->derived = 0;
+    if (count <= s->max_count)
+        return 0;
+    if (span_make_derived(ctx, s, sp->type, gcsh_dtype_size(dt), count, &sp->type) != 0)
+        return -1;
+    sp->n = 1;
+    sp->derived = 1;
+    return 0;
+}
+
+static void span_free(span *sp)
+{
+    if (sp->derived)
+        MPI_Type_free(&sp->type);
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+static int usable(gcsh_ctx *ctx, const gcsh_comm_impl *c)
+{
+    if (c->broken)
+        return gcsh_set_error(ctx, "this communicator was abandoned by an interrupt and can "
+                                   "no longer be used: free it and make a new one");
+    return 0;
+}
+
+/* Waits for *req, polling the rank's interrupt flag (see the top of the file). */
+static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
+                       MPI_Status *status)
+{
+    for (;;) {
+        int done = 0;
+        MPI_CALL(ctx, MPI_Test, (req, &done, status));
+        if (done)
+            return 0;
+        if (atomic_load(&ctx->interrupt)) {
+            c->broken = 1;
+            return gcsh_set_error(ctx, "%s interrupted: the communicator is abandoned (MPI may "
+                                       "still write its buffers)", what);
+        }
+    }
+}
+
+static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what)
+{
+    return wait_status(ctx, c, req, what, MPI_STATUS_IGNORE);
+}
+
+/* Posts one non-blocking MPI call (args end with &req) and waits for it. */
+#define POST_AND_WAIT(ctx, c, fn, args)                                            \
+    do {                                                                           \
+        MPI_Request req;                                                           \
+        MPI_CALL(ctx, fn, args);                                                   \
+        if (wait_for(ctx, c, &req, #fn) != 0)                                      \
+            return -1;                                                             \
+    } while (0)
+
+#define POST_AND_WAIT_GOTO(ctx, c, label, fn, args)                                \
+    do {                                                                           \
+        MPI_Request req;                                                           \
+        MPI_CALL_GOTO(ctx, label, fn, args);                                       \
+        if (wait_for(ctx, c, &req, #fn) != 0)                                      \
+            goto label;                                                            \
+    } while (0)
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- communicators ------------------------------------------------------ */
+
+static int adopt(gcsh_ctx *ctx, MPI_Comm comm, gcsh_comm_impl **out)
+{
+    gcsh_comm_impl *c = calloc(1, sizeof *c);
+    if (!c) {
+        MPI_Comm_free(&comm);
+        return gcsh_set_error(ctx, "host collectives: out of memory");
+    }
+    c->comm = comm;
+    MPI_Comm_rank(comm, &c->rank);
+    MPI_Comm_size(comm, &c->size);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    *out = c;
+    return 0;
+}
+
+static int host_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
+{
+    MPI_Comm comm;
+    MPI_CALL(ctx, MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
+    return adopt(ctx, comm, out);
+}
+
+/* color < 0: this rank joins no new communicator (MPI_UNDEFINED), *out = NULL. */
+static int host_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
+                      gcsh_comm_impl **out)
+{
+    *out = NULL;
+    if (usable(ctx, parent) != 0)
+        return -1;
+    MPI_Comm comm;
+    MPI_CALL(ctx, MPI_Comm_split, (parent->comm, color < 0 ? MPI_UNDEFINED : color, key, &comm));
+    if (comm == MPI_COMM_NULL)
+        return 0;
+    return adopt(ctx, comm, out);
+}
+
+/* Collective (MPI_Comm_free), except for an abandoned communicator, which is
+ * leaked: its pending request still refers to it. */
+static void host_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    (void)ctx;
+    if (!c)
+        return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!c->broken && !finalized)
+        MPI_Comm_free(&c->comm);
+    free(c);
+}
+
+static int host_rank(gcsh_comm_impl *c)
+{
+    return c->rank;
+}
+
+static int host_size(gcsh_comm_impl *c)
+{
+    return c->size;
+}
+
+/* ---- collectives -------------------------------------------------------- */
+
+static int host_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    POST_AND_WAIT(ctx, c, MPI_Ibarrier, (c->comm, &req));
+    return 0;
+}
+
+static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    const gcsh_host_comm_state *s = state_of(ctx);
+    size_t esize = gcsh_dtype_size(dt);
+    for (size_t done = 0; done < count;) {
+        size_t n = min_size(count - done, s->max_count);
+        const void *src = in == out ? MPI_IN_PLACE : (const char *)in + done * esize;
+        POST_AND_WAIT(ctx, c, MPI_Iallreduce, (src, (char *)out + done * esize, (int)n,
+                                               mpi_type(s, dt), mpi_op(s, dt, op), c->comm, &req));
+        done += n;
+    }
+    if (op == GCSH_OP_AVG)
+        divide_by_size(out, count, dt, c->size);
+    return 0;
+}
+
+static int host_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                          gcsh_dtype dt, int root)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    span sp;
+    if (span_make(ctx, dt, count, &sp) != 0)
+        return -1;
+    int rc = -1;
+    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
+    rc = 0;
+done:
+    span_free(&sp);
+    return rc;
+}
+
+/* One chunk of a reduce to root: in place at the root when src == dst. */
+static int reduce_chunk(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *src, void *dst, size_t n,
+                        gcsh_dtype dt, gcsh_redop op, int root)
+{
+    const gcsh_host_comm_state *s = state_of(ctx);
+    int at_root = c->rank == root;
+    const void *send = at_root && src == dst ? MPI_IN_PLACE : src;
+    POST_AND_WAIT(ctx, c, MPI_Ireduce, (send, at_root ? dst : NULL, (int)n, mpi_type(s, dt),
+                                        mpi_op(s, dt, op), root, c->comm, &req));
+    return 0;
+}
+
+static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                       size_t count, gcsh_dtype dt, gcsh_redop op, int root)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    size_t esize = gcsh_dtype_size(dt), max = state_of(ctx)->max_count;
+    for (size_t done = 0; done < count;) {
+        size_t n = min_size(count - done, max);
+        if (reduce_chunk(ctx, c, (const char *)in + done * esize, (char *)out + done * esize, n,
+                         dt, op, root) != 0)
+            return -1;
+        done += n;
+    }
+    if (op == GCSH_OP_AVG && c->rank == root)
+        divide_by_size(out, count, dt, c->size);
+    return 0;
+}
+
+static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    /* NCCL's in-place layout: my input is my block of the output */
+    int in_place = in == (const char *)out + (size_t)c->rank * count * gcsh_dtype_size(dt);
+    span sp;
+    if (span_make(ctx, dt, count, &sp) != 0)
+        return -1;
+    int rc = -1;
+    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Iallgather,
+                       (in_place ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
+                        &req));
+    rc = 0;
+done:
+    span_free(&sp);
+    return rc;
+}
+
+/* count > max_count: one reduce per block, each to the rank that keeps it. */
+static int reducescatter_by_reduces(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in,
+                                    void *out, size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    size_t esize = gcsh_dtype_size(dt), max = state_of(ctx)->max_count;
+    for (int root = 0; root < c->size; root++) {
+        const char *block = (const char *)in + (size_t)root * count * esize;
+        for (size_t done = 0; done < count;) {
+            size_t n = min_size(count - done, max);
+            if (reduce_chunk(ctx, c, block + done * esize, (char *)out + done * esize, n, dt, op,
+                             root) != 0)
+                return -1;
+            done += n;
+        }
+    }
+    return 0;
+}
+
+/* In place (NCCL's layout: out is my block of in), MPI leaves the result at
+ * the start of in; it is moved to my block, and block 0 of in is clobbered. */
+static int reducescatter_block(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                               size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    const gcsh_host_comm_state *s = state_of(ctx);
+    size_t bytes = count * gcsh_dtype_size(dt);
+    int in_place = out == (const char *)in + (size_t)c->rank * bytes;
+    POST_AND_WAIT(ctx, c, MPI_Ireduce_scatter_block,
+                  (in_place ? MPI_IN_PLACE : in, in_place ? (void *)in : out, (int)count,
+                   mpi_type(s, dt), mpi_op(s, dt, op), c->comm, &req));
+    if (in_place && c->rank != 0)
+        memmove(out, in, bytes);
+    return 0;
+}
+
+static int host_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                              size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    int rc = count <= state_of(ctx)->max_count
+                 ? reducescatter_block(ctx, c, in, out, count, dt, op)
+                 : reducescatter_by_reduces(ctx, c, in, out, count, dt, op);
+    if (rc == 0 && op == GCSH_OP_AVG)
+        divide_by_size(out, count, dt, c->size);
+    return rc;
+}
+
+static int host_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                         size_t count, gcsh_dtype dt)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    span sp;
+    if (span_make(ctx, dt, count, &sp) != 0)
+        return -1;
+    int rc = -1;
+    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Ialltoall,
+                       (in == out ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
+                        &req));
+    rc = 0;
+done:
+    span_free(&sp);
+    return rc;
+}
+
+static int host_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
+                     gcsh_dtype dt, int peer)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    span sp;
+    if (span_make(ctx, dt, count, &sp) != 0)
+        return -1;
+    int rc = -1;
+    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Isend, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
+    rc = 0;
+done:
+    span_free(&sp);
+    return rc;
+}
+
+static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, gcsh_dtype dt,
+                     int peer)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    span sp;
+    if (span_make(ctx, dt, count, &sp) != 0)
+        return -1;
+    int rc = -1, got = 0;
+    MPI_Request req;
+    MPI_Status status;
+    MPI_CALL_GOTO(ctx, done, MPI_Irecv, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
+    if (wait_status(ctx, c, &req, "MPI_Irecv", &status) != 0)
+        goto done;
+    /* a longer message fails with MPI_ERR_TRUNCATE; a shorter one must fail too */
+    MPI_CALL_GOTO(ctx, done, MPI_Get_count, (&status, sp.type, &got));
+    if (got != sp.n) {
+        gcsh_set_error(ctx, "recv: peer %d sent fewer than the %zu elements expected", peer, count);
+        goto done;
+    }
+    rc = 0;
+done:
+    span_free(&sp);
+    return rc;
+}
+
+const gcsh_comm_ops gcsh_host_comm_ops = {
+    .world = host_world,
+    .split = host_split,
+    .release = host_release,
+    .rank = host_rank,
+    .size = host_size,
+    .can_reduce = host_can_reduce,
+    .barrier = host_barrier,
+    .allreduce = host_allreduce,
+    .broadcast = host_broadcast,
+    .reduce = host_reduce,
+    .allgather = host_allgather,
+    .reducescatter = host_reducescatter,
+    .alltoall = host_alltoall,
+    .send = host_send,
+    .recv = host_recv,
+};
