@@ -1,0 +1,540 @@
+/* The Lua type "comm": a communicator and its collectives.
+ *
+ *   comm.world()                       the world communicator (cached until freed)
+ *   c:split(color [, key=c.rank])      collective; nil/false/negative color -> nil
+ *   c.rank, c.size                     0-based
+ *   c:barrier()
+ *   c:allreduce(t [, op="sum" [, out=t]])     c:broadcast(t, root)
+ *   c:reduce(t, root [, op="sum" [, out=t]])  c:allgather(t, out)
+ *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
+ *   c:send(t, peer)                           c:recv(t, peer)
+ *   c:free()                           collective, idempotent
+ *
+ * Collectives return their output tensor.  Every argument is checked here,
+ * before the backend runs (backend.h: backends trust their arguments), by one
+ * table of collective shapes (coll_specs) and one checker.
+ *
+ * In place: allreduce, reduce and alltoall with out == t (or out omitted);
+ * allgather with t = out:view(rank * n, n); reducescatter with
+ * out = t:view(rank * n, n) (NCCL's layouts).  Any other overlap is refused.
+ *
+ * Freeing is collective (MPI_Comm_free, ncclCommDestroy).  :free() and
+ * __close (a <close> variable leaves its scope at the same point of the
+ * program on every rank) do it.  __gc never does: a rank collecting a
+ * communicator at its own moment would hang the others.  A communicator that
+ * is collected while still open is leaked instead, and the next comm call on
+ * that rank prints a one-time note to stderr (not from __gc itself, so a
+ * script's exit, when everything is collected, stays quiet).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "gcsh.h"
+#include "tensor.h"
+
+#define COMM_MT "comm"
+#define WORLD_KEY "gcsh.comm.world"
+#define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
+
+typedef struct lcomm {
+    gcsh_comm_impl *impl; /* NULL when closed: not yet acquired, or freed */
+    int rank, size;
+} lcomm;
+
+static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
+{
+    return ctx->be->comm;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static lcomm *check_open(lua_State *L, int idx)
+{
+    lcomm *lc = luaL_checkudata(L, idx, COMM_MT);
+    if (!lc->impl)
+        luaL_error(L, "attempt to use a freed comm");
+    return lc;
+}
+
+static lcomm *push_closed(lua_State *L)
+{
+    lcomm *lc = lua_newuserdatauv(L, sizeof *lc, 0);
+    lc->impl = NULL;
+    lc->rank = lc->size = 0;
+    luaL_setmetatable(L, COMM_MT);
+    return lc;
+}
+
+static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl)
+{
+    lc->impl = impl;
+    lc->rank = ops_of(ctx)->rank(impl);
+    lc->size = ops_of(ctx)->size(impl);
+}
+
+/* The collective release behind :free() and __close; idempotent. */
+static void release(gcsh_ctx *ctx, lcomm *lc)
+{
+    if (lc->impl) {
+        ops_of(ctx)->release(ctx, lc->impl);
+        lc->impl = NULL;
+    }
+}
+
+static void push_leaks(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LEAKS_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, LEAKS_KEY);
+    }
+}
+
+/* __gc: local only, see the top of the file. */
+static int comm_gc(lua_State *L)
+{
+    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    if (!lc->impl)
+        return 0;
+    lc->impl = NULL;
+    push_leaks(L);
+    lua_getfield(L, -1, "count");
+    lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushinteger(L, n + 1);
+    lua_setfield(L, -2, "count");
+    lua_pop(L, 1);
+    return 0;
+}
+
+static void note_leaks_once(lua_State *L)
+{
+    push_leaks(L);
+    lua_getfield(L, -1, "count");
+    lua_getfield(L, -2, "noted");
+    if (lua_tointeger(L, -2) > 0 && !lua_toboolean(L, -1)) {
+        fprintf(stderr,
+                "gcsh: note (rank %d): a comm was garbage-collected without :free(); its "
+                "communicator is leaked, because freeing is collective and __gc never does it "
+                "(use c:free() or `local c <close> = ...`)\n",
+                gcsh_ctx_of(L)->rank);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -4, "noted");
+    }
+    lua_pop(L, 3);
+}
+
+static int comm_free(lua_State *L)
+{
+    release(gcsh_ctx_of(L), luaL_checkudata(L, 1, COMM_MT));
+    return 0;
+}
+
+static int comm_tostring(lua_State *L)
+{
+    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    if (!lc->impl)
+        lua_pushliteral(L, "comm(freed)");
+    else
+        lua_pushfstring(L, "comm(rank %d of %d, %s)", lc->rank, lc->size,
+                        gcsh_ctx_of(L)->be->name);
+    return 1;
+}
+
+/* __index: the fields rank and size, then the methods (upvalue 1). */
+static int comm_index(lua_State *L)
+{
+    const char *key = lua_tostring(L, 2);
+    if (key && (strcmp(key, "rank") == 0 || strcmp(key, "size") == 0)) {
+        lcomm *lc = check_open(L, 1);
+        lua_pushinteger(L, key[0] == 'r' ? lc->rank : lc->size);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_gettable(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* ---- constructors ------------------------------------------------------- */
+
+static int comm_world(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    note_leaks_once(L);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, WORLD_KEY) == LUA_TUSERDATA &&
+        ((lcomm *)lua_touserdata(L, -1))->impl)
+        return 1;
+    lua_pop(L, 1);
+    lcomm *lc = push_closed(L);
+    gcsh_comm_impl *impl;
+    if (ops_of(ctx)->world(ctx, &impl) != 0)
+        return gcsh_raise(L, ctx);
+    adopt(ctx, lc, impl);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, WORLD_KEY);
+    return 1;
+}
+
+static int check_int_arg(lua_State *L, int idx, const char *what)
+{
+    lua_Integer v = luaL_checkinteger(L, idx);
+    if (v < INT_MIN || v > INT_MAX)
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s %I does not fit in an int", what, v));
+    return (int)v;
+}
+
+static int comm_split(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *parent = check_open(L, 1);
+    note_leaks_once(L);
+    int color = -1;
+    if (lua_toboolean(L, 2))
+        color = check_int_arg(L, 2, "color");
+    if (color < 0)
+        color = -1;
+    int key = lua_isnoneornil(L, 3) ? parent->rank : check_int_arg(L, 3, "key");
+    lcomm *lc = push_closed(L);
+    gcsh_comm_impl *impl = NULL;
+    if (ops_of(ctx)->split(ctx, parent->impl, color, key, &impl) != 0)
+        return gcsh_raise(L, ctx);
+    if (!impl) {
+        lua_pushnil(L);
+        return 1;
+    }
+    adopt(ctx, lc, impl);
+    return 1;
+}
+
+static int comm_barrier(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *lc = check_open(L, 1);
+    if (ops_of(ctx)->barrier(ctx, lc->impl) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+/* ---- collectives: one spec each, one checker ----------------------------- */
+
+/* How out's length and the backend's count follow from t's length n. */
+typedef enum size_rule {
+    SIZE_SAME,     /* count = n; out >= n */
+    SIZE_GATHER,   /* count = n; out >= n * size */
+    SIZE_SCATTER,  /* n divisible by size; count = n / size; out >= count */
+    SIZE_ALLTOALL, /* n divisible by size; count = n / size per peer; out >= n */
+} size_rule;
+
+typedef struct coll_args {
+    lcomm *comm;
+    const gcsh_tensor *in, *out;
+    size_t count; /* in the backend's sense, see backend.h */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    int rank_arg_value; /* root or peer */
+} coll_args;
+
+typedef int (*coll_run)(gcsh_ctx *ctx, const coll_args *a);
+
+/* Stack indices count the comm as 1, so t is 2 (Lua reports it as #1). */
+typedef struct coll_spec {
+    const char *name;
+    int out_arg;      /* 0: works on t alone */
+    int out_optional; /* out omitted or nil: in place on t */
+    int op_arg;       /* 0: not a reduction */
+    int rank_arg;     /* 0: no root or peer */
+    const char *rank_role; /* "root" | "peer" */
+    size_rule sizes;
+    coll_run run;
+} coll_spec;
+
+static void *in_data(const coll_args *a)
+{
+    return gcsh_tensor_data(a->in);
+}
+
+static void *out_data(const coll_args *a)
+{
+    return gcsh_tensor_data(a->out);
+}
+
+static int run_allreduce(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->allreduce(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt,
+                                  a->op);
+}
+
+static int run_broadcast(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->broadcast(ctx, a->comm->impl, in_data(a), a->count, a->dt,
+                                  a->rank_arg_value);
+}
+
+static int run_reduce(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->reduce(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt,
+                               a->op, a->rank_arg_value);
+}
+
+static int run_allgather(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->allgather(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt);
+}
+
+static int run_reducescatter(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->reducescatter(ctx, a->comm->impl, in_data(a), out_data(a), a->count,
+                                      a->dt, a->op);
+}
+
+static int run_alltoall(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->alltoall(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt);
+}
+
+static int run_send(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->send(ctx, a->comm->impl, in_data(a), a->count, a->dt, a->rank_arg_value);
+}
+
+static int run_recv(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->recv(ctx, a->comm->impl, in_data(a), a->count, a->dt, a->rank_arg_value);
+}
+
+enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER,
+       COLL_ALLTOALL, COLL_SEND, COLL_RECV };
+
+static const coll_spec coll_specs[] = {
+    /* name           out opt op rank role    sizes          run */
+    [COLL_ALLREDUCE] = {"allreduce", 4, 1, 3, 0, NULL, SIZE_SAME, run_allreduce},
+    [COLL_BROADCAST] = {"broadcast", 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast},
+    [COLL_REDUCE] = {"reduce", 5, 1, 4, 3, "root", SIZE_SAME, run_reduce},
+    [COLL_ALLGATHER] = {"allgather", 3, 0, 0, 0, NULL, SIZE_GATHER, run_allgather},
+    [COLL_REDUCESCATTER] = {"reducescatter", 3, 0, 4, 0, NULL, SIZE_SCATTER, run_reducescatter},
+    [COLL_ALLTOALL] = {"alltoall", 3, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall},
+    [COLL_SEND] = {"send", 0, 0, 0, 3, "peer", SIZE_SAME, run_send},
+    [COLL_RECV] = {"recv", 0, 0, 0, 3, "peer", SIZE_SAME, run_recv},
+};
+
+static const char *loc_name(int loc, char *buf, size_t len)
+{
+    if (loc == GCSH_LOC_HOST)
+        return "host memory";
+    snprintf(buf, len, "memory on cuda:%d", loc);
+    return buf;
+}
+
+/* The tensor must live where this backend's collectives run (ctx->loc). */
+static const gcsh_tensor *check_placed_tensor(lua_State *L, int idx, const char *what)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const gcsh_tensor *t = gcsh_check_tensor(L, idx);
+    if (t->st->loc != ctx->loc) {
+        char buf[32];
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s lives in %s, but %s collectives need %s", what,
+                                              t->st->where, ctx->be->name,
+                                              loc_name(ctx->loc, buf, sizeof buf)));
+    }
+    return t;
+}
+
+static int check_rank_arg(lua_State *L, const coll_spec *spec, const lcomm *lc)
+{
+    int idx = spec->rank_arg;
+    lua_Integer r = luaL_checkinteger(L, idx);
+    if (r < 0 || r >= lc->size)
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s %I out of range (valid 0..%d)",
+                                              spec->rank_role, r, lc->size - 1));
+    if (strcmp(spec->rank_role, "peer") == 0 && r == lc->rank)
+        luaL_argerror(L, idx, lua_pushfstring(L, "peer %I is this rank (%s to oneself is not "
+                                                 "supported: it would deadlock)", r, spec->name));
+    return (int)r;
+}
+
+static void check_op(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    a->op = gcsh_check_redop(L, spec->op_arg, GCSH_OP_SUM);
+    if (!ops_of(ctx)->can_reduce(a->dt, a->op))
+        luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op '%s' is not defined for %s on the "
+                                                          "%s backend", gcsh_redop_name(a->op),
+                                                       gcsh_dtype_name(a->dt), ctx->be->name));
+}
+
+static void out_too_small(lua_State *L, const coll_spec *spec, size_t has, size_t needs,
+                          const char *why)
+{
+    luaL_argerror(L, spec->out_arg, lua_pushfstring(L, "out has %I elements, needs %I (%s)",
+                                                    (lua_Integer)has, (lua_Integer)needs, why));
+}
+
+static void check_divisible(lua_State *L, size_t n, int size)
+{
+    if (n % (size_t)size != 0)
+        luaL_argerror(L, 2, lua_pushfstring(L, "t has %I elements, not a multiple of %d ranks",
+                                            (lua_Integer)n, size));
+}
+
+/* Fills a->count from t's length by spec->sizes, and checks out's length. */
+static void check_sizes(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    size_t n = a->in->n, has = a->out->n, size = (size_t)a->comm->size;
+    char why[96];
+    switch (spec->sizes) {
+    case SIZE_SAME:
+        a->count = n;
+        if (has < n)
+            out_too_small(L, spec, has, n, "as many as t");
+        break;
+    case SIZE_GATHER:
+        a->count = n;
+        snprintf(why, sizeof why, "%zu x %zu ranks", n, size);
+        if (has / size < n) /* not has < n * size: that product may overflow */
+            out_too_small(L, spec, has, n * size, why);
+        break;
+    case SIZE_SCATTER:
+        check_divisible(L, n, a->comm->size);
+        a->count = n / size;
+        snprintf(why, sizeof why, "%zu / %zu ranks", n, size);
+        if (has < a->count)
+            out_too_small(L, spec, has, a->count, why);
+        break;
+    case SIZE_ALLTOALL:
+        check_divisible(L, n, a->comm->size);
+        a->count = n / size;
+        if (has < n)
+            out_too_small(L, spec, has, n, "as many as t");
+        break;
+    }
+}
+
+/* Where t must start, relative to out, for the in-place layout (in bytes;
+ * negative: out starts after t). */
+static long long in_place_shift(const coll_spec *spec, const coll_args *a)
+{
+    long long block = (long long)(a->count * gcsh_dtype_size(a->dt)) * a->comm->rank;
+    switch (spec->sizes) {
+    case SIZE_GATHER: return block;
+    case SIZE_SCATTER: return -block;
+    default: return 0;
+    }
+}
+
+static const char *in_place_hint(const coll_spec *spec)
+{
+    switch (spec->sizes) {
+    case SIZE_GATHER: return "t = out:view(rank * #t, #t)";
+    case SIZE_SCATTER: return "out = t:view(rank * #out, #out)";
+    default: return "out = t";
+    }
+}
+
+/* Overlapping t and out are allowed only in the in-place layout. */
+static void check_overlap(lua_State *L, const coll_spec *spec, const coll_args *a)
+{
+    if (a->in == a->out || a->in->st != a->out->st)
+        return;
+    size_t esize = gcsh_dtype_size(a->dt);
+    long long in_lo = (long long)(a->in->offset * esize), in_hi = in_lo + (long long)(a->in->n * esize);
+    long long out_lo = (long long)(a->out->offset * esize);
+    long long out_hi = out_lo + (long long)(a->out->n * esize);
+    if (in_hi <= out_lo || out_hi <= in_lo || in_lo - out_lo == in_place_shift(spec, a))
+        return;
+    luaL_argerror(L, spec->out_arg, lua_pushfstring(L, "out overlaps t without being the "
+                                                       "in-place layout (%s)", in_place_hint(spec)));
+}
+
+/* Checks everything before the backend sees it; returns the stack index of
+ * the tensor the collective returns. */
+static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    a->comm = check_open(L, 1);
+    a->in = check_placed_tensor(L, 2, "t");
+    a->dt = a->in->dtype;
+    int result_idx = 2;
+    a->out = a->in;
+    if (spec->out_arg && !(spec->out_optional && lua_isnoneornil(L, spec->out_arg))) {
+        a->out = check_placed_tensor(L, spec->out_arg, "out");
+        result_idx = spec->out_arg;
+        if (a->out->dtype != a->dt)
+            luaL_argerror(L, spec->out_arg,
+                          lua_pushfstring(L, "out is %s but t is %s (dtypes must match)",
+                                          gcsh_dtype_name(a->out->dtype), gcsh_dtype_name(a->dt)));
+    }
+    a->op = GCSH_OP_SUM;
+    if (spec->op_arg)
+        check_op(L, spec, a);
+    a->rank_arg_value = spec->rank_arg ? check_rank_arg(L, spec, a->comm) : 0;
+    check_sizes(L, spec, a);
+    check_overlap(L, spec, a);
+    return result_idx;
+}
+
+static int collective(lua_State *L, int which)
+{
+    const coll_spec *spec = &coll_specs[which];
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    coll_args a;
+    int result_idx = check_collective(L, spec, &a);
+    if (spec->run(ctx, &a) != 0)
+        return gcsh_raise(L, ctx);
+    lua_pushvalue(L, result_idx);
+    return 1;
+}
+
+static int comm_allreduce(lua_State *L) { return collective(L, COLL_ALLREDUCE); }
+static int comm_broadcast(lua_State *L) { return collective(L, COLL_BROADCAST); }
+static int comm_reduce(lua_State *L) { return collective(L, COLL_REDUCE); }
+static int comm_allgather(lua_State *L) { return collective(L, COLL_ALLGATHER); }
+static int comm_reducescatter(lua_State *L) { return collective(L, COLL_REDUCESCATTER); }
+static int comm_alltoall(lua_State *L) { return collective(L, COLL_ALLTOALL); }
+static int comm_send(lua_State *L) { return collective(L, COLL_SEND); }
+static int comm_recv(lua_State *L) { return collective(L, COLL_RECV); }
+
+/* ---- registration -------------------------------------------------------- */
+
+static const luaL_Reg meth[] = {
+    {"split", comm_split},
+    {"barrier", comm_barrier},
+    {"allreduce", comm_allreduce},
+    {"broadcast", comm_broadcast},
+    {"reduce", comm_reduce},
+    {"allgather", comm_allgather},
+    {"reducescatter", comm_reducescatter},
+    {"alltoall", comm_alltoall},
+    {"send", comm_send},
+    {"recv", comm_recv},
+    {"free", comm_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL}, /* placeholder, set below with the methods as upvalue */
+    {"__gc", comm_gc},
+    {"__close", comm_free},
+    {"__tostring", comm_tostring},
+    {NULL, NULL},
+};
+
+static const luaL_Reg funcs[] = {
+    {"world", comm_world},
+    {NULL, NULL},
+};
+
+int luaopen_gcsh_comm(lua_State *L)
+{
+    luaL_newmetatable(L, COMM_MT);
+    luaL_setfuncs(L, metameth, 0);
+    luaL_newlibtable(L, meth);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushcclosure(L, comm_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+    luaL_newlib(L, funcs);
+    return 1;
+}
