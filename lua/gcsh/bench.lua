@@ -1,0 +1,344 @@
+-- gcsh.bench: nccl-tests in Lua.
+--
+--   local bench = require "gcsh.bench"
+--   rows = bench.collective{op="allreduce", min=8, max=32<<20, factor=2, dtype="f32",
+--                           redop="sum", root=0, iters=20, warmup=5, check=true,
+--                           comm=comm.world(), inplace=false, average="avg", quiet=false}
+--
+-- Prints nccl-tests' columns on the communicator's rank 0 (other ranks print
+-- nothing) and returns the rows on every rank:
+--   {size=, count=, type=, redop=, root=, time_us=, algbw=, busbw=, wrong=}
+--
+-- As in nccl-tests (src/*.cu and doc/PERFORMANCE.md):
+--   * each size S (bytes) gives count = S / sizeof(dtype); each collective
+--     turns it into send, receive and per-call counts (its `counts`); the size
+--     column is the larger of the send and receive buffers in bytes, the count
+--     column the count handed to the collective (per rank for allgather,
+--     reducescatter and alltoall);
+--   * algbw = size / time, busbw = algbw * the collective's factor:
+--     allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
+--     broadcast, reduce, sendrecv 1;
+--   * time = each rank's mean over `iters` timed calls after `warmup` calls,
+--     then combined over ranks by `average`: "avg" (nccl-tests' default -a 1),
+--     "max", "min" or "rank0";
+--   * sizes whose per-call count is 0 are skipped (nothing to move).
+--
+-- check=true: before timing, inputs get known per-rank values, the
+-- collective runs once, and every output element is compared with a
+-- reference computed here in Lua; #wrong is summed over ranks.  The values are
+-- block-constant (one per source rank, or per rank pair for alltoall) and
+-- small, so every dtype holds them exactly; integer results wrap like the
+-- dtype, and avg divides as the backends do (the mean for floats, truncation
+-- toward zero for integers).
+--
+-- Timing uses gcsh.timer: CUDA events on the cuda backend, the wall clock on host.
+local bench = {}
+
+-- ---- per-rank values and their reference -------------------------------
+
+local WRAP_BITS = { i64 = 64, i32 = 32, u32 = 32, u8 = 8, i8 = 8 }
+local SIGNED = { i64 = true, i32 = true, i8 = true }
+local FLOAT = { f64 = true, f32 = true, f16 = true, bf16 = true }
+
+-- An integer result as the dtype holds it (C wraps integer arithmetic).
+local function wrap(dtype, v)
+  local bits = WRAP_BITS[dtype]
+  if not bits or bits == 64 then return v end
+  local m = 1 << bits
+  v = v % m
+  if SIGNED[dtype] and v >= m // 2 then v = v - m end
+  return v
+end
+
+-- What rank r contributes: prod gets 1s and 2s so products stay powers of two
+-- (exact in f16 and bf16); the other ops get 1..16.
+local function rank_value(redop, r)
+  if redop == "prod" then return 1 + r % 2 end
+  return 1 + r % 16
+end
+
+local COMBINE = {
+  sum = function(a, b) return a + b end,
+  avg = function(a, b) return a + b end,
+  prod = function(a, b) return a * b end,
+  min = math.min,
+  max = math.max,
+}
+
+local function reduced_value(dtype, redop, nranks)
+  local acc = rank_value(redop, 0)
+  for r = 1, nranks - 1 do
+    acc = wrap(dtype, COMBINE[redop](acc, rank_value(redop, r)))
+  end
+  if redop == "avg" then
+    if FLOAT[dtype] then
+      acc = acc / nranks
+    else
+      local q = acc // nranks
+      if q < 0 and q * nranks ~= acc then q = q + 1 end -- truncate toward zero
+      acc = q
+    end
+  end
+  return acc
+end
+
+-- The value rank `from` sends to rank `to` in alltoall: distinct per pair
+-- (up to 100 pairs), and within every dtype's range.
+local function pair_value(nranks, from, to)
+  return 1 + (from * nranks + to) % 100
+end
+
+-- Elements of t that differ from v (fast path: one :equal against a filled copy).
+local function count_wrong(t, v)
+  local want = tensor.new(#t, t.dtype):fill(v)
+  if t:equal(want) then return 0 end
+  local got, w, wrong = t:totable(), want:totable(), 0
+  for i = 1, #got do
+    if got[i] ~= w[i] then wrong = wrong + 1 end
+  end
+  return wrong
+end
+
+-- ---- one table per collective --------------------------------------------
+-- counts(count, n) -> sendcount, recvcount, paramcount (nccl-tests' GetCollByteCount)
+-- buffers(a)       -> send, recv for a.param elements per call, honouring a.inplace
+-- init(a)          fills a.send with this rank's values
+-- run(a)           one call
+-- check(a)         wrong elements on this rank after one call from init
+-- busbw(n)         bus bandwidth factor
+
+local function same_counts(count) return count, count, count end
+local function per_rank_counts(count, n) local p = count // n; return p, p * n, p end
+
+local function separate_or_same(a, sendcount, recvcount)
+  local send = tensor.new(sendcount, a.dtype)
+  if a.inplace then return send, send end
+  return send, tensor.new(recvcount, a.dtype)
+end
+
+local function fill_reduction_input(a) a.send:fill(rank_value(a.redop, a.rank)) end
+
+local COLLS = {}
+
+COLLS.allreduce = {
+  reduces = true,
+  counts = same_counts,
+  busbw = function(n) return 2 * (n - 1) / n end,
+  buffers = function(a) return separate_or_same(a, a.param, a.param) end,
+  init = fill_reduction_input,
+  run = function(a) a.comm:allreduce(a.send, a.redop, a.recv) end,
+  check = function(a) return count_wrong(a.recv, reduced_value(a.dtype, a.redop, a.n)) end,
+}
+
+COLLS.broadcast = {
+  rooted = true,
+  counts = same_counts,
+  busbw = function() return 1 end,
+  buffers = function(a) local t = tensor.new(a.param, a.dtype); return t, t end, -- always in place
+  init = function(a) a.send:fill(rank_value("sum", a.rank)) end,
+  run = function(a) a.comm:broadcast(a.send, a.root) end,
+  check = function(a) return count_wrong(a.send, rank_value("sum", a.root)) end,
+}
+
+COLLS.reduce = {
+  reduces = true,
+  rooted = true,
+  counts = same_counts,
+  busbw = function() return 1 end,
+  buffers = function(a) return separate_or_same(a, a.param, a.param) end,
+  init = fill_reduction_input,
+  run = function(a) a.comm:reduce(a.send, a.root, a.redop, a.recv) end,
+  check = function(a)
+    if a.rank ~= a.root then return 0 end
+    return count_wrong(a.recv, reduced_value(a.dtype, a.redop, a.n))
+  end,
+}
+
+COLLS.allgather = {
+  counts = per_rank_counts,
+  busbw = function(n) return (n - 1) / n end,
+  buffers = function(a)
+    local recv = tensor.new(a.param * a.n, a.dtype)
+    if a.inplace then return recv:view(a.rank * a.param, a.param), recv end
+    return tensor.new(a.param, a.dtype), recv
+  end,
+  init = function(a) a.send:fill(rank_value("sum", a.rank)) end,
+  run = function(a) a.comm:allgather(a.send, a.recv) end,
+  check = function(a)
+    local wrong = 0
+    for r = 0, a.n - 1 do
+      wrong = wrong + count_wrong(a.recv:view(r * a.param, a.param), rank_value("sum", r))
+    end
+    return wrong
+  end,
+}
+
+COLLS.reducescatter = {
+  reduces = true,
+  counts = function(count, n) local p = count // n; return p * n, p, p end,
+  busbw = function(n) return (n - 1) / n end,
+  buffers = function(a)
+    local send = tensor.new(a.param * a.n, a.dtype)
+    if a.inplace then return send, send:view(a.rank * a.param, a.param) end
+    return send, tensor.new(a.param, a.dtype)
+  end,
+  init = fill_reduction_input,
+  run = function(a) a.comm:reducescatter(a.send, a.recv, a.redop) end,
+  check = function(a) return count_wrong(a.recv, reduced_value(a.dtype, a.redop, a.n)) end,
+}
+
+COLLS.alltoall = {
+  counts = function(count, n) local p = count // n; return p * n, p * n, p end,
+  busbw = function(n) return (n - 1) / n end,
+  buffers = function(a) return separate_or_same(a, a.param * a.n, a.param * a.n) end,
+  init = function(a)
+    for to = 0, a.n - 1 do
+      a.send:view(to * a.param, a.param):fill(pair_value(a.n, a.rank, to))
+    end
+  end,
+  run = function(a) a.comm:alltoall(a.send, a.recv) end,
+  check = function(a)
+    local wrong = 0
+    for from = 0, a.n - 1 do
+      wrong = wrong + count_wrong(a.recv:view(from * a.param, a.param), pair_value(a.n, from, a.rank))
+    end
+    return wrong
+  end,
+}
+
+-- A ring: send to rank+1, receive from rank-1.  Even ranks send first and odd
+-- ranks receive first, so blocking sends cannot all wait on each other.
+COLLS.sendrecv = {
+  min_ranks = 2,
+  counts = same_counts,
+  busbw = function() return 1 end,
+  buffers = function(a) return tensor.new(a.param, a.dtype), tensor.new(a.param, a.dtype) end,
+  init = function(a) a.send:fill(rank_value("sum", a.rank)) end,
+  run = function(a)
+    local c, nxt, prv = a.comm, (a.rank + 1) % a.n, (a.rank - 1) % a.n
+    if a.rank % 2 == 0 then
+      c:send(a.send, nxt); c:recv(a.recv, prv)
+    else
+      c:recv(a.recv, prv); c:send(a.send, nxt)
+    end
+  end,
+  check = function(a) return count_wrong(a.recv, rank_value("sum", (a.rank - 1) % a.n)) end,
+}
+
+bench.collectives = COLLS
+
+-- ---- the driver ----------------------------------------------------------
+
+local DEFAULTS = {
+  op = "allreduce", min = 8, max = 32 << 20, factor = 2, dtype = "f32", redop = "sum",
+  root = 0, iters = 20, warmup = 5, check = true, inplace = false, average = "avg",
+  quiet = false, comm = false, -- comm: comm.world() when not given
+}
+
+local DTYPE_SIZE = { f64 = 8, f32 = 4, f16 = 2, bf16 = 2, i64 = 8, i32 = 4, u32 = 4, u8 = 1, i8 = 1 }
+local AVERAGES = { avg = "avg", max = "max", min = "min", rank0 = true }
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return table.concat(keys, " ")
+end
+
+local function options(opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do
+    if DEFAULTS[k] == nil then
+      error(string.format("bench.collective: unknown option '%s' (valid: %s)", k, sorted_keys(DEFAULTS)), 3)
+    end
+    o[k] = v
+  end
+  for k, v in pairs(DEFAULTS) do
+    if o[k] == nil then o[k] = v end
+  end
+  if not o.comm then o.comm = comm.world() end
+  local function need(ok, fmt, ...)
+    if not ok then error("bench.collective: " .. string.format(fmt, ...), 4) end
+  end
+  need(COLLS[o.op], "unknown op '%s' (valid: %s)", tostring(o.op), sorted_keys(COLLS))
+  need(DTYPE_SIZE[o.dtype], "unknown dtype '%s' (valid: %s)", tostring(o.dtype), sorted_keys(DTYPE_SIZE))
+  need(COMBINE[o.redop], "unknown redop '%s' (valid: %s)", tostring(o.redop), sorted_keys(COMBINE))
+  need(AVERAGES[o.average], "unknown average '%s' (valid: %s)", tostring(o.average), sorted_keys(AVERAGES))
+  need(math.type(o.min) == "integer" and o.min >= 1, "min must be a positive integer (bytes)")
+  need(math.type(o.max) == "integer" and o.max >= o.min, "max must be an integer >= min (%d)", o.min)
+  need(type(o.factor) == "number" and o.factor > 1, "factor must be > 1")
+  need(math.type(o.iters) == "integer" and o.iters >= 1, "iters must be an integer >= 1")
+  need(math.type(o.warmup) == "integer" and o.warmup >= 0, "warmup must be an integer >= 0")
+  local n, spec = o.comm.size, COLLS[o.op]
+  need(n >= (spec.min_ranks or 1), "%s needs at least %d ranks (this comm has %d)", o.op, spec.min_ranks or 1, n)
+  if spec.rooted then
+    need(math.type(o.root) == "integer" and o.root >= 0 and o.root < n, "root %s out of range (valid 0..%d)", tostring(o.root), n - 1)
+  end
+  return o
+end
+
+-- One number per rank combined over the communicator.
+local function over_ranks(c, v, dtype, how)
+  local t = tensor.from({ v }, dtype)
+  if how == "rank0" then c:broadcast(t, 0) else c:allreduce(t, how) end
+  return t[0]
+end
+
+local function print_header()
+  print(string.format("# %10s  %12s  %6s  %6s  %6s  %9s  %8s  %8s  %6s", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"))
+  print(string.format("# %10s  %12s  %6s  %6s  %6s  %9s  %8s  %8s  %6s", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""))
+end
+
+local function print_row(r)
+  print(string.format("%12d  %12d  %6s  %6s  %6d  %9.2f  %8.2f  %8.2f  %6d", r.size, r.count, r.type, r.redop, r.root, r.time_us, r.algbw, r.busbw, r.wrong))
+end
+
+local function time_calls(spec, a, o)
+  for _ = 1, o.warmup do spec.run(a) end
+  a.comm:barrier()
+  local tm = gcsh.timer()
+  for _ = 1, o.iters do spec.run(a) end
+  return tm:stop() / o.iters
+end
+
+local function bench_size(spec, o, size)
+  local c, n = o.comm, o.comm.size
+  local sendcount, recvcount, param = spec.counts(size // DTYPE_SIZE[o.dtype], n)
+  if param == 0 then return nil end
+  local a = { comm = c, n = n, rank = c.rank, dtype = o.dtype, redop = o.redop, root = o.root,
+              param = param, inplace = o.inplace }
+  a.send, a.recv = spec.buffers(a)
+  local wrong = 0
+  if o.check then
+    spec.init(a)
+    spec.run(a)
+    wrong = spec.check(a)
+  end
+  local sec = over_ranks(c, time_calls(spec, a, o), "f64", o.average)
+  wrong = over_ranks(c, wrong, "i64", "sum")
+  local bytes = math.max(sendcount, recvcount) * DTYPE_SIZE[o.dtype]
+  local algbw = bytes / 1e9 / sec
+  return {
+    size = bytes, count = param, type = o.dtype,
+    redop = spec.reduces and o.redop or "none", root = spec.rooted and o.root or -1,
+    time_us = sec * 1e6, algbw = algbw, busbw = algbw * spec.busbw(n), wrong = wrong,
+  }
+end
+
+function bench.collective(opts)
+  local o = options(opts)
+  local spec, speaks = COLLS[o.op], o.comm.rank == 0 and not o.quiet
+  if speaks then print_header() end
+  local rows, size = {}, o.min
+  while size <= o.max do
+    local row = bench_size(spec, o, size)
+    if row then
+      rows[#rows + 1] = row
+      if speaks then print_row(row) end
+    end
+    size = math.max(size + 1, math.floor(size * o.factor)) -- always moves on
+  end
+  return rows
+end
+
+return bench
