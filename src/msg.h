@@ -1,0 +1,48 @@
+/* Framed messages on the control plane's stream sockets.
+ *
+ * Every message is a fixed header {type, seq, len} followed by len bytes.
+ * Sends are whole-message (callers serialise writers on one socket). */
+#ifndef GCSH_MSG_H
+#define GCSH_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gcsh_msg_type {
+    MSG_HELLO = 1, /* worker -> coordinator on connect: token, rank, channel */
+    MSG_CHUNK,     /* coordinator -> worker: u32 flags, u32 namelen, name, source */
+    MSG_OUT,       /* worker -> coordinator: captured text */
+    MSG_DONE,      /* worker -> coordinator: u32 status, then captured text */
+    MSG_INTERRUPT, /* coordinator -> watcher: interrupt chunk `seq` */
+    MSG_QUIT,      /* coordinator -> worker: leave the loop */
+};
+
+/* CHUNK flags */
+#define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
+#define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
+
+/* DONE status */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };
+
+typedef struct gcsh_msg_header {
+    uint32_t type;
+    uint32_t seq;
+    uint64_t len;
+} gcsh_msg_header;
+
+/* A received message; the payload buffer is reused across receives. */
+typedef struct gcsh_msg {
+    gcsh_msg_header h;
+    char *data;
+    size_t cap;
+} gcsh_msg;
+
+/* Sends header + up to two payload parts in one writev loop.  Returns 0, or
+ * -1 when the peer is gone. */
+int gcsh_msg_send(int fd, uint32_t type, uint32_t seq, const void *a, size_t alen,
+                  const void *b, size_t blen);
+/* Blocks for one whole message.  Returns 0, or -1 on EOF / error. */
+int gcsh_msg_recv(int fd, gcsh_msg *m);
+void gcsh_msg_free(gcsh_msg *m);
+
+#endif
