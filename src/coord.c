@@ -1,5 +1,6 @@
 /* Rank 0's coordinator.  See coord.h. */
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,7 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
     struct pollfd *p = malloc((size_t)(c->size + 1) * sizeof *p);
     int *who = malloc((size_t)(c->size + 1) * sizeof *who);
     gcsh_msg m = {0};
+    double spin_s = gcsh_spin_us() * 1e-6;
     while (rs->running > 0) {
         int n = 0;
         p[n++] = (struct pollfd){.fd = c->sigfd, .events = POLLIN};
@@ -136,7 +138,14 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
                 who[n] = r;
                 p[n++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
             }
-        poll(p, (nfds_t)n, poll_timeout_ms(c, rs, now_seconds()));
+        /* spin briefly first: short chunks finish within microseconds */
+        int ready = poll(p, (nfds_t)n, 0);
+        while (ready == 0 && now_seconds() - rs->start < spin_s) {
+            sched_yield();
+            ready = poll(p, (nfds_t)n, 0);
+        }
+        if (ready == 0)
+            poll(p, (nfds_t)n, poll_timeout_ms(c, rs, now_seconds()));
         if ((p[0].revents & POLLIN) && (gcsh_sig_drain(c->sigfd) & 1))
             send_interrupts(c, rs);
         for (int i = 1; i < n; i++) {
@@ -193,7 +202,6 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.start = now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
-    gcsh_sig_drain(c->sigfd); /* a Ctrl-C typed before the command is not for it */
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
     wait_for_ranks(c, &rs);

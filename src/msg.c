@@ -1,6 +1,9 @@
 /* Framed messages: whole-message writes and reads on stream sockets. */
 #include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -81,4 +84,34 @@ void gcsh_msg_free(gcsh_msg *m)
     free(m->data);
     m->data = NULL;
     m->cap = 0;
+}
+
+static long elapsed_us(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000L + (t.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+int gcsh_wait_readable(int fd, int spin_us, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (spin_us > 0 && elapsed_us(&t0) < spin_us) {
+        if (poll(&p, 1, 0) != 0)
+            return 1;
+        sched_yield();
+    }
+    for (;;) {
+        int r = poll(&p, 1, timeout_ms);
+        if (r >= 0 || errno != EINTR)
+            return r > 0 ? 1 : r;
+    }
+}
+
+int gcsh_spin_us(void)
+{
+    const char *s = getenv("GCSH_SPIN_US");
+    return s && *s ? atoi(s) : 50;
 }

@@ -43,6 +43,16 @@ int gcsh_msg_send(int fd, uint32_t type, uint32_t seq, const void *a, size_t ale
                   const void *b, size_t blen);
 /* Blocks for one whole message.  Returns 0, or -1 on EOF / error. */
 int gcsh_msg_recv(int fd, gcsh_msg *m);
+
+/* Waits until fd is readable: first spins (yielding the CPU) for up to
+ * spin_us, then sleeps in poll.  Lines arrive back to back in a pipe; a
+ * thread that went to sleep between them would pay a wake-up per line, while
+ * an idle shell stops spinning after spin_us and costs nothing.  Returns
+ * 1 readable, 0 timeout (timeout_ms >= 0), -1 error. */
+int gcsh_wait_readable(int fd, int spin_us, int timeout_ms);
+
+/* Spin budget for the waits above; GCSH_SPIN_US overrides (0 disables). */
+int gcsh_spin_us(void);
 void gcsh_msg_free(gcsh_msg *m);
 
 #endif

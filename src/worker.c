@@ -198,7 +198,8 @@ int gcsh_worker_loop(gcsh_worker *w)
 {
     gcsh_msg m = {0};
     int code = 1; /* rank 0 vanished without saying goodbye */
-    while (gcsh_msg_recv(w->cmd_fd, &m) == 0) {
+    int spin = gcsh_spin_us();
+    while (gcsh_wait_readable(w->cmd_fd, spin, -1) == 1 && gcsh_msg_recv(w->cmd_fd, &m) == 0) {
         if (m.h.type == MSG_QUIT) {
             code = m.h.seq; /* QUIT carries the exit code in seq */
             break;
