@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "elementwise.h"
 #include "gcsh.h"
@@ -12,8 +13,24 @@
 /* Cache-line alignment: what vector loops and MPI like; also >= any dtype. */
 #define HOST_ALIGN 64
 
+/* Bytes of physical memory, or 0 when the system will not say. */
+static size_t physical_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0)
+        return 0;
+    return (size_t)pages * (size_t)page_size;
+}
+
 static int host_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
 {
+    /* More than the machine's RAM can only end in the OOM killer at first
+     * touch (with overcommit) or in a sanitizer abort: refuse it up front,
+     * so the answer is the same clean error everywhere. */
+    size_t ram = physical_memory_bytes();
+    if (ram && bytes > ram)
+        return gcsh_set_error(ctx, "out of host memory: cannot allocate %zu bytes (this host has %zu)",
+                              bytes, ram);
     void *p = NULL;
     /* A zero-byte request still gets a unique, non-NULL block so that a live
      * empty tensor is told apart from a released one (base == NULL). */
