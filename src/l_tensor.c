@@ -289,8 +289,9 @@ static const char *range_message(int64_t v, gcsh_dtype dt, char *buf, size_t len
     return buf;
 }
 
-/* Reads the number at idx for dtype dt (integral when dt is an integer
- * dtype; then normalised to is_int).  Returns NULL, or what is wrong. */
+/* Reads the number at idx for dtype dt: for an integer dtype it must be
+ * integral and fit int64, and comes back normalised to is_int (range_message
+ * checks the dtype's own bounds).  Returns NULL, or what is wrong. */
 static const char *read_number(lua_State *L, int idx, gcsh_dtype dt, gcsh_scalar *out,
                                char *buf, size_t len)
 {
@@ -316,10 +317,11 @@ static const char *read_number(lua_State *L, int idx, gcsh_dtype dt, gcsh_scalar
         snprintf(what, sizeof what, "is not an integer (%s holds integers)", gcsh_dtype_name(dt));
         return value_message(L, idx, buf, len, what);
     }
-    int64_t lo, hi;
-    int_dtype_bounds(dt, &lo, &hi);
-    /* The 2^63 bounds first: they keep the int64 conversion below defined. */
-    if (f < -0x1p63 || f >= 0x1p63 || f < (double)lo || f > (double)hi) {
+    /* Beyond int64 no integer dtype can hold it; inside, the dtype's own
+     * range is checked by the caller (an arange step may be negative for u8). */
+    if (f < -0x1p63 || f >= 0x1p63) {
+        int64_t lo, hi;
+        int_dtype_bounds(dt, &lo, &hi);
         snprintf(what, sizeof what, "out of range for %s (%" PRId64 "..%" PRId64 ")",
                  gcsh_dtype_name(dt), lo, hi);
         return value_message(L, idx, buf, len, what);

@@ -52,7 +52,8 @@ H.raises(function() tensor.from({1}, "int") end, "unknown dtype 'int'", "from un
 local cases = {
   {"u8", 300, "value 300 out of range for u8 (0..255)"},
   {"u8", -1, "value -1 out of range for u8 (0..255)"},
-  {"u8", 300.0, "value 300.0 out of range for u8 (0..255)"},
+  {"u8", 300.0, "value 300 out of range for u8 (0..255)"},
+  {"i8", -1e10, "value -10000000000 out of range for i8 (-128..127)"},
   {"i8", 128, "value 128 out of range for i8 (-128..127)"},
   {"i8", -129, "value -129 out of range for i8 (-128..127)"},
   {"i32", 1 << 31, "value 2147483648 out of range for i32 (-2147483648..2147483647)"},
@@ -100,6 +101,9 @@ H.raises(function() tensor.new(3, "i32"):arange(0, 0.5) end,
   "bad argument #2 to 'arange' (value 0.5 is not an integer (i32 holds integers))", "arange fractional step")
 H.raises(function() t:arange("a") end, "bad argument #1 to 'arange' (number expected, got string)", "arange string")
 H.values(tensor.new(0, "u8"):arange(255, 1000), {}, nil, "empty arange checks only the start")
+H.values(tensor.new(3, "u8"):arange(255.0, -100.0), {255, 155, 55}, nil, "integral float steps may be negative")
+H.raises(function() tensor.new(2, "u8"):arange(0, 2.0 ^ 63) end,
+  "bad argument #2 to 'arange' (value 9.2233720368548e+18 out of range for u8 (0..255))", "step beyond int64")
 
 -- rand ------------------------------------------------------------------------------
 H.raises(function() t:rand(1.5) end, "bad argument #1 to 'rand' (number has no integer representation)", "rand seed")
