@@ -6,5 +6,6 @@
 
 void gcsh_open_libs(lua_State *L)
 {
-    (void)L;
+    luaL_requiref(L, "tensor", luaopen_gcsh_tensor, 1);
+    lua_pop(L, 1);
 }
