@@ -34,7 +34,11 @@ LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 
 # ---- cuda detection -------------------------------------------------------
 ifeq ($(CUDA),)
+ifneq ($(wildcard src/cuda/*.c),)
 CUDA := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1 || echo 0)
+else
+CUDA := 0
+endif
 endif
 
 SRCS      := $(wildcard src/*.c) $(wildcard src/host/*.c)
