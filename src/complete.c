@@ -12,7 +12,7 @@ static const char *const lua_keywords[] = {
     "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
     NULL};
 
-static const char *const dot_commands[] = {".help", ".ranks", ".timeout", ".time", ".quit",
+static const char *const dot_commands[] = {".help", ".info", ".ranks", ".timeout", ".time", ".quit",
                                            NULL};
 
 typedef struct matches {

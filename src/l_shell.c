@@ -75,6 +75,14 @@ static int shell_sleep(lua_State *L)
     }
 }
 
+/* gcsh.info(): what the backend knows about this rank (devices, versions). */
+static int shell_info(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->be->info(ctx, L);
+    return 1;
+}
+
 void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
 {
     lua_pushcfunction(L, shell_print);
@@ -90,5 +98,7 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_getglobal(L, "gcsh");
     lua_pushcfunction(L, shell_sleep);
     lua_setfield(L, -2, "sleep");
+    lua_pushcfunction(L, shell_info);
+    lua_setfield(L, -2, "info");
     lua_pop(L, 1);
 }

@@ -101,7 +101,9 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
 /* ---- dot-commands -------------------------------------------------------- */
 
 static const char usage[] =
-    "usage: .help | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit";
+    "usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit";
+
+static void run_chunk_text(gcsh_session *s, const char *src);
 
 static void dot_help(gcsh_session *s)
 {
@@ -109,6 +111,7 @@ static void dot_help(gcsh_session *s)
                    "Lines are Lua; they run on every targeted rank and each rank's output\n"
                    "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
                    "expression prints its value.  Globals: rank, size, gcsh.\n"
+                   "  .info             backend, devices and versions of every rank\n"
                    "  .ranks LIST|all   run lines on these ranks only (e.g. 0,2-3)\n"
                    "  .timeout SECONDS  report ranks still running after this long (0: never)\n"
                    "  .time on|off      print each command's wall time\n"
@@ -216,6 +219,8 @@ static void dot_command(gcsh_session *s, char *line)
         dot_timeout(s, arg);
     else if (strcmp(cmd, "time") == 0)
         dot_time(s, arg);
+    else if (strcmp(cmd, "info") == 0)
+        run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
     else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "exit") == 0)
         s->quit = 1;
     else
