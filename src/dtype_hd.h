@@ -19,6 +19,16 @@
 #define GCSH_HD static inline
 #endif
 
+GCSH_HD size_t gcsh_hd_dtype_size(gcsh_dtype dt)
+{
+    switch (dt) {
+    case GCSH_F64: case GCSH_I64: return 8;
+    case GCSH_F32: case GCSH_I32: case GCSH_U32: return 4;
+    case GCSH_F16: case GCSH_BF16: return 2;
+    default: return 1;
+    }
+}
+
 /* Bits of a float / double without aliasing trouble (memcpy folds away). */
 GCSH_HD uint32_t gcsh_hd_f32_bits(float f)
 {

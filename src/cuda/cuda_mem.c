@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
-#include "dtype_hd.h"
+#include "elem.h"
 #include "kernels.h"
-#include "rand_hd.h"
 
 static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
 {
@@ -67,7 +66,8 @@ static void host_fill(void *p, size_t esize, size_t n, uint64_t bits)
 static int cuda_fill(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v)
 {
     size_t esize = cuda_dtype_size(dt);
-    uint64_t bits = gcsh_hd_bits_scalar(dt, v); /* computed once, on the host */
+    uint64_t bits = 0; /* the element encoded once, on the host, by the host's code */
+    gcsh_elem_store_scalar(&bits, dt, 0, v);
     if (loc == GCSH_LOC_HOST) {
         host_fill(p, esize, n, bits);
         return 0;
@@ -85,9 +85,8 @@ static int cuda_arange(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,
                        gcsh_scalar start, gcsh_scalar step)
 {
     if (loc == GCSH_LOC_HOST) {
-        size_t esize = cuda_dtype_size(dt);
         for (size_t i = 0; i < n; i++)
-            gcsh_hd_store_bits(p, esize, i, gcsh_hd_arange_bits(dt, start, step, i));
+            gcsh_elem_arange(p, dt, i, start, step);
         return 0;
     }
     cuda_state *st = cuda_enter(ctx);
@@ -102,9 +101,8 @@ fail:
 static int cuda_rand(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed)
 {
     if (loc == GCSH_LOC_HOST) {
-        size_t esize = cuda_dtype_size(dt);
         for (size_t i = 0; i < n; i++)
-            gcsh_hd_store_bits(p, esize, i, gcsh_hd_rand_bits(dt, seed, i));
+            gcsh_elem_rand(p, dt, i, seed);
         return 0;
     }
     cuda_state *st = cuda_enter(ctx);
