@@ -96,7 +96,7 @@ H.eq(big[2 * N], -1, "after the view untouched")
 c:barrier()
 
 -- split: even and odd ranks, key reversing the order
-local sub = c:split(rank % 2, -rank)
+local sub = c:split(rank % 2, size - rank)
 local members = (size - rank % 2 + 1) // 2
 H.eq(sub.size, members, "split size")
 H.eq(sub.rank, members - 1 - rank // 2, "split rank (key reverses)")
