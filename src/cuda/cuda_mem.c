@@ -59,8 +59,8 @@ fail:
  * rare host buffer handed to this backend (e.g. a staging tensor). */
 static void host_fill(void *p, size_t esize, size_t n, uint64_t bits)
 {
-    for (size_t i = 0; i < n; i++)
-        gcsh_hd_store_bits(p, esize, i, bits);
+    for (size_t i = 0; i < n; i++) /* little-endian: the low bytes are the element */
+        memcpy((char *)p + i * esize, &bits, esize);
 }
 
 static int cuda_fill(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v)
