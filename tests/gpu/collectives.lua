@@ -77,12 +77,14 @@ for _, dt in ipairs(G.dtypes) do
            what .. "alltoall")
 
   -- send / recv around a ring; even ranks send first, odd ranks receive first
-  local right, left = (rank + 1) % size, (rank - 1) % size
-  local s = tensor.from(G.list(N, function(i) return val(rank, i) end), dt)
-  local r = tensor.new(N, dt)
-  if rank % 2 == 0 then c:send(s, right); c:recv(r, left)
-  else c:recv(r, left); c:send(s, right) end
-  H.values(r, G.list(N, function(i) return val(left, i) end), nil, what .. "send/recv")
+  if size > 1 then -- a rank cannot send to itself
+    local right, left = (rank + 1) % size, (rank - 1) % size
+    local s = tensor.from(G.list(N, function(i) return val(rank, i) end), dt)
+    local r = tensor.new(N, dt)
+    if rank % 2 == 0 then c:send(s, right); c:recv(r, left)
+    else c:recv(r, left); c:send(s, right) end
+    H.values(r, G.list(N, function(i) return val(left, i) end), nil, what .. "send/recv")
+  end
 end
 
 -- views as collective buffers: a slice in the middle of a larger tensor
