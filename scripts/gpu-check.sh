@@ -73,7 +73,7 @@ for np in "${counts[@]}"; do
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
-        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/?.lua;;" \
+        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
             "$BUILD/gcsh" "$t"
     done
 done
