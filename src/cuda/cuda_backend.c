@@ -52,6 +52,7 @@ static int cuda_init(gcsh_ctx *ctx)
     /* %.100s: device names are short; the bound keeps -Wformat-truncation quiet */
     snprintf(ctx->device, sizeof ctx->device, "cuda:%d %.100s", st->dev, prop.name);
     ctx->be_state = st;
+    ctx->loc = st->dev; /* the comm binding checks tensors against it */
     return 0;
 fail:
     state_free(st);

@@ -354,6 +354,8 @@ int main(int argc, char **argv)
         printf("[%d] cuda backend: %s\n", ctx.rank, ctx.err);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    CHECK(ctx.loc >= 0 && ctx.loc == ctx.local_rank, "ctx.loc %d (local rank %d)", ctx.loc,
+          ctx.local_rank);
     M = ctx.be->mem;
     C = ctx.be->comm;
     test_init_kernels();
