@@ -22,6 +22,10 @@ struct gcsh_ctx {
     int node;                   /* index of this rank's node */
     const gcsh_backend *be;
     void *be_state;             /* owned by the backend */
+    /* Where this rank's collectives read and write: GCSH_LOC_HOST, or the
+     * CUDA ordinal of the rank's GPU.  Set by be->init; bindings refuse
+     * tensors that live elsewhere before any collective is called. */
+    int loc;
     lua_State *L;               /* this rank's Lua state (worker thread only) */
     gcsh_capture *cap;          /* where print / io.write go */
     /* Set by the rank's watcher thread when rank 0 asks for an interrupt;

@@ -99,6 +99,8 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setfield(L, -2, "node");
     lua_pushstring(L, ctx->device);
     lua_setfield(L, -2, "device");
+    if (ctx->be && ctx->be->globals)
+        ctx->be->globals(ctx, L);
     lua_setglobal(L, "gcsh");
 }
 
