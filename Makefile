@@ -16,8 +16,12 @@ MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 # LUA_PREFIX: where a liblua5.4-dev package was unpacked (GPU machines without
 # network); otherwise pkg-config finds the system one.
 ifdef LUA_PREFIX
-LUA_CFLAGS ?= -I$(LUA_PREFIX)/usr/include/lua5.4
+# luaconf.h includes the multiarch header; readline links statically from the
+# unpacked libreadline-dev, needing only the runtime libtinfo.so.6 there.
+LUA_CFLAGS ?= -I$(LUA_PREFIX)/usr/include/lua5.4 -I$(LUA_PREFIX)/usr/include/x86_64-linux-gnu \
+              -I$(LUA_PREFIX)/usr/include
 LUA_LIBS   ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/liblua5.4.a
+READLINE_LIBS ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/libreadline.a -l:libtinfo.so.6
 else
 LUA_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 LUA_LIBS   ?= $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
@@ -34,7 +38,11 @@ LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 
 # ---- cuda detection -------------------------------------------------------
 ifeq ($(CUDA),)
+ifneq ($(wildcard src/cuda/*.c),)
 CUDA := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1 || echo 0)
+else
+CUDA := 0
+endif
 endif
 
 SRCS      := $(wildcard src/*.c) $(wildcard src/host/*.c)
@@ -42,9 +50,9 @@ CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/cuda/*.c)
 CU_SRCS   += $(wildcard kernels/*.cu)
-CFLAGS    += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include
-NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Isrc -I$(CUDA_HOME)/include \
-             -DGCSH_HAVE_CUDA
+CFLAGS    += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
+             -Isrc -Ikernels -I$(CUDA_HOME)/include -DGCSH_HAVE_CUDA
 # cudart is linked statically so the binary starts without a driver; NCCL is
 # found through the rpath.
 LDLIBS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart_static -lrt -lstdc++

@@ -88,6 +88,9 @@ typedef struct gcsh_backend {
     void (*fini)(gcsh_ctx *ctx);
     /* Pushes backend facts for gcsh.info() onto the Lua stack as one table. */
     void (*info)(gcsh_ctx *ctx, void *lua_state);
+    /* Optional (may be NULL): sets the backend's own fields of the `gcsh`
+     * global table, which is on top of the Lua stack (cuda: gcsh.nccl). */
+    void (*globals)(gcsh_ctx *ctx, void *lua_state);
     const gcsh_mem_ops *mem;
     const gcsh_comm_ops *comm;
 } gcsh_backend;

@@ -99,7 +99,23 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setfield(L, -2, "node");
     lua_pushstring(L, ctx->device);
     lua_setfield(L, -2, "device");
+    if (ctx->be && ctx->be->globals)
+        ctx->be->globals(ctx, L);
     lua_setglobal(L, "gcsh");
+}
+
+/* Puts gcsh's own Lua modules (lua/gcsh: bench, show, ...) first on
+ * package.path; GCSH_LUA_DIR overrides where they are. */
+static void set_module_path(lua_State *L)
+{
+    const char *dir = getenv("GCSH_LUA_DIR");
+    if (!dir || !*dir)
+        dir = GCSH_LUA_DIR;
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 2);
 }
 
 lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
@@ -110,6 +126,7 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
     *(gcsh_ctx **)lua_getextraspace(L) = ctx;
     ctx->L = L;
     luaL_openlibs(L);
+    set_module_path(L);
     lua_pushinteger(L, ctx->rank);
     lua_setglobal(L, "rank");
     lua_pushinteger(L, ctx->size);

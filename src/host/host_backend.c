@@ -1,8 +1,12 @@
 /* The host backend's table: memory in host_mem.c, collectives in host_comm.c. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
 
 #include <lauxlib.h>
+#include <mpi.h>
 
 #include "gcsh.h"
 #include "host/host.h"
@@ -41,6 +45,20 @@ static void host_info(gcsh_ctx *ctx, void *lua_state)
     lua_setfield(L, -2, "backend");
     lua_pushstring(L, ctx->device);
     lua_setfield(L, -2, "device");
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    lua_pushstring(L, host);
+    lua_setfield(L, -2, "host");
+    lua_pushinteger(L, ctx->node);
+    lua_setfield(L, -2, "node");
+    lua_pushinteger(L, ctx->local_rank);
+    lua_setfield(L, -2, "local_rank");
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(mpi, &len);
+    mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
+    lua_pushstring(L, mpi);
+    lua_setfield(L, -2, "mpi");
 }
 
 const gcsh_backend gcsh_host_backend = {

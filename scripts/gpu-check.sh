@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# GPU check for a device machine without network: builds gcsh with the cuda
+# backend and runs the GPU test set under mpirun.
+#
+#   bash scripts/gpu-check.sh            (from the repository root)
+#
+# Lua and readline come from Debian packages carried in .lua-debs/ (make them
+# on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
+# liblua5.4-0 libreadline-dev libreadline8), unpacked with dpkg -x into a
+# private prefix, never into /.  Each test (the C backend test and every
+# tests/gpu/*.lua) at each rank count (2, and 4 when 4 GPUs are visible) counts
+# as one test; the last line is "N passed, N failed"; the exit code is 1 when
+# any failed.
+set -uo pipefail
+
+# NVLink multicast stays off, whatever the caller's environment says: on
+# shared hosts it can take the GPUs out of service.
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build-gpu}
+TIMEOUT=${GCSH_TEST_TIMEOUT:-180}
+LOGS=${GCSH_LOG_DIR:-$BUILD/gpu-logs}
+
+die() { echo "gpu-check: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- Lua from carried packages, when the system has none ------------------
+make_args=(CUDA=1 BUILD="$BUILD")
+if [ ! -f /usr/include/lua5.4/lua.h ]; then
+    PREFIX=$ROOT/$BUILD/lua-prefix
+    ls .lua-debs/*.deb >/dev/null 2>&1 || die "no Lua headers here and no .lua-debs/*.deb to unpack"
+    mkdir -p "$PREFIX"
+    for deb in .lua-debs/*.deb; do dpkg -x "$deb" "$PREFIX" || die "dpkg -x $deb failed"; done
+    make_args+=(LUA_PREFIX="$PREFIX")
+fi
+
+echo "gpu-check: building (${make_args[*]})"
+make -j"$(nproc)" "${make_args[@]}" all unit >"$BUILD.make.log" 2>&1 ||
+    { tail -40 "$BUILD.make.log"; die "build failed (log: $BUILD.make.log)"; }
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+[ "$ngpu" -ge 2 ] || die "need at least 2 visible GPUs, found $ngpu"
+counts=(2)
+[ "$ngpu" -ge 4 ] && counts+=(4)
+
+mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+mkdir -p "$LOGS"
+
+passed=0 failed=0
+# run NAME NP COMMAND...: one test; its output goes to a log, shown on failure.
+run() {
+    local name=$1 np=$2
+    shift 2
+    local log="$LOGS/${name//\//_}.np$np.log"
+    local t0=$SECONDS
+    if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf 'ok    %-32s np=%d  %3ds\n' "$name" "$np" $((SECONDS - t0))
+    else
+        local rc=$?
+        failed=$((failed + 1))
+        printf 'FAIL  %-32s np=%d  rc=%d%s\n' "$name" "$np" "$rc" \
+            "$([ $rc = 124 ] && echo " (timed out after ${TIMEOUT}s)")"
+        grep -E 'FAIL|check failed|error|Error' "$log" | head -20 | sed 's/^/      /'
+        echo "      --- last lines of $log"
+        tail -8 "$log" | sed 's/^/      /'
+    fi
+}
+
+for np in "${counts[@]}"; do
+    run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
+    for t in tests/gpu/*.lua; do
+        [ -e "$t" ] || continue
+        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
+            "$BUILD/gcsh" "$t"
+    done
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,16 @@
+/* Tab completion of globals, table fields and methods, computed from rank
+ * 0's Lua state (idle while the prompt shows, so reading it is safe).  It
+ * only uses raw table reads: completing never runs Lua code. */
+#ifndef GCSH_COMPLETE_H
+#define GCSH_COMPLETE_H
+
+#include <lua.h>
+
+/* Returns a NULL-terminated, malloc'ed array of malloc'ed strings: every
+ * completion of `text` (e.g. "comm.wo" -> "comm.world", "t:fi" -> "t:fill"). */
+char **gcsh_complete(lua_State *L, const char *text);
+
+/* Completions of a dot-command word (".ti" -> ".time", ".timeout"). */
+char **gcsh_complete_dot(const char *text);
+
+#endif

@@ -1,0 +1,46 @@
+/* Rank 0's coordinator: sends a chunk to the targeted ranks, prints their
+ * output as it streams in (folded by rank range), reports ranks that run past
+ * the timeout, forwards Ctrl-C as interrupts, and returns when all are done. */
+#ifndef GCSH_COORD_H
+#define GCSH_COORD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "out.h"
+#include "spmd.h"
+
+typedef struct gcsh_coord {
+    gcsh_ctx *ctx;
+    gcsh_link *link;
+    int size;
+    uint32_t seq;      /* chunks sent so far */
+    double timeout;    /* seconds before a hang report; 0 = never */
+    int sigfd;         /* self-pipe of SIGINT */
+    FILE *out;         /* where rank output and reports go */
+    gcsh_fold fold;
+    char *lost;        /* per rank: its connection closed */
+} gcsh_coord;
+
+typedef struct gcsh_run_result {
+    int ran;           /* ranks the chunk was sent to */
+    int failed;        /* ranks that ended with an error (interrupts included) */
+    int interrupted;
+    int lost;          /* ranks whose connection closed meanwhile */
+    double seconds;
+} gcsh_run_result;
+
+void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out);
+void gcsh_coord_destroy(gcsh_coord *c);
+
+/* Runs src on every rank r with targets[r] != 0 and waits for all of them. */
+void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
+                    const char *src, size_t len, gcsh_run_result *res);
+
+/* Tells every rank to leave with exit code `code`. */
+void gcsh_coord_quit(gcsh_coord *c, int code);
+
+/* Prints a coordinator message (no rank prefix) and flushes. */
+void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,68 @@
+/* The cuda backend's shared pieces: per-rank state, communicator handle, and
+ * the check macros every file uses.
+ *
+ * Threads: the Lua worker thread, not the thread that ran init, makes most
+ * calls, and the CUDA current device is per thread; so every entry point
+ * starts with cuda_enter(), which selects the rank's device first. */
+#ifndef GCSH_CUDA_H
+#define GCSH_CUDA_H
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "gcsh.h"
+
+typedef struct cuda_state {
+    int dev;              /* CUDA ordinal of this rank's GPU */
+    cudaStream_t stream;  /* every kernel, copy and collective goes here */
+    void *scratch;        /* 8 bytes of device memory: the barrier's operand */
+} cuda_state;
+
+struct gcsh_comm_impl {
+    ncclComm_t comm;
+    int rank, size;
+    int aborted;          /* after an error or an interrupt: only Abort is left */
+};
+
+/* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1. */
+int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e);
+int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const char *call,
+               ncclResult_t r);
+
+/* NCCL's convention: on failure record the error and jump to the function's
+ * one cleanup label, `fail`. */
+#define CUDA_TRY(ctx, call)                                                  \
+    do {                                                                     \
+        cudaError_t e_ = (call);                                             \
+        if (e_ != cudaSuccess) {                                             \
+            cuda_error((ctx), __FILE__, __LINE__, #call, e_);                \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+#define NCCL_TRY(ctx, comm, call)                                            \
+    do {                                                                     \
+        ncclResult_t r_ = (call);                                            \
+        if (r_ != ncclSuccess) {                                             \
+            nccl_error((ctx), (comm), __FILE__, __LINE__, #call, r_);        \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+/* The rank's state with its device made current on the calling thread, or
+ * NULL with ctx->err set. */
+cuda_state *cuda_enter(gcsh_ctx *ctx);
+
+/* Waits for the rank's stream, polling so that an interrupt from rank 0
+ * (ctx->interrupt) or an asynchronous NCCL error on `c` (may be NULL) ends
+ * the wait.  On either, c is aborted (a hung collective cannot be resumed). */
+int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+
+/* dtype -> element bytes and NCCL type (all nine gcsh dtypes map). */
+size_t cuda_dtype_size(gcsh_dtype dt);
+ncclDataType_t cuda_nccl_type(gcsh_dtype dt);
+
+extern const gcsh_mem_ops gcsh_cuda_mem_ops;
+extern const gcsh_comm_ops gcsh_cuda_comm_ops;
+
+#endif

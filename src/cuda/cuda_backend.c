@@ -1,0 +1,175 @@
+/* The cuda backend's table: device choice, stream, info; memory operations in
+ * cuda_mem.c, collectives in cuda_comm.c.
+ *
+ * cudart is linked statically, and nothing here needs the driver API, so the
+ * binary starts on machines without a driver: cudaGetDeviceCount then fails
+ * cleanly and gcsh_cuda_available() says no. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <lauxlib.h>
+
+#include "cuda/cuda.h"
+
+int gcsh_cuda_available(void)
+{
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+static void state_free(cuda_state *st)
+{
+    if (st->scratch)
+        cudaFree(st->scratch);
+    if (st->stream)
+        cudaStreamDestroy(st->stream);
+    free(st);
+}
+
+/* One GPU per rank, chosen by node-local rank: the usual NCCL layout, and the
+ * one that makes ranks of a node peers over NVLink. */
+static int cuda_init(gcsh_ctx *ctx)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return gcsh_set_error(ctx, "cuda backend: no usable GPU: %s", cudaGetErrorString(e));
+    if (ctx->local_size > count)
+        return gcsh_set_error(ctx,
+                              "cuda backend: node %d runs %d ranks but has %d visible GPU%s "
+                              "(one GPU per rank: start at most %d ranks per node, or use "
+                              "--backend host)",
+                              ctx->node, ctx->local_size, count, count == 1 ? "" : "s", count);
+    cuda_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return gcsh_set_error(ctx, "cuda backend: out of host memory");
+    st->dev = ctx->local_rank;
+    struct cudaDeviceProp prop;
+    CUDA_TRY(ctx, cudaSetDevice(st->dev));
+    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    CUDA_TRY(ctx, cudaMalloc(&st->scratch, 8));
+    CUDA_TRY(ctx, cudaGetDeviceProperties(&prop, st->dev));
+    /* %.100s: device names are short; the bound keeps -Wformat-truncation quiet */
+    snprintf(ctx->device, sizeof ctx->device, "cuda:%d %.100s", st->dev, prop.name);
+    ctx->be_state = st;
+    ctx->loc = st->dev; /* the comm binding checks tensors against it */
+    return 0;
+fail:
+    state_free(st);
+    return -1;
+}
+
+static void cuda_fini(gcsh_ctx *ctx)
+{
+    cuda_state *st = ctx->be_state;
+    if (!st)
+        return;
+    cudaSetDevice(st->dev);
+    cudaStreamSynchronize(st->stream);
+    state_free(st);
+    ctx->be_state = NULL;
+}
+
+/* "13.0" from 13000, "2.28.3" from 22803: CUDA and NCCL version encodings. */
+static void push_cuda_version(lua_State *L, int v)
+{
+    lua_pushfstring(L, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static void push_nccl_version(lua_State *L)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) {
+        lua_pushnil(L);
+        return;
+    }
+    lua_pushfstring(L, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+}
+
+static void push_devices(lua_State *L, int count)
+{
+    lua_createtable(L, count, 0);
+    for (int d = 0; d < count; d++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, d) != cudaSuccess)
+            continue;
+        lua_createtable(L, 0, 5);
+        lua_pushinteger(L, d);
+        lua_setfield(L, -2, "index");
+        lua_pushstring(L, p.name);
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, (lua_Integer)p.totalGlobalMem);
+        lua_setfield(L, -2, "memory");
+        lua_pushfstring(L, "%d.%d", p.major, p.minor);
+        lua_setfield(L, -2, "compute_capability");
+        char pci[32]; /* lua_pushfstring has no %x */
+        snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", (unsigned)p.pciDomainID,
+                 (unsigned)p.pciBusID, (unsigned)p.pciDeviceID);
+        lua_pushstring(L, pci);
+        lua_setfield(L, -2, "pci");
+        lua_rawseti(L, -2, d + 1);
+    }
+}
+
+/* peer[i+1][j+1]: whether local GPU i can map GPU j's memory (NVLink / PCIe P2P). */
+static void push_peer_matrix(lua_State *L, int count)
+{
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        lua_createtable(L, count, 0);
+        for (int j = 0; j < count; j++) {
+            int can = i == j;
+            if (i != j && cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess)
+                can = 0;
+            lua_pushboolean(L, can);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void cuda_info(gcsh_ctx *ctx, void *lua_state)
+{
+    lua_State *L = lua_state;
+    cuda_state *st = ctx->be_state;
+    int count = 0, drv = 0, rt = 0;
+    cudaGetDeviceCount(&count);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    lua_newtable(L);
+    lua_pushstring(L, "cuda");
+    lua_setfield(L, -2, "backend");
+    lua_pushstring(L, ctx->device);
+    lua_setfield(L, -2, "device");
+    lua_pushinteger(L, st ? st->dev : -1);
+    lua_setfield(L, -2, "gpu");
+    push_cuda_version(L, drv);
+    lua_setfield(L, -2, "driver_version");
+    push_cuda_version(L, rt);
+    lua_setfield(L, -2, "runtime_version");
+    push_nccl_version(L);
+    lua_setfield(L, -2, "nccl_version");
+    push_devices(L, count);
+    lua_setfield(L, -2, "devices");
+    push_peer_matrix(L, count);
+    lua_setfield(L, -2, "peer_access");
+}
+
+/* gcsh.nccl: the version of the NCCL library actually loaded (not the header's). */
+static void cuda_globals(gcsh_ctx *ctx, void *lua_state)
+{
+    (void)ctx;
+    lua_State *L = lua_state;
+    push_nccl_version(L);
+    lua_setfield(L, -2, "nccl");
+}
+
+const gcsh_backend gcsh_cuda_backend = {
+    .name = "cuda",
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .info = cuda_info,
+    .globals = cuda_globals,
+    .mem = &gcsh_cuda_mem_ops,
+    .comm = &gcsh_cuda_comm_ops,
+};

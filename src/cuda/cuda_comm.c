@@ -1,0 +1,306 @@
+/* Collectives over NCCL.
+ *
+ * Semantics, chosen for a REPL: every operation enqueues on the rank's stream
+ * and then waits for that stream before returning, so when a Lua call returns
+ * its result is in memory and an error belongs to that call.  The wait polls
+ * (cuda_wait), so a hung collective can be interrupted from rank 0; that
+ * aborts the communicator, the only way NCCL offers to stop its kernels. */
+#include <stdlib.h>
+
+#include <mpi.h>
+
+#include "cuda/cuda.h"
+
+static const ncclRedOp_t nccl_op[GCSH_NOPS] = {
+    [GCSH_OP_SUM] = ncclSum, [GCSH_OP_PROD] = ncclProd, [GCSH_OP_MIN] = ncclMin,
+    [GCSH_OP_MAX] = ncclMax, [GCSH_OP_AVG] = ncclAvg,
+};
+
+/* Entry to an operation on c: the device made current, and c still usable. */
+static cuda_state *comm_enter(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (c->aborted) {
+        gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt; "
+                            "free it and create a new one");
+        return NULL;
+    }
+    return cuda_enter(ctx);
+}
+
+static int wrap(gcsh_ctx *ctx, ncclComm_t comm, gcsh_comm_impl **out)
+{
+    gcsh_comm_impl *c = calloc(1, sizeof *c);
+    if (!c) {
+        ncclCommAbort(comm);
+        return gcsh_set_error(ctx, "communicator: out of host memory");
+    }
+    c->comm = comm;
+    NCCL_TRY(ctx, comm, ncclCommUserRank(comm, &c->rank));
+    NCCL_TRY(ctx, comm, ncclCommCount(comm, &c->size));
+    *out = c;
+    return 0;
+fail:
+    ncclCommAbort(comm);
+    free(c);
+    return -1;
+}
+
+/* World: rank 0 makes the unique id and broadcasts it over MPI with a status
+ * word, so that a failure on rank 0 fails every rank instead of leaving the
+ * others waiting in ncclCommInitRank. */
+static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
+{
+    struct {
+        int ok;
+        ncclUniqueId id;
+    } msg = {0};
+    ncclComm_t comm = NULL;
+    if (!cuda_enter(ctx))
+        return -1;
+    if (ctx->rank == 0)
+        msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
+    MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!msg.ok)
+        return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
+                              ncclGetLastError(NULL));
+    NCCL_TRY(ctx, NULL, ncclCommInitRank(&comm, ctx->size, msg.id, ctx->rank));
+    return wrap(ctx, comm, out);
+fail:
+    return -1;
+}
+
+/* A negative color leaves this rank out (NCCL_SPLIT_NOCOLOR): *out = NULL. */
+static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
+                      gcsh_comm_impl **out)
+{
+    ncclComm_t comm = NULL;
+    if (!comm_enter(ctx, parent))
+        return -1;
+    NCCL_TRY(ctx, parent->comm,
+             ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
+                           NULL));
+    if (!comm) {
+        *out = NULL;
+        return 0;
+    }
+    return wrap(ctx, comm, out);
+fail:
+    return -1;
+}
+
+/* ncclCommDestroy waits for the communicator's pending work and, within a
+ * node, for the peers that share its resources: it is only safe as the
+ * collective free the bindings perform on every rank.  A communicator with an
+ * asynchronous error (a peer died, a collective failed) would block it
+ * forever, so that one, and one already marked aborted, goes through
+ * ncclCommAbort, which never waits for peers. */
+static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (!c)
+        return;
+    if (!c->aborted && cuda_enter(ctx)) {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(c->comm, &async);
+        if (async == ncclSuccess)
+            ncclCommDestroy(c->comm);
+        else
+            ncclCommAbort(c->comm);
+    }
+    free(c);
+}
+
+static int cuda_comm_rank(gcsh_comm_impl *c)
+{
+    return c->rank;
+}
+
+static int cuda_comm_size(gcsh_comm_impl *c)
+{
+    return c->size;
+}
+
+/* NCCL reduces every gcsh dtype with every op: sum, prod, min, max and avg
+ * exist for int8, uint8, int32, uint32, int64, f16, f32, f64 and bf16 (avg:
+ * premultiplied sum for floats, sum then integer division for integers). */
+static int cuda_can_reduce(gcsh_dtype dt, gcsh_redop op)
+{
+    return (unsigned)dt < GCSH_NDTYPES && (unsigned)op < GCSH_NOPS;
+}
+
+/* The common tail: wait for the stream (collective-aware). */
+static int finish(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    return cuda_wait(ctx, st, c);
+}
+
+/* A 1-element sum on the rank's stream: returns once every rank has reached
+ * it (NCCL cannot finish a reduction before all contributions arrive). */
+static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+static int cuda_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclAllReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+static int cuda_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                          gcsh_dtype dt, int root)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclBroadcast(buf, buf, count, cuda_nccl_type(dt), root, c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+/* out matters on the root only; NCCL ignores recvbuff elsewhere. */
+static int cuda_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                       size_t count, gcsh_dtype dt, gcsh_redop op, int root)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], root, c->comm,
+                        st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclAllGather(in, out, count, cuda_nccl_type(dt), c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+static int cuda_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                              size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm,
+             ncclReduceScatter(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->comm,
+                               st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+/* Enqueues one send and one receive per peer inside an open group.  Stops at
+ * the first failure; the caller still closes the group. */
+static ncclResult_t alltoall_calls(gcsh_comm_impl *c, cuda_state *st, const char *in,
+                                   char *out, size_t count, gcsh_dtype dt)
+{
+    size_t chunk = count * cuda_dtype_size(dt);
+    ncclDataType_t type = cuda_nccl_type(dt);
+    for (int p = 0; p < c->size; p++) {
+        ncclResult_t r = ncclSend(in + p * chunk, count, type, p, c->comm, st->stream);
+        if (r == ncclSuccess)
+            r = ncclRecv(out + p * chunk, count, type, p, c->comm, st->stream);
+        if (r != ncclSuccess)
+            return r;
+    }
+    return ncclSuccess;
+}
+
+/* NCCL has no alltoall: one group of size sends and size receives (the
+ * self-pair is a local copy inside NCCL).  An in-place call (in == out) would
+ * let a receive overwrite a chunk not yet sent, so it goes through a
+ * temporary copy of the input. */
+static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                         size_t count, gcsh_dtype dt)
+{
+    void *tmp = NULL;
+    size_t bytes = count * cuda_dtype_size(dt) * (size_t)c->size;
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    if (in == out && bytes) {
+        CUDA_TRY(ctx, cudaMallocAsync(&tmp, bytes, st->stream));
+        CUDA_TRY(ctx, cudaMemcpyAsync(tmp, in, bytes, cudaMemcpyDeviceToDevice, st->stream));
+        in = tmp;
+    }
+    NCCL_TRY(ctx, c->comm, ncclGroupStart());
+    ncclResult_t r = alltoall_calls(c, st, in, out, count, dt);
+    ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
+    NCCL_TRY(ctx, c->comm, r);
+    NCCL_TRY(ctx, c->comm, g);
+    if (tmp)
+        CUDA_TRY(ctx, cudaFreeAsync(tmp, st->stream));
+    return finish(ctx, st, c);
+fail:
+    if (tmp)
+        cudaFreeAsync(tmp, st->stream);
+    return -1;
+}
+
+static int cuda_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
+                     gcsh_dtype dt, int peer)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm, ncclSend(buf, count, cuda_nccl_type(dt), peer, c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+static int cuda_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, gcsh_dtype dt,
+                     int peer)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    NCCL_TRY(ctx, c->comm, ncclRecv(buf, count, cuda_nccl_type(dt), peer, c->comm, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
+const gcsh_comm_ops gcsh_cuda_comm_ops = {
+    .world = cuda_world,
+    .split = cuda_split,
+    .release = cuda_comm_release,
+    .rank = cuda_comm_rank,
+    .size = cuda_comm_size,
+    .can_reduce = cuda_can_reduce,
+    .barrier = cuda_barrier,
+    .allreduce = cuda_allreduce,
+    .broadcast = cuda_broadcast,
+    .reduce = cuda_reduce,
+    .allgather = cuda_allgather,
+    .reducescatter = cuda_reducescatter,
+    .alltoall = cuda_alltoall,
+    .send = cuda_send,
+    .recv = cuda_recv,
+};

@@ -1,0 +1,180 @@
+/* Device memory, copies, element-wise initialisers and timers.
+ *
+ * Everything is enqueued on the rank's stream.  Operations that hand data to
+ * or from host memory wait for the stream before returning (the caller reads
+ * or frees that host memory next); device-only operations return at once and
+ * stay ordered by the stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+#include "elem.h"
+#include "kernels.h"
+
+static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    /* A zero-length tensor still gets a distinct, non-NULL address: NULL
+     * marks a released storage. */
+    CUDA_TRY(ctx, cudaMalloc(out, bytes ? bytes : 1));
+    *loc = st->dev;
+    return 0;
+fail:
+    return -1;
+}
+
+static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
+{
+    (void)loc;
+    if (p && cuda_enter(ctx))
+        cudaFree(p); /* implicitly waits for work still using p */
+}
+
+static int cuda_copy(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,
+                     size_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    if (dst_loc == GCSH_LOC_HOST && src_loc == GCSH_LOC_HOST) {
+        memmove(dst, src, bytes);
+        return 0;
+    }
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    if (dst_loc >= 0 && src_loc >= 0 && dst_loc != src_loc)
+        CUDA_TRY(ctx, cudaMemcpyPeerAsync(dst, dst_loc, src, src_loc, bytes, st->stream));
+    else
+        CUDA_TRY(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, st->stream));
+    if (dst_loc == GCSH_LOC_HOST || src_loc == GCSH_LOC_HOST)
+        return cuda_wait(ctx, st, NULL);
+    return 0;
+fail:
+    return -1;
+}
+
+/* Host-memory initialisers: the same element functions, in a C loop, for the
+ * rare host buffer handed to this backend (e.g. a staging tensor). */
+static void host_fill(void *p, size_t esize, size_t n, uint64_t bits)
+{
+    for (size_t i = 0; i < n; i++) /* little-endian: the low bytes are the element */
+        memcpy((char *)p + i * esize, &bits, esize);
+}
+
+static int cuda_fill(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v)
+{
+    size_t esize = cuda_dtype_size(dt);
+    uint64_t bits = 0; /* the element encoded once, on the host, by the host's code */
+    gcsh_elem_store_scalar(&bits, dt, 0, v);
+    if (loc == GCSH_LOC_HOST) {
+        host_fill(p, esize, n, bits);
+        return 0;
+    }
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_fill(p, esize, n, bits, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_arange(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,
+                       gcsh_scalar start, gcsh_scalar step)
+{
+    if (loc == GCSH_LOC_HOST) {
+        for (size_t i = 0; i < n; i++)
+            gcsh_elem_arange(p, dt, i, start, step);
+        return 0;
+    }
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_arange(p, dt, n, start, step, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_rand(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed)
+{
+    if (loc == GCSH_LOC_HOST) {
+        for (size_t i = 0; i < n; i++)
+            gcsh_elem_rand(p, dt, i, seed);
+        return 0;
+    }
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_rand(p, dt, n, seed, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_sync(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter(ctx);
+    return st ? cuda_wait(ctx, st, NULL) : -1;
+}
+
+/* A timer token: the begin event, recorded on the rank's stream. */
+typedef struct cuda_timer {
+    cudaEvent_t begin;
+} cuda_timer;
+
+static int cuda_timer_begin(gcsh_ctx *ctx, void **tok)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    cuda_timer *t = calloc(1, sizeof *t);
+    if (!t)
+        return gcsh_set_error(ctx, "timer: out of host memory");
+    CUDA_TRY(ctx, cudaEventCreate(&t->begin));
+    CUDA_TRY(ctx, cudaEventRecord(t->begin, st->stream));
+    *tok = t;
+    return 0;
+fail:
+    if (t->begin)
+        cudaEventDestroy(t->begin);
+    free(t);
+    return -1;
+}
+
+static int cuda_timer_end(gcsh_ctx *ctx, void *tok, double *seconds)
+{
+    cuda_timer *t = tok;
+    cudaEvent_t end = NULL;
+    float ms = 0;
+    int rc = -1;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        goto fail;
+    CUDA_TRY(ctx, cudaEventCreate(&end));
+    CUDA_TRY(ctx, cudaEventRecord(end, st->stream));
+    CUDA_TRY(ctx, cudaEventSynchronize(end));
+    CUDA_TRY(ctx, cudaEventElapsedTime(&ms, t->begin, end));
+    *seconds = ms * 1e-3;
+    rc = 0;
+fail:
+    if (end)
+        cudaEventDestroy(end);
+    cudaEventDestroy(t->begin);
+    free(t);
+    return rc;
+}
+
+const gcsh_mem_ops gcsh_cuda_mem_ops = {
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .copy = cuda_copy,
+    .fill = cuda_fill,
+    .arange = cuda_arange,
+    .rand = cuda_rand,
+    .sync = cuda_sync,
+    .timer_begin = cuda_timer_begin,
+    .timer_end = cuda_timer_end,
+};

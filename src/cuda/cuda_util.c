@@ -1,0 +1,94 @@
+/* Error reporting, device entry, interruptible stream waits, dtype mapping. */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "cuda/cuda.h"
+
+int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e)
+{
+    return gcsh_set_error(ctx, "%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(e),
+                          cudaGetErrorName(e));
+}
+
+int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const char *call,
+               ncclResult_t r)
+{
+    const char *last = ncclGetLastError(comm);
+    return gcsh_set_error(ctx, "%s:%d: %s: NCCL error: %s%s%s", file, line, call,
+                          ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
+}
+
+cuda_state *cuda_enter(gcsh_ctx *ctx)
+{
+    cuda_state *st = ctx->be_state;
+    if (!st) {
+        gcsh_set_error(ctx, "cuda backend is not initialised");
+        return NULL;
+    }
+    CUDA_TRY(ctx, cudaSetDevice(st->dev));
+    return st;
+fail:
+    return NULL;
+}
+
+/* Spin briefly (small collectives finish in microseconds), then sleep between
+ * polls so a long wait does not burn a core that MPI progress may need. */
+static void poll_pause(unsigned polls)
+{
+    if (polls < 2000)
+        return;
+    struct timespec ts = {0, 20 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    for (unsigned polls = 0;; polls++) {
+        cudaError_t e = cudaStreamQuery(st->stream);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady)
+            return cuda_error(ctx, __FILE__, __LINE__, "cudaStreamQuery", e);
+        if (c && !c->aborted) {
+            ncclResult_t async = ncclSuccess;
+            ncclCommGetAsyncError(c->comm, &async);
+            if (async != ncclSuccess && async != ncclInProgress) {
+                nccl_error(ctx, c->comm, __FILE__, __LINE__, "collective", async);
+                ncclCommAbort(c->comm);
+                c->aborted = 1;
+                return -1;
+            }
+        }
+        if (atomic_load(&ctx->interrupt)) {
+            if (c && !c->aborted) {
+                /* NCCL cannot cancel one operation: aborting the communicator
+                 * is what stops its kernels and frees the stream. */
+                ncclCommAbort(c->comm);
+                c->aborted = 1;
+                return gcsh_set_error(ctx, "interrupted while waiting for a collective; "
+                                           "communicator aborted, create a new one");
+            }
+            return gcsh_set_error(ctx, "interrupted while waiting for the GPU stream");
+        }
+        poll_pause(polls);
+    }
+}
+
+size_t cuda_dtype_size(gcsh_dtype dt)
+{
+    static const size_t size[GCSH_NDTYPES] = {
+        [GCSH_F64] = 8, [GCSH_F32] = 4, [GCSH_F16] = 2, [GCSH_BF16] = 2, [GCSH_I64] = 8,
+        [GCSH_I32] = 4, [GCSH_U32] = 4, [GCSH_U8] = 1,  [GCSH_I8] = 1,
+    };
+    return (unsigned)dt < GCSH_NDTYPES ? size[dt] : 0;
+}
+
+ncclDataType_t cuda_nccl_type(gcsh_dtype dt)
+{
+    static const ncclDataType_t type[GCSH_NDTYPES] = {
+        [GCSH_F64] = ncclFloat64, [GCSH_F32] = ncclFloat32, [GCSH_F16] = ncclFloat16,
+        [GCSH_BF16] = ncclBfloat16, [GCSH_I64] = ncclInt64, [GCSH_I32] = ncclInt32,
+        [GCSH_U32] = ncclUint32,  [GCSH_U8] = ncclUint8,  [GCSH_I8] = ncclInt8,
+    };
+    return type[dt];
+}

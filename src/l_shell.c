@@ -1,0 +1,104 @@
+/* The shell's own Lua plumbing on every rank: print and io.stdout/io.stderr
+ * go to the rank's output capture, and gcsh.sleep sleeps interruptibly. */
+#include <stdatomic.h>
+#include <time.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "gcsh.h"
+#include "out.h"
+#include "shell.h"
+
+static int shell_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '\n');
+    luaL_pushresult(&b);
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    gcsh_capture_write(gcsh_ctx_of(L)->cap, s, len);
+    return 0;
+}
+
+/* The standard files cannot be closed (as in liolib.c). */
+static int no_close(lua_State *L)
+{
+    luaL_Stream *p = luaL_checkudata(L, 1, LUA_FILEHANDLE);
+    p->closef = &no_close; /* keep the file valid */
+    luaL_pushfail(L);
+    lua_pushliteral(L, "cannot close standard file");
+    return 2;
+}
+
+static void push_capture_file(lua_State *L, gcsh_capture *cap)
+{
+    luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
+    p->closef = &no_close;
+    p->f = gcsh_capture_file(cap);
+    luaL_setmetatable(L, LUA_FILEHANDLE);
+}
+
+/* gcsh.sleep(seconds): sleeps in short slices so that an interrupt from rank
+ * 0 ends it promptly (the interrupt hook only fires between Lua instructions). */
+static int shell_sleep(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    struct timespec end, now;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)s;
+    end.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    for (;;) {
+        if (atomic_load(&ctx->interrupt))
+            return luaL_error(L, "interrupted!");
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = (double)(end.tv_sec - now.tv_sec) + 1e-9 * (double)(end.tv_nsec - now.tv_nsec);
+        if (left <= 0)
+            return 0;
+        double slice = left < 0.02 ? left : 0.02;
+        struct timespec ts = {0, (long)(slice * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* gcsh.info(): what the backend knows about this rank (devices, versions). */
+static int shell_info(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->be->info(ctx, L);
+    return 1;
+}
+
+void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
+{
+    lua_pushcfunction(L, shell_print);
+    lua_setglobal(L, "print");
+    lua_getglobal(L, "io");
+    push_capture_file(L, cap);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "_IO_output"); /* io.write's default file */
+    lua_setfield(L, -2, "stdout");
+    push_capture_file(L, cap);
+    lua_setfield(L, -2, "stderr");
+    lua_pop(L, 1);
+    lua_getglobal(L, "gcsh");
+    lua_pushcfunction(L, shell_sleep);
+    lua_setfield(L, -2, "sleep");
+    lua_pushcfunction(L, shell_info);
+    lua_setfield(L, -2, "info");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,58 @@
+/* Framed messages on the control plane's stream sockets.
+ *
+ * Every message is a fixed header {type, seq, len} followed by len bytes.
+ * Sends are whole-message (callers serialise writers on one socket). */
+#ifndef GCSH_MSG_H
+#define GCSH_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gcsh_msg_type {
+    MSG_HELLO = 1, /* worker -> coordinator on connect: token, rank, channel */
+    MSG_CHUNK,     /* coordinator -> worker: u32 flags, u32 namelen, name, source */
+    MSG_OUT,       /* worker -> coordinator: captured text */
+    MSG_DONE,      /* worker -> coordinator: u32 status, then captured text */
+    MSG_INTERRUPT, /* coordinator -> watcher: interrupt chunk `seq` */
+    MSG_QUIT,      /* coordinator -> worker: leave the loop */
+};
+
+/* CHUNK flags */
+#define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
+#define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
+
+/* DONE status */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };
+
+typedef struct gcsh_msg_header {
+    uint32_t type;
+    uint32_t seq;
+    uint64_t len;
+} gcsh_msg_header;
+
+/* A received message; the payload buffer is reused across receives. */
+typedef struct gcsh_msg {
+    gcsh_msg_header h;
+    char *data;
+    size_t cap;
+} gcsh_msg;
+
+/* Sends header + up to two payload parts in one writev loop.  Returns 0, or
+ * -1 when the peer is gone. */
+int gcsh_msg_send(int fd, uint32_t type, uint32_t seq, const void *a, size_t alen,
+                  const void *b, size_t blen);
+/* Blocks for one whole message.  Returns 0, or -1 on EOF / error. */
+int gcsh_msg_recv(int fd, gcsh_msg *m);
+
+/* Waits until fd is readable: first spins (yielding the CPU) for up to
+ * spin_us, then sleeps in poll.  Lines arrive back to back in a pipe; a
+ * thread that went to sleep between them would pay a wake-up per line, while
+ * an idle shell stops spinning after spin_us and costs nothing.  Returns
+ * 1 readable, 0 timeout (timeout_ms >= 0), -1 error. */
+int gcsh_wait_readable(int fd, int spin_us, int timeout_ms);
+
+/* Spin budget for the waits above; GCSH_SPIN_US overrides (0 disables). */
+int gcsh_spin_us(void);
+void gcsh_msg_free(gcsh_msg *m);
+
+#endif

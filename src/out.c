@@ -1,0 +1,257 @@
+/* Per-rank output capture and rank-range folding.  See out.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg.h"
+#include "out.h"
+
+#define CAPTURE_INLINE_FLUSH (256u * 1024u) /* keep worker buffers small */
+
+void gcsh_text_append(gcsh_text *t, const char *s, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *p = realloc(t->s, cap);
+        if (!p)
+            abort(); /* out of host memory on rank 0: nothing sensible left */
+        t->s = p;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+void gcsh_text_free(gcsh_text *t)
+{
+    free(t->s);
+    *t = (gcsh_text){0};
+}
+
+/* ---- capture ------------------------------------------------------------- */
+
+void gcsh_capture_init(gcsh_capture *c, int fd, size_t limit)
+{
+    *c = (gcsh_capture){.fd = fd, .limit = limit};
+    pthread_mutex_init(&c->lock, NULL);
+}
+
+void gcsh_capture_destroy(gcsh_capture *c)
+{
+    free(c->buf);
+    pthread_mutex_destroy(&c->lock);
+}
+
+static void send_locked(gcsh_capture *c, uint32_t type, const void *head, size_t hlen)
+{
+    if (!c->broken &&
+        gcsh_msg_send(c->fd, type, c->seq, head, hlen, c->buf, c->len) != 0)
+        c->broken = 1;
+    c->len = 0;
+}
+
+void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n)
+{
+    pthread_mutex_lock(&c->lock);
+    size_t room = c->kept < c->limit ? c->limit - c->kept : 0;
+    size_t take = n < room ? n : room;
+    c->dropped += n - take;
+    c->kept += take;
+    if (take) {
+        if (c->len + take > c->cap) {
+            size_t cap = c->cap ? c->cap : 4096;
+            while (cap < c->len + take)
+                cap *= 2;
+            char *p = realloc(c->buf, cap);
+            if (!p) {
+                c->dropped += take;
+                take = 0;
+            } else {
+                c->buf = p;
+                c->cap = cap;
+            }
+        }
+        memcpy(c->buf + c->len, s, take);
+        c->len += take;
+    }
+    if (c->running && c->len >= CAPTURE_INLINE_FLUSH)
+        send_locked(c, MSG_OUT, NULL, 0);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void gcsh_capture_begin(gcsh_capture *c, uint32_t seq)
+{
+    pthread_mutex_lock(&c->lock);
+    c->seq = seq;
+    c->kept = c->dropped = 0;
+    c->running = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void gcsh_capture_flush(gcsh_capture *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->running && c->len)
+        send_locked(c, MSG_OUT, NULL, 0);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int gcsh_capture_done(gcsh_capture *c, uint32_t status)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->dropped) {
+        char note[160];
+        int k = snprintf(note, sizeof note,
+                         "\ngcsh: output capped at %zu bytes; %zu bytes dropped\n",
+                         c->limit, c->dropped);
+        /* the note always gets through, past the cap */
+        size_t need = c->len + (size_t)k;
+        char *p = need > c->cap ? realloc(c->buf, need) : c->buf;
+        if (p) {
+            c->buf = p;
+            c->cap = need > c->cap ? need : c->cap;
+            memcpy(c->buf + c->len, note, (size_t)k);
+            c->len += (size_t)k;
+        }
+    }
+    c->running = 0;
+    send_locked(c, MSG_DONE, &status, sizeof status);
+    int broken = c->broken;
+    pthread_mutex_unlock(&c->lock);
+    return broken ? -1 : 0;
+}
+
+static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
+{
+    gcsh_capture_write(cookie, buf, size);
+    return (ssize_t)size;
+}
+
+FILE *gcsh_capture_file(gcsh_capture *c)
+{
+    cookie_io_functions_t io = {.write = cookie_write};
+    FILE *f = fopencookie(c, "w", io);
+    if (f)
+        setvbuf(f, NULL, _IONBF, 0); /* ordering with print() must hold */
+    return f;
+}
+
+/* ---- folding -------------------------------------------------------------- */
+
+void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, int prefix)
+{
+    f->nranks = nranks;
+    f->pending = calloc((size_t)nranks, sizeof *f->pending);
+    f->out = out;
+    f->prefix = prefix;
+}
+
+void gcsh_fold_destroy(gcsh_fold *f)
+{
+    for (int r = 0; r < f->nranks; r++)
+        gcsh_text_free(&f->pending[r]);
+    free(f->pending);
+    f->pending = NULL;
+}
+
+void gcsh_fold_add(gcsh_fold *f, int rank, const char *s, size_t n)
+{
+    gcsh_text_append(&f->pending[rank], s, n);
+}
+
+int gcsh_fold_pending(const gcsh_fold *f)
+{
+    for (int r = 0; r < f->nranks; r++)
+        if (f->pending[r].len)
+            return 1;
+    return 0;
+}
+
+char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        int w;
+        if (j == i)
+            w = snprintf(buf + used, len - used, "%s%d", used ? "," : "", ranks[i]);
+        else
+            w = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", ranks[i],
+                         ranks[j]);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+        i = j + 1;
+    }
+    return buf;
+}
+
+/* How much of rank r's pending text a flush takes. */
+static size_t flushable(const gcsh_text *t, int whole_lines)
+{
+    if (!whole_lines)
+        return t->len;
+    size_t n = t->len;
+    while (n > 0 && t->s[n - 1] != '\n')
+        n--;
+    return n;
+}
+
+static void print_block(gcsh_fold *f, const char *label, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        const char *nl = memchr(s + i, '\n', n - i);
+        size_t end = nl ? (size_t)(nl - s) : n;
+        if (f->prefix)
+            fprintf(f->out, "[%s] ", label);
+        fwrite(s + i, 1, end - i, f->out);
+        fputc('\n', f->out);
+        i = end + 1;
+    }
+}
+
+static void drop_front(gcsh_text *t, size_t n)
+{
+    memmove(t->s, t->s + n, t->len - n);
+    t->len -= n;
+    if (t->s)
+        t->s[t->len] = '\0';
+}
+
+void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
+{
+    int n = f->nranks;
+    size_t *take = calloc((size_t)n, sizeof *take);
+    int *group = malloc((size_t)n * sizeof *group);
+    char *done = calloc((size_t)n, 1);
+    char label[4096];
+    for (int r = 0; r < n; r++)
+        take[r] = flushable(&f->pending[r], whole_lines);
+    for (int r = 0; r < n; r++) {
+        if (done[r] || take[r] == 0)
+            continue;
+        int g = 0;
+        for (int q = r; q < n; q++) {
+            if (!done[q] && take[q] == take[r] &&
+                memcmp(f->pending[q].s, f->pending[r].s, take[r]) == 0) {
+                group[g++] = q;
+                done[q] = 1;
+            }
+        }
+        gcsh_format_ranks(group, g, label, sizeof label);
+        print_block(f, label, f->pending[r].s, take[r]);
+    }
+    for (int r = 0; r < n; r++)
+        if (take[r])
+            drop_front(&f->pending[r], take[r]);
+    fflush(f->out);
+    free(take);
+    free(group);
+    free(done);
+}

@@ -1,0 +1,471 @@
+/* Rank 0's session and line loop.  See repl.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "complete.h"
+#include "msg.h"
+#include "repl.h"
+#include "sig.h"
+
+#define HISTORY_MAX 1000
+
+/* ---- session --------------------------------------------------------------- */
+
+void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
+{
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0};
+    s->syntax = luaL_newstate();
+    s->targets = malloc((size_t)coord->size);
+    memset(s->targets, 1, (size_t)coord->size);
+}
+
+void gcsh_session_destroy(gcsh_session *s)
+{
+    lua_close(s->syntax);
+    free(s->targets);
+}
+
+static void run_compiled(gcsh_session *s, const char *name, const char *src, size_t len,
+                         uint32_t flags, gcsh_run_result *res)
+{
+    gcsh_coord_run(s->coord, s->targets, flags, name, src, len, res);
+    if (res->failed)
+        s->failures++;
+    if (s->time_on)
+        gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
+}
+
+int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
+                      uint32_t flags)
+{
+    if (luaL_loadbuffer(s->syntax, src, len, name) != LUA_OK) {
+        gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+        lua_settop(s->syntax, 0);
+        s->failures++;
+        return -1;
+    }
+    lua_settop(s->syntax, 0);
+    gcsh_run_result res;
+    run_compiled(s, name, src, len, flags, &res);
+    return res.failed;
+}
+
+/* ---- one interactive chunk --------------------------------------------------- */
+
+enum compiled { READY, INCOMPLETE, SYNTAX_ERROR };
+
+/* As lua.c: a line is first tried as an expression ("return " .. line) so
+ * that its values print; then as statements.  A syntax error at <eof> means
+ * the chunk is incomplete and continues on the next line. */
+static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **src)
+{
+    lua_State *S = s->syntax;
+    const char *body = chunk[0] == '=' ? chunk + 1 : chunk; /* 5.2's "=expr" */
+    size_t n = strlen(body);
+    char *ret = malloc(n + 8);
+    memcpy(ret, "return ", 7);
+    memcpy(ret + 7, body, n + 1);
+    if (luaL_loadbuffer(S, ret, n + 7, "=stdin") == LUA_OK) {
+        lua_settop(S, 0);
+        *src = ret;
+        return READY;
+    }
+    free(ret);
+    lua_settop(S, 0);
+    int st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    size_t mlen = 0;
+    const char *msg = st == LUA_OK ? NULL : lua_tolstring(S, -1, &mlen);
+    if (st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0) {
+        lua_settop(S, 0);
+        return INCOMPLETE;
+    }
+    if (st != LUA_OK) {
+        gcsh_coord_say(s->coord, "%s", msg);
+        lua_settop(S, 0);
+        s->failures++;
+        return SYNTAX_ERROR;
+    }
+    lua_settop(S, 0);
+    *src = strdup(chunk);
+    return READY;
+}
+
+/* ---- dot-commands -------------------------------------------------------- */
+
+static const char usage[] =
+    "usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit";
+
+static void run_chunk_text(gcsh_session *s, const char *src);
+
+static void dot_help(gcsh_session *s)
+{
+    gcsh_coord_say(s->coord,
+                   "Lines are Lua; they run on every targeted rank and each rank's output\n"
+                   "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
+                   "expression prints its value.  Globals: rank, size, gcsh.\n"
+                   "  .info             backend, devices and versions of every rank\n"
+                   "  .ranks LIST|all   run lines on these ranks only (e.g. 0,2-3)\n"
+                   "  .timeout SECONDS  report ranks still running after this long (0: never)\n"
+                   "  .time on|off      print each command's wall time\n"
+                   "  .quit             leave (Ctrl-D too); Ctrl-C interrupts a command");
+}
+
+/* Parses "0,2-3" into targets; returns 0 or -1 with a message said. */
+static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
+{
+    int n = s->coord->size;
+    memset(targets, 0, (size_t)n);
+    const char *p = arg;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p)
+            goto bad;
+        p = end;
+        if (*p == '-') {
+            b = strtol(p + 1, &end, 10);
+            if (end == p + 1)
+                goto bad;
+            p = end;
+        }
+        if (a < 0 || b >= n || a > b) {
+            long bad = a < 0 || a >= n ? a : b;
+            gcsh_coord_say(s->coord, "gcsh: .ranks: rank %ld out of range (valid 0..%d)", bad,
+                           n - 1);
+            return -1;
+        }
+        for (long r = a; r <= b; r++)
+            targets[r] = 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    return 0;
+bad:
+    gcsh_coord_say(s->coord, "gcsh: .ranks: cannot parse '%s' (e.g. .ranks 0,2-3 or .ranks all)",
+                   arg);
+    return -1;
+}
+
+static void dot_ranks(gcsh_session *s, const char *arg)
+{
+    int n = s->coord->size;
+    if (*arg && strcmp(arg, "all") != 0) {
+        char *t = malloc((size_t)n);
+        if (parse_ranks(s, arg, t) == 0)
+            memcpy(s->targets, t, (size_t)n);
+        free(t);
+    } else if (*arg) {
+        memset(s->targets, 1, (size_t)n);
+    }
+}
+
+static void dot_timeout(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        char *end;
+        double v = strtod(arg, &end);
+        if (end == arg || *end || v < 0 || v > 1e6) {
+            gcsh_coord_say(s->coord, "gcsh: .timeout: SECONDS must be a number 0..1e6, got '%s'",
+                           arg);
+            return;
+        }
+        s->coord->timeout = v;
+    }
+    gcsh_coord_say(s->coord, "timeout %g s%s", s->coord->timeout,
+                   s->coord->timeout > 0 ? "" : " (never report)");
+}
+
+static void dot_time(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->time_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->time_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .time: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
+}
+
+/* Runs a dot-command line (".ranks 0-1"). */
+static void dot_command(gcsh_session *s, char *line)
+{
+    char *cmd = line + 1;
+    char *arg = cmd;
+    while (*arg && !isspace((unsigned char)*arg))
+        arg++;
+    if (*arg)
+        *arg++ = '\0';
+    while (isspace((unsigned char)*arg))
+        arg++;
+    for (char *e = arg + strlen(arg); e > arg && isspace((unsigned char)e[-1]);)
+        *--e = '\0';
+    if (strcmp(cmd, "help") == 0)
+        dot_help(s);
+    else if (strcmp(cmd, "ranks") == 0)
+        dot_ranks(s, arg);
+    else if (strcmp(cmd, "timeout") == 0)
+        dot_timeout(s, arg);
+    else if (strcmp(cmd, "time") == 0)
+        dot_time(s, arg);
+    else if (strcmp(cmd, "info") == 0)
+        run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
+    else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "exit") == 0)
+        s->quit = 1;
+    else
+        gcsh_coord_say(s->coord, "gcsh: unknown command '.%s'; %s", cmd, usage);
+}
+
+static int is_dot_command(const char *line)
+{
+    return line[0] == '.' && isalpha((unsigned char)line[1]);
+}
+
+/* ---- reading lines ------------------------------------------------------- */
+
+/* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
+static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
+{
+    int n = s->coord->size, k = 0;
+    int *list = malloc((size_t)n * sizeof *list);
+    for (int r = 0; r < n; r++)
+        if (s->targets[r])
+            list[k++] = r;
+    char ranks[512];
+    gcsh_format_ranks(list, k, ranks, sizeof ranks);
+    free(list);
+    snprintf(buf, len, "gcsh[%s]%s ", ranks, continuation ? ">>" : ">");
+}
+
+enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT };
+
+/* readline's callbacks carry no user pointer: this is where they find the
+ * session and where the line handler leaves its result. */
+static struct {
+    gcsh_session *s;
+    char *line;
+    int done, eof;
+} rl;
+
+static void on_line(char *line)
+{
+    rl.line = line;
+    rl.eof = line == NULL;
+    rl.done = 1;
+    rl_callback_handler_remove(); /* terminal back to normal while a command runs */
+}
+
+static char **on_complete(const char *text, int start, int end)
+{
+    (void)end;
+    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_completion_append_character = '\0'; /* readline resets it before each call */
+    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text)
+                                             : gcsh_complete(rl.s->L0, text);
+    if (!v || !v[0]) {
+        free(v);
+        return NULL;
+    }
+    /* readline wants v[0] = the common prefix of all matches, then the matches */
+    size_t n = 0, common = strlen(v[0]);
+    while (v[n])
+        n++;
+    for (size_t i = 1; i < n; i++) {
+        size_t j = 0;
+        while (j < common && v[i][j] == v[0][j])
+            j++;
+        common = j;
+    }
+    char **out = malloc((n + 2) * sizeof *out);
+    out[0] = strndup(v[0], common);
+    memcpy(out + 1, v, (n + 1) * sizeof *v);
+    if (n == 1) { /* a single match: it is its own prefix */
+        free(out[0]);
+        out[0] = out[1];
+        out[1] = NULL;
+    }
+    free(v);
+    return out;
+}
+
+static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
+{
+    rl.s = s;
+    rl.done = rl.eof = 0;
+    rl.line = NULL;
+    rl_callback_handler_install(prompt, on_line);
+    int tty = fileno(s->term->in);
+    while (!rl.done) {
+        struct pollfd p[2] = {{.fd = tty, .events = POLLIN},
+                              {.fd = s->coord->sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents & POLLIN) {
+            int mask = gcsh_sig_drain(s->coord->sigfd);
+            if (mask & 2)
+                rl_resize_terminal();
+            if (mask & 1) { /* Ctrl-C at the prompt clears the line */
+                rl_replace_line("", 0);
+                rl_crlf();
+                rl_callback_handler_remove();
+                return GOT_INTERRUPT;
+            }
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            rl_callback_read_char();
+    }
+    *line = rl.line;
+    return rl.eof ? GOT_EOF : GOT_LINE;
+}
+
+static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
+{
+    if (s->term->interactive) {
+        fputs(prompt, s->term->out);
+        fflush(s->term->out);
+    }
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&buf, &cap, s->term->in);
+    if (n < 0) {
+        free(buf);
+        return GOT_EOF;
+    }
+    if (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    *line = buf;
+    return GOT_LINE;
+}
+
+static enum got read_line(gcsh_session *s, int continuation, char **line)
+{
+    char prompt[600];
+    make_prompt(s, continuation, prompt, sizeof prompt);
+    return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
+}
+
+/* ---- history --------------------------------------------------------------- */
+
+static const char *history_file(void)
+{
+    static char path[1024]; /* computed once; read-only afterwards */
+    const char *env = getenv("GCSH_HISTORY");
+    if (env)
+        return *env ? env : NULL; /* GCSH_HISTORY= turns history off */
+    const char *home = getenv("HOME");
+    if (!home)
+        return NULL;
+    snprintf(path, sizeof path, "%s/.gcsh_history", home);
+    return path;
+}
+
+static void history_open(void)
+{
+    const char *f = history_file();
+    stifle_history(HISTORY_MAX);
+    if (f && read_history(f) != 0)
+        write_history(f); /* create it, so append_history can work */
+}
+
+static void history_add(const char *chunk)
+{
+    const char *f = history_file();
+    add_history(chunk);
+    if (f)
+        append_history(1, f);
+}
+
+static void history_close(void)
+{
+    const char *f = history_file();
+    if (f)
+        history_truncate_file(f, HISTORY_MAX);
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+static void append_line(char **chunk, const char *line)
+{
+    size_t a = *chunk ? strlen(*chunk) : 0, b = strlen(line);
+    char *p = realloc(*chunk, a + b + 2);
+    if (a)
+        p[a++] = '\n';
+    memcpy(p + a, line, b + 1);
+    *chunk = p;
+}
+
+static void run_chunk_text(gcsh_session *s, const char *src)
+{
+    gcsh_run_result res;
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &res);
+}
+
+void gcsh_repl(gcsh_session *s)
+{
+    if (s->term->editing) {
+        rl_instream = s->term->in;
+        rl_outstream = s->term->tty ? s->term->tty : s->term->out;
+        rl_catch_signals = 0; /* Ctrl-C arrives through the self-pipe */
+        rl_catch_sigwinch = 0;
+        rl_readline_name = "gcsh";
+        rl_attempted_completion_function = on_complete;
+        rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
+        history_open();
+    }
+    char *chunk = NULL;
+    while (!s->quit) {
+        char *line = NULL;
+        enum got g = read_line(s, chunk != NULL, &line);
+        if (g == GOT_EOF)
+            break;
+        if (g == GOT_INTERRUPT) {
+            free(chunk);
+            chunk = NULL;
+            continue;
+        }
+        if (!chunk && is_dot_command(line)) {
+            if (s->term->editing)
+                history_add(line);
+            dot_command(s, line);
+            free(line);
+            continue;
+        }
+        append_line(&chunk, line);
+        free(line);
+        char *src = NULL;
+        enum compiled c = compile_chunk(s, chunk, &src);
+        if (c == INCOMPLETE)
+            continue;
+        if (s->term->editing && chunk[strspn(chunk, " \t")])
+            history_add(chunk);
+        if (c == READY)
+            run_chunk_text(s, src);
+        free(src);
+        free(chunk);
+        chunk = NULL;
+    }
+    if (chunk) { /* input ended inside a chunk: say why it never ran */
+        if (luaL_loadbuffer(s->syntax, chunk, strlen(chunk), "=stdin") != LUA_OK) {
+            gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+            s->failures++;
+        }
+        lua_settop(s->syntax, 0);
+    }
+    free(chunk);
+    if (s->term->editing) {
+        history_close();
+        if (!s->quit)
+            fputc('\n', rl_outstream); /* Ctrl-D leaves the cursor after the prompt */
+    }
+}

@@ -1,0 +1,227 @@
+/* A rank's worker: runs the chunks rank 0 sends, under a traceback handler,
+ * and reports captured output and status.  Its watcher thread serves the
+ * control channel: interrupts and periodic output flushes.  See spmd.h. */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "msg.h"
+#include "shell.h"
+#include "spmd.h"
+
+#define FLUSH_EVERY_MS 100
+#define OUTPUT_CAP_DEFAULT (64u << 20)
+
+struct gcsh_worker {
+    gcsh_ctx *ctx;
+    int cmd_fd, ctl_fd;
+    gcsh_capture cap;
+    pthread_t watcher;
+    /* running_seq says which chunk an interrupt may stop; the lock makes
+     * "is it still running?" and "set the hook" one step, so an interrupt
+     * meant for a finished chunk never lands in the next one. */
+    pthread_mutex_t run_lock;
+    uint32_t running_seq; /* 0 when idle */
+};
+
+/* As lua.c's lstop: raise an error at the next Lua instruction. */
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted!");
+}
+
+static void interrupt_chunk(gcsh_worker *w, uint32_t seq)
+{
+    pthread_mutex_lock(&w->run_lock);
+    if (w->running_seq == seq && seq != 0) {
+        atomic_store(&w->ctx->interrupt, 1);
+        lua_sethook(w->ctx->L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    }
+    pthread_mutex_unlock(&w->run_lock);
+}
+
+static void *watcher_main(void *arg)
+{
+    gcsh_worker *w = arg;
+    gcsh_msg m = {0};
+    for (;;) {
+        struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
+        int r = poll(&p, 1, FLUSH_EVERY_MS);
+        if (r > 0) {
+            if (gcsh_msg_recv(w->ctl_fd, &m) != 0 || m.h.type == MSG_QUIT)
+                break;
+            if (m.h.type == MSG_INTERRUPT)
+                interrupt_chunk(w, m.h.seq);
+        }
+        gcsh_capture_flush(&w->cap);
+    }
+    gcsh_msg_free(&m);
+    return NULL;
+}
+
+static size_t output_cap(void)
+{
+    const char *s = getenv("GCSH_OUTPUT_CAP");
+    long long v = s ? atoll(s) : 0;
+    return v > 0 ? (size_t)v : OUTPUT_CAP_DEFAULT;
+}
+
+gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
+{
+    gcsh_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->ctx = ctx;
+    w->cmd_fd = cmd_fd;
+    w->ctl_fd = ctl_fd;
+    pthread_mutex_init(&w->run_lock, NULL);
+    gcsh_capture_init(&w->cap, cmd_fd, output_cap());
+    ctx->cap = &w->cap;
+    gcsh_shell_install(ctx->L, &w->cap);
+    /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_create(&w->watcher, NULL, watcher_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return w;
+}
+
+/* lua.c's msghandler: the message plus a traceback. */
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+static int push_script_args(lua_State *L)
+{
+    if (lua_getglobal(L, "arg") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many script arguments");
+    for (int i = 1; i <= n; i++)
+        lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    return n;
+}
+
+static void capture_string(gcsh_ctx *ctx, const char *s)
+{
+    gcsh_capture_write(ctx->cap, s, strlen(s));
+    gcsh_capture_write(ctx->cap, "\n", 1);
+}
+
+/* Prints a chunk's results through the global print, as lua.c does. */
+static void print_results(lua_State *L, int first)
+{
+    int n = lua_gettop(L) - first + 1;
+    if (n <= 0)
+        return;
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    lua_getglobal(L, "print");
+    lua_insert(L, first);
+    if (lua_pcall(L, n, 0, 0) != LUA_OK)
+        capture_string(gcsh_ctx_of(L),
+                       lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
+}
+
+static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
+                          size_t len)
+{
+    lua_State *L = w->ctx->L;
+    int base = lua_gettop(L);
+    lua_pushcfunction(L, msghandler);
+    int st = luaL_loadbuffer(L, src, len, name);
+    if (st == LUA_OK) {
+        int nargs = (flags & CHUNK_SCRIPT) ? push_script_args(L) : 0;
+        st = lua_pcall(L, nargs, LUA_MULTRET, base + 1);
+    }
+    if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
+        print_results(L, base + 2);
+    if (st != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        capture_string(w->ctx, msg ? msg : "(error object is not a string)");
+    }
+    lua_settop(L, base);
+    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR;
+}
+
+static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
+{
+    uint32_t hdr[2];
+    if (m->h.len < sizeof hdr)
+        return CHUNK_ERROR;
+    memcpy(hdr, m->data, sizeof hdr);
+    uint32_t flags = hdr[0], namelen = hdr[1];
+    if (sizeof hdr + namelen > m->h.len)
+        return CHUNK_ERROR;
+    char name[256];
+    size_t nl = namelen < sizeof name - 1 ? namelen : sizeof name - 1;
+    memcpy(name, m->data + sizeof hdr, nl);
+    name[nl] = '\0';
+    const char *src = m->data + sizeof hdr + namelen;
+    size_t len = m->h.len - sizeof hdr - namelen;
+
+    gcsh_capture_begin(&w->cap, m->h.seq);
+    pthread_mutex_lock(&w->run_lock);
+    atomic_store(&w->ctx->interrupt, 0);
+    w->running_seq = m->h.seq;
+    pthread_mutex_unlock(&w->run_lock);
+
+    uint32_t status = run_chunk(w, flags, name, src, len);
+
+    pthread_mutex_lock(&w->run_lock);
+    w->running_seq = 0;
+    lua_sethook(w->ctx->L, NULL, 0, 0);
+    if (atomic_exchange(&w->ctx->interrupt, 0) && status != CHUNK_OK)
+        status = CHUNK_INTERRUPTED;
+    pthread_mutex_unlock(&w->run_lock);
+    return status;
+}
+
+int gcsh_worker_loop(gcsh_worker *w)
+{
+    gcsh_msg m = {0};
+    int code = 1; /* rank 0 vanished without saying goodbye */
+    int spin = gcsh_spin_us();
+    while (gcsh_wait_readable(w->cmd_fd, spin, -1) == 1 && gcsh_msg_recv(w->cmd_fd, &m) == 0) {
+        if (m.h.type == MSG_QUIT) {
+            code = m.h.seq; /* QUIT carries the exit code in seq */
+            break;
+        }
+        if (m.h.type != MSG_CHUNK)
+            continue;
+        uint32_t status = serve_chunk(w, &m);
+        if (gcsh_capture_done(&w->cap, status) != 0)
+            break;
+    }
+    gcsh_msg_free(&m);
+    return code;
+}
+
+void gcsh_worker_stop(gcsh_worker *w)
+{
+    if (!w)
+        return;
+    /* The watcher leaves when rank 0 closes the control channel or sends QUIT. */
+    pthread_join(w->watcher, NULL);
+    w->ctx->cap = NULL;
+    gcsh_capture_destroy(&w->cap);
+    pthread_mutex_destroy(&w->run_lock);
+    free(w);
+}

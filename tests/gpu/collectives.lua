@@ -1,0 +1,115 @@
+-- Every collective x op x dtype on device tensors against a CPU reference
+-- computed here in Lua; in place and out of place; split; send/recv; barrier.
+local H = require "harness"
+local G = require "common"
+
+local c = comm.world()
+H.eq(c.rank, rank, "c.rank")
+H.eq(c.size, size, "c.size")
+local N = 257 -- odd: no collective gets a power-of-two count for free
+
+-- Rank r's element i for op: small integers, exact in every dtype (f16 and
+-- bf16 included) and in every result (products stay <= 2^size).
+local function x(op, r, i)
+  if op == "prod" then return 1 + (i + r) % 2 end
+  return i % 5 + r + 1
+end
+
+local function ref(dt, op, i)
+  local acc = x(op, 0, i)
+  for r = 1, size - 1 do
+    local v = x(op, r, i)
+    if op == "prod" then acc = acc * v
+    elseif op == "min" then acc = math.min(acc, v)
+    elseif op == "max" then acc = math.max(acc, v)
+    else acc = acc + v end
+  end
+  if op == "avg" then acc = G.isfloat[dt] and acc / size or acc // size end
+  return acc
+end
+
+local function mine(op, n, base)
+  return G.list(n, function(i) return x(op, rank, (base or 0) + i) end)
+end
+
+for _, dt in ipairs(G.dtypes) do
+  for _, op in ipairs(G.ops) do
+    local what = dt .. " " .. op .. " "
+    local want = G.list(N, function(i) return ref(dt, op, i) end)
+
+    local t = tensor.from(mine(op, N), dt)
+    local out = tensor.new(N, dt)
+    c:allreduce(t, op, out)
+    H.values(out, want, nil, what .. "allreduce")
+    H.values(t, mine(op, N), nil, what .. "allreduce leaves its input")
+    c:allreduce(t, op)
+    H.values(t, want, nil, what .. "allreduce in place")
+
+    t = tensor.from(mine(op, N), dt)
+    out = tensor.new(N, dt):fill(0)
+    c:reduce(t, size - 1, op, out)
+    if rank == size - 1 then H.values(out, want, nil, what .. "reduce at the root") end
+
+    t = tensor.from(mine(op, N * size), dt)
+    out = tensor.new(N, dt)
+    c:reducescatter(t, out, op)
+    H.values(out, G.list(N, function(i) return ref(dt, op, rank * N + i) end), nil,
+             what .. "reducescatter")
+  end
+
+  -- data movement: values (r * N + i) % 100 fit every dtype exactly
+  local function val(r, i) return (r * N + i) % 100 end
+  local what = dt .. " "
+  local t = tensor.from(G.list(N, function(i) return val(rank, i) end), dt)
+  c:broadcast(t, size - 1)
+  H.values(t, G.list(N, function(i) return val(size - 1, i) end), nil, what .. "broadcast")
+
+  t = tensor.from(G.list(N, function(i) return val(rank, i) end), dt)
+  local all = tensor.new(N * size, dt)
+  c:allgather(t, all)
+  H.values(all, G.list(N * size, function(j) return val(j // N, j % N) end), nil, what .. "allgather")
+
+  -- alltoall: my block p holds val(rank, p * N + i) % 100; I get block rank of each
+  local send = tensor.from(G.list(N * size, function(j) return val(rank, j) end), dt)
+  local recv = tensor.new(N * size, dt)
+  c:alltoall(send, recv)
+  H.values(recv, G.list(N * size, function(j) return val(j // N, rank * N + j % N) end), nil,
+           what .. "alltoall")
+
+  -- send / recv around a ring; even ranks send first, odd ranks receive first
+  if size > 1 then -- a rank cannot send to itself
+    local right, left = (rank + 1) % size, (rank - 1) % size
+    local s = tensor.from(G.list(N, function(i) return val(rank, i) end), dt)
+    local r = tensor.new(N, dt)
+    if rank % 2 == 0 then c:send(s, right); c:recv(r, left)
+    else c:recv(r, left); c:send(s, right) end
+    H.values(r, G.list(N, function(i) return val(left, i) end), nil, what .. "send/recv")
+  end
+end
+
+-- views as collective buffers: a slice in the middle of a larger tensor
+local big = tensor.new(3 * N, "f32"):fill(-1)
+local mid = big:view(N, N):fill(rank + 1)
+c:allreduce(mid)
+H.eq(mid[0], size * (size + 1) / 2, "allreduce on a view")
+H.eq(big[N - 1], -1, "before the view untouched")
+H.eq(big[2 * N], -1, "after the view untouched")
+
+c:barrier()
+
+-- split: even and odd ranks, key reversing the order
+local sub = c:split(rank % 2, size - rank)
+local members = (size - rank % 2 + 1) // 2
+H.eq(sub.size, members, "split size")
+H.eq(sub.rank, members - 1 - rank // 2, "split rank (key reverses)")
+local t = tensor.new(8, "i64"):fill(rank)
+sub:allreduce(t)
+local want = 0
+for r = rank % 2, size - 1, 2 do want = want + r end
+H.eq(t[7], want, "allreduce in the split communicator")
+sub:barrier()
+sub:free()
+
+c:barrier()
+c:free()
+print("collectives ok")

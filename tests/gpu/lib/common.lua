@@ -1,0 +1,35 @@
+-- Shared by the GPU tests: dtypes, exact-value helpers, and a Lua FNV-1a of
+-- packed element bytes (what :checksum() computes over a host tensor).
+local G = {}
+
+G.dtypes = {"f64", "f32", "f16", "bf16", "i64", "i32", "u32", "u8", "i8"}
+G.isfloat = {f64 = true, f32 = true, f16 = true, bf16 = true}
+G.ops = {"sum", "prod", "min", "max", "avg"}
+
+local packfmt = {f64 = "<d", f32 = "<f", i64 = "<i8", i32 = "<i4", u32 = "<I4", u8 = "B", i8 = "b"}
+
+-- The checksum a host tensor of dtype dt holding vals (0-based list in a Lua
+-- table, 1-based indices) would give; nil for f16/bf16 (string.pack has no
+-- half formats).
+function G.fnv(dt, vals)
+  local fmt = packfmt[dt]
+  if not fmt then return nil end
+  local h = 0xcbf29ce484222325
+  for i = 1, #vals do
+    local v = vals[i]
+    if not G.isfloat[dt] then v = math.tointeger(v) end
+    local bytes = string.pack(fmt, v)
+    for k = 1, #bytes do
+      h = (h ~ bytes:byte(k)) * 0x100000001b3 -- Lua integers wrap like uint64
+    end
+  end
+  return string.format("0x%016x", h)
+end
+
+function G.list(n, f)
+  local t = {}
+  for i = 0, n - 1 do t[i + 1] = f(i) end
+  return t
+end
+
+return G
