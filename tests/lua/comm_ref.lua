@@ -3,6 +3,10 @@
 -- bf16 included), signed where the dtype is; integer results wrap like the
 -- dtype; avg is the mean for floats and truncates toward zero for integers
 -- (NCCL's ncclAvg, which the host backend matches).
+--
+-- required as a module by the comm tests; run as a test itself (tests/run.sh
+-- runs every file here), it checks the reference on known cases.
+local as_module = ... == "comm_ref"
 local R = {}
 
 R.DTYPES = { "f64", "f32", "f16", "bf16", "i64", "i32", "u32", "u8", "i8" }
@@ -59,4 +63,25 @@ function R.seq(first, count, f)
   return t
 end
 
-return R
+if as_module then return R end
+
+local H = require "harness"
+H.eq(wrap("i8", 130), -126, "i8 wraps")
+H.eq(wrap("u8", 300), 44, "u8 wraps")
+H.eq(wrap("i8", -129), 127, "i8 wraps below")
+H.eq(R.value("u8", 0, 0), 1, "unsigned values are 1..5")
+H.eq(R.value("i32", 0, 0), -2, "signed values are -2..2")
+-- two ranks, element 0: -2 and 1 (sum -1); element 1: -1 and 2
+H.eq(R.reduced("i32", "sum", 2, 0), -1, "sum")
+H.eq(R.reduced("i32", "avg", 2, 0), 0, "integer avg truncates toward zero (not floor: -1)")
+H.eq(R.reduced("f32", "avg", 2, 0), -0.5, "float avg is the mean")
+H.eq(R.reduced("i8", "prod", 2, 1), -2, "prod")
+H.eq(R.reduced("i8", "min", 2, 1), -1, "min")
+H.eq(R.reduced("i8", "max", 2, 1), 2, "max")
+-- four ranks, element 0: -2, 1, -1, 2; unsigned: 1, 4, 2, 5
+H.eq(R.reduced("i64", "prod", 4, 0), 4, "prod of four")
+H.eq(R.reduced("u8", "prod", 4, 0), 40, "unsigned prod of four")
+H.eq(R.reduced("u8", "avg", 4, 0), 3, "unsigned avg 12 / 4")
+H.eq(R.reduced("bf16", "avg", 4, 0), 0.0, "float avg of four")
+H.values(R.seq(3, 3, function(i) return i * i end), { 9, 16, 25 }, nil, "seq")
+if rank == 0 then print("comm_ref: ok") end
