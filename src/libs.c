@@ -5,10 +5,16 @@
 #include "gcsh.h"
 
 /* Copies every field of the table that open() returns into the global gcsh
- * table (which exists before gcsh_open_libs runs). */
+ * table.  The rank set-up makes that table first; a bare state (a C test) gets
+ * an empty one. */
 static void merge_into_gcsh(lua_State *L, lua_CFunction open)
 {
-    lua_getglobal(L, "gcsh");
+    if (lua_getglobal(L, "gcsh") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setglobal(L, "gcsh");
+    }
     lua_pushcfunction(L, open);
     lua_call(L, 0, 1);
     lua_pushnil(L);
