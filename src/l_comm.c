@@ -487,6 +487,41 @@ static int collective(lua_State *L, int which)
     return 1;
 }
 
+/* c:loop(name, iters, t, ...): the reference that bench measures the Lua
+ * loop against: collective `name` run iters times from C with the arguments
+ * its method takes, checked once, no Lua between calls.  Returns the seconds
+ * between the backend's timer marks around the loop (events on cuda). */
+static int comm_loop(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 2);
+    lua_Integer iters = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, iters >= 1 && iters <= 1000000000, 2, "iters must be 1..1e9");
+    const coll_spec *spec = NULL;
+    for (size_t i = 0; i < sizeof coll_specs / sizeof coll_specs[0]; i++)
+        if (coll_specs[i].name && strcmp(coll_specs[i].name, name) == 0)
+            spec = &coll_specs[i];
+    if (!spec)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "unknown collective '%s' (valid: allreduce "
+                                                      "broadcast reduce allgather reducescatter "
+                                                      "alltoall send recv)", name));
+    lua_remove(L, 2); /* the stack is now what the collective's method sees */
+    lua_remove(L, 2);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    coll_args a;
+    check_collective(L, spec, &a);
+    void *tok;
+    double seconds = 0;
+    if (ctx->be->mem->timer_begin(ctx, &tok) != 0)
+        return gcsh_raise(L, ctx);
+    int rc = 0;
+    for (lua_Integer i = 0; i < iters && rc == 0; i++)
+        rc = spec->run(ctx, &a);
+    if (ctx->be->mem->timer_end(ctx, tok, &seconds) != 0 || rc != 0)
+        return gcsh_raise(L, ctx);
+    lua_pushnumber(L, seconds);
+    return 1;
+}
+
 static int comm_allreduce(lua_State *L) { return collective(L, COLL_ALLREDUCE); }
 static int comm_broadcast(lua_State *L) { return collective(L, COLL_BROADCAST); }
 static int comm_reduce(lua_State *L) { return collective(L, COLL_REDUCE); }
@@ -509,6 +544,7 @@ static const luaL_Reg meth[] = {
     {"alltoall", comm_alltoall},
     {"send", comm_send},
     {"recv", comm_recv},
+    {"loop", comm_loop},
     {"free", comm_free},
     {NULL, NULL},
 };
@@ -532,6 +568,8 @@ int luaopen_gcsh_comm(lua_State *L)
     luaL_setfuncs(L, metameth, 0);
     luaL_newlibtable(L, meth);
     luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
     lua_pushcclosure(L, comm_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

@@ -1012,6 +1012,8 @@ static void create_metatable(lua_State *L)
     luaL_setfuncs(L, metameth, 0);
     luaL_newlibtable(L, meth);
     luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
     lua_pushcclosure(L, tensor_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

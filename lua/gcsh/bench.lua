@@ -341,4 +341,49 @@ function bench.collective(opts)
   return rows
 end
 
+-- ---- the cost of issuing from Lua -------------------------------------------
+
+-- bench.overhead{sizes={8, 1<<20, 1<<30}, dtype="f32", iters=50, warmup=5, reps=3,
+--                comm=comm.world(), quiet=false}
+-- The same in-place all-reduce loop issued from Lua (c:allreduce per
+-- iteration) and from C (c:loop, no Lua between calls), interleaved `reps`
+-- times in one run; the best of each is kept.  Prints, on rank 0, per size:
+-- time per call of each, their ratio, the extra microseconds per call, and
+-- busbw of the C loop; returns the rows on every rank.
+function bench.overhead(opts)
+  opts = opts or {}
+  local c = opts.comm or comm.world()
+  local dtype, iters, reps = opts.dtype or "f32", opts.iters or 50, opts.reps or 3
+  local sizes = opts.sizes or { 8, 1 << 20, 1 << 30 }
+  local speaks, rows = c.rank == 0 and not opts.quiet, {}
+  if speaks then
+    print(string.format("# %12s  %12s  %12s  %8s  %12s  %8s", "size(B)", "lua(us)", "c(us)",
+                        "lua/c", "extra(us)", "busbw"))
+  end
+  for _, size in ipairs(sizes) do
+    local t = tensor.new(math.max(1, size // DTYPE_SIZE[dtype]), dtype):fill(1)
+    for _ = 1, opts.warmup or 5 do c:allreduce(t) end
+    local best_lua, best_c = math.huge, math.huge
+    for _ = 1, reps do
+      c:barrier()
+      local tm = gcsh.timer()
+      for _ = 1, iters do c:allreduce(t) end
+      best_lua = math.min(best_lua, over_ranks(c, tm:stop() / iters, "f64", "max"))
+      c:barrier()
+      best_c = math.min(best_c, over_ranks(c, c:loop("allreduce", iters, t) / iters, "f64", "max"))
+    end
+    local bytes = #t * DTYPE_SIZE[dtype]
+    local row = { size = bytes, lua_us = best_lua * 1e6, c_us = best_c * 1e6,
+                  ratio = best_lua / best_c, extra_us = (best_lua - best_c) * 1e6,
+                  busbw = bytes / 1e9 / best_c * 2 * (c.size - 1) / c.size }
+    rows[#rows + 1] = row
+    if speaks then
+      print(string.format("%14d  %12.2f  %12.2f  %8.4f  %12.3f  %8.2f", row.size, row.lua_us,
+                          row.c_us, row.ratio, row.extra_us, row.busbw))
+    end
+    t:free()
+  end
+  return rows
+end
+
 return bench
