@@ -67,10 +67,18 @@ static void no_delay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* Fills buf with len random bytes; the token guards who may send chunks, so
+ * a short read is an error, not a weaker token. */
+static int random_bytes(void *buf, size_t len)
+{
+    return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
+}
+
 static int listen_unix(bootstrap *b)
 {
     unsigned rnd = 0;
-    getrandom(&rnd, sizeof rnd, 0);
+    if (random_bytes(&rnd, sizeof rnd) != 0)
+        return -1;
     snprintf(b->unix_name, sizeof b->unix_name, "gcsh-%d-%08x", (int)getpid(), rnd);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a;
@@ -255,7 +263,8 @@ int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link)
     bootstrap b = {0};
     *link = (gcsh_link){.cmd_fd = -1, .ctl_fd = -1};
     if (ctx->rank == 0) {
-        getrandom(b.token, TOKEN_LEN, 0);
+        if (random_bytes(b.token, TOKEN_LEN) != 0)
+            memset(b.token, 0, TOKEN_LEN); /* listen_unix then fails the same way */
         gethostname(b.host, sizeof b.host - 1);
     }
     MPI_Bcast(b.host, sizeof b.host, MPI_CHAR, 0, MPI_COMM_WORLD);
