@@ -244,7 +244,7 @@ static int open_rank0(gcsh_ctx *ctx, bootstrap *b, gcsh_link *link, int tcp)
     int lfd[2] = {listen_unix(b), tcp ? listen_tcp(b) : -1};
     if (!tcp)
         b->host[0] = '\0';
-    int ok = lfd[0] >= 0 && (!tcp || lfd[1] >= 0);
+    int ok = random_bytes(b->token, TOKEN_LEN) == 0 && lfd[0] >= 0 && (!tcp || lfd[1] >= 0);
     if (!ok)
         gcsh_set_error(ctx, "rank 0: cannot listen for control connections: %s", strerror(errno));
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -262,11 +262,8 @@ int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link)
 {
     bootstrap b = {0};
     *link = (gcsh_link){.cmd_fd = -1, .ctl_fd = -1};
-    if (ctx->rank == 0) {
-        if (random_bytes(b.token, TOKEN_LEN) != 0)
-            memset(b.token, 0, TOKEN_LEN); /* listen_unix then fails the same way */
+    if (ctx->rank == 0)
         gethostname(b.host, sizeof b.host - 1);
-    }
     MPI_Bcast(b.host, sizeof b.host, MPI_CHAR, 0, MPI_COMM_WORLD);
     int tcp = want_tcp(b.host);
     int rc;
