@@ -81,6 +81,66 @@ typedef struct gcsh_comm_ops {
                 gcsh_dtype dt, int peer);
 } gcsh_comm_ops;
 
+/* ---- symmetric memory windows and signals --------------------------------
+ *
+ * Every window, on every backend, resolves to a peer pointer table: one base
+ * address per member of the window's team (the ranks that can load and store
+ * each other's memory: the node for host and vmm, NCCL's LSA team for nccl),
+ * valid in this process, plus a size.  Kernels take that table and do not care
+ * how the memory was registered. */
+typedef struct gcsh_window_impl gcsh_window_impl;
+
+typedef struct gcsh_window_desc {
+    size_t bytes;         /* requested per rank */
+    size_t granularity;   /* the kind's allocation granularity */
+    size_t alloc_bytes;   /* bytes rounded up to granularity: what each rank has */
+    int loc;              /* where the memory lives: GCSH_LOC_HOST or a device */
+    int team_size;        /* members that reach each other by load/store */
+    int team_rank;        /* this rank's index in the team */
+    int *team;            /* [team_size]: each member's rank in the communicator */
+    void **peer;          /* [team_size]: each member's slice, mapped here */
+    void *peer_table_dev; /* device copy of peer[] for kernels (cuda), else NULL */
+    char handle[192];     /* the backend's handles, for w:info() */
+} gcsh_window_desc;
+
+enum gcsh_cmp { GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ, GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT };
+
+typedef struct gcsh_window_ops {
+    const char *kinds;        /* the valid kinds, space separated ("host", "nccl vmm") */
+    const char *default_kind;
+    /* The allocation granularity of kind (no allocation; equal on every rank). */
+    int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
+    /* Collective over c: allocates and registers desc->alloc_bytes on every
+     * rank (the binding has set bytes, granularity and alloc_bytes, and all
+     * ranks agreed on them) and fills the rest of desc.  On failure nothing
+     * stays registered on any rank. */
+    int (*create)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, gcsh_window_desc *desc,
+                  gcsh_window_impl **out);
+    /* Collective: deregisters and frees (the binding has put a barrier before
+     * it, so no peer still reads), and frees desc's arrays. */
+    int (*destroy)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
+
+    /* Signals are 64-bit words in a window; slots and peers (team indices)
+     * are checked by the binding.  set/add store to a peer's word with
+     * release ordering (data written before is visible to a waiter that
+     * sees the value).  On cuda they are stream-ordered. */
+    int (*signal_set)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      int peer, size_t slot, uint64_t v);
+    int (*signal_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      int peer, size_t slot, uint64_t v);
+    /* Waits until my word `slot` compares true against v, with acquire
+     * ordering.  Stream-ordered on cuda: it returns at once and the stream
+     * waits.  The host backend waits here, polling ctx->interrupt. */
+    int (*signal_wait)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                       size_t slot, uint64_t v, enum gcsh_cmp cmp);
+    /* Waits on the CPU, at most timeout seconds: returns 0 when satisfied,
+     * 1 when the time ran out, -1 on error (interrupt included). */
+    int (*signal_wait_cpu)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout);
+    int (*signal_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                       size_t slot, uint64_t *v);
+} gcsh_window_ops;
+
 typedef struct gcsh_backend {
     const char *name; /* "host" | "cuda" */
     /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
@@ -93,6 +153,7 @@ typedef struct gcsh_backend {
     void (*globals)(gcsh_ctx *ctx, void *lua_state);
     const gcsh_mem_ops *mem;
     const gcsh_comm_ops *comm;
+    const gcsh_window_ops *win;
 } gcsh_backend;
 
 extern const gcsh_backend gcsh_host_backend;
