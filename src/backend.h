@@ -79,6 +79,12 @@ typedef struct gcsh_comm_ops {
                 gcsh_dtype dt, int peer);
     int (*recv)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
                 gcsh_dtype dt, int peer);
+    /* The control exchange: every rank of c contributes `bytes` of host
+     * memory and gets everyone's, in rank order (all = size * bytes).  Used
+     * to agree on arguments before registering memory (and for collective
+     * fingerprints), so it works on host memory on every backend, waits
+     * interruptibly, and never touches the GPU. */
+    int (*agree)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all, size_t bytes);
 } gcsh_comm_ops;
 
 /* ---- symmetric memory windows and signals --------------------------------

@@ -616,6 +616,18 @@ done:
     return rc;
 }
 
+static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                      size_t bytes)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    if (bytes > INT_MAX)
+        return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
+    POST_AND_WAIT(ctx, c, MPI_Iallgather,
+                  (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->comm, &req));
+    return 0;
+}
+
 const gcsh_comm_ops gcsh_host_comm_ops = {
     .world = host_world,
     .split = host_split,
@@ -632,4 +644,5 @@ const gcsh_comm_ops gcsh_host_comm_ops = {
     .alltoall = host_alltoall,
     .send = host_send,
     .recv = host_recv,
+    .agree = host_agree,
 };
