@@ -77,6 +77,21 @@ static int cuda_win_granularity(gcsh_ctx *ctx, const char *kind, size_t *gran)
     return 0;
 }
 
+/* A slice cannot exceed the GPU's memory (what is free changes, and a
+ * shortfall below this bound still fails cleanly, on every rank, in create). */
+static int cuda_win_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
+{
+    (void)kind;
+    size_t free_b = 0, total = 0;
+    if (!cuda_enter(ctx))
+        return -1;
+    CUDA_TRY(ctx, cudaMemGetInfo(&free_b, &total));
+    *max = total;
+    return 0;
+fail:
+    return -1;
+}
+
 static void desc_clear(gcsh_window_desc *d)
 {
     free(d->team);
@@ -290,6 +305,7 @@ const gcsh_window_ops gcsh_cuda_window_ops = {
     .kinds = "nccl vmm",
     .default_kind = "nccl",
     .granularity = cuda_win_granularity,
+    .max_bytes = cuda_win_max_bytes,
     .create = cuda_win_create,
     .destroy = cuda_win_destroy,
     .signal_set = cuda_signal_set,
