@@ -73,14 +73,17 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
     char *ret = malloc(n + 8);
     memcpy(ret, "return ", 7);
     memcpy(ret + 7, body, n + 1);
-    if (luaL_loadbuffer(S, ret, n + 7, "=stdin") == LUA_OK) {
+    int st = luaL_loadbuffer(S, ret, n + 7, "=stdin");
+    if (st == LUA_OK) {
         lua_settop(S, 0);
         *src = ret;
         return READY;
     }
     free(ret);
-    lua_settop(S, 0);
-    int st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    if (chunk[0] != '=') { /* "=expr" is only ever an expression */
+        lua_settop(S, 0);
+        st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    }
     size_t mlen = 0;
     const char *msg = st == LUA_OK ? NULL : lua_tolstring(S, -1, &mlen);
     if (st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0) {
@@ -451,7 +454,11 @@ void gcsh_repl(gcsh_session *s)
         chunk = NULL;
     }
     if (chunk) { /* input ended inside a chunk: say why it never ran */
-        if (luaL_loadbuffer(s->syntax, chunk, strlen(chunk), "=stdin") != LUA_OK) {
+        int expr = chunk[0] == '=';
+        lua_pushfstring(s->syntax, "%s%s", expr ? "return " : "", chunk + expr);
+        size_t len;
+        const char *text = lua_tolstring(s->syntax, -1, &len);
+        if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
             gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
             s->failures++;
         }
