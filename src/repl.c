@@ -118,6 +118,19 @@ static void dot_help(gcsh_session *s)
                    "  .quit             leave (Ctrl-D too); Ctrl-C interrupts a command");
 }
 
+/* The targeted ranks as "0,2-3". */
+static char *targets_string(const gcsh_session *s, char *buf, size_t len)
+{
+    int n = s->coord->size, k = 0;
+    int *list = malloc((size_t)n * sizeof *list);
+    for (int r = 0; r < n; r++)
+        if (s->targets[r])
+            list[k++] = r;
+    gcsh_format_ranks(list, k, buf, len);
+    free(list);
+    return buf;
+}
+
 /* Parses "0,2-3" into targets; returns 0 or -1 with a message said. */
 static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
 {
@@ -135,6 +148,10 @@ static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
             if (end == p + 1)
                 goto bad;
             p = end;
+        }
+        if (a > b && a < n) {
+            gcsh_coord_say(s->coord, "gcsh: .ranks: empty range '%ld-%ld'", a, b);
+            return -1;
         }
         if (a < 0 || b >= n || a > b) {
             long bad = a < 0 || a >= n ? a : b;
@@ -166,6 +183,9 @@ static void dot_ranks(gcsh_session *s, const char *arg)
         free(t);
     } else if (*arg) {
         memset(s->targets, 1, (size_t)n);
+    } else { /* no argument: say which ranks lines run on */
+        char ranks[512];
+        gcsh_coord_say(s->coord, "ranks %s", targets_string(s, ranks, sizeof ranks));
     }
 }
 
@@ -235,15 +255,9 @@ static int is_dot_command(const char *line)
 /* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
 static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
 {
-    int n = s->coord->size, k = 0;
-    int *list = malloc((size_t)n * sizeof *list);
-    for (int r = 0; r < n; r++)
-        if (s->targets[r])
-            list[k++] = r;
     char ranks[512];
-    gcsh_format_ranks(list, k, ranks, sizeof ranks);
-    free(list);
-    snprintf(buf, len, "gcsh[%s]%s ", ranks, continuation ? ">>" : ">");
+    snprintf(buf, len, "gcsh[%s]%s ", targets_string(s, ranks, sizeof ranks),
+             continuation ? ">>" : ">");
 }
 
 enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT };
