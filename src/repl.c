@@ -382,12 +382,27 @@ static const char *history_file(void)
     return path;
 }
 
+/* Whether the history file is empty or begins with a time line; one
+ * written before those existed gets them on the next write_history. */
+static int starts_with_time(const char *path)
+{
+    FILE *h = fopen(path, "r");
+    int c = h ? fgetc(h) : EOF;
+    if (h)
+        fclose(h);
+    return c == EOF || c == '#';
+}
+
 static void history_open(void)
 {
     const char *f = history_file();
     stifle_history(HISTORY_MAX);
-    if (f && read_history(f) != 0)
-        write_history(f); /* create it, so append_history can work */
+    /* A chunk of several lines is one entry: a "#<time>" line before each
+     * entry tells where it starts, so it comes back whole next session. */
+    history_comment_char = '#';
+    history_write_timestamps = 1;
+    if (f && (read_history(f) != 0 || !starts_with_time(f)))
+        write_history(f); /* create it (so append_history can work), or add the time lines */
 }
 
 static void history_add(const char *chunk)
