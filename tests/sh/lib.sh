@@ -15,13 +15,13 @@ expect_eq() {
     if [ "$2" == "$3" ]; then pass; else
         fail "$1"; printf '  want: %q\n  got:  %q\n' "$3" "$2"; fi
 }
-# expect_contains NAME HAYSTACK NEEDLE (fixed string)
+# expect_contains NAME HAYSTACK NEEDLE (fixed string; it may span lines)
 expect_contains() {
-    if grep -qF -- "$3" <<<"$2"; then pass; else
+    if [[ "$2" == *"$3"* ]]; then pass; else
         fail "$1: missing '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
 }
 expect_not_contains() {
-    if ! grep -qF -- "$3" <<<"$2"; then pass; else
+    if [[ "$2" != *"$3"* ]]; then pass; else
         fail "$1: unexpected '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
 }
 # Runs a piped session: gcsh_pipe N 'lines' [extra args]; sets OUT and RC.
