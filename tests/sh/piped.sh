@@ -164,7 +164,7 @@ ranks 1,3"
 expect_eq ".ranks: exit 0 (bad lists are not failed chunks)" "$RC" 0
 
 # ---- dot-commands: unknown, .help, .time, .timeout, .quit
-USAGE='usage: .help | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit'
+USAGE='usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit'
 gcsh_pipe 2 '.foo
 .x 1 2
 .help
@@ -182,6 +182,7 @@ x = 2
 expect_eq "unknown dot-command" "$(head -n 2 <<<"$OUT")" "gcsh: unknown command '.foo'; $USAGE
 gcsh: unknown command '.x'; $USAGE"
 expect_contains ".help" "$OUT" ".ranks LIST|all"
+expect_contains ".help names .info" "$OUT" ".info             backend, devices and versions of every rank"
 expect_contains ".help" "$OUT" "Ctrl-C interrupts a command"
 expect_eq ".time on/off" "$(grep -E '^(time |gcsh: [0-9.]+ ms)' <<<"$OUT" | sed -E 's/[0-9]+\.[0-9]{3} ms$/N.NNN ms/')" \
     "time on
@@ -299,5 +300,13 @@ expect_no_procs "EOF ends all ranks and mpirun" "$TAG"
 TAG=$(new_tag)
 GCSH_TEST_TAG=$TAG gcsh_pipe 2 'error("x")'
 expect_no_procs "EOF after a failure ends all ranks" "$TAG"
+
+# .info and gcsh.info(): the backend's facts, per rank
+gcsh_pipe 2 '.info
+=gcsh.info().backend, gcsh.info().local_rank'
+expect_contains ".info backend" "$OUT" "[0] backend: host"
+expect_contains ".info device" "$OUT" "[1] device: cpu"
+expect_contains ".info mpi" "$OUT" "mpi: Open MPI"
+expect_contains "gcsh.info() fields" "$OUT" "[1] host	1"
 
 finish
