@@ -10,6 +10,7 @@
 #      by cudaMemcpyPeerAsync, and by the peer-read kernel, in one run;
 #   4. the same copy issued from Lua, out:copy(w:peer(1)), per kind (needs
 #      the window binding).
+# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -21,12 +22,14 @@ counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
 for np in "${counts[@]}"; do
+    if [ "${GCSH_BENCH_ONLY:-}" != windows ]; then
     echo "== $np ranks: Lua-issued all-reduce against the C loop (c:loop)"
     "${mpi[@]}" -np "$np" "$GCSH" -e 'require("gcsh.bench").overhead{
         sizes = {8, 1 << 20, 64 << 20, 1 << 30}, iters = 50, reps = 3 }'
     echo "== $np ranks: bench.collective all-reduce f32"
     "${mpi[@]}" -np "$np" "$GCSH" -e 'require("gcsh.bench").collective{
         op = "allreduce", min = 8, max = 1 << 30, factor = 8, iters = 20, warmup = 5, check = true }'
+    fi
     echo "== $np ranks: windows, C (registration 1 GiB; rank 0 <- rank 1 copies 1 GiB)"
     "${mpi[@]}" -np "$np" "${GCSH_UNIT:-build-gpu/tests/test_cuda_window}" --bench |
         grep -E '^(bench|[0-9]+ passed)'
