@@ -123,6 +123,19 @@ __global__ void lsa_table_kernel(ncclWindow_t win, int n, void **table)
         table[i] = ncclGetLsaPointer(win, 0, i);
 }
 
+// cudaGetLastError also returns (and clears) the error of an earlier runtime
+// call, which that call already returned to its caller: clear it first, so
+// a launcher reports its own launch only.  (Sticky errors stay either way.)
+cudaError_t launched()
+{
+    return cudaGetLastError();
+}
+
+void clear_stale_error()
+{
+    (void)cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" cudaError_t gcsh_k_signal_store(uint64_t *word, uint64_t v, int add,
@@ -130,8 +143,9 @@ extern "C" cudaError_t gcsh_k_signal_store(uint64_t *word, uint64_t v, int add,
 {
     if (!word || ((uintptr_t)word & 7))
         return cudaErrorInvalidValue;
+    clear_stale_error();
     signal_store_kernel<<<1, 1, 0, stream>>>((unsigned long long *)word, v, add);
-    return cudaGetLastError();
+    return launched();
 }
 
 extern "C" cudaError_t gcsh_k_signal_wait(const uint64_t *word, uint64_t v, int cmp,
@@ -140,9 +154,10 @@ extern "C" cudaError_t gcsh_k_signal_wait(const uint64_t *word, uint64_t v, int 
 {
     if (!word || ((uintptr_t)word & 7) || !ctl || cmp < GCSH_CMP_GE || cmp > GCSH_CMP_LT)
         return cudaErrorInvalidValue;
+    clear_stale_error();
     signal_wait_kernel<<<1, 1, 0, stream>>>((unsigned long long *)word, v, cmp, ctl, gen,
                                             bound_ns);
-    return cudaGetLastError();
+    return launched();
 }
 
 extern "C" cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer, size_t offset,
@@ -152,6 +167,7 @@ extern "C" cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer,
         return cudaSuccess;
     if (!dst || !table || peer < 0 || peer >= GCSH_MAX_TEAM)
         return cudaErrorInvalidValue;
+    clear_stale_error();
     if ((((uintptr_t)dst | offset | bytes) & 15) == 0) {
         size_t n = bytes / 16;
         peer_copy16_kernel<<<copy_blocks(n), kCopyThreads, 0, stream>>>((uint4 *)dst, table,
@@ -160,7 +176,7 @@ extern "C" cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer,
         peer_copy1_kernel<<<copy_blocks(bytes), kCopyThreads, 0, stream>>>(
             (unsigned char *)dst, table, peer, offset, bytes);
     }
-    return cudaGetLastError();
+    return launched();
 }
 
 extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
@@ -168,8 +184,9 @@ extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
 {
     if (n <= 0 || n > GCSH_MAX_TEAM || !win || !table)
         return cudaErrorInvalidValue;
+    clear_stale_error();
     lsa_table_kernel<<<(n + 127) / 128, 128, 0, stream>>>(win, n, table);
-    return cudaGetLastError();
+    return launched();
 }
 
 extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out, int *lsa_size,

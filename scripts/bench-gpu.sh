@@ -32,7 +32,7 @@ for np in "${counts[@]}"; do
     fi
     echo "== $np ranks: windows, C (registration 1 GiB; rank 0 <- rank 1 copies 1 GiB)"
     "${mpi[@]}" -np "$np" "${GCSH_UNIT:-build-gpu/tests/test_cuda_window}" --bench |
-        grep -E '^(bench|[0-9]+ passed)'
+        grep -E '^(bench|FAIL|[0-9]+ passed)'
     echo "== $np ranks: windows, Lua: out:copy(w:peer(1)), 1 GiB, best of 5"
     "${mpi[@]}" -np "$np" "$GCSH" -e '
       local c = comm.world()

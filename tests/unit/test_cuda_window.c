@@ -10,7 +10,8 @@
  *   plus the cuda 'agree'.
  * `--bench` adds figures: 1 GiB registration per kind, and rank 0 copying
  * 1 GiB of rank 1's slice by cudaMemcpyAsync (UVA, what a tensor copy from
- * w:peer(r) does), by cudaMemcpyPeerAsync, and by the peer-read kernel.
+ * w:peer(r) does) and by the peer-read kernel, against cudaMemcpyPeerAsync of
+ * 1 GiB from a buffer of its own on rank 1's GPU (the baseline).
  * Without a GPU (or a cuda build) it skips.
  *
  *   mpirun -np 2 build/tests/test_cuda_window [--bench] */
@@ -306,7 +307,7 @@ static void test_kind(const char *kind, gcsh_comm_impl *c)
 /* ---- figures -------------------------------------------------------------- */
 
 static double time_copy(int how, void *dst, const gcsh_window_desc *d, win *x, int peer_dev,
-                        size_t bytes)
+                        const void *peer_src, size_t bytes)
 {
     cuda_state *st = ctx.be_state;
     double best = 1e9;
@@ -317,8 +318,8 @@ static double time_copy(int how, void *dst, const gcsh_window_desc *d, win *x, i
         M->timer_begin(&ctx, &tok);
         if (how == 0)
             e = cudaMemcpyAsync(dst, d->peer[1], bytes, cudaMemcpyDefault, st->stream);
-        else if (how == 1)
-            e = cudaMemcpyPeerAsync(dst, st->dev, d->peer[1], peer_dev, bytes, st->stream);
+        else if (how == 1) /* the baseline: this process's own buffer on rank 1's GPU */
+            e = cudaMemcpyPeerAsync(dst, st->dev, peer_src, peer_dev, bytes, st->stream);
         else if (W->peer_read(&ctx, x->w, d, 1, 0, dst, bytes) != 0)
             e = cudaErrorUnknown;
         CHECK(M->timer_end(&ctx, tok, &s) == 0, "timer: %s", ctx.err);
@@ -330,6 +331,27 @@ static double time_copy(int how, void *dst, const gcsh_window_desc *d, win *x, i
             best = s;
     }
     return best;
+}
+
+/* cudaMemcpyPeer needs memory this process allocated on the source device
+ * (a window's peer pointer is a mapping, not a cudaMalloc of device 1): 1 GiB
+ * of rank 0's own on rank 1's GPU, with peer access enabled, is the baseline
+ * the issue names.  NULL (reported) when it cannot be had. */
+static void *baseline_source(int peer_dev, size_t bytes)
+{
+    cuda_state *st = ctx.be_state;
+    void *src = NULL;
+    cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+        e = cudaSuccess;
+    if (e == cudaSuccess && (e = cudaSetDevice(peer_dev)) == cudaSuccess) {
+        e = cudaMalloc(&src, bytes);
+        if (e == cudaSuccess)
+            e = cudaMemset(src, 1, bytes);
+    }
+    cudaSetDevice(st->dev);
+    CHECK(e == cudaSuccess, "baseline buffer on device %d: %s", peer_dev, cudaGetErrorString(e));
+    return e == cudaSuccess ? src : NULL;
 }
 
 static void bench_kind(const char *kind, gcsh_comm_impl *c)
@@ -353,12 +375,18 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
         void *dst = NULL;
         int loc;
         M->alloc(&ctx, bytes, &dst, &loc);
-        double uva = time_copy(0, dst, &x.d, &x, all[2], bytes);
-        double peer = time_copy(1, dst, &x.d, &x, all[2], bytes);
-        double kern = time_copy(2, dst, &x.d, &x, all[2], bytes);
+        void *src = baseline_source(all[2], bytes);
+        double uva = time_copy(0, dst, &x.d, &x, all[2], src, bytes);
+        double peer = src ? time_copy(1, dst, &x.d, &x, all[2], src, bytes) : 1e9;
+        double kern = time_copy(2, dst, &x.d, &x, all[2], src, bytes);
+        if (src) {
+            cudaSetDevice(all[2]);
+            cudaFree(src);
+            cudaSetDevice(st->dev);
+        }
         printf("bench %s np=%d: register 1 GiB %.1f ms (slowest rank); rank 0 <- rank 1, 1 GiB "
                "(best of 5): cudaMemcpyAsync UVA (w:peer copy path) %.1f GB/s, "
-               "cudaMemcpyPeerAsync %.1f GB/s (UVA/peer %.0f%%), peer-read kernel %.1f GB/s\n",
+               "cudaMemcpyPeerAsync baseline %.1f GB/s (UVA/baseline %.0f%%), peer-read kernel %.1f GB/s\n",
                kind, ctx.size, reg_max * 1e3, bytes / uva / 1e9, bytes / peer / 1e9,
                100 * peer / uva, bytes / kern / 1e9);
         M->release(&ctx, dst, loc);
