@@ -564,15 +564,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_gcsh_comm(lua_State *L)
 {
-    luaL_newmetatable(L, COMM_MT);
-    luaL_setfuncs(L, metameth, 0);
-    luaL_newlibtable(L, meth);
-    luaL_setfuncs(L, meth, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
-    lua_pushcclosure(L, comm_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    gcsh_new_type(L, COMM_MT, meth, metameth, comm_index);
     luaL_newlib(L, funcs);
     return 1;
 }

@@ -1008,15 +1008,7 @@ static const luaL_Reg metameth[] = {
 
 static void create_metatable(lua_State *L)
 {
-    luaL_newmetatable(L, GCSH_TENSOR_MT);
-    luaL_setfuncs(L, metameth, 0);
-    luaL_newlibtable(L, meth);
-    luaL_setfuncs(L, meth, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
-    lua_pushcclosure(L, tensor_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    gcsh_new_type(L, GCSH_TENSOR_MT, meth, metameth, tensor_index);
 }
 
 int luaopen_gcsh_tensor(lua_State *L)
