@@ -116,6 +116,12 @@ typedef struct gcsh_window_ops {
     const char *default_kind;
     /* The allocation granularity of kind (no allocation; equal on every rank). */
     int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
+    /* Optional (NULL: no bound beyond the binding's element limit): the most
+     * bytes one rank's slice of kind may have here (no allocation, local).
+     * The binding refuses larger windows on every rank before create, so an
+     * absurd size is a clean error, never an allocation failure part-way
+     * through a collective. */
+    int (*max_bytes)(gcsh_ctx *ctx, const char *kind, size_t *max);
     /* Collective over c: allocates and registers desc->alloc_bytes on every
      * rank (the binding has set bytes, granularity and alloc_bytes, and all
      * ranks agreed on them) and fills the rest of desc.  On failure nothing

@@ -1,0 +1,3 @@
+local M = {}
+function M.show(x) print(tostring(x)) end
+return M
