@@ -56,7 +56,6 @@ int gcsh_comm_signals(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, "signals");
-    lua_settop(L, 3);
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "signals");
     gcsh_sym_read_n(L, 2, &p, "signals");

@@ -56,7 +56,6 @@ int gcsh_comm_window(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, "window");
-    lua_settop(L, 4);
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "window");
     gcsh_sym_read_n(L, 2, &p, "window");
