@@ -89,10 +89,11 @@ test: deps
 	@bash tests/run.sh $(BUILD)/gcsh
 
 # The host test set under AddressSanitizer and UndefinedBehaviorSanitizer.
+ASAN_FLAGS := BUILD=build-asan CUDA=0 OPT="-O1 -g -fno-omit-frame-pointer" \
+              SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 test-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan CUDA=0 OPT="-O1 -g -fno-omit-frame-pointer" \
-	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
-	@ASAN_OPTIONS=detect_leaks=0 bash tests/run.sh build-asan/gcsh
+	@$(MAKE) --no-print-directory $(ASAN_FLAGS) all unit
+	@ASAN_OPTIONS=detect_leaks=0 GCSH_MAKE_FLAGS='$(ASAN_FLAGS)' bash tests/run.sh build-asan/gcsh
 
 bench: all
 	@bash scripts/bench-shell.sh $(BUILD)/gcsh

@@ -23,13 +23,7 @@
 
 #include <stdint.h>
 
-#ifndef GCSH_HD
-#ifdef __CUDACC__
-#define GCSH_HD __host__ __device__
-#else
-#define GCSH_HD
-#endif
-#endif
+#include "hd.h"
 
 #define GCSH_RNG_GOLDEN 0x9e3779b97f4a7c15ULL
 /* Integers drawn by rand lie in [0, GCSH_RNG_INT_RANGE). */

@@ -14,13 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifndef GCSH_HD
-#ifdef __CUDACC__
-#define GCSH_HD __host__ __device__
-#else
-#define GCSH_HD
-#endif
-#endif
+#include "hd.h"
 
 GCSH_HD static inline uint64_t gcsh_f64_to_bits(double d)
 {

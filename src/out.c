@@ -75,6 +75,8 @@ void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n)
         }
         memcpy(c->buf + c->len, s, take);
         c->len += take;
+        if (take)
+            c->mid_line = s[take - 1] != '\n';
     }
     if (c->running && c->len >= CAPTURE_INLINE_FLUSH)
         send_locked(c, MSG_OUT, NULL, 0);
@@ -86,6 +88,7 @@ void gcsh_capture_begin(gcsh_capture *c, uint32_t seq)
     pthread_mutex_lock(&c->lock);
     c->seq = seq;
     c->kept = c->dropped = 0;
+    c->mid_line = 0;
     c->running = 1;
     pthread_mutex_unlock(&c->lock);
 }
@@ -104,8 +107,8 @@ int gcsh_capture_done(gcsh_capture *c, uint32_t status)
     if (c->dropped) {
         char note[160];
         int k = snprintf(note, sizeof note,
-                         "\ngcsh: output capped at %zu bytes; %zu bytes dropped\n",
-                         c->limit, c->dropped);
+                         "%sgcsh: output capped at %zu bytes; %zu bytes dropped\n",
+                         c->mid_line ? "\n" : "", c->limit, c->dropped);
         /* the note always gets through, past the cap */
         size_t need = c->len + (size_t)k;
         char *p = need > c->cap ? realloc(c->buf, need) : c->buf;

@@ -23,6 +23,7 @@ struct gcsh_capture {
     size_t limit;   /* bytes kept per command */
     size_t kept;    /* bytes kept this command */
     size_t dropped; /* bytes dropped this command */
+    int mid_line;   /* the last byte kept was not a newline */
     int fd;         /* command socket to rank 0 */
     uint32_t seq;   /* the chunk being run */
     int running;

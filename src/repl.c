@@ -73,14 +73,17 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
     char *ret = malloc(n + 8);
     memcpy(ret, "return ", 7);
     memcpy(ret + 7, body, n + 1);
-    if (luaL_loadbuffer(S, ret, n + 7, "=stdin") == LUA_OK) {
+    int st = luaL_loadbuffer(S, ret, n + 7, "=stdin");
+    if (st == LUA_OK) {
         lua_settop(S, 0);
         *src = ret;
         return READY;
     }
     free(ret);
-    lua_settop(S, 0);
-    int st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    if (chunk[0] != '=') { /* "=expr" is only ever an expression */
+        lua_settop(S, 0);
+        st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    }
     size_t mlen = 0;
     const char *msg = st == LUA_OK ? NULL : lua_tolstring(S, -1, &mlen);
     if (st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0) {
@@ -118,6 +121,19 @@ static void dot_help(gcsh_session *s)
                    "  .quit             leave (Ctrl-D too); Ctrl-C interrupts a command");
 }
 
+/* The targeted ranks as "0,2-3". */
+static char *targets_string(const gcsh_session *s, char *buf, size_t len)
+{
+    int n = s->coord->size, k = 0;
+    int *list = malloc((size_t)n * sizeof *list);
+    for (int r = 0; r < n; r++)
+        if (s->targets[r])
+            list[k++] = r;
+    gcsh_format_ranks(list, k, buf, len);
+    free(list);
+    return buf;
+}
+
 /* Parses "0,2-3" into targets; returns 0 or -1 with a message said. */
 static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
 {
@@ -135,6 +151,10 @@ static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
             if (end == p + 1)
                 goto bad;
             p = end;
+        }
+        if (a > b && a < n) {
+            gcsh_coord_say(s->coord, "gcsh: .ranks: empty range '%ld-%ld'", a, b);
+            return -1;
         }
         if (a < 0 || b >= n || a > b) {
             long bad = a < 0 || a >= n ? a : b;
@@ -166,6 +186,9 @@ static void dot_ranks(gcsh_session *s, const char *arg)
         free(t);
     } else if (*arg) {
         memset(s->targets, 1, (size_t)n);
+    } else { /* no argument: say which ranks lines run on */
+        char ranks[512];
+        gcsh_coord_say(s->coord, "ranks %s", targets_string(s, ranks, sizeof ranks));
     }
 }
 
@@ -237,15 +260,9 @@ static int is_dot_command(const char *line)
 /* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
 static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
 {
-    int n = s->coord->size, k = 0;
-    int *list = malloc((size_t)n * sizeof *list);
-    for (int r = 0; r < n; r++)
-        if (s->targets[r])
-            list[k++] = r;
     char ranks[512];
-    gcsh_format_ranks(list, k, ranks, sizeof ranks);
-    free(list);
-    snprintf(buf, len, "gcsh[%s]%s ", ranks, continuation ? ">>" : ">");
+    snprintf(buf, len, "gcsh[%s]%s ", targets_string(s, ranks, sizeof ranks),
+             continuation ? ">>" : ">");
 }
 
 enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT };
@@ -370,12 +387,27 @@ static const char *history_file(void)
     return path;
 }
 
+/* Whether the history file is empty or begins with a time line; one
+ * written before those existed gets them on the next write_history. */
+static int starts_with_time(const char *path)
+{
+    FILE *h = fopen(path, "r");
+    int c = h ? fgetc(h) : EOF;
+    if (h)
+        fclose(h);
+    return c == EOF || c == '#';
+}
+
 static void history_open(void)
 {
     const char *f = history_file();
     stifle_history(HISTORY_MAX);
-    if (f && read_history(f) != 0)
-        write_history(f); /* create it, so append_history can work */
+    /* A chunk of several lines is one entry: a "#<time>" line before each
+     * entry tells where it starts, so it comes back whole next session. */
+    history_comment_char = '#';
+    history_write_timestamps = 1;
+    if (f && (read_history(f) != 0 || !starts_with_time(f)))
+        write_history(f); /* create it (so append_history can work), or add the time lines */
 }
 
 static void history_add(const char *chunk)
@@ -456,7 +488,11 @@ void gcsh_repl(gcsh_session *s)
         chunk = NULL;
     }
     if (chunk) { /* input ended inside a chunk: say why it never ran */
-        if (luaL_loadbuffer(s->syntax, chunk, strlen(chunk), "=stdin") != LUA_OK) {
+        int expr = chunk[0] == '=';
+        lua_pushfstring(s->syntax, "%s%s", expr ? "return " : "", chunk + expr);
+        size_t len;
+        const char *text = lua_tolstring(s->syntax, -1, &len);
+        if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
             gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
             s->failures++;
         }

@@ -44,7 +44,10 @@ add_counts() { # name output status
 }
 
 echo "== C unit tests"
-if make --no-print-directory -s BUILD="$BUILD_DIR" unit >/tmp/gcsh-unit-build.log 2>&1; then
+# GCSH_MAKE_FLAGS: the flags gcsh was built with (make test-asan sets them),
+# so the unit tests link against the same objects.
+if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" unit \
+        >/tmp/gcsh-unit-build.log 2>&1; then
     for t in "$BUILD_DIR"/tests/test_*; do
         [ -x "$t" ] || continue
         selected "$t" || continue

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-static int unit_passed, unit_failed;
+static int unit_passed __attribute__((unused)), unit_failed __attribute__((unused));
 
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \

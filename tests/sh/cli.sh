@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# The command line (lua.c habit): scripts and their arg table, -e, -l, -v, -q,
+# -i, --backend, --timeout, -n, bad options; exit codes; no process left over.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+T=$'\t'
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# run NAME... : runs "$GCSH" with the arguments, stdin from /dev/null unless
+# redirected by the caller; sets OUT (stdout+stderr) and RC.
+run() { OUT=$(timeout 60 "$GCSH" "$@" 2>&1 </dev/null); RC=$?; }
+# Errors that would mean MPI took over the failure reporting.
+no_mpi_noise() {
+    expect_not_contains "$1: no MPI_ABORT" "$2" "MPI_ABORT"
+    expect_not_contains "$1: no 'mpirun noticed'" "$2" "mpirun noticed"
+    expect_not_contains "$1: no 'Primary job'" "$2" "Primary job"
+    expect_not_contains "$1: no mpirun banner" "$2" "-----------"
+}
+
+# ---- a script: arg table and ..., on every rank
+cat >"$TMP/args.lua" <<'EOF'
+print(rank, #arg, arg[0]:match("[^/]*$"), arg[1], arg[2], arg[3], ...)
+print(select("#", ...), (arg[-1]:match("[^/]*$")))
+EOF
+run -n 2 "$TMP/args.lua" a "b c" -n
+expect_eq "script: arg and ..." "$OUT" "[0] 0${T}3${T}args.lua${T}a${T}b c${T}-n${T}a${T}b c${T}-n
+[0] 3${T}gcsh
+[1] 1${T}3${T}args.lua${T}a${T}b c${T}-n${T}a${T}b c${T}-n
+[1] 3${T}gcsh"
+expect_eq "script: exit 0" "$RC" 0
+run "$TMP/args.lua" x
+expect_eq "script at 1 rank, no mpirun" "$OUT" "0${T}1${T}args.lua${T}x${T}nil${T}nil${T}x
+1${T}gcsh"
+run -n 2 "$TMP/args.lua"
+expect_eq "script without arguments" "$(sed -n '1p;3p' <<<"$OUT")" "[0] 0${T}0${T}args.lua${T}nil${T}nil${T}nil
+[1] 1${T}0${T}args.lua${T}nil${T}nil${T}nil"
+
+# ---- a failing rank: exit 1, its error under its rank, nothing from MPI
+cat >"$TMP/fail.lua" <<'EOF'
+print("start", rank)
+if rank == 1 then error("rank one failed") end
+print("end", rank)
+EOF
+TAG=$(new_tag)
+OUT=$(GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 2 "$TMP/fail.lua" 2>&1 </dev/null); RC=$?
+expect_eq "failing rank: output" "$OUT" "[0] start${T}0
+[0] end${T}0
+[1] start${T}1
+[1] $TMP/fail.lua:2: rank one failed
+[1] stack traceback:
+[1] ${T}[C]: in function 'error'
+[1] ${T}$TMP/fail.lua:2: in main chunk"
+expect_eq "failing rank: exit 1" "$RC" 1
+no_mpi_noise "failing rank" "$OUT"
+expect_no_procs "failing rank: no process left" "$TAG"
+
+TAG=$(new_tag)
+OUT=$(GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 4 -e 'if rank % 2 == 1 then error("odd " .. rank, 0) end' 2>&1 </dev/null); RC=$?
+expect_eq "failing ranks at 4" "$OUT" "[1] odd 1
+[1] stack traceback:
+[1] ${T}[C]: in function 'error'
+[1] ${T}(command line):1: in main chunk
+[3] odd 3
+[3] stack traceback:
+[3] ${T}[C]: in function 'error'
+[3] ${T}(command line):1: in main chunk"
+expect_eq "failing ranks at 4: exit 1" "$RC" 1
+no_mpi_noise "failing ranks at 4" "$OUT"
+expect_no_procs "failing ranks at 4: no process left" "$TAG"
+
+# ---- -e: every rank, in order; a failure stops the rest
+run -n 2 -e 'x = 10 + rank' -e 'print("e", x)' -e 'print("last")'
+expect_eq "-e chained in order" "$OUT" "[0] e${T}10
+[1] e${T}11
+[0-1] last"
+expect_eq "-e: exit 0" "$RC" 0
+run -n 2 -e 'print("one")' -e 'error("two", 0)' -e 'print("three")'
+expect_eq "-e failure stops" "$OUT" "[0-1] one
+[0-1] two
+[0-1] stack traceback:
+[0-1] ${T}[C]: in function 'error'
+[0-1] ${T}(command line):1: in main chunk"
+expect_eq "-e failure: exit 1" "$RC" 1
+run -n 2 -e 'x = = 1' -e 'print("after")'
+expect_eq "-e syntax error once, stops" "$OUT" "(command line):1: unexpected symbol near '='"
+expect_eq "-e syntax error: exit 1" "$RC" 1
+run -n 2 -e 'print("before", rank)' "$TMP/args.lua" z
+expect_eq "-e before a script" "$(head -n 2 <<<"$OUT")" "[0] before${T}0
+[1] before${T}1"
+expect_contains "-e before a script: the script ran" "$OUT" "[0] 0${T}1${T}args.lua${T}z"
+
+# ---- -l mod and -l g=mod
+mkdir -p "$TMP/lib"
+cat >"$TMP/lib/tmod.lua" <<'EOF'
+return { who = function() return "tmod on " .. rank end }
+EOF
+export LUA_PATH="$TMP/lib/?.lua;;"
+run -n 2 -l tmod -e 'print(tmod.who())'
+expect_eq "-l mod" "$OUT" "[0] tmod on 0
+[1] tmod on 1"
+expect_eq "-l: exit 0" "$RC" 0
+run -n 2 -l t=tmod -e 'print(t.who(), tmod)'
+expect_eq "-l g=mod" "$OUT" "[0] tmod on 0${T}nil
+[1] tmod on 1${T}nil"
+run -n 2 -l no_such_module_here -e 'print("ran")'
+expect_contains "-l unknown module" "$OUT" "module 'no_such_module_here' not found"
+expect_not_contains "-l unknown module stops" "$OUT" "ran"
+expect_eq "-l unknown module: exit 1" "$RC" 1
+unset LUA_PATH
+
+# ---- -v, -q, -i
+run -v
+expect_match "-v" "$OUT" '^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\)$'
+expect_eq "-v: one line, exit 0" "$(wc -l <<<"$OUT") $RC" "1 0"
+run -n 2 -v
+expect_match "-v at 2 ranks: once" "$OUT" '^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\)$'
+expect_eq "-v at 2 ranks: one line" "$(wc -l <<<"$OUT")" 1
+run -n 2 -v -e 'print("e")'
+expect_match "-v -e" "$(head -n 1 <<<"$OUT")" '^gcsh 0\.1\.0 '
+expect_eq "-v -e: then -e runs" "$(tail -n 1 <<<"$OUT")" "[0-1] e"
+
+OUT=$(printf 'print("piped", rank)\n' | timeout 60 "$GCSH" -n 2 -i "$TMP/args.lua" z 2>&1); RC=$?
+expect_eq "-i after a script: script, banner, prompt, line" "$OUT" "[0] 0${T}1${T}args.lua${T}z${T}nil${T}nil${T}z
+[0] 1${T}-i
+[1] 1${T}1${T}args.lua${T}z${T}nil${T}nil${T}z
+[1] 1${T}-i
+gcsh 0.1.0 (${OUT#*gcsh 0.1.0 (}"
+expect_match "-i: banner" "$OUT" '^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\) on 2 ranks, backend host \(.*\); \.help for help$'
+expect_contains "-i: the piped line ran after a prompt" "$OUT" "gcsh[0-1]> [0] piped${T}0
+[1] piped${T}1
+gcsh[0-1]> "
+expect_eq "-i: exit 0" "$RC" 0
+OUT=$(printf 'print("piped")\n' | timeout 60 "$GCSH" -n 2 -i -q 2>&1); RC=$?
+expect_eq "-i -q: no banner" "$(head -n 1 <<<"$OUT")" "gcsh[0-1]> [0-1] piped"
+OUT=$(printf 'print("piped")\n' | timeout 60 "$GCSH" -n 2 -q 2>&1); RC=$?
+expect_eq "-q piped" "$OUT" "[0-1] piped"
+
+# ---- --backend, --timeout
+run -n 2 --backend bogus
+expect_match "--backend bogus" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
+expect_eq "--backend bogus: said once" "$(grep -c "unknown backend" <<<"$OUT")" 1
+expect_eq "--backend bogus: exit 1" "$RC" 1
+no_mpi_noise "--backend bogus" "$OUT"
+run --backend bogus
+expect_match "--backend bogus, 1 rank" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
+expect_eq "--backend bogus, 1 rank: exit 1" "$RC" 1
+run -n 2 --backend host -e 'print("host ok")'
+expect_eq "--backend host" "$OUT" "[0-1] host ok"
+run -n 2 --backend
+expect_contains "--backend without a value" "$OUT" "'--backend' needs host or cuda"
+expect_eq "--backend without a value: exit 1" "$RC" 1
+
+run -n 2 --timeout 0.3 -e 'if rank == 0 then gcsh.sleep(0.8) end print("done")'
+expect_match "--timeout" "$OUT" '^gcsh: 0\.[3-7] s: done \[1\], still running \[0\]; waiting \(Ctrl-C interrupts\)$'
+expect_eq "--timeout: it kept waiting" "$(tail -n 1 <<<"$OUT")" "[0] done"
+expect_eq "--timeout: exit 0" "$RC" 0
+run -n 2 --timeout soon -e 'print(1)'
+expect_contains "--timeout bad value" "$OUT" "'--timeout' needs seconds 0..1e6"
+expect_eq "--timeout bad value: exit 1" "$RC" 1
+
+# ---- bad options and -n values: usage on stderr, exit 1
+OUT=$(timeout 60 "$GCSH" --bogus 2>"$TMP/err" </dev/null); RC=$?
+expect_eq "unknown option: nothing on stdout" "$OUT" ""
+expect_eq "unknown option: exit 1" "$RC" 1
+expect_contains "unknown option: names it" "$(cat "$TMP/err")" "unrecognized option '--bogus'"
+expect_match "unknown option: usage" "$(cat "$TMP/err")" '^usage: .*gcsh \[options\] \[script \[args\]\]$'
+OUT=$(timeout 60 "$GCSH" -n 2 -x 2>"$TMP/err" </dev/null); RC=$?
+expect_eq "unknown option with -n: exit 1, nothing on stdout" "$RC:$OUT" "1:"
+expect_contains "unknown option with -n: usage" "$(cat "$TMP/err")" "unrecognized option '-x'"
+for bad in 0 x 1.5 -2 ""; do
+    OUT=$(timeout 60 "$GCSH" -n "$bad" -e 'print(1)' 2>"$TMP/err" </dev/null); RC=$?
+    expect_eq "-n '$bad': exit 1, nothing run" "$RC:$OUT" "1:"
+    expect_contains "-n '$bad': message" "$(cat "$TMP/err")" "'-n' needs a rank count 1..4096"
+done
+OUT=$(timeout 60 "$GCSH" -n 2>"$TMP/err" </dev/null); RC=$?
+expect_eq "-n without a value: exit 1" "$RC" 1
+expect_contains "-n without a value: usage" "$(cat "$TMP/err")" "usage:"
+run -e
+expect_contains "-e without a value" "$OUT" "'-e' needs argument"
+expect_eq "-e without a value: exit 1" "$RC" 1
+
+# ---- a script from stdin: -
+OUT=$(printf 'print("stdin", rank, ...)\nprint(arg[0])\n' | timeout 60 "$GCSH" -n 2 - p q 2>&1); RC=$?
+expect_eq "script from stdin" "$OUT" "[0] stdin${T}0${T}p${T}q
+[0] -
+[1] stdin${T}1${T}p${T}q
+[1] -"
+expect_eq "script from stdin: exit 0" "$RC" 0
+OUT=$(printf 'print("x")\nerror("from stdin")\n' | timeout 60 "$GCSH" -n 2 - 2>&1); RC=$?
+expect_contains "script from stdin: chunk name" "$OUT" "[0-1] stdin:2: from stdin"
+expect_eq "script from stdin fails: exit 1" "$RC" 1
+
+# ---- #! line skipped, line numbers kept
+cat >"$TMP/bang.lua" <<'EOF'
+#!/usr/bin/env gcsh -n 2
+local x = 1
+
+error("line four " .. rank, 1)
+EOF
+run -n 2 "$TMP/bang.lua"
+expect_contains "#! script: line number" "$OUT" "[0] $TMP/bang.lua:4: line four 0"
+expect_contains "#! script: line number, rank 1" "$OUT" "[1] $TMP/bang.lua:4: line four 1"
+expect_eq "#! script: exit 1" "$RC" 1
+printf '#!/bin/false\nprint(debug.getinfo(1, "l").currentline, select("#", ...))\n' >"$TMP/bang2.lua"
+run -n 2 "$TMP/bang2.lua" one
+expect_eq "#! script runs" "$OUT" "[0-1] 2${T}1"
+
+# ---- a syntax error in a script: once, exit 1, nothing ran
+printf 'print("ran")\nlocal x = = 2\n' >"$TMP/syntax.lua"
+run -n 2 "$TMP/syntax.lua"
+expect_eq "script syntax error once" "$OUT" "$TMP/syntax.lua:2: unexpected symbol near '='"
+expect_eq "script syntax error: exit 1" "$RC" 1
+run -n 2 "$TMP/no-such-script.lua"
+expect_eq "missing script" "$OUT" "gcsh: cannot open $TMP/no-such-script.lua: No such file or directory"
+expect_eq "missing script: exit 1" "$RC" 1
+
+# ---- -n inside mpirun is refused; a script under plain mpirun works
+if command -v mpirun >/dev/null; then
+    MPIFLAGS=(-np 2 --oversubscribe); [ "$(id -u)" = 0 ] && MPIFLAGS+=(--allow-run-as-root)
+    OUT=$(timeout 60 mpirun "${MPIFLAGS[@]}" "$GCSH" "$TMP/args.lua" m 2>&1 </dev/null); RC=$?
+    expect_eq "under plain mpirun" "$OUT" "[0] 0${T}1${T}args.lua${T}m${T}nil${T}nil${T}m
+[0] 1${T}gcsh
+[1] 1${T}1${T}args.lua${T}m${T}nil${T}nil${T}m
+[1] 1${T}gcsh"
+    expect_eq "under plain mpirun: exit 0" "$RC" 0
+else
+    skip "mpirun missing"
+fi
+
+finish
