@@ -128,7 +128,8 @@ static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
 {
     MPI_Info info;
     MPI_CALL_GOTO(ctx, fail, MPI_Info_create, (&info));
-    /* each slice on its own pages, near the rank that owns it */
+    /* each slice placed by the rank that owns it (its NUMA node), not one
+     * block on the first rank's */
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     int rc = MPI_Win_allocate_shared((MPI_Aint)desc->alloc_bytes, 1, info, w->team, mine,
                                      &w->win);
