@@ -63,6 +63,9 @@ void gcsh_open_libs(lua_State *L);
 /* One luaopen per Lua type, each in src/l_<type>.c. */
 int luaopen_gcsh_tensor(lua_State *L);
 int luaopen_gcsh_comm(lua_State *L);
+/* Register the "window" and "signals" metatables (made by comm methods). */
+int luaopen_gcsh_window(lua_State *L);
+int luaopen_gcsh_signals(lua_State *L);
 /* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */
 int luaopen_gcsh_timer(lua_State *L);
 

@@ -8,7 +8,10 @@
  *   c:reduce(t, root [, op="sum" [, out=t]])  c:allgather(t, out)
  *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
  *   c:send(t, peer)                           c:recv(t, peer)
- *   c:free()                           collective, idempotent
+ *   c:window(n [, dtype [, {kind=}]])  c:signals(n)   (l_window.c, l_signal.c)
+ *   c:agree(s)                         every rank's string, in rank order (symmem.c)
+ *   c:free()                           collective, idempotent; refused while
+ *                                      windows or signals are registered on c
  *
  * Collectives return their output tensor.  Every argument is checked here,
  * before the backend runs (backend.h: backends trust their arguments), by one
@@ -32,17 +35,13 @@
 
 #include <lauxlib.h>
 
+#include "comm.h"
 #include "gcsh.h"
 #include "tensor.h"
 
-#define COMM_MT "comm"
+#define COMM_MT GCSH_COMM_MT
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
-
-typedef struct lcomm {
-    gcsh_comm_impl *impl; /* NULL when closed: not yet acquired, or freed */
-    int rank, size;
-} lcomm;
 
 static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
 {
@@ -59,11 +58,18 @@ static lcomm *check_open(lua_State *L, int idx)
     return lc;
 }
 
+lcomm *gcsh_check_comm(lua_State *L, int idx)
+{
+    return check_open(L, idx);
+}
+
 static lcomm *push_closed(lua_State *L)
 {
     lcomm *lc = lua_newuserdatauv(L, sizeof *lc, 0);
     lc->impl = NULL;
     lc->rank = lc->size = 0;
+    lc->next_seq = 1;
+    lc->registered = 0;
     luaL_setmetatable(L, COMM_MT);
     return lc;
 }
@@ -128,9 +134,14 @@ static void note_leaks_once(lua_State *L)
     lua_pop(L, 3);
 }
 
+/* Windows and signals keep their comm (comm.h): their free needs its barrier. */
 static int comm_free(lua_State *L)
 {
-    release(gcsh_ctx_of(L), luaL_checkudata(L, 1, COMM_MT));
+    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    if (lc->impl && lc->registered > 0)
+        return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
+                             "free them first", lc->registered);
+    release(gcsh_ctx_of(L), lc);
     return 0;
 }
 
@@ -545,6 +556,9 @@ static const luaL_Reg meth[] = {
     {"send", comm_send},
     {"recv", comm_recv},
     {"loop", comm_loop},
+    {"window", gcsh_comm_window},
+    {"signals", gcsh_comm_signals},
+    {"agree", gcsh_comm_agree},
     {"free", comm_free},
     {NULL, NULL},
 };

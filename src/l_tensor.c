@@ -62,6 +62,11 @@ static void set_where(gcsh_storage *st, const char *where)
     snprintf(b->where, sizeof b->where, "%s", where);
 }
 
+void gcsh_storage_set_where(gcsh_storage *st, const char *where)
+{
+    set_where(st, where);
+}
+
 static void release_backend_memory(gcsh_ctx *ctx, gcsh_storage *st)
 {
     ctx->be->mem->release(ctx, st->base, st->loc);

@@ -68,4 +68,5 @@ const gcsh_backend gcsh_host_backend = {
     .info = host_info,
     .mem = &gcsh_host_mem_ops,
     .comm = &gcsh_host_comm_ops,
+    .win = &gcsh_host_window_ops,
 };
