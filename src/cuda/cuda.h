@@ -31,6 +31,10 @@ typedef struct cuda_state {
      * a second non-blocking stream and 8 bytes of pinned memory. */
     cudaStream_t poll_stream;
     uint64_t *poll_buf;
+    uint64_t *poll_dev;   /* 8 device bytes: the poll's hop (cuda_copy says why) */
+    /* Device bounce buffer for host<->device copies (cuda_copy says why);
+     * allocated on first use. */
+    void *bounce;
 } cuda_state;
 
 struct gcsh_comm_impl {

@@ -24,10 +24,14 @@ static void state_free(cuda_state *st)
         cudaFreeHost(st->wctl);
     if (st->poll_buf)
         cudaFreeHost(st->poll_buf);
+    if (st->poll_dev)
+        cudaFree(st->poll_dev);
     if (st->poll_stream)
         cudaStreamDestroy(st->poll_stream);
     if (st->scratch)
         cudaFree(st->scratch);
+    if (st->bounce)
+        cudaFree(st->bounce);
     if (st->stream)
         cudaStreamDestroy(st->stream);
     free(st);
@@ -73,6 +77,7 @@ static int cuda_init(gcsh_ctx *ctx)
     st->wait_bound_ns = wait_bound_ns();
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->poll_stream, cudaStreamNonBlocking));
     CUDA_TRY(ctx, cudaHostAlloc((void **)&st->poll_buf, 8, cudaHostAllocDefault));
+    CUDA_TRY(ctx, cudaMalloc((void **)&st->poll_dev, 8));
     CUDA_TRY(ctx, cudaGetDeviceProperties(&prop, st->dev));
     /* %.100s: device names are short; the bound keeps -Wformat-truncation quiet */
     snprintf(ctx->device, sizeof ctx->device, "cuda:%d %.100s", st->dev, prop.name);

@@ -224,11 +224,14 @@ static int compare(uint64_t x, enum gcsh_cmp cmp, uint64_t v)
     }
 }
 
-/* Reads a word now, off the rank's stream (which a GPU wait may hold): an
- * 8-byte copy on the poll stream into pinned memory. */
+/* Reads a word now, off the rank's stream (which a GPU wait may hold): on
+ * the poll stream, device to device into poll_dev, then into pinned memory
+ * (window memory is only copied device to device: see cuda_copy). */
 static int peek(gcsh_ctx *ctx, cuda_state *st, const uint64_t *word, uint64_t *v)
 {
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, word, 8, cudaMemcpyDeviceToHost,
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_dev, word, 8, cudaMemcpyDeviceToDevice,
+                                  st->poll_stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, st->poll_dev, 8, cudaMemcpyDeviceToHost,
                                   st->poll_stream));
     CUDA_TRY(ctx, cudaStreamSynchronize(st->poll_stream));
     *v = *st->poll_buf;
@@ -274,17 +277,8 @@ static int cuda_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
                             size_t slot, uint64_t *v)
 {
     (void)w;
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, word_of(d, d->team_rank, slot), 8,
-                                  cudaMemcpyDeviceToHost, st->stream));
-    if (cuda_wait(ctx, st, NULL) != 0)
-        return -1;
-    *v = *st->poll_buf;
-    return 0;
-fail:
-    return -1;
+    return gcsh_cuda_backend.mem->copy(ctx, v, GCSH_LOC_HOST, word_of(d, d->team_rank, slot),
+                                       d->loc, sizeof *v);
 }
 
 /* A kernel loads member peer's slice through the device peer table. */
