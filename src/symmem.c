@@ -293,9 +293,10 @@ static void forget_if_done(lua_State *L, gcsh_symobj *o)
 static int destroy_now(lua_State *L, gcsh_symobj *o)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    /* tombstone the views first: destroy frees the descriptor's arrays */
+    drop_slices(ctx, o);
     int rc = ctx->be->win->destroy(ctx, o->impl, &o->desc);
     o->impl = NULL;
-    drop_slices(ctx, o);
     o->comm->registered--;
     luaL_unref(L, LUA_REGISTRYINDEX, o->comm_ref);
     o->comm_ref = LUA_NOREF;

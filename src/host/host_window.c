@@ -100,6 +100,7 @@ static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc)
     free(desc->peer);
     desc->team = NULL;
     desc->peer = NULL;
+    desc->team_size = 0; /* as the cuda kinds do: nothing may rely on it after */
 }
 
 static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_window_desc *desc)
