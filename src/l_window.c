@@ -9,6 +9,7 @@
  *                     peers, team, seq, where, handle
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
+ *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
  *
  * Layout follows liolib.c: metatable "window", meth[] and metameth[], a handle
  * created closed, one idempotent release behind :free() and __close; __gc only
@@ -21,6 +22,7 @@
 #include "comm.h"
 #include "symmem.h"
 #include "tensor.h"
+#include "xfer.h"
 
 #define WINDOW_MT "window"
 
@@ -142,6 +144,9 @@ static const luaL_Reg meth[] = {
     {"peer", window_peer},
     {"info", window_info},
     {"free", window_free},
+    {"put", gcsh_window_put},   /* l_xfer.c */
+    {"get", gcsh_window_get},   /* l_xfer.c */
+    {"putv", gcsh_window_putv}, /* l_xfer.c */
     {NULL, NULL},
 };
 
