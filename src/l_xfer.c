@@ -146,6 +146,15 @@ static void unlink_live(lua_State *L, lxfer *x)
  * Argument readers
  * ====================================================================== */
 
+/* A value's type as luaL_typeerror names it: "tensor", "window", ... */
+static const char *type_name(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING)
+        return lua_tostring(L, -1); /* stays on the stack until the error */
+    return luaL_typename(L, idx);
+}
+
 static size_t check_offset(lua_State *L, int arg, const char *name)
 {
     if (lua_isnoneornil(L, arg))
@@ -167,7 +176,7 @@ static gcsh_tensor *check_local_tensor(lua_State *L, int idx, const plan_args *a
     gcsh_tensor *t = luaL_testudata(L, idx, GCSH_TENSOR_MT);
     if (!t)
         luaL_argerror(L, arg, lua_pushfstring(L, "%s: tensor expected, got %s", what,
-                                              luaL_typename(L, idx)));
+                                              type_name(L, idx)));
     t = gcsh_check_tensor(L, idx); /* freed -> "attempt to use a freed ..." */
     if (t->dtype != a->win->dtype)
         luaL_argerror(L, arg, lua_pushfstring(L, "%s is %s but the window is %s (dtypes must match)",
@@ -222,7 +231,7 @@ static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
         const char *e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
         if (!e)
             luaL_argerror(L, arg, lua_pushfstring(L, "engine must be a string, got %s",
-                                                  luaL_typename(L, -1)));
+                                                  type_name(L, -1)));
         if (!is_listed(engines, e))
             luaL_argerror(L, arg, lua_pushfstring(L, "unknown engine '%s' (valid: %s)", e, engines));
         a->engine = strcmp(e, "sm") == 0 ? GCSH_XFER_SM : GCSH_XFER_CE;
@@ -260,12 +269,12 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     }
     if (!lua_istable(L, sig))
         luaL_argerror(L, arg, lua_pushfstring(L, "signal must be a table {s, slot [, value]}, got %s",
-                                              luaL_typename(L, sig)));
+                                              type_name(L, sig)));
     lua_rawgeti(L, sig, 1);
     gcsh_symobj **h = luaL_testudata(L, -1, SIGNALS_MT);
     if (!h)
         luaL_argerror(L, arg, lua_pushfstring(L, "signal[1] must be signals, got %s",
-                                              luaL_typename(L, -1)));
+                                              type_name(L, -1)));
     gcsh_symobj *s = gcsh_sym_check_open(L, -1, SIGNALS_MT);
     if (s->comm != a->win->comm)
         luaL_argerror(L, arg, "the signals are on another communicator than the window");
@@ -291,7 +300,7 @@ static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_si
         return;
     if (!lua_istable(L, opts))
         luaL_argerror(L, arg, lua_pushfstring(L, "options table expected, got %s",
-                                              luaL_typename(L, opts)));
+                                              type_name(L, opts)));
     check_option_keys(L, opts, arg, with_signal ? "engine signal" : "engine");
     read_engine(L, opts, arg, a);
     if (with_signal)
@@ -503,7 +512,7 @@ static void read_descriptor(lua_State *L, plan_args *a, size_t i)
     lua_Integer k = (lua_Integer)i + 1;
     if (!lua_istable(L, d))
         luaL_argerror(L, 3, lua_pushfstring(L, "descriptor %I must be {src, dst_offset}, got %s", k,
-                                            luaL_typename(L, d)));
+                                            type_name(L, d)));
     lua_rawgeti(L, d, 1);
     lua_rawgeti(L, d, 2);
     lua_getfield(L, d, "peer");
@@ -533,8 +542,8 @@ int gcsh_window_putv(lua_State *L)
 {
     plan_args a;
     begin_plan(L, &a, "putv");
-    lua_settop(L, 4);
     luaL_checktype(L, 3, LUA_TTABLE);
+    lua_settop(L, 4);
     size_t n = (size_t)lua_rawlen(L, 3);
     if (n == 0)
         luaL_argerror(L, 3, "empty descriptor list (putv needs {{src, dst_offset}, ...})");
