@@ -10,7 +10,12 @@
 #      by cudaMemcpyPeerAsync, and by the peer-read kernel, in one run;
 #   4. the same copy issued from Lua, out:copy(w:peer(1)), per kind (needs
 #      the window binding).
-# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only.
+#   5. one-sided transfers, at 2 ranks: test_cuda_xfer --bench (put and get
+#      of 1 GiB per engine and kind against cudaMemcpyPeerAsync in the same
+#      run, with the ratio), then scripts/bench/xfer.lua (putv of 4096 x 4 KiB
+#      against 4096 separate puts, with the ratio; 8-byte put-with-signal
+#      ping-pong latency in us).
+# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -21,6 +26,7 @@ mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABL
 counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
+if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
     if [ "${GCSH_BENCH_ONLY:-}" != windows ]; then
     echo "== $np ranks: Lua-issued all-reduce against the C loop (c:loop)"
@@ -56,3 +62,10 @@ for np in "${counts[@]}"; do
         w:free()
       end'
 done
+if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then
+    echo "== 2 ranks: one-sided transfers, C: put/get 1 GiB per engine vs cudaMemcpyPeerAsync"
+    "${mpi[@]}" -np 2 "${GCSH_XFER_UNIT:-build-gpu/tests/test_cuda_xfer}" --bench |
+        grep -E '^(bench|FAIL|[0-9]+ passed)'
+    echo "== 2 ranks: one-sided transfers, Lua: putv vs separate puts; put-with-signal ping-pong"
+    "${mpi[@]}" -np 2 "$GCSH" scripts/bench/xfer.lua
+fi

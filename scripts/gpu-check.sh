@@ -6,6 +6,8 @@
 #
 # tests/unit/test_cuda_window covers windows (nccl, vmm), signals and the
 # peer-read kernel from C; tests/gpu/window_*.lua the same through Lua.
+# tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
+# (both engines, both kinds).
 #
 # Lua and readline come from Debian packages carried in .lua-debs/ (make them
 # on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
@@ -75,6 +77,7 @@ run() {
 for np in "${counts[@]}"; do
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
     run test_cuda_window "$np" "$BUILD/tests/test_cuda_window"
+    run test_cuda_xfer "$np" "$BUILD/tests/test_cuda_xfer"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
