@@ -736,7 +736,7 @@ static int xfer_tostring(lua_State *L)
         lua_pushliteral(L, "xfer (cancelled)");
         return 1;
     }
-    lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, engine %s%s, posted %I times)",
+    lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, engine %s%s, posts %I)",
                     op_names[x->op], (lua_Integer)x->bytes, x->op == OP_GET ? "from" : "to",
                     x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s",
                     x->engine == GCSH_XFER_SM ? "sm" : "ce", x->sig ? ", signal" : "",

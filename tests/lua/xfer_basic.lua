@@ -126,7 +126,7 @@ H.raises(function() x:test() end, "test: the transfer was never posted (x:post()
 H.raises(function() x:wait() end, "wait: the transfer was never posted")
 x:post()
 H.eq(x:test(), "done", "done after post")
-H.truthy(tostring(x):find("xfer(put 12 bytes to rank " .. nxt .. ", 1 segment, engine ce, posted 1 times)", 1, true),
+H.truthy(tostring(x):find("xfer(put 12 bytes to rank " .. nxt .. ", 1 segment, engine ce, posts 1)", 1, true),
          "tostring: " .. tostring(x))
 x:cancel()
 local st, why = x:test()
