@@ -3,7 +3,9 @@
  * pointer table (UVA: valid in this process for copies and kernels).
  *
  * Engines:
- *   "ce"  copy engines.  One segment: cudaMemcpyAsync.  Several (putv): one
+ *   "ce"  copy engines.  One segment: cudaMemcpyAsync (cudaMemcpyDefault: the
+ *         runtime resolves window mappings by UVA, the path w:peer copies
+ *         take, measured at full NVLink speed).  Several (putv): one
  *         cudaMemcpyBatchAsync over host arrays made at prepare (CUDA 13
  *         runtime); if the runtime refuses the batch, that handle copies
  *         segment by segment from then on (copying the same bytes again is
@@ -157,7 +159,7 @@ static int copy_engine_many(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 #endif
     for (size_t i = 0; i < x->nseg; i++)
         CUDA_TRY(ctx, cudaMemcpyAsync(x->dsts[i], x->srcs[i], x->sizes[i],
-                                      cudaMemcpyDeviceToDevice, st->stream));
+                                      cudaMemcpyDefault, st->stream));
     return 0;
 fail:
     return -1;
@@ -167,7 +169,7 @@ static int post_copy_engine(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
     if (x->nseg == 1)
         CUDA_TRY(ctx, cudaMemcpyAsync(x->dsts[0], x->srcs[0], x->sizes[0],
-                                      cudaMemcpyDeviceToDevice, st->stream));
+                                      cudaMemcpyDefault, st->stream));
     else if (x->nseg > 1 && copy_engine_many(ctx, st, x) != 0)
         return -1;
     /* stream order: the signal kernel starts once the copies have finished */
