@@ -39,13 +39,13 @@ static int host_xfer_prepare(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfe
     return 0;
 }
 
-/* 8-byte words while both sides allow it, bytes for the rest. */
+/* 8-byte words, then bytes for the tail (memcpy of one word: an aligned or
+ * unaligned load and store, without type-punning the caller's elements). */
 static void copy_loop(unsigned char *dst, const unsigned char *src, size_t bytes)
 {
     size_t i = 0;
-    if ((((uintptr_t)dst | (uintptr_t)src) & 7) == 0)
-        for (; i + 8 <= bytes; i += 8)
-            *(uint64_t *)(dst + i) = *(const uint64_t *)(src + i);
+    for (; i + 8 <= bytes; i += 8)
+        memcpy(dst + i, src + i, 8);
     for (; i < bytes; i++)
         dst[i] = src[i];
 }
