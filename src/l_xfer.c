@@ -690,15 +690,25 @@ static int xfer_wait(lua_State *L)
     return 1;
 }
 
-static int in_flight(lua_State *L, lxfer *x)
+/* 1 when the last post is pending, 0 when not, -1 when the backend could
+ * not tell (ctx->err says why).  Never raises: the free check calls it
+ * before a collective exchange that every rank must reach. */
+static int query_in_flight(lua_State *L, lxfer *x)
 {
     if (!x->impl || x->posts == 0)
         return 0;
     enum gcsh_xfer_status status = GCSH_XFER_DONE;
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    if (xfer_ops(L)->test(ctx, x->impl, &status) != 0)
-        gcsh_raise(L, ctx);
+    if (xfer_ops(L)->test(gcsh_ctx_of(L), x->impl, &status) != 0)
+        return -1;
     return status == GCSH_XFER_PENDING;
+}
+
+static int in_flight(lua_State *L, lxfer *x)
+{
+    int busy = query_in_flight(L, x);
+    if (busy < 0)
+        gcsh_raise(L, gcsh_ctx_of(L));
+    return busy;
 }
 
 static int xfer_cancel(lua_State *L)
@@ -783,8 +793,8 @@ void gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o)
     live_list *l = get_live(L);
     int busy = 0;
     for (lxfer *x = l ? l->head : NULL; x; x = x->next)
-        if (uses(x, o) && in_flight(L, x))
-            busy++;
+        if (uses(x, o) && query_in_flight(L, x) != 0)
+            busy++; /* one that cannot be asked counts as in flight: refusing is safe */
     int size = o->comm->size;
     int *all = lua_newuserdatauv(L, (size_t)size * sizeof *all, 0);
     if (ctx->be->comm->agree(ctx, o->comm_impl, &busy, all, sizeof busy) != 0)
