@@ -7,7 +7,7 @@
  *                       every src into the peer's slice: one operation (one kernel
  *                       with engine "sm"); peer= and window= in a descriptor must
  *                       name the same peer and window as the call
- *   opts: engine = "ce" (copy engine, the default) | "sm" (a kernel);
+ *   opts: engine = "ce" (copy engine; put/get default) | "sm" (a kernel; putv default);
  *         signal = {s, slot [, value=1]} (put and putv): after the data has
  *         landed, add value to the peer's word slot of signals s (release),
  *         so the peer's s:wait(slot, ...) sees the data
@@ -225,7 +225,6 @@ static void check_option_keys(lua_State *L, int idx, int arg, const char *valid)
 static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
 {
     const char *engines = xfer_ops(L)->engines;
-    a->engine = GCSH_XFER_CE;
     lua_getfield(L, opts, "engine");
     if (!lua_isnil(L, -1)) {
         const char *e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
@@ -292,10 +291,13 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     a->sig_arg = lua_gettop(L);
 }
 
-/* Options at opts (argument #arg to the user): nil or a table. */
-static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_signal)
+/* Options at opts (argument #arg to the user): nil or a table.  The engine
+ * defaults to `engine`: the copy engine for put and get, a kernel for putv
+ * (one launch moves every segment; one copy per segment costs ~0.6 us each). */
+static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_signal,
+                      gcsh_xfer_engine engine)
 {
-    a->engine = GCSH_XFER_CE;
+    a->engine = engine;
     if (lua_isnoneornil(L, opts))
         return;
     if (!lua_istable(L, opts))
@@ -487,7 +489,7 @@ static int put_or_get(lua_State *L, xfer_op op)
     gcsh_tensor *t = check_local_tensor(L, 3, &a, 3, to_window ? "src" : "dst");
     size_t off = check_offset(L, 4, to_window ? "dst_offset" : "src_offset");
     check_range(L, &a, 4, to_window ? "dst_offset" : "src_offset", off, t->n);
-    read_opts(L, 5, 5, &a, to_window);
+    read_opts(L, 5, 5, &a, to_window, GCSH_XFER_CE);
     alloc_segments(L, &a, 1);
     set_segment(&a, 0, t, off, to_window);
     check_overlaps(L, &a, 3);
@@ -550,7 +552,7 @@ int gcsh_window_putv(lua_State *L)
     if (n > MAX_SEGMENTS)
         luaL_argerror(L, 3, lua_pushfstring(L, "%I descriptors, more than the %I a putv takes",
                                             (lua_Integer)n, (lua_Integer)MAX_SEGMENTS));
-    read_opts(L, 4, 4, &a, 1);
+    read_opts(L, 4, 4, &a, 1, GCSH_XFER_SM);
     alloc_segments(L, &a, n);
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, 3, (lua_Integer)i + 1);

@@ -178,3 +178,15 @@ handles, x, y, g, vv, sx = nil, nil, nil, nil, nil, nil
 collectgarbage()
 collectgarbage()
 print("xfer_basic ok")
+
+-- ---- default engines: the copy engine for put/get, one kernel for putv ----
+do
+  local w = c:window(64, "f32")
+  local src = tensor.new(4, "f32"):fill(1)
+  H.eq(w:put(nxt, src).engine, "ce", "put defaults to the copy engine")
+  H.eq(w:get(nxt, src).engine, "ce", "get defaults to the copy engine")
+  H.eq(w:putv(nxt, { { src, 0 }, { src, 8 } }).engine, "sm", "putv defaults to one kernel")
+  collectgarbage()
+  c:barrier()
+  w:free()
+end
