@@ -6,6 +6,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "check.h"
 #include "gcsh.h"
 #include "out.h"
 #include "shell.h"
@@ -62,13 +63,18 @@ static int shell_sleep(lua_State *L)
         end.tv_sec++;
         end.tv_nsec -= 1000000000L;
     }
+    gcsh_where_begin(ctx, "gcsh.sleep(%g)", s); /* for hang reports */
     for (;;) {
-        if (atomic_load(&ctx->interrupt))
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_where_end(ctx);
             return luaL_error(L, "interrupted!");
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         double left = (double)(end.tv_sec - now.tv_sec) + 1e-9 * (double)(end.tv_nsec - now.tv_nsec);
-        if (left <= 0)
+        if (left <= 0) {
+            gcsh_where_end(ctx);
             return 0;
+        }
         double slice = left < 0.02 ? left : 0.02;
         struct timespec ts = {0, (long)(slice * 1e9)};
         nanosleep(&ts, NULL);
