@@ -436,12 +436,23 @@ int gcsh_check_collective(lua_State *L, const gcsh_comm_check *cc, const gcsh_fi
     return await_verdict(ctx, k, what);
 }
 
+/* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
+ * and would replace this message by "interrupted!" as soon as the error
+ * handler is called: this message says more, so the hook goes. */
+static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
+{
+    if (atomic_load(&ctx->interrupt))
+        lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "%s", ctx->err);
+    abort(); /* not reached: luaL_error does not return */
+}
+
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check_usable(L, cc);
     if (gcsh_check_collective(L, cc, fp) != 0)
-        luaL_error(L, "%s", ctx->err);
+        raise_error(L, ctx);
     if (fp->kind == GCSH_FP_COLLECTIVE)
         cc->seq = fp->seq;
     if (ctx->check) {
@@ -482,7 +493,7 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
             gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
                                 "(comm.world() makes a fresh one)", what[0] ? what : "a collective");
     }
-    luaL_error(L, "%s", ctx->err);
+    raise_error(L, ctx);
 }
 
 /* ---- faults ------------------------------------------------------------------ */
@@ -493,7 +504,7 @@ _Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
     char text[1536];
     luaL_where(L, 1);
     snprintf(text, sizeof text,
-             "gcsh: rank %d: unrecoverable fault at %s %s (last operation: %s); this process "
+             "gcsh: rank %d: unrecoverable fault at %s%s (last operation: %s); this process "
              "cannot recover: every rank exits with status %d\n",
              ctx->rank, lua_tostring(L, -1), ctx->err, k && k->last_op[0] ? k->last_op : "none",
              GCSH_EXIT_FATAL);
