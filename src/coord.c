@@ -64,6 +64,7 @@ void gcsh_coord_destroy(gcsh_coord *c)
 {
     gcsh_fold_destroy(&c->fold);
     gcsh_checker_destroy(&c->checker);
+    gcsh_text_free(&c->typeahead);
     free(c->lost);
     free(c->aborted);
 }
@@ -234,27 +235,32 @@ static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
                    ranks_where(c, rs, RUNNING, buf, sizeof buf));
 }
 
-/* A line typed at the terminal while a command runs: `.abort`, or nothing
- * (it is not kept for later: say so). */
+/* Lines typed at the terminal while a command runs (the terminal is in
+ * line mode then, so they come whole): `.abort`, or lines typed ahead, which
+ * are kept for the prompt. */
 static void read_terminal(gcsh_coord *c, run_state *rs)
 {
-    char buf[512];
-    ssize_t n = read(c->abort_fd, buf, sizeof buf - 1);
+    char buf[4096];
+    ssize_t n = read(c->abort_fd, buf, sizeof buf);
     if (n <= 0) {
-        c->abort_fd = -1; /* end of input: Ctrl-D is for the prompt */
+        c->abort_fd = -1; /* end of input: the prompt will see it */
         return;
     }
-    buf[n] = '\0';
-    char *line = buf;
-    while (isspace((unsigned char)*line))
-        line++;
-    for (char *e = line + strlen(line); e > line && isspace((unsigned char)e[-1]);)
-        *--e = '\0';
-    if (strcmp(line, ".abort") == 0)
-        send_interrupts(c, rs, 1);
-    else if (*line)
-        gcsh_coord_say(c, "gcsh: a command is running; ignored '%s' (.abort aborts it, Ctrl-C "
-                          "interrupts it)", line);
+    for (ssize_t i = 0; i < n;) {
+        char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+        size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : (size_t)(n - i);
+        const char *line = buf + i;
+        size_t a = 0, b = len;
+        while (a < b && isspace((unsigned char)line[a]))
+            a++;
+        while (b > a && isspace((unsigned char)line[b - 1]))
+            b--;
+        if (b - a == 6 && memcmp(line + a, ".abort", 6) == 0)
+            send_interrupts(c, rs, 1);
+        else
+            gcsh_text_append(&c->typeahead, line, len);
+        i += (ssize_t)len;
+    }
 }
 
 static void note_aborted(gcsh_coord *c, const char *data, size_t len)

@@ -25,6 +25,9 @@ typedef struct gcsh_coord {
     /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
      * a piped session, whose next lines belong to later commands). */
     int abort_fd;
+    /* Lines read from abort_fd that were not `.abort`: typed ahead for the
+     * prompt, which takes them first (repl.c). */
+    gcsh_text typeahead;
     /* Ids of communicators some rank aborted during the command: every rank
      * aborts them before the next one (check.h). */
     uint64_t *aborted;

@@ -394,9 +394,26 @@ static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
     return GOT_LINE;
 }
 
+/* A whole line typed ahead while a command ran (coord.c), if any. */
+static int take_typeahead(gcsh_session *s, char **line)
+{
+    gcsh_text *t = &s->coord->typeahead;
+    char *nl = t->len ? memchr(t->s, '\n', t->len) : NULL;
+    if (!nl)
+        return 0;
+    size_t n = (size_t)(nl - t->s);
+    *line = strndup(t->s, n);
+    memmove(t->s, nl + 1, t->len - n - 1);
+    t->len -= n + 1;
+    t->s[t->len] = '\0';
+    return 1;
+}
+
 static enum got read_line(gcsh_session *s, int continuation, char **line)
 {
     char prompt[600];
+    if (take_typeahead(s, line)) /* the terminal echoed it already */
+        return GOT_LINE;
     make_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
 }
