@@ -16,6 +16,7 @@ typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
     void *scratch;        /* 8 bytes of device memory: the barrier's operand */
+    int inject_oom;       /* gcsh.debug.inject("oom"): the next cudaMalloc fails */
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -24,13 +25,16 @@ struct gcsh_comm_impl {
     int aborted;          /* after an error or an interrupt: only Abort is left */
 };
 
-/* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1. */
+/* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1.
+ * A sticky CUDA error (illegal address, launch failure, ...: the context is
+ * lost) also sets ctx->fatal, which ends every rank (check.h). */
 int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e);
 int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const char *call,
                ncclResult_t r);
 
 /* NCCL's convention: on failure record the error and jump to the function's
- * one cleanup label, `fail`. */
+ * one cleanup label, `fail`.  Communicators are non-blocking (cuda_comm.c):
+ * ncclInProgress is not a failure; cuda_wait / cuda_nccl_settle wait it out. */
 #define CUDA_TRY(ctx, call)                                                  \
     do {                                                                     \
         cudaError_t e_ = (call);                                             \
@@ -43,7 +47,7 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 #define NCCL_TRY(ctx, comm, call)                                            \
     do {                                                                     \
         ncclResult_t r_ = (call);                                            \
-        if (r_ != ncclSuccess) {                                             \
+        if (r_ != ncclSuccess && r_ != ncclInProgress) {                     \
             nccl_error((ctx), (comm), __FILE__, __LINE__, #call, r_);        \
             goto fail;                                                       \
         }                                                                    \
@@ -57,6 +61,10 @@ cuda_state *cuda_enter(gcsh_ctx *ctx);
  * (ctx->interrupt) or an asynchronous NCCL error on `c` (may be NULL) ends
  * the wait.  On either, c is aborted (a hung collective cannot be resumed). */
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+
+/* Waits until a non-blocking communicator's pending call (init, split) is
+ * done, polling ctx->interrupt; on error or interrupt comm is aborted. */
+int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
 
 /* dtype -> element bytes and NCCL type (all nine gcsh dtypes map). */
 size_t cuda_dtype_size(gcsh_dtype dt);

@@ -1,5 +1,9 @@
 /* Collectives over NCCL.
  *
+ * Communicators are created non-blocking (ncclConfig_t.blocking = 0) and
+ * waited for by polling ncclCommGetAsyncError, so that creating one can be
+ * interrupted too; an abort is always ncclCommAbort, which waits for nobody.
+ *
  * Semantics, chosen for a REPL: every operation enqueues on the rank's stream
  * and then waits for that stream before returning, so when a Lua call returns
  * its result is in memory and an error belongs to that call.  The wait polls
@@ -27,8 +31,18 @@ static cuda_state *comm_enter(gcsh_ctx *ctx, gcsh_comm_impl *c)
     return cuda_enter(ctx);
 }
 
+/* Every communicator is made with this: non-blocking, see the top. */
+static ncclConfig_t nonblocking_config(void)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    return config;
+}
+
 static int wrap(gcsh_ctx *ctx, ncclComm_t comm, gcsh_comm_impl **out)
 {
+    if (cuda_nccl_settle(ctx, comm, "communicator set-up") != 0)
+        return -1; /* settle aborted it */
     gcsh_comm_impl *c = calloc(1, sizeof *c);
     if (!c) {
         ncclCommAbort(comm);
@@ -63,7 +77,8 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
     if (!msg.ok)
         return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
                               ncclGetLastError(NULL));
-    NCCL_TRY(ctx, NULL, ncclCommInitRank(&comm, ctx->size, msg.id, ctx->rank));
+    ncclConfig_t config = nonblocking_config();
+    NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
     return wrap(ctx, comm, out);
 fail:
     return -1;
@@ -76,9 +91,16 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     ncclComm_t comm = NULL;
     if (!comm_enter(ctx, parent))
         return -1;
+    ncclConfig_t config = nonblocking_config();
     NCCL_TRY(ctx, parent->comm,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
-                           NULL));
+                           &config));
+    if (cuda_nccl_settle(ctx, parent->comm, "split") != 0) {
+        parent->aborted = 1;
+        if (comm)
+            ncclCommAbort(comm);
+        return -1;
+    }
     if (!comm) {
         *out = NULL;
         return 0;
@@ -101,10 +123,13 @@ static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
     if (!c->aborted && cuda_enter(ctx)) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(c->comm, &async);
-        if (async == ncclSuccess)
-            ncclCommDestroy(c->comm);
-        else
+        /* non-blocking: finalize (the collective part) is polled, so an
+         * interrupt can still turn it into an abort */
+        ncclResult_t r = async == ncclSuccess ? ncclCommFinalize(c->comm) : async;
+        if (r != ncclSuccess && r != ncclInProgress)
             ncclCommAbort(c->comm);
+        else if (cuda_nccl_settle(ctx, c->comm, "free") == 0) /* else: settle aborted it */
+            ncclCommDestroy(c->comm);
     }
     free(c);
 }
@@ -287,6 +312,20 @@ fail:
     return -1;
 }
 
+/* Another rank was interrupted or .abort was typed: stop c here too. */
+static void cuda_comm_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (c->aborted || !cuda_enter(ctx))
+        return;
+    ncclCommAbort(c->comm);
+    c->aborted = 1;
+}
+
+static int cuda_comm_aborted(gcsh_comm_impl *c)
+{
+    return c->aborted;
+}
+
 const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .world = cuda_world,
     .split = cuda_split,
@@ -303,4 +342,6 @@ const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .alltoall = cuda_alltoall,
     .send = cuda_send,
     .recv = cuda_recv,
+    .abort = cuda_comm_abort,
+    .aborted = cuda_comm_aborted,
 };
