@@ -3,7 +3,14 @@
 # build-gpu/gcsh there: at 2 ranks, and at 4 when 4 GPUs are visible,
 #   1. bench.overhead: the NCCL all-reduce loop issued from Lua against the
 #      same loop in C (c:loop), in one run, at 8 B, 1 MiB, 64 MiB and 1 GiB;
-#   2. bench.collective: NCCL all-reduce f32 sum, 8 B .. 1 GiB, nccl-tests columns.
+#   2. bench.collective: NCCL all-reduce f32 sum, 8 B .. 1 GiB, nccl-tests columns;
+#   3. windows (test_cuda_window --bench): registration time of a 1 GiB window
+#      per kind, and rank 0 copying 1 GiB of rank 1's slice by cudaMemcpyAsync
+#      through the peer pointer (the path of a tensor copy from w:peer(r)),
+#      by cudaMemcpyPeerAsync, and by the peer-read kernel, in one run;
+#   4. the same copy issued from Lua, out:copy(w:peer(1)), per kind (needs
+#      the window binding).
+# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -15,10 +22,37 @@ counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
 for np in "${counts[@]}"; do
+    if [ "${GCSH_BENCH_ONLY:-}" != windows ]; then
     echo "== $np ranks: Lua-issued all-reduce against the C loop (c:loop)"
     "${mpi[@]}" -np "$np" "$GCSH" -e 'require("gcsh.bench").overhead{
         sizes = {8, 1 << 20, 64 << 20, 1 << 30}, iters = 50, reps = 3 }'
     echo "== $np ranks: bench.collective all-reduce f32"
     "${mpi[@]}" -np "$np" "$GCSH" -e 'require("gcsh.bench").collective{
         op = "allreduce", min = 8, max = 1 << 30, factor = 8, iters = 20, warmup = 5, check = true }'
+    fi
+    echo "== $np ranks: windows, C (registration 1 GiB; rank 0 <- rank 1 copies 1 GiB)"
+    "${mpi[@]}" -np "$np" "${GCSH_UNIT:-build-gpu/tests/test_cuda_window}" --bench |
+        grep -E '^(bench|FAIL|[0-9]+ passed)'
+    echo "== $np ranks: windows, Lua: out:copy(w:peer(1)), 1 GiB, best of 5"
+    "${mpi[@]}" -np "$np" "$GCSH" -e '
+      local c = comm.world()
+      if not pcall(function() assert(c.window) end) then print("no window binding in this build") return end
+      for _, kind in ipairs{"nccl", "vmm"} do
+        c:barrier()
+        local t0 = gcsh.wtime()
+        local w = c:window(1 << 28, "f32", {kind = kind})
+        local reg = gcsh.wtime() - t0
+        local out, best = tensor.new(1 << 28, "f32"), math.huge
+        if rank == 0 then
+          for i = 0, 5 do
+            gcsh.sync(); local t = gcsh.wtime()
+            out:copy(w:peer(1)); gcsh.sync()
+            if i > 0 then best = math.min(best, gcsh.wtime() - t) end
+          end
+          print(string.format("lua %s: register 1 GiB %.1f ms (rank 0); out:copy(w:peer(1)) %.1f GB/s",
+                              kind, reg * 1e3, (1 << 30) / best / 1e9))
+        end
+        c:barrier()
+        w:free()
+      end'
 done

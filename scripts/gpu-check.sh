@@ -4,6 +4,9 @@
 #
 #   bash scripts/gpu-check.sh            (from the repository root)
 #
+# tests/unit/test_cuda_window covers windows (nccl, vmm), signals and the
+# peer-read kernel from C; tests/gpu/window_*.lua the same through Lua.
+#
 # Lua and readline come from Debian packages carried in .lua-debs/ (make them
 # on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
 # liblua5.4-0 libreadline-dev libreadline8), unpacked with dpkg -x into a
@@ -71,6 +74,7 @@ run() {
 
 for np in "${counts[@]}"; do
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
+    run test_cuda_window "$np" "$BUILD/tests/test_cuda_window"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \

@@ -123,6 +123,12 @@ typedef struct gcsh_window_ops {
     const char *default_kind;
     /* The allocation granularity of kind (no allocation; equal on every rank). */
     int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
+    /* Optional (NULL: no bound beyond the binding's element limit): the most
+     * bytes one rank's slice of kind may have here (no allocation, local).
+     * The binding refuses larger windows on every rank before create, so an
+     * absurd size is a clean error, never an allocation failure part-way
+     * through a collective. */
+    int (*max_bytes)(gcsh_ctx *ctx, const char *kind, size_t *max);
     /* Collective over c: allocates and registers desc->alloc_bytes on every
      * rank (the binding has set bytes, granularity and alloc_bytes, and all
      * ranks agreed on them) and fills the rest of desc.  On failure nothing
@@ -152,6 +158,17 @@ typedef struct gcsh_window_ops {
                            size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout);
     int (*signal_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                        size_t slot, uint64_t *v);
+
+    /* Optional (may be NULL): copies `bytes` from team member peer's slice,
+     * starting at byte `offset`, into dst (memory at d->loc), with the
+     * backend's own load loop going through the peer table (cuda: a kernel
+     * reading d->peer_table_dev, for nccl windows filled by
+     * ncclGetLsaPointer).  Bounds are checked by the caller.  On cuda it is
+     * stream-ordered (returns at once), like a device-to-device copy.  It
+     * exists to exercise and time the device path next to mem->copy from
+     * d->peer[peer], which uses the copy engines. */
+    int (*peer_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int peer,
+                     size_t offset, void *dst, size_t bytes);
 } gcsh_window_ops;
 
 typedef struct gcsh_backend {

@@ -55,12 +55,24 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 
+/* Creates the metatable of a Lua type (lua.c/liolib.c style): metamethods
+ * from metameth, methods from meth.  __index is the method table itself, or,
+ * when index is given, the closure index(methods as upvalue 1) for types
+ * that also answer fields or elements.  The method table is also kept as
+ * __methods for tab completion. */
+struct luaL_Reg;
+void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
+                   const struct luaL_Reg *metameth, lua_CFunction index);
+
 /* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
 void gcsh_open_libs(lua_State *L);
 
 /* One luaopen per Lua type, each in src/l_<type>.c. */
 int luaopen_gcsh_tensor(lua_State *L);
 int luaopen_gcsh_comm(lua_State *L);
+/* Register the "window" and "signals" metatables (made by comm methods). */
+int luaopen_gcsh_window(lua_State *L);
+int luaopen_gcsh_signals(lua_State *L);
 /* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */
 int luaopen_gcsh_timer(lua_State *L);
 

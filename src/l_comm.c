@@ -8,7 +8,10 @@
  *   c:reduce(t, root [, op="sum" [, out=t]])  c:allgather(t, out)
  *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
  *   c:send(t, peer)                           c:recv(t, peer)
- *   c:free()                           collective, idempotent
+ *   c:window(n [, dtype [, {kind=}]])  c:signals(n)   (l_window.c, l_signal.c)
+ *   c:agree(s)                         every rank's string, in rank order (symmem.c)
+ *   c:free()                           collective, idempotent; refused while
+ *                                      windows or signals are registered on c
  *
  * Collectives return their output tensor.  Every argument is checked here,
  * before the backend runs (backend.h: backends trust their arguments), by one
@@ -39,18 +42,13 @@
 #include <lauxlib.h>
 
 #include "check.h"
+#include "comm.h"
 #include "gcsh.h"
 #include "tensor.h"
 
-#define COMM_MT "comm"
+#define COMM_MT GCSH_COMM_MT
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
-
-typedef struct lcomm {
-    gcsh_comm_impl *impl; /* NULL when closed: not yet acquired, or freed */
-    int rank, size;
-    gcsh_comm_check chk;  /* id, sequence number, members, aborted (check.h) */
-} lcomm;
 
 /* The pseudo-communicator of comm.world()'s check: every rank of the session. */
 #define SESSION_COMM_ID (~0ULL)
@@ -71,12 +69,19 @@ static lcomm *check_open(lua_State *L, int idx)
     return lc;
 }
 
+lcomm *gcsh_check_comm(lua_State *L, int idx)
+{
+    return check_open(L, idx);
+}
+
 static lcomm *push_closed(lua_State *L)
 {
     lcomm *lc = lua_newuserdatauv(L, sizeof *lc, 0);
     lc->impl = NULL;
     lc->rank = lc->size = 0;
     memset(&lc->chk, 0, sizeof lc->chk);
+    lc->next_seq = 1;
+    lc->registered = 0;
     luaL_setmetatable(L, COMM_MT);
     return lc;
 }
@@ -146,9 +151,14 @@ static void note_leaks_once(lua_State *L)
     lua_pop(L, 3);
 }
 
+/* Windows and signals keep their comm (comm.h): their free needs its barrier. */
 static int comm_free(lua_State *L)
 {
-    release(gcsh_ctx_of(L), luaL_checkudata(L, 1, COMM_MT));
+    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    if (lc->impl && lc->registered > 0)
+        return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
+                             "free them first", lc->registered);
+    release(gcsh_ctx_of(L), lc);
     return 0;
 }
 
@@ -637,6 +647,9 @@ static const luaL_Reg meth[] = {
     {"send", comm_send},
     {"recv", comm_recv},
     {"loop", comm_loop},
+    {"window", gcsh_comm_window},
+    {"signals", gcsh_comm_signals},
+    {"agree", gcsh_comm_agree},
     {"free", comm_free},
     {NULL, NULL},
 };
@@ -656,15 +669,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_gcsh_comm(lua_State *L)
 {
-    luaL_newmetatable(L, COMM_MT);
-    luaL_setfuncs(L, metameth, 0);
-    luaL_newlibtable(L, meth);
-    luaL_setfuncs(L, meth, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
-    lua_pushcclosure(L, comm_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    gcsh_new_type(L, COMM_MT, meth, metameth, comm_index);
     luaL_newlib(L, funcs);
     return 1;
 }

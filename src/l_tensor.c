@@ -62,6 +62,11 @@ static void set_where(gcsh_storage *st, const char *where)
     snprintf(b->where, sizeof b->where, "%s", where);
 }
 
+void gcsh_storage_set_where(gcsh_storage *st, const char *where)
+{
+    set_where(st, where);
+}
+
 static void release_backend_memory(gcsh_ctx *ctx, gcsh_storage *st)
 {
     ctx->be->mem->release(ctx, st->base, st->loc);
@@ -1008,15 +1013,7 @@ static const luaL_Reg metameth[] = {
 
 static void create_metatable(lua_State *L)
 {
-    luaL_newmetatable(L, GCSH_TENSOR_MT);
-    luaL_setfuncs(L, metameth, 0);
-    luaL_newlibtable(L, meth);
-    luaL_setfuncs(L, meth, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
-    lua_pushcclosure(L, tensor_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    gcsh_new_type(L, GCSH_TENSOR_MT, meth, metameth, tensor_index);
 }
 
 int luaopen_gcsh_tensor(lua_State *L)

@@ -105,12 +105,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_gcsh_timer(lua_State *L)
 {
-    luaL_newmetatable(L, TIMER_MT);
-    luaL_setfuncs(L, metameth, 0);
-    luaL_newlibtable(L, meth);
-    luaL_setfuncs(L, meth, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    gcsh_new_type(L, TIMER_MT, meth, metameth, NULL);
     luaL_newlib(L, funcs);
     return 1;
 }

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include "rank.h"
+#include "symmem.h"
 
 /* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
  * multi-node layouts can be tried on one machine. */
@@ -118,6 +119,19 @@ static void set_module_path(lua_State *L)
     lua_pop(L, 2);
 }
 
+/* Runs lua/gcsh/prelude.lua (the Lua parts every rank has, such as the
+ * global show).  A missing or broken prelude is reported, not fatal: the C
+ * libraries still work. */
+static void run_prelude(lua_State *L, gcsh_ctx *ctx)
+{
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "gcsh.prelude");
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        fprintf(stderr, "gcsh: rank %d: prelude: %s\n", ctx->rank, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
 lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
 {
     lua_State *L = luaL_newstate();
@@ -133,12 +147,18 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
     lua_setglobal(L, "size");
     set_gcsh_table(L, ctx);
     gcsh_open_libs(L);
+    run_prelude(L, ctx);
     return L;
 }
 
 void gcsh_rank_close(gcsh_ctx *ctx)
 {
     if (ctx->L) {
+        /* Windows and signals still registered are freed here, collectively
+         * and in creation order on every rank (symmem.h), while MPI and the
+         * backend are still up: __gc never frees them. */
+        if (ctx->be)
+            gcsh_symmem_close(ctx->L);
         lua_close(ctx->L);
         ctx->L = NULL;
     }

@@ -68,6 +68,8 @@ gcsh_storage *gcsh_storage_wrap(gcsh_ctx *ctx, void *base, size_t bytes, int loc
                                 const char *owner, const char *where,
                                 void (*release)(gcsh_ctx *ctx, gcsh_storage *st),
                                 void *owner_data);
+/* Replaces the `where` text (at most 47 characters are kept). */
+void gcsh_storage_set_where(gcsh_storage *st, const char *where);
 void gcsh_storage_ref(gcsh_storage *st);
 void gcsh_storage_unref(gcsh_ctx *ctx, gcsh_storage *st);
 /* Frees the memory now; the storage stays as a tombstone until unreferenced. */

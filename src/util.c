@@ -22,3 +22,18 @@ int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
         gcsh_check_fatal(L, ctx);
     return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
 }
+
+void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,
+                   lua_CFunction index)
+{
+    luaL_newmetatable(L, name);
+    luaL_setfuncs(L, metameth, 0);
+    lua_newtable(L);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
+    if (index)
+        lua_pushcclosure(L, index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}

@@ -15,6 +15,7 @@
 #include "msg.h"
 #include "shell.h"
 #include "spmd.h"
+#include "symmem.h"
 
 #define FLUSH_EVERY_MS 100
 #define OUTPUT_CAP_DEFAULT (64u << 20)
@@ -221,6 +222,8 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     pthread_mutex_unlock(&w->run_lock);
 
     uint32_t status = run_chunk(w, flags, name, src, len);
+    /* windows and signals collected without :free() during the command */
+    gcsh_symmem_note_garbage(w->ctx->L);
 
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;

@@ -8,19 +8,41 @@
 #define GCSH_CUDA_H
 
 #include <cuda_runtime_api.h>
+#include <mpi.h>
 #include <nccl.h>
 
+#include "cuda/cuda_driver.h"
 #include "gcsh.h"
+#include "kernels.h"
+#include "winkern.h"
 
 typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
     void *scratch;        /* 8 bytes of device memory: the barrier's operand */
     int inject_oom;       /* gcsh.debug.inject("oom"): the next cudaMalloc fails */
+    cuda_driver drv;      /* driver entry points, loaded on first use (cuda_driver_load) */
+    /* Host-mapped control block of the signal-wait kernels: bumping its
+     * cancel generation releases every pending wait (cuda_wait does it on
+     * an interrupt); a wait that gives up reports there. */
+    gcsh_wait_ctl *wctl;
+    unsigned wctl_seen;   /* wctl->gave_up already reported */
+    uint64_t wait_bound_ns; /* how long a GPU wait spins before it gives up */
+    /* Reading a signal word while the rank's stream is held by a GPU wait:
+     * a second non-blocking stream and 8 bytes of pinned memory. */
+    cudaStream_t poll_stream;
+    uint64_t *poll_buf;
+    uint64_t *poll_dev;   /* 8 device bytes: the poll's hop (cuda_copy says why) */
+    /* Device bounce buffer for host<->device copies (cuda_copy says why);
+     * allocated on first use. */
+    void *bounce;
 } cuda_state;
 
 struct gcsh_comm_impl {
     ncclComm_t comm;
+    /* The same ranks in the same order over MPI: the control exchange
+     * (agree) runs on host memory and must not queue behind GPU work. */
+    MPI_Comm mpi;
     int rank, size;
     int aborted;          /* after an error or an interrupt: only Abort is left */
 };
@@ -65,6 +87,27 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Waits until a non-blocking communicator's pending call (init, split) is
  * done, polling ctx->interrupt; on error or interrupt comm is aborted. */
 int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
+/* Spins for the first polls of a wait, then sleeps 20 us between polls. */
+void cuda_poll_pause(unsigned polls);
+
+/* Loads st->drv once; -1 with ctx->err when the driver lacks a call. */
+int cuda_driver_load(gcsh_ctx *ctx, cuda_state *st);
+int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const char *call,
+             CUresult r);
+
+/* Driver calls through st->drv: record "file:line: call: error", goto fail. */
+#define CU_TRY(ctx, st, call)                                                \
+    do {                                                                     \
+        CUresult r_ = (st)->drv.call;                                        \
+        if (r_ != CUDA_SUCCESS) {                                            \
+            cu_error((ctx), (st), __FILE__, __LINE__, #call, r_);            \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+/* Releases every signal wait pending on the GPU (they end without their
+ * condition and report it); used on interrupts. */
+void cuda_cancel_waits(cuda_state *st);
 
 /* dtype -> element bytes and NCCL type (all nine gcsh dtypes map). */
 size_t cuda_dtype_size(gcsh_dtype dt);
@@ -72,5 +115,6 @@ ncclDataType_t cuda_nccl_type(gcsh_dtype dt);
 
 extern const gcsh_mem_ops gcsh_cuda_mem_ops;
 extern const gcsh_comm_ops gcsh_cuda_comm_ops;
+extern const gcsh_window_ops gcsh_cuda_window_ops;
 
 #endif

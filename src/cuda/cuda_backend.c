@@ -21,11 +21,32 @@ int gcsh_cuda_available(void)
 
 static void state_free(cuda_state *st)
 {
+    if (st->wctl)
+        cudaFreeHost(st->wctl);
+    if (st->poll_buf)
+        cudaFreeHost(st->poll_buf);
+    if (st->poll_dev)
+        cudaFree(st->poll_dev);
+    if (st->poll_stream)
+        cudaStreamDestroy(st->poll_stream);
     if (st->scratch)
         cudaFree(st->scratch);
+    if (st->bounce)
+        cudaFree(st->bounce);
     if (st->stream)
         cudaStreamDestroy(st->stream);
     free(st);
+}
+
+/* GCSH_GPU_WAIT_TIMEOUT (seconds, default 600): how long a stream-ordered
+ * signal wait may hold the GPU before it gives up and reports. */
+static uint64_t wait_bound_ns(void)
+{
+    const char *s = getenv("GCSH_GPU_WAIT_TIMEOUT");
+    double sec = s && *s ? atof(s) : 600.0;
+    if (!(sec > 0) || sec > 1e6)
+        sec = 600.0;
+    return (uint64_t)(sec * 1e9);
 }
 
 /* One GPU per rank, chosen by node-local rank: the usual NCCL layout, and the
@@ -50,6 +71,14 @@ static int cuda_init(gcsh_ctx *ctx)
     CUDA_TRY(ctx, cudaSetDevice(st->dev));
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUDA_TRY(ctx, cudaMalloc(&st->scratch, 8));
+    /* mapped pinned memory: the wait kernels read the cancel word from the
+     * GPU while the host writes it (UVA: one address for both sides) */
+    CUDA_TRY(ctx, cudaHostAlloc((void **)&st->wctl, sizeof *st->wctl, cudaHostAllocMapped));
+    memset((void *)st->wctl, 0, sizeof *st->wctl);
+    st->wait_bound_ns = wait_bound_ns();
+    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->poll_stream, cudaStreamNonBlocking));
+    CUDA_TRY(ctx, cudaHostAlloc((void **)&st->poll_buf, 8, cudaHostAllocDefault));
+    CUDA_TRY(ctx, cudaMalloc((void **)&st->poll_dev, 8));
     CUDA_TRY(ctx, cudaGetDeviceProperties(&prop, st->dev));
     /* %.100s: device names are short; the bound keeps -Wformat-truncation quiet */
     snprintf(ctx->device, sizeof ctx->device, "cuda:%d %.100s", st->dev, prop.name);
@@ -198,4 +227,5 @@ const gcsh_backend gcsh_cuda_backend = {
     .inject = cuda_inject,
     .mem = &gcsh_cuda_mem_ops,
     .comm = &gcsh_cuda_comm_ops,
+    .win = &gcsh_cuda_window_ops,
 };

@@ -9,6 +9,8 @@
  * its result is in memory and an error belongs to that call.  The wait polls
  * (cuda_wait), so a hung collective can be interrupted from rank 0; that
  * aborts the communicator, the only way NCCL offers to stop its kernels. */
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include <mpi.h>
@@ -39,22 +41,38 @@ static ncclConfig_t nonblocking_config(void)
     return config;
 }
 
-static int wrap(gcsh_ctx *ctx, ncclComm_t comm, gcsh_comm_impl **out)
+/* Takes ownership of both communicators; on failure both are released.
+ * The MPI one must hold the same ranks in the same order (checked). */
+static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **out)
 {
-    if (cuda_nccl_settle(ctx, comm, "communicator set-up") != 0)
-        return -1; /* settle aborted it */
+    int mpi_rank = -1, mpi_size = -1;
+    if (cuda_nccl_settle(ctx, comm, "communicator set-up") != 0) {
+        if (mpi != MPI_COMM_NULL) /* settle aborted comm */
+            MPI_Comm_free(&mpi);
+        return -1;
+    }
     gcsh_comm_impl *c = calloc(1, sizeof *c);
     if (!c) {
-        ncclCommAbort(comm);
-        return gcsh_set_error(ctx, "communicator: out of host memory");
+        gcsh_set_error(ctx, "communicator: out of host memory");
+        goto fail;
     }
     c->comm = comm;
+    c->mpi = mpi;
     NCCL_TRY(ctx, comm, ncclCommUserRank(comm, &c->rank));
     NCCL_TRY(ctx, comm, ncclCommCount(comm, &c->size));
+    MPI_Comm_rank(mpi, &mpi_rank);
+    MPI_Comm_size(mpi, &mpi_size);
+    if (mpi_rank != c->rank || mpi_size != c->size) {
+        gcsh_set_error(ctx, "communicator: NCCL rank %d of %d but MPI rank %d of %d", c->rank,
+                       c->size, mpi_rank, mpi_size);
+        goto fail;
+    }
     *out = c;
     return 0;
 fail:
     ncclCommAbort(comm);
+    if (mpi != MPI_COMM_NULL)
+        MPI_Comm_free(&mpi);
     free(c);
     return -1;
 }
@@ -79,19 +97,31 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
                               ncclGetLastError(NULL));
     ncclConfig_t config = nonblocking_config();
     NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
-    return wrap(ctx, comm, out);
+    MPI_Comm mpi = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &mpi) != MPI_SUCCESS) {
+        ncclCommAbort(comm);
+        return gcsh_set_error(ctx, "comm.world: MPI_Comm_dup failed");
+    }
+    return wrap(ctx, comm, mpi, out);
 fail:
     return -1;
 }
 
-/* A negative color leaves this rank out (NCCL_SPLIT_NOCOLOR): *out = NULL. */
+/* A negative color leaves this rank out (NCCL_SPLIT_NOCOLOR): *out = NULL.
+ * MPI_Comm_split orders the new ranks as ncclCommSplit does (by key, then
+ * by parent rank), so both communicators number their ranks alike; wrap
+ * checks it. */
 static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
                       gcsh_comm_impl **out)
 {
     ncclComm_t comm = NULL;
+    MPI_Comm mpi = MPI_COMM_NULL;
     if (!comm_enter(ctx, parent))
         return -1;
     ncclConfig_t config = nonblocking_config();
+    if (MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi) !=
+        MPI_SUCCESS)
+        return gcsh_set_error(ctx, "split: MPI_Comm_split failed");
     NCCL_TRY(ctx, parent->comm,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
                            &config));
@@ -99,14 +129,18 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
         parent->aborted = 1;
         if (comm)
             ncclCommAbort(comm);
-        return -1;
+        goto fail;
     }
     if (!comm) {
+        if (mpi != MPI_COMM_NULL)
+            MPI_Comm_free(&mpi);
         *out = NULL;
         return 0;
     }
-    return wrap(ctx, comm, out);
+    return wrap(ctx, comm, mpi, out);
 fail:
+    if (mpi != MPI_COMM_NULL)
+        MPI_Comm_free(&mpi);
     return -1;
 }
 
@@ -131,6 +165,10 @@ static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
         else if (cuda_nccl_settle(ctx, c->comm, "free") == 0) /* else: settle aborted it */
             ncclCommDestroy(c->comm);
     }
+    /* Local in practice; an agree interrupted mid-way may leave a request
+     * on it, which MPI_Comm_free allows (the free is deferred). */
+    if (c->mpi != MPI_COMM_NULL)
+        MPI_Comm_free(&c->mpi);
     free(c);
 }
 
@@ -326,6 +364,39 @@ static int cuda_comm_aborted(gcsh_comm_impl *c)
     return c->aborted;
 }
 
+/* The control exchange over the communicator's MPI twin: host memory only,
+ * no GPU involved (the stream may be busy or wedged).  MPI_Iallgather is
+ * polled so that an interrupt from rank 0 ends the wait; a collective that
+ * cannot be completed leaves the communicator unusable, so it is aborted
+ * (NCCL side too: the ranks are no longer in step). */
+static int cuda_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                      size_t bytes)
+{
+    MPI_Request req;
+    if (c->aborted)
+        return gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt; "
+                                   "free it and create a new one");
+    if (bytes > INT_MAX)
+        return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
+    if (MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi, &req) !=
+        MPI_SUCCESS)
+        return gcsh_set_error(ctx, "agree: MPI_Iallgather failed");
+    for (unsigned polls = 0;; polls++) {
+        int done = 0;
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return gcsh_set_error(ctx, "agree: MPI_Test failed");
+        if (done)
+            return 0;
+        if (atomic_load(&ctx->interrupt)) {
+            ncclCommAbort(c->comm);
+            c->aborted = 1;
+            return gcsh_set_error(ctx, "interrupted during a control exchange (agree); "
+                                       "communicator aborted, create a new one");
+        }
+        cuda_poll_pause(polls);
+    }
+}
+
 const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .world = cuda_world,
     .split = cuda_split,
@@ -342,6 +413,7 @@ const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .alltoall = cuda_alltoall,
     .send = cuda_send,
     .recv = cuda_recv,
+    .agree = cuda_agree,
     .abort = cuda_comm_abort,
     .aborted = cuda_comm_aborted,
 };

@@ -38,6 +38,40 @@ static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
         cudaFree(p); /* implicitly waits for work still using p */
 }
 
+#define BOUNCE_BYTES (4u << 20)
+
+/* Host<->device copies go through a device bounce buffer of our own
+ * (cudaMalloc), so window memory (NCCL's LSA mappings, cuMemMap'ed VMM
+ * slices) is only ever copied device to device.  Seen on H200s, driver
+ * 580: a device-to-host cudaMemcpyAsync straight from such a mapping
+ * crashed inside libcuda, while device-to-device copies from it ran at full
+ * NVLink speed.  The extra on-device hop is small next to the PCIe copy. */
+static int copy_via_bounce(gcsh_ctx *ctx, cuda_state *st, void *dst, int to_host,
+                           const void *src, size_t bytes)
+{
+    if (!st->bounce)
+        CUDA_TRY(ctx, cudaMalloc(&st->bounce, BOUNCE_BYTES));
+    for (size_t done = 0; done < bytes; done += BOUNCE_BYTES) {
+        size_t n = bytes - done < BOUNCE_BYTES ? bytes - done : BOUNCE_BYTES;
+        char *d = (char *)dst + done;
+        const char *s = (const char *)src + done;
+        if (to_host) {
+            CUDA_TRY(ctx, cudaMemcpyAsync(st->bounce, s, n, cudaMemcpyDeviceToDevice, st->stream));
+            CUDA_TRY(ctx, cudaMemcpyAsync(d, st->bounce, n, cudaMemcpyDeviceToHost, st->stream));
+        } else {
+            CUDA_TRY(ctx, cudaMemcpyAsync(st->bounce, s, n, cudaMemcpyHostToDevice, st->stream));
+            CUDA_TRY(ctx, cudaMemcpyAsync(d, st->bounce, n, cudaMemcpyDeviceToDevice, st->stream));
+        }
+        /* the next chunk reuses the bounce buffer; pageable host copies are
+         * synchronous with respect to the host anyway */
+        if (cuda_wait(ctx, st, NULL) != 0)
+            return -1;
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 static int cuda_copy(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,
                      size_t bytes)
 {
@@ -50,12 +84,12 @@ static int cuda_copy(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    if (dst_loc >= 0 && src_loc >= 0 && dst_loc != src_loc)
+    if (dst_loc == GCSH_LOC_HOST || src_loc == GCSH_LOC_HOST)
+        return copy_via_bounce(ctx, st, dst, dst_loc == GCSH_LOC_HOST, src, bytes);
+    if (dst_loc != src_loc)
         CUDA_TRY(ctx, cudaMemcpyPeerAsync(dst, dst_loc, src, src_loc, bytes, st->stream));
     else
         CUDA_TRY(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, st->stream));
-    if (dst_loc == GCSH_LOC_HOST || src_loc == GCSH_LOC_HOST)
-        return cuda_wait(ctx, st, NULL);
     return 0;
 fail:
     return -1;

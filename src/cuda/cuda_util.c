@@ -58,7 +58,7 @@ fail:
 
 /* Spin briefly (small collectives finish in microseconds), then sleep between
  * polls so a long wait does not burn a core that MPI progress may need. */
-static void poll_pause(unsigned polls)
+void cuda_poll_pause(unsigned polls)
 {
     if (polls < 2000)
         return;
@@ -89,6 +89,36 @@ static int comm_pending(gcsh_ctx *ctx, gcsh_comm_impl *c)
     return -1;
 }
 
+void cuda_cancel_waits(cuda_state *st)
+{
+    st->wctl->cancel_gen = st->wctl->cancel_gen + 1;
+}
+
+static const char *cmp_name(int cmp)
+{
+    static const char *name[] = {">=", ">", "==", "~=", "<=", "<"};
+    return cmp >= 0 && cmp < 6 ? name[cmp] : "?";
+}
+
+/* A signal wait that timed out let the stream go on without its condition:
+ * what ran after it may have read data too early.  Report it once, on the
+ * first wait for the stream that follows.  (Waits cancelled by an interrupt
+ * are not reported again: the interrupted call already failed.) */
+static int report_gave_up(gcsh_ctx *ctx, cuda_state *st)
+{
+    const gcsh_wait_ctl *w = st->wctl;
+    unsigned n = w->gave_up;
+    if (n == st->wctl_seen)
+        return 0;
+    st->wctl_seen = n;
+    if (w->why != GCSH_WAIT_TIMED_OUT)
+        return 0;
+    return gcsh_set_error(ctx, "a GPU signal wait (word %s %llu) gave up after "
+                               "GCSH_GPU_WAIT_TIMEOUT with the word at %llu; the stream went "
+                               "on without it",
+                          cmp_name(w->cmp), w->want, w->seen);
+}
+
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
     for (unsigned polls = 0;; polls++) {
@@ -98,11 +128,12 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
         if (!pending) {
             cudaError_t e = cudaStreamQuery(st->stream);
             if (e == cudaSuccess)
-                return 0;
+                return report_gave_up(ctx, st);
             if (e != cudaErrorNotReady)
                 return cuda_error(ctx, __FILE__, __LINE__, "cudaStreamQuery", e);
         }
         if (atomic_load(&ctx->interrupt)) {
+            cuda_cancel_waits(st); /* a pending signal wait must not outlive the chunk */
             if (c && !c->aborted) {
                 /* NCCL cannot cancel one operation: aborting the communicator
                  * is what stops its kernels and frees the stream. */
@@ -113,7 +144,7 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
             }
             return gcsh_set_error(ctx, "interrupted while waiting for the GPU stream");
         }
-        poll_pause(polls);
+        cuda_poll_pause(polls);
     }
 }
 
@@ -133,7 +164,7 @@ int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what)
             ncclCommAbort(comm);
             return gcsh_set_error(ctx, "%s: interrupted; the new communicator is aborted", what);
         }
-        poll_pause(polls);
+        cuda_poll_pause(polls);
     }
 }
 

@@ -2,10 +2,13 @@
 #ifndef GCSH_HOST_H
 #define GCSH_HOST_H
 
+#include <mpi.h>
+
 #include "backend.h"
 
 extern const gcsh_mem_ops gcsh_host_mem_ops;
 extern const gcsh_comm_ops gcsh_host_comm_ops;
+extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
 
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);
  * defined in host_comm.c. */
@@ -20,5 +23,9 @@ typedef struct gcsh_host_state {
 /* Creates / frees state->comm (MPI must be initialised; local, not collective). */
 int gcsh_host_comm_init(gcsh_ctx *ctx, gcsh_host_state *state);
 void gcsh_host_comm_fini(gcsh_ctx *ctx, gcsh_host_state *state);
+
+/* The MPI communicator under a gcsh communicator, for windows; -1 with
+ * ctx->err when an interrupt left it broken (host_comm.c). */
+int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out);
 
 #endif

@@ -87,4 +87,5 @@ const gcsh_backend gcsh_host_backend = {
     .inject = host_inject,
     .mem = &gcsh_host_mem_ops,
     .comm = &gcsh_host_comm_ops,
+    .win = &gcsh_host_window_ops,
 };

@@ -641,6 +641,14 @@ static int host_aborted(gcsh_comm_impl *c)
     return c->broken;
 }
 
+int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    *out = c->comm;
+    return 0;
+}
+
 const gcsh_comm_ops gcsh_host_comm_ops = {
     .world = host_world,
     .split = host_split,

@@ -1,0 +1,75 @@
+/* Window and signal kernels, and the NCCL device-API pieces that need C++
+ * (ncclDevComm is a C++ type), behind extern "C" launchers.
+ *
+ * As in kernels.h: each launcher enqueues on `stream` and returns the
+ * launch's error; a zero size launches nothing; sizes are checked here
+ * before any launch. */
+#ifndef GCSH_KERNELS_WINKERN_H
+#define GCSH_KERNELS_WINKERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The host-mapped control block of the signal-wait kernels (one per rank,
+ * in pinned host memory).  Waits are serialised on the rank's stream, so at
+ * most one wait kernel writes here at a time: plain volatile stores do. */
+typedef struct gcsh_wait_ctl {
+    volatile unsigned cancel_gen; /* host bumps it; a wait launched at another gen ends */
+    volatile unsigned gave_up;    /* waits that ended without their condition */
+    volatile int why;             /* the last one: GCSH_WAIT_TIMED_OUT or GCSH_WAIT_CANCELLED */
+    volatile int cmp;             /* its comparison (enum gcsh_cmp) */
+    volatile unsigned long long seen, want; /* its word's last value and the target */
+} gcsh_wait_ctl;
+
+enum { GCSH_WAIT_TIMED_OUT = 1, GCSH_WAIT_CANCELLED = 2 };
+
+/* The most peers a peer table may have: a sanity bound for the launchers
+ * (NVL72 is the largest LSA domain today). */
+#define GCSH_MAX_TEAM 1024
+
+/* *word = v (add = 0) or *word += v (add = 1), one thread, with release
+ * ordering at system scope: every write this rank made before, on this
+ * stream, is visible to whoever observes the new value.  word may be a
+ * peer's (NVLink) address. */
+cudaError_t gcsh_k_signal_store(uint64_t *word, uint64_t v, int add, cudaStream_t stream);
+
+/* Stream-ordered wait: one thread spins (with backoff) until `*word cmp v`
+ * (cmp an enum gcsh_cmp) holds, then acquires.  It ends early, recording
+ * why in ctl, when bound_ns of GPU time pass or when ctl->cancel_gen is no
+ * longer gen, so a wait that is never satisfied cannot hold the GPU. */
+cudaError_t gcsh_k_signal_wait(const uint64_t *word, uint64_t v, int cmp, gcsh_wait_ctl *ctl,
+                               unsigned gen, uint64_t bound_ns, cudaStream_t stream);
+
+/* dst[0 .. bytes) = team member `peer`'s slice from byte `offset`, loaded by
+ * a kernel through the device peer table (table[peer] is read on the GPU).
+ * 16-byte vector loads when dst, offset and bytes allow, bytes otherwise. */
+cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer, size_t offset,
+                             size_t bytes, cudaStream_t stream);
+
+/* table[i] = ncclGetLsaPointer(win, 0, i) for i < n: fills a device peer
+ * table through the NCCL device API. */
+cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table, cudaStream_t stream);
+
+/* A device communicator for comm (collective over comm) with no optional
+ * resources: lsaMultimem stays false (never NVLink multicast).  *out is an
+ * opaque ncclDevComm owned by the caller until gcsh_nccl_devcomm_destroy;
+ * lsa_size / lsa_rank are its LSA team. */
+ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out, int *lsa_size, int *lsa_rank);
+ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm);
+
+/* NCCL's LSA team of comm, from the host side (ncclTeamLsa): its size and
+ * my index, and for i < min(size, max) members[i] = member i's comm rank. */
+void gcsh_nccl_lsa_team(ncclComm_t comm, int *size, int *rank, int *members, int max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,148 @@
+-- show(x [, c]): one table on rank 0 of what every rank holds.
+--
+-- x is a window (each rank's own slice), a tensor (each rank's tensor, e.g.
+-- a peer view w:peer(r)) or signals (each rank's words).  Collective: every
+-- rank of the object's communicator calls it (for a tensor, c or the world);
+-- rows travel to rank 0 through c:agree, the backend's host-memory exchange,
+-- so it works for device memory too.  Only rank 0 prints.
+--
+--   window #1 (8 f32, host): each rank's slice
+--   rank  [0] [1] [2] [3] ... [4] [5] [6] [7]
+--      0    1   1   1   1 ...   1   1   1   1
+--      1   2*  2*  2*  2* ...  2*  2*  2*  2*
+--   (* = differs from the most common value in its column)
+--
+-- Long rows show the first and last ENDS elements.  format(x [, c]) returns
+-- the text on every rank instead of printing it.
+local M = {}
+
+local ENDS = 4
+
+local function type_of(x)
+  local mt = getmetatable(x)
+  return type(mt) == "table" and mt.__name or type(x)
+end
+
+local DIGITS = { f64 = 10, f32 = 7, f16 = 4, bf16 = 4 }
+
+local function format_value(v, dtype)
+  local digits = DIGITS[dtype]
+  if not digits then return string.format("%d", v) end
+  if v ~= v then return "nan" end
+  return string.format("%." .. digits .. "g", v)
+end
+
+-- What a rank shows: a title, a length, and value(i) for 0-based i.
+local function source(x, c)
+  local kind = type_of(x)
+  if kind == "window" then
+    local t = x:tensor()
+    return {
+      comm = x.comm, n = x.n,
+      title = string.format("window #%d (%d %s, %s): each rank's slice", x.seq, x.n, x.dtype, x.kind),
+      value = function(i) return format_value(t[i], x.dtype) end,
+    }
+  elseif kind == "signals" then
+    return {
+      comm = x.comm, n = x.n,
+      title = string.format("signals #%d (%d slots, %s): each rank's words", x.seq, x.n, x.kind),
+      value = function(i) return string.format("%d", x:read(i)) end,
+    }
+  elseif kind == "tensor" then
+    return {
+      comm = c or comm.world(), n = #x, where = x.where,
+      -- the longest tensor's length, known once every rank's is in
+      title = function(n) return string.format("tensor (%d %s): each rank's", n, x.dtype) end,
+      value = function(i) return format_value(x[i], x.dtype) end,
+    }
+  end
+  error("show: window, tensor or signals expected, got " .. kind, 3)
+end
+
+-- The indices shown for length n: all, or the ends around a gap (nil).
+local function columns(n)
+  local cols = {}
+  if n <= 2 * ENDS + 1 then
+    for i = 0, n - 1 do cols[#cols + 1] = i end
+  else
+    for i = 0, ENDS - 1 do cols[#cols + 1] = i end
+    cols[#cols + 1] = false
+    for i = n - ENDS, n - 1 do cols[#cols + 1] = i end
+  end
+  return cols
+end
+
+local function most_common(cells)
+  local count, best, best_count = {}, nil, 0
+  for _, v in ipairs(cells) do
+    count[v] = (count[v] or 0) + 1
+    if count[v] > best_count then best, best_count = v, count[v] end
+  end
+  return best
+end
+
+local function render(title, cols, rows, wheres)
+  -- rows[r] = {cells}, "" where the rank's tensor is shorter
+  local header = { "rank" }
+  if wheres then header[2] = "where" end
+  local first_data = #header + 1
+  for _, i in ipairs(cols) do header[#header + 1] = i and ("[" .. i .. "]") or "..." end
+  local grid = { header }
+  local marked = false
+  for r, cells in ipairs(rows) do
+    grid[r + 1] = { tostring(r - 1) }
+    if wheres then grid[r + 1][2] = wheres[r] end
+  end
+  for k, i in ipairs(cols) do
+    local column = {}
+    for r = 1, #rows do column[r] = i and rows[r][k] or "..." end
+    local common = most_common(column)
+    for r = 1, #rows do
+      local cell = column[r]
+      if i and cell ~= common and cell ~= "" then cell = cell .. "*"; marked = true end
+      grid[r + 1][first_data + k - 1] = cell
+    end
+  end
+  local width = {}
+  for _, line in ipairs(grid) do
+    for k, cell in ipairs(line) do width[k] = math.max(width[k] or 0, #cell) end
+  end
+  local out = { title }
+  for _, line in ipairs(grid) do
+    local parts = {}
+    for k, cell in ipairs(line) do
+      local left = wheres and k == 2
+      parts[k] = string.format(left and "%-" .. width[k] .. "s" or "%" .. width[k] .. "s", cell)
+    end
+    out[#out + 1] = (table.concat(parts, "  "):gsub("%s+$", ""))
+  end
+  if marked then out[#out + 1] = "(* = differs from the most common value in its column)" end
+  return table.concat(out, "\n")
+end
+
+function M.format(x, c)
+  local src = source(x, c)
+  local lens = src.comm:agree(tostring(src.n))
+  local n = 0
+  for _, s in ipairs(lens) do n = math.max(n, tonumber(s)) end
+  local cols = columns(n)
+  local mine = {}
+  for k, i in ipairs(cols) do mine[k] = (i and i < src.n) and src.value(i) or "" end
+  local rows = {}
+  for r, s in ipairs(src.comm:agree(table.concat(mine, "\t"))) do
+    local cells, k = {}, 0
+    for cell in (s .. "\t"):gmatch("([^\t]*)\t") do k = k + 1; cells[k] = cell end
+    rows[r] = cells
+  end
+  local wheres = src.where and src.comm:agree(src.where) or nil
+  local title = type(src.title) == "function" and src.title(n) or src.title
+  return render(title, cols, rows, wheres)
+end
+
+function M.show(x, c)
+  local text = M.format(x, c)
+  local src_comm = (type_of(x) == "tensor") and (c or comm.world()) or x.comm
+  if src_comm.rank == 0 then print(text) end
+end
+
+return M

@@ -1,0 +1,311 @@
+/* Symmetric-memory windows and signals on the cuda backend.
+ *
+ * Kinds: "nccl" (ncclMemAlloc + ncclCommWindowRegister(SYMMETRIC) + a device
+ * communicator; cuda_win_nccl.c) and "vmm" (cuMemCreate, POSIX-fd export
+ * over a private Unix socket, cuMemMap; cuda_win_vmm.c).  Both end as a
+ * peer pointer table valid in this process for copies (UVA) and kernels.
+ *
+ * Collective safety: every step that can fail on one rank is followed by
+ * win_agree_ok over the communicator, so all ranks learn of any failure at
+ * the same step and undo the same steps: nothing stays registered, and no
+ * rank enters an NCCL collective that another rank will never reach.
+ *
+ * Signals are 64-bit words in a window: set/add/wait are small kernels on
+ * the rank's stream (kernels/window.cu); see the comments there for the
+ * memory ordering. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/cuda_window.h"
+
+typedef struct win_status {
+    int ok;
+    char msg[236];
+} win_status;
+
+int win_agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what)
+{
+    win_status mine = {ok, {0}};
+    if (!ok)
+        snprintf(mine.msg, sizeof mine.msg, "%.235s", ctx->err); /* long errors are cut */
+    win_status *all = calloc((size_t)c->size, sizeof *all);
+    if (!all)
+        return gcsh_set_error(ctx, "%s: out of host memory", what);
+    int rc = gcsh_cuda_comm_ops.agree(ctx, c, &mine, all, sizeof mine);
+    for (int r = 0; rc == 0 && r < c->size; r++)
+        if (!all[r].ok) {
+            all[r].msg[sizeof all[r].msg - 1] = 0;
+            rc = gcsh_set_error(ctx, "%s failed on rank %d: %s", what, r, all[r].msg);
+        }
+    free(all);
+    return rc;
+}
+
+int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = st->dev;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    if (cuda_driver_load(ctx, st) != 0)
+        return -1;
+    CU_TRY(ctx, st, MemGetAllocationGranularity(gran, &prop,
+                                                CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    return 0;
+fail:
+    return -1;
+}
+
+static int kind_of(const char *kind)
+{
+    return strcmp(kind, "vmm") == 0 ? WIN_VMM : WIN_NCCL;
+}
+
+/* Both kinds map with the device's recommended VMM granularity (ncclMemAlloc
+ * rounds to it too); NCCL also needs NCCL_WIN_REQUIRED_ALIGNMENT. */
+static int cuda_win_granularity(gcsh_ctx *ctx, const char *kind, size_t *gran)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st || win_vmm_granularity(ctx, st, gran) != 0)
+        return -1;
+    if (kind_of(kind) == WIN_NCCL && *gran < NCCL_WIN_REQUIRED_ALIGNMENT)
+        *gran = NCCL_WIN_REQUIRED_ALIGNMENT;
+    return 0;
+}
+
+/* A slice cannot exceed the GPU's memory (what is free changes, and a
+ * shortfall below this bound still fails cleanly, on every rank, in create). */
+static int cuda_win_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
+{
+    (void)kind;
+    size_t free_b = 0, total = 0;
+    if (!cuda_enter(ctx))
+        return -1;
+    CUDA_TRY(ctx, cudaMemGetInfo(&free_b, &total));
+    *max = total;
+    return 0;
+fail:
+    return -1;
+}
+
+static void desc_clear(gcsh_window_desc *d)
+{
+    free(d->team);
+    free(d->peer);
+    d->team = NULL;
+    d->peer = NULL;
+    d->peer_table_dev = NULL;
+    d->team_size = 0;
+}
+
+/* Local preparation, agreed on before any kind touches the GPU or NCCL. */
+static int prepare(gcsh_ctx *ctx, gcsh_comm_impl *c, gcsh_window_desc *d, gcsh_window_impl **w)
+{
+    int ok = !c->aborted;
+    if (!ok)
+        gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt");
+    *w = calloc(1, sizeof **w);
+    d->team = calloc((size_t)c->size, sizeof *d->team);
+    d->peer = calloc((size_t)c->size, sizeof *d->peer);
+    if (ok && (!*w || !d->team || !d->peer))
+        ok = gcsh_set_error(ctx, "out of host memory") == 0;
+    if (win_agree_ok(ctx, c, ok, "window") != 0) {
+        free(*w);
+        *w = NULL;
+        desc_clear(d);
+        return -1;
+    }
+    return 0;
+}
+
+static int cuda_win_create(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                           gcsh_window_desc *d, gcsh_window_impl **out)
+{
+    gcsh_window_impl *w = NULL;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st) /* only if init failed, which every rank then knows */
+        return -1;
+    if (prepare(ctx, c, d, &w) != 0)
+        return -1;
+    w->kind = kind_of(kind);
+    w->c = c;
+    w->bytes = d->alloc_bytes;
+    d->loc = st->dev;
+    int rc = w->kind == WIN_NCCL ? win_nccl_create(ctx, st, w, d) : win_vmm_create(ctx, st, w, d);
+    if (rc != 0) {
+        free(w);
+        desc_clear(d);
+        return -1;
+    }
+    *out = w;
+    return 0;
+}
+
+static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
+{
+    cuda_state *st = cuda_enter(ctx);
+    int rc = st ? 0 : -1;
+    /* my own kernels and copies on the slice first (peers: the binding's barrier) */
+    if (st && cuda_wait(ctx, st, NULL) != 0)
+        rc = -1;
+    if (st) {
+        if ((w->kind == WIN_NCCL ? win_nccl_destroy(ctx, st, w) : win_vmm_destroy(ctx, st, w)) != 0)
+            rc = -1;
+        if (d->peer_table_dev)
+            cudaFree(d->peer_table_dev);
+    }
+    desc_clear(d);
+    free(w);
+    return rc;
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static uint64_t *word_of(const gcsh_window_desc *d, int member, size_t slot)
+{
+    return (uint64_t *)d->peer[member] + slot;
+}
+
+static int signal_store(gcsh_ctx *ctx, const gcsh_window_desc *d, int peer, size_t slot,
+                        uint64_t v, int add)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_signal_store(word_of(d, peer, slot), v, add, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_signal_set(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           int peer, size_t slot, uint64_t v)
+{
+    (void)w;
+    return signal_store(ctx, d, peer, slot, v, 0);
+}
+
+static int cuda_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           int peer, size_t slot, uint64_t v)
+{
+    (void)w;
+    return signal_store(ctx, d, peer, slot, v, 1);
+}
+
+/* Stream-ordered: returns at once; the kernel spins on the GPU, bounded by
+ * st->wait_bound_ns and released early by cuda_cancel_waits (interrupts). */
+static int cuda_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            size_t slot, uint64_t v, enum gcsh_cmp cmp)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_signal_wait(word_of(d, d->team_rank, slot), v, (int)cmp, st->wctl,
+                                     st->wctl->cancel_gen, st->wait_bound_ns, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+static int compare(uint64_t x, enum gcsh_cmp cmp, uint64_t v)
+{
+    switch (cmp) {
+    case GCSH_CMP_GE: return x >= v;
+    case GCSH_CMP_GT: return x > v;
+    case GCSH_CMP_EQ: return x == v;
+    case GCSH_CMP_NE: return x != v;
+    case GCSH_CMP_LE: return x <= v;
+    default: return x < v;
+    }
+}
+
+/* Reads a word now, off the rank's stream (which a GPU wait may hold): on
+ * the poll stream, device to device into poll_dev, then into pinned memory
+ * (window memory is only copied device to device: see cuda_copy). */
+static int peek(gcsh_ctx *ctx, cuda_state *st, const uint64_t *word, uint64_t *v)
+{
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_dev, word, 8, cudaMemcpyDeviceToDevice,
+                                  st->poll_stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, st->poll_dev, 8, cudaMemcpyDeviceToHost,
+                                  st->poll_stream));
+    CUDA_TRY(ctx, cudaStreamSynchronize(st->poll_stream));
+    *v = *st->poll_buf;
+    return 0;
+fail:
+    return -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The CPU polls the word; the acquire side is the copy engine's read, after
+ * which later work on the stream sees what the signaller released. */
+static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                                size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    const uint64_t *word = word_of(d, d->team_rank, slot);
+    double deadline = now_s() + timeout;
+    for (unsigned polls = 0;; polls++) {
+        uint64_t x = 0;
+        if (peek(ctx, st, word, &x) != 0)
+            return -1;
+        if (compare(x, cmp, v))
+            return 0;
+        if (atomic_load(&ctx->interrupt))
+            return gcsh_set_error(ctx, "interrupted while waiting for a signal");
+        if (now_s() >= deadline)
+            return 1;
+        cuda_poll_pause(polls);
+    }
+}
+
+/* Stream-ordered: the value after everything this rank queued so far. */
+static int cuda_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            size_t slot, uint64_t *v)
+{
+    (void)w;
+    return gcsh_cuda_backend.mem->copy(ctx, v, GCSH_LOC_HOST, word_of(d, d->team_rank, slot),
+                                       d->loc, sizeof *v);
+}
+
+/* A kernel loads member peer's slice through the device peer table. */
+static int cuda_peer_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          int peer, size_t offset, void *dst, size_t bytes)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_peer_copy(dst, d->peer_table_dev, peer, offset, bytes, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+const gcsh_window_ops gcsh_cuda_window_ops = {
+    .kinds = "nccl vmm",
+    .default_kind = "nccl",
+    .granularity = cuda_win_granularity,
+    .max_bytes = cuda_win_max_bytes,
+    .create = cuda_win_create,
+    .destroy = cuda_win_destroy,
+    .signal_set = cuda_signal_set,
+    .signal_add = cuda_signal_add,
+    .signal_wait = cuda_signal_wait,
+    .signal_wait_cpu = cuda_signal_wait_cpu,
+    .signal_read = cuda_signal_read,
+    .peer_read = cuda_peer_read,
+};

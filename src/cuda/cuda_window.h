@@ -1,0 +1,43 @@
+/* The cuda backend's windows: shared internals of cuda_window.c (ops,
+ * signals, the collective status check) and the two kinds, cuda_win_nccl.c
+ * and cuda_win_vmm.c. */
+#ifndef GCSH_CUDA_WINDOW_H
+#define GCSH_CUDA_WINDOW_H
+
+#include "cuda/cuda.h"
+
+enum { WIN_NCCL, WIN_VMM };
+
+struct gcsh_window_impl {
+    int kind;
+    gcsh_comm_impl *c;      /* the communicator it was created on (outlives it) */
+    size_t bytes;           /* alloc_bytes: each member's slice */
+    /* nccl */
+    void *buf;              /* ncclMemAlloc'ed slice */
+    ncclWindow_t win;
+    void *devcomm;          /* ncclDevComm, opaque here (see kernels/winkern.h) */
+    /* vmm */
+    int n;                  /* team size */
+    CUmemGenericAllocationHandle *handle; /* [n]: mine and the imported ones; 0 = none */
+    int *mapped;            /* [n]: slice i is mapped at base + i * bytes */
+    CUdeviceptr base;       /* one reservation of n * bytes */
+};
+
+/* Every rank of c says whether its step succeeded (ok, with its ctx->err
+ * when not).  Returns 0 when all did; otherwise -1 on every rank, with the
+ * same message everywhere: "<what> failed on rank R: <R's error>".  A rank
+ * that could not even exchange (interrupt) fails with its own error. */
+int win_agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what);
+
+/* The recommended VMM granularity of this rank's GPU for a POSIX-fd
+ * exportable allocation. */
+int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
+
+/* The kinds: collective create (desc->team and desc->peer already allocated
+ * with room for c->size entries), collective destroy. */
+int win_nccl_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d);
+int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+int win_vmm_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d);
+int win_vmm_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+
+#endif

@@ -1,0 +1,297 @@
+/* Host windows: MPI-3 shared memory, the CPU analogue of NVLink load/store.
+ *
+ * A window's team is the communicator's ranks on this rank's node: the
+ * communicator split by ctx->node, which is the real node, or the emulated one
+ * under GCSH_RANKS_PER_NODE (each emulated node is part of a real one, so its
+ * ranks can still share memory).  The team allocates one segment with
+ * MPI_Win_allocate_shared; MPI_Win_shared_query maps every member's slice
+ * here, which gives the peer pointer table.
+ *
+ * Memory model: the window is locked for passive access for its whole life
+ * (MPI_Win_lock_all with MPI_MODE_NOCHECK, the usual shared-memory pattern),
+ * and ranks use plain loads and stores; data written before a c:barrier() is
+ * visible after it.  Signal words use C11 atomics: release stores and
+ * read-modify-writes, acquire loads in the waits.
+ *
+ * Waits poll the word, then sleep with a doubling interval up to
+ * WAIT_MAX_SLEEP_NS, so a long wait does not spin a core; they end with an
+ * error when the rank's interrupt flag is raised (Ctrl-C). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "gcsh.h"
+#include "host/host.h"
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "signal words need lock-free 64-bit atomics");
+
+#define WAIT_SPIN_POLLS 2000
+#define WAIT_FIRST_SLEEP_NS 1000L
+#define WAIT_MAX_SLEEP_NS 1000000L
+
+struct gcsh_window_impl {
+    MPI_Comm team; /* the communicator's ranks on this (emulated) node */
+    MPI_Win win;
+    int locked;    /* MPI_Win_lock_all is in force */
+};
+
+static int mpi_fail(gcsh_ctx *ctx, const char *fn, int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "MPI error code %d", rc);
+    return gcsh_set_error(ctx, "host window: %s failed: %s", fn, msg);
+}
+
+#define MPI_CALL_GOTO(ctx, label, fn, args)                                        \
+    do {                                                                           \
+        int rc_ = fn args;                                                         \
+        if (rc_ != MPI_SUCCESS) {                                                  \
+            mpi_fail((ctx), #fn, rc_);                                             \
+            goto label;                                                            \
+        }                                                                          \
+    } while (0)
+
+static size_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+static int host_granularity(gcsh_ctx *ctx, const char *kind, size_t *gran)
+{
+    (void)ctx;
+    (void)kind;
+    *gran = page_size();
+    return 0;
+}
+
+/* The node's ranks share one segment in host memory: each rank's slice may be
+ * at most the machine's RAM divided among the ranks of its (emulated) node.
+ * A sanity bound, so that an absurd size is refused everywhere up front. */
+static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
+{
+    (void)kind;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    size_t ram = pages > 0 ? (size_t)pages * page_size() : SIZE_MAX;
+    *max = ram / (size_t)(ctx->local_size > 0 ? ctx->local_size : 1);
+    return 0;
+}
+
+/* Frees what create made so far; safe on a partly made window. */
+static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc)
+{
+    if (w->locked)
+        MPI_Win_unlock_all(w->win);
+    if (w->win != MPI_WIN_NULL)
+        MPI_Win_free(&w->win);
+    if (w->team != MPI_COMM_NULL)
+        MPI_Comm_free(&w->team);
+    free(w);
+    free(desc->team);
+    free(desc->peer);
+    desc->team = NULL;
+    desc->peer = NULL;
+    desc->team_size = 0; /* as the cuda kinds do: nothing may rely on it after */
+}
+
+static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_window_desc *desc)
+{
+    int comm_rank;
+    MPI_CALL_GOTO(ctx, fail, MPI_Comm_rank, (comm, &comm_rank));
+    MPI_CALL_GOTO(ctx, fail, MPI_Comm_split, (comm, ctx->node, comm_rank, &w->team));
+    MPI_CALL_GOTO(ctx, fail, MPI_Comm_set_errhandler, (w->team, MPI_ERRORS_RETURN));
+    MPI_CALL_GOTO(ctx, fail, MPI_Comm_size, (w->team, &desc->team_size));
+    MPI_CALL_GOTO(ctx, fail, MPI_Comm_rank, (w->team, &desc->team_rank));
+    desc->team = calloc((size_t)desc->team_size, sizeof *desc->team);
+    desc->peer = calloc((size_t)desc->team_size, sizeof *desc->peer);
+    if (!desc->team || !desc->peer) {
+        gcsh_set_error(ctx, "host window: out of host memory");
+        goto fail;
+    }
+    MPI_CALL_GOTO(ctx, fail, MPI_Allgather,
+                  (&comm_rank, 1, MPI_INT, desc->team, 1, MPI_INT, w->team));
+    return 0;
+fail:
+    return -1;
+}
+
+static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc,
+                            void **mine)
+{
+    MPI_Info info;
+    MPI_CALL_GOTO(ctx, fail, MPI_Info_create, (&info));
+    /* each slice placed by the rank that owns it (its NUMA node), not one
+     * block on the first rank's */
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int rc = MPI_Win_allocate_shared((MPI_Aint)desc->alloc_bytes, 1, info, w->team, mine,
+                                     &w->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        mpi_fail(ctx, "MPI_Win_allocate_shared", rc);
+        goto fail;
+    }
+    MPI_CALL_GOTO(ctx, fail, MPI_Win_set_errhandler, (w->win, MPI_ERRORS_RETURN));
+    MPI_CALL_GOTO(ctx, fail, MPI_Win_lock_all, (MPI_MODE_NOCHECK, w->win));
+    w->locked = 1;
+    for (int i = 0; i < desc->team_size; i++) {
+        MPI_Aint size;
+        int disp;
+        MPI_CALL_GOTO(ctx, fail, MPI_Win_shared_query, (w->win, i, &size, &disp, &desc->peer[i]));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static int host_create(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                       gcsh_window_desc *desc, gcsh_window_impl **out)
+{
+    (void)kind;
+    MPI_Comm comm;
+    if (gcsh_host_comm_mpi(ctx, c, &comm) != 0)
+        return -1;
+    gcsh_window_impl *w = calloc(1, sizeof *w);
+    if (!w)
+        return gcsh_set_error(ctx, "host window: out of host memory");
+    w->team = MPI_COMM_NULL;
+    w->win = MPI_WIN_NULL;
+    void *mine = NULL;
+    if (make_team(ctx, comm, w, desc) != 0 || allocate_segment(ctx, w, desc, &mine) != 0)
+        goto fail;
+    /* A new window reads as zeros everywhere (signal words start at 0): each
+     * rank clears its slice, and the team waits until all have. */
+    memset(mine, 0, desc->alloc_bytes);
+    MPI_CALL_GOTO(ctx, fail, MPI_Win_sync, (w->win));
+    MPI_CALL_GOTO(ctx, fail, MPI_Barrier, (w->team));
+    desc->loc = GCSH_LOC_HOST;
+    desc->peer_table_dev = NULL;
+    snprintf(desc->handle, sizeof desc->handle,
+             "MPI_Win_allocate_shared on node %d (%d of the comm's ranks), segment %p", ctx->node,
+             desc->team_size, mine);
+    *out = w;
+    return 0;
+fail:
+    release_impl(w, desc);
+    return -1;
+}
+
+static int host_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
+{
+    (void)ctx;
+    release_impl(w, desc);
+    return 0;
+}
+
+/* ---- signals ------------------------------------------------------------- */
+
+static _Atomic uint64_t *signal_word(const gcsh_window_desc *d, int peer, size_t slot)
+{
+    return (_Atomic uint64_t *)d->peer[peer] + slot;
+}
+
+static int host_signal_set(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           int peer, size_t slot, uint64_t v)
+{
+    (void)ctx;
+    (void)w;
+    atomic_store_explicit(signal_word(d, peer, slot), v, memory_order_release);
+    return 0;
+}
+
+static int host_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           int peer, size_t slot, uint64_t v)
+{
+    (void)ctx;
+    (void)w;
+    atomic_fetch_add_explicit(signal_word(d, peer, slot), v, memory_order_release);
+    return 0;
+}
+
+static int cmp_holds(uint64_t x, uint64_t v, enum gcsh_cmp cmp)
+{
+    switch (cmp) {
+    case GCSH_CMP_GE: return x >= v;
+    case GCSH_CMP_GT: return x > v;
+    case GCSH_CMP_EQ: return x == v;
+    case GCSH_CMP_NE: return x != v;
+    case GCSH_CMP_LE: return x <= v;
+    case GCSH_CMP_LT: return x < v;
+    }
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when
+ * interrupted. */
+static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
+                     enum gcsh_cmp cmp, double timeout)
+{
+    _Atomic uint64_t *word = signal_word(d, d->team_rank, slot);
+    double start = now_seconds();
+    long sleep_ns = WAIT_FIRST_SLEEP_NS;
+    for (unsigned polls = 0;; polls++) {
+        if (cmp_holds(atomic_load_explicit(word, memory_order_acquire), v, cmp))
+            return 0;
+        if (atomic_load(&ctx->interrupt))
+            return gcsh_set_error(ctx, "signal wait interrupted");
+        if (polls < WAIT_SPIN_POLLS)
+            continue;
+        if (now_seconds() - start >= timeout)
+            return 1;
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        sleep_ns = sleep_ns * 2 < WAIT_MAX_SLEEP_NS ? sleep_ns * 2 : WAIT_MAX_SLEEP_NS;
+    }
+}
+
+static int host_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            size_t slot, uint64_t v, enum gcsh_cmp cmp)
+{
+    (void)w;
+    return wait_word(ctx, d, slot, v, cmp, INFINITY) == 0 ? 0 : -1;
+}
+
+static int host_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                                size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout)
+{
+    (void)w;
+    return wait_word(ctx, d, slot, v, cmp, timeout);
+}
+
+static int host_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            size_t slot, uint64_t *v)
+{
+    (void)ctx;
+    (void)w;
+    *v = atomic_load_explicit(signal_word(d, d->team_rank, slot), memory_order_acquire);
+    return 0;
+}
+
+const gcsh_window_ops gcsh_host_window_ops = {
+    .kinds = "host",
+    .default_kind = "host",
+    .granularity = host_granularity,
+    .max_bytes = host_max_bytes,
+    .create = host_create,
+    .destroy = host_destroy,
+    .signal_set = host_signal_set,
+    .signal_add = host_signal_add,
+    .signal_wait = host_signal_wait,
+    .signal_wait_cpu = host_signal_wait_cpu,
+    .signal_read = host_signal_read,
+};

@@ -1,0 +1,732 @@
+/* Checked registration, the registry of symmetric-memory objects, freeing,
+ * and c:agree.  See symmem.h. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "check.h"
+#include "out.h"
+#include "symmem.h"
+
+#define REGISTRY_KEY "gcsh.symmem"
+#define REGISTRY_MT "gcsh.symmem.registry"
+/* c:agree carries strings up to this size (a control exchange, not data). */
+#define AGREE_MAX_BYTES ((size_t)16 << 20)
+/* One rank's part of a registration error. */
+#define DESCRIPTION_LEN 256
+
+/* The rank's objects in creation order.  A full userdata in the Lua
+ * registry, made when the window library opens, before any handle. */
+typedef struct registry {
+    gcsh_symobj *head, *tail;
+} registry;
+
+/* ======================================================================
+ * Proposals and the agree step
+ * ====================================================================== */
+
+void gcsh_sym_proposal_init(gcsh_sym_proposal *p, const char *type)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->type, sizeof p->type, "%s", type);
+}
+
+void gcsh_sym_problem(gcsh_sym_proposal *p, const char *fmt, ...)
+{
+    if (p->problem[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->problem, sizeof p->problem, fmt, ap);
+    va_end(ap);
+}
+
+void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, size_t elem,
+                         size_t max_n, gcsh_sym_size *out)
+{
+    memset(out, 0, sizeof *out);
+    if (p->problem[0])
+        return;
+    if (p->n < 1 || (uint64_t)p->n > max_n) {
+        gcsh_sym_problem(p, "bad argument #1 to '%s' (n must be 1..%zu, got %" PRId64 ")", fname,
+                         max_n, p->n);
+        return;
+    }
+    const gcsh_window_ops *win = ctx->be->win;
+    out->bytes = (size_t)p->n * elem; /* max_n * 8 is far below SIZE_MAX */
+    if (win->granularity(ctx, p->kind, &out->gran) != 0) {
+        gcsh_sym_problem(p, "%s: %s", fname, ctx->err);
+        return;
+    }
+    out->alloc = (out->bytes + out->gran - 1) / out->gran * out->gran;
+    size_t max = SIZE_MAX;
+    if (win->max_bytes && win->max_bytes(ctx, p->kind, &max) != 0) {
+        gcsh_sym_problem(p, "%s: %s", fname, ctx->err);
+        return;
+    }
+    if (out->alloc > max)
+        gcsh_sym_problem(p,
+                         "bad argument #1 to '%s' (%" PRId64 " elements = %zu bytes per rank "
+                         "exceed the %s kind's limit here, %zu bytes per rank)",
+                         fname, p->n, out->alloc, p->kind, max);
+}
+
+static int same_proposal(const gcsh_sym_proposal *a, const gcsh_sym_proposal *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
+/* One rank's call in words; with_seq and with_type when those differ. */
+static void describe(const gcsh_sym_proposal *p, int with_type, int with_seq, char *buf,
+                     size_t len)
+{
+    char prefix[48] = "";
+    if (with_type || with_seq)
+        snprintf(prefix, sizeof prefix, "%s%s#%" PRIu64 " ", with_type ? p->type : "",
+                 with_type ? " " : "", p->seq);
+    if (p->problem[0])
+        snprintf(buf, len, "%s%s", prefix, p->problem);
+    else if (strcmp(p->type, "signals") == 0)
+        snprintf(buf, len, "%s%" PRId64 " slots %s", prefix, p->n, p->kind);
+    else
+        snprintf(buf, len, "%s%" PRId64 " %s %s", prefix, p->n, p->dtype, p->kind);
+}
+
+/* "window #3: ranks disagree: [0,2-3] 1024 f32 host, [1] 1025 f32 host":
+ * ranks with the same description are folded, in the order of their first
+ * rank.  Pushes the message. */
+static void push_disagreement(lua_State *L, const gcsh_sym_proposal *all, int size)
+{
+    int same_seq = 1, same_type = 1;
+    for (int r = 1; r < size; r++) {
+        same_seq &= all[r].seq == all[0].seq;
+        same_type &= strcmp(all[r].type, all[0].type) == 0;
+    }
+    char (*text)[DESCRIPTION_LEN] = lua_newuserdatauv(L, (size_t)size * DESCRIPTION_LEN, 0);
+    int *group = lua_newuserdatauv(L, (size_t)size * sizeof *group, 0);
+    char *done = lua_newuserdatauv(L, (size_t)size, 0);
+    memset(done, 0, (size_t)size);
+    for (int r = 0; r < size; r++)
+        describe(&all[r], !same_type, !same_seq, text[r], DESCRIPTION_LEN);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    char head[64];
+    if (same_seq)
+        snprintf(head, sizeof head, "%s #%" PRIu64 ": ranks disagree: ",
+                 same_type ? all[0].type : "window/signals", all[0].seq);
+    else
+        snprintf(head, sizeof head, "%s: ranks disagree (call order differs): ",
+                 same_type ? all[0].type : "window/signals");
+    luaL_addstring(&b, head);
+    for (int r = 0, first = 1; r < size; r++) {
+        if (done[r])
+            continue;
+        int n = 0;
+        for (int q = r; q < size; q++)
+            if (!done[q] && strcmp(text[q], text[r]) == 0) {
+                group[n++] = q;
+                done[q] = 1;
+            }
+        char ranks[256];
+        gcsh_format_ranks(group, n, ranks, sizeof ranks);
+        if (!first)
+            luaL_addstring(&b, ", ");
+        first = 0;
+        lua_pushfstring(L, "[%s] %s", ranks, text[r]);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+}
+
+void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    p->seq = lc->next_seq;
+    gcsh_sym_proposal *all = lua_newuserdatauv(L, (size_t)lc->size * sizeof *all, 0);
+    /* check.h first: every member must come (or be named); the proposals
+     * themselves are compared here, with their own messages */
+    gcsh_fingerprint fp; /* one name for both: a window meeting signals is said below */
+    gcsh_fp_init(&fp, &lc->chk, "window/signals");
+    gcsh_check_enter(L, &lc->chk, &fp);
+    gcsh_check_leave(L, &lc->chk, ctx->be->comm->agree(ctx, lc->impl, p, all, sizeof *p));
+    uint64_t max_seq = 0;
+    int all_same = 1;
+    for (int r = 0; r < lc->size; r++) {
+        max_seq = all[r].seq > max_seq ? all[r].seq : max_seq;
+        all_same &= same_proposal(&all[r], &all[0]);
+    }
+    /* Resynchronised even after a mismatch, so the next creation works. */
+    lc->next_seq = max_seq + 1;
+    if (all_same && !p->problem[0]) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (all_same)
+        lua_pushfstring(L, "%s #%I: %s", p->type, (lua_Integer)p->seq, p->problem);
+    else
+        push_disagreement(L, all, lc->size);
+    lua_error(L);
+}
+
+/* ======================================================================
+ * Reading creation arguments into a proposal
+ * ====================================================================== */
+
+/* Whether `kind` is one word of the space-separated list `kinds`. */
+static int kind_is_listed(const char *kinds, const char *kind)
+{
+    size_t len = strlen(kind);
+    for (const char *p = kinds; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w == len && len > 0 && strncmp(p, kind, len) == 0)
+            return 1;
+        p += w;
+        p += strspn(p, " ");
+    }
+    return 0;
+}
+
+/* n at arg (a method's argument #1 is its first after self). */
+void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname)
+{
+    int isint = 0;
+    lua_Integer n = lua_tointegerx(L, arg, &isint);
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        gcsh_sym_problem(p, "bad argument #1 to '%s' (number expected, got %s)", fname,
+                         luaL_typename(L, arg));
+    else if (!isint)
+        gcsh_sym_problem(p, "bad argument #1 to '%s' (n must be an integer, got %s)", fname,
+                         luaL_tolstring(L, arg, NULL));
+    else
+        p->n = n;
+}
+
+/* Options {kind=} at arg: an unknown kind or option is a problem that lists
+ * the valid ones (never a silent fallback). */
+void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
+                        int argno)
+{
+    const gcsh_window_ops *win = gcsh_ctx_of(L)->be->win;
+    const char *kind = win->default_kind;
+    if (!lua_isnoneornil(L, arg) && !lua_istable(L, arg)) {
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (table expected, got %s)", argno, fname,
+                         luaL_typename(L, arg));
+    } else if (lua_istable(L, arg)) {
+        lua_pushnil(L);
+        while (lua_next(L, arg)) {
+            lua_pop(L, 1);
+            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "kind") != 0)
+                gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
+                                 argno, fname, luaL_tolstring(L, -1, NULL));
+        }
+        lua_getfield(L, arg, "kind");
+        if (lua_type(L, -1) == LUA_TSTRING)
+            kind = lua_tostring(L, -1);
+        else if (!lua_isnil(L, -1))
+            gcsh_sym_problem(p, "bad argument #%d to '%s' (kind must be a string, got %s)", argno,
+                             fname, luaL_typename(L, -1));
+    }
+    if (!kind_is_listed(win->kinds, kind))
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown kind '%s' (valid: %s))", argno,
+                         fname, kind, win->kinds);
+    snprintf(p->kind, sizeof p->kind, "%s", kind);
+}
+
+void gcsh_sym_require_windows(lua_State *L, const char *fname)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    /* every rank runs the same backend, so this error is the same everywhere */
+    if (!ctx->be->win)
+        luaL_error(L, "%s: the %s backend has no symmetric memory", fname, ctx->be->name);
+}
+
+/* ======================================================================
+ * The registry
+ * ====================================================================== */
+
+static registry *get_registry(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY);
+    registry *reg = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return reg;
+}
+
+static void unlink_object(registry *reg, gcsh_symobj *o)
+{
+    gcsh_symobj **pp = &reg->head, *prev = NULL;
+    while (*pp && *pp != o) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (!*pp)
+        return;
+    *pp = o->next;
+    if (reg->tail == o)
+        reg->tail = prev;
+}
+
+static void drop_slices(gcsh_ctx *ctx, gcsh_symobj *o)
+{
+    if (!o->slices)
+        return;
+    for (int i = 0; i < o->desc.team_size; i++) {
+        gcsh_storage_release(ctx, o->slices[i]); /* the tombstone every view sees */
+        gcsh_storage_unref(ctx, o->slices[i]);
+    }
+    free(o->slices);
+    o->slices = NULL;
+}
+
+/* A record goes once it is freed and its handle is gone. */
+static void forget_if_done(lua_State *L, gcsh_symobj *o)
+{
+    if (o->impl || o->has_handle)
+        return;
+    registry *reg = get_registry(L);
+    if (reg)
+        unlink_object(reg, o);
+    free(o);
+}
+
+/* The local part of freeing, after the barrier: the backend's destroy, the
+ * tombstones, and the comm's reference.  Returns the backend's status. */
+static int destroy_now(lua_State *L, gcsh_symobj *o)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    /* tombstone the views first: destroy frees the descriptor's arrays */
+    drop_slices(ctx, o);
+    int rc = ctx->be->win->destroy(ctx, o->impl, &o->desc);
+    o->impl = NULL;
+    o->comm->registered--;
+    luaL_unref(L, LUA_REGISTRYINDEX, o->comm_ref);
+    o->comm_ref = LUA_NOREF;
+    return rc;
+}
+
+/* Registry __gc, at lua_close: gcsh_symmem_close has freed every object by
+ * then; what is left is records whose handles are still to be finalised
+ * (they unlink themselves) or, in a bare state, memory to give back. */
+static int registry_gc(lua_State *L)
+{
+    registry *reg = luaL_checkudata(L, 1, REGISTRY_MT);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    for (gcsh_symobj *o = reg->head, *next; o; o = next) {
+        next = o->next;
+        drop_slices(ctx, o);
+        if (!o->has_handle) {
+            unlink_object(reg, o);
+            free(o);
+        }
+    }
+    return 0;
+}
+
+int gcsh_symmem_open(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY) == LUA_TUSERDATA) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pop(L, 1);
+    registry *reg = lua_newuserdatauv(L, sizeof *reg, 0);
+    reg->head = reg->tail = NULL;
+    luaL_newmetatable(L, REGISTRY_MT);
+    lua_pushcfunction(L, registry_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY);
+    return 0;
+}
+
+/* ======================================================================
+ * Create, free, collect
+ * ====================================================================== */
+
+/* Tensor storages over each member's slice, made before the collective
+ * create so that running out of host memory fails before anything is
+ * registered.  A team is never larger than the communicator. */
+static gcsh_storage **new_slices(gcsh_ctx *ctx, int count)
+{
+    gcsh_storage **s = calloc((size_t)count, sizeof *s);
+    if (!s)
+        return NULL;
+    for (int i = 0; i < count; i++) {
+        s[i] = gcsh_storage_wrap(ctx, NULL, 0, GCSH_LOC_HOST, "window", "", NULL, NULL);
+        if (!s[i]) {
+            while (i-- > 0)
+                gcsh_storage_unref(ctx, s[i]);
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+/* Points the first team_size storages at the slices; unrefs the rest. */
+static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o, int count, size_t bytes)
+{
+    for (int i = 0; i < count; i++) {
+        gcsh_storage *st = o->slices[i];
+        if (i >= o->desc.team_size) {
+            gcsh_storage_unref(ctx, st);
+            continue;
+        }
+        st->base = o->desc.peer[i];
+        st->bytes = bytes;
+        st->loc = o->desc.loc;
+        st->owner_data = o;
+        char where[48];
+        snprintf(where, sizeof where, "%s of rank %d", o->type, o->desc.team[i]);
+        gcsh_storage_set_where(st, where);
+    }
+}
+
+static const char *type_literal(const char *type)
+{
+    return strcmp(type, "signals") == 0 ? "signals" : "window";
+}
+
+gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
+                             const gcsh_sym_proposal *p, gcsh_dtype dt, const gcsh_sym_size *size)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    comm_idx = lua_absindex(L, comm_idx);
+    handle_idx = lua_absindex(L, handle_idx);
+    lcomm *lc = lua_touserdata(L, comm_idx);
+    gcsh_symobj *o = calloc(1, sizeof *o);
+    gcsh_storage **slices = o ? new_slices(ctx, lc->size) : NULL;
+    if (!slices) {
+        free(o);
+        luaL_error(L, "%s: out of host memory", p->type);
+    }
+    o->type = type_literal(p->type);
+    o->seq = p->seq;
+    snprintf(o->kind, sizeof o->kind, "%s", p->kind);
+    o->n = (size_t)p->n;
+    o->dtype = dt;
+    o->comm = lc;
+    o->comm_impl = lc->impl;
+    o->desc.bytes = size->bytes;
+    o->desc.granularity = size->gran;
+    o->desc.alloc_bytes = size->alloc;
+    o->slices = slices;
+    if (ctx->be->win->create(ctx, lc->impl, o->kind, &o->desc, &o->impl) != 0) {
+        for (int i = 0; i < lc->size; i++)
+            gcsh_storage_unref(ctx, slices[i]);
+        free(slices);
+        free(o);
+        gcsh_raise(L, ctx);
+    }
+    bind_slices(ctx, o, lc->size, size->bytes);
+    lua_pushvalue(L, comm_idx);
+    o->comm_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lc->registered++;
+    registry *reg = get_registry(L);
+    if (reg->tail)
+        reg->tail->next = o;
+    else
+        reg->head = o;
+    reg->tail = o;
+    *(gcsh_symobj **)lua_touserdata(L, handle_idx) = o;
+    o->has_handle = 1;
+    return o;
+}
+
+void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
+{
+    if (!o || !o->impl)
+        return;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    /* no rank tears down memory a peer may still read; checked (check.h)
+     * unless the communicator was aborted, whose barrier fails at once */
+    gcsh_comm_check *cc = &o->comm->chk;
+    if (cc->aborted) {
+        if (ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
+            gcsh_raise(L, ctx);
+    } else {
+        char op[24];
+        snprintf(op, sizeof op, "%s:free", o->type);
+        gcsh_fingerprint fp;
+        gcsh_fp_init(&fp, cc, op);
+        gcsh_check_enter(L, cc, &fp);
+        gcsh_check_leave(L, cc, ctx->be->comm->barrier(ctx, o->comm_impl));
+    }
+    if (destroy_now(L, o) != 0)
+        gcsh_raise(L, ctx);
+}
+
+void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o)
+{
+    if (!o)
+        return;
+    o->has_handle = 0;
+    forget_if_done(L, o);
+}
+
+int gcsh_sym_team_index(const gcsh_symobj *o, int r)
+{
+    for (int i = 0; i < o->desc.team_size; i++)
+        if (o->desc.team[i] == r)
+            return i;
+    return -1;
+}
+
+const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len)
+{
+    return gcsh_format_ranks(o->desc.team, o->desc.team_size, buf, len);
+}
+
+int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)
+{
+    lua_Integer r = luaL_checkinteger(L, arg);
+    int size = o->comm->size;
+    if (r < 0 || r >= size)
+        luaL_argerror(L, arg, lua_pushfstring(L, "peer %I out of range (the comm has ranks 0..%d)",
+                                              r, size - 1));
+    int i = gcsh_sym_team_index(o, (int)r);
+    if (i < 0) {
+        char team[256];
+        luaL_argerror(L, arg,
+                      lua_pushfstring(L, "rank %I is not in this %s's team (reachable: %s)", r,
+                                      o->type, gcsh_sym_team_text(o, team, sizeof team)));
+    }
+    return i;
+}
+
+static void describe_object(const gcsh_symobj *o, char *buf, size_t len)
+{
+    if (strcmp(o->type, "signals") == 0)
+        snprintf(buf, len, "signals #%" PRIu64 " (%zu slots, %s)", o->seq, o->n, o->kind);
+    else
+        snprintf(buf, len, "window #%" PRIu64 " (%zu %s, %s)", o->seq, o->n,
+                 gcsh_dtype_name(o->dtype), o->kind);
+}
+
+static void say(gcsh_ctx *ctx, const char *line)
+{
+    if (ctx->cap) {
+        gcsh_capture_write(ctx->cap, line, strlen(line));
+        gcsh_capture_write(ctx->cap, "\n", 1);
+    } else {
+        fprintf(stderr, "gcsh: rank %d: %s\n", ctx->rank, line);
+    }
+}
+
+static void note_garbage(gcsh_ctx *ctx, gcsh_symobj *o)
+{
+    char what[128], line[512];
+    describe_object(o, what, sizeof what);
+    snprintf(line, sizeof line,
+             "gcsh: %s was garbage-collected without :free(); it stays registered and is freed "
+             "at exit (free it with :free() or a `<close>` variable)",
+             what);
+    say(ctx, line);
+    o->garbage_noted = 1;
+}
+
+void gcsh_symmem_note_garbage(lua_State *L)
+{
+    registry *reg = get_registry(L);
+    if (!reg)
+        return;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    for (gcsh_symobj *o = reg->head; o; o = o->next)
+        if (o->impl && !o->has_handle && !o->garbage_noted)
+            note_garbage(ctx, o);
+}
+
+void gcsh_symmem_close(lua_State *L)
+{
+    registry *reg = get_registry(L);
+    if (!reg)
+        return;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    for (gcsh_symobj *o = reg->head, *next; o; o = next) {
+        next = o->next;
+        if (!o->impl)
+            continue;
+        if (!o->has_handle && !o->garbage_noted)
+            note_garbage(ctx, o);
+        char what[128], line[1200];
+        describe_object(o, what, sizeof what);
+        /* A failed barrier (a communicator an interrupt abandoned) leaves the
+         * memory to MPI_Finalize rather than risk a destroy peers never join. */
+        if (ctx->be->comm->barrier(ctx, o->comm_impl) != 0 || destroy_now(L, o) != 0) {
+            snprintf(line, sizeof line, "at exit, could not free %s: %s", what, ctx->err);
+            say(ctx, line);
+            o->impl = NULL;
+        }
+        forget_if_done(L, o);
+    }
+}
+
+/* ======================================================================
+ * c:agree(s)
+ * ====================================================================== */
+
+/* c:agree(s): collective; every rank's string, in rank order (index rank+1).
+ * Runs on the backend's control exchange (host memory, interruptible), so
+ * it also serves show() for device memory. */
+int gcsh_comm_agree(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *lc = gcsh_check_comm(L, 1);
+    size_t len;
+    const char *s = luaL_checklstring(L, 2, &len);
+    size_t size = (size_t)lc->size;
+    uint64_t mine = len, *lens = lua_newuserdatauv(L, size * sizeof *lens, 0);
+    if (ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine) != 0)
+        return gcsh_raise(L, ctx);
+    uint64_t longest = 0;
+    for (size_t r = 0; r < size; r++)
+        longest = lens[r] > longest ? lens[r] : longest;
+    /* every rank sees the same lengths, so this error is collective */
+    if (longest > AGREE_MAX_BYTES)
+        return luaL_error(L, "agree: a rank's string has %I bytes, more than the %I this "
+                             "control exchange carries",
+                          (lua_Integer)longest, (lua_Integer)AGREE_MAX_BYTES);
+    char *padded = lua_newuserdatauv(L, longest ? longest : 1, 0);
+    char *all = lua_newuserdatauv(L, size * longest + 1, 0);
+    memset(padded, 0, longest ? longest : 1);
+    memcpy(padded, s, len);
+    if (longest && ctx->be->comm->agree(ctx, lc->impl, padded, all, longest) != 0)
+        return gcsh_raise(L, ctx);
+    lua_createtable(L, (int)size, 0);
+    for (size_t r = 0; r < size; r++) {
+        lua_pushlstring(L, all + r * longest, (size_t)lens[r]);
+        lua_rawseti(L, -2, (lua_Integer)r + 1);
+    }
+    return 1;
+}
+
+/* ======================================================================
+ * Handles
+ * ====================================================================== */
+
+gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt)
+{
+    gcsh_symobj **h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = NULL;
+    luaL_setmetatable(L, mt);
+    return h;
+}
+
+gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
+{
+    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
+    if (!o || !o->impl)
+        luaL_error(L, "attempt to use a freed %s", mt);
+    gcsh_check_usable(L, &o->comm->chk);
+    return o;
+}
+
+static void push_team(lua_State *L, const gcsh_symobj *o)
+{
+    lua_createtable(L, o->desc.team_size, 0);
+    for (int i = 0; i < o->desc.team_size; i++) {
+        lua_pushinteger(L, o->desc.team[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static int push_common_field(lua_State *L, const gcsh_symobj *o, const char *key)
+{
+    if (strcmp(key, "kind") == 0)
+        lua_pushstring(L, o->kind);
+    else if (strcmp(key, "n") == 0)
+        lua_pushinteger(L, (lua_Integer)o->n);
+    else if (strcmp(key, "rank") == 0)
+        lua_pushinteger(L, o->comm->rank);
+    else if (strcmp(key, "size") == 0)
+        lua_pushinteger(L, o->comm->size);
+    else if (strcmp(key, "team") == 0)
+        push_team(L, o);
+    else if (strcmp(key, "comm") == 0)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, o->comm_ref);
+    else if (strcmp(key, "seq") == 0)
+        lua_pushinteger(L, (lua_Integer)o->seq);
+    else
+        return 0;
+    return 1;
+}
+
+int gcsh_sym_index(lua_State *L, const char *mt,
+                   int (*extra)(lua_State *L, gcsh_symobj *o, const char *key))
+{
+    luaL_checkudata(L, 1, mt);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return 1; /* methods work on a freed handle too: :free() stays idempotent */
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return 1; /* nil */
+    const char *key = lua_tostring(L, 2);
+    gcsh_symobj *o = gcsh_sym_check_open(L, 1, mt); /* a freed one has no fields */
+    if (push_common_field(L, o, key) || (extra && extra(L, o, key)))
+        return 1;
+    lua_pushnil(L);
+    return 1;
+}
+
+static void set_hex(lua_State *L, const void *p, const char *field)
+{
+    char text[32];
+    snprintf(text, sizeof text, "0x%" PRIxPTR, (uintptr_t)p);
+    lua_pushstring(L, text);
+    lua_setfield(L, -2, field);
+}
+
+void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o)
+{
+    const gcsh_window_desc *d = &o->desc;
+    lua_pushstring(L, o->kind);
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, (lua_Integer)o->n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, (lua_Integer)d->bytes);
+    lua_setfield(L, -2, "bytes");
+    lua_pushinteger(L, (lua_Integer)d->alloc_bytes);
+    lua_setfield(L, -2, "alloc_bytes");
+    lua_pushinteger(L, (lua_Integer)d->granularity);
+    lua_setfield(L, -2, "granularity");
+    lua_pushinteger(L, (lua_Integer)o->seq);
+    lua_setfield(L, -2, "seq");
+    lua_pushinteger(L, o->comm->rank);
+    lua_setfield(L, -2, "rank");
+    push_team(L, o);
+    lua_setfield(L, -2, "team");
+    set_hex(L, d->peer[d->team_rank], "address");
+    lua_createtable(L, d->team_size, 0);
+    for (int i = 0; i < d->team_size; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "0x%" PRIxPTR, (uintptr_t)d->peer[i]);
+        lua_pushstring(L, text);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "peers");
+    if (d->loc == GCSH_LOC_HOST)
+        lua_pushliteral(L, "host");
+    else
+        lua_pushfstring(L, "cuda:%d", d->loc);
+    lua_setfield(L, -2, "where");
+    lua_pushstring(L, d->handle);
+    lua_setfield(L, -2, "handle");
+}
+
+void gcsh_sym_new_metatable(lua_State *L, const char *mt, const luaL_Reg *meth,
+                            const luaL_Reg *metameth, lua_CFunction index)
+{
+    luaL_newmetatable(L, mt);
+    luaL_setfuncs(L, metameth, 0);
+    lua_newtable(L);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
+    lua_pushcclosure(L, index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,136 @@
+/* What windows (l_window.c) and signals (l_signal.c) share: checked
+ * registration, the rank's registry of symmetric-memory objects, collective
+ * freeing, and what happens to objects that were never freed.
+ *
+ * Checked registration: before anything is allocated, every rank of the
+ * communicator contributes a proposal (type, n, dtype, kind, the
+ * communicator's sequence number, and what was wrong with its arguments, if
+ * anything) through the backend's agree exchange.  Unless all proposals are
+ * equal and fine, every rank raises the same error naming each rank's
+ * arguments, so a bad or mismatched call is one collective error: never a
+ * hang, never a window registered on some ranks only.
+ *
+ * Objects and handles: a created object is a record in the rank's registry
+ * (creation order); its Lua handle points at it.  Freeing is collective: a
+ * barrier on the communicator, then the backend's destroy; every tensor view
+ * of the memory is then a tombstone ("attempt to use a freed window").  __gc
+ * never frees: a handle collected while its object is registered leaves the
+ * record behind, which is reported once in the rank's output at the end of
+ * the command, and freed at exit (gcsh_symmem_close, in creation order, the
+ * same order on every rank since creation and free are collective). */
+#ifndef GCSH_SYMMEM_H
+#define GCSH_SYMMEM_H
+
+#include <stdint.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "comm.h"
+#include "gcsh.h"
+#include "tensor.h"
+
+typedef struct gcsh_sym_proposal {
+    uint64_t seq;       /* the communicator's sequence number (set by agree) */
+    int64_t n;
+    char type[8];       /* "window" | "signals" */
+    char dtype[8];
+    char kind[24];
+    char problem[208];  /* what is wrong with this rank's arguments, or "" */
+} gcsh_sym_proposal;
+
+/* A zeroed proposal (every byte is sent, so none may be uninitialised). */
+void gcsh_sym_proposal_init(gcsh_sym_proposal *p, const char *type);
+/* Records the first thing wrong with the arguments (later ones are kept out:
+ * one clear message per rank). */
+void gcsh_sym_problem(gcsh_sym_proposal *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Readers of creation arguments: what is wrong becomes a problem of p.
+ * n at stack index arg is the method's argument #1; options {kind=} at arg
+ * are argument #argno (an unknown kind or option lists the valid ones). */
+void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname);
+void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
+                        int argno);
+/* Raises when the backend has no windows (the same on every rank). */
+void gcsh_sym_require_windows(lua_State *L, const char *fname);
+
+/* The size checks every kind shares: n within 1..max_n, the kind's
+ * granularity and its per-rank bound.  Fills bytes, gran and alloc (bytes
+ * rounded up to gran) or records a problem. */
+typedef struct gcsh_sym_size {
+    size_t bytes, gran, alloc;
+} gcsh_sym_size;
+void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, size_t elem,
+                         size_t max_n, gcsh_sym_size *out);
+
+/* The agree step: returns when every rank proposed the same valid thing, and
+ * otherwise raises the same error on every rank.  Either way the next
+ * creation on lc proposes the same sequence number on every rank. */
+void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p);
+
+typedef struct gcsh_symobj gcsh_symobj;
+struct gcsh_symobj {
+    gcsh_symobj *next;          /* the registry, in creation order */
+    const char *type;           /* "window" | "signals" */
+    uint64_t seq;
+    char kind[24];
+    size_t n;
+    gcsh_dtype dtype;
+    lcomm *comm;                /* alive: comm_ref holds its userdata */
+    gcsh_comm_impl *comm_impl;  /* for the barrier of free */
+    int comm_ref;               /* registry reference to the comm's userdata */
+    gcsh_window_impl *impl;     /* NULL once freed */
+    gcsh_window_desc desc;      /* team and peer arrays belong to the backend */
+    gcsh_storage **slices;      /* [team_size]: each member's slice, for views */
+    int has_handle;             /* its Lua handle still exists */
+    int garbage_noted;
+};
+
+/* Collective: registers an object for the agreed proposal p on the comm at
+ * comm_idx, for the handle at handle_idx (a userdata whose first member is a
+ * gcsh_symobj *, NULL until this succeeds).  Raises on failure, with nothing
+ * registered. */
+gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
+                             const gcsh_sym_proposal *p, gcsh_dtype dt, const gcsh_sym_size *size);
+/* Collective, idempotent: barrier, then destroy; views become tombstones.
+ * Raises when the barrier or the backend fails. */
+void gcsh_sym_free(lua_State *L, gcsh_symobj *o);
+/* __gc of a handle: local only (see the top of the file). */
+void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o);
+
+/* The team index of communicator rank r, or -1. */
+int gcsh_sym_team_index(const gcsh_symobj *o, int r);
+/* Checks arg (a communicator rank) and returns its team index; the error
+ * names the reachable ranks. */
+int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg);
+/* "0-1,3": the team as communicator ranks, into buf. */
+const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len);
+
+/* Handles (one userdata type per Lua type, each holding a gcsh_symobj *,
+ * NULL while closed).  push makes a closed one; check raises "attempt to use
+ * a freed <type>" unless the object is registered. */
+gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt);
+gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt);
+/* __index: methods (upvalue 1) first, then the fields both types have (kind,
+ * n, rank, size, team, comm, seq) and those of `extra` (may be NULL). */
+int gcsh_sym_index(lua_State *L, const char *mt,
+                   int (*extra)(lua_State *L, gcsh_symobj *o, const char *key));
+/* The info() fields both types have, into the table on top of the stack. */
+void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o);
+/* Makes mt's metatable: metameth (its __index set to an index closure over
+ * the methods), meth, and __methods for completion. */
+void gcsh_sym_new_metatable(lua_State *L, const char *mt, const luaL_Reg *meth,
+                            const luaL_Reg *metameth, lua_CFunction index);
+
+/* Opens the registry (once per state, before any handle exists). */
+int gcsh_symmem_open(lua_State *L);
+
+/* End of a command: writes one line per newly collected, unfreed object
+ * into the rank's output. */
+void gcsh_symmem_note_garbage(lua_State *L);
+/* Before lua_close: frees every object still registered, in creation order
+ * (collective; every rank calls it at exit). */
+void gcsh_symmem_close(lua_State *L);
+
+#endif
