@@ -397,9 +397,19 @@ static void group_free(group *g)
     free(g->missing);
 }
 
+static int any_waiting(const gcsh_checker *k)
+{
+    for (int r = 0; r < k->size; r++)
+        if (k->slot[r].present)
+            return 1;
+    return 0;
+}
+
 void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now,
                           double timeout, int probed)
 {
+    if (!any_waiting(k)) /* the common case, after every message: cheap */
+        return;
     group g = group_new(k->size);
     for (int changed = 1; changed;) {
         changed = 0;
@@ -430,6 +440,8 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
 int gcsh_checker_needs_probe(const gcsh_checker *k, const gcsh_checker_io *io, double now,
                              double timeout)
 {
+    if (!any_waiting(k))
+        return 0;
     group g = group_new(k->size);
     int needs = 0;
     for (int r = 0; r < k->size && !needs; r++) {
