@@ -25,6 +25,11 @@ cudaError_t gcsh_k_arange(void *p, gcsh_dtype dt, size_t n, gcsh_scalar start, g
 /* p[i] = rand(seed, i) (rand_hd.h). */
 cudaError_t gcsh_k_rand(void *p, gcsh_dtype dt, size_t n, uint64_t seed, cudaStream_t stream);
 
+/* A test facility (gcsh.debug.inject("oob_write")): one thread stores to an
+ * address no allocation covers, so the stream fails with the sticky
+ * cudaErrorIllegalAddress. */
+cudaError_t gcsh_k_fault_oob_write(cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,7 @@
 # on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
 # liblua5.4-0 libreadline-dev libreadline8), unpacked with dpkg -x into a
 # private prefix, never into /.  Each test (the C backend test and every
-# tests/gpu/*.lua) at each rank count (2, and 4 when 4 GPUs are visible) counts
+# tests/gpu/*.lua, and every tests/gpu/*.sh: faults) at each rank count (2, and 4 when 4 GPUs are visible) counts
 # as one test; the last line is "N passed, N failed"; the exit code is 1 when
 # any failed.
 set -uo pipefail
@@ -82,6 +82,18 @@ for np in "${counts[@]}"; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
             "$BUILD/gcsh" "$t"
+    done
+    # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
+    for t in tests/gpu/*.sh; do
+        [ -e "$t" ] || continue
+        log="$LOGS/$(basename "$t").np$np.log"
+        if timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1 &&
+            grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
+            passed=$((passed + 1)); printf 'ok    %-32s np=%d\n' "$t" "$np"
+        else
+            failed=$((failed + 1)); printf 'FAIL  %-32s np=%d\n' "$t" "$np"
+            grep -E '^FAIL' -A4 "$log" | head -30 | sed 's/^/      /'
+        fi
     done
 done
 

@@ -85,6 +85,13 @@ typedef struct gcsh_comm_ops {
      * fingerprints), so it works on host memory on every backend, waits
      * interruptibly, and never touches the GPU. */
     int (*agree)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all, size_t bytes);
+    /* Abandons c on this rank without waiting for anyone (an interrupt or
+     * .abort on some rank): afterwards only release may be called, and it
+     * must not block (host: leak the MPI communicator; cuda: ncclCommAbort). */
+    void (*abort)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    /* Whether the backend gave c up by itself (an interrupted wait, an
+     * asynchronous NCCL error). */
+    int (*aborted)(gcsh_comm_impl *c);
 } gcsh_comm_ops;
 
 /* ---- symmetric memory windows and signals --------------------------------
@@ -218,6 +225,11 @@ typedef struct gcsh_backend {
     /* Optional (may be NULL): sets the backend's own fields of the `gcsh`
      * global table, which is on top of the Lua stack (cuda: gcsh.nccl). */
     void (*globals)(gcsh_ctx *ctx, void *lua_state);
+    /* Optional (may be NULL): gcsh.debug.inject(what), a test facility that
+     * makes a fault happen ("oom": the next allocation fails; "fatal" or
+     * "oob_write": an unrecoverable fault).  -1 with ctx->err for an unknown
+     * or unsupported what. */
+    int (*inject)(gcsh_ctx *ctx, const char *what);
     const gcsh_mem_ops *mem;
     const gcsh_comm_ops *comm;
     const gcsh_window_ops *win;

@@ -11,6 +11,7 @@
 
 #include <lua.h>
 
+#include "check.h"
 #include "gcsh.h"
 
 #define GCSH_COMM_MT "comm"
@@ -23,6 +24,7 @@ typedef struct lcomm {
     uint64_t next_seq;
     /* Windows and signals registered on it and not yet freed. */
     int registered;
+    gcsh_comm_check chk;  /* id, sequence number, members, aborted (check.h) */
 } lcomm;
 
 /* luaL_checkudata + "attempt to use a freed comm". */

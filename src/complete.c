@@ -12,8 +12,8 @@ static const char *const lua_keywords[] = {
     "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
     NULL};
 
-static const char *const dot_commands[] = {".help", ".info", ".ranks", ".timeout", ".time", ".quit",
-                                           NULL};
+static const char *const dot_commands[] = {".help", ".info", ".ranks", ".timeout", ".time",
+                                           ".check", ".abort", ".quit", NULL};
 
 typedef struct matches {
     char **v;

@@ -1,11 +1,14 @@
 /* Rank 0's coordinator.  See coord.h. */
+#include <ctype.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "check.h"
 #include "coord.h"
 #include "msg.h"
 #include "sig.h"
@@ -13,15 +16,33 @@
 /* A rank's streamed text is held this long before printing, so that the same
  * line from every rank arrives in time to be folded into one. */
 #define FOLD_WINDOW_S 0.25
+/* Text waiting to be folded is printed at once beyond this many bytes (all
+ * ranks together), so rank 0's memory stays bounded whatever ranks print. */
+#define FOLD_MAX_PENDING ((size_t)8 << 20)
+/* How long rank 0 waits for the answers to MSG_WHERE. */
+#define PROBE_WAIT_S 0.3
+#define WHERE_LEN 200
 
 enum { IDLE = 0, RUNNING, DONE };
 
 typedef struct run_state {
+    const char *targets;
     char *state;      /* per rank: IDLE, RUNNING, DONE */
     uint32_t *status; /* per rank: CHUNK_* once DONE */
     int running;
     double start, first_pending, next_report;
+    char (*where)[WHERE_LEN]; /* per rank: its latest answer to MSG_WHERE */
+    char *asked;      /* per rank: a MSG_WHERE is outstanding */
+    int nasked;
+    double probe_until; /* 0: no probe in flight */
+    int report_due;     /* a hang report waits for the probe */
+    int abort_all;      /* .abort was given */
 } run_state;
+
+typedef struct coord_run {
+    gcsh_coord *c;
+    run_state *rs;
+} coord_run;
 
 static double now_seconds(void)
 {
@@ -32,15 +53,20 @@ static double now_seconds(void)
 
 void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
 {
-    *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out};
+    *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
+                      .abort_fd = -1};
     c->lost = calloc((size_t)ctx->size, 1);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
+    gcsh_checker_init(&c->checker, ctx->size);
 }
 
 void gcsh_coord_destroy(gcsh_coord *c)
 {
     gcsh_fold_destroy(&c->fold);
+    gcsh_checker_destroy(&c->checker);
+    gcsh_text_free(&c->typeahead);
     free(c->lost);
+    free(c->aborted);
 }
 
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
@@ -66,6 +92,24 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
     return buf;
 }
 
+/* ---- ending the session at once -------------------------------------------- */
+
+/* Every other rank exits with `code` (their watchers do it, whatever their
+ * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
+ * a device is lost, and finalising could hang. */
+static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
+{
+    gcsh_fold_flush(&c->fold, 0);
+    gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
+    for (int r = 1; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    if (c->on_exit)
+        c->on_exit(c->exit_arg);
+    fflush(NULL);
+    _exit(code);
+}
+
 static void mark_lost(gcsh_coord *c, run_state *rs, int r)
 {
     c->lost[r] = 1;
@@ -75,64 +119,292 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     rs->status[r] = CHUNK_ERROR;
     gcsh_fold_flush(&c->fold, 0);
     gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
+    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
 }
 
-static void send_interrupts(gcsh_coord *c, run_state *rs)
+/* ---- what ranks are doing --------------------------------------------------- */
+
+static int io_running(void *arg, int r)
 {
-    char buf[1024];
-    for (int r = 0; r < c->size; r++)
-        if (rs->state[r] == RUNNING &&
-            gcsh_msg_send(c->link->peer_ctl[r], MSG_INTERRUPT, c->seq, NULL, 0, NULL, 0) != 0)
-            mark_lost(c, rs, r);
-    gcsh_fold_flush(&c->fold, 0);
-    gcsh_coord_say(c, "\ngcsh: interrupting [%s]", ranks_where(c, rs, RUNNING, buf, sizeof buf));
+    const coord_run *cr = arg;
+    return cr->rs->state[r] == RUNNING;
 }
 
+/* Where a rank is that waits on no fingerprint. */
+static const char *io_where(void *arg, int r)
+{
+    const coord_run *cr = arg;
+    const run_state *rs = cr->rs;
+    if (cr->c->lost[r])
+        return "is gone";
+    if (!rs->targets[r])
+        return "not running this command (.ranks)";
+    if (rs->state[r] == DONE)
+        return rs->status[r] == CHUNK_OK ? "finished the command"
+               : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
+                                                     : "ended the command with an error";
+    return rs->where[r][0] ? rs->where[r] : "running (no answer)";
+}
+
+static void io_verdict(void *arg, int r, uint32_t serial, int ok, const char *text)
+{
+    const coord_run *cr = arg;
+    uint32_t head[2] = {serial, (uint32_t)ok};
+    gcsh_msg_send(cr->c->link->peer_cmd[r], MSG_VERDICT, cr->c->seq, head, sizeof head, text,
+                  strlen(text) + 1);
+}
+
+static gcsh_checker_io checker_io(coord_run *cr)
+{
+    return (gcsh_checker_io){.arg = cr, .running = io_running, .where = io_where,
+                             .verdict = io_verdict};
+}
+
+/* Asks every running rank that waits on no fingerprint where it is. */
+static void start_probe(gcsh_coord *c, run_state *rs, double now)
+{
+    if (rs->probe_until > 0)
+        return;
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != RUNNING || gcsh_checker_waiting(&c->checker, r))
+            continue;
+        rs->where[r][0] = '\0';
+        if (gcsh_msg_send(c->link->peer_ctl[r], MSG_WHERE, c->seq, NULL, 0, NULL, 0) == 0) {
+            rs->asked[r] = 1;
+            rs->nasked++;
+        }
+    }
+    rs->probe_until = now + PROBE_WAIT_S;
+}
+
+static void unask(run_state *rs, int r)
+{
+    if (rs->asked[r]) {
+        rs->asked[r] = 0;
+        rs->nasked--;
+    }
+}
+
+/* The hang report: one line, then where the running ranks are, folded. */
 static void report_progress(gcsh_coord *c, run_state *rs, double now)
 {
     char done[1024], running[1024];
     gcsh_fold_flush(&c->fold, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
-    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts)",
-                   now - rs->start, done, running);
+    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
+                   now - rs->start, done, running, c->abort_fd >= 0 ? ", .abort aborts" : "");
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
+    char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
+    const char **v = malloc((size_t)c->size * sizeof *v);
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != RUNNING)
+            continue;
+        if (gcsh_checker_waiting(&c->checker, r))
+            gcsh_checker_where(&c->checker, r, now, text[n], WHERE_LEN);
+        else
+            snprintf(text[n], WHERE_LEN, "%s", rs->where[r][0] ? rs->where[r] : "(no answer)");
+        v[n] = text[n];
+        ranks[n++] = r;
+    }
+    gcsh_text t = {0};
+    gcsh_text_append(&t, "gcsh:   ", 8);
+    gcsh_fold_texts(&t, ranks, n, v, "\ngcsh:   ");
+    if (n)
+        gcsh_coord_say(c, "%s", t.s);
+    gcsh_text_free(&t);
+    free(ranks);
+    free(text);
+    free(v);
 }
+
+/* ---- interrupts and aborts ------------------------------------------------- */
+
+static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
+{
+    char buf[1024], flag = INTERRUPT_ABORT;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == RUNNING &&
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_INTERRUPT, c->seq, &flag, abort ? 1 : 0, NULL,
+                          0) != 0)
+            mark_lost(c, rs, r);
+    gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
+    rs->abort_all |= abort;
+    gcsh_fold_flush(&c->fold, 0);
+    gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
+                   ranks_where(c, rs, RUNNING, buf, sizeof buf));
+}
+
+/* Lines typed at the terminal while a command runs (the terminal is in
+ * line mode then, so they come whole): `.abort`, or lines typed ahead, which
+ * are kept for the prompt. */
+static void read_terminal(gcsh_coord *c, run_state *rs)
+{
+    char buf[4096];
+    ssize_t n = read(c->abort_fd, buf, sizeof buf);
+    if (n <= 0) {
+        c->abort_fd = -1; /* end of input: the prompt will see it */
+        return;
+    }
+    for (ssize_t i = 0; i < n;) {
+        char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+        size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : (size_t)(n - i);
+        const char *line = buf + i;
+        size_t a = 0, b = len;
+        while (a < b && isspace((unsigned char)line[a]))
+            a++;
+        while (b > a && isspace((unsigned char)line[b - 1]))
+            b--;
+        if (b - a == 6 && memcmp(line + a, ".abort", 6) == 0)
+            send_interrupts(c, rs, 1);
+        else
+            gcsh_text_append(&c->typeahead, line, len);
+        i += (ssize_t)len;
+    }
+}
+
+static void note_aborted(gcsh_coord *c, const char *data, size_t len)
+{
+    for (size_t off = 0; off + sizeof(uint64_t) <= len; off += sizeof(uint64_t)) {
+        uint64_t id;
+        memcpy(&id, data + off, sizeof id);
+        int known = 0;
+        for (size_t i = 0; i < c->naborted && !known; i++)
+            known = c->aborted[i] == id;
+        if (known)
+            continue;
+        if (c->naborted == c->cap_aborted) {
+            size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
+            uint64_t *p = realloc(c->aborted, cap * sizeof *p);
+            if (!p)
+                return;
+            c->aborted = p;
+            c->cap_aborted = cap;
+        }
+        c->aborted[c->naborted++] = id;
+    }
+}
+
+/* After the command: every rank (targeted or not) aborts what some rank
+ * aborted, or everything after .abort, before it runs anything else. */
+static void spread_aborts(gcsh_coord *c, int all)
+{
+    if (!all && c->naborted == 0)
+        return;
+    for (int r = 0; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_cmd[r], MSG_ABORT_COMMS, all ? 1 : 0, c->aborted,
+                          all ? 0 : c->naborted * sizeof *c->aborted, NULL, 0);
+    c->naborted = 0;
+}
+
+/* ---- the wait --------------------------------------------------------------- */
 
 static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
 {
     if (m->h.seq != c->seq)
         return; /* late output of an earlier chunk cannot happen; ignore noise */
-    if (m->h.type == MSG_OUT) {
+    double now = now_seconds();
+    switch (m->h.type) {
+    case MSG_OUT:
         gcsh_fold_add(&c->fold, r, m->data, m->h.len);
         if (rs->first_pending == 0)
-            rs->first_pending = now_seconds();
-    } else if (m->h.type == MSG_DONE && m->h.len >= sizeof(uint32_t)) {
+            rs->first_pending = now;
+        break;
+    case MSG_DONE:
+        if (m->h.len < sizeof(uint32_t))
+            break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
         gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
+        unask(rs, r);
+        break;
+    case MSG_FP:
+        if (gcsh_checker_add(&c->checker, r, m->data, m->h.len, now) != 0) {
+            uint32_t serial = 0;
+            if (m->h.len >= sizeof serial)
+                memcpy(&serial, m->data, sizeof serial);
+            io_verdict(&(coord_run){c, rs}, r, serial, 0, "malformed fingerprint");
+        }
+        break;
+    case MSG_WHERE:
+        snprintf(rs->where[r], WHERE_LEN, "%s", m->data);
+        unask(rs, r);
+        break;
+    case MSG_ABORTED:
+        note_aborted(c, m->data, m->h.len);
+        break;
+    case MSG_FATAL:
+        gcsh_fold_flush(&c->fold, 0);
+        fputs(m->data, c->out);
+        die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
     }
+}
+
+static double earliest(double a, double b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
 }
 
 static int poll_timeout_ms(const gcsh_coord *c, const run_state *rs, double now)
 {
-    double wait = 3600;
+    double next = 0;
     if (rs->first_pending > 0)
-        wait = rs->first_pending + FOLD_WINDOW_S - now;
-    if (c->timeout > 0 && rs->next_report - now < wait)
-        wait = rs->next_report - now;
-    return wait <= 0 ? 0 : (int)(wait * 1000) + 1;
+        next = rs->first_pending + FOLD_WINDOW_S;
+    if (c->timeout > 0)
+        next = earliest(next, rs->next_report);
+    next = earliest(next, rs->probe_until);
+    next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
+    if (next == 0)
+        return 3600 * 1000;
+    return next <= now ? 0 : (int)((next - now) * 1000) + 1;
+}
+
+/* Output, reports, checks and probes that are due. */
+static void on_time(gcsh_coord *c, run_state *rs, double now)
+{
+    coord_run cr = {c, rs};
+    gcsh_checker_io io = checker_io(&cr);
+    if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
+        gcsh_fold_flush(&c->fold, 1);
+        rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
+    }
+    if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
+        gcsh_fold_flush(&c->fold, 0);
+    gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
+    if (c->timeout > 0 && now >= rs->next_report) {
+        rs->report_due = 1;
+        rs->next_report = now + c->timeout;
+        start_probe(c, rs, now);
+    }
+    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
+        start_probe(c, rs, now);
+    if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
+        if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
+            report_progress(c, rs, now);
+        gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 1);
+        rs->report_due = 0;
+        rs->probe_until = 0;
+        for (int r = 0; r < c->size; r++)
+            unask(rs, r);
+    }
 }
 
 static void wait_for_ranks(gcsh_coord *c, run_state *rs)
 {
-    struct pollfd *p = malloc((size_t)(c->size + 1) * sizeof *p);
-    int *who = malloc((size_t)(c->size + 1) * sizeof *who);
+    struct pollfd *p = malloc((size_t)(c->size + 2) * sizeof *p);
+    int *who = malloc((size_t)(c->size + 2) * sizeof *who);
     gcsh_msg m = {0};
     double spin_s = gcsh_spin_us() * 1e-6;
     while (rs->running > 0) {
-        int n = 0;
+        int n = 0, term = -1;
         p[n++] = (struct pollfd){.fd = c->sigfd, .events = POLLIN};
+        if (c->abort_fd >= 0) {
+            term = n;
+            p[n++] = (struct pollfd){.fd = c->abort_fd, .events = POLLIN};
+        }
+        int first_rank = n;
         for (int r = 0; r < c->size; r++)
             if (rs->state[r] == RUNNING) {
                 who[n] = r;
@@ -147,8 +419,10 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
         if (ready == 0)
             poll(p, (nfds_t)n, poll_timeout_ms(c, rs, now_seconds()));
         if ((p[0].revents & POLLIN) && (gcsh_sig_drain(c->sigfd) & 1))
-            send_interrupts(c, rs);
-        for (int i = 1; i < n; i++) {
+            send_interrupts(c, rs, 0);
+        if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
+            read_terminal(c, rs);
+        for (int i = first_rank; i < n; i++) {
             if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             if (gcsh_msg_recv(p[i].fd, &m) == 0)
@@ -156,15 +430,7 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
             else
                 mark_lost(c, rs, who[i]);
         }
-        double now = now_seconds();
-        if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
-            gcsh_fold_flush(&c->fold, 1);
-            rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
-        }
-        if (c->timeout > 0 && now >= rs->next_report) {
-            report_progress(c, rs, now);
-            rs->next_report = now + c->timeout;
-        }
+        on_time(c, rs, now_seconds());
     }
     gcsh_msg_free(&m);
     free(p);
@@ -193,18 +459,33 @@ static void send_chunk(gcsh_coord *c, run_state *rs, const char *targets, uint32
     free(head);
 }
 
+static void say_interrupted(gcsh_coord *c, const run_state *rs)
+{
+    char buf[1024];
+    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == DONE && rs->status[r] == CHUNK_INTERRUPTED)
+            list[n++] = r;
+    gcsh_coord_say(c, "gcsh: %s [%s]", rs->abort_all ? "aborted" : "interrupted",
+                   gcsh_format_ranks(list, n, buf, sizeof buf));
+    free(list);
+}
+
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res)
 {
-    run_state rs = {0};
+    run_state rs = {.targets = targets};
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
+    rs.where = calloc((size_t)c->size, sizeof *rs.where);
+    rs.asked = calloc((size_t)c->size, 1);
     rs.start = now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
     wait_for_ranks(c, &rs);
+    gcsh_checker_clear(&c->checker);
     gcsh_fold_flush(&c->fold, 0);
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
@@ -213,18 +494,17 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
         res->lost += c->lost[r] && targets[r];
     }
-    if (res->interrupted) {
-        char buf[1024];
-        int *list = malloc((size_t)c->size * sizeof *list), n = 0;
-        for (int r = 0; r < c->size; r++)
-            if (rs.state[r] == DONE && rs.status[r] == CHUNK_INTERRUPTED)
-                list[n++] = r;
-        gcsh_coord_say(c, "gcsh: interrupted [%s]", gcsh_format_ranks(list, n, buf, sizeof buf));
-        free(list);
-    }
+    if (res->interrupted || rs.abort_all)
+        say_interrupted(c, &rs);
+    if (rs.abort_all)
+        gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
+    spread_aborts(c, rs.abort_all);
+    res->aborted = rs.abort_all;
     res->seconds = now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);
+    free(rs.where);
+    free(rs.asked);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

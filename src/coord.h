@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coord_check.h"
 #include "out.h"
 #include "spmd.h"
 
@@ -20,10 +21,26 @@ typedef struct gcsh_coord {
     FILE *out;         /* where rank output and reports go */
     gcsh_fold fold;
     char *lost;        /* per rank: its connection closed */
+    gcsh_checker checker; /* fingerprints ranks wait on (coord_check.h) */
+    /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
+     * a piped session, whose next lines belong to later commands). */
+    int abort_fd;
+    /* Lines read from abort_fd that were not `.abort`: typed ahead for the
+     * prompt, which takes them first (repl.c). */
+    gcsh_text typeahead;
+    /* Ids of communicators some rank aborted during the command: every rank
+     * aborts them before the next one (check.h). */
+    uint64_t *aborted;
+    size_t naborted, cap_aborted;
+    /* Called before the process ends the session at once (a lost rank, an
+     * unrecoverable fault): gives the terminal back. */
+    void (*on_exit)(void *arg);
+    void *exit_arg;
 } gcsh_coord;
 
 typedef struct gcsh_run_result {
     int ran;           /* ranks the chunk was sent to */
+    int aborted;       /* .abort tore the communicators down */
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
     int lost;          /* ranks whose connection closed meanwhile */

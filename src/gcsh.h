@@ -15,6 +15,7 @@
 #define GCSH_VERSION "0.1.0"
 
 typedef struct gcsh_capture gcsh_capture;
+typedef struct gcsh_check gcsh_check;
 
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
@@ -31,6 +32,12 @@ struct gcsh_ctx {
     /* Set by the rank's watcher thread when rank 0 asks for an interrupt;
      * cleared when the next chunk starts.  Blocking waits poll it. */
     atomic_int interrupt;
+    /* Collective checks, whereabouts and aborts (check.h); NULL in a bare
+     * state (C tests), where checks are off. */
+    gcsh_check *check;
+    /* Set by a backend that met an error the process cannot recover from (a
+     * sticky CUDA error): gcsh_raise then ends every rank (check.h). */
+    int fatal;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

@@ -28,13 +28,20 @@
  * is collected while still open is leaked instead, and the next comm call on
  * that rank prints a one-time note to stderr (not from __gc itself, so a
  * script's exit, when everything is collected, stays quiet).
+ *
+ * Checks (check.h): every collective, split, barrier and comm.world() first
+ * exchanges a fingerprint through rank 0 (.check on), and publishes where the
+ * rank is while it runs.  An interrupted operation aborts its communicator on
+ * every rank; an aborted comm refuses every use but :free().
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
 
+#include "check.h"
 #include "comm.h"
 #include "gcsh.h"
 #include "tensor.h"
@@ -42,6 +49,9 @@
 #define COMM_MT GCSH_COMM_MT
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
+
+/* The pseudo-communicator of comm.world()'s check: every rank of the session. */
+#define SESSION_COMM_ID (~0ULL)
 
 static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
 {
@@ -55,6 +65,7 @@ static lcomm *check_open(lua_State *L, int idx)
     lcomm *lc = luaL_checkudata(L, idx, COMM_MT);
     if (!lc->impl)
         luaL_error(L, "attempt to use a freed comm");
+    gcsh_check_usable(L, &lc->chk);
     return lc;
 }
 
@@ -68,23 +79,28 @@ static lcomm *push_closed(lua_State *L)
     lcomm *lc = lua_newuserdatauv(L, sizeof *lc, 0);
     lc->impl = NULL;
     lc->rank = lc->size = 0;
+    memset(&lc->chk, 0, sizeof lc->chk);
     lc->next_seq = 1;
     lc->registered = 0;
     luaL_setmetatable(L, COMM_MT);
     return lc;
 }
 
-static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl)
+/* members: the world rank of each member (taken over), or NULL. */
+static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl, uint64_t id, int *members)
 {
     lc->impl = impl;
     lc->rank = ops_of(ctx)->rank(impl);
     lc->size = ops_of(ctx)->size(impl);
+    gcsh_comm_check_attach(ctx, &lc->chk, impl, id, lc->rank, lc->size, members);
 }
 
-/* The collective release behind :free() and __close; idempotent. */
+/* The collective release behind :free() and __close; idempotent.  An aborted
+ * communicator's release does not wait for anyone (backend.h). */
 static void release(gcsh_ctx *ctx, lcomm *lc)
 {
     if (lc->impl) {
+        gcsh_comm_check_detach(ctx, &lc->chk);
         ops_of(ctx)->release(ctx, lc->impl);
         lc->impl = NULL;
     }
@@ -106,6 +122,7 @@ static int comm_gc(lua_State *L)
     lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
     if (!lc->impl)
         return 0;
+    gcsh_comm_check_detach(gcsh_ctx_of(L), &lc->chk);
     lc->impl = NULL;
     push_leaks(L);
     lua_getfield(L, -1, "count");
@@ -150,6 +167,8 @@ static int comm_tostring(lua_State *L)
     lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
     if (!lc->impl)
         lua_pushliteral(L, "comm(freed)");
+    else if (lc->chk.aborted)
+        lua_pushliteral(L, "comm(aborted)");
     else
         lua_pushfstring(L, "comm(rank %d of %d, %s)", lc->rank, lc->size,
                         gcsh_ctx_of(L)->be->name);
@@ -172,19 +191,62 @@ static int comm_index(lua_State *L)
 
 /* ---- constructors ------------------------------------------------------- */
 
+/* The world rank of every member of impl (NULL when the backend cannot say):
+ * what the coordinator needs to name the members that did not arrive. */
+static int *exchange_members(gcsh_ctx *ctx, gcsh_comm_impl *impl)
+{
+    int n = ops_of(ctx)->size(impl);
+    int *members = malloc((size_t)n * sizeof *members);
+    int32_t mine = ctx->rank, *all = malloc((size_t)n * sizeof *all);
+    if (!members || !all || !ops_of(ctx)->agree ||
+        ops_of(ctx)->agree(ctx, impl, &mine, all, sizeof mine) != 0) {
+        free(members);
+        members = NULL;
+    }
+    for (int i = 0; members && i < n; i++)
+        members[i] = all[i];
+    free(all);
+    return members;
+}
+
+static int *world_members(gcsh_ctx *ctx)
+{
+    int *members = malloc((size_t)ctx->size * sizeof *members);
+    for (int i = 0; members && i < ctx->size; i++)
+        members[i] = i;
+    return members;
+}
+
+/* comm.world() is collective over the session (it duplicates MPI's world):
+ * checked on a pseudo-communicator of every rank, so a rank that never
+ * comes is named instead of hanging the others. */
+static void check_world(lua_State *L, gcsh_ctx *ctx)
+{
+    gcsh_comm_check session = {.id = SESSION_COMM_ID, .rank = ctx->rank, .size = ctx->size,
+                               .members = world_members(ctx)};
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, &session, "comm.world");
+    fp.seq = 0;
+    int rc = gcsh_check_collective(L, &session, &fp);
+    free(session.members);
+    if (rc != 0)
+        luaL_error(L, "%s", ctx->err);
+}
+
 static int comm_world(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     note_leaks_once(L);
     if (lua_getfield(L, LUA_REGISTRYINDEX, WORLD_KEY) == LUA_TUSERDATA &&
-        ((lcomm *)lua_touserdata(L, -1))->impl)
+        ((lcomm *)lua_touserdata(L, -1))->impl && !((lcomm *)lua_touserdata(L, -1))->chk.aborted)
         return 1;
     lua_pop(L, 1);
+    check_world(L, ctx);
     lcomm *lc = push_closed(L);
     gcsh_comm_impl *impl;
     if (ops_of(ctx)->world(ctx, &impl) != 0)
         return gcsh_raise(L, ctx);
-    adopt(ctx, lc, impl);
+    adopt(ctx, lc, impl, gcsh_comm_world_id(ctx), world_members(ctx));
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, WORLD_KEY);
     return 1;
@@ -211,13 +273,15 @@ static int comm_split(lua_State *L)
     int key = lua_isnoneornil(L, 3) ? parent->rank : check_int_arg(L, 3, "key");
     lcomm *lc = push_closed(L);
     gcsh_comm_impl *impl = NULL;
-    if (ops_of(ctx)->split(ctx, parent->impl, color, key, &impl) != 0)
-        return gcsh_raise(L, ctx);
+    gcsh_fingerprint fp; /* colors and keys differ by design: only the call is compared */
+    gcsh_fp_init(&fp, &parent->chk, "split");
+    gcsh_check_enter(L, &parent->chk, &fp);
+    gcsh_check_leave(L, &parent->chk, ops_of(ctx)->split(ctx, parent->impl, color, key, &impl));
     if (!impl) {
         lua_pushnil(L);
         return 1;
     }
-    adopt(ctx, lc, impl);
+    adopt(ctx, lc, impl, gcsh_comm_split_id(&parent->chk, color), exchange_members(ctx, impl));
     return 1;
 }
 
@@ -225,8 +289,10 @@ static int comm_barrier(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = check_open(L, 1);
-    if (ops_of(ctx)->barrier(ctx, lc->impl) != 0)
-        return gcsh_raise(L, ctx);
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, &lc->chk, "barrier");
+    gcsh_check_enter(L, &lc->chk, &fp);
+    gcsh_check_leave(L, &lc->chk, ops_of(ctx)->barrier(ctx, lc->impl));
     return 0;
 }
 
@@ -486,14 +552,33 @@ static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
     return result_idx;
 }
 
+/* What every member must agree on (send and recv: with the peer only). */
+static void fingerprint(const coll_spec *spec, const coll_args *a, const char *op,
+                        gcsh_fingerprint *fp)
+{
+    gcsh_fp_init(fp, &a->comm->chk, op);
+    fp->count = (int64_t)a->count;
+    fp->dtype = (int32_t)a->dt;
+    if (spec->op_arg)
+        fp->redop = (int32_t)a->op;
+    if (spec->rank_arg)
+        fp->root = a->rank_arg_value;
+    if (spec->run == run_send || spec->run == run_recv) {
+        fp->kind = spec->run == run_send ? GCSH_FP_SEND : GCSH_FP_RECV;
+        fp->seq = 0;
+    }
+}
+
 static int collective(lua_State *L, int which)
 {
     const coll_spec *spec = &coll_specs[which];
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     coll_args a;
     int result_idx = check_collective(L, spec, &a);
-    if (spec->run(ctx, &a) != 0)
-        return gcsh_raise(L, ctx);
+    gcsh_fingerprint fp;
+    fingerprint(spec, &a, spec->name, &fp);
+    gcsh_check_enter(L, &a.comm->chk, &fp);
+    gcsh_check_leave(L, &a.comm->chk, spec->run(ctx, &a));
     lua_pushvalue(L, result_idx);
     return 1;
 }
@@ -520,15 +605,21 @@ static int comm_loop(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     coll_args a;
     check_collective(L, spec, &a);
+    /* checked once for the whole loop: the loop is what bench measures */
+    char op[24];
+    snprintf(op, sizeof op, "loop %s", spec->name);
+    gcsh_fingerprint fp;
+    fingerprint(spec, &a, op, &fp);
+    snprintf(fp.extra, sizeof fp.extra, "iters %lld", (long long)iters);
+    gcsh_check_enter(L, &a.comm->chk, &fp);
     void *tok;
     double seconds = 0;
-    if (ctx->be->mem->timer_begin(ctx, &tok) != 0)
-        return gcsh_raise(L, ctx);
-    int rc = 0;
+    int rc = ctx->be->mem->timer_begin(ctx, &tok);
     for (lua_Integer i = 0; i < iters && rc == 0; i++)
         rc = spec->run(ctx, &a);
-    if (ctx->be->mem->timer_end(ctx, tok, &seconds) != 0 || rc != 0)
-        return gcsh_raise(L, ctx);
+    if (rc == 0)
+        rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
+    gcsh_check_leave(L, &a.comm->chk, rc);
     lua_pushnumber(L, seconds);
     return 1;
 }

@@ -1,11 +1,14 @@
 /* The shell's own Lua plumbing on every rank: print and io.stdout/io.stderr
  * go to the rank's output capture, and gcsh.sleep sleeps interruptibly. */
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "check.h"
 #include "gcsh.h"
 #include "out.h"
 #include "shell.h"
@@ -62,17 +65,52 @@ static int shell_sleep(lua_State *L)
         end.tv_sec++;
         end.tv_nsec -= 1000000000L;
     }
+    gcsh_where_begin(ctx, "gcsh.sleep(%g)", s); /* for hang reports */
     for (;;) {
-        if (atomic_load(&ctx->interrupt))
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_where_end(ctx);
             return luaL_error(L, "interrupted!");
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         double left = (double)(end.tv_sec - now.tv_sec) + 1e-9 * (double)(end.tv_nsec - now.tv_nsec);
-        if (left <= 0)
+        if (left <= 0) {
+            gcsh_where_end(ctx);
             return 0;
+        }
         double slice = left < 0.02 ? left : 0.02;
         struct timespec ts = {0, (long)(slice * 1e9)};
         nanosleep(&ts, NULL);
     }
+}
+
+/* gcsh.check([on]): this rank's .check, for the rest of the command (bench
+ * turns it off around timed loops; call it on every rank alike).  Returns
+ * the previous setting. */
+static int shell_check(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int was = gcsh_check_enabled(ctx);
+    if (!lua_isnone(L, 1))
+        gcsh_check_set_enabled(ctx, lua_toboolean(L, 1));
+    lua_pushboolean(L, was);
+    return 1;
+}
+
+/* gcsh.debug.inject(what): makes a fault happen, to test what the shell does
+ * about it (backend.h).  A test facility: refused unless GCSH_TEST_FAULTS=1. */
+static int debug_inject(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const char *what = luaL_checkstring(L, 1);
+    const char *env = getenv("GCSH_TEST_FAULTS");
+    if (!env || strcmp(env, "1") != 0)
+        return luaL_error(L, "gcsh.debug.inject is a test facility: start gcsh with "
+                             "GCSH_TEST_FAULTS=1 to use it");
+    if (!ctx->be->inject)
+        return luaL_error(L, "gcsh.debug.inject: the %s backend injects no faults", ctx->be->name);
+    if (ctx->be->inject(ctx, what) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
 }
 
 /* gcsh.info(): what the backend knows about this rank (devices, versions). */
@@ -100,5 +138,11 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "sleep");
     lua_pushcfunction(L, shell_info);
     lua_setfield(L, -2, "info");
+    lua_pushcfunction(L, shell_check);
+    lua_setfield(L, -2, "check");
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, debug_inject);
+    lua_setfield(L, -2, "inject");
+    lua_setfield(L, -2, "debug");
     lua_pop(L, 1);
 }

@@ -27,6 +27,7 @@
 
 #include <lauxlib.h>
 
+#include "check.h"
 #include "comm.h"
 #include "symmem.h"
 
@@ -223,7 +224,10 @@ static int signals_wait(lua_State *L)
         check_backend(L, win->signal_wait(ctx, o->impl, &o->desc, a.slot, a.value, a.cmp));
         return 0;
     }
+    gcsh_where_begin(ctx, "signal wait (slot %zu %s %llu)", (size_t)a.slot, cmp_names[a.cmp],
+                     (unsigned long long)a.value); /* for hang reports (check.h) */
     int rc = win->signal_wait_cpu(ctx, o->impl, &o->desc, a.slot, a.value, a.cmp, a.timeout);
+    gcsh_where_end(ctx);
     check_backend(L, rc < 0 ? rc : 0);
     if (rc == 1) {
         uint64_t now = 0;

@@ -789,7 +789,7 @@ static int uses(const lxfer *x, const gcsh_symobj *o)
     return x->win == o || x->sig == o;
 }
 
-void gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o)
+int gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     live_list *l = get_live(L);
@@ -798,21 +798,23 @@ void gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o)
         if (uses(x, o) && query_in_flight(L, x) != 0)
             busy++; /* one that cannot be asked counts as in flight: refusing is safe */
     int size = o->comm->size;
-    int *all = lua_newuserdatauv(L, (size_t)size * sizeof *all, 0);
-    if (ctx->be->comm->agree(ctx, o->comm_impl, &busy, all, sizeof busy) != 0)
-        gcsh_raise(L, ctx);
-    int *ranks = lua_newuserdatauv(L, (size_t)size * sizeof *ranks, 0), n = 0;
-    for (int r = 0; r < size; r++)
+    int *all = malloc((size_t)size * 2 * sizeof *all), *ranks = all + size, n = 0;
+    if (!all)
+        return gcsh_set_error(ctx, "%s #%llu: free: out of host memory", o->type,
+                              (unsigned long long)o->seq);
+    int rc = ctx->be->comm->agree(ctx, o->comm_impl, &busy, all, sizeof busy);
+    for (int r = 0; rc == 0 && r < size; r++)
         if (all[r])
             ranks[n++] = r;
-    lua_pop(L, 2);
-    if (n == 0)
-        return;
-    char text[256];
-    gcsh_format_ranks(ranks, n, text, sizeof text);
-    luaL_error(L, "%s #%I: cannot free: a transfer using it is still in flight on rank(s) %s "
-                  "(wait for it first: x:wait{cpu=true})",
-               o->type, (lua_Integer)o->seq, text);
+    if (n > 0) {
+        char text[256];
+        gcsh_format_ranks(ranks, n, text, sizeof text);
+        rc = gcsh_set_error(ctx, "%s #%llu: cannot free: a transfer using it is still in "
+                                 "flight on rank(s) %s (wait for it first: x:wait{cpu=true})",
+                            o->type, (unsigned long long)o->seq, text);
+    }
+    free(all);
+    return rc;
 }
 
 static const luaL_Reg meth[] = {

@@ -241,6 +241,13 @@ static void banner(const gcsh_session *s, const gcsh_ctx *ctx)
         gcsh_coord_say(s->coord, "gcsh: %s", s->term->hint);
 }
 
+/* coord's on_exit: the terminal goes back to the shell before the process
+ * ends the session at once (a lost rank, a device fault). */
+static void give_back_terminal(void *term)
+{
+    gcsh_term_close(term);
+}
+
 /* Everything rank 0's terminal thread does; returns the exit code. */
 static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, const options *o)
 {
@@ -250,6 +257,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     gcsh_coord coord;
     gcsh_coord_init(&coord, ctx, link, sigfd, term.out);
     coord.timeout = o->timeout;
+    coord.on_exit = give_back_terminal;
+    coord.exit_arg = &term;
     gcsh_session s;
     gcsh_session_init(&s, &coord, &term, ctx->L);
 

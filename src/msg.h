@@ -15,11 +15,25 @@ enum gcsh_msg_type {
     MSG_DONE,      /* worker -> coordinator: u32 status, then captured text */
     MSG_INTERRUPT, /* coordinator -> watcher: interrupt chunk `seq` */
     MSG_QUIT,      /* coordinator -> worker: leave the loop */
+    /* Checks and whereabouts (check.h) */
+    MSG_FP,        /* worker -> coordinator: a fingerprint; the worker waits for VERDICT */
+    MSG_VERDICT,   /* coordinator -> worker: u32 serial, u32 ok, then the error text */
+    MSG_WHERE,     /* coordinator -> watcher (ctl): where are you?  worker -> coordinator
+                    * (cmd): the answer, as text */
+    MSG_ABORTED,   /* worker -> coordinator: u64 ids of communicators it aborted */
+    MSG_ABORT_COMMS, /* coordinator -> worker, between chunks: abort these u64 ids
+                      * (seq = 1: abort every communicator) */
+    MSG_FATAL,     /* worker -> coordinator: an unrecoverable fault, as text */
+    MSG_DIE,       /* coordinator -> watcher (ctl): exit now with status seq */
 };
+
+/* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */
+#define INTERRUPT_ABORT 1
 
 /* CHUNK flags */
 #define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
+#define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 
 /* DONE status */
 enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };

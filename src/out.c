@@ -6,6 +6,9 @@
 #include "out.h"
 
 #define CAPTURE_INLINE_FLUSH (256u * 1024u) /* keep worker buffers small */
+/* One message carries at most this much text: rank 0 receives a whole
+ * message into memory, so this bounds what one message costs it. */
+#define CAPTURE_MAX_MESSAGE ((size_t)1 << 20)
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n)
 {
@@ -44,10 +47,17 @@ void gcsh_capture_destroy(gcsh_capture *c)
     pthread_mutex_destroy(&c->lock);
 }
 
+/* Sends the buffer: MSG_OUT pieces, then the last piece as `type`. */
 static void send_locked(gcsh_capture *c, uint32_t type, const void *head, size_t hlen)
 {
+    size_t off = 0;
+    while (!c->broken && c->len - off > CAPTURE_MAX_MESSAGE) {
+        if (gcsh_msg_send(c->fd, MSG_OUT, c->seq, c->buf + off, CAPTURE_MAX_MESSAGE, NULL, 0) != 0)
+            c->broken = 1;
+        off += CAPTURE_MAX_MESSAGE;
+    }
     if (!c->broken &&
-        gcsh_msg_send(c->fd, type, c->seq, head, hlen, c->buf, c->len) != 0)
+        gcsh_msg_send(c->fd, type, c->seq, head, hlen, c->buf + off, c->len - off) != 0)
         c->broken = 1;
     c->len = 0;
 }
@@ -99,6 +109,18 @@ void gcsh_capture_flush(gcsh_capture *c)
     if (c->running && c->len)
         send_locked(c, MSG_OUT, NULL, 0);
     pthread_mutex_unlock(&c->lock);
+}
+
+int gcsh_capture_send(gcsh_capture *c, uint32_t type, const void *p, size_t len)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->len)
+        send_locked(c, MSG_OUT, NULL, 0);
+    if (!c->broken && gcsh_msg_send(c->fd, type, c->seq, p, len, NULL, 0) != 0)
+        c->broken = 1;
+    int broken = c->broken;
+    pthread_mutex_unlock(&c->lock);
+    return broken ? -1 : 0;
 }
 
 int gcsh_capture_done(gcsh_capture *c, uint32_t status)
@@ -162,6 +184,14 @@ void gcsh_fold_destroy(gcsh_fold *f)
 void gcsh_fold_add(gcsh_fold *f, int rank, const char *s, size_t n)
 {
     gcsh_text_append(&f->pending[rank], s, n);
+}
+
+size_t gcsh_fold_bytes(const gcsh_fold *f)
+{
+    size_t n = 0;
+    for (int r = 0; r < f->nranks; r++)
+        n += f->pending[r].len;
+    return n;
 }
 
 int gcsh_fold_pending(const gcsh_fold *f)
@@ -257,4 +287,33 @@ void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
     free(take);
     free(group);
     free(done);
+}
+
+void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const *texts,
+                     const char *sep)
+{
+    char *done = calloc((size_t)n, 1);
+    int *group = malloc((size_t)n * sizeof *group);
+    char label[1024];
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        int g = 0;
+        for (int j = i; j < n; j++)
+            if (!done[j] && strcmp(texts[j], texts[i]) == 0) {
+                group[g++] = ranks[j];
+                done[j] = 1;
+            }
+        gcsh_format_ranks(group, g, label, sizeof label);
+        if (!first)
+            gcsh_text_append(out, sep, strlen(sep));
+        first = 0;
+        gcsh_text_append(out, "[", 1);
+        gcsh_text_append(out, label, strlen(label));
+        gcsh_text_append(out, "] ", 2);
+        gcsh_text_append(out, texts[i], strlen(texts[i]));
+    }
+    free(done);
+    free(group);
 }

@@ -38,6 +38,9 @@ void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n);
 void gcsh_capture_begin(gcsh_capture *c, uint32_t seq);
 /* Sends what is buffered as MSG_OUT (watcher thread, during a chunk). */
 void gcsh_capture_flush(gcsh_capture *c);
+/* Sends what is buffered, then one message of `type` with payload p (any
+ * thread; the capture's lock orders it after the output).  -1: rank 0 gone. */
+int gcsh_capture_send(gcsh_capture *c, uint32_t type, const void *p, size_t len);
 /* Sends MSG_DONE with the status and what is left; ends the command. */
 int gcsh_capture_done(gcsh_capture *c, uint32_t status);
 /* A FILE* whose writes go to the capture (for io.stdout / io.stderr). */
@@ -62,6 +65,8 @@ void gcsh_fold_destroy(gcsh_fold *f);
 void gcsh_fold_add(gcsh_fold *f, int rank, const char *s, size_t n);
 /* Whether any rank has text waiting. */
 int gcsh_fold_pending(const gcsh_fold *f);
+/* Bytes waiting, all ranks together. */
+size_t gcsh_fold_bytes(const gcsh_fold *f);
 /* Prints what is pending.  With whole_lines, a rank's unfinished last line
  * stays pending (it may still grow); otherwise everything goes. */
 void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
@@ -70,6 +75,10 @@ void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
 char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len);
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n);
+/* Appends "[0,2-3] text<sep>[1] other": ranks[i] said texts[i]; equal texts
+ * are folded, in the order of their lowest rank. */
+void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const *texts,
+                     const char *sep);
 void gcsh_text_free(gcsh_text *t);
 
 #endif

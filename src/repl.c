@@ -21,7 +21,7 @@
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0};
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1};
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
@@ -36,7 +36,13 @@ void gcsh_session_destroy(gcsh_session *s)
 static void run_compiled(gcsh_session *s, const char *name, const char *src, size_t len,
                          uint32_t flags, gcsh_run_result *res)
 {
+    /* .abort is read from a terminal only: a pipe's next lines are the next
+     * commands, not an answer to this one */
+    s->coord->abort_fd = s->term->editing ? fileno(s->term->in) : -1;
+    if (s->check_on)
+        flags |= CHUNK_CHECK;
     gcsh_coord_run(s->coord, s->targets, flags, name, src, len, res);
+    s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
     if (s->time_on)
@@ -104,7 +110,8 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
 /* ---- dot-commands -------------------------------------------------------- */
 
 static const char usage[] =
-    "usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .quit";
+    "usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | "
+    ".check [on|off] | .abort (while a command runs) | .quit";
 
 static void run_chunk_text(gcsh_session *s, const char *src);
 
@@ -116,8 +123,12 @@ static void dot_help(gcsh_session *s)
                    "expression prints its value.  Globals: rank, size, gcsh.\n"
                    "  .info             backend, devices and versions of every rank\n"
                    "  .ranks LIST|all   run lines on these ranks only (e.g. 0,2-3)\n"
-                   "  .timeout SECONDS  report ranks still running after this long (0: never)\n"
+                   "  .timeout SECONDS  after this long, report where running ranks are, and\n"
+                   "                    fail collective checks still waiting (0: never)\n"
                    "  .time on|off      print each command's wall time\n"
+                   "  .check on|off     compare every collective's arguments across ranks first\n"
+                   "  .abort            typed while a command runs: interrupt it and abort\n"
+                   "                    every communicator (comm.world() makes a fresh one)\n"
                    "  .quit             leave (Ctrl-D too); Ctrl-C interrupts a command");
 }
 
@@ -221,6 +232,19 @@ static void dot_time(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
 }
 
+static void dot_check(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->check_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->check_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .check: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "check %s", s->check_on ? "on" : "off");
+}
+
 /* Runs a dot-command line (".ranks 0-1"). */
 static void dot_command(gcsh_session *s, char *line)
 {
@@ -242,6 +266,11 @@ static void dot_command(gcsh_session *s, char *line)
         dot_timeout(s, arg);
     else if (strcmp(cmd, "time") == 0)
         dot_time(s, arg);
+    else if (strcmp(cmd, "check") == 0)
+        dot_check(s, arg);
+    else if (strcmp(cmd, "abort") == 0)
+        gcsh_coord_say(s->coord, "gcsh: .abort: no command is running (type it while one runs "
+                                 "to interrupt it and abort every communicator)");
     else if (strcmp(cmd, "info") == 0)
         run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
     else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "exit") == 0)
@@ -365,9 +394,26 @@ static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
     return GOT_LINE;
 }
 
+/* A whole line typed ahead while a command ran (coord.c), if any. */
+static int take_typeahead(gcsh_session *s, char **line)
+{
+    gcsh_text *t = &s->coord->typeahead;
+    char *nl = t->len ? memchr(t->s, '\n', t->len) : NULL;
+    if (!nl)
+        return 0;
+    size_t n = (size_t)(nl - t->s);
+    *line = strndup(t->s, n);
+    memmove(t->s, nl + 1, t->len - n - 1);
+    t->len -= n + 1;
+    t->s[t->len] = '\0';
+    return 1;
+}
+
 static enum got read_line(gcsh_session *s, int continuation, char **line)
 {
     char prompt[600];
+    if (take_typeahead(s, line)) /* the terminal echoed it already */
+        return GOT_LINE;
     make_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
 }

@@ -17,6 +17,7 @@ typedef struct gcsh_session {
     lua_State *L0;     /* rank 0's worker state: read for completion only */
     char *targets;     /* per rank: 1 if lines run there (.ranks) */
     int time_on;       /* .time on */
+    int check_on;      /* .check on: collectives are checked (check.h) */
     int failures;      /* chunks that failed on some rank */
     int quit;          /* .quit was typed */
 } gcsh_session;

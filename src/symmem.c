@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 
+#include "check.h"
 #include "out.h"
 #include "symmem.h"
 #include "xfer.h"
@@ -147,8 +148,12 @@ void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     p->seq = lc->next_seq;
     gcsh_sym_proposal *all = lua_newuserdatauv(L, (size_t)lc->size * sizeof *all, 0);
-    if (ctx->be->comm->agree(ctx, lc->impl, p, all, sizeof *p) != 0)
-        gcsh_raise(L, ctx);
+    /* check.h first: every member must come (or be named); the proposals
+     * themselves are compared here, with their own messages */
+    gcsh_fingerprint fp; /* one name for both: a window meeting signals is said below */
+    gcsh_fp_init(&fp, &lc->chk, "window/signals");
+    gcsh_check_enter(L, &lc->chk, &fp);
+    gcsh_check_leave(L, &lc->chk, ctx->be->comm->agree(ctx, lc->impl, p, all, sizeof *p));
     uint64_t max_seq = 0;
     int all_same = 1;
     for (int r = 0; r < lc->size; r++) {
@@ -438,10 +443,25 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     if (!o || !o->impl)
         return;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_xfer_check_free(L, o); /* collective: refused everywhere while a transfer uses o */
-    /* no rank tears down memory a peer may still read */
-    if (ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
-        gcsh_raise(L, ctx);
+    /* Refused everywhere while a transfer uses o; then a barrier, so no rank
+     * tears down memory a peer may still read.  Both are collective, so they
+     * run inside the check (check.h) that every rank is freeing the same
+     * object, unless the communicator was aborted (the exchange fails at once). */
+    gcsh_comm_check *cc = &o->comm->chk;
+    if (cc->aborted) {
+        if (gcsh_xfer_check_free(L, o) != 0 || ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
+            gcsh_raise(L, ctx);
+    } else {
+        char op[24];
+        snprintf(op, sizeof op, "%s:free", o->type);
+        gcsh_fingerprint fp;
+        gcsh_fp_init(&fp, cc, op);
+        gcsh_check_enter(L, cc, &fp);
+        int rc = gcsh_xfer_check_free(L, o);
+        if (rc == 0)
+            rc = ctx->be->comm->barrier(ctx, o->comm_impl);
+        gcsh_check_leave(L, cc, rc);
+    }
     if (destroy_now(L, o) != 0)
         gcsh_raise(L, ctx);
 }
@@ -607,6 +627,7 @@ gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
     gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
+    gcsh_check_usable(L, &o->comm->chk);
     return o;
 }
 

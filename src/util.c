@@ -4,6 +4,7 @@
 
 #include <lauxlib.h>
 
+#include "check.h"
 #include "gcsh.h"
 
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
@@ -17,6 +18,8 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
 {
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
     return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
 }
 

@@ -4,11 +4,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
+#include "check.h"
 #include "msg.h"
 #include "shell.h"
 #include "spmd.h"
@@ -47,6 +50,28 @@ static void interrupt_chunk(gcsh_worker *w, uint32_t seq)
     pthread_mutex_unlock(&w->run_lock);
 }
 
+/* MSG_WHERE: the published operation, or the Lua line (check.h). */
+static void answer_where(gcsh_worker *w)
+{
+    pthread_mutex_lock(&w->run_lock);
+    int running = w->running_seq != 0;
+    int armed = running && gcsh_check_sample_arm(w->ctx);
+    pthread_mutex_unlock(&w->run_lock);
+    char text[256];
+    gcsh_check_where(w->ctx, running, armed, text, sizeof text);
+    gcsh_capture_send(&w->cap, MSG_WHERE, text, strlen(text));
+}
+
+/* The control channel closed without a QUIT: rank 0 is gone, and with it the
+ * session.  The worker may be blocked anywhere (in MPI with a dead peer), so
+ * the process ends here, at once, and does not linger. */
+static _Noreturn void rank0_gone(gcsh_worker *w)
+{
+    fprintf(stderr, "gcsh: rank %d: rank 0 is gone; exiting (status %d)\n", w->ctx->rank,
+            GCSH_EXIT_LOST);
+    _exit(GCSH_EXIT_LOST);
+}
+
 static void *watcher_main(void *arg)
 {
     gcsh_worker *w = arg;
@@ -55,10 +80,16 @@ static void *watcher_main(void *arg)
         struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
         int r = poll(&p, 1, FLUSH_EVERY_MS);
         if (r > 0) {
-            if (gcsh_msg_recv(w->ctl_fd, &m) != 0 || m.h.type == MSG_QUIT)
+            if (gcsh_msg_recv(w->ctl_fd, &m) != 0)
+                rank0_gone(w);
+            if (m.h.type == MSG_QUIT)
                 break;
+            if (m.h.type == MSG_DIE) /* rank 0 ends the session: a lost rank, a fault */
+                _exit((int)m.h.seq);
             if (m.h.type == MSG_INTERRUPT)
                 interrupt_chunk(w, m.h.seq);
+            if (m.h.type == MSG_WHERE)
+                answer_where(w);
         }
         gcsh_capture_flush(&w->cap);
     }
@@ -84,6 +115,11 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
     pthread_mutex_init(&w->run_lock, NULL);
     gcsh_capture_init(&w->cap, cmd_fd, output_cap());
     ctx->cap = &w->cap;
+    if (gcsh_check_open(ctx, cmd_fd, &w->cap) != 0) {
+        gcsh_capture_destroy(&w->cap);
+        free(w);
+        return NULL;
+    }
     gcsh_shell_install(ctx->L, &w->cap);
     /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
     sigset_t all, old;
@@ -179,6 +215,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     size_t len = m->h.len - sizeof hdr - namelen;
 
     gcsh_capture_begin(&w->cap, m->h.seq);
+    gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0);
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
     w->running_seq = m->h.seq;
@@ -194,6 +231,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     if (atomic_exchange(&w->ctx->interrupt, 0) && status != CHUNK_OK)
         status = CHUNK_INTERRUPTED;
     pthread_mutex_unlock(&w->run_lock);
+    gcsh_check_chunk_end(w->ctx);
     return status;
 }
 
@@ -207,8 +245,13 @@ int gcsh_worker_loop(gcsh_worker *w)
             code = m.h.seq; /* QUIT carries the exit code in seq */
             break;
         }
-        if (m.h.type != MSG_CHUNK)
+        if (m.h.type == MSG_ABORT_COMMS) {
+            gcsh_check_abort_ids(w->ctx, (const uint64_t *)(void *)m.data,
+                                 m.h.len / sizeof(uint64_t), m.h.seq == 1);
             continue;
+        }
+        if (m.h.type != MSG_CHUNK)
+            continue; /* e.g. the verdict of a check that an interrupt gave up */
         uint32_t status = serve_chunk(w, &m);
         if (gcsh_capture_done(&w->cap, status) != 0)
             break;
@@ -223,6 +266,7 @@ void gcsh_worker_stop(gcsh_worker *w)
         return;
     /* The watcher leaves when rank 0 closes the control channel or sends QUIT. */
     pthread_join(w->watcher, NULL);
+    gcsh_check_close(w->ctx);
     w->ctx->cap = NULL;
     gcsh_capture_destroy(&w->cap);
     pthread_mutex_destroy(&w->run_lock);

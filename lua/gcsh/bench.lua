@@ -293,12 +293,26 @@ local function print_row(r)
   print(string.format("%12d  %12d  %6s  %6s  %6d  %9.2f  %8.2f  %8.2f  %6d", r.size, r.count, r.type, r.redop, r.root, r.time_us, r.algbw, r.busbw, r.wrong))
 end
 
+-- Runs fn with .check off on this rank (every rank runs bench alike): timed
+-- loops must not pay for a round trip to rank 0 per call.  bench issues the
+-- same calls on every rank by construction, after a checked barrier.
+local function unchecked(fn, ...)
+  local was = gcsh.check(false)
+  local ok, res = pcall(fn, ...)
+  gcsh.check(was)
+  if not ok then error(res, 0) end
+  return res
+end
+
 local function time_calls(spec, a, o)
-  for _ = 1, o.warmup do spec.run(a) end
-  a.comm:barrier()
-  local tm = gcsh.timer()
-  for _ = 1, o.iters do spec.run(a) end
-  return tm:stop() / o.iters
+  a.comm:barrier() -- checked: every rank is here
+  return unchecked(function()
+    for _ = 1, o.warmup do spec.run(a) end
+    a.comm:barrier()
+    local tm = gcsh.timer()
+    for _ = 1, o.iters do spec.run(a) end
+    return tm:stop() / o.iters
+  end)
 end
 
 local function bench_size(spec, o, size)
@@ -366,9 +380,12 @@ function bench.overhead(opts)
     local best_lua, best_c = math.huge, math.huge
     for _ = 1, reps do
       c:barrier()
-      local tm = gcsh.timer()
-      for _ = 1, iters do c:allreduce(t) end
-      best_lua = math.min(best_lua, over_ranks(c, tm:stop() / iters, "f64", "max"))
+      local lua_s = unchecked(function()
+        local tm = gcsh.timer()
+        for _ = 1, iters do c:allreduce(t) end
+        return tm:stop() / iters
+      end)
+      best_lua = math.min(best_lua, over_ranks(c, lua_s, "f64", "max"))
       c:barrier()
       best_c = math.min(best_c, over_ranks(c, c:loop("allreduce", iters, t) / iters, "f64", "max"))
     end

@@ -20,6 +20,7 @@ typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
     void *scratch;        /* 8 bytes of device memory: the barrier's operand */
+    int inject_oom;       /* gcsh.debug.inject("oom"): the next cudaMalloc fails */
     cuda_driver drv;      /* driver entry points, loaded on first use (cuda_driver_load) */
     /* Host-mapped control block of the signal-wait kernels: bumping its
      * cancel generation releases every pending wait (cuda_wait does it on
@@ -46,13 +47,16 @@ struct gcsh_comm_impl {
     int aborted;          /* after an error or an interrupt: only Abort is left */
 };
 
-/* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1. */
+/* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1.
+ * A sticky CUDA error (illegal address, launch failure, ...: the context is
+ * lost) also sets ctx->fatal, which ends every rank (check.h). */
 int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e);
 int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const char *call,
                ncclResult_t r);
 
 /* NCCL's convention: on failure record the error and jump to the function's
- * one cleanup label, `fail`. */
+ * one cleanup label, `fail`.  Communicators are non-blocking (cuda_comm.c):
+ * ncclInProgress is not a failure; cuda_wait / cuda_nccl_settle wait it out. */
 #define CUDA_TRY(ctx, call)                                                  \
     do {                                                                     \
         cudaError_t e_ = (call);                                             \
@@ -65,7 +69,7 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 #define NCCL_TRY(ctx, comm, call)                                            \
     do {                                                                     \
         ncclResult_t r_ = (call);                                            \
-        if (r_ != ncclSuccess) {                                             \
+        if (r_ != ncclSuccess && r_ != ncclInProgress) {                     \
             nccl_error((ctx), (comm), __FILE__, __LINE__, #call, r_);        \
             goto fail;                                                       \
         }                                                                    \
@@ -80,6 +84,9 @@ cuda_state *cuda_enter(gcsh_ctx *ctx);
  * the wait.  On either, c is aborted (a hung collective cannot be resumed). */
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 
+/* Waits until a non-blocking communicator's pending call (init, split) is
+ * done, polling ctx->interrupt; on error or interrupt comm is aborted. */
+int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
 /* Spins for the first polls of a wait, then sleeps 20 us between polls. */
 void cuda_poll_pause(unsigned polls);
 

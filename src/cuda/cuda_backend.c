@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 
 #include "cuda/cuda.h"
+#include "kernels.h"
 
 int gcsh_cuda_available(void)
 {
@@ -194,12 +195,36 @@ static void cuda_globals(gcsh_ctx *ctx, void *lua_state)
     lua_setfield(L, -2, "nccl");
 }
 
+/* gcsh.debug.inject: "oom" makes the next device allocation fail (a real,
+ * non-sticky cudaErrorMemoryAllocation); "oob_write" launches a kernel that
+ * writes outside any allocation, whose sticky cudaErrorIllegalAddress shows
+ * at the next wait (gcsh.sync(), a collective). */
+static int cuda_inject(gcsh_ctx *ctx, const char *what)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    if (strcmp(what, "oom") == 0) {
+        st->inject_oom = 1;
+        return 0;
+    }
+    if (strcmp(what, "oob_write") == 0) {
+        CUDA_TRY(ctx, gcsh_k_fault_oob_write(st->stream));
+        return 0;
+    }
+    return gcsh_set_error(ctx, "gcsh.debug.inject: unknown fault '%s' on the cuda backend "
+                               "(valid: oom oob_write)", what);
+fail:
+    return -1;
+}
+
 const gcsh_backend gcsh_cuda_backend = {
     .name = "cuda",
     .init = cuda_init,
     .fini = cuda_fini,
     .info = cuda_info,
     .globals = cuda_globals,
+    .inject = cuda_inject,
     .mem = &gcsh_cuda_mem_ops,
     .comm = &gcsh_cuda_comm_ops,
     .win = &gcsh_cuda_window_ops,

@@ -1,5 +1,9 @@
 /* Collectives over NCCL.
  *
+ * Communicators are created non-blocking (ncclConfig_t.blocking = 0) and
+ * waited for by polling ncclCommGetAsyncError, so that creating one can be
+ * interrupted too; an abort is always ncclCommAbort, which waits for nobody.
+ *
  * Semantics, chosen for a REPL: every operation enqueues on the rank's stream
  * and then waits for that stream before returning, so when a Lua call returns
  * its result is in memory and an error belongs to that call.  The wait polls
@@ -29,11 +33,24 @@ static cuda_state *comm_enter(gcsh_ctx *ctx, gcsh_comm_impl *c)
     return cuda_enter(ctx);
 }
 
+/* Every communicator is made with this: non-blocking, see the top. */
+static ncclConfig_t nonblocking_config(void)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    return config;
+}
+
 /* Takes ownership of both communicators; on failure both are released.
  * The MPI one must hold the same ranks in the same order (checked). */
 static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **out)
 {
     int mpi_rank = -1, mpi_size = -1;
+    if (cuda_nccl_settle(ctx, comm, "communicator set-up") != 0) {
+        if (mpi != MPI_COMM_NULL) /* settle aborted comm */
+            MPI_Comm_free(&mpi);
+        return -1;
+    }
     gcsh_comm_impl *c = calloc(1, sizeof *c);
     if (!c) {
         gcsh_set_error(ctx, "communicator: out of host memory");
@@ -78,7 +95,8 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
     if (!msg.ok)
         return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
                               ncclGetLastError(NULL));
-    NCCL_TRY(ctx, NULL, ncclCommInitRank(&comm, ctx->size, msg.id, ctx->rank));
+    ncclConfig_t config = nonblocking_config();
+    NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
     MPI_Comm mpi = MPI_COMM_NULL;
     if (MPI_Comm_dup(MPI_COMM_WORLD, &mpi) != MPI_SUCCESS) {
         ncclCommAbort(comm);
@@ -100,12 +118,19 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     MPI_Comm mpi = MPI_COMM_NULL;
     if (!comm_enter(ctx, parent))
         return -1;
+    ncclConfig_t config = nonblocking_config();
     if (MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi) !=
         MPI_SUCCESS)
         return gcsh_set_error(ctx, "split: MPI_Comm_split failed");
     NCCL_TRY(ctx, parent->comm,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
-                           NULL));
+                           &config));
+    if (cuda_nccl_settle(ctx, parent->comm, "split") != 0) {
+        parent->aborted = 1;
+        if (comm)
+            ncclCommAbort(comm);
+        goto fail;
+    }
     if (!comm) {
         if (mpi != MPI_COMM_NULL)
             MPI_Comm_free(&mpi);
@@ -132,10 +157,13 @@ static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
     if (!c->aborted && cuda_enter(ctx)) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(c->comm, &async);
-        if (async == ncclSuccess)
-            ncclCommDestroy(c->comm);
-        else
+        /* non-blocking: finalize (the collective part) is polled, so an
+         * interrupt can still turn it into an abort */
+        ncclResult_t r = async == ncclSuccess ? ncclCommFinalize(c->comm) : async;
+        if (r != ncclSuccess && r != ncclInProgress)
             ncclCommAbort(c->comm);
+        else if (cuda_nccl_settle(ctx, c->comm, "free") == 0) /* else: settle aborted it */
+            ncclCommDestroy(c->comm);
     }
     /* Local in practice; an agree interrupted mid-way may leave a request
      * on it, which MPI_Comm_free allows (the free is deferred). */
@@ -322,6 +350,20 @@ fail:
     return -1;
 }
 
+/* Another rank was interrupted or .abort was typed: stop c here too. */
+static void cuda_comm_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (c->aborted || !cuda_enter(ctx))
+        return;
+    ncclCommAbort(c->comm);
+    c->aborted = 1;
+}
+
+static int cuda_comm_aborted(gcsh_comm_impl *c)
+{
+    return c->aborted;
+}
+
 /* The control exchange over the communicator's MPI twin: host memory only,
  * no GPU involved (the stream may be busy or wedged).  MPI_Iallgather is
  * polled so that an interrupt from rank 0 ends the wait; a collective that
@@ -372,4 +414,6 @@ const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .send = cuda_send,
     .recv = cuda_recv,
     .agree = cuda_agree,
+    .abort = cuda_comm_abort,
+    .aborted = cuda_comm_aborted,
 };

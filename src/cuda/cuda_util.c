@@ -4,8 +4,33 @@
 
 #include "cuda/cuda.h"
 
+/* Errors after which the CUDA context is unusable: every later call fails,
+ * so the process cannot recover (check.h: every rank exits). */
+static int sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e)
 {
+    if (sticky(e))
+        ctx->fatal = 1;
+    else
+        cudaGetLastError(); /* not sticky: clear it, the next call starts clean */
     return gcsh_set_error(ctx, "%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(e),
                           cudaGetErrorName(e));
 }
@@ -41,6 +66,29 @@ void cuda_poll_pause(unsigned polls)
     nanosleep(&ts, NULL);
 }
 
+/* Polls c's asynchronous state: 1 while its last call is still being issued
+ * (non-blocking communicator), 0 when done, -1 with ctx->err (and c aborted)
+ * on an error. */
+static int comm_pending(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (!c || c->aborted)
+        return 0;
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(c->comm, &async);
+    if (async == ncclInProgress)
+        return 1;
+    if (async == ncclSuccess)
+        return 0;
+    nccl_error(ctx, c->comm, __FILE__, __LINE__, "collective", async);
+    ncclCommAbort(c->comm);
+    c->aborted = 1;
+    /* a kernel fault shows as an NCCL error: the stream says which */
+    cudaError_t e = cudaStreamQuery(ctx->be_state ? ((cuda_state *)ctx->be_state)->stream : 0);
+    if (sticky(e))
+        cuda_error(ctx, __FILE__, __LINE__, "collective", e);
+    return -1;
+}
+
 void cuda_cancel_waits(cuda_state *st)
 {
     st->wctl->cancel_gen = st->wctl->cancel_gen + 1;
@@ -74,20 +122,15 @@ static int report_gave_up(gcsh_ctx *ctx, cuda_state *st)
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
     for (unsigned polls = 0;; polls++) {
-        cudaError_t e = cudaStreamQuery(st->stream);
-        if (e == cudaSuccess)
-            return report_gave_up(ctx, st);
-        if (e != cudaErrorNotReady)
-            return cuda_error(ctx, __FILE__, __LINE__, "cudaStreamQuery", e);
-        if (c && !c->aborted) {
-            ncclResult_t async = ncclSuccess;
-            ncclCommGetAsyncError(c->comm, &async);
-            if (async != ncclSuccess && async != ncclInProgress) {
-                nccl_error(ctx, c->comm, __FILE__, __LINE__, "collective", async);
-                ncclCommAbort(c->comm);
-                c->aborted = 1;
-                return -1;
-            }
+        int pending = comm_pending(ctx, c);
+        if (pending < 0)
+            return -1;
+        if (!pending) {
+            cudaError_t e = cudaStreamQuery(st->stream);
+            if (e == cudaSuccess)
+                return report_gave_up(ctx, st);
+            if (e != cudaErrorNotReady)
+                return cuda_error(ctx, __FILE__, __LINE__, "cudaStreamQuery", e);
         }
         if (atomic_load(&ctx->interrupt)) {
             cuda_cancel_waits(st); /* a pending signal wait must not outlive the chunk */
@@ -100,6 +143,26 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
                                            "communicator aborted, create a new one");
             }
             return gcsh_set_error(ctx, "interrupted while waiting for the GPU stream");
+        }
+        cuda_poll_pause(polls);
+    }
+}
+
+int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what)
+{
+    for (unsigned polls = 0;; polls++) {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(comm, &async);
+        if (async == ncclSuccess)
+            return 0;
+        if (async != ncclInProgress) {
+            nccl_error(ctx, comm, __FILE__, __LINE__, what, async);
+            ncclCommAbort(comm);
+            return -1;
+        }
+        if (atomic_load(&ctx->interrupt)) {
+            ncclCommAbort(comm);
+            return gcsh_set_error(ctx, "%s: interrupted; the new communicator is aborted", what);
         }
         cuda_poll_pause(polls);
     }

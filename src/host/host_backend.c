@@ -61,11 +61,30 @@ static void host_info(gcsh_ctx *ctx, void *lua_state)
     lua_setfield(L, -2, "mpi");
 }
 
+/* gcsh.debug.inject: "oom" fails the next allocation; "fatal" stands in for
+ * a sticky device error (no device here), so CI covers that path too. */
+static int host_inject(gcsh_ctx *ctx, const char *what)
+{
+    gcsh_host_state *state = ctx->be_state;
+    if (strcmp(what, "oom") == 0) {
+        state->inject_oom = 1;
+        return 0;
+    }
+    if (strcmp(what, "fatal") == 0) {
+        ctx->fatal = 1;
+        return gcsh_set_error(ctx, "injected fatal fault (gcsh.debug.inject, standing in for a "
+                                   "sticky device error)");
+    }
+    return gcsh_set_error(ctx, "gcsh.debug.inject: unknown fault '%s' on the host backend "
+                               "(valid: oom fatal)", what);
+}
+
 const gcsh_backend gcsh_host_backend = {
     .name = "host",
     .init = host_init,
     .fini = host_fini,
     .info = host_info,
+    .inject = host_inject,
     .mem = &gcsh_host_mem_ops,
     .comm = &gcsh_host_comm_ops,
     .win = &gcsh_host_window_ops,

@@ -628,6 +628,19 @@ static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
     return 0;
 }
 
+/* MPI cannot cancel a collective or free a communicator without its peers:
+ * aborting marks it broken, so release leaks it and nothing waits. */
+static void host_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    (void)ctx;
+    c->broken = 1;
+}
+
+static int host_aborted(gcsh_comm_impl *c)
+{
+    return c->broken;
+}
+
 int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out)
 {
     if (usable(ctx, c) != 0)
@@ -653,4 +666,6 @@ const gcsh_comm_ops gcsh_host_comm_ops = {
     .send = host_send,
     .recv = host_recv,
     .agree = host_agree,
+    .abort = host_abort,
+    .aborted = host_aborted,
 };

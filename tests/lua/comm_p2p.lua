@@ -33,7 +33,15 @@ for _, dt in ipairs(R.DTYPES) do
   end
 end
 
--- a message shorter than the receive buffer is an error on the receiver
+-- .check catches a send and a recv of different lengths before MPI runs
+if me == 0 then
+  H.raises(function() c:send(tensor.new(3, "f32"), 1) end, "send/recv mismatch: [0] send to 1 f32 x3, [1] recv from 0 f32 x5", "checked short message")
+elseif me == 1 then
+  H.raises(function() c:recv(tensor.new(5, "f32"), 0) end, "send/recv mismatch: [0] send to 1 f32 x3, [1] recv from 0 f32 x5", "checked short message")
+end
+-- without the check, MPI's own errors: a message shorter than the receive
+-- buffer is an error on the receiver
+local was = gcsh.check(false)
 if me == 0 then
   c:send(tensor.new(3, "f32"), 1)
 elseif me == 1 then
@@ -46,5 +54,6 @@ elseif me == 1 then
   H.raises(function() c:recv(tensor.new(3, "f32"), 0) end, "MPI_ERR_TRUNCATE", "long message")
 end
 
+gcsh.check(was)
 c:barrier()
 if me == 0 then print(string.format("comm_p2p: ok on %d ranks", n)) end

@@ -131,7 +131,7 @@ if wait_prompts "$PT" $((n + 1)) 5; then pass; else fail ".ranks all: prompt bac
 keys '.timeout 0.5' Enter
 check_wait ".timeout" "timeout 0.5 s" 5
 keys 'while true do end' Enter
-check_wait "a loop runs on both ranks" "still running [0-1]; waiting (Ctrl-C interrupts)" 10
+check_wait "a loop runs on both ranks" "still running [0-1]; waiting (Ctrl-C interrupts, .abort aborts)" 10
 press C-c
 check_wait "Ctrl-C: interrupted" "gcsh: interrupted [0-1]" 10
 expect_contains "Ctrl-C: interrupting" "$(screen)" "gcsh: interrupting [0-1]"

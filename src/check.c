@@ -1,0 +1,521 @@
+/* Collective checks, whereabouts, aborts and faults: the rank's side.  See
+ * check.h; the coordinator's side is coord_check.c. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "check.h"
+#include "msg.h"
+#include "out.h"
+
+#define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
+#define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
+#define FATAL_GRACE_S 30     /* a fatal rank exits alone if rank 0 never answers */
+
+struct gcsh_check {
+    int enabled;
+    int fd;                 /* command channel */
+    gcsh_capture *cap;      /* its lock serialises our sends with the output's */
+    uint32_t serial;        /* fingerprints sent */
+    uint64_t worlds;        /* world communicators made so far */
+    gcsh_comm_check *comms; /* live communicators */
+    uint64_t *aborted;      /* ids aborted during this chunk, reported at its end */
+    size_t naborted, cap_aborted;
+    char chunk[64];         /* the running chunk's short source */
+    char last_op[96];       /* the last operation entered, for fault reports */
+
+    /* Whereabouts: written by the worker thread, read by the watcher. */
+    pthread_mutex_t lock;
+    pthread_cond_t sampled_cond;
+    int in_op;
+    char op[128];
+    double since;
+    int sampled;
+    char line[160];
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+int gcsh_check_open(gcsh_ctx *ctx, int fd, gcsh_capture *cap)
+{
+    gcsh_check *k = calloc(1, sizeof *k);
+    if (!k)
+        return -1;
+    k->enabled = 1;
+    k->fd = fd;
+    k->cap = cap;
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->sampled_cond, NULL);
+    ctx->check = k;
+    return 0;
+}
+
+void gcsh_check_close(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    /* communicators still open belong to Lua handles, which outlive us only
+     * at exit: unlink them so a late __gc finds nothing to do */
+    while (k->comms) {
+        gcsh_comm_check *cc = k->comms;
+        k->comms = cc->next;
+        cc->linked = 0;
+        cc->next = cc->prev = NULL;
+    }
+    pthread_mutex_destroy(&k->lock);
+    pthread_cond_destroy(&k->sampled_cond);
+    free(k->aborted);
+    free(k);
+    ctx->check = NULL;
+}
+
+int gcsh_check_enabled(gcsh_ctx *ctx)
+{
+    return ctx->check && ctx->check->enabled;
+}
+
+void gcsh_check_set_enabled(gcsh_ctx *ctx, int on)
+{
+    if (ctx->check)
+        ctx->check->enabled = on != 0;
+}
+
+/* ---- communicators ---------------------------------------------------------- */
+
+void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *impl,
+                            uint64_t id, int rank, int size, int *members)
+{
+    gcsh_check *k = ctx->check;
+    *cc = (gcsh_comm_check){.impl = impl, .id = id, .rank = rank, .size = size,
+                            .members = members};
+    if (!k)
+        return;
+    cc->next = k->comms;
+    if (k->comms)
+        k->comms->prev = cc;
+    k->comms = cc;
+    cc->linked = 1;
+}
+
+void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    gcsh_check *k = ctx->check;
+    if (cc->linked && k) {
+        if (cc->prev)
+            cc->prev->next = cc->next;
+        else
+            k->comms = cc->next;
+        if (cc->next)
+            cc->next->prev = cc->prev;
+    }
+    free(cc->members);
+    cc->members = NULL;
+    cc->next = cc->prev = NULL;
+    cc->linked = 0;
+    cc->impl = NULL;
+}
+
+uint64_t gcsh_comm_world_id(gcsh_ctx *ctx)
+{
+    return ctx->check ? ctx->check->worlds++ : 0;
+}
+
+/* splitmix64's finaliser: ids of different splits do not collide in practice,
+ * and never with world ids (which are small). */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color)
+{
+    uint64_t h = mix64(parent->id ^ 0x9e3779b97f4a7c15ULL);
+    h = mix64(h ^ parent->seq);
+    h = mix64(h ^ (uint64_t)(uint32_t)color);
+    return h | (1ULL << 63);
+}
+
+const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len)
+{
+    if (cc->id < (1ULL << 63))
+        snprintf(buf, len, "world");
+    else
+        snprintf(buf, len, "comm %06llx", (unsigned long long)(cc->id & 0xffffff));
+    return buf;
+}
+
+void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
+{
+    if (cc->aborted)
+        luaL_error(L, GCSH_ABORTED_MSG " (an interrupt or .abort tore it down; comm.world() "
+                      "makes a fresh one)");
+}
+
+static void note_aborted(gcsh_check *k, uint64_t id)
+{
+    for (size_t i = 0; i < k->naborted; i++)
+        if (k->aborted[i] == id)
+            return;
+    if (k->naborted == k->cap_aborted) {
+        size_t cap = k->cap_aborted ? 2 * k->cap_aborted : 8;
+        uint64_t *p = realloc(k->aborted, cap * sizeof *p);
+        if (!p)
+            return; /* the others then learn it from their own failure */
+        k->aborted = p;
+        k->cap_aborted = cap;
+    }
+    k->aborted[k->naborted++] = id;
+}
+
+static void abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    if (cc->aborted)
+        return;
+    cc->aborted = 1;
+    if (cc->impl && ctx->be->comm->abort)
+        ctx->be->comm->abort(ctx, cc->impl);
+}
+
+void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next) {
+        int hit = all;
+        for (size_t i = 0; i < n && !hit; i++)
+            hit = cc->id == ids[i];
+        if (hit)
+            abort_comm(ctx, cc);
+    }
+}
+
+/* ---- whereabouts ---------------------------------------------------------- */
+
+static void publish_op(gcsh_check *k, const char *text)
+{
+    pthread_mutex_lock(&k->lock);
+    snprintf(k->op, sizeof k->op, "%s", text);
+    snprintf(k->last_op, sizeof k->last_op, "%s", text);
+    k->since = now_seconds();
+    k->in_op = 1;
+    pthread_mutex_unlock(&k->lock);
+}
+
+static void unpublish_op(gcsh_check *k)
+{
+    pthread_mutex_lock(&k->lock);
+    k->in_op = 0;
+    pthread_mutex_unlock(&k->lock);
+}
+
+void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx->check)
+        return;
+    char text[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    publish_op(ctx->check, text);
+}
+
+void gcsh_where_end(gcsh_ctx *ctx)
+{
+    if (ctx->check)
+        unpublish_op(ctx->check);
+}
+
+/* A one-shot count hook, set by the watcher: records the running line.  It
+ * clears itself before it looks at the interrupt flag, so an interrupt hook
+ * set meanwhile is either kept or honoured here (worker.c's stop_hook). */
+static void sample_hook(lua_State *L, lua_Debug *ar)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    lua_sethook(L, NULL, 0, 0);
+    if (atomic_load(&ctx->interrupt))
+        luaL_error(L, "interrupted!");
+    if (!k || !lua_getinfo(L, "Sl", ar))
+        return;
+    pthread_mutex_lock(&k->lock);
+    if (strcmp(ar->short_src, k->chunk) == 0 && ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk", ar->currentline);
+    else if (ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running %s:%d", ar->short_src, ar->currentline);
+    else
+        snprintf(k->line, sizeof k->line, "running %s", ar->short_src);
+    k->sampled = 1;
+    pthread_cond_signal(&k->sampled_cond);
+    pthread_mutex_unlock(&k->lock);
+}
+
+void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    k->enabled = check_on;
+    k->naborted = 0;
+    /* the short source Lua shows for this chunk name ("=stdin" -> "stdin") */
+    const char *s = name[0] == '=' || name[0] == '@' ? name + 1 : name;
+    snprintf(k->chunk, sizeof k->chunk, "%s", s);
+}
+
+void gcsh_check_chunk_end(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    unpublish_op(k);
+    if (k->naborted)
+        gcsh_capture_send(k->cap, MSG_ABORTED, k->aborted, k->naborted * sizeof *k->aborted);
+    k->naborted = 0;
+}
+
+/* Arms the line sample unless the worker is inside an operation (which says
+ * more than a line).  The caller holds the worker's run lock and knows a
+ * chunk is running. */
+int gcsh_check_sample_arm(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return 0;
+    pthread_mutex_lock(&k->lock);
+    int arm = !k->in_op && !atomic_load(&ctx->interrupt);
+    if (arm) {
+        k->sampled = 0;
+        lua_sethook(ctx->L, sample_hook, LUA_MASKCOUNT, 1);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return arm;
+}
+
+static void deadline_in_ms(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len)
+{
+    gcsh_check *k = ctx->check;
+    if (!k || !running) {
+        snprintf(buf, len, "idle");
+        return;
+    }
+    pthread_mutex_lock(&k->lock);
+    if (armed) {
+        struct timespec until;
+        deadline_in_ms(&until, SAMPLE_WAIT_MS);
+        while (!k->sampled && !k->in_op &&
+               pthread_cond_timedwait(&k->sampled_cond, &k->lock, &until) == 0) {
+        }
+    }
+    if (k->in_op)
+        snprintf(buf, len, "in %s for %.1f s", k->op, now_seconds() - k->since);
+    else if (armed && k->sampled)
+        snprintf(buf, len, "%s", k->line);
+    else
+        snprintf(buf, len, "running C code (no Lua line reached in %d ms)", SAMPLE_WAIT_MS);
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* ---- checked operations ---------------------------------------------------- */
+
+void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op)
+{
+    memset(fp, 0, sizeof *fp);
+    snprintf(fp->op, sizeof fp->op, "%s", op);
+    fp->comm = cc->id;
+    fp->seq = cc->seq + 1;
+    fp->count = fp->offset = -1;
+    fp->dtype = fp->redop = fp->root = -1;
+    fp->kind = GCSH_FP_COLLECTIVE;
+    fp->comm_rank = cc->rank;
+    fp->comm_size = cc->size;
+}
+
+/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1" */
+static void describe_op(const gcsh_comm_check *cc, const gcsh_fingerprint *fp, char *buf,
+                        size_t len)
+{
+    char name[32];
+    gcsh_comm_name(cc, name, sizeof name);
+    int world = strcmp(name, "world") == 0;
+    if (fp->kind == GCSH_FP_COLLECTIVE)
+        snprintf(buf, len, "%s #%llu%s%s", fp->op, (unsigned long long)fp->seq,
+                 world ? "" : " on ", world ? "" : name);
+    else
+        snprintf(buf, len, "%s %s %d%s%s", fp->op, fp->kind == GCSH_FP_SEND ? "to" : "from",
+                 fp->root, world ? "" : " on ", world ? "" : name);
+}
+
+static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+{
+    uint32_t head[2] = {++k->serial, cc->members ? (uint32_t)cc->size : 0};
+    size_t mlen = cc->members ? (size_t)cc->size * sizeof(int32_t) : 0;
+    size_t len = sizeof head + sizeof *fp + mlen;
+    char *buf = malloc(len);
+    if (!buf)
+        return -1;
+    memcpy(buf, head, sizeof head);
+    memcpy(buf + sizeof head, fp, sizeof *fp);
+    for (int i = 0; cc->members && i < cc->size; i++) {
+        int32_t m = cc->members[i];
+        memcpy(buf + sizeof head + sizeof *fp + (size_t)i * sizeof m, &m, sizeof m);
+    }
+    int rc = gcsh_capture_send(k->cap, MSG_FP, buf, len);
+    free(buf);
+    return rc;
+}
+
+/* Reads the command channel until the verdict on fingerprint `serial`
+ * arrives (stale verdicts of interrupted waits are skipped). */
+static int await_verdict(gcsh_ctx *ctx, gcsh_check *k, const char *what)
+{
+    gcsh_msg m = {0};
+    int rc = -1;
+    for (;;) {
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s", what);
+            break;
+        }
+        int r = gcsh_wait_readable(k->fd, 0, VERDICT_POLL_MS);
+        if (r == 0)
+            continue;
+        if (r < 0 || gcsh_msg_recv(k->fd, &m) != 0) {
+            gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
+            break;
+        }
+        uint32_t v[2];
+        if (m.h.type != MSG_VERDICT || m.h.len < sizeof v)
+            continue;
+        memcpy(v, m.data, sizeof v);
+        if (v[0] != k->serial)
+            continue;
+        rc = v[1] ? 0 : gcsh_set_error(ctx, "%s", m.data + sizeof v);
+        break;
+    }
+    gcsh_msg_free(&m);
+    return rc;
+}
+
+int gcsh_check_collective(lua_State *L, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    if (!k || !k->enabled)
+        return 0;
+    char what[128];
+    describe_op(cc, fp, what, sizeof what);
+    if (send_fingerprint(k, cc, fp) != 0)
+        return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
+    return await_verdict(ctx, k, what);
+}
+
+/* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
+ * and would replace this message by "interrupted!" as soon as the error
+ * handler is called: this message says more, so the hook goes. */
+static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
+{
+    if (atomic_load(&ctx->interrupt))
+        lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "%s", ctx->err);
+    abort(); /* not reached: luaL_error does not return */
+}
+
+void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check_usable(L, cc);
+    if (gcsh_check_collective(L, cc, fp) != 0)
+        raise_error(L, ctx);
+    if (fp->kind == GCSH_FP_COLLECTIVE)
+        cc->seq = fp->seq;
+    if (ctx->check) {
+        char what[128];
+        describe_op(cc, fp, what, sizeof what);
+        publish_op(ctx->check, what);
+    }
+}
+
+static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
+{
+    return cc->impl && ctx->be->comm->aborted && ctx->be->comm->aborted(cc->impl);
+}
+
+void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    char what[128] = "";
+    if (k) {
+        pthread_mutex_lock(&k->lock);
+        snprintf(what, sizeof what, "%s", k->op);
+        k->in_op = 0;
+        pthread_mutex_unlock(&k->lock);
+    }
+    if (rc == 0)
+        return;
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    int interrupted = atomic_load(&ctx->interrupt);
+    if (interrupted || backend_aborted(ctx, cc)) {
+        /* the operation was abandoned on this rank: nobody can use this
+         * communicator any more (coordinator passes the id on) */
+        abort_comm(ctx, cc);
+        if (k)
+            note_aborted(k, cc->id);
+        if (interrupted)
+            gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
+                                "(comm.world() makes a fresh one)", what[0] ? what : "a collective");
+    }
+    raise_error(L, ctx);
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+_Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    char text[1536];
+    luaL_where(L, 1);
+    snprintf(text, sizeof text,
+             "gcsh: rank %d: unrecoverable fault at %s%s (last operation: %s); this process "
+             "cannot recover: every rank exits with status %d\n",
+             ctx->rank, lua_tostring(L, -1), ctx->err, k && k->last_op[0] ? k->last_op : "none",
+             GCSH_EXIT_FATAL);
+    if (!k || gcsh_capture_send(k->cap, MSG_FATAL, text, strlen(text)) != 0) {
+        fputs(text, stderr);
+        _exit(GCSH_EXIT_FATAL);
+    }
+    /* rank 0 answers with DIE, which the watcher turns into _exit */
+    for (int i = 0; i < FATAL_GRACE_S * 10; i++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    _exit(GCSH_EXIT_FATAL);
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Faults on GPUs (issue 6), run by scripts/gpu-check.sh:
+#   bash tests/gpu/faults.sh path/to/gcsh NP
+# A mismatched NCCL all-reduce caught before launch; Ctrl-C (SIGINT to rank 0)
+# out of a blocked NCCL collective and out of a blocked signal wait; an
+# injected out-of-bounds kernel write ending every rank with status 70; an
+# injected out-of-memory on one rank.  Each asserts the next command works.
+cd "$(dirname "$0")/../.." || exit 1
+GCSH=${1:-build-gpu/gcsh}
+NP=${2:-2}
+. tests/sh/lib.sh
+LAST=$((NP - 1))
+OTHERS=$([ "$NP" = 2 ] && echo 0 || echo "0,2-$LAST")
+TAGS=()
+trap 'for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 $p 2>/dev/null; done; done' EXIT
+
+rank_pid() { # TAG RANK
+    local p
+    for p in $(tagged_pids "$1"); do
+        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
+    done
+}
+# interrupted TAG 'lines before' 'lines after': a piped session that gets
+# SIGINT on rank 0 three seconds into its last "before" line
+interrupted() {
+    local tag=$1
+    ( printf '%s\n' "$2"
+      for i in $(seq 100); do [ -n "$(rank_pid "$tag" 0)" ] && break; sleep 0.1; done
+      sleep 5; kill -INT $(rank_pid "$tag" 0); sleep 3
+      printf '%s\n' "$3" ) |
+        GCSH_TEST_TAG=$tag timeout 120 "$GCSH" -n "$NP" --backend cuda 2>&1
+}
+
+# ---- a mismatched all-reduce: caught before NCCL sees it
+gcsh_pipe "$NP" 'c = comm.world()
+c:allreduce(tensor.new(rank == 1 and 5 or 4))
+=c:allreduce(tensor.new(1):fill(1))[0]' --backend cuda
+expect_contains "mismatch caught" "$OUT" "[0-$LAST] stdin:1: collective mismatch: allreduce #1: [$OTHERS] f32 x4 sum, [1] f32 x5 sum"
+expect_contains "mismatch: the next all-reduce works" "$OUT" "[0-$LAST] $NP.0"
+
+# ---- Ctrl-C out of a blocked NCCL all-reduce (unchecked, so it is launched)
+TAG=$(new_tag); TAGS+=("$TAG")
+OUT=$(interrupted "$TAG" '.check off
+c = comm.world() c:barrier()
+if rank == 0 then c:allreduce(tensor.new(1024)) else gcsh.sleep(60) end' '.check on
+print(c)
+c = comm.world() =c:allreduce(tensor.new(1):fill(1))[0]')
+expect_contains "Ctrl-C: the blocked all-reduce" "$OUT" "[0] stdin:1: interrupted in allreduce #2: the communicator is aborted on every rank (comm.world() makes a fresh one)"
+expect_contains "Ctrl-C: aborted everywhere" "$OUT" "[0-$LAST] comm(aborted)"
+expect_contains "Ctrl-C: a fresh world works" "$OUT" "[0-$LAST] $NP.0"
+
+# ---- Ctrl-C out of a blocked signal wait (when signals exist)
+if "$GCSH" -n 1 --backend cuda -e 'assert(comm.world().signals)' >/dev/null 2>&1; then
+    TAG=$(new_tag); TAGS+=("$TAG")
+    OUT=$(interrupted "$TAG" 'c = comm.world() s = c:signals(1)
+if rank == 0 then s:wait(0, 1) gcsh.sync() else gcsh.sleep(60) end' 'c = comm.world() =c:allreduce(tensor.new(1):fill(1))[0]')
+    expect_contains "Ctrl-C: signal wait interrupted" "$OUT" "gcsh: interrupted [0-$LAST]"
+    expect_contains "Ctrl-C: signal wait: next command" "$OUT" "[0-$LAST] $NP.0"
+else
+    skip "signals: not in this build"
+fi
+
+# ---- out of memory on one rank: every rank gets an error, the next command works
+OUT=$(printf '%s\n' 'c = comm.world()' \
+    'if rank == 1 then gcsh.debug.inject("oom") end t = tensor.new(4) c:allreduce(t)' \
+    '=c:allreduce(tensor.new(1):fill(1))[0]' |
+    GCSH_TEST_FAULTS=1 timeout 120 "$GCSH" -n "$NP" --backend cuda 2>&1)
+expect_contains "OOM: the rank's own error" "$OUT" "[1] stdin:1: "
+expect_contains "OOM: cudaErrorMemoryAllocation" "$OUT" "cudaErrorMemoryAllocation"
+expect_contains "OOM: the others' error names rank 1" "$OUT" "[1] ended the command with an error"
+expect_contains "OOM: the next command works" "$OUT" "[0-$LAST] $NP.0"
+
+# ---- an out-of-bounds kernel write: sticky; every rank exits 70, none left
+TAG=$(new_tag); TAGS+=("$TAG")
+OUT=$(printf '%s\n' 'c = comm.world() c:barrier()' \
+    'if rank == 1 then gcsh.debug.inject("oob_write") gcsh.sync() end c:barrier()' 'print("never")' |
+    GCSH_TEST_TAG=$TAG GCSH_TEST_FAULTS=1 timeout 120 "$GCSH" -n "$NP" --backend cuda 2>&1); RC=$?
+expect_contains "oob write: the fault, its rank and last operation" "$OUT" "gcsh: rank 1: unrecoverable fault at stdin:1:"
+expect_contains "oob write: illegal address" "$OUT" "cudaErrorIllegalAddress"
+expect_contains "oob write: last operation" "$OUT" "(last operation: barrier #1)"
+expect_contains "oob write: every rank exits" "$OUT" "every rank exits with status 70"
+expect_not_contains "oob write: nothing after" "$OUT" "never"
+expect_eq "oob write: exit status" "$RC" 70
+expect_no_procs "oob write: no process left" "$TAG"
+
+finish
