@@ -203,4 +203,5 @@ const gcsh_backend gcsh_cuda_backend = {
     .mem = &gcsh_cuda_mem_ops,
     .comm = &gcsh_cuda_comm_ops,
     .win = &gcsh_cuda_window_ops,
+    .kern = &gcsh_cuda_kernel_ops,
 };
