@@ -10,14 +10,20 @@
 #      by cudaMemcpyPeerAsync, and by the peer-read kernel, in one run;
 #   4. the same copy issued from Lua, out:copy(w:peer(1)), per kind (needs
 #      the window binding).
-#   5. bench.allreduce: NCCL plain, NCCL on a symmetric window (nccl_sym),
+#   5. one-sided transfers, at 2 ranks: test_cuda_xfer --bench (put and get
+#      of 1 GiB per engine and kind against cudaMemcpyPeerAsync in the same
+#      run, with the ratio), then scripts/bench/xfer.lua (putv of 4096 x 4 KiB
+#      against 4096 separate puts, with the ratio; 8-byte put-with-signal
+#      ping-pong latency in us).
+#   6. bench.allreduce: NCCL plain, NCCL on a symmetric window (nccl_sym),
 #      one-shot, two-shot, multicast (emulated: NVLS stays off) and auto,
 #      f32 sum, 8 B .. 1 GiB, in one run; CSV into $GCSH_BENCH_OUT (default
 #      build-gpu/bench), a busbw chart, and the issue's targets as ratios
 #      (one-shot time / NCCL plain and / nccl_sym at <= 64 KiB; two-shot busbw
 #      / NCCL at >= 256 MiB; auto / best) with the crossovers measured for
 #      src/kern_tune.h.
-# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=allreduce part 5.
+# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
+# GCSH_BENCH_ONLY=allreduce part 6.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -30,6 +36,7 @@ counts=(2)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
 OUTDIR=${GCSH_BENCH_OUT:-build-gpu/bench}
 mkdir -p "$OUTDIR"
+if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
     if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = allreduce ]; then
     echo "== $np ranks: bench.allreduce f32 sum, 8 B .. 1 GiB (kernels against NCCL; csv: $OUTDIR/allreduce-np$np.csv)"
@@ -74,3 +81,10 @@ for np in "${counts[@]}"; do
         w:free()
       end'
 done
+if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then
+    echo "== 2 ranks: one-sided transfers, C: put/get 1 GiB per engine vs cudaMemcpyPeerAsync"
+    "${mpi[@]}" -np 2 "${GCSH_XFER_UNIT:-build-gpu/tests/test_cuda_xfer}" --bench |
+        grep -E '^(bench|FAIL|[0-9]+ passed)'
+    echo "== 2 ranks: one-sided transfers, Lua: putv vs separate puts; put-with-signal ping-pong"
+    "${mpi[@]}" -np 2 "$GCSH" scripts/bench/xfer.lua
+fi

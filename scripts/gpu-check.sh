@@ -8,6 +8,8 @@
 # peer-read kernel from C; tests/gpu/window_*.lua the same through Lua;
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
+# tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
+# (both engines, both kinds).
 #
 # Lua and readline come from Debian packages carried in .lua-debs/ (make them
 # on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
@@ -77,6 +79,7 @@ run() {
 for np in "${counts[@]}"; do
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
     run test_cuda_window "$np" "$BUILD/tests/test_cuda_window"
+    run test_cuda_xfer "$np" "$BUILD/tests/test_cuda_xfer"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \

@@ -245,6 +245,50 @@ typedef struct gcsh_kernel_ops {
                  gcsh_dtype dt);
 } gcsh_kernel_ops;
 
+/* ---- one-sided transfers (l_xfer.c) ---------------------------------------
+ *
+ * A transfer is prepared once from a plan the binding has checked (every
+ * range inside its memory, destinations disjoint, no source overlapping a
+ * destination, addresses resolved through the window's peer pointer table)
+ * and posted any number of times.  A post enqueues the copies and then, when
+ * plan->signal is set, adds signal_value to that (peer's) signal word with
+ * release ordering: whoever sees the new value sees the data. */
+typedef enum gcsh_xfer_engine { GCSH_XFER_CE, GCSH_XFER_SM } gcsh_xfer_engine;
+
+typedef struct gcsh_xfer_seg {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} gcsh_xfer_seg;
+
+typedef struct gcsh_xfer_plan {
+    gcsh_xfer_engine engine;
+    size_t nseg;                /* >= 1 */
+    const gcsh_xfer_seg *seg;   /* host array; prepare copies what it keeps */
+    uint64_t *signal;           /* a signal word (8-byte aligned), or NULL */
+    uint64_t signal_value;
+} gcsh_xfer_plan;
+
+typedef struct gcsh_xfer_impl gcsh_xfer_impl;
+
+enum gcsh_xfer_status { GCSH_XFER_PENDING, GCSH_XFER_DONE, GCSH_XFER_ERROR };
+
+typedef struct gcsh_xfer_ops {
+    const char *engines;        /* the valid engines, space separated: "ce sm" */
+    int (*prepare)(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl **out);
+    /* Enqueues the transfer on the rank's stream (cuda: returns at once). */
+    int (*post)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+    /* The last post's status; GCSH_XFER_ERROR with ctx->err saying why. */
+    int (*test)(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
+    /* Work queued on the rank's stream after this call runs after the last post. */
+    int (*wait_stream)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+    /* Waits on the CPU: 0 when done, 1 when timeout seconds ran out, -1 on
+     * error (interrupt included). */
+    int (*wait_cpu)(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout);
+    /* Frees x; safe while a post is in flight (the memory goes when it ends). */
+    void (*release)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+} gcsh_xfer_ops;
+
 typedef struct gcsh_backend {
     const char *name; /* "host" | "cuda" */
     /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
@@ -259,6 +303,8 @@ typedef struct gcsh_backend {
     const gcsh_comm_ops *comm;
     const gcsh_window_ops *win;
     const gcsh_kernel_ops *kern; /* reduce kernels and multicast */
+
+    const gcsh_xfer_ops *xfer; /* NULL: no one-sided transfers */
 } gcsh_backend;
 
 extern const gcsh_backend gcsh_host_backend;

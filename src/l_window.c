@@ -10,6 +10,7 @@
  *   w:multicast()     collective: a multicast object (l_kernel.c)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
+ *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
  *
  * Layout follows liolib.c: metatable "window", meth[] and metameth[], a handle
  * created closed, one idempotent release behind :free() and __close; __gc only
@@ -22,6 +23,7 @@
 #include "comm.h"
 #include "symmem.h"
 #include "tensor.h"
+#include "xfer.h"
 
 #define WINDOW_MT "window"
 
@@ -145,6 +147,9 @@ static const luaL_Reg meth[] = {
     {"info", window_info},
     {"multicast", gcsh_window_multicast},
     {"free", window_free},
+    {"put", gcsh_window_put},   /* l_xfer.c */
+    {"get", gcsh_window_get},   /* l_xfer.c */
+    {"putv", gcsh_window_putv}, /* l_xfer.c */
     {NULL, NULL},
 };
 

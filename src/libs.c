@@ -36,5 +36,6 @@ void gcsh_open_libs(lua_State *L)
     lua_pop(L, 1);
     luaopen_gcsh_window(L);
     luaopen_gcsh_signals(L);
+    luaopen_gcsh_xfer(L);
     merge_into_gcsh(L, luaopen_gcsh_timer);
 }

@@ -10,6 +10,7 @@
 
 #include "out.h"
 #include "symmem.h"
+#include "xfer.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
 #define REGISTRY_MT "gcsh.symmem.registry"
@@ -437,6 +438,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     if (!o || !o->impl)
         return;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_xfer_check_free(L, o); /* collective: refused everywhere while a transfer uses o */
     /* no rank tears down memory a peer may still read */
     if (ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
         gcsh_raise(L, ctx);

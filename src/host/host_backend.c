@@ -70,4 +70,5 @@ const gcsh_backend gcsh_host_backend = {
     .comm = &gcsh_host_comm_ops,
     .win = &gcsh_host_window_ops,
     .kern = &gcsh_host_kernel_ops,
+    .xfer = &gcsh_host_xfer_ops,
 };

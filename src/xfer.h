@@ -1,0 +1,20 @@
+/* One-sided transfers (l_xfer.c) as the window binding and the free path
+ * see them. */
+#ifndef GCSH_XFER_H
+#define GCSH_XFER_H
+
+#include <lua.h>
+
+#include "symmem.h"
+
+/* Window methods (l_window.c lists them): w:put, w:get, w:putv. */
+int gcsh_window_put(lua_State *L);
+int gcsh_window_get(lua_State *L);
+int gcsh_window_putv(lua_State *L);
+
+/* Collective over o's communicator, called by gcsh_sym_free before its
+ * barrier: raises the same error on every rank when any rank still has a
+ * transfer in flight that uses o (its window or its signal words). */
+void gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o);
+
+#endif
