@@ -15,7 +15,15 @@
 #      run, with the ratio), then scripts/bench/xfer.lua (putv of 4096 x 4 KiB
 #      against 4096 separate puts, with the ratio; 8-byte put-with-signal
 #      ping-pong latency in us).
-# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5.
+#   6. bench.allreduce: NCCL plain, NCCL on a symmetric window (nccl_sym),
+#      one-shot, two-shot, multicast (emulated: NVLS stays off) and auto,
+#      f32 sum, 8 B .. 1 GiB, in one run; CSV into $GCSH_BENCH_OUT (default
+#      build-gpu/bench), a busbw chart, and the issue's targets as ratios
+#      (one-shot time / NCCL plain and / nccl_sym at <= 64 KiB; two-shot busbw
+#      / NCCL at >= 256 MiB; auto / best) with the crossovers measured for
+#      src/kern_tune.h.
+# GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
+# GCSH_BENCH_ONLY=allreduce part 6.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -26,8 +34,19 @@ mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABL
 counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
+OUTDIR=${GCSH_BENCH_OUT:-build-gpu/bench}
+mkdir -p "$OUTDIR"
 if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
+    if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = allreduce ]; then
+    echo "== $np ranks: bench.allreduce f32 sum, 8 B .. 1 GiB (kernels against NCCL; csv: $OUTDIR/allreduce-np$np.csv)"
+    "${mpi[@]}" -np "$np" "$GCSH" -e "local b = require('gcsh.bench')
+        local rows = b.allreduce{ algos = {'nccl', 'nccl_sym', 'oneshot', 'twoshot', 'multicast', 'auto'},
+            min = 8, max = 1 << 30, factor = 2, iters = 20, warmup = 5, kind = 'nccl',
+            csv = '$OUTDIR/allreduce-np$np.csv', chart = 'busbw' }
+        b.allreduce_targets(rows)"
+    fi
+    [ "${GCSH_BENCH_ONLY:-}" = allreduce ] && continue
     if [ "${GCSH_BENCH_ONLY:-}" != windows ]; then
     echo "== $np ranks: Lua-issued all-reduce against the C loop (c:loop)"
     "${mpi[@]}" -np "$np" "$GCSH" -e 'require("gcsh.bench").overhead{

@@ -5,7 +5,9 @@
 #   bash scripts/gpu-check.sh            (from the repository root)
 #
 # tests/unit/test_cuda_window covers windows (nccl, vmm), signals and the
-# peer-read kernel from C; tests/gpu/window_*.lua the same through Lua.
+# peer-read kernel from C; tests/gpu/window_*.lua the same through Lua;
+# tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
+# per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).
 #

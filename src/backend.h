@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "kern.h"
 
 typedef struct gcsh_ctx gcsh_ctx;
 
@@ -171,6 +172,86 @@ typedef struct gcsh_window_ops {
                      size_t offset, void *dst, size_t bytes);
 } gcsh_window_ops;
 
+/* ---- reduce kernels and multicast (issue 5; src/kern.h, src/l_kernel.c) ----
+ *
+ * A job: reduce k sources element-wise (in order) and store the result to
+ * each of m destinations; n elements of dt.  Sources and destinations are
+ * local memory or peer slices (addresses valid here, at d->loc); k = 1 is a
+ * copy to m places.  No synchronisation: the caller orders it (c:barrier()).
+ * Destinations may be sources only element for element (in place). */
+typedef struct gcsh_kjob {
+    const void *src[GCSH_KERN_MAX_SRC];
+    void *dst[GCSH_KERN_MAX_SRC];
+    int k, m;
+    size_t n;
+    gcsh_dtype dt;
+    gcsh_redop op;
+} gcsh_kjob;
+
+/* The synchronised collectives over a window's region [offset, offset + n)
+ * of every slice (elements).  Each one: a barrier on the window's sync
+ * words (every member's input is ready), the data movement, a barrier
+ * (no member still reads or writes another's slice), so a rank that arrives
+ * late only delays the others. */
+enum gcsh_kcoll {
+    GCSH_KC_ONESHOT,        /* each rank loads every peer and reduces: out, or my slice */
+    GCSH_KC_TWOSHOT,        /* rank r reduces chunk r by peer loads and stores it to every
+                               peer: every slice ends with the result */
+    GCSH_KC_REDUCE_TO,      /* root reduces every peer's region: out, or root's slice */
+    GCSH_KC_REDUCE_SCATTER, /* rank r reduces chunk r (n / team elements): out, or chunk r
+                               of my slice */
+    GCSH_KC_ALLGATHER,      /* rank r stores its chunk r into every peer's slice */
+    GCSH_KC_BROADCAST,      /* every rank loads root's region: out, or my slice */
+    GCSH_KC_MULTICAST,      /* nvls only: two-shot with multimem.ld_reduce of chunk r and
+                               multimem.st of the result (mc set) */
+};
+
+typedef struct gcsh_mcast gcsh_mcast;
+
+typedef struct gcsh_kcoll_args {
+    enum gcsh_kcoll coll;
+    size_t offset, n;  /* elements, checked against the window by the binding */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    int root;          /* team index (reduce_to, broadcast) */
+    void *out;         /* local memory at d->loc, or NULL: the result stays in the window */
+    size_t sync_off;   /* bytes: where the sync area starts in every slice */
+    uint64_t *epoch;   /* barriers passed on this window, equal on every rank;
+                          the backend advances it by the barriers it ran */
+    const gcsh_mcast *mc; /* GCSH_KC_MULTICAST: the window's multicast (nvls) */
+} gcsh_kcoll_args;
+
+/* What w:multicast() found: NVLS (a multicast address over the slices) or
+ * the emulation through peer loads and stores, and why. */
+struct gcsh_mcast {
+    int nvls;
+    char why[200];     /* why the mode is what it is, for m:why() */
+    void *base;        /* nvls: multicast address of slice offset 0 */
+};
+
+typedef struct gcsh_kernel_ops {
+    /* Bytes at the end of every window slice kept for the sync words (the
+     * binding adds them to the allocation; zeroed at creation). */
+    size_t sync_bytes;
+    /* One job (above), stream-ordered on cuda. */
+    int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
+    /* Collective over the window's team: every member calls it with the
+     * same arguments (out and root aside: out is local). */
+    int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      const gcsh_kcoll_args *a);
+    /* Collective over the window's team: decides the mode (every member the
+     * same) and, for nvls, sets up the multicast address.  The NVLS path is
+     * taken only under DESIGN.md's opt-in. */
+    int (*mc_open)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                   gcsh_mcast *out);
+    /* nvls only (NULL where there is none): out[0..n) = the op over every
+     * slice's elements from byte offset; and a store of src to every slice. */
+    int (*mc_ld_reduce)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, void *out, size_t n,
+                        gcsh_dtype dt, gcsh_redop op);
+    int (*mc_st)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, const void *src, size_t n,
+                 gcsh_dtype dt);
+} gcsh_kernel_ops;
+
 /* ---- one-sided transfers (l_xfer.c) ---------------------------------------
  *
  * A transfer is prepared once from a plan the binding has checked (every
@@ -233,6 +314,8 @@ typedef struct gcsh_backend {
     const gcsh_mem_ops *mem;
     const gcsh_comm_ops *comm;
     const gcsh_window_ops *win;
+    const gcsh_kernel_ops *kern; /* reduce kernels and multicast */
+
     const gcsh_xfer_ops *xfer; /* NULL: no one-sided transfers */
 } gcsh_backend;
 

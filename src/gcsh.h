@@ -73,6 +73,8 @@ int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
 int luaopen_gcsh_window(lua_State *L);
 int luaopen_gcsh_signals(lua_State *L);
+/* The kernel library (reduce kernels, multicast type), l_kernel.c. */
+int luaopen_gcsh_kernel(lua_State *L);
 /* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
 int luaopen_gcsh_xfer(lua_State *L);
 /* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */

@@ -7,6 +7,7 @@
  *   w.kind w.n w.dtype w.rank w.size w.team w.comm w.seq
  *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
  *                     peers, team, seq, where, handle
+ *   w:multicast()     collective: a multicast object (l_kernel.c)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
  *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
@@ -65,6 +66,7 @@ int gcsh_comm_window(lua_State *L)
     gcsh_sym_read_kind(L, 4, &p, "window", 3);
     gcsh_sym_size size;
     gcsh_sym_check_size(ctx, &p, "window", gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, &size);
+    gcsh_kern_reserve_sync(ctx, &p, &size);
     gcsh_sym_agree(L, lc, &p);
     gcsh_sym_push_handle(L, WINDOW_MT);
     gcsh_sym_create(L, 1, -1, &p, dt, &size);
@@ -143,6 +145,7 @@ static const luaL_Reg meth[] = {
     {"tensor", window_tensor},
     {"peer", window_peer},
     {"info", window_info},
+    {"multicast", gcsh_window_multicast},
     {"free", window_free},
     {"put", gcsh_window_put},   /* l_xfer.c */
     {"get", gcsh_window_get},   /* l_xfer.c */

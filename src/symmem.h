@@ -84,6 +84,7 @@ struct gcsh_symobj {
     gcsh_window_desc desc;      /* team and peer arrays belong to the backend */
     gcsh_storage **slices;      /* [team_size]: each member's slice, for views */
     int has_handle;             /* its Lua handle still exists */
+    uint64_t kern_epoch;        /* barriers the kernel collectives ran on it (l_kernel.c) */
     int garbage_noted;
 };
 
@@ -122,6 +123,12 @@ void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o);
  * the methods), meth, and __methods for completion. */
 void gcsh_sym_new_metatable(lua_State *L, const char *mt, const luaL_Reg *meth,
                             const luaL_Reg *metameth, lua_CFunction index);
+
+/* Windows keep the kernel collectives' sync words past their elements
+ * (kern.h): adds the backend's sync bytes to size->alloc (l_kernel.c). */
+void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size);
+/* w:multicast() (l_kernel.c). */
+int gcsh_window_multicast(lua_State *L);
 
 /* Opens the registry (once per state, before any handle exists). */
 int gcsh_symmem_open(lua_State *L);

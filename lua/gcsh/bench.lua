@@ -403,4 +403,215 @@ function bench.overhead(opts)
   return rows
 end
 
+-- ---- all-reduce algorithms against NCCL ---------------------------------------
+
+-- bench.allreduce{algos={"nccl","nccl_sym","oneshot","twoshot","multicast"},
+--                 min=8, max=32<<20, factor=2, dtype="f32", iters=20, warmup=5,
+--                 check=true, kind=nil, comm=comm.world(), csv=nil, chart="busbw",
+--                 average="avg", quiet=false}
+-- One run, every algorithm at every size, in place, sum:
+--   nccl       c:allreduce(t) on a plain tensor (NCCL's own kernels on cuda,
+--              MPI on host);
+--   nccl_sym   c:allreduce on a window's slice (on cuda a window of kind
+--              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
+--              kernels);
+--   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=}).
+-- Columns as bench.collective plus the algorithm; rows returned on every rank
+-- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=}).
+-- csv= writes them (rank 0); chart= draws one bar per algorithm per size:
+-- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
+local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
+                   multicast = true, auto = true }
+local AR_DEFAULTS = {
+  algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
+  check = true, kind = false, comm = false, csv = false, chart = "busbw", average = "avg",
+  quiet = false,
+}
+
+local function ar_options(opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do
+    if AR_DEFAULTS[k] == nil then
+      error(string.format("bench.allreduce: unknown option '%s' (valid: %s)", k, sorted_keys(AR_DEFAULTS)), 3)
+    end
+    o[k] = v
+  end
+  for k, v in pairs(AR_DEFAULTS) do if o[k] == nil then o[k] = v end end
+  o.algos = o.algos or { "nccl", "nccl_sym", "oneshot", "twoshot", "multicast" }
+  o.comm = o.comm or comm.world()
+  local function need(ok, fmt, ...)
+    if not ok then error("bench.allreduce: " .. string.format(fmt, ...), 4) end
+  end
+  for _, a in ipairs(o.algos) do need(AR_ALGOS[a], "unknown algo '%s' (valid: %s)", tostring(a), sorted_keys(AR_ALGOS)) end
+  need(DTYPE_SIZE[o.dtype], "unknown dtype '%s'", tostring(o.dtype))
+  need(math.type(o.min) == "integer" and o.min >= 1, "min must be a positive integer (bytes)")
+  need(math.type(o.max) == "integer" and o.max >= o.min, "max must be an integer >= min")
+  need(type(o.factor) == "number" and o.factor > 1, "factor must be > 1")
+  need(o.chart == "busbw" or o.chart == "time" or o.chart == false, "chart must be \"busbw\", \"time\" or false")
+  need(AVERAGES[o.average], "unknown average '%s'", tostring(o.average))
+  return o
+end
+
+-- How each algorithm runs one in-place all-reduce of n elements.
+local function ar_runner(algo, c, w, plain, n)
+  if algo == "nccl" then
+    local t = plain:view(0, n)
+    return function() c:allreduce(t) end, t
+  elseif algo == "nccl_sym" then
+    local t = w:tensor():view(0, n)
+    return function() c:allreduce(t) end, t
+  end
+  local o = { algo = algo, n = n }
+  return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
+end
+
+local function ar_row(o, algo, n, c, w, plain)
+  local run, buf = ar_runner(algo, c, w, plain, n)
+  local k, wrong = c.size, 0
+  if o.check then
+    buf:fill(c.rank + 1)
+    run()
+    wrong = count_wrong(buf, k * (k + 1) // 2)
+  end
+  buf:fill(1)
+  for _ = 1, o.warmup do run() end
+  c:barrier()
+  local tm = gcsh.timer()
+  for _ = 1, o.iters do run() end
+  local sec = over_ranks(c, tm:stop() / o.iters, "f64", o.average)
+  local bytes = n * DTYPE_SIZE[o.dtype]
+  local algbw = bytes / 1e9 / sec
+  return { algo = algo, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
+           algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum") }
+end
+
+local function ar_print_header()
+  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s", "size", "count", "type", "algo", "time", "algbw", "busbw", "#wrong"))
+  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""))
+end
+
+local function ar_print_row(r)
+  print(string.format("%12d  %12d  %6s  %10s  %9.2f  %8.2f  %8.2f  %6d", r.size, r.count, r.type, r.algo, r.time_us, r.algbw, r.busbw, r.wrong))
+end
+
+local function write_csv(path, rows)
+  local f = assert(io.open(path, "w"))
+  f:write("algo,size,count,type,redop,time_us,algbw,busbw,wrong\n")
+  for _, r in ipairs(rows) do
+    f:write(string.format("%s,%d,%d,%s,%s,%.3f,%.4f,%.4f,%d\n", r.algo, r.size, r.count, r.type, r.redop, r.time_us, r.algbw, r.busbw, r.wrong))
+  end
+  f:close()
+end
+
+local function human(bytes)
+  local units = { "B", "KiB", "MiB", "GiB" }
+  local u = 1
+  while bytes >= 1024 and u < #units and bytes % 1024 == 0 do bytes, u = bytes // 1024, u + 1 end
+  return string.format("%d %s", bytes, units[u])
+end
+
+-- One bar per algorithm per size, 50 columns wide at the scale's maximum.
+function bench.chart(rows, metric)
+  metric = metric or "busbw"
+  local WIDTH, sizes, by_size = 50, {}, {}
+  local global_max = 0
+  for _, r in ipairs(rows) do
+    if not by_size[r.size] then by_size[r.size] = {}; sizes[#sizes + 1] = r.size end
+    table.insert(by_size[r.size], r)
+    global_max = math.max(global_max, r[metric == "time" and "time_us" or "busbw"])
+  end
+  print(string.format("# %s per algorithm (%s)", metric == "time" and "time (us), bars relative to the slowest at each size" or "busbw (GB/s)", rows[1] and rows[1].type or ""))
+  for _, size in ipairs(sizes) do
+    local group, max = by_size[size], global_max
+    if metric == "time" then
+      max = 0
+      for _, r in ipairs(group) do max = math.max(max, r.time_us) end
+    end
+    print(human(size))
+    for _, r in ipairs(group) do
+      local v = metric == "time" and r.time_us or r.busbw
+      local bar = max > 0 and math.floor(v / max * WIDTH + 0.5) or 0
+      print(string.format("  %-10s %s %.2f", r.algo, string.rep("#", math.max(bar, v > 0 and 1 or 0)), v))
+    end
+  end
+end
+
+function bench.allreduce(opts)
+  local o = ar_options(opts)
+  local c, speaks = o.comm, o.comm.rank == 0 and not o.quiet
+  local maxn = math.max(1, o.max // DTYPE_SIZE[o.dtype])
+  local w = c:window(maxn, o.dtype, o.kind and { kind = o.kind } or nil)
+  local plain = tensor.new(maxn, o.dtype)
+  if speaks then ar_print_header() end
+  local rows, size = {}, o.min
+  while size <= o.max do
+    local n = size // DTYPE_SIZE[o.dtype]
+    if n > 0 then
+      for _, algo in ipairs(o.algos) do
+        local row = ar_row(o, algo, n, c, w, plain)
+        rows[#rows + 1] = row
+        if speaks then ar_print_row(row) end
+      end
+    end
+    size = math.max(size + 1, math.floor(size * o.factor))
+  end
+  c:barrier()
+  w:free()
+  plain:free()
+  if speaks and o.chart and #rows > 0 then bench.chart(rows, o.chart) end
+  if c.rank == 0 and o.csv then write_csv(o.csv, rows) end
+  return rows
+end
+
+-- The issue's targets as ratios, from one bench.allreduce run (rank 0
+-- prints; returns the table): one-shot time / nccl and / nccl_sym at
+-- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
+-- auto time / the best algorithm's (worst size), and the crossovers this run
+-- suggests for src/kern_tune.h (the largest size where one-shot, then
+-- two-shot, is still the fastest of oneshot/twoshot/nccl_sym).
+function bench.allreduce_targets(rows, opts)
+  opts = opts or {}
+  local at = {}
+  for _, r in ipairs(rows) do
+    at[r.size] = at[r.size] or {}
+    at[r.size][r.algo] = r
+  end
+  local sizes = {}
+  for size in pairs(at) do sizes[#sizes + 1] = size end
+  table.sort(sizes)
+  local t = { oneshot_vs_nccl = 0, oneshot_vs_nccl_sym = 0, twoshot_vs_nccl = math.huge, auto_vs_best = 0 }
+  local one_max, two_max = 0, 0
+  for _, size in ipairs(sizes) do
+    local a = at[size]
+    if size <= 64 << 10 and a.oneshot then
+      if a.nccl then t.oneshot_vs_nccl = math.max(t.oneshot_vs_nccl, a.oneshot.time_us / a.nccl.time_us) end
+      if a.nccl_sym then t.oneshot_vs_nccl_sym = math.max(t.oneshot_vs_nccl_sym, a.oneshot.time_us / a.nccl_sym.time_us) end
+    end
+    if size >= 256 << 20 and a.twoshot and a.nccl then
+      t.twoshot_vs_nccl = math.min(t.twoshot_vs_nccl, a.twoshot.busbw / a.nccl.busbw)
+    end
+    local best = math.huge
+    for algo, r in pairs(a) do if algo ~= "auto" then best = math.min(best, r.time_us) end end
+    if a.auto and best < math.huge then t.auto_vs_best = math.max(t.auto_vs_best, a.auto.time_us / best) end
+    local fastest, ft = nil, math.huge
+    for _, algo in ipairs { "oneshot", "twoshot", "nccl_sym" } do
+      if a[algo] and a[algo].time_us < ft then fastest, ft = algo, a[algo].time_us end
+    end
+    if fastest == "oneshot" then one_max = size end
+    if fastest ~= "nccl_sym" then two_max = size end
+  end
+  if t.twoshot_vs_nccl == math.huge then t.twoshot_vs_nccl = nil end
+  t.suggest_oneshot_max, t.suggest_twoshot_max = one_max, two_max
+  local c = opts.comm or comm.world()
+  if c.rank == 0 and not opts.quiet then
+    local function f(v) return v and string.format("%.3f", v) or "n/a" end
+    print(string.format("# targets (%d ranks): one-shot time / nccl at <= 64 KiB (worst): %s", c.size, f(t.oneshot_vs_nccl)))
+    print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
+    print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
+    print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
+    print(string.format("#   measured crossovers for src/kern_tune.h: oneshot_max = %d, twoshot_max = %d", one_max, two_max))
+  end
+  return t
+end
+
 return bench

@@ -116,6 +116,7 @@ ncclDataType_t cuda_nccl_type(gcsh_dtype dt);
 extern const gcsh_mem_ops gcsh_cuda_mem_ops;
 extern const gcsh_comm_ops gcsh_cuda_comm_ops;
 extern const gcsh_window_ops gcsh_cuda_window_ops;
+extern const gcsh_kernel_ops gcsh_cuda_kernel_ops; /* cuda_kern.c */
 extern const gcsh_xfer_ops gcsh_cuda_xfer_ops; /* cuda_xfer.c */
 
 #endif

@@ -228,5 +228,6 @@ const gcsh_backend gcsh_cuda_backend = {
     .mem = &gcsh_cuda_mem_ops,
     .comm = &gcsh_cuda_comm_ops,
     .win = &gcsh_cuda_window_ops,
+    .kern = &gcsh_cuda_kernel_ops,
     .xfer = &gcsh_cuda_xfer_ops,
 };

@@ -152,6 +152,8 @@ static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
     /* my own kernels and copies on the slice first (peers: the binding's barrier) */
     if (st && cuda_wait(ctx, st, NULL) != 0)
         rc = -1;
+    if (st && cuda_kern_window_gone(ctx, w) != 0)
+        rc = -1;
     if (st) {
         if ((w->kind == WIN_NCCL ? win_nccl_destroy(ctx, st, w) : win_vmm_destroy(ctx, st, w)) != 0)
             rc = -1;

@@ -21,7 +21,15 @@ struct gcsh_window_impl {
     CUmemGenericAllocationHandle *handle; /* [n]: mine and the imported ones; 0 = none */
     int *mapped;            /* [n]: slice i is mapped at base + i * bytes */
     CUdeviceptr base;       /* one reservation of n * bytes */
+    /* w:multicast(), decided once per window on every rank (cuda_kern.c) */
+    int mc_decided;
+    gcsh_mcast mc;
+    void *mm_devcomm;       /* nvls only: the lsaMultimem device communicator */
 };
+
+/* Frees what w:multicast() set up (nvls); collective, before the window's
+ * own teardown (cuda_kern.c). */
+int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w);
 
 /* Every rank of c says whether its step succeeded (ok, with its ctx->err
  * when not).  Returns 0 when all did; otherwise -1 on every rank, with the

@@ -9,6 +9,7 @@
 extern const gcsh_mem_ops gcsh_host_mem_ops;
 extern const gcsh_comm_ops gcsh_host_comm_ops;
 extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
+extern const gcsh_kernel_ops gcsh_host_kernel_ops; /* host_kern.c */
 extern const gcsh_xfer_ops gcsh_host_xfer_ops;     /* host_xfer.c */
 
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);

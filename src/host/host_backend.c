@@ -88,5 +88,6 @@ const gcsh_backend gcsh_host_backend = {
     .mem = &gcsh_host_mem_ops,
     .comm = &gcsh_host_comm_ops,
     .win = &gcsh_host_window_ops,
+    .kern = &gcsh_host_kernel_ops,
     .xfer = &gcsh_host_xfer_ops,
 };

@@ -1,0 +1,65 @@
+/* Launchers of the reduce kernels (kernels/reduce.cu) and of the NVLS
+ * multicast kernels (kernels/mcast.cu), callable from C.
+ *
+ * As in kernels.h: each launcher enqueues on `stream` and returns the
+ * launch's error; sizes and team bounds are checked here before any launch
+ * (the binding checked them against the user's tensors and windows). */
+#ifndef GCSH_KERNELS_REDUCEKERN_H
+#define GCSH_KERNELS_REDUCEKERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "backend.h"
+#include "winkern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How the kernel collectives wait on their sync words: like
+ * gcsh_k_signal_wait, bounded by bound_ns and ended early when
+ * ctl->cancel_gen is no longer gen; a wait that gives up records it in ctl. */
+typedef struct gcsh_kwait {
+    gcsh_wait_ctl *ctl;
+    unsigned gen;
+    uint64_t bound_ns;
+} gcsh_kwait;
+
+/* One job (backend.h): k sources reduced into m destinations, 16-byte
+ * vectors where every pointer has the same alignment modulo 16. */
+cudaError_t gcsh_k_reduce(const gcsh_kjob *j, cudaStream_t stream);
+
+/* One kernel collective over the window described by d (its peer table and
+ * sync area), as backend.h's gcsh_kcoll_args says; advances *a->epoch.  A
+ * copy into a->out, where the result stays in the window too, follows on
+ * the stream. */
+cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
+                              const gcsh_kwait *wait, cudaStream_t stream);
+
+/* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
+ * opt-in of DESIGN.md (cuda_kern.c decides; never on the test machines). */
+
+/* A device communicator with lsaMultimem = true (collective over comm), and
+ * *mc_base (host) = ncclGetLsaMultimemPointer(win, 0, it). */
+ncclResult_t gcsh_nccl_multimem_open(ncclComm_t comm, ncclWindow_t win, void **dev_comm,
+                                     void **mc_base, cudaStream_t stream);
+ncclResult_t gcsh_nccl_multimem_close(ncclComm_t comm, void *dev_comm);
+
+/* out[0..n) = multimem.ld_reduce over mc (a multicast address); src[0..n)
+ * into every slice by multimem.st.  Vector forms where mc and the local
+ * pointer are 16-byte aligned alike, scalar forms for the rest (multimem
+ * needs natural alignment of the accessed width). */
+cudaError_t gcsh_k_mc_ld_reduce(const void *mc, void *out, size_t n, gcsh_dtype dt,
+                                gcsh_redop op, cudaStream_t stream);
+cudaError_t gcsh_k_mc_st(void *mc, const void *src, size_t n, gcsh_dtype dt,
+                         cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

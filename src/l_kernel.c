@@ -1,0 +1,770 @@
+/* The "kernel" library and the "multicast" Lua type: reduce kernels over
+ * tensors and over symmetric windows (the peer pointer table), on both
+ * backends with identical results (kern.h).
+ *
+ *   kernel.reduce(out, {t1, t2, ...} [, op="sum"])
+ *       out[i] = t1[i] op t2[i] op ...  for i < #out; local, no synchronisation;
+ *       inputs may be peer views (w:peer(r)).  out may be one of the inputs.
+ *   kernel.reduce_peers(out, w [, op | {op=, offset=0, n=#out}])
+ *       out[i] = the op over every team member's w element offset + i: peer
+ *       loads, no synchronisation (call c:barrier() first, as in a lesson).
+ *
+ * Collectives over a window's region [offset, offset + n) (every member of
+ * w.team calls them with the same options; out may differ): signal ready on
+ * the window's own sync words, wait for every peer, move the data, signal
+ * done and wait, all stream-ordered on cuda (kernels spin on the words, with
+ * the bound and cancel word of s:wait).  Options: op="sum", offset=0,
+ * n=w.n-offset, out=nil (a local tensor of w.dtype; nil: the result stays in
+ * the window).
+ *   kernel.allreduce(w [, {algo="auto", op, offset, n, out}])
+ *       -> result tensor, algorithm run.  algo: "oneshot" (each rank loads
+ *       every slice and reduces), "twoshot" (rank r reduces chunk r by peer
+ *       loads and stores it to every peer: the whole window holds the
+ *       result, out gets a copy), "multicast" (w:multicast(): NVLS, or its
+ *       emulation, which is two-shot), "comm" (the communicator's all-reduce
+ *       on the window's memory: NCCL on cuda, MPI on host), "auto" (by size
+ *       and team from src/kern_tune.h).
+ *   kernel.reduce_scatter(w [, {op, offset, n, out}])   n divisible by #w.team;
+ *       rank r gets chunk r reduced: out, or chunk r of its slice.
+ *   kernel.allgather(w [, {offset, n, out}])            n divisible by #w.team;
+ *       rank r's chunk r goes to every slice (peer stores); out gets a copy.
+ *   kernel.reduce_to(root, w [, {op, offset, n, out}])  root (a rank of w.comm)
+ *       gets the reduction: out, or its own slice.  Returns it on root, nil
+ *       elsewhere.
+ *   kernel.broadcast(root, w [, {offset, n, out}])      every rank's region
+ *       (or out) = root's, by peer loads.
+ *   kernel.choose(bytes [, team_size [, backend]]) -> the algorithm "auto" runs
+ *   kernel.crossovers  -> the table auto reads (a copy)
+ *
+ *   m = w:multicast()       collective; m.mode = "nvls" | "emulated"; m:why()
+ *   m:ld_reduce(out [, op | {op=, offset=0}])   out = the op over every slice
+ *   m:st(src [, offset=0])                       src into every slice
+ *   m.window   m:free()
+ *
+ * Dtypes f32 f16 bf16 i32 u32; ops sum prod min max (nvls: kern.h).  Every
+ * argument is checked here, naming the argument and the bound, before any
+ * backend call. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "comm.h"
+#include "kern.h"
+#include "kern_tune.h"
+#include "symmem.h"
+#include "tensor.h"
+
+#define WINDOW_MT "window"
+#define MCAST_MT "multicast"
+
+static const gcsh_kernel_ops *kern_of(lua_State *L)
+{
+    return gcsh_ctx_of(L)->be->kern;
+}
+
+/* ---- the sync area --------------------------------------------------------- */
+
+void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size)
+{
+    if (p->problem[0] || !ctx->be->kern || size->gran == 0)
+        return;
+    size_t want = size->bytes + ctx->be->kern->sync_bytes;
+    size->alloc = (want + size->gran - 1) / size->gran * size->gran;
+}
+
+static size_t sync_offset(lua_State *L, const gcsh_symobj *o)
+{
+    return o->desc.alloc_bytes - kern_of(L)->sync_bytes;
+}
+
+/* ---- argument checks ----------------------------------------------------------- */
+
+static void check_dtype_op(lua_State *L, const char *fname, gcsh_dtype dt, gcsh_redop op,
+                           unsigned ops, const char *what)
+{
+    if (!gcsh_kern_ops_of(dt))
+        luaL_error(L, "%s: dtype %s is not supported by the reduce kernels (valid: "
+                      GCSH_KERN_DTYPE_NAMES ")",
+                   fname, gcsh_dtype_name(dt));
+    if (!(ops & GCSH_KERN_OP_BIT(op)))
+        luaL_error(L, "%s: op '%s' is not supported for %s by %s (valid: %s)", fname,
+                   gcsh_redop_name(op), gcsh_dtype_name(dt), what,
+                   ops == GCSH_KERN_REDUCING_OPS ? GCSH_KERN_OP_NAMES
+                   : ops == GCSH_KERN_OP_BIT(GCSH_OP_SUM) ? "sum"
+                                                          : "sum min max");
+}
+
+/* A tensor where the backend's kernels run (device memory on cuda). */
+static gcsh_tensor *check_placed(lua_State *L, int idx, const char *fname, const char *what)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_tensor *t = gcsh_check_tensor(L, idx);
+    if (t->st->loc != ctx->loc)
+        luaL_error(L, "%s: %s lives in %s, but %s kernels run on %s", fname, what, t->st->where,
+                   ctx->be->name, ctx->loc == GCSH_LOC_HOST ? "host memory" : "the rank's GPU");
+    return t;
+}
+
+static void check_same_dtype(lua_State *L, const char *fname, const char *what,
+                             const gcsh_tensor *t, gcsh_dtype dt, const char *of)
+{
+    if (t->dtype != dt)
+        luaL_error(L, "%s: %s is %s but %s is %s (dtypes must match)", fname, what,
+                   gcsh_dtype_name(t->dtype), of, gcsh_dtype_name(dt));
+}
+
+static size_t check_count(lua_State *L, const char *fname, const char *what, lua_Integer v,
+                          lua_Integer lo, lua_Integer hi)
+{
+    if (v < lo || v > hi)
+        luaL_error(L, "%s: %s must be %I..%I, got %I", fname, what, lo, hi, v);
+    return (size_t)v;
+}
+
+/* Options tables: keys outside `valid` are errors that list them. */
+static void check_keys(lua_State *L, int idx, const char *fname, const char *valid)
+{
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        size_t len = key ? strlen(key) : 0;
+        int ok = 0;
+        for (const char *p = valid; key && *p;) {
+            size_t w = strcspn(p, " ");
+            ok |= w == len && strncmp(p, key, len) == 0;
+            p += w + strspn(p + w, " ");
+        }
+        if (!ok)
+            luaL_error(L, "%s: unknown option '%s' (valid: %s)", fname,
+                       luaL_tolstring(L, -1, NULL), valid);
+    }
+}
+
+static lua_Integer opt_integer(lua_State *L, int idx, const char *key, const char *fname,
+                               lua_Integer def)
+{
+    lua_getfield(L, idx, key);
+    lua_Integer v = def;
+    if (!lua_isnil(L, -1)) {
+        int isint = 0;
+        v = lua_tointegerx(L, -1, &isint);
+        if (!isint)
+            luaL_error(L, "%s: %s must be an integer, got %s", fname, key,
+                       luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static gcsh_redop opt_op(lua_State *L, int idx, gcsh_redop def)
+{
+    lua_getfield(L, idx, "op");
+    gcsh_redop op = gcsh_check_redop(L, lua_gettop(L), def);
+    lua_pop(L, 1);
+    return op;
+}
+
+/* ---- windows ------------------------------------------------------------------ */
+
+typedef struct wargs {
+    const char *fname;
+    gcsh_symobj *o;
+    gcsh_redop op;
+    size_t offset, n;
+    gcsh_tensor *out;
+    int out_idx; /* stack index of out, 0 when none */
+    const char *algo;
+} wargs;
+
+static gcsh_symobj *check_kernel_window(lua_State *L, int idx, const char *fname)
+{
+    gcsh_symobj *o = gcsh_sym_check_open(L, idx, WINDOW_MT);
+    if (o->desc.team_size > GCSH_KERN_MAX_TEAM)
+        luaL_error(L, "%s: the window's team has %d members; the kernels synchronise at most %d",
+                   fname, o->desc.team_size, GCSH_KERN_MAX_TEAM);
+    return o;
+}
+
+/* out must not be the window's own memory: a slice is read by peers while
+ * out is written (omit out for the result in the window). */
+static void check_out_apart(lua_State *L, const wargs *a)
+{
+    for (int i = 0; i < a->o->desc.team_size; i++)
+        if (a->o->slices[i] == a->out->st)
+            luaL_error(L, "%s: out is memory of the window itself (omit out to keep the result "
+                          "in the window)",
+                       a->fname);
+}
+
+/* Reads {op, offset, n, out, algo} at idx (may be none/nil) for window o. */
+static void read_wargs(lua_State *L, int idx, wargs *a, const char *valid)
+{
+    const gcsh_symobj *o = a->o;
+    a->op = GCSH_OP_SUM;
+    a->offset = 0;
+    a->n = o->n;
+    a->out = NULL;
+    a->out_idx = 0;
+    a->algo = "auto";
+    if (lua_isnoneornil(L, idx))
+        return;
+    if (!lua_istable(L, idx))
+        luaL_error(L, "%s: options must be a table (valid keys: %s), got %s", a->fname, valid,
+                   luaL_typename(L, idx));
+    check_keys(L, idx, a->fname, valid);
+    a->op = opt_op(L, idx, GCSH_OP_SUM);
+    a->offset = check_count(L, a->fname, "offset", opt_integer(L, idx, "offset", a->fname, 0), 0,
+                            (lua_Integer)o->n - 1);
+    lua_Integer room = (lua_Integer)(o->n - a->offset);
+    lua_Integer n = opt_integer(L, idx, "n", a->fname, room);
+    if (n < 1 || n > room)
+        luaL_error(L, "%s: n must be 1..%I (offset %I of the window's %I elements), got %I",
+                   a->fname, room, (lua_Integer)a->offset, (lua_Integer)o->n, n);
+    a->n = (size_t)n;
+    if (lua_getfield(L, idx, "out") != LUA_TNIL) {
+        a->out_idx = lua_gettop(L);
+        a->out = check_placed(L, a->out_idx, a->fname, "out");
+    } else {
+        lua_pop(L, 1);
+    }
+    if (lua_getfield(L, idx, "algo") != LUA_TNIL)
+        a->algo = luaL_checkstring(L, -1);
+    lua_pop(L, 1);
+}
+
+static void check_out_size(lua_State *L, const wargs *a, size_t needs, const char *why)
+{
+    if (!a->out)
+        return;
+    check_same_dtype(L, a->fname, "out", a->out, a->o->dtype, "the window");
+    if (a->out->n < needs)
+        luaL_error(L, "%s: out has %I elements, needs %I (%s)", a->fname, (lua_Integer)a->out->n,
+                   (lua_Integer)needs, why);
+    check_out_apart(L, a);
+}
+
+static void check_divisible(lua_State *L, const wargs *a)
+{
+    int k = a->o->desc.team_size;
+    if (a->n % (size_t)k != 0)
+        luaL_error(L, "%s: n = %I is not a multiple of the team's %d members", a->fname,
+                   (lua_Integer)a->n, k);
+}
+
+/* A root given as a rank of the window's comm; returns its team index. */
+static int check_root(lua_State *L, int idx, const wargs *a)
+{
+    int isint = 0;
+    lua_Integer r = lua_tointegerx(L, idx, &isint);
+    if (!isint)
+        luaL_error(L, "%s: root must be an integer rank, got %s", a->fname,
+                   luaL_tolstring(L, idx, NULL));
+    int i = r >= 0 && r < a->o->comm->size ? gcsh_sym_team_index(a->o, (int)r) : -1;
+    if (i < 0) {
+        char team[256];
+        luaL_error(L, "%s: root %I is not in the window's team (valid: %s)", a->fname, r,
+                   gcsh_sym_team_text(a->o, team, sizeof team));
+    }
+    return i;
+}
+
+static void run_collective(lua_State *L, const wargs *a, enum gcsh_kcoll coll, int root,
+                           const gcsh_mcast *mc)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_kcoll_args k = {
+        .coll = coll, .offset = a->offset, .n = a->n, .dt = a->o->dtype, .op = a->op,
+        .root = root, .out = a->out ? gcsh_tensor_data(a->out) : NULL,
+        .sync_off = sync_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
+    };
+    if (kern_of(L)->collective(ctx, a->o->impl, &a->o->desc, &k) != 0)
+        gcsh_raise(L, ctx);
+}
+
+/* Pushes what a collective returns: out, or the view of my slice's region
+ * (first..first+n). */
+static void push_result(lua_State *L, const wargs *a, size_t first, size_t n)
+{
+    if (a->out_idx) {
+        lua_pushvalue(L, a->out_idx);
+        return;
+    }
+    gcsh_symobj *o = a->o;
+    gcsh_push_tensor(L, o->slices[o->desc.team_rank], first, n, o->dtype);
+}
+
+/* ---- auto --------------------------------------------------------------------- */
+
+static const gcsh_kern_crossover *crossover_row(const char *backend, int team)
+{
+    const gcsh_kern_crossover *last = NULL;
+    for (size_t i = 0; i < sizeof gcsh_kern_crossovers / sizeof gcsh_kern_crossovers[0]; i++) {
+        const gcsh_kern_crossover *r = &gcsh_kern_crossovers[i];
+        if (strcmp(r->backend, backend) != 0)
+            continue;
+        if (r->team_size >= team)
+            return r;
+        last = r;
+    }
+    return last;
+}
+
+static const char *choose_algo(const char *backend, int team, size_t bytes)
+{
+    const gcsh_kern_crossover *r = crossover_row(backend, team);
+    if (!r || team == 1)
+        return "oneshot"; /* one rank: a local copy, whatever runs */
+    if (bytes <= r->oneshot_max)
+        return "oneshot";
+    return bytes <= r->twoshot_max ? "twoshot" : "comm";
+}
+
+static int kernel_choose(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lua_Integer bytes = luaL_checkinteger(L, 1);
+    lua_Integer team = luaL_optinteger(L, 2, ctx->local_size);
+    const char *backend = luaL_optstring(L, 3, ctx->be->name);
+    luaL_argcheck(L, bytes >= 0, 1, "bytes must be >= 0");
+    luaL_argcheck(L, team >= 1, 2, "team size must be >= 1");
+    lua_pushstring(L, choose_algo(backend, (int)team, (size_t)bytes));
+    return 1;
+}
+
+static void push_crossovers(lua_State *L)
+{
+    size_t rows = sizeof gcsh_kern_crossovers / sizeof gcsh_kern_crossovers[0];
+    lua_createtable(L, (int)rows, 0);
+    for (size_t i = 0; i < rows; i++) {
+        const gcsh_kern_crossover *r = &gcsh_kern_crossovers[i];
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, r->backend);
+        lua_setfield(L, -2, "backend");
+        lua_pushinteger(L, r->team_size);
+        lua_setfield(L, -2, "team_size");
+        lua_pushinteger(L, (lua_Integer)r->oneshot_max);
+        lua_setfield(L, -2, "oneshot_max");
+        lua_pushinteger(L, (lua_Integer)r->twoshot_max);
+        lua_setfield(L, -2, "twoshot_max");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+/* ---- multicast ------------------------------------------------------------------ */
+
+typedef struct lmcast {
+    gcsh_symobj *o; /* the window (kept alive by uservalue 1); NULL when freed */
+    gcsh_mcast mc;
+} lmcast;
+
+/* The window's multicast decision (the backend caches it per window, so a
+ * second call is cheap and still the same on every rank). */
+static void open_mcast(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (kern_of(L)->mc_open(ctx, o->impl, &o->desc, mc) != 0)
+        gcsh_raise(L, ctx);
+}
+
+/* multimem has no 16-bit forms and needs natural alignment (kernels/mcast.cu):
+ * in mode nvls, offsets, lengths and the local buffer go in 4-byte units. */
+static void check_nvls_alignment(lua_State *L, const char *fname, const gcsh_symobj *o,
+                                 size_t offset, size_t n, const gcsh_tensor *local)
+{
+    size_t es = gcsh_dtype_size(o->dtype);
+    if ((offset * es) % 4 || (n * es) % 4)
+        luaL_error(L, "%s: mode nvls needs 4-byte units: offset %I and n %I of %s must be even "
+                      "(multimem has no 16-bit forms)",
+                   fname, (lua_Integer)offset, (lua_Integer)n, gcsh_dtype_name(o->dtype));
+    if (local && (uintptr_t)gcsh_tensor_data(local) % 4)
+        luaL_error(L, "%s: mode nvls needs a 4-byte aligned local tensor (this view starts at "
+                      "an odd %s element)",
+                   fname, gcsh_dtype_name(o->dtype));
+}
+
+/* ---- kernel.allreduce ---------------------------------------------------------- */
+
+#define WINDOW_KEYS "op offset n out"
+
+static void comm_allreduce(lua_State *L, const wargs *a)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_symobj *o = a->o;
+    if (o->desc.team_size != o->comm->size)
+        luaL_error(L, "%s: algo 'comm' needs the window's team to be its whole communicator "
+                      "(team of %d, comm of %d)",
+                   a->fname, o->desc.team_size, o->comm->size);
+    if (!ctx->be->comm->can_reduce(o->dtype, a->op))
+        luaL_error(L, "%s: the communicator cannot reduce %s with %s", a->fname,
+                   gcsh_dtype_name(o->dtype), gcsh_redop_name(a->op));
+    void *mine = (char *)o->desc.peer[o->desc.team_rank] + a->offset * gcsh_dtype_size(o->dtype);
+    void *dst = a->out ? gcsh_tensor_data(a->out) : mine;
+    if (ctx->be->comm->allreduce(ctx, o->comm_impl, mine, dst, a->n, o->dtype, a->op) != 0)
+        gcsh_raise(L, ctx);
+}
+
+static int kernel_allreduce(lua_State *L)
+{
+    wargs a = {.fname = "allreduce"};
+    a.o = check_kernel_window(L, 1, a.fname);
+    read_wargs(L, 2, &a, WINDOW_KEYS " algo");
+    check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
+    check_out_size(L, &a, a.n, "n elements");
+    const char *algo = a.algo;
+    if (strcmp(algo, "auto") == 0)
+        algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
+                           a.n * gcsh_dtype_size(a.o->dtype));
+    if (strcmp(algo, "oneshot") == 0) {
+        run_collective(L, &a, GCSH_KC_ONESHOT, 0, NULL);
+    } else if (strcmp(algo, "twoshot") == 0) {
+        run_collective(L, &a, GCSH_KC_TWOSHOT, 0, NULL);
+    } else if (strcmp(algo, "comm") == 0) {
+        comm_allreduce(L, &a);
+    } else if (strcmp(algo, "multicast") == 0) {
+        gcsh_mcast mc;
+        open_mcast(L, a.o, &mc);
+        if (mc.nvls) {
+            check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_nvls_ops_of(a.o->dtype),
+                           "multimem (mode nvls)");
+            check_nvls_alignment(L, a.fname, a.o, a.offset, a.n, a.out);
+            run_collective(L, &a, GCSH_KC_MULTICAST, 0, &mc);
+            algo = "multicast(nvls)";
+        } else {
+            /* the emulation of ld_reduce + st over chunks is two-shot */
+            run_collective(L, &a, GCSH_KC_TWOSHOT, 0, NULL);
+            algo = "multicast(emulated)";
+        }
+    } else {
+        return luaL_error(L, "%s: unknown algo '%s' (valid: auto oneshot twoshot multicast comm)",
+                          a.fname, algo);
+    }
+    push_result(L, &a, a.offset, a.n);
+    lua_pushstring(L, algo);
+    return 2;
+}
+
+static int kernel_reduce_scatter(lua_State *L)
+{
+    wargs a = {.fname = "reduce_scatter"};
+    a.o = check_kernel_window(L, 1, a.fname);
+    read_wargs(L, 2, &a, WINDOW_KEYS);
+    check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
+    check_divisible(L, &a);
+    size_t chunk = a.n / (size_t)a.o->desc.team_size;
+    check_out_size(L, &a, chunk, "n / team size");
+    run_collective(L, &a, GCSH_KC_REDUCE_SCATTER, 0, NULL);
+    push_result(L, &a, a.offset + (size_t)a.o->desc.team_rank * chunk, chunk);
+    return 1;
+}
+
+static int kernel_allgather(lua_State *L)
+{
+    wargs a = {.fname = "allgather"};
+    a.o = check_kernel_window(L, 1, a.fname);
+    read_wargs(L, 2, &a, "offset n out");
+    check_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
+                   "the kernels");
+    check_divisible(L, &a);
+    check_out_size(L, &a, a.n, "n elements");
+    run_collective(L, &a, GCSH_KC_ALLGATHER, 0, NULL);
+    push_result(L, &a, a.offset, a.n);
+    return 1;
+}
+
+static int kernel_reduce_to(lua_State *L)
+{
+    wargs a = {.fname = "reduce_to"};
+    a.o = check_kernel_window(L, 2, a.fname);
+    int root = check_root(L, 1, &a);
+    read_wargs(L, 3, &a, WINDOW_KEYS);
+    check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
+    check_out_size(L, &a, a.n, "n elements");
+    run_collective(L, &a, GCSH_KC_REDUCE_TO, root, NULL);
+    if (a.o->desc.team_rank == root)
+        push_result(L, &a, a.offset, a.n);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int kernel_broadcast(lua_State *L)
+{
+    wargs a = {.fname = "broadcast"};
+    a.o = check_kernel_window(L, 2, a.fname);
+    int root = check_root(L, 1, &a);
+    read_wargs(L, 3, &a, "offset n out");
+    check_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
+                   "the kernels");
+    check_out_size(L, &a, a.n, "n elements");
+    run_collective(L, &a, GCSH_KC_BROADCAST, root, NULL);
+    push_result(L, &a, a.offset, a.n);
+    return 1;
+}
+
+/* ---- local jobs: kernel.reduce, kernel.reduce_peers, emulated multicast -------- */
+
+static void run_job(lua_State *L, const gcsh_kjob *j)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (kern_of(L)->reduce(ctx, j) != 0)
+        gcsh_raise(L, ctx);
+}
+
+/* An input overlapping out is fine only element for element (the same
+ * storage and offset): each element is read before it is written. */
+static void check_input_vs_out(lua_State *L, const gcsh_tensor *t, const gcsh_tensor *out,
+                               int i)
+{
+    if (t->st != out->st || t->offset == out->offset)
+        return;
+    size_t es = gcsh_dtype_size(out->dtype);
+    size_t a0 = t->offset * es, a1 = a0 + out->n * es;
+    size_t b0 = out->offset * es, b1 = b0 + out->n * es;
+    if (a0 < b1 && b0 < a1)
+        luaL_error(L, "reduce: input #%d overlaps out without being out itself", i);
+}
+
+static int kernel_reduce(lua_State *L)
+{
+    gcsh_tensor *out = check_placed(L, 1, "reduce", "out");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    gcsh_redop op = gcsh_check_redop(L, 3, GCSH_OP_SUM);
+    check_dtype_op(L, "reduce", out->dtype, op, gcsh_kern_ops_of(out->dtype), "the kernels");
+    lua_Integer k = luaL_len(L, 2);
+    if (k < 1 || k > GCSH_KERN_MAX_SRC)
+        luaL_error(L, "reduce: takes 1..%d input tensors, got %I", GCSH_KERN_MAX_SRC, k);
+    gcsh_kjob j = {.k = (int)k, .m = 1, .n = out->n, .dt = out->dtype, .op = op};
+    j.dst[0] = gcsh_tensor_data(out);
+    for (int i = 1; i <= k; i++) {
+        lua_geti(L, 2, i);
+        char what[24];
+        snprintf(what, sizeof what, "input #%d", i);
+        gcsh_tensor *t = check_placed(L, lua_gettop(L), "reduce", what);
+        check_same_dtype(L, "reduce", what, t, out->dtype, "out");
+        if (t->n < out->n)
+            luaL_error(L, "reduce: input #%d has %I elements, needs %I (#out)", i,
+                       (lua_Integer)t->n, (lua_Integer)out->n);
+        check_input_vs_out(L, t, out, i);
+        j.src[i - 1] = gcsh_tensor_data(t);
+        lua_pop(L, 1);
+    }
+    run_job(L, &j);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* The job over every member's [offset, offset + n) into out. */
+static void peer_reduce(lua_State *L, const gcsh_symobj *o, size_t offset, size_t n,
+                        gcsh_tensor *out, gcsh_redop op)
+{
+    gcsh_kjob j = {.k = o->desc.team_size, .m = 1, .n = n, .dt = o->dtype, .op = op};
+    size_t es = gcsh_dtype_size(o->dtype);
+    for (int p = 0; p < j.k; p++)
+        j.src[p] = (char *)o->desc.peer[p] + offset * es;
+    j.dst[0] = gcsh_tensor_data(out);
+    run_job(L, &j);
+}
+
+/* (out, w-or-m, op-or-options at idx) for reduce_peers and m:ld_reduce. */
+static void read_peer_reduce(lua_State *L, wargs *a, int idx)
+{
+    a->op = GCSH_OP_SUM;
+    a->offset = 0;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        a->op = gcsh_check_redop(L, idx, GCSH_OP_SUM);
+    } else if (!lua_isnoneornil(L, idx)) {
+        wargs opts = *a;
+        read_wargs(L, idx, &opts, "op offset n");
+        a->op = opts.op;
+        a->offset = opts.offset;
+        lua_getfield(L, idx, "n");
+        a->n = lua_isnil(L, -1) ? a->out->n : opts.n;
+        lua_pop(L, 1);
+        if (a->offset + a->n > a->o->n)
+            luaL_error(L, "%s: offset %I + n %I runs past the window's %I elements", a->fname,
+                       (lua_Integer)a->offset, (lua_Integer)a->n, (lua_Integer)a->o->n);
+        check_out_size(L, a, a->n, "n elements");
+        return;
+    }
+    a->n = a->out->n;
+    check_same_dtype(L, a->fname, "out", a->out, a->o->dtype, "the window");
+    if (a->n > a->o->n)
+        luaL_error(L, "%s: out has %I elements, more than the window's %I", a->fname,
+                   (lua_Integer)a->n, (lua_Integer)a->o->n);
+    check_out_apart(L, a);
+}
+
+static int kernel_reduce_peers(lua_State *L)
+{
+    wargs a = {.fname = "reduce_peers"};
+    a.out = check_placed(L, 1, a.fname, "out");
+    a.out_idx = 1;
+    a.o = check_kernel_window(L, 2, a.fname);
+    read_peer_reduce(L, &a, 3);
+    check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
+    peer_reduce(L, a.o, a.offset, a.n, a.out, a.op);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ---- the multicast type -------------------------------------------------------- */
+
+static lmcast *check_mcast(lua_State *L, int idx)
+{
+    lmcast *m = luaL_checkudata(L, idx, MCAST_MT);
+    if (!m->o || !m->o->impl)
+        luaL_error(L, "attempt to use a freed %s", m->o ? "window" : "multicast");
+    return m;
+}
+
+int gcsh_window_multicast(lua_State *L)
+{
+    gcsh_symobj *o = check_kernel_window(L, 1, "multicast");
+    lmcast *m = lua_newuserdatauv(L, sizeof *m, 1);
+    memset(m, 0, sizeof *m);
+    luaL_setmetatable(L, MCAST_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1); /* the window lives as long as m */
+    open_mcast(L, o, &m->mc);
+    m->o = o;
+    return 1;
+}
+
+static int mcast_ld_reduce(lua_State *L)
+{
+    lmcast *m = check_mcast(L, 1);
+    wargs a = {.fname = "ld_reduce", .o = m->o};
+    a.out = check_placed(L, 2, a.fname, "out");
+    a.out_idx = 2;
+    read_peer_reduce(L, &a, 3);
+    unsigned ops = m->mc.nvls ? gcsh_kern_nvls_ops_of(a.o->dtype) : gcsh_kern_ops_of(a.o->dtype);
+    check_dtype_op(L, a.fname, a.o->dtype, a.op, ops,
+                   m->mc.nvls ? "multimem (mode nvls)" : "the kernels");
+    if (!m->mc.nvls) {
+        peer_reduce(L, a.o, a.offset, a.n, a.out, a.op);
+    } else {
+        gcsh_ctx *ctx = gcsh_ctx_of(L);
+        size_t es = gcsh_dtype_size(a.o->dtype);
+        check_nvls_alignment(L, a.fname, a.o, a.offset, a.n, a.out);
+        if (kern_of(L)->mc_ld_reduce(ctx, &m->mc, a.offset * es, gcsh_tensor_data(a.out), a.n,
+                                     a.o->dtype, a.op) != 0)
+            gcsh_raise(L, ctx);
+    }
+    lua_settop(L, 2);
+    return 1;
+}
+
+static int mcast_st(lua_State *L)
+{
+    lmcast *m = check_mcast(L, 1);
+    gcsh_symobj *o = m->o;
+    gcsh_tensor *src = check_placed(L, 2, "st", "src");
+    check_same_dtype(L, "st", "src", src, o->dtype, "the window");
+    check_dtype_op(L, "st", o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(o->dtype), "the kernels");
+    lua_Integer off = luaL_optinteger(L, 3, 0);
+    if (off < 0 || (size_t)off >= o->n || src->n > o->n - (size_t)off)
+        luaL_error(L, "st: offset %I + #src %I runs past the window's %I elements", off,
+                   (lua_Integer)src->n, (lua_Integer)o->n);
+    for (int i = 0; i < o->desc.team_size; i++)
+        if (o->slices[i] == src->st)
+            luaL_error(L, "st: src is memory of the window itself");
+    size_t es = gcsh_dtype_size(o->dtype);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (m->mc.nvls) {
+        check_nvls_alignment(L, "st", o, (size_t)off, src->n, src);
+        if (kern_of(L)->mc_st(ctx, &m->mc, (size_t)off * es, gcsh_tensor_data(src), src->n,
+                              o->dtype) != 0)
+            gcsh_raise(L, ctx);
+        return 0;
+    }
+    gcsh_kjob j = {.k = 1, .m = o->desc.team_size, .n = src->n, .dt = o->dtype, .op = GCSH_OP_SUM};
+    j.src[0] = gcsh_tensor_data(src);
+    for (int p = 0; p < j.m; p++)
+        j.dst[p] = (char *)o->desc.peer[p] + (size_t)off * es;
+    run_job(L, &j);
+    return 0;
+}
+
+static int mcast_why(lua_State *L)
+{
+    lmcast *m = luaL_checkudata(L, 1, MCAST_MT);
+    lua_pushstring(L, m->mc.why);
+    return 1;
+}
+
+static int mcast_free(lua_State *L)
+{
+    lmcast *m = luaL_checkudata(L, 1, MCAST_MT);
+    m->o = NULL; /* the multicast setup belongs to the window and goes with it */
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 1);
+    return 0;
+}
+
+static int mcast_tostring(lua_State *L)
+{
+    lmcast *m = luaL_checkudata(L, 1, MCAST_MT);
+    if (!m->o || !m->o->impl)
+        lua_pushliteral(L, "multicast (freed)");
+    else
+        lua_pushfstring(L, "multicast(%s, window #%I: %s)", m->mc.nvls ? "nvls" : "emulated",
+                        (lua_Integer)m->o->seq, m->mc.why);
+    return 1;
+}
+
+static int mcast_index(lua_State *L)
+{
+    lmcast *m = luaL_checkudata(L, 1, MCAST_MT);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return 1;
+    const char *key = lua_tostring(L, 2);
+    if (key && strcmp(key, "mode") == 0) {
+        check_mcast(L, 1);
+        lua_pushstring(L, m->mc.nvls ? "nvls" : "emulated");
+    } else if (key && strcmp(key, "window") == 0) {
+        lua_getiuservalue(L, 1, 1);
+    } else {
+        lua_pushnil(L);
+    }
+    return 1;
+}
+
+static const luaL_Reg mcast_meth[] = {
+    {"ld_reduce", mcast_ld_reduce},
+    {"st", mcast_st},
+    {"why", mcast_why},
+    {"free", mcast_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg mcast_metameth[] = {
+    {"__index", NULL}, /* placeholder: gcsh_new_type sets it */
+    {"__close", mcast_free},
+    {"__tostring", mcast_tostring},
+    {NULL, NULL},
+};
+
+static const luaL_Reg funcs[] = {
+    {"reduce", kernel_reduce},
+    {"reduce_peers", kernel_reduce_peers},
+    {"allreduce", kernel_allreduce},
+    {"reduce_scatter", kernel_reduce_scatter},
+    {"allgather", kernel_allgather},
+    {"reduce_to", kernel_reduce_to},
+    {"broadcast", kernel_broadcast},
+    {"choose", kernel_choose},
+    {NULL, NULL},
+};
+
+int luaopen_gcsh_kernel(lua_State *L)
+{
+    gcsh_new_type(L, MCAST_MT, mcast_meth, mcast_metameth, mcast_index);
+    luaL_newlib(L, funcs);
+    push_crossovers(L);
+    lua_setfield(L, -2, "crossovers");
+    return 1;
+}

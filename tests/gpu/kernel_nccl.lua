@@ -1,0 +1,7 @@
+-- The reduce-kernel tests of CI (tests/lua/kernel_*.lua) on GPUs, windows of
+-- kind "nccl": every kernel, dtype, op, odd length and offset against the
+-- CPU reference, a rank arriving late, and the bad-input errors.
+KERNEL_TEST_KIND = "nccl"
+for _, name in ipairs { "kernel_ops", "kernel_delay", "kernel_errors" } do
+  dofile(assert(package.searchpath(name, package.path)))
+end
