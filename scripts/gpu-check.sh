@@ -50,6 +50,10 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 [ "$ngpu" -ge 2 ] || die "need at least 2 visible GPUs, found $ngpu"
 counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
+# GCSH_GPU_RANKS="2" and GCSH_GPU_TESTS=<extended regex on the test name>
+# narrow a rerun to what failed; the full set is the default.
+[ -n "${GCSH_GPU_RANKS:-}" ] && read -r -a counts <<<"$GCSH_GPU_RANKS"
+wanted() { [ -z "${GCSH_GPU_TESTS:-}" ] || grep -qE "$GCSH_GPU_TESTS" <<<"$1"; }
 
 mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
@@ -60,6 +64,7 @@ passed=0 failed=0
 run() {
     local name=$1 np=$2
     shift 2
+    wanted "$name" || return 0
     local log="$LOGS/${name//\//_}.np$np.log"
     local t0=$SECONDS
     if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
@@ -88,6 +93,7 @@ for np in "${counts[@]}"; do
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
     for t in tests/gpu/*.sh; do
         [ -e "$t" ] || continue
+        wanted "$t" || continue
         log="$LOGS/$(basename "$t").np$np.log"
         if timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1 &&
             grep -qE '^[0-9]+ passed, 0 failed' "$log"; then

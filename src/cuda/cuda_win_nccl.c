@@ -10,20 +10,37 @@
  * ranks agreed that the step before succeeded everywhere, and a failure is
  * undone on every rank at the same step. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda/cuda_window.h"
 
-/* 1 when r is ncclSuccess; otherwise records the error and gives 0: the
- * step's ok flag, which the ranks then agree on. */
+/* The step's ok flag, which the ranks then agree on: 1 when the call
+ * succeeded and the communicator has settled, else 0 with the error
+ * recorded.  Communicators are non-blocking (cuda_comm.c): a call may return
+ * ncclInProgress, or return while NCCL still works on the communicator, and
+ * NCCL refuses the next call on it until then ("Attempt to use communicator
+ * before the previous operation returned"), so every step waits it out. */
 static int nccl_ok(gcsh_ctx *ctx, ncclComm_t comm, ncclResult_t r, int line, const char *call)
 {
-    if (r == ncclSuccess)
-        return 1;
-    nccl_error(ctx, comm, __FILE__, line, call, r);
-    return 0;
+    if (r != ncclSuccess && r != ncclInProgress) {
+        nccl_error(ctx, comm, __FILE__, line, call, r);
+        return 0;
+    }
+    return cuda_nccl_settle(ctx, comm, call) == 0;
 }
 
 #define NCCL_OK(ctx, comm, call) nccl_ok((ctx), (comm), (call), __LINE__, #call)
+
+/* A step of undoing a failed create: it waits like any step, but the error
+ * reported stays the one that made us undo. */
+static void undo_step(gcsh_ctx *ctx, ncclComm_t comm, ncclResult_t r)
+{
+    char keep[sizeof ctx->err];
+    memcpy(keep, ctx->err, sizeof keep);
+    if (r == ncclSuccess || r == ncclInProgress)
+        cuda_nccl_settle(ctx, comm, "nccl window: undo");
+    memcpy(ctx->err, keep, sizeof keep);
+}
 
 /* Team from the device communicator, checked against the host-side team. */
 static int fill_team(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d, int lsa_size,
@@ -91,11 +108,11 @@ int win_nccl_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_win
      * own call failed has nothing of that step to undo */
 destroy_devcomm:
     if (w->devcomm)
-        gcsh_nccl_devcomm_destroy(c->comm, w->devcomm);
+        undo_step(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
     w->devcomm = NULL;
 deregister:
     if (w->win)
-        ncclCommWindowDeregister(c->comm, w->win);
+        undo_step(ctx, c->comm, ncclCommWindowDeregister(c->comm, w->win));
     w->win = NULL;
 free_mem:
     if (w->buf)
