@@ -316,6 +316,11 @@ extern "C" ncclResult_t gcsh_nccl_multimem_open(ncclComm_t comm, ncclWindow_t wi
     ncclDevCommRequirements reqs = {};
     reqs.lsaMultimem = true; // the opt-in was checked by the caller (cuda_kern.c)
     ncclResult_t r = ncclDevCommCreate(comm, &reqs, dc);
+    // a non-blocking communicator may still be filling *dc: wait for it
+    // before the kernel below reads it
+    while (r == ncclInProgress)
+        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess)
+            r = ncclInternalError;
     if (r != ncclSuccess) {
         delete dc;
         return r;

@@ -189,8 +189,7 @@ extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
     return launched();
 }
 
-extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out, int *lsa_size,
-                                                 int *lsa_rank)
+extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out)
 {
     ncclDevComm *dc = new (std::nothrow) ncclDevComm();
     if (!dc)
@@ -200,14 +199,22 @@ extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out, in
     ncclDevCommRequirements reqs = {};
     reqs.lsaMultimem = false;
     ncclResult_t r = ncclDevCommCreate(comm, &reqs, dc);
-    if (r != ncclSuccess) {
+    if (r != ncclSuccess && r != ncclInProgress) {
         delete dc;
         return r;
     }
+    // On a non-blocking communicator NCCL may still be filling *dc: it stays
+    // allocated, and the caller waits for the communicator before reading it
+    // (gcsh_nccl_devcomm_lsa) or handing it to a kernel.
+    *out = dc;
+    return r;
+}
+
+extern "C" void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank)
+{
+    const ncclDevComm *dc = (const ncclDevComm *)dev_comm;
     *lsa_size = dc->lsaSize;
     *lsa_rank = dc->lsaRank;
-    *out = dc;
-    return ncclSuccess;
 }
 
 extern "C" ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm)

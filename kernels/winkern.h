@@ -59,9 +59,12 @@ cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table, cudaStream_t
 
 /* A device communicator for comm (collective over comm) with no optional
  * resources: lsaMultimem stays false (never NVLink multicast).  *out is an
- * opaque ncclDevComm owned by the caller until gcsh_nccl_devcomm_destroy;
- * lsa_size / lsa_rank are its LSA team. */
-ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out, int *lsa_size, int *lsa_rank);
+ * opaque ncclDevComm owned by the caller until gcsh_nccl_devcomm_destroy.
+ * It may return ncclInProgress (non-blocking communicators): wait for the
+ * communicator before reading *out. */
+ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out);
+/* Its LSA team, once the communicator has settled. */
+void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank);
 ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm);
 
 /* NCCL's LSA team of comm, from the host side (ncclTeamLsa): its size and

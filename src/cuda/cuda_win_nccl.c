@@ -91,8 +91,9 @@ int win_nccl_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_win
                                                       NCCL_WIN_COLL_SYMMETRIC));
     if (win_agree_ok(ctx, c, ok, "nccl window: ncclCommWindowRegister") != 0)
         goto deregister;
-    ok = NCCL_OK(ctx, c->comm, gcsh_nccl_devcomm_create(c->comm, &w->devcomm, &lsa_size,
-                                                        &lsa_rank));
+    ok = NCCL_OK(ctx, c->comm, gcsh_nccl_devcomm_create(c->comm, &w->devcomm));
+    if (ok) /* settled by NCCL_OK: the device communicator is filled in now */
+        gcsh_nccl_devcomm_lsa(w->devcomm, &lsa_size, &lsa_rank);
     if (win_agree_ok(ctx, c, ok, "nccl window: ncclDevCommCreate") != 0)
         goto destroy_devcomm;
     ok = fill_team(ctx, w, d, lsa_size, lsa_rank) == 0 && fill_table(ctx, st, w, d) == 0;
