@@ -47,4 +47,23 @@ function H.values(t, want, tol, what)
   end
 end
 
+-- The ranks this rank's windows, signals and transfers can reach: the whole
+-- comm, or under GCSH_RANKS_PER_NODE (tests/sh/*.sh emulating several nodes)
+-- the block of per_node consecutive ranks holding this one.  Returns a table:
+-- me, n (comm size), first (lowest team rank), size, members (list of ranks),
+-- next and prev (this rank's neighbours within the team, wrapping around).
+function H.team(c)
+  local me, n = c.rank, c.size
+  local per_node = tonumber(os.getenv("GCSH_RANKS_PER_NODE") or "")
+  local first = per_node and (me // per_node) * per_node or 0
+  local size = per_node and math.min(per_node, n - first) or n
+  local members = {}
+  for r = first, first + size - 1 do members[#members + 1] = r end
+  return {
+    me = me, n = n, first = first, size = size, members = members,
+    next = first + (me - first + 1) % size,
+    prev = first + (me - first - 1) % size,
+  }
+end
+
 return H

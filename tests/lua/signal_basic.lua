@@ -3,12 +3,8 @@
 local H = require "harness"
 
 local c = comm.world()
-local me, n = c.rank, c.size
-local per_node = tonumber(os.getenv("GCSH_RANKS_PER_NODE") or "")
-local first = per_node and (me // per_node) * per_node or 0
-local team_size = per_node and math.min(per_node, n - first) or n
-local nxt = first + (me - first + 1) % team_size
-local prev = first + (me - first - 1) % team_size
+local T = H.team(c)
+local me, n, team_size, nxt, prev = T.me, T.n, T.size, T.next, T.prev
 
 local s = c:signals(4)
 H.eq(s.n, 4, "n")

@@ -4,13 +4,8 @@
 local H = require "harness"
 
 local c = comm.world()
-local me, n = c.rank, c.size
-local per_node = tonumber(os.getenv("GCSH_RANKS_PER_NODE") or "")
-local first = per_node and (me // per_node) * per_node or 0
-local team_size = per_node and math.min(per_node, n - first) or n
-local expected_team = {}
-for r = first, first + team_size - 1 do expected_team[#expected_team + 1] = r end
-local function next_in_team(r) return first + (r - first + 1) % team_size end
+local T = H.team(c)
+local me, n, first, team_size, expected_team = T.me, T.n, T.first, T.size, T.members
 
 -- peer visibility after a barrier
 local w = c:window(16, "f32")
@@ -23,7 +18,7 @@ H.values(w.team, expected_team, nil, "team")
 H.values(w:tensor(), { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, nil, "a new window reads zeros")
 w:tensor():fill(me + 1)
 c:barrier()
-local nxt = next_in_team(me)
+local nxt = T.next
 H.eq(w:peer(nxt)[0], nxt + 1, "peer's element 0 after the barrier")
 H.eq(w:peer(nxt)[15], nxt + 1, "peer's last element")
 H.eq(w:peer(me)[3], me + 1, "peer(me) is my slice")
@@ -36,7 +31,7 @@ c:barrier()
 w:peer(nxt)[1] = 100 + me
 w:peer(nxt):view(8, 4):copy(tensor.new(4, "f32"):fill(200 + me))
 c:barrier()
-local prev = first + (me - first - 1) % team_size
+local prev = T.prev
 H.eq(w:tensor()[1], 100 + prev, "element written by the previous rank")
 H.values(w:tensor():view(8, 4), { 200 + prev, 200 + prev, 200 + prev, 200 + prev }, nil, "copy into a peer")
 -- copy out of a peer into a local tensor

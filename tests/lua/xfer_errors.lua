@@ -3,11 +3,8 @@
 local H = require "harness"
 
 local c = comm.world()
-local me, n = c.rank, c.size
-local per_node = tonumber(os.getenv("GCSH_RANKS_PER_NODE") or "")
-local first = per_node and (me // per_node) * per_node or 0
-local team_size = per_node and math.min(per_node, n - first) or n
-local nxt = first + (me - first + 1) % team_size
+local T = H.team(c)
+local me, n, first, team_size, nxt = T.me, T.n, T.first, T.size, T.next
 
 local w = c:window(64, "f32")
 local mine = w:tensor()
