@@ -153,30 +153,6 @@ if ! command -v tmux >/dev/null; then
     finish
     exit
 fi
-tm() { tmux -S "$SOCK" "$@"; }
-S=""
-start() {
-    S=$1; shift
-    TAG=$(new_tag); TAGS+=("$TAG")
-    tm new-session -d -s "$S" -x 250 -y 50 \
-        "cd '$PWD' && GCSH_HISTORY= GCSH_TEST_TAG='$TAG' '$GCSH' $*; echo EXIT=\$?; exec sleep 300"
-}
-screen() { tm capture-pane -p -J -N -S - -t "$S" 2>/dev/null | sed -e 's/ *$//'; }
-keys() { tm send-keys -t "$S" -l -- "$1"; shift; [ $# -eq 0 ] || tm send-keys -t "$S" "$@"; }
-press() { tm send-keys -t "$S" "$@"; }
-wait_for() {
-    local i n=$(( ${2%.*} * 10 )) want=${3:-1}
-    for ((i = 0; i <= n; i++)); do
-        [ "$(screen | grep -cF -- "$1")" -ge "$want" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-check_wait() {
-    if wait_for "$2" "$3" "${4:-1}"; then pass; else
-        fail "$1: '$2' did not show within $3 s"; screen | grep -v '^$' | tail -n 25 | sed 's/^/  | /'; fi
-}
-
 start f1 -n 2
 check_wait "pty: prompt" "gcsh[0-1]>" 30
 keys '.timeout 1' Enter

@@ -56,6 +56,37 @@ expect_no_procs() {
     for i in $left; do printf '  | %s %s\n' "$i" "$(tr '\0' ' ' <"/proc/$i/cmdline" 2>/dev/null)"; done
     kill $left 2>/dev/null
 }
+# ---- driving gcsh in a real terminal: a tmux pane on the caller's own tmux
+# server.  The caller sets SOCK (the server's socket), TAGS=() (start adds the
+# tag of each gcsh, for the caller's cleanup to kill) and optionally HIST (the
+# history file; unset, gcsh keeps none).  Waits poll every 0.1 s.
+tm() { tmux -S "$SOCK" "$@"; }
+S=""   # the session being driven
+# start NAME ARGS...: gcsh ARGS in a new 250x50 pane; the pane then shows EXIT=code.
+start() {
+    S=$1; shift
+    TAG=$(new_tag); TAGS+=("$TAG")
+    local cmd="cd '$PWD' && GCSH_HISTORY='${HIST:-}' GCSH_TEST_TAG='$TAG' '$GCSH' $*; echo EXIT=\$?; exec sleep 300"
+    tm new-session -d -s "$S" -x 250 -y 50 "$cmd"
+}
+screen() { tm capture-pane -p -J -N -S - -t "$S" 2>/dev/null | sed -e 's/ *$//'; }
+# keys TEXT [KEY...]: types TEXT literally, then presses the named keys (Enter, Tab, C-c).
+keys() { tm send-keys -t "$S" -l -- "$1"; shift; [ $# -eq 0 ] || tm send-keys -t "$S" "$@"; }
+press() { tm send-keys -t "$S" "$@"; }
+# wait_for TEXT SECONDS [COUNT]: until COUNT lines of the screen hold TEXT.
+wait_for() {
+    local i n=$(( ${2%.*} * 10 )) want=${3:-1}
+    for ((i = 0; i <= n; i++)); do
+        [ "$(screen | grep -cF -- "$1")" -ge "$want" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# check_wait NAME TEXT SECONDS [COUNT]: a test that TEXT shows up in time.
+check_wait() {
+    if wait_for "$2" "$3" "${4:-1}"; then pass; else
+        fail "$1: '$2' did not show within $3 s"; screen | grep -v '^$' | tail -n 25 | sed 's/^/  | /'; fi
+}
 finish() {
     if [ $_skip -gt 0 ]; then echo "$_pass passed, $_fail failed, $_skip skipped"
     else echo "$_pass passed, $_fail failed"; fi

@@ -19,33 +19,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tm() { tmux -S "$SOCK" "$@"; }
-S=""   # the session being driven
-# start NAME ARGS...: gcsh ARGS in a new 250x50 pane; the pane then shows EXIT=code.
-start() {
-    S=$1; shift
-    TAG=$(new_tag); TAGS+=("$TAG")
-    local cmd="cd '$PWD' && GCSH_HISTORY='$HIST' GCSH_TEST_TAG='$TAG' '$GCSH' $*; echo EXIT=\$?; exec sleep 300"
-    tm new-session -d -s "$S" -x 250 -y 50 "$cmd"
-}
-screen() { tm capture-pane -p -J -N -S - -t "$S" 2>/dev/null | sed -e 's/ *$//'; }
-# keys TEXT [KEY...]: types TEXT literally, then presses the named keys (Enter, Tab, C-c).
-keys() { tm send-keys -t "$S" -l -- "$1"; shift; [ $# -eq 0 ] || tm send-keys -t "$S" "$@"; }
-press() { tm send-keys -t "$S" "$@"; }
-# wait_for TEXT SECONDS [COUNT]: until COUNT lines of the screen hold TEXT.
-wait_for() {
-    local i n=$(( ${2%.*} * 10 )) want=${3:-1}
-    for ((i = 0; i <= n; i++)); do
-        [ "$(screen | grep -cF -- "$1")" -ge "$want" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# check_wait NAME TEXT SECONDS [COUNT]: a test that TEXT shows up in time.
-check_wait() {
-    if wait_for "$2" "$3" "${4:-1}"; then pass; else
-        fail "$1: '$2' did not show within $3 s"; screen | grep -v '^$' | tail -n 25 | sed 's/^/  | /'; fi
-}
 # prompts PROMPT: how many lines are PROMPT, alone or followed by a blank and
 # what was typed there (count before a command, then wait for one more).
 prompts() {
