@@ -347,6 +347,24 @@ static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const ch
             goto label;                                                            \
     } while (0)
 
+/* The whole body of a data-movement call (broadcast, allgather, alltoall,
+ * send): count elements of dt as one span, one non-blocking MPI call whose
+ * args use sp.n and sp.type and end with &req, a wait, and the span freed
+ * whatever happened.  Returns 0 or -1 from the calling function, so it is
+ * the caller's last statement, once per function (the label is its own). */
+#define POST_SPAN_AND_RETURN(ctx, c, dt, count, fn, args)                          \
+    do {                                                                           \
+        span sp;                                                                   \
+        if (span_make(ctx, dt, count, &sp) != 0)                                   \
+            return -1;                                                             \
+        int span_rc = -1;                                                          \
+        POST_AND_WAIT_GOTO(ctx, c, span_done, fn, args);                           \
+        span_rc = 0;                                                               \
+    span_done:                                                                     \
+        span_free(&sp);                                                            \
+        return span_rc;                                                            \
+    } while (0)
+
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -448,15 +466,7 @@ static int host_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t co
 {
     if (usable(ctx, c) != 0)
         return -1;
-    span sp;
-    if (span_make(ctx, dt, count, &sp) != 0)
-        return -1;
-    int rc = -1;
-    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
-    rc = 0;
-done:
-    span_free(&sp);
-    return rc;
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
 }
 
 /* One chunk of a reduce to root: in place at the root when src == dst. */
@@ -496,17 +506,9 @@ static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
         return -1;
     /* NCCL's in-place layout: my input is my block of the output */
     int in_place = in == (const char *)out + (size_t)c->rank * count * gcsh_dtype_size(dt);
-    span sp;
-    if (span_make(ctx, dt, count, &sp) != 0)
-        return -1;
-    int rc = -1;
-    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Iallgather,
-                       (in_place ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
-                        &req));
-    rc = 0;
-done:
-    span_free(&sp);
-    return rc;
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Iallgather,
+                         (in_place ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
+                          &req));
 }
 
 /* count > max_count: one reduce per block, each to the rank that keeps it. */
@@ -561,17 +563,9 @@ static int host_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
 {
     if (usable(ctx, c) != 0)
         return -1;
-    span sp;
-    if (span_make(ctx, dt, count, &sp) != 0)
-        return -1;
-    int rc = -1;
-    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Ialltoall,
-                       (in == out ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
-                        &req));
-    rc = 0;
-done:
-    span_free(&sp);
-    return rc;
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Ialltoall,
+                         (in == out ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
+                          &req));
 }
 
 static int host_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
@@ -579,15 +573,8 @@ static int host_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t c
 {
     if (usable(ctx, c) != 0)
         return -1;
-    span sp;
-    if (span_make(ctx, dt, count, &sp) != 0)
-        return -1;
-    int rc = -1;
-    POST_AND_WAIT_GOTO(ctx, c, done, MPI_Isend, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
-    rc = 0;
-done:
-    span_free(&sp);
-    return rc;
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Isend,
+                         (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
 }
 
 static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, gcsh_dtype dt,
