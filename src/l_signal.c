@@ -293,7 +293,7 @@ static const luaL_Reg meth[] = {
 };
 
 static const luaL_Reg metameth[] = {
-    {"__index", NULL}, /* placeholder: gcsh_sym_new_metatable sets it */
+    {"__index", NULL}, /* placeholder: gcsh_new_type sets it */
     {"__gc", signals_gc},
     {"__close", signals_free},
     {"__tostring", signals_tostring},
@@ -303,6 +303,6 @@ static const luaL_Reg metameth[] = {
 int luaopen_gcsh_signals(lua_State *L)
 {
     gcsh_symmem_open(L);
-    gcsh_sym_new_metatable(L, SIGNALS_MT, meth, metameth, signals_index);
+    gcsh_new_type(L, SIGNALS_MT, meth, metameth, signals_index);
     return 0;
 }

@@ -154,7 +154,7 @@ static const luaL_Reg meth[] = {
 };
 
 static const luaL_Reg metameth[] = {
-    {"__index", NULL}, /* placeholder: gcsh_sym_new_metatable sets it */
+    {"__index", NULL}, /* placeholder: gcsh_new_type sets it */
     {"__gc", window_gc},
     {"__close", window_free},
     {"__tostring", window_tostring},
@@ -164,6 +164,6 @@ static const luaL_Reg metameth[] = {
 int luaopen_gcsh_window(lua_State *L)
 {
     gcsh_symmem_open(L);
-    gcsh_sym_new_metatable(L, WINDOW_MT, meth, metameth, window_index);
+    gcsh_new_type(L, WINDOW_MT, meth, metameth, window_index);
     return 0;
 }

@@ -722,17 +722,3 @@ void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o)
     lua_pushstring(L, d->handle);
     lua_setfield(L, -2, "handle");
 }
-
-void gcsh_sym_new_metatable(lua_State *L, const char *mt, const luaL_Reg *meth,
-                            const luaL_Reg *metameth, lua_CFunction index)
-{
-    luaL_newmetatable(L, mt);
-    luaL_setfuncs(L, metameth, 0);
-    lua_newtable(L);
-    luaL_setfuncs(L, meth, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
-    lua_pushcclosure(L, index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
-}

@@ -119,10 +119,6 @@ int gcsh_sym_index(lua_State *L, const char *mt,
                    int (*extra)(lua_State *L, gcsh_symobj *o, const char *key));
 /* The info() fields both types have, into the table on top of the stack. */
 void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o);
-/* Makes mt's metatable: metameth (its __index set to an index closure over
- * the methods), meth, and __methods for completion. */
-void gcsh_sym_new_metatable(lua_State *L, const char *mt, const luaL_Reg *meth,
-                            const luaL_Reg *metameth, lua_CFunction index);
 
 /* Windows keep the kernel collectives' sync words past their elements
  * (kern.h): adds the backend's sync bytes to size->alloc (l_kernel.c). */
