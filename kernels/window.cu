@@ -4,7 +4,7 @@
 #include <new>
 
 #include <cuda/atomic>
-// NCCL 2.28's device headers have unused parameters in their GIN stubs; the
+// NCCL 2.28's device headers have unused parameters in their GIN entry points; the
 // warning is theirs, so it is silenced for their headers only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
