@@ -44,7 +44,8 @@ OUT=$(interrupted "$TAG" '.check off
 c = comm.world() c:barrier()
 if rank == 0 then c:allreduce(tensor.new(1024)) else gcsh.sleep(60) end' '.check on
 print(c)
-c = comm.world() =c:allreduce(tensor.new(1):fill(1))[0]')
+c = comm.world()
+=c:allreduce(tensor.new(1):fill(1))[0]')
 expect_contains "Ctrl-C: the blocked all-reduce" "$OUT" "[0] stdin:1: interrupted in allreduce #2: the communicator is aborted on every rank (comm.world() makes a fresh one)"
 expect_contains "Ctrl-C: aborted everywhere" "$OUT" "[0-$LAST] comm(aborted)"
 expect_contains "Ctrl-C: a fresh world works" "$OUT" "[0-$LAST] $NP.0"
@@ -53,7 +54,8 @@ expect_contains "Ctrl-C: a fresh world works" "$OUT" "[0-$LAST] $NP.0"
 if "$GCSH" -n 1 --backend cuda -e 'assert(comm.world().signals)' >/dev/null 2>&1; then
     TAG=$(new_tag); TAGS+=("$TAG")
     OUT=$(interrupted "$TAG" 'c = comm.world() s = c:signals(1)
-if rank == 0 then s:wait(0, 1) gcsh.sync() else gcsh.sleep(60) end' 'c = comm.world() =c:allreduce(tensor.new(1):fill(1))[0]')
+if rank == 0 then s:wait(0, 1) gcsh.sync() else gcsh.sleep(60) end' 'c = comm.world()
+=c:allreduce(tensor.new(1):fill(1))[0]')
     expect_contains "Ctrl-C: signal wait interrupted" "$OUT" "gcsh: interrupted [0-$LAST]"
     expect_contains "Ctrl-C: signal wait: next command" "$OUT" "[0-$LAST] $NP.0"
 else
