@@ -328,9 +328,7 @@ Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_k
     for (int p = 0; p < s.k; p++)
         s.area[p] = (unsigned long long *)((char *)d->peer[p] + a->sync_off);
     s.first = *a->epoch + 1;
-    s.ctl = w->ctl;
-    s.gen = w->gen;
-    s.bound_ns = w->bound_ns;
+    s.end = {w->ctl, w->gen, w->bound_ns};
     return s;
 }
 

@@ -12,11 +12,12 @@
 #pragma GCC diagnostic pop
 
 #include "backend.h"
+#include "kwait.cuh"
 #include "winkern.h"
 
 namespace {
 
-using sys_atomic = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+using gcsh_k::sys_atomic;
 
 __global__ void signal_store_kernel(unsigned long long *word, unsigned long long v, int add)
 {
@@ -29,54 +30,10 @@ __global__ void signal_store_kernel(unsigned long long *word, unsigned long long
         a.store(v, cuda::memory_order_release);
 }
 
-__device__ bool compare(unsigned long long x, int cmp, unsigned long long v)
-{
-    switch (cmp) {
-    case GCSH_CMP_GE: return x >= v;
-    case GCSH_CMP_GT: return x > v;
-    case GCSH_CMP_EQ: return x == v;
-    case GCSH_CMP_NE: return x != v;
-    case GCSH_CMP_LE: return x <= v;
-    default: return x < v;
-    }
-}
-
-__device__ unsigned long long globaltimer()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 __global__ void signal_wait_kernel(unsigned long long *word, unsigned long long v, int cmp,
                                    gcsh_wait_ctl *ctl, unsigned gen, unsigned long long bound)
 {
-    sys_atomic a(*word);
-    unsigned long long t0 = globaltimer(), x = 0;
-    unsigned ns = 32;
-    for (unsigned i = 0;; i++) {
-        x = a.load(cuda::memory_order_acquire);
-        if (compare(x, cmp, v))
-            return;
-        // the cancel word lives in host memory: read it less often than the word
-        int why = 0;
-        if ((i & 15) == 0 && ctl->cancel_gen != gen)
-            why = GCSH_WAIT_CANCELLED;
-        else if (globaltimer() - t0 > bound)
-            why = GCSH_WAIT_TIMED_OUT;
-        if (why) {
-            ctl->why = why;
-            ctl->cmp = cmp;
-            ctl->seen = x;
-            ctl->want = v;
-            __threadfence_system();
-            ctl->gave_up = ctl->gave_up + 1; // one waiter at a time (stream order)
-            return;
-        }
-        __nanosleep(ns);
-        if (ns < 1024)
-            ns *= 2;
-    }
+    gcsh_k::wait_until(word, cmp, v, {ctl, gen, bound}, 1024);
 }
 
 constexpr unsigned kCopyThreads = 512;

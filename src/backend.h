@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "hd.h"
 #include "kern.h"
 
 typedef struct gcsh_ctx gcsh_ctx;
@@ -118,6 +119,21 @@ typedef struct gcsh_window_desc {
 } gcsh_window_desc;
 
 enum gcsh_cmp { GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ, GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT };
+
+/* Whether `x cmp v` holds: the one definition of a signal wait's condition,
+ * for the host backend, the cuda backend's peek and the GPU wait kernels. */
+static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t v)
+{
+    switch (cmp) {
+    case GCSH_CMP_GE: return x >= v;
+    case GCSH_CMP_GT: return x > v;
+    case GCSH_CMP_EQ: return x == v;
+    case GCSH_CMP_NE: return x != v;
+    case GCSH_CMP_LE: return x <= v;
+    case GCSH_CMP_LT: return x < v;
+    }
+    return 0;
+}
 
 typedef struct gcsh_window_ops {
     const char *kinds;        /* the valid kinds, space separated ("host", "nccl vmm") */

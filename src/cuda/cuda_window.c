@@ -214,18 +214,6 @@ fail:
     return -1;
 }
 
-static int compare(uint64_t x, enum gcsh_cmp cmp, uint64_t v)
-{
-    switch (cmp) {
-    case GCSH_CMP_GE: return x >= v;
-    case GCSH_CMP_GT: return x > v;
-    case GCSH_CMP_EQ: return x == v;
-    case GCSH_CMP_NE: return x != v;
-    case GCSH_CMP_LE: return x <= v;
-    default: return x < v;
-    }
-}
-
 /* Reads a word now, off the rank's stream (which a GPU wait may hold): on
  * the poll stream, device to device into poll_dev, then into pinned memory
  * (window memory is only copied device to device: see cuda_copy). */
@@ -264,7 +252,7 @@ static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_w
         uint64_t x = 0;
         if (peek(ctx, st, word, &x) != 0)
             return -1;
-        if (compare(x, cmp, v))
+        if (gcsh_cmp_holds(x, cmp, v))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "interrupted while waiting for a signal");

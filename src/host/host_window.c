@@ -216,19 +216,6 @@ static int host_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     return 0;
 }
 
-static int cmp_holds(uint64_t x, uint64_t v, enum gcsh_cmp cmp)
-{
-    switch (cmp) {
-    case GCSH_CMP_GE: return x >= v;
-    case GCSH_CMP_GT: return x > v;
-    case GCSH_CMP_EQ: return x == v;
-    case GCSH_CMP_NE: return x != v;
-    case GCSH_CMP_LE: return x <= v;
-    case GCSH_CMP_LT: return x < v;
-    }
-    return 0;
-}
-
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -245,7 +232,7 @@ static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint
     double start = now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
-        if (cmp_holds(atomic_load_explicit(word, memory_order_acquire), v, cmp))
+        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire), cmp, v))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "signal wait interrupted");

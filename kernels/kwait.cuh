@@ -1,0 +1,89 @@
+// The one GPU-side wait of gcsh: a thread spins on a 64-bit word in
+// (possibly peer) memory until a condition holds, bounded in time and
+// cancellable from the host.  s:wait's kernel (window.cu) and the kernel
+// collectives' barriers (kbarrier.cuh) both wait here.
+#ifndef GCSH_KERNELS_KWAIT_CUH
+#define GCSH_KERNELS_KWAIT_CUH
+
+#include <cuda/atomic>
+
+#include "backend.h"
+#include "winkern.h"
+
+namespace gcsh_k {
+
+using sys_atomic = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+__device__ inline unsigned long long globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Waits, before looking at the cancel word at all.  The cancel word lives in
+// pinned host memory: each look is a PCIe read of about a microsecond, and
+// the barriers of a kernel collective have two waiters per block in flight at
+// once, whose reads the GPU serialises.  A barrier between peers normally
+// completes well within this, so it never touches host memory; an interrupt
+// waits this much longer to be seen, which nobody notices.
+constexpr unsigned long long kQuietNs = 20000;
+
+// How a wait ended when the condition never held.
+struct WaitEnd {
+    gcsh_wait_ctl *ctl;
+    unsigned gen;                // the cancel generation the wait was launched at
+    unsigned long long bound_ns; // GPU time after which it gives up
+};
+
+// Records in ctl why a wait gave up, for the host (cuda_wait) to report.
+// Several waiters may give up at once: any change of gave_up is what the
+// host looks for, so a racy increment is enough.
+__device__ inline void record_give_up(gcsh_wait_ctl *ctl, int why, int cmp,
+                                      unsigned long long seen, unsigned long long want)
+{
+    ctl->why = why;
+    ctl->cmp = cmp;
+    ctl->seen = seen;
+    ctl->want = want;
+    __threadfence_system();
+    ctl->gave_up = ctl->gave_up + 1;
+}
+
+// Spins until `*word cmp value` holds (then acquires: what the writer
+// released is visible) and returns true; false when it gave up (bound or
+// cancel), recorded in end.ctl.  The backoff starts with a few bare polls,
+// then sleeps 32 ns doubling up to max_sleep_ns.
+__device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
+                                  const WaitEnd &end, unsigned max_sleep_ns)
+{
+    sys_atomic a(*word);
+    unsigned long long t0 = globaltimer();
+    unsigned ns = 32;
+    for (unsigned i = 1;; i++) {
+        unsigned long long x = a.load(cuda::memory_order_acquire);
+        if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
+            return true;
+        if ((i & 15) == 0) {
+            unsigned long long waited = globaltimer() - t0;
+            int why = 0;
+            if (waited > kQuietNs && end.ctl->cancel_gen != end.gen)
+                why = GCSH_WAIT_CANCELLED;
+            else if (waited > end.bound_ns)
+                why = GCSH_WAIT_TIMED_OUT;
+            if (why) {
+                record_give_up(end.ctl, why, cmp, x, value);
+                return false;
+            }
+        }
+        if (i < 8)
+            continue;
+        __nanosleep(ns);
+        if (ns < max_sleep_ns)
+            ns *= 2;
+    }
+}
+
+} // namespace gcsh_k
+
+#endif
