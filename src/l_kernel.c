@@ -271,17 +271,44 @@ static int check_root(lua_State *L, int idx, const wargs *a)
     return i;
 }
 
+/* The kernel collectives are checked operations (check.h): every member of
+ * the window's communicator must call the same one, with the same algorithm,
+ * over the same region, or nothing is launched.  Unchecked, a mismatch would
+ * pair the barriers of different launches and leave the window's sync words
+ * out of step, or leave one rank waiting for the bound on a GPU barrier.
+ * Returns the communicator's check state for gcsh_check_leave. */
+static gcsh_comm_check *enter_checked(lua_State *L, const wargs *a, const char *algo, int root,
+                                      int reduces)
+{
+    gcsh_comm_check *cc = &a->o->comm->chk;
+    char op[24];
+    snprintf(op, sizeof op, "kernel.%s", a->fname);
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, op);
+    snprintf(fp.extra, sizeof fp.extra, "%s", algo ? algo : "");
+    fp.count = (int64_t)a->n;
+    fp.offset = (int64_t)a->offset;
+    fp.window = a->o->seq;
+    fp.dtype = (int32_t)a->o->dtype;
+    fp.redop = reduces ? (int32_t)a->op : -1;
+    fp.root = root >= 0 ? a->o->desc.team[root] : -1;
+    gcsh_check_enter(L, cc, &fp);
+    return cc;
+}
+
+/* A kernel collective, checked; root is a team index or -1. */
 static void run_collective(lua_State *L, const wargs *a, enum gcsh_kcoll coll, int root,
-                           const gcsh_mcast *mc)
+                           const gcsh_mcast *mc, const char *algo)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kcoll_args k = {
         .coll = coll, .offset = a->offset, .n = a->n, .dt = a->o->dtype, .op = a->op,
-        .root = root, .out = a->out ? gcsh_tensor_data(a->out) : NULL,
+        .root = root < 0 ? 0 : root, .out = a->out ? gcsh_tensor_data(a->out) : NULL,
         .sync_off = sync_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
     };
-    if (kern_of(L)->collective(ctx, a->o->impl, &a->o->desc, &k) != 0)
-        gcsh_raise(L, ctx);
+    int reduces = coll != GCSH_KC_ALLGATHER && coll != GCSH_KC_BROADCAST;
+    gcsh_comm_check *cc = enter_checked(L, a, algo, root, reduces);
+    gcsh_check_leave(L, cc, kern_of(L)->collective(ctx, a->o->impl, &a->o->desc, &k));
 }
 
 /* Pushes what a collective returns: out, or the view of my slice's region
@@ -361,12 +388,17 @@ typedef struct lmcast {
 } lmcast;
 
 /* The window's multicast decision (the backend caches it per window, so a
- * second call is cheap and still the same on every rank). */
+ * second call is cheap and still the same on every rank).  Collective the
+ * first time (the ranks agree on the mode), so checked every time. */
 static void open_mcast(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    if (kern_of(L)->mc_open(ctx, o->impl, &o->desc, mc) != 0)
-        gcsh_raise(L, ctx);
+    gcsh_comm_check *cc = &o->comm->chk;
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, "multicast");
+    fp.window = o->seq;
+    gcsh_check_enter(L, cc, &fp);
+    gcsh_check_leave(L, cc, kern_of(L)->mc_open(ctx, o->impl, &o->desc, mc));
 }
 
 /* multimem has no 16-bit forms and needs natural alignment (kernels/mcast.cu):
@@ -402,8 +434,9 @@ static void comm_allreduce(lua_State *L, const wargs *a)
                    gcsh_dtype_name(o->dtype), gcsh_redop_name(a->op));
     void *mine = (char *)o->desc.peer[o->desc.team_rank] + a->offset * gcsh_dtype_size(o->dtype);
     void *dst = a->out ? gcsh_tensor_data(a->out) : mine;
-    if (ctx->be->comm->allreduce(ctx, o->comm_impl, mine, dst, a->n, o->dtype, a->op) != 0)
-        gcsh_raise(L, ctx);
+    gcsh_comm_check *cc = enter_checked(L, a, "comm", -1, 1);
+    gcsh_check_leave(L, cc, ctx->be->comm->allreduce(ctx, o->comm_impl, mine, dst, a->n,
+                                                     o->dtype, a->op));
 }
 
 static int kernel_allreduce(lua_State *L)
@@ -418,9 +451,9 @@ static int kernel_allreduce(lua_State *L)
         algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
                            a.n * gcsh_dtype_size(a.o->dtype));
     if (strcmp(algo, "oneshot") == 0) {
-        run_collective(L, &a, GCSH_KC_ONESHOT, 0, NULL);
+        run_collective(L, &a, GCSH_KC_ONESHOT, -1, NULL, "oneshot");
     } else if (strcmp(algo, "twoshot") == 0) {
-        run_collective(L, &a, GCSH_KC_TWOSHOT, 0, NULL);
+        run_collective(L, &a, GCSH_KC_TWOSHOT, -1, NULL, "twoshot");
     } else if (strcmp(algo, "comm") == 0) {
         comm_allreduce(L, &a);
     } else if (strcmp(algo, "multicast") == 0) {
@@ -430,11 +463,11 @@ static int kernel_allreduce(lua_State *L)
             check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_nvls_ops_of(a.o->dtype),
                            "multimem (mode nvls)");
             check_nvls_alignment(L, a.fname, a.o, a.offset, a.n, a.out);
-            run_collective(L, &a, GCSH_KC_MULTICAST, 0, &mc);
+            run_collective(L, &a, GCSH_KC_MULTICAST, -1, &mc, "multicast");
             algo = "multicast(nvls)";
         } else {
             /* the emulation of ld_reduce + st over chunks is two-shot */
-            run_collective(L, &a, GCSH_KC_TWOSHOT, 0, NULL);
+            run_collective(L, &a, GCSH_KC_TWOSHOT, -1, NULL, "multicast");
             algo = "multicast(emulated)";
         }
     } else {
@@ -455,7 +488,7 @@ static int kernel_reduce_scatter(lua_State *L)
     check_divisible(L, &a);
     size_t chunk = a.n / (size_t)a.o->desc.team_size;
     check_out_size(L, &a, chunk, "n / team size");
-    run_collective(L, &a, GCSH_KC_REDUCE_SCATTER, 0, NULL);
+    run_collective(L, &a, GCSH_KC_REDUCE_SCATTER, -1, NULL, NULL);
     push_result(L, &a, a.offset + (size_t)a.o->desc.team_rank * chunk, chunk);
     return 1;
 }
@@ -469,7 +502,7 @@ static int kernel_allgather(lua_State *L)
                    "the kernels");
     check_divisible(L, &a);
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_ALLGATHER, 0, NULL);
+    run_collective(L, &a, GCSH_KC_ALLGATHER, -1, NULL, NULL);
     push_result(L, &a, a.offset, a.n);
     return 1;
 }
@@ -482,7 +515,7 @@ static int kernel_reduce_to(lua_State *L)
     read_wargs(L, 3, &a, WINDOW_KEYS);
     check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_REDUCE_TO, root, NULL);
+    run_collective(L, &a, GCSH_KC_REDUCE_TO, root, NULL, NULL);
     if (a.o->desc.team_rank == root)
         push_result(L, &a, a.offset, a.n);
     else
@@ -499,7 +532,7 @@ static int kernel_broadcast(lua_State *L)
     check_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                    "the kernels");
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_BROADCAST, root, NULL);
+    run_collective(L, &a, GCSH_KC_BROADCAST, root, NULL, NULL);
     push_result(L, &a, a.offset, a.n);
     return 1;
 }

@@ -1,6 +1,9 @@
 -- A rank that arrives late: rank 1 sleeps before each kernel collective, the
 -- others go ahead and wait on the window's sync words (on cuda: their kernels
 -- spin on the GPU).  Results must be right, and the window reusable at once.
+-- With .check on the others would wait for rank 1 in the fingerprint check
+-- instead, before any launch: the kernels' own barriers are what is tested
+-- here, so the checks are off but for the last case.
 -- Also run by tests/gpu/kernel_*.lua with KERNEL_TEST_KIND set.
 local H = require "harness"
 
@@ -14,6 +17,8 @@ local w = c:window(N, "f32", opts)
 local sum = k * (k + 1) // 2
 
 local function late() if me == 1 then gcsh.sleep(DELAY) end end
+c:barrier()
+gcsh.check(false)
 
 for _, algo in ipairs { "oneshot", "twoshot", "multicast" } do
   for round = 1, 2 do
@@ -45,5 +50,12 @@ w:tensor():fill(me + 1)
 late()
 res = kernel.broadcast(k - 1, w)
 H.eq(res:sum(), N * k, "broadcast with a late rank")
+c:barrier()
+gcsh.check(true)
+
+-- checked: the others wait in the check, and the result is the same
+w:tensor():fill(me + 1)
+late()
+H.truthy(kernel.allreduce(w):equal(tensor.new(N, "f32"):fill(sum)), "checked, with a late rank")
 c:barrier()
 w:free()

@@ -37,6 +37,27 @@ c:broadcast(tensor.new(4), rank == 0 and 1 or 0)
     expect_eq "$n ranks: exit status" "$RC" 1
 done
 
+# ---- mismatched kernel collectives (issue 5's kernels are checked too):
+# caught before any launch, and the window's barriers stay in step
+for n in 2 4; do
+    last=$((n - 1))
+    others=$([ $n = 2 ] && echo "0" || echo "0,2-3")
+    waiters=$([ $n = 2 ] && echo "0" || echo "0-2")
+    gcsh_pipe $n "c = comm.world() w = c:window(64) w:tensor():fill(rank + 1)
+kernel.allreduce(w, {n = rank == 1 and 9 or 8, algo = 'oneshot'})
+kernel.allreduce(w, {algo = rank == 1 and 'twoshot' or 'oneshot'})
+kernel.reduce_to(rank == 1 and 1 or 0, w)
+kernel.allgather(w, {offset = rank == 1 and 4 or 0, n = 4 * $n})
+if rank ~= $last then kernel.broadcast(0, w) end
+=kernel.allreduce(w, {n = 2})[0]" 2>&1
+    expect_contains "$n ranks: kernel count mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allreduce #2: [$others] f32 x8 sum window 1 offset 0 oneshot, [1] f32 x9 sum window 1 offset 0 oneshot"
+    expect_contains "$n ranks: kernel algorithm mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allreduce #2: [$others] f32 x64 sum window 1 offset 0 oneshot, [1] f32 x64 sum window 1 offset 0 twoshot"
+    expect_contains "$n ranks: kernel root mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.reduce_to #2: [$others] f32 x64 sum root 0 window 1 offset 0, [1] f32 x64 sum root 1 window 1 offset 0"
+    expect_contains "$n ranks: kernel offset mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allgather #2: [$others] f32 x$((4 * n)) window 1 offset 0, [1] f32 x$((4 * n)) window 1 offset 4"
+    expect_contains "$n ranks: a rank that skips a kernel collective is named" "$OUT" "stdin:1: kernel.broadcast #2: [$waiters] waited 0.0 s for [$last]: [$last] finished the command"
+    expect_contains "$n ranks: the next kernel collective is right" "$OUT" "[0-$last] $((n * (n + 1) / 2)).0"
+done
+
 # ---- a rank that skips a collective: named at once, with where it is
 gcsh_pipe 4 'c = comm.world()
 if rank ~= 2 then c:barrier() end
