@@ -298,10 +298,10 @@ end
 -- same calls on every rank by construction, after a checked barrier.
 local function unchecked(fn, ...)
   local was = gcsh.check(false)
-  local ok, res = pcall(fn, ...)
+  local res = table.pack(pcall(fn, ...))
   gcsh.check(was)
-  if not ok then error(res, 0) end
-  return res
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
 end
 
 local function time_calls(spec, a, o)
@@ -416,8 +416,11 @@ end
 --              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
 --              kernels);
 --   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=}).
--- Columns as bench.collective plus the algorithm; rows returned on every rank
--- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=}).
+-- Columns as bench.collective plus the algorithm and "issue": the host's
+-- time per call to issue it (the slowest rank's), which tells a host-bound
+-- size (issue close to time) from a device-bound one.  Timed loops run with
+-- .check off, as bench.collective's.  Rows are returned on every rank
+-- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=, issue_us=}).
 -- csv= writes them (rank 0); chart= draws one bar per algorithm per size:
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
 local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
@@ -474,31 +477,37 @@ local function ar_row(o, algo, n, c, w, plain)
     wrong = count_wrong(buf, k * (k + 1) // 2)
   end
   buf:fill(1)
-  for _ = 1, o.warmup do run() end
-  c:barrier()
-  local tm = gcsh.timer()
-  for _ = 1, o.iters do run() end
-  local sec = over_ranks(c, tm:stop() / o.iters, "f64", o.average)
+  c:barrier() -- checked: every rank is here
+  local per_call, issue = unchecked(function()
+    for _ = 1, o.warmup do run() end
+    c:barrier()
+    local tm, t0 = gcsh.timer(), gcsh.wtime()
+    for _ = 1, o.iters do run() end
+    local issued = gcsh.wtime() - t0
+    return tm:stop() / o.iters, issued / o.iters
+  end)
+  local sec = over_ranks(c, per_call, "f64", o.average)
   local bytes = n * DTYPE_SIZE[o.dtype]
   local algbw = bytes / 1e9 / sec
   return { algo = algo, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
-           algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum") }
+           algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum"),
+           issue_us = over_ranks(c, issue, "f64", "max") * 1e6 }
 end
 
 local function ar_print_header()
-  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s", "size", "count", "type", "algo", "time", "algbw", "busbw", "#wrong"))
-  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""))
+  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s  %9s", "size", "count", "type", "algo", "time", "algbw", "busbw", "#wrong", "issue"))
+  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s  %9s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)"))
 end
 
 local function ar_print_row(r)
-  print(string.format("%12d  %12d  %6s  %10s  %9.2f  %8.2f  %8.2f  %6d", r.size, r.count, r.type, r.algo, r.time_us, r.algbw, r.busbw, r.wrong))
+  print(string.format("%12d  %12d  %6s  %10s  %9.2f  %8.2f  %8.2f  %6d  %9.2f", r.size, r.count, r.type, r.algo, r.time_us, r.algbw, r.busbw, r.wrong, r.issue_us))
 end
 
 local function write_csv(path, rows)
   local f = assert(io.open(path, "w"))
-  f:write("algo,size,count,type,redop,time_us,algbw,busbw,wrong\n")
+  f:write("algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us\n")
   for _, r in ipairs(rows) do
-    f:write(string.format("%s,%d,%d,%s,%s,%.3f,%.4f,%.4f,%d\n", r.algo, r.size, r.count, r.type, r.redop, r.time_us, r.algbw, r.busbw, r.wrong))
+    f:write(string.format("%s,%d,%d,%s,%s,%.3f,%.4f,%.4f,%d,%.3f\n", r.algo, r.size, r.count, r.type, r.redop, r.time_us, r.algbw, r.busbw, r.wrong, r.issue_us))
   end
   f:close()
 end
@@ -567,8 +576,43 @@ end
 -- prints; returns the table): one-shot time / nccl and / nccl_sym at
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
--- suggests for src/kern_tune.h (the largest size where one-shot, then
--- two-shot, is still the fastest of oneshot/twoshot/nccl_sym).
+-- suggests for src/kern_tune.h (best_crossovers).
+local CHOOSABLE = { "oneshot", "twoshot", "nccl_sym" }
+
+-- The thresholds auto should use, from one run's rows by size (at[size][algo]):
+-- one-shot up to o bytes, two-shot up to t, the communicator's all-reduce on
+-- the window (the nccl_sym rows) above.  Of every pair of measured sizes, the
+-- one whose worst ratio (time of what it picks / the fastest of the three)
+-- over all sizes is least; the smallest thresholds win a tie.  Returns o, t
+-- and that worst ratio.
+local function best_crossovers(at, sizes)
+  local function time_of(a, algo) return a[algo] and a[algo].time_us or math.huge end
+  local function worst_for(o, t)
+    local worst = 1
+    for _, size in ipairs(sizes) do
+      local a, best = at[size], math.huge
+      for _, algo in ipairs(CHOOSABLE) do best = math.min(best, time_of(a, algo)) end
+      if best < math.huge then
+        local picked = size <= o and "oneshot" or size <= t and "twoshot" or "nccl_sym"
+        worst = math.max(worst, time_of(a, picked) / best)
+      end
+    end
+    return worst
+  end
+  local thresholds = { 0 }
+  for _, size in ipairs(sizes) do thresholds[#thresholds + 1] = size end
+  local best_o, best_t, best_worst = 0, 0, math.huge
+  for _, o in ipairs(thresholds) do
+    for _, t in ipairs(thresholds) do
+      if t >= o then
+        local worst = worst_for(o, t)
+        if worst < best_worst then best_o, best_t, best_worst = o, t, worst end
+      end
+    end
+  end
+  return best_o, best_t, best_worst
+end
+
 function bench.allreduce_targets(rows, opts)
   opts = opts or {}
   local at = {}
@@ -580,7 +624,6 @@ function bench.allreduce_targets(rows, opts)
   for size in pairs(at) do sizes[#sizes + 1] = size end
   table.sort(sizes)
   local t = { oneshot_vs_nccl = 0, oneshot_vs_nccl_sym = 0, twoshot_vs_nccl = math.huge, auto_vs_best = 0 }
-  local one_max, two_max = 0, 0
   for _, size in ipairs(sizes) do
     local a = at[size]
     if size <= 64 << 10 and a.oneshot then
@@ -593,15 +636,10 @@ function bench.allreduce_targets(rows, opts)
     local best = math.huge
     for algo, r in pairs(a) do if algo ~= "auto" then best = math.min(best, r.time_us) end end
     if a.auto and best < math.huge then t.auto_vs_best = math.max(t.auto_vs_best, a.auto.time_us / best) end
-    local fastest, ft = nil, math.huge
-    for _, algo in ipairs { "oneshot", "twoshot", "nccl_sym" } do
-      if a[algo] and a[algo].time_us < ft then fastest, ft = algo, a[algo].time_us end
-    end
-    if fastest == "oneshot" then one_max = size end
-    if fastest ~= "nccl_sym" then two_max = size end
   end
   if t.twoshot_vs_nccl == math.huge then t.twoshot_vs_nccl = nil end
-  t.suggest_oneshot_max, t.suggest_twoshot_max = one_max, two_max
+  local one_max, two_max, worst = best_crossovers(at, sizes)
+  t.suggest_oneshot_max, t.suggest_twoshot_max, t.suggest_worst = one_max, two_max, worst
   local c = opts.comm or comm.world()
   if c.rank == 0 and not opts.quiet then
     local function f(v) return v and string.format("%.3f", v) or "n/a" end
@@ -609,7 +647,8 @@ function bench.allreduce_targets(rows, opts)
     print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
     print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
-    print(string.format("#   measured crossovers for src/kern_tune.h: oneshot_max = %d, twoshot_max = %d", one_max, two_max))
+    print(string.format("#   measured crossovers for src/kern_tune.h: oneshot_max = %d, twoshot_max = %d"
+                        .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %.3f)", one_max, two_max, worst))
   end
   return t
 end

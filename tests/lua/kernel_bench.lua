@@ -16,7 +16,7 @@ end
 H.eq(rows[1].algo, "nccl", "algorithms in the order given")
 if c.rank == 0 then
   local f = assert(io.open(csv))
-  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong", "csv header")
+  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us", "csv header")
   local lines = 0
   for _ in f:lines() do lines = lines + 1 end
   f:close()
