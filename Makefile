@@ -107,6 +107,6 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
 .PHONY: unit
 unit: $(UNIT_BINS)
-$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)

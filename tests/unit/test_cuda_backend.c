@@ -22,14 +22,10 @@ int main(void)
 
 #include <lauxlib.h>
 
-#include "cuda/cuda.h"
+#include "cuda_test.h"
 #include "elem.h"
 
 enum { N = 1000 };
-
-static gcsh_ctx ctx;
-static const gcsh_mem_ops *M;
-static const gcsh_comm_ops *C;
 
 static const char *dt_name[GCSH_NDTYPES] = {"f64", "f32", "f16",  "bf16", "i64",
                                             "i32", "u32", "u8", "i8"};
@@ -345,25 +341,10 @@ static void test_timer_and_info(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    gcsh_rank_topology(&ctx);
-    int any = gcsh_cuda_available(), all = 0;
-    MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all) {
-        if (ctx.rank == 0)
-            printf("test_cuda_backend: skipped (no GPU)\n0 passed, 0 failed, 1 skipped\n");
-        MPI_Finalize();
+    if (!cuda_test_start(&argc, &argv, "test_cuda_backend", 1))
         return 0;
-    }
-    if (gcsh_rank_backend(&ctx, "cuda") != 0) {
-        printf("[%d] cuda backend: %s\n", ctx.rank, ctx.err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     CHECK(ctx.loc >= 0 && ctx.loc == ctx.local_rank, "ctx.loc %d (local rank %d)", ctx.loc,
           ctx.local_rank);
-    M = ctx.be->mem;
-    C = ctx.be->comm;
     test_init_kernels();
     gcsh_comm_impl *w = NULL;
     CHECK(C->world(&ctx, &w) == 0 && w, "world: %s", ctx.err);
@@ -377,13 +358,6 @@ int main(int argc, char **argv)
         C->release(&ctx, w);
     }
     test_timer_and_info();
-    gcsh_rank_close(&ctx);
-    int f = unit_failed, p = unit_passed;
-    MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (ctx.rank == 0)
-        printf("%d passed, %d failed\n", p, f);
-    return f ? 1 : 0;
+    return cuda_test_end();
 }
 #endif

@@ -30,37 +30,9 @@ int main(void)
 }
 #else
 
-#include "cuda/cuda.h"
+#include "cuda_test.h"
 
 enum { N = 4099 }; /* i32 elements per slice: odd, so the byte path runs too */
-
-static gcsh_ctx ctx;
-static const gcsh_mem_ops *M;
-static const gcsh_comm_ops *C;
-static const gcsh_window_ops *W;
-
-typedef struct win {
-    gcsh_window_impl *w;
-    gcsh_window_desc d;
-} win;
-
-static int win_create(gcsh_comm_impl *c, const char *kind, size_t bytes, win *out)
-{
-    size_t gran = 0;
-    memset(out, 0, sizeof *out);
-    if (W->granularity(&ctx, kind, &gran) != 0)
-        return -1;
-    out->d.bytes = bytes;
-    out->d.granularity = gran;
-    out->d.alloc_bytes = (bytes + gran - 1) / gran * gran;
-    return W->create(&ctx, c, kind, &out->d, &out->w);
-}
-
-static void win_free(gcsh_comm_impl *c, win *x)
-{
-    CHECK(C->barrier(&ctx, c) == 0, "barrier before free: %s", ctx.err);
-    CHECK(W->destroy(&ctx, x->w, &x->d) == 0, "destroy: %s", ctx.err);
-}
 
 static int32_t value(int r, size_t i)
 {
@@ -333,27 +305,6 @@ static double time_copy(int how, void *dst, const gcsh_window_desc *d, win *x, i
     return best;
 }
 
-/* cudaMemcpyPeer needs memory this process allocated on the source device
- * (a window's peer pointer is a mapping, not a cudaMalloc of device 1): 1 GiB
- * of rank 0's own on rank 1's GPU, with peer access enabled, is the baseline
- * the issue names.  NULL (reported) when it cannot be had. */
-static void *baseline_source(int peer_dev, size_t bytes)
-{
-    cuda_state *st = ctx.be_state;
-    void *src = NULL;
-    cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled)
-        e = cudaSuccess;
-    if (e == cudaSuccess && (e = cudaSetDevice(peer_dev)) == cudaSuccess) {
-        e = cudaMalloc(&src, bytes);
-        if (e == cudaSuccess)
-            e = cudaMemset(src, 1, bytes);
-    }
-    cudaSetDevice(st->dev);
-    CHECK(e == cudaSuccess, "baseline buffer on device %d: %s", peer_dev, cudaGetErrorString(e));
-    return e == cudaSuccess ? src : NULL;
-}
-
 static void bench_kind(const char *kind, gcsh_comm_impl *c)
 {
     size_t bytes = (size_t)1 << 30;
@@ -375,15 +326,12 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
         void *dst = NULL;
         int loc;
         M->alloc(&ctx, bytes, &dst, &loc);
-        void *src = baseline_source(all[2], bytes);
+        /* the baseline the issue names: 1 GiB of rank 0's own on rank 1's GPU */
+        void *src = peer_device_alloc(all[2], bytes);
         double uva = time_copy(0, dst, &x.d, &x, all[2], src, bytes);
         double peer = src ? time_copy(1, dst, &x.d, &x, all[2], src, bytes) : 1e9;
         double kern = time_copy(2, dst, &x.d, &x, all[2], src, bytes);
-        if (src) {
-            cudaSetDevice(all[2]);
-            cudaFree(src);
-            cudaSetDevice(st->dev);
-        }
+        peer_device_free(all[2], src);
         printf("bench %s np=%d: register 1 GiB %.1f ms (slowest rank); rank 0 <- rank 1, 1 GiB "
                "(best of 5): cudaMemcpyAsync UVA (w:peer copy path) %.1f GB/s, "
                "cudaMemcpyPeerAsync baseline %.1f GB/s (UVA/baseline %.0f%%), peer-read kernel %.1f GB/s\n",
@@ -401,45 +349,17 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
 
 int main(int argc, char **argv)
 {
-    int provided, bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    gcsh_rank_topology(&ctx);
-    int any = gcsh_cuda_available(), all = 0;
-    MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all || ctx.size < 2) {
-        if (ctx.rank == 0)
-            printf("test_cuda_window: skipped (%s)\n0 passed, 0 failed, 1 skipped\n",
-                   all ? "needs 2 ranks" : "no GPU");
-        MPI_Finalize();
+    int bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
+    if (!cuda_test_start(&argc, &argv, "test_cuda_window", 2))
         return 0;
-    }
-    if (gcsh_rank_backend(&ctx, "cuda") != 0) {
-        printf("[%d] cuda backend: %s\n", ctx.rank, ctx.err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    M = ctx.be->mem;
-    C = ctx.be->comm;
-    W = ctx.be->win;
     gcsh_comm_impl *w = NULL;
     CHECK(W && W->peer_read && C->agree, "the cuda backend has windows, peer_read and agree");
     CHECK(C->world(&ctx, &w) == 0 && w, "world: %s", ctx.err);
     if (w && W) {
         test_agree(w);
-        test_kind("nccl", w);
-        test_kind("vmm", w);
-        if (bench) {
-            bench_kind("nccl", w);
-            bench_kind("vmm", w);
-        }
+        for_each_kind(w, test_kind, bench ? bench_kind : NULL);
         C->release(&ctx, w);
     }
-    gcsh_rank_close(&ctx);
-    int f = unit_failed, p = unit_passed;
-    MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (ctx.rank == 0)
-        printf("%d passed, %d failed\n", p, f);
-    return f ? 1 : 0;
+    return cuda_test_end();
 }
 #endif

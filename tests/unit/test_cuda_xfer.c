@@ -25,36 +25,7 @@ int main(void)
 }
 #else
 
-#include "cuda/cuda.h"
-
-static gcsh_ctx ctx;
-static const gcsh_mem_ops *M;
-static const gcsh_comm_ops *C;
-static const gcsh_window_ops *W;
-static const gcsh_xfer_ops *X;
-
-typedef struct win {
-    gcsh_window_impl *w;
-    gcsh_window_desc d;
-} win;
-
-static int win_create(gcsh_comm_impl *c, const char *kind, size_t bytes, win *out)
-{
-    size_t gran = 0;
-    memset(out, 0, sizeof *out);
-    if (W->granularity(&ctx, kind, &gran) != 0)
-        return -1;
-    out->d.bytes = bytes;
-    out->d.granularity = gran;
-    out->d.alloc_bytes = (bytes + gran - 1) / gran * gran;
-    return W->create(&ctx, c, kind, &out->d, &out->w);
-}
-
-static void win_free(gcsh_comm_impl *c, win *x)
-{
-    CHECK(C->barrier(&ctx, c) == 0, "barrier before free: %s", ctx.err);
-    CHECK(W->destroy(&ctx, x->w, &x->d) == 0, "destroy: %s", ctx.err);
-}
+#include "cuda_test.h"
 
 /* Prepares, posts and waits one transfer of one segment. */
 static int run_once(gcsh_xfer_engine engine, void *dst, const void *src, size_t bytes,
@@ -188,25 +159,6 @@ static double time_xfer(gcsh_xfer_engine engine, void *dst, const void *src, siz
     return t;
 }
 
-/* 1 GiB of rank 0's own on rank 1's GPU, peer access on: the baseline's
- * other side.  NULL (reported) when it cannot be had. */
-static void *peer_buffer(int peer_dev, size_t bytes)
-{
-    cuda_state *st = ctx.be_state;
-    void *p = NULL;
-    cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled)
-        e = cudaSuccess;
-    if (e == cudaSuccess && (e = cudaSetDevice(peer_dev)) == cudaSuccess) {
-        e = cudaMalloc(&p, bytes);
-        if (e == cudaSuccess)
-            e = cudaMemset(p, 1, bytes);
-    }
-    cudaSetDevice(st->dev);
-    CHECK(e == cudaSuccess, "baseline buffer on device %d: %s", peer_dev, cudaGetErrorString(e));
-    return e == cudaSuccess ? p : NULL;
-}
-
 static void bench_kind(const char *kind, gcsh_comm_impl *c)
 {
     const size_t bytes = (size_t)1 << 30;
@@ -221,7 +173,7 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
         return;
     }
     if (ctx.rank == 0) {
-        void *local = NULL, *remote = peer_buffer(devs[1], bytes);
+        void *local = NULL, *remote = peer_device_alloc(devs[1], bytes);
         int loc;
         M->alloc(&ctx, bytes, &local, &loc);
         M->fill(&ctx, local, loc, GCSH_U8, bytes, (gcsh_scalar){.is_int = 1, .i = 3});
@@ -238,11 +190,7 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
                    bytes / get_base / 1e9);
         }
         M->release(&ctx, local, loc);
-        if (remote) {
-            cudaSetDevice(devs[1]);
-            cudaFree(remote);
-            cudaSetDevice(st->dev);
-        }
+        peer_device_free(devs[1], remote);
     }
     win_free(c, &x);
     free(devs);
@@ -250,45 +198,16 @@ static void bench_kind(const char *kind, gcsh_comm_impl *c)
 
 int main(int argc, char **argv)
 {
-    int provided, bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    gcsh_rank_topology(&ctx);
-    int any = gcsh_cuda_available(), all = 0;
-    MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all || ctx.size < 2) {
-        if (ctx.rank == 0)
-            printf("test_cuda_xfer: skipped (%s)\n0 passed, 0 failed, 1 skipped\n",
-                   all ? "needs 2 ranks" : "no GPU");
-        MPI_Finalize();
+    int bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
+    if (!cuda_test_start(&argc, &argv, "test_cuda_xfer", 2))
         return 0;
-    }
-    if (gcsh_rank_backend(&ctx, "cuda") != 0) {
-        printf("[%d] cuda backend: %s\n", ctx.rank, ctx.err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    M = ctx.be->mem;
-    C = ctx.be->comm;
-    W = ctx.be->win;
-    X = ctx.be->xfer;
     gcsh_comm_impl *w = NULL;
     CHECK(W && X, "the cuda backend has windows and transfers");
     CHECK(C->world(&ctx, &w) == 0 && w, "world: %s", ctx.err);
     if (w && W && X) {
-        test_kind("nccl", w);
-        test_kind("vmm", w);
-        if (bench) {
-            bench_kind("nccl", w);
-            bench_kind("vmm", w);
-        }
+        for_each_kind(w, test_kind, bench ? bench_kind : NULL);
         C->release(&ctx, w);
     }
-    gcsh_rank_close(&ctx);
-    int f = unit_failed, p = unit_passed;
-    MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (ctx.rank == 0)
-        printf("%d passed, %d failed\n", p, f);
-    return f ? 1 : 0;
+    return cuda_test_end();
 }
 #endif
