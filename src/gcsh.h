@@ -52,6 +52,10 @@ static inline gcsh_ctx *gcsh_ctx_of(lua_State *L)
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Seconds on the monotonic clock, for deadlines and durations (the wall
+ * clock may jump). */
+double gcsh_now_seconds(void);
+
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 

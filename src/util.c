@@ -1,6 +1,7 @@
 /* Small helpers shared by every binding and backend. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <lauxlib.h>
 
@@ -14,6 +15,13 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
     vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+double gcsh_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx)

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cuda/cuda_fdpass.h"
@@ -132,13 +131,6 @@ static int recv_one(gcsh_ctx *ctx, const fdx *x, int s, int *fds)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Accepts one connection, waiting in 100 ms slices for the deadline or an
  * interrupt; returns the connected socket or -1. */
 static int accept_one(gcsh_ctx *ctx, const fdx *x, double deadline)
@@ -155,7 +147,7 @@ static int accept_one(gcsh_ctx *ctx, const fdx *x, double deadline)
             return gcsh_set_error(ctx, "vmm: accept: %s", strerror(errno));
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "vmm: interrupted while exchanging handles");
-        if (now_s() > deadline)
+        if (gcsh_now_seconds() > deadline)
             return gcsh_set_error(ctx, "vmm: timed out waiting for the team's handles");
         struct pollfd p = {x->listen_fd, POLLIN, 0};
         poll(&p, 1, 100);
@@ -164,7 +156,7 @@ static int accept_one(gcsh_ctx *ctx, const fdx *x, double deadline)
 
 int fdx_recv_all(gcsh_ctx *ctx, const fdx *x, int *fds, double timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = gcsh_now_seconds() + timeout_s;
     for (int i = 0; i < x->n; i++)
         if (i != x->me)
             fds[i] = -1;

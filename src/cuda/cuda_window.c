@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda/cuda_window.h"
 
@@ -230,13 +229,6 @@ fail:
     return -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The CPU polls the word; the acquire side is the copy engine's read, after
  * which later work on the stream sees what the signaller released. */
 static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
@@ -247,7 +239,7 @@ static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_w
     if (!st)
         return -1;
     const uint64_t *word = word_of(d, d->team_rank, slot);
-    double deadline = now_s() + timeout;
+    double deadline = gcsh_now_seconds() + timeout;
     for (unsigned polls = 0;; polls++) {
         uint64_t x = 0;
         if (peek(ctx, st, word, &x) != 0)
@@ -256,7 +248,7 @@ static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_w
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "interrupted while waiting for a signal");
-        if (now_s() >= deadline)
+        if (gcsh_now_seconds() >= deadline)
             return 1;
         cuda_poll_pause(polls);
     }

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda/cuda.h"
 #include "xferkern.h"
@@ -237,19 +236,12 @@ fail:
     return -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int cuda_xfer_wait_cpu(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout)
 {
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    double deadline = now_s() + timeout;
+    double deadline = gcsh_now_seconds() + timeout;
     for (unsigned polls = 0;; polls++) {
         enum gcsh_xfer_status status;
         query(ctx, x, &status);
@@ -261,7 +253,7 @@ static int cuda_xfer_wait_cpu(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout)
             cuda_cancel_waits(st); /* a GPU signal wait ahead of it must not outlive the chunk */
             return gcsh_set_error(ctx, "interrupted while waiting for a transfer");
         }
-        if (now_s() >= deadline)
+        if (gcsh_now_seconds() >= deadline)
             return 1;
         cuda_poll_pause(polls);
     }

@@ -216,20 +216,13 @@ static int host_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when
  * interrupted. */
 static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
                      enum gcsh_cmp cmp, double timeout)
 {
     _Atomic uint64_t *word = signal_word(d, d->team_rank, slot);
-    double start = now_seconds();
+    double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
         if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire), cmp, v))
@@ -238,7 +231,7 @@ static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint
             return gcsh_set_error(ctx, "signal wait interrupted");
         if (polls < WAIT_SPIN_POLLS)
             continue;
-        if (now_seconds() - start >= timeout)
+        if (gcsh_now_seconds() - start >= timeout)
             return 1;
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
