@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -43,13 +42,6 @@ typedef struct coord_run {
     gcsh_coord *c;
     run_state *rs;
 } coord_run;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
 {
@@ -304,7 +296,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
 {
     if (m->h.seq != c->seq)
         return; /* late output of an earlier chunk cannot happen; ignore noise */
-    double now = now_seconds();
+    double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
         gcsh_fold_add(&c->fold, r, m->data, m->h.len);
@@ -412,12 +404,12 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
             }
         /* spin briefly first: short chunks finish within microseconds */
         int ready = poll(p, (nfds_t)n, 0);
-        while (ready == 0 && now_seconds() - rs->start < spin_s) {
+        while (ready == 0 && gcsh_now_seconds() - rs->start < spin_s) {
             sched_yield();
             ready = poll(p, (nfds_t)n, 0);
         }
         if (ready == 0)
-            poll(p, (nfds_t)n, poll_timeout_ms(c, rs, now_seconds()));
+            poll(p, (nfds_t)n, poll_timeout_ms(c, rs, gcsh_now_seconds()));
         if ((p[0].revents & POLLIN) && (gcsh_sig_drain(c->sigfd) & 1))
             send_interrupts(c, rs, 0);
         if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
@@ -430,7 +422,7 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
             else
                 mark_lost(c, rs, who[i]);
         }
-        on_time(c, rs, now_seconds());
+        on_time(c, rs, gcsh_now_seconds());
     }
     gcsh_msg_free(&m);
     free(p);
@@ -479,7 +471,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
-    rs.start = now_seconds();
+    rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
     send_chunk(c, &rs, targets, flags, name, src, len);
@@ -500,7 +492,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
     res->aborted = rs.abort_all;
-    res->seconds = now_seconds() - rs.start;
+    res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);
     free(rs.where);

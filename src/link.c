@@ -17,7 +17,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -160,18 +159,11 @@ static int connect_channels(gcsh_ctx *ctx, const bootstrap *b, gcsh_link *link)
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Reads one hello with a deadline; returns 0 and the claimed rank/channel. */
 static int read_hello(int fd, const bootstrap *b, double deadline, hello *h)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    int ms = (int)((deadline - now_seconds()) * 1000);
+    int ms = (int)((deadline - gcsh_now_seconds()) * 1000);
     if (ms <= 0 || poll(&p, 1, ms) != 1)
         return -1;
     gcsh_msg m = {0};
@@ -186,10 +178,10 @@ static int read_hello(int fd, const bootstrap *b, double deadline, hello *h)
 static int accept_channels(gcsh_ctx *ctx, const bootstrap *b, int lfd[2], gcsh_link *link)
 {
     int expected = 2 * (ctx->size - 1), got = 0;
-    double deadline = now_seconds() + ACCEPT_SECONDS;
+    double deadline = gcsh_now_seconds() + ACCEPT_SECONDS;
     while (got < expected) {
         struct pollfd p[2] = {{.fd = lfd[0], .events = POLLIN}, {.fd = lfd[1], .events = POLLIN}};
-        int ms = (int)((deadline - now_seconds()) * 1000);
+        int ms = (int)((deadline - gcsh_now_seconds()) * 1000);
         if (ms <= 0 || poll(p, 2, ms) <= 0)
             return gcsh_set_error(ctx, "rank 0: only %d of %d control connections arrived in %d s",
                                   got, expected, ACCEPT_SECONDS);
