@@ -21,13 +21,19 @@ __device__ inline unsigned long long globaltimer()
     return t;
 }
 
-// Waits, before looking at the cancel word at all.  The cancel word lives in
-// pinned host memory: each look is a PCIe read of about a microsecond, and
-// the barriers of a kernel collective have two waiters per block in flight at
-// once, whose reads the GPU serialises.  A barrier between peers normally
-// completes well within this, so it never touches host memory; an interrupt
-// waits this much longer to be seen, which nobody notices.
+// The cancel word lives in pinned host memory: each look at it is a PCIe
+// read, and the GPU serialises those reads across its SMs.  A kernel
+// collective has two waiters in each of up to 64 blocks; when they looked
+// every 16 polls, a barrier cost about a microsecond per block, and once a
+// wait ran long the reads slowed every later barrier too (bench.allreduce on
+// 2 H200s: 100 us per call at 1 MiB instead of 10-15).  So a wait looks only
+// after kQuietNs (a barrier between peers normally completes well within
+// it: none looks at all) and then once every kCancelPolls polls, about a
+// quarter of a millisecond apart: an interrupt still ends it at once as
+// far as a person can tell.  The time bound is read from the GPU's own
+// timer, which costs nothing, every 16 polls.
 constexpr unsigned long long kQuietNs = 20000;
+constexpr unsigned kCancelPolls = 1024;
 
 // How a wait ended when the condition never held.
 struct WaitEnd {
@@ -67,7 +73,8 @@ __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned lo
         if ((i & 15) == 0) {
             unsigned long long waited = globaltimer() - t0;
             int why = 0;
-            if (waited > kQuietNs && end.ctl->cancel_gen != end.gen)
+            if (waited > kQuietNs && (i & (kCancelPolls - 1)) == 0 &&
+                end.ctl->cancel_gen != end.gen)
                 why = GCSH_WAIT_CANCELLED;
             else if (waited > end.bound_ns)
                 why = GCSH_WAIT_TIMED_OUT;

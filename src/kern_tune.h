@@ -9,18 +9,28 @@
  * NCCL on cuda, MPI on host), which wins at large sizes where its
  * pipelining and ring/tree algorithms beat two peer-memory passes.
  *
- * Seeds, until the H200 bench fills the cuda rows: NOT measured here.
- * The cuda rows come from the published figures the issue cites (custom
- * all-reduce kernels of vLLM, TensorRT-LLM and PyTorch symmetric memory:
- * one-shot wins up to a few hundred KiB, less as the team grows, since its
- * traffic per rank grows with the team; two-shot up to tens of MiB).  The
- * host rows are a guess for shared memory (one-shot reads k slices per
- * rank, two-shot k / team), and only steer CI, where results are identical
- * whatever runs. */
+ * Measured (bench.allreduce through scripts/bench-gpu.sh, f32 sum, 8 B to
+ * 1 GiB by factors of 2; the README has the tables):
+ * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off): one-shot and two-shot
+ *   are within a few percent of each other up to 512 KiB (7.5-10.6 us);
+ *   two-shot wins from 1 MiB (10.7 us against 15.3) and beat NCCL on the
+ *   window at every size up to 1 GiB (3.32 ms against 3.53), so it has no
+ *   upper bound here.
+ * - cuda, 4 ranks, 4 H200s: one-shot up to 64 KiB (9.3 us, two-shot 9.2);
+ *   two-shot to 256 MiB (1.27 ms against NCCL's 1.43); from 512 MiB NCCL
+ *   is as fast or faster (1 GiB: 4.83 ms against 5.03).
+ * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
+ *   from 2 and 4 ranks, half of 4 ranks' limits (one-shot's traffic per
+ *   rank grows with the team, and NCCL's rings catch up sooner).
+ * - host, 2 and 4 ranks, on the 2-core machine CI runs on: MPI's
+ *   all-reduce is faster at every size (the kernels' shared-memory barriers
+ *   wait on ranks that share two cores), so auto hands every size to the
+ *   communicator there. */
 #ifndef GCSH_KERN_TUNE_H
 #define GCSH_KERN_TUNE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct gcsh_kern_crossover {
     const char *backend;
@@ -29,13 +39,16 @@ typedef struct gcsh_kern_crossover {
     size_t twoshot_max;
 } gcsh_kern_crossover;
 
+/* twoshot_max with no crossover measured: two-shot at any size */
+#define GCSH_KERN_NO_LIMIT SIZE_MAX
+
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  one-shot up to      two-shot up to */
-    {"cuda", 2, (size_t)512 << 10, (size_t)64 << 20},
-    {"cuda", 4, (size_t)256 << 10, (size_t)64 << 20},
-    {"cuda", 8, (size_t)128 << 10, (size_t)32 << 20},
-    {"host", 2, (size_t)64 << 10, (size_t)256 << 20},
-    {"host", 8, (size_t)16 << 10, (size_t)256 << 20},
+    {"cuda", 2, (size_t)512 << 10, GCSH_KERN_NO_LIMIT},
+    {"cuda", 4, (size_t)64 << 10, (size_t)256 << 20},
+    {"cuda", 8, (size_t)32 << 10, (size_t)128 << 20},
+    {"host", 2, 0, 0},
+    {"host", 8, 0, 0},
 };
 
 #endif

@@ -45,6 +45,7 @@
  * argument is checked here, naming the argument and the bound, before any
  * backend call. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -374,7 +375,10 @@ static void push_crossovers(lua_State *L)
         lua_setfield(L, -2, "team_size");
         lua_pushinteger(L, (lua_Integer)r->oneshot_max);
         lua_setfield(L, -2, "oneshot_max");
-        lua_pushinteger(L, (lua_Integer)r->twoshot_max);
+        if (r->twoshot_max == GCSH_KERN_NO_LIMIT)
+            lua_pushnumber(L, HUGE_VAL);
+        else
+            lua_pushinteger(L, (lua_Integer)r->twoshot_max);
         lua_setfield(L, -2, "twoshot_max");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
@@ -421,6 +425,16 @@ static void check_nvls_alignment(lua_State *L, const char *fname, const gcsh_sym
 
 #define WINDOW_KEYS "op offset n out"
 
+/* Whether algo "comm" can run on a's window: its team is the whole
+ * communicator, which can reduce the dtype with the op.  auto falls back to
+ * two-shot where it cannot. */
+static int comm_can_run(lua_State *L, const wargs *a)
+{
+    const gcsh_symobj *o = a->o;
+    return o->desc.team_size == o->comm->size &&
+           gcsh_ctx_of(L)->be->comm->can_reduce(o->dtype, a->op);
+}
+
 static void comm_allreduce(lua_State *L, const wargs *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -447,9 +461,12 @@ static int kernel_allreduce(lua_State *L)
     check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     check_out_size(L, &a, a.n, "n elements");
     const char *algo = a.algo;
-    if (strcmp(algo, "auto") == 0)
+    if (strcmp(algo, "auto") == 0) {
         algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
                            a.n * gcsh_dtype_size(a.o->dtype));
+        if (strcmp(algo, "comm") == 0 && !comm_can_run(L, &a))
+            algo = "twoshot";
+    }
     if (strcmp(algo, "oneshot") == 0) {
         run_collective(L, &a, GCSH_KC_ONESHOT, -1, NULL, "oneshot");
     } else if (strcmp(algo, "twoshot") == 0) {

@@ -407,8 +407,8 @@ end
 
 -- bench.allreduce{algos={"nccl","nccl_sym","oneshot","twoshot","multicast"},
 --                 min=8, max=32<<20, factor=2, dtype="f32", iters=20, warmup=5,
---                 check=true, kind=nil, comm=comm.world(), csv=nil, chart="busbw",
---                 average="avg", quiet=false}
+--                 min_time=0.002, check=true, kind=nil, comm=comm.world(), csv=nil,
+--                 chart="busbw", average="avg", quiet=false}
 -- One run, every algorithm at every size, in place, sum:
 --   nccl       c:allreduce(t) on a plain tensor (NCCL's own kernels on cuda,
 --              MPI on host);
@@ -416,6 +416,9 @@ end
 --              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
 --              kernels);
 --   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=}).
+-- Each size is timed over `iters` calls, or over as many as fill min_time
+-- seconds when those take less (small messages: one hiccup in 20 calls of a
+-- few microseconds moves the mean by more than the differences measured).
 -- Columns as bench.collective plus the algorithm and "issue": the host's
 -- time per call to issue it (the slowest rank's), which tells a host-bound
 -- size (issue close to time) from a device-bound one.  Timed loops run with
@@ -427,8 +430,8 @@ local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
                    multicast = true, auto = true }
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
-  check = true, kind = false, comm = false, csv = false, chart = "busbw", average = "avg",
-  quiet = false,
+  min_time = 0.002, check = true, kind = false, comm = false, csv = false, chart = "busbw",
+  average = "avg", quiet = false,
 }
 
 local function ar_options(opts)
@@ -450,6 +453,7 @@ local function ar_options(opts)
   need(math.type(o.min) == "integer" and o.min >= 1, "min must be a positive integer (bytes)")
   need(math.type(o.max) == "integer" and o.max >= o.min, "max must be an integer >= min")
   need(type(o.factor) == "number" and o.factor > 1, "factor must be > 1")
+  need(type(o.min_time) == "number" and o.min_time >= 0, "min_time must be a number >= 0 (seconds)")
   need(o.chart == "busbw" or o.chart == "time" or o.chart == false, "chart must be \"busbw\", \"time\" or false")
   need(AVERAGES[o.average], "unknown average '%s'", tostring(o.average))
   return o
@@ -468,6 +472,17 @@ local function ar_runner(algo, c, w, plain, n)
   return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
 end
 
+local MAX_ITERS = 100000
+
+-- iters calls of run: seconds by the timer (the device's time on cuda) and
+-- seconds the host took to issue them.
+local function timed_loop(run, iters)
+  local tm, t0 = gcsh.timer(), gcsh.wtime()
+  for _ = 1, iters do run() end
+  local issued = gcsh.wtime() - t0
+  return tm:stop(), issued
+end
+
 local function ar_row(o, algo, n, c, w, plain)
   local run, buf = ar_runner(algo, c, w, plain, n)
   local k, wrong = c.size, 0
@@ -481,10 +496,16 @@ local function ar_row(o, algo, n, c, w, plain)
   local per_call, issue = unchecked(function()
     for _ = 1, o.warmup do run() end
     c:barrier()
-    local tm, t0 = gcsh.timer(), gcsh.wtime()
-    for _ = 1, o.iters do run() end
-    local issued = gcsh.wtime() - t0
-    return tm:stop() / o.iters, issued / o.iters
+    local iters = o.iters
+    local sec, issued = timed_loop(run, iters)
+    if sec < o.min_time then
+      -- a loop of a few microseconds is at the mercy of one hiccup: time
+      -- enough calls to fill min_time (the same count on every rank)
+      iters = over_ranks(c, math.min(MAX_ITERS, math.ceil(iters * o.min_time / math.max(sec, 1e-9))), "i64", "max")
+      c:barrier()
+      sec, issued = timed_loop(run, iters)
+    end
+    return sec / iters, issued / iters
   end)
   local sec = over_ranks(c, per_call, "f64", o.average)
   local bytes = n * DTYPE_SIZE[o.dtype]
@@ -583,30 +604,34 @@ local CHOOSABLE = { "oneshot", "twoshot", "nccl_sym" }
 -- one-shot up to o bytes, two-shot up to t, the communicator's all-reduce on
 -- the window (the nccl_sym rows) above.  Of every pair of measured sizes, the
 -- one whose worst ratio (time of what it picks / the fastest of the three)
--- over all sizes is least; the smallest thresholds win a tie.  Returns o, t
--- and that worst ratio.
+-- over all sizes is least; of those, the one whose ratios sum least (so a
+-- tie at the worst size is broken by how well every other size fares).
+-- Returns o, t and that worst ratio.
 local function best_crossovers(at, sizes)
   local function time_of(a, algo) return a[algo] and a[algo].time_us or math.huge end
-  local function worst_for(o, t)
-    local worst = 1
+  local function ratios_for(o, t)
+    local worst, sum = 1, 0
     for _, size in ipairs(sizes) do
       local a, best = at[size], math.huge
       for _, algo in ipairs(CHOOSABLE) do best = math.min(best, time_of(a, algo)) end
       if best < math.huge then
         local picked = size <= o and "oneshot" or size <= t and "twoshot" or "nccl_sym"
-        worst = math.max(worst, time_of(a, picked) / best)
+        local ratio = time_of(a, picked) / best
+        worst, sum = math.max(worst, ratio), sum + ratio
       end
     end
-    return worst
+    return worst, sum
   end
   local thresholds = { 0 }
   for _, size in ipairs(sizes) do thresholds[#thresholds + 1] = size end
-  local best_o, best_t, best_worst = 0, 0, math.huge
+  local best_o, best_t, best_worst, best_sum = 0, 0, math.huge, math.huge
   for _, o in ipairs(thresholds) do
     for _, t in ipairs(thresholds) do
       if t >= o then
-        local worst = worst_for(o, t)
-        if worst < best_worst then best_o, best_t, best_worst = o, t, worst end
+        local worst, sum = ratios_for(o, t)
+        if worst < best_worst or (worst == best_worst and sum < best_sum) then
+          best_o, best_t, best_worst, best_sum = o, t, worst, sum
+        end
       end
     end
   end

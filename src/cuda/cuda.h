@@ -87,7 +87,8 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Waits until a non-blocking communicator's pending call (init, split) is
  * done, polling ctx->interrupt; on error or interrupt comm is aborted. */
 int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
-/* Spins for the first polls of a wait, then sleeps 20 us between polls. */
+/* Spins for the first polls of a wait, yields for the next thousands, then
+ * sleeps 20 us between polls (cuda_util.c says why). */
 void cuda_poll_pause(unsigned polls);
 
 /* Loads st->drv once; -1 with ctx->err when the driver lacks a call. */
