@@ -4,6 +4,7 @@
  * or from host memory wait for the stream before returning (the caller reads
  * or frees that host memory next); device-only operations return at once and
  * stay ordered by the stream. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +24,15 @@ static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
         bytes = (size_t)1 << 50;
     }
     /* A zero-length tensor still gets a distinct, non-NULL address: NULL
-     * marks a released storage. */
-    CUDA_TRY(ctx, cudaMalloc(out, bytes ? bytes : 1));
+     * marks a released storage.  Sizes are rounded up to 16 bytes: NCCL's LL
+     * kernels load a buffer in 4- and 8-byte words, so the last element of
+     * an odd-sized f16 tensor was read past the allocation's end
+     * (compute-sanitizer memcheck on 2 H200s: ncclDevKernel_AllReduce_Sum_
+     * f16_RING_LL, 4 bytes at offset 512 of a 514-byte tensor).  cudaMalloc
+     * hands out 256-byte aligned blocks, so the memory was there; rounding
+     * makes it the tensor's own. */
+    size_t rounded = bytes == 0 ? 16 : bytes > SIZE_MAX - 15 ? bytes : (bytes + 15) / 16 * 16;
+    CUDA_TRY(ctx, cudaMalloc(out, rounded));
     *loc = st->dev;
     return 0;
 fail:
