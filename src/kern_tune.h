@@ -10,15 +10,17 @@
  * pipelining and ring/tree algorithms beat two peer-memory passes.
  *
  * Measured (bench.allreduce through scripts/bench-gpu.sh, f32 sum, 8 B to
- * 1 GiB by factors of 2; the README has the tables):
- * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off): one-shot and two-shot
- *   are within a few percent of each other up to 512 KiB (7.5-10.6 us);
- *   two-shot wins from 1 MiB (10.7 us against 15.3) and beat NCCL on the
- *   window at every size up to 1 GiB (3.32 ms against 3.53), so it has no
- *   upper bound here.
- * - cuda, 4 ranks, 4 H200s: one-shot up to 64 KiB (9.3 us, two-shot 9.2);
- *   two-shot to 256 MiB (1.27 ms against NCCL's 1.43); from 512 MiB NCCL
- *   is as fast or faster (1 GiB: 4.83 ms against 5.03).
+ * 1 GiB by factors of 2, in two runs: NCCL blocking, as nccl-tests runs it,
+ * and NCCL non-blocking, as the shell runs it by default; the README has the
+ * tables):
+ * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off): one-shot up to 64 KiB
+ *   (7.4 us, two-shot 7.6; both runs chose 64 KiB); two-shot from 128 KiB,
+ *   and at every larger size as fast as NCCL or faster (1 GiB: 3.32 ms
+ *   against 3.31 blocking, 3.46 non-blocking), so it has no upper bound.
+ * - cuda, 4 ranks, 4 H200s: one-shot up to 32 KiB (both runs); two-shot to
+ *   256 MiB: blocking NCCL is 2-6% faster from 128 MiB (1.20 ms against
+ *   1.27 at 256 MiB), non-blocking NCCL 11% slower at 256 MiB and as fast
+ *   from 512 MiB; 256 MiB keeps auto within 6% of the best in both.
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
  *   from 2 and 4 ranks, half of 4 ranks' limits (one-shot's traffic per
  *   rank grows with the team, and NCCL's rings catch up sooner).
@@ -44,9 +46,9 @@ typedef struct gcsh_kern_crossover {
 
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  one-shot up to      two-shot up to */
-    {"cuda", 2, (size_t)512 << 10, GCSH_KERN_NO_LIMIT},
-    {"cuda", 4, (size_t)64 << 10, (size_t)256 << 20},
-    {"cuda", 8, (size_t)32 << 10, (size_t)128 << 20},
+    {"cuda", 2, (size_t)64 << 10, GCSH_KERN_NO_LIMIT},
+    {"cuda", 4, (size_t)32 << 10, (size_t)256 << 20},
+    {"cuda", 8, (size_t)16 << 10, (size_t)128 << 20},
     {"host", 2, 0, 0},
     {"host", 8, 0, 0},
 };
