@@ -284,14 +284,44 @@ local function over_ranks(c, v, dtype, how)
   return t[0]
 end
 
-local function print_header()
-  print(string.format("# %10s  %12s  %6s  %6s  %6s  %9s  %8s  %8s  %6s", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"))
-  print(string.format("# %10s  %12s  %6s  %6s  %6s  %9s  %8s  %8s  %6s", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""))
+-- The printed tables, one column per entry: {title, unit, width, row format,
+-- row key}.  The header's first cell begins with nccl-tests' "# " within the
+-- same width, so columns line up.
+local function print_header(cols)
+  for line = 1, 2 do
+    local cells = {}
+    for i, col in ipairs(cols) do
+      cells[i] = string.format("%" .. (i == 1 and col[3] - 2 or col[3]) .. "s", col[line])
+    end
+    print("# " .. table.concat(cells, "  "))
+  end
 end
 
-local function print_row(r)
-  print(string.format("%12d  %12d  %6s  %6s  %6d  %9.2f  %8.2f  %8.2f  %6d", r.size, r.count, r.type, r.redop, r.root, r.time_us, r.algbw, r.busbw, r.wrong))
+local function print_row(cols, r)
+  local cells = {}
+  for i, col in ipairs(cols) do cells[i] = string.format("%" .. col[3] .. col[4], r[col[5]]) end
+  print(table.concat(cells, "  "))
 end
+
+local SIZE_COLUMNS = {
+  { "size", "(B)", 12, "d", "size" }, { "count", "(elements)", 12, "d", "count" },
+  { "type", "", 6, "s", "type" },
+}
+local RATE_COLUMNS = {
+  { "time", "(us)", 9, ".2f", "time_us" }, { "algbw", "(GB/s)", 8, ".2f", "algbw" },
+  { "busbw", "(GB/s)", 8, ".2f", "busbw" }, { "#wrong", "", 6, "d", "wrong" },
+}
+
+local function columns(...)
+  local cols = {}
+  for _, part in ipairs { ... } do
+    for _, col in ipairs(part) do cols[#cols + 1] = col end
+  end
+  return cols
+end
+
+local COLLECTIVE_COLUMNS = columns(SIZE_COLUMNS,
+  { { "redop", "", 6, "s", "redop" }, { "root", "", 6, "d", "root" } }, RATE_COLUMNS)
 
 -- Runs fn with .check off on this rank (every rank runs bench alike): timed
 -- loops must not pay for a round trip to rank 0 per call.  bench issues the
@@ -342,13 +372,13 @@ end
 function bench.collective(opts)
   local o = options(opts)
   local spec, speaks = COLLS[o.op], o.comm.rank == 0 and not o.quiet
-  if speaks then print_header() end
+  if speaks then print_header(COLLECTIVE_COLUMNS) end
   local rows, size = {}, o.min
   while size <= o.max do
     local row = bench_size(spec, o, size)
     if row then
       rows[#rows + 1] = row
-      if speaks then print_row(row) end
+      if speaks then print_row(COLLECTIVE_COLUMNS, row) end
     end
     size = math.max(size + 1, math.floor(size * o.factor)) -- always moves on
   end
@@ -515,14 +545,8 @@ local function ar_row(o, algo, n, c, w, plain)
            issue_us = over_ranks(c, issue, "f64", "max") * 1e6 }
 end
 
-local function ar_print_header()
-  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s  %9s", "size", "count", "type", "algo", "time", "algbw", "busbw", "#wrong", "issue"))
-  print(string.format("# %10s  %12s  %6s  %10s  %9s  %8s  %8s  %6s  %9s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)"))
-end
-
-local function ar_print_row(r)
-  print(string.format("%12d  %12d  %6s  %10s  %9.2f  %8.2f  %8.2f  %6d  %9.2f", r.size, r.count, r.type, r.algo, r.time_us, r.algbw, r.busbw, r.wrong, r.issue_us))
-end
+local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" } }, RATE_COLUMNS,
+  { { "issue", "(us)", 9, ".2f", "issue_us" } })
 
 local function write_csv(path, rows)
   local f = assert(io.open(path, "w"))
@@ -572,7 +596,7 @@ function bench.allreduce(opts)
   local maxn = math.max(1, o.max // DTYPE_SIZE[o.dtype])
   local w = c:window(maxn, o.dtype, o.kind and { kind = o.kind } or nil)
   local plain = tensor.new(maxn, o.dtype)
-  if speaks then ar_print_header() end
+  if speaks then print_header(ALLREDUCE_COLUMNS) end
   local rows, size = {}, o.min
   while size <= o.max do
     local n = size // DTYPE_SIZE[o.dtype]
@@ -580,7 +604,7 @@ function bench.allreduce(opts)
       for _, algo in ipairs(o.algos) do
         local row = ar_row(o, algo, n, c, w, plain)
         rows[#rows + 1] = row
-        if speaks then ar_print_row(row) end
+        if speaks then print_row(ALLREDUCE_COLUMNS, row) end
       end
     end
     size = math.max(size + 1, math.floor(size * o.factor))
