@@ -24,10 +24,12 @@
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
  *   from 2 and 4 ranks, half of 4 ranks' limits (one-shot's traffic per
  *   rank grows with the team, and NCCL's rings catch up sooner).
- * - host, 2 and 4 ranks, on the 2-core machine CI runs on: MPI's
- *   all-reduce is faster at every size (the kernels' shared-memory barriers
- *   wait on ranks that share two cores), so auto hands every size to the
- *   communicator there. */
+ * - host, 2 and 4 ranks, on the 2-core machine CI runs on (4 ranks share
+ *   the 2 cores): the kernels win up to 8 KiB (2 ranks: 1.1-4.1 us against
+ *   MPI's 1.3-9.8; one-shot to 512 B), MPI's shared-memory all-reduce from
+ *   32 KiB (19.5 us against 21.6 at 2 ranks, 48 against 71 at 4).  Above
+ *   8 MiB two-shot won again in one run (32 MiB: 24 ms against 35), too
+ *   noisy on this machine to set a third crossover. */
 #ifndef GCSH_KERN_TUNE_H
 #define GCSH_KERN_TUNE_H
 
@@ -49,8 +51,8 @@ static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     {"cuda", 2, (size_t)64 << 10, GCSH_KERN_NO_LIMIT},
     {"cuda", 4, (size_t)32 << 10, (size_t)256 << 20},
     {"cuda", 8, (size_t)16 << 10, (size_t)128 << 20},
-    {"host", 2, 0, 0},
-    {"host", 8, 0, 0},
+    {"host", 2, 512, (size_t)8 << 10},
+    {"host", 4, 32, (size_t)8 << 10},
 };
 
 #endif

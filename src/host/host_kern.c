@@ -7,8 +7,9 @@
  * C11 atomics: each rank stores the barrier's number into its word of every
  * peer's area with release ordering, then waits with acquire loads until
  * each member's word in its own area has reached it.  The host runs one
- * "block", so only the first row of the area is used.  Waits poll, then
- * sleep with a doubling interval, and end on an interrupt (Ctrl-C). */
+ * "block", so only the first row of the area is used.  Waits poll, yield,
+ * then sleep with a doubling interval, and end on an interrupt (Ctrl-C). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "host/host.h"
 
 #define WAIT_SPIN_POLLS 2000
+#define WAIT_YIELD_POLLS 20000
 #define WAIT_MAX_SLEEP_NS 1000000L
 
 /* ---- one job: k sources reduced into m destinations ------------------------ */
@@ -113,6 +115,13 @@ static int wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t value)
             return gcsh_set_error(ctx, "kernel collective interrupted while waiting for a peer");
         if (polls < WAIT_SPIN_POLLS)
             continue;
+        /* Ranks often share cores (CI has two for four ranks): yield so the
+         * peer being waited for can run now; sleep only when the wait is
+         * long, so a late rank does not cost a core. */
+        if (polls < WAIT_YIELD_POLLS) {
+            sched_yield();
+            continue;
+        }
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
         sleep_ns = sleep_ns * 2 < WAIT_MAX_SLEEP_NS ? sleep_ns * 2 : WAIT_MAX_SLEEP_NS;
