@@ -2,6 +2,9 @@
 #ifndef GCSH_HOST_H
 #define GCSH_HOST_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include <mpi.h>
 
 #include "backend.h"
@@ -29,5 +32,11 @@ void gcsh_host_comm_fini(gcsh_ctx *ctx, gcsh_host_state *state);
 /* The MPI communicator under a gcsh communicator, for windows; -1 with
  * ctx->err when an interrupt left it broken (host_comm.c). */
 int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out);
+
+/* Waits until `*word cmp v` holds (acquire): 0; 1 after timeout seconds
+ * (INFINITY: never); -1 with ctx->err = `interrupted` when the rank is
+ * interrupted (host_wait.c). */
+int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
+                        double timeout, const char *interrupted);
 
 #endif

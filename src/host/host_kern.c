@@ -7,22 +7,18 @@
  * C11 atomics: each rank stores the barrier's number into its word of every
  * peer's area with release ordering, then waits with acquire loads until
  * each member's word in its own area has reached it.  The host runs one
- * "block", so only the first row of the area is used.  Waits poll, yield,
- * then sleep with a doubling interval, and end on an interrupt (Ctrl-C). */
-#include <sched.h>
+ * "block", so only the first row of the area is used.  Waits are
+ * host_wait.c's, and end on an interrupt (Ctrl-C). */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "elementwise.h"
 #include "gcsh.h"
 #include "host/host.h"
 
-#define WAIT_SPIN_POLLS 2000
-#define WAIT_YIELD_POLLS 20000
-#define WAIT_MAX_SLEEP_NS 1000000L
 
 /* ---- one job: k sources reduced into m destinations ------------------------ */
 
@@ -107,25 +103,8 @@ static _Atomic uint64_t *sync_word(const gcsh_window_desc *d, size_t sync_off, i
 
 static int wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t value)
 {
-    long sleep_ns = 1000;
-    for (unsigned polls = 0;; polls++) {
-        if (atomic_load_explicit(word, memory_order_acquire) >= value)
-            return 0;
-        if (atomic_load(&ctx->interrupt))
-            return gcsh_set_error(ctx, "kernel collective interrupted while waiting for a peer");
-        if (polls < WAIT_SPIN_POLLS)
-            continue;
-        /* Ranks often share cores (CI has two for four ranks): yield so the
-         * peer being waited for can run now; sleep only when the wait is
-         * long, so a late rank does not cost a core. */
-        if (polls < WAIT_YIELD_POLLS) {
-            sched_yield();
-            continue;
-        }
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        sleep_ns = sleep_ns * 2 < WAIT_MAX_SLEEP_NS ? sleep_ns * 2 : WAIT_MAX_SLEEP_NS;
-    }
+    return gcsh_host_wait_word(ctx, word, GCSH_CMP_GE, value, INFINITY,
+                               "kernel collective interrupted while waiting for a peer");
 }
 
 /* Every member's writes before its barrier are visible to every member

@@ -13,16 +13,15 @@
  * visible after it.  Signal words use C11 atomics: release stores and
  * read-modify-writes, acquire loads in the waits.
  *
- * Waits poll the word, then sleep with a doubling interval up to
- * WAIT_MAX_SLEEP_NS, so a long wait does not spin a core; they end with an
- * error when the rank's interrupt flag is raised (Ctrl-C). */
+ * Waits are host_wait.c's: poll, yield, then sleep with a doubling interval,
+ * so a long wait does not spin a core; they end with an error when the
+ * rank's interrupt flag is raised (Ctrl-C). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -31,10 +30,6 @@
 #include "host/host.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "signal words need lock-free 64-bit atomics");
-
-#define WAIT_SPIN_POLLS 2000
-#define WAIT_FIRST_SLEEP_NS 1000L
-#define WAIT_MAX_SLEEP_NS 1000000L
 
 struct gcsh_window_impl {
     MPI_Comm team; /* the communicator's ranks on this (emulated) node */
@@ -221,22 +216,8 @@ static int host_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
 static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
                      enum gcsh_cmp cmp, double timeout)
 {
-    _Atomic uint64_t *word = signal_word(d, d->team_rank, slot);
-    double start = gcsh_now_seconds();
-    long sleep_ns = WAIT_FIRST_SLEEP_NS;
-    for (unsigned polls = 0;; polls++) {
-        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire), cmp, v))
-            return 0;
-        if (atomic_load(&ctx->interrupt))
-            return gcsh_set_error(ctx, "signal wait interrupted");
-        if (polls < WAIT_SPIN_POLLS)
-            continue;
-        if (gcsh_now_seconds() - start >= timeout)
-            return 1;
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        sleep_ns = sleep_ns * 2 < WAIT_MAX_SLEEP_NS ? sleep_ns * 2 : WAIT_MAX_SLEEP_NS;
-    }
+    return gcsh_host_wait_word(ctx, signal_word(d, d->team_rank, slot), cmp, v, timeout,
+                               "signal wait interrupted");
 }
 
 static int host_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
