@@ -528,10 +528,13 @@ local function ar_row(o, algo, n, c, w, plain)
     c:barrier()
     local iters = o.iters
     local sec, issued = timed_loop(run, iters)
-    if sec < o.min_time then
-      -- a loop of a few microseconds is at the mercy of one hiccup: time
-      -- enough calls to fill min_time (the same count on every rank)
-      iters = over_ranks(c, math.min(MAX_ITERS, math.ceil(iters * o.min_time / math.max(sec, 1e-9))), "i64", "max")
+    -- A loop of a few microseconds is at the mercy of one hiccup: time
+    -- enough calls to fill min_time.  Decided on the slowest rank's time,
+    -- which every rank knows, so every rank runs the same calls (a rank
+    -- deciding alone would leave the others in a collective it skips).
+    local slowest = over_ranks(c, sec, "f64", "max")
+    if slowest < o.min_time then
+      iters = math.min(MAX_ITERS, math.ceil(iters * o.min_time / math.max(slowest, 1e-9)))
       c:barrier()
       sec, issued = timed_loop(run, iters)
     end
