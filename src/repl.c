@@ -109,27 +109,46 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
 
 /* ---- dot-commands -------------------------------------------------------- */
 
-static const char usage[] =
-    "usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | "
-    ".check [on|off] | .abort (while a command runs) | .quit";
+typedef struct gcsh_dot {
+    const char *name;
+    const char *args;  /* for .help, "" when none */
+    const char *usage; /* for the usage line (".ranks [LIST|all]"), NULL: leave out */
+    const char *help;  /* for .help, "" to leave out (an alias) */
+    void (*run)(gcsh_session *s, const char *arg);
+} gcsh_dot;
+
+static const gcsh_dot dot_commands[];
 
 static void run_chunk_text(gcsh_session *s, const char *src);
 
-static void dot_help(gcsh_session *s)
+/* "usage: .help | .info | .ranks [LIST|all] | ..." from the table. */
+static void say_usage(gcsh_session *s, const char *prefix)
 {
-    gcsh_coord_say(s->coord,
-                   "Lines are Lua; they run on every targeted rank and each rank's output\n"
-                   "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
-                   "expression prints its value.  Globals: rank, size, gcsh.\n"
-                   "  .info             backend, devices and versions of every rank\n"
-                   "  .ranks LIST|all   run lines on these ranks only (e.g. 0,2-3)\n"
-                   "  .timeout SECONDS  after this long, report where running ranks are, and\n"
-                   "                    fail collective checks still waiting (0: never)\n"
-                   "  .time on|off      print each command's wall time\n"
-                   "  .check on|off     compare every collective's arguments across ranks first\n"
-                   "  .abort            typed while a command runs: interrupt it and abort\n"
-                   "                    every communicator (comm.world() makes a fresh one)\n"
-                   "  .quit             leave (Ctrl-D too); Ctrl-C interrupts a command");
+    char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%susage:", prefix);
+    for (const gcsh_dot *d = dot_commands; d->name && n < sizeof buf; d++)
+        if (d->usage)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s %s", d == dot_commands ? "" : " |",
+                                  d->usage);
+    gcsh_coord_say(s->coord, "%s", buf);
+}
+
+static void dot_help(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s",
+                                "Lines are Lua; they run on every targeted rank and each rank's output\n"
+                                "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
+                                "expression prints its value.  Globals: rank, size, gcsh.");
+    for (const gcsh_dot *d = dot_commands; d->name && n < sizeof buf; d++) {
+        if (!d->help[0])
+            continue;
+        char head[40];
+        snprintf(head, sizeof head, ".%s%s%s", d->name, d->args[0] ? " " : "", d->args);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n  %-17s %s", head, d->help);
+    }
+    gcsh_coord_say(s->coord, "%s", buf);
 }
 
 /* The targeted ranks as "0,2-3". */
@@ -245,6 +264,48 @@ static void dot_check(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "check %s", s->check_on ? "on" : "off");
 }
 
+static void dot_abort(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    gcsh_coord_say(s->coord, "gcsh: .abort: no command is running (type it while one runs "
+                             "to interrupt it and abort every communicator)");
+}
+
+static void dot_info(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
+}
+
+static void dot_quit(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    s->quit = 1;
+}
+
+/* Every dot-command: one row each; .help and the usage line are made from
+ * this table.  A row with an empty help is an alias, left out of both. */
+static const gcsh_dot dot_commands[] = {
+    {"help", "", ".help", "this text", dot_help},
+    {"info", "", ".info", "backend, devices and versions of every rank", dot_info},
+    {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
+     dot_ranks},
+    {"timeout", "SECONDS", ".timeout [SECONDS]",
+     "after this long, report where running ranks are, and fail collective\n"
+     "                    checks still waiting (0: never)",
+     dot_timeout},
+    {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
+    {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
+     dot_check},
+    {"abort", "", ".abort (while a command runs)",
+     "typed while a command runs: interrupt it and abort\n"
+     "                    every communicator (comm.world() makes a fresh one)",
+     dot_abort},
+    {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
+    {"exit", "", NULL, "", dot_quit},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 /* Runs a dot-command line (".ranks 0-1"). */
 static void dot_command(gcsh_session *s, char *line)
 {
@@ -258,25 +319,14 @@ static void dot_command(gcsh_session *s, char *line)
         arg++;
     for (char *e = arg + strlen(arg); e > arg && isspace((unsigned char)e[-1]);)
         *--e = '\0';
-    if (strcmp(cmd, "help") == 0)
-        dot_help(s);
-    else if (strcmp(cmd, "ranks") == 0)
-        dot_ranks(s, arg);
-    else if (strcmp(cmd, "timeout") == 0)
-        dot_timeout(s, arg);
-    else if (strcmp(cmd, "time") == 0)
-        dot_time(s, arg);
-    else if (strcmp(cmd, "check") == 0)
-        dot_check(s, arg);
-    else if (strcmp(cmd, "abort") == 0)
-        gcsh_coord_say(s->coord, "gcsh: .abort: no command is running (type it while one runs "
-                                 "to interrupt it and abort every communicator)");
-    else if (strcmp(cmd, "info") == 0)
-        run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
-    else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "exit") == 0)
-        s->quit = 1;
-    else
-        gcsh_coord_say(s->coord, "gcsh: unknown command '.%s'; %s", cmd, usage);
+    for (const gcsh_dot *d = dot_commands; d->name; d++)
+        if (strcmp(cmd, d->name) == 0) {
+            d->run(s, arg);
+            return;
+        }
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "gcsh: unknown command '.%.40s'; ", cmd);
+    say_usage(s, prefix);
 }
 
 static int is_dot_command(const char *line)
