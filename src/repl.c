@@ -291,8 +291,8 @@ static const gcsh_dot dot_commands[] = {
     {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",
-     "after this long, report where running ranks are, and fail collective\n"
-     "                    checks still waiting (0: never)",
+     "after this long, report where running ranks are, and\n"
+     "                    fail collective checks still waiting (0: never)",
      dot_timeout},
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
