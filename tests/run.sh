@@ -47,7 +47,7 @@ echo "== C unit tests"
 # GCSH_MAKE_FLAGS: the flags gcsh was built with (make test-asan sets them),
 # so the unit tests link against the same objects.
 if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" unit \
-        >/tmp/gcsh-unit-build.log 2>&1; then
+        >"$BUILD_DIR/unit-build.log" 2>&1; then
     for t in "$BUILD_DIR"/tests/test_*; do
         [ -x "$t" ] || continue
         selected "$t" || continue
@@ -56,7 +56,7 @@ if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" u
         add_counts "$(basename "$t")" "$out" $st
     done
 else
-    cat /tmp/gcsh-unit-build.log
+    cat "$BUILD_DIR/unit-build.log"
     failed=$((failed + 1)); failures+=("building the unit tests")
 fi
 
