@@ -38,6 +38,9 @@ struct gcsh_ctx {
     /* Set by a backend that met an error the process cannot recover from (a
      * sticky CUDA error): gcsh_raise then ends every rank (check.h). */
     int fatal;
+    /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
+     * (each backend fails it its own real way, then clears this). */
+    int inject_oom;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

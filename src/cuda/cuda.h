@@ -20,7 +20,6 @@ typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
     void *scratch;        /* 8 bytes of device memory: the barrier's operand */
-    int inject_oom;       /* gcsh.debug.inject("oom"): the next cudaMalloc fails */
     cuda_driver drv;      /* driver entry points, loaded on first use (cuda_driver_load) */
     /* Host-mapped control block of the signal-wait kernels: bumping its
      * cancel generation releases every pending wait (cuda_wait does it on

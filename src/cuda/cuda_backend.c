@@ -205,7 +205,7 @@ static int cuda_inject(gcsh_ctx *ctx, const char *what)
     if (!st)
         return -1;
     if (strcmp(what, "oom") == 0) {
-        st->inject_oom = 1;
+        ctx->inject_oom = 1;
         return 0;
     }
     if (strcmp(what, "oob_write") == 0) {

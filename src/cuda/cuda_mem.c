@@ -19,8 +19,8 @@ static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
         return -1;
     /* gcsh.debug.inject("oom"): a real cudaMalloc failure, by asking for
      * more than any GPU has */
-    if (st->inject_oom) {
-        st->inject_oom = 0;
+    if (ctx->inject_oom) {
+        ctx->inject_oom = 0;
         bytes = (size_t)1 << 50;
     }
     /* A zero-length tensor still gets a distinct, non-NULL address: NULL

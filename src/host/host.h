@@ -22,7 +22,6 @@ typedef struct gcsh_host_comm_state gcsh_host_comm_state;
 /* The host backend's per-rank state, hung off ctx->be_state by host_init. */
 typedef struct gcsh_host_state {
     gcsh_host_comm_state *comm;
-    int inject_oom; /* gcsh.debug.inject("oom"): the next allocation fails */
 } gcsh_host_state;
 
 /* Creates / frees state->comm (MPI must be initialised; local, not collective). */

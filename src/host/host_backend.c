@@ -65,9 +65,8 @@ static void host_info(gcsh_ctx *ctx, void *lua_state)
  * a sticky device error (no device here), so CI covers that path too. */
 static int host_inject(gcsh_ctx *ctx, const char *what)
 {
-    gcsh_host_state *state = ctx->be_state;
     if (strcmp(what, "oom") == 0) {
-        state->inject_oom = 1;
+        ctx->inject_oom = 1;
         return 0;
     }
     if (strcmp(what, "fatal") == 0) {

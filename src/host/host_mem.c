@@ -27,10 +27,8 @@ static int host_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
     /* More than the machine's RAM can only end in the OOM killer at first
      * touch (with overcommit) or in a sanitizer abort: refuse it up front,
      * so the answer is the same clean error everywhere. */
-    /* be_state is ours only when the host backend runs (tests borrow these ops) */
-    gcsh_host_state *hs = ctx->be == &gcsh_host_backend ? ctx->be_state : NULL;
-    if (hs && hs->inject_oom) {
-        hs->inject_oom = 0;
+    if (ctx->inject_oom) {
+        ctx->inject_oom = 0;
         return gcsh_set_error(ctx, "out of host memory: cannot allocate %zu bytes (injected by "
                                    "gcsh.debug.inject)", bytes);
     }
