@@ -31,8 +31,7 @@ READLINE_LIBS ?= -lreadline
 WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
 SAN       ?=
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS) \
-             -DGCSH_LUA_DIR='"$(abspath lua)"'
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS)
 LDFLAGS   += $(SAN)
 LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 

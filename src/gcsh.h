@@ -41,6 +41,9 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
+    /* os.exit was called during the current chunk, with this status: the
+     * worker reports it and rank 0 ends the session (coord.c). */
+    int exiting, exit_status;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
@@ -58,6 +61,12 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 /* Seconds on the monotonic clock, for deadlines and durations (the wall
  * clock may jump). */
 double gcsh_now_seconds(void);
+
+/* The folder of gcsh's Lua files (the gcsh.* modules in gcsh/, lessons in tutorial/,
+ * examples/): $GCSH_LUA_DIR when set, else found from the binary's own
+ * place, installed (PREFIX/bin/gcsh: PREFIX/share/gcsh) or in the build tree
+ * (build/gcsh: lua/).  Returns buf, or NULL when neither holds them. */
+const char *gcsh_lua_dir(char *buf, size_t len);
 
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);

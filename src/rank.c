@@ -105,21 +105,32 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setglobal(L, "gcsh");
 }
 
-/* Puts gcsh's own Lua modules (lua/gcsh: bench, show, ...) first on
- * package.path; GCSH_LUA_DIR overrides where they are. */
-static void set_module_path(lua_State *L)
+/* Puts gcsh's own Lua modules (gcsh.bench, gcsh.show, ...) first on
+ * package.path, from the folder gcsh_lua_dir finds (GCSH_LUA_DIR overrides),
+ * and names that folder gcsh.lua_dir.  User modules come after, through
+ * LUA_PATH and LUA_CPATH as in lua. */
+static int set_module_path(lua_State *L, gcsh_ctx *ctx)
 {
-    const char *dir = getenv("GCSH_LUA_DIR");
-    if (!dir || !*dir)
-        dir = GCSH_LUA_DIR;
+    char dir[4096];
+    if (!gcsh_lua_dir(dir, sizeof dir)) {
+        if (ctx->rank == 0)
+            fprintf(stderr, "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in "
+                            "../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR\n");
+        return -1;
+    }
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");
     lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
     lua_setfield(L, -3, "path");
     lua_pop(L, 2);
+    lua_getglobal(L, "gcsh");
+    lua_pushstring(L, dir);
+    lua_setfield(L, -2, "lua_dir");
+    lua_pop(L, 1);
+    return 0;
 }
 
-/* Runs lua/gcsh/prelude.lua (the Lua parts every rank has, such as the
+/* Runs gcsh/prelude.lua (the Lua parts every rank has, such as the
  * global show).  A missing or broken prelude is reported, not fatal: the C
  * libraries still work. */
 static void run_prelude(lua_State *L, gcsh_ctx *ctx)
@@ -140,14 +151,15 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
     *(gcsh_ctx **)lua_getextraspace(L) = ctx;
     ctx->L = L;
     luaL_openlibs(L);
-    set_module_path(L);
     lua_pushinteger(L, ctx->rank);
     lua_setglobal(L, "rank");
     lua_pushinteger(L, ctx->size);
     lua_setglobal(L, "size");
     set_gcsh_table(L, ctx);
+    int found = set_module_path(L, ctx) == 0;
     gcsh_open_libs(L);
-    run_prelude(L, ctx);
+    if (found)
+        run_prelude(L, ctx);
     return L;
 }
 
