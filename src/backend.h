@@ -340,6 +340,9 @@ extern const gcsh_backend gcsh_host_backend;
 extern const gcsh_backend gcsh_cuda_backend;
 /* Whether the cuda backend can run here (a driver and a visible GPU). */
 int gcsh_cuda_available(void);
+/* For gcsh --version: the NCCL library's version, the CUDA runtime's and the
+ * driver's (each says so when absent); len bytes each. */
+void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len);
 #endif
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <readline/history.h>
@@ -29,6 +30,7 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
+    gcsh_text_free(&s->inbuf);
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -45,6 +47,8 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
+    if (s->coord->end_status >= 0) /* os.exit or SIGTERM: the session ends */
+        s->quit = 1;
     if (s->time_on)
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }
@@ -133,22 +137,37 @@ static void say_usage(gcsh_session *s, const char *prefix)
     gcsh_coord_say(s->coord, "%s", buf);
 }
 
-static void dot_help(gcsh_session *s, const char *arg)
+/* One line per dot-command (the table's help column), for .help and --help. */
+static size_t format_dot_list(char *buf, size_t len)
 {
-    (void)arg;
-    char buf[4096];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s",
-                                "Lines are Lua; they run on every targeted rank and each rank's output\n"
-                                "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
-                                "expression prints its value.  Globals: rank, size, gcsh.");
-    for (const gcsh_dot *d = dot_commands; d->name && n < sizeof buf; d++) {
+    size_t n = 0;
+    for (const gcsh_dot *d = dot_commands; d->name && n < len; d++) {
         if (!d->help[0])
             continue;
         char head[40];
         snprintf(head, sizeof head, ".%s%s%s", d->name, d->args[0] ? " " : "", d->args);
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n  %-17s %s", head, d->help);
+        n += (size_t)snprintf(buf + n, len - n, "%s  %-17s %s", n ? "\n" : "", head, d->help);
     }
-    gcsh_coord_say(s->coord, "%s", buf);
+    return n;
+}
+
+void gcsh_print_dot_commands(FILE *f)
+{
+    char buf[4096];
+    format_dot_list(buf, sizeof buf);
+    fprintf(f, "%s\n", buf);
+}
+
+static void dot_help(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    char list[4096];
+    format_dot_list(list, sizeof list);
+    gcsh_coord_say(s->coord, "%s\n%s",
+                   "Lines are Lua; they run on every targeted rank and each rank's output\n"
+                   "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
+                   "expression prints its value.  Globals: rank, size, gcsh.",
+                   list);
 }
 
 /* The targeted ranks as "0,2-3". */
@@ -344,7 +363,7 @@ static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len
              continuation ? ">>" : ">");
 }
 
-enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT };
+enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT, GOT_TERM };
 
 /* readline's callbacks carry no user pointer: this is where they find the
  * session and where the line handler leaves its result. */
@@ -409,9 +428,14 @@ static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
             break;
         if (p[1].revents & POLLIN) {
             int mask = gcsh_sig_drain(s->coord->sigfd);
-            if (mask & 2)
+            if (mask & GCSH_SIGMASK_WINCH)
                 rl_resize_terminal();
-            if (mask & 1) { /* Ctrl-C at the prompt clears the line */
+            if (mask & GCSH_SIGMASK_TERM) {
+                rl_crlf();
+                rl_callback_handler_remove();
+                return GOT_TERM;
+            }
+            if (mask & GCSH_SIGMASK_INT) { /* Ctrl-C at the prompt clears the line */
                 rl_replace_line("", 0);
                 rl_crlf();
                 rl_callback_handler_remove();
@@ -425,22 +449,49 @@ static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
     return rl.eof ? GOT_EOF : GOT_LINE;
 }
 
+/* The next whole line in s->inbuf (or, at end of input, what is left). */
+static int take_buffered_line(gcsh_session *s, char **line)
+{
+    gcsh_text *b = &s->inbuf;
+    char *nl = b->len ? memchr(b->s, '\n', b->len) : NULL;
+    if (!nl && !(s->in_eof && b->len))
+        return 0;
+    size_t n = nl ? (size_t)(nl - b->s) : b->len;
+    *line = strndup(b->s, n);
+    size_t used = nl ? n + 1 : n;
+    memmove(b->s, b->s + used, b->len - used);
+    b->len -= used;
+    return 1;
+}
+
+/* Lines from a pipe or a file, read with read(2) beside the signal pipe, so
+ * that a SIGTERM while waiting ends the session and a SIGINT (from outside:
+ * nothing runs) is dropped instead of interrupting the next command. */
 static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
 {
     if (s->term->interactive) {
         fputs(prompt, s->term->out);
         fflush(s->term->out);
     }
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&buf, &cap, s->term->in);
-    if (n < 0) {
-        free(buf);
-        return GOT_EOF;
+    int fd = fileno(s->term->in);
+    while (!take_buffered_line(s, line)) {
+        if (s->in_eof)
+            return GOT_EOF;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = s->coord->sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return GOT_EOF;
+        if ((p[1].revents & POLLIN) && (gcsh_sig_drain(s->coord->sigfd) & GCSH_SIGMASK_TERM))
+            return GOT_TERM;
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        char buf[1 << 16];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0)
+            gcsh_text_append(&s->inbuf, buf, (size_t)n);
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+            s->in_eof = 1;
     }
-    if (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    *line = buf;
     return GOT_LINE;
 }
 
@@ -555,6 +606,12 @@ void gcsh_repl(gcsh_session *s)
     while (!s->quit) {
         char *line = NULL;
         enum got g = read_line(s, chunk != NULL, &line);
+        if (g == GOT_TERM) {
+            gcsh_coord_say(s->coord, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops");
+            s->coord->end_status = GCSH_EXIT_TERM;
+            s->quit = 1;
+            break;
+        }
         if (g == GOT_EOF)
             break;
         if (g == GOT_INTERRUPT) {
@@ -583,7 +640,7 @@ void gcsh_repl(gcsh_session *s)
         free(chunk);
         chunk = NULL;
     }
-    if (chunk) { /* input ended inside a chunk: say why it never ran */
+    if (chunk && s->coord->end_status < 0) { /* input ended inside a chunk: say why */
         int expr = chunk[0] == '=';
         lua_pushfstring(s->syntax, "%s%s", expr ? "return " : "", chunk + expr);
         size_t len;

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coord.h"
 #include "term.h"
@@ -20,6 +21,8 @@ typedef struct gcsh_session {
     int check_on;      /* .check on: collectives are checked (check.h) */
     int failures;      /* chunks that failed on some rank */
     int quit;          /* .quit was typed */
+    gcsh_text inbuf;   /* piped input read but not yet taken as lines */
+    int in_eof;        /* the pipe or file has ended */
 } gcsh_session;
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0);
@@ -32,5 +35,8 @@ int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t
 
 /* Reads and runs lines until end of input or .quit. */
 void gcsh_repl(gcsh_session *s);
+
+/* The dot-commands and what they do, one per line (for gcsh --help). */
+void gcsh_print_dot_commands(FILE *f);
 
 #endif

@@ -19,6 +19,32 @@ int gcsh_cuda_available(void)
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
+/* "13.0" from 13000: the CUDA version encoding. */
+static void cuda_version_string(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) == ncclSuccess)
+        snprintf(nccl, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else
+        snprintf(nccl, len, "unknown (ncclGetVersion failed)");
+    v = 0;
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0)
+        cuda_version_string(v, runtime, len);
+    else
+        snprintf(runtime, len, "unknown");
+    v = 0;
+    /* 0 when no driver is installed */
+    if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
+        cuda_version_string(v, driver, len);
+    else
+        snprintf(driver, len, "none (no NVIDIA driver on this machine)");
+}
+
 static void state_free(cuda_state *st)
 {
     if (st->wctl)
