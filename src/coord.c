@@ -10,6 +10,7 @@
 #include "check.h"
 #include "coord.h"
 #include "msg.h"
+#include "launch.h"
 #include "sig.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
@@ -21,6 +22,9 @@
 /* How long rank 0 waits for the answers to MSG_WHERE. */
 #define PROBE_WAIT_S 0.3
 #define WHERE_LEN 200
+/* After a rank calls os.exit, how long the other running ranks get to finish
+ * (typically the same line's os.exit) before the session ends at once. */
+#define EXIT_GRACE_S 3.0
 
 enum { IDLE = 0, RUNNING, DONE };
 
@@ -36,6 +40,8 @@ typedef struct run_state {
     double probe_until; /* 0: no probe in flight */
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
+    int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    double exit_deadline; /* 0: no rank called os.exit */
 } run_state;
 
 typedef struct coord_run {
@@ -46,7 +52,7 @@ typedef struct coord_run {
 void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
 {
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
-                      .abort_fd = -1};
+                      .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
     gcsh_checker_init(&c->checker, ctx->size);
@@ -93,6 +99,7 @@ static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
     gcsh_fold_flush(&c->fold, 0);
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
+    gcsh_launcher_status(c->launcher, code);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
@@ -307,6 +314,12 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (m->h.len < sizeof(uint32_t))
             break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
+        if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
+            rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
+            rs->status[r] = CHUNK_EXIT;
+            if (rs->exit_deadline == 0)
+                rs->exit_deadline = now + EXIT_GRACE_S;
+        }
         gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
@@ -347,6 +360,7 @@ static int poll_timeout_ms(const gcsh_coord *c, const run_state *rs, double now)
     if (c->timeout > 0)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
+    next = earliest(next, rs->exit_deadline);
     next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
     if (next == 0)
         return 3600 * 1000;
@@ -383,6 +397,24 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
 }
 
+/* Signals to rank 0 while a command runs: SIGINT interrupts it (Ctrl-C, or
+ * gcsh -n's launcher passing on a SIGINT from outside); SIGTERM and SIGHUP
+ * interrupt it too and end the session once it is over. */
+static void on_signals(gcsh_coord *c, run_state *rs, int mask)
+{
+    if (mask & GCSH_SIGMASK_TERM) {
+        if (c->end_status < 0) {
+            c->end_status = GCSH_EXIT_TERM;
+            gcsh_fold_flush(&c->fold, 0);
+            gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
+                              "this command");
+        }
+        send_interrupts(c, rs, 0);
+    } else if (mask & GCSH_SIGMASK_INT) {
+        send_interrupts(c, rs, 0);
+    }
+}
+
 static void wait_for_ranks(gcsh_coord *c, run_state *rs)
 {
     struct pollfd *p = malloc((size_t)(c->size + 2) * sizeof *p);
@@ -410,8 +442,8 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
         }
         if (ready == 0)
             poll(p, (nfds_t)n, poll_timeout_ms(c, rs, gcsh_now_seconds()));
-        if ((p[0].revents & POLLIN) && (gcsh_sig_drain(c->sigfd) & 1))
-            send_interrupts(c, rs, 0);
+        if (p[0].revents & POLLIN)
+            on_signals(c, rs, gcsh_sig_drain(c->sigfd));
         if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
             read_terminal(c, rs);
         for (int i = first_rank; i < n; i++) {
@@ -423,6 +455,8 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
                 mark_lost(c, rs, who[i]);
         }
         on_time(c, rs, gcsh_now_seconds());
+        if (rs->exit_deadline > 0 && gcsh_now_seconds() >= rs->exit_deadline)
+            break; /* some rank left with os.exit; end_by_exit says the rest */
     }
     gcsh_msg_free(&m);
     free(p);
@@ -463,6 +497,46 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
     free(list);
 }
 
+/* After a command in which some rank called os.exit: the session ends with
+ * its status (the first non-zero one by rank, else 0).  Said, unless every
+ * rank called os.exit with one status, as a script's last line does; ranks
+ * still running after the grace period are not waited for. */
+static void end_by_exit(gcsh_coord *c, run_state *rs)
+{
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
+    char (*text)[32] = malloc((size_t)c->size * sizeof *text);
+    const char **v = malloc((size_t)c->size * sizeof *v);
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != DONE || rs->status[r] != CHUNK_EXIT)
+            continue;
+        int st = rs->exit_status[r];
+        if (code < 0 || (code == 0 && st != 0))
+            code = st;
+        same &= n == 0 || st == rs->exit_status[ranks[0]];
+        snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        v[n] = text[n];
+        ranks[n++] = r;
+    }
+    if (n > 0) {
+        gcsh_text t = {0};
+        gcsh_fold_texts(&t, ranks, n, v, ", ");
+        char running[1024], why[1400];
+        if (rs->running > 0) {
+            snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
+                     ranks_where(c, rs, RUNNING, running, sizeof running));
+            die_now(c, code, why);
+        }
+        c->end_status = code;
+        if (n < c->size || !same)
+            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
+                           code);
+        gcsh_text_free(&t);
+    }
+    free(ranks);
+    free(text);
+    free(v);
+}
+
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res)
 {
@@ -471,6 +545,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
+    rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -482,8 +557,9 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;
-        res->failed += rs.status[r] != CHUNK_OK;
+        res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
+        res->exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
     }
     if (res->interrupted || rs.abort_all)
@@ -491,12 +567,15 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
+    if (res->exited)
+        end_by_exit(c, &rs);
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);
     free(rs.where);
     free(rs.asked);
+    free(rs.exit_status);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

@@ -36,6 +36,12 @@ typedef struct gcsh_coord {
      * unrecoverable fault): gives the terminal back. */
     void (*on_exit)(void *arg);
     void *exit_arg;
+    /* The pid of gcsh -n's launcher, told the status when the session ends
+     * at once (launch.h); 0 when there is none. */
+    int launcher;
+    /* -1 while the session goes on; else the status it must end with, as
+     * soon as the command is over: os.exit on some rank, or SIGTERM. */
+    int end_status;
 } gcsh_coord;
 
 typedef struct gcsh_run_result {
@@ -44,6 +50,7 @@ typedef struct gcsh_run_result {
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
     int lost;          /* ranks whose connection closed meanwhile */
+    int exited;        /* ranks that called os.exit (the session ends: end_status) */
     double seconds;
 } gcsh_run_result;
 

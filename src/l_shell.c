@@ -83,6 +83,32 @@ static int shell_sleep(lua_State *L)
     }
 }
 
+/* Set by os.exit on the running chunk: every Lua instruction raises again, so
+ * a pcall in the user's code cannot keep the chunk going. */
+static void exit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    luaL_error(L, "os.exit(%d)", gcsh_ctx_of(L)->exit_status);
+}
+
+/* os.exit([status [, close]]), as in lua: true is EXIT_SUCCESS, false
+ * EXIT_FAILURE.  The process does not vanish under the session: the chunk
+ * ends here, the worker reports the status, and rank 0 ends the session on
+ * every rank with it (coord.c; close is moot: states are closed then). */
+static int shell_exit(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int status = lua_isboolean(L, 1) ? (lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE)
+                                     : (int)luaL_optinteger(L, 1, EXIT_SUCCESS);
+    ctx->exiting = 1;
+    ctx->exit_status = status & 0xff; /* what a process's status keeps */
+    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
+    lua_sethook(ctx->L, exit_hook, mask, 1);
+    if (L != ctx->L) /* a coroutine: its resumer must stop too */
+        lua_sethook(L, exit_hook, mask, 1);
+    return luaL_error(L, "os.exit(%d)", ctx->exit_status);
+}
+
 /* gcsh.check([on]): this rank's .check, for the rest of the command (bench
  * turns it off around timed loops; call it on every rank alike).  Returns
  * the previous setting. */
@@ -125,6 +151,10 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
 {
     lua_pushcfunction(L, shell_print);
     lua_setglobal(L, "print");
+    lua_getglobal(L, "os");
+    lua_pushcfunction(L, shell_exit);
+    lua_setfield(L, -2, "exit");
+    lua_pop(L, 1);
     lua_getglobal(L, "io");
     push_capture_file(L, cap);
     lua_pushvalue(L, -1);

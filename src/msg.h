@@ -35,8 +35,12 @@ enum gcsh_msg_type {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 
-/* DONE status */
-enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };
+/* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
+ * called os.exit) the exit status in the next byte. */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
+#define CHUNK_STATUS(word) ((word) & 0xffu)
+#define CHUNK_EXIT_WORD(status) (CHUNK_EXIT | (((uint32_t)(status) & 0xffu) << 8))
+#define CHUNK_EXIT_STATUS(word) ((int)(((word) >> 8) & 0xffu))
 
 typedef struct gcsh_msg_header {
     uint32_t type;

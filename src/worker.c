@@ -190,7 +190,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
         print_results(L, base + 2);
-    if (st != LUA_OK) {
+    if (st != LUA_OK && !w->ctx->exiting) {
         const char *msg = lua_tostring(L, -1);
         capture_string(w->ctx, msg ? msg : "(error object is not a string)");
     }
@@ -230,6 +230,9 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     lua_sethook(w->ctx->L, NULL, 0, 0);
     if (atomic_exchange(&w->ctx->interrupt, 0) && status != CHUNK_OK)
         status = CHUNK_INTERRUPTED;
+    if (w->ctx->exiting) /* os.exit: rank 0 ends the session */
+        status = CHUNK_EXIT_WORD(w->ctx->exit_status);
+    w->ctx->exiting = 0;
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
     return status;
