@@ -139,9 +139,10 @@ static const char *io_where(void *arg, int r)
     if (!rs->targets[r])
         return "not running this command (.ranks)";
     if (rs->state[r] == DONE)
-        return rs->status[r] == CHUNK_OK ? "finished the command"
+        return rs->status[r] == CHUNK_OK            ? "finished the command"
                : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
-                                                     : "ended the command with an error";
+               : rs->status[r] == CHUNK_EXIT        ? "called os.exit"
+                                                    : "ended the command with an error";
     return rs->where[r][0] ? rs->where[r] : "running (no answer)";
 }
 

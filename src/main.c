@@ -127,6 +127,14 @@ static int opt_mpirun(options *o, const option_row *row, const char *val, int at
     return 0;
 }
 
+/* mpirun says nothing under --quiet about a host file it cannot read. */
+static int opt_hostfile(options *o, const option_row *row, const char *val, int at)
+{
+    if (access(val, R_OK) != 0)
+        return -1;
+    return opt_mpirun(o, row, val, at);
+}
+
 /* Every option: parsing, --help and the man page's list follow this table
  * (tests/sh/cli.sh checks that gcsh.1 names each one).  Add a row. */
 static const option_row option_table[] = {
@@ -143,7 +151,7 @@ static const option_row option_table[] = {
      "host or cuda (default: cuda when a GPU is visible)"},
     {"--timeout", NULL, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
-    {"--hostfile", NULL, "FILE", "a file name", 1, opt_mpirun,
+    {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
      "with -n: mpirun's host list (host1:2,host2:2)"},
