@@ -307,6 +307,10 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
+        if (c->collect) {
+            gcsh_text_append(&c->collect[r], m->data, m->h.len);
+            break;
+        }
         gcsh_fold_add(&c->fold, r, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
@@ -321,7 +325,11 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             if (rs->exit_deadline == 0)
                 rs->exit_deadline = now + EXIT_GRACE_S;
         }
-        gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        if (c->collect)
+            gcsh_text_append(&c->collect[r], m->data + sizeof(uint32_t),
+                             m->h.len - sizeof(uint32_t));
+        else
+            gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);

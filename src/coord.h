@@ -39,6 +39,9 @@ typedef struct gcsh_coord {
     /* The pid of gcsh -n's launcher, told the status when the session ends
      * at once (launch.h); 0 when there is none. */
     int launcher;
+    /* When set (per rank), what ranks print during gcsh_coord_run is kept
+     * here instead of printed: rank 0 formats it (.info). */
+    gcsh_text *collect;
     /* -1 while the session goes on; else the status it must end with, as
      * soon as the command is over: os.exit on some rank, or SIGTERM. */
     int end_status;

@@ -68,6 +68,11 @@ double gcsh_now_seconds(void);
  * (build/gcsh: lua/).  Returns buf, or NULL when neither holds them. */
 const char *gcsh_lua_dir(char *buf, size_t len);
 
+/* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
+ * -1 when unknown. */
+int gcsh_numa_of_cpu(int cpu);
+int gcsh_numa_of_pci(const char *bus);
+
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 

@@ -105,24 +105,28 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setglobal(L, "gcsh");
 }
 
-/* Puts gcsh's own Lua modules (gcsh.bench, gcsh.show, ...) first on
- * package.path, from the folder gcsh_lua_dir finds (GCSH_LUA_DIR overrides),
- * and names that folder gcsh.lua_dir.  User modules come after, through
- * LUA_PATH and LUA_CPATH as in lua. */
-static int set_module_path(lua_State *L, gcsh_ctx *ctx)
+int gcsh_lua_path(lua_State *L, char *dir, size_t len)
 {
-    char dir[4096];
-    if (!gcsh_lua_dir(dir, sizeof dir)) {
-        if (ctx->rank == 0)
-            fprintf(stderr, "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in "
-                            "../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR\n");
+    if (!gcsh_lua_dir(dir, len))
         return -1;
-    }
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");
     lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
     lua_setfield(L, -3, "path");
     lua_pop(L, 2);
+    return 0;
+}
+
+/* gcsh's own modules first on package.path, and gcsh.lua_dir (rank.h). */
+static int set_module_path(lua_State *L, gcsh_ctx *ctx)
+{
+    char dir[4096];
+    if (gcsh_lua_path(L, dir, sizeof dir) != 0) {
+        if (ctx->rank == 0)
+            fprintf(stderr, "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in "
+                            "../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR\n");
+        return -1;
+    }
     lua_getglobal(L, "gcsh");
     lua_pushstring(L, dir);
     lua_setfield(L, -2, "lua_dir");

@@ -17,4 +17,10 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx);
 
 void gcsh_rank_close(gcsh_ctx *ctx);
 
+/* Puts gcsh's own Lua modules (gcsh.bench, gcsh.show, ...) first on L's
+ * package.path, from the folder gcsh_lua_dir finds (written into dir); user
+ * modules come after, through LUA_PATH and LUA_CPATH as in lua.  Returns 0,
+ * or -1 when the folder is not found. */
+int gcsh_lua_path(lua_State *L, char *dir, size_t len);
+
 #endif

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 #include <readline/history.h>
 #include <readline/readline.h>
 
 #include "complete.h"
 #include "msg.h"
+#include "rank.h"
 #include "repl.h"
 #include "sig.h"
 
@@ -31,6 +33,8 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 void gcsh_session_destroy(gcsh_session *s)
 {
     gcsh_text_free(&s->inbuf);
+    if (s->fmt)
+        lua_close(s->fmt);
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -290,10 +294,71 @@ static void dot_abort(gcsh_session *s, const char *arg)
                              "to interrupt it and abort every communicator)");
 }
 
+/* ---- rank 0's formatter ------------------------------------------------------ */
+
+/* A Lua state of rank 0's terminal thread, for text made from what the
+ * ranks sent (.info) and for .help TOPIC: the standard libraries and gcsh's
+ * modules, nothing of any rank.  Made on first use. */
+static lua_State *formatter(gcsh_session *s)
+{
+    if (!s->fmt) {
+        s->fmt = luaL_newstate();
+        luaL_openlibs(s->fmt);
+        char dir[4096];
+        gcsh_lua_path(s->fmt, dir, sizeof dir);
+    }
+    return s->fmt;
+}
+
+/* Calls require(module)[fn] with the nargs values on top of L (the
+ * formatter) and says the string it returns, or the error. */
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs)
+{
+    lua_State *L = formatter(s);
+    int base = lua_gettop(L) - nargs;
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+        lua_getfield(L, -1, fn);
+        lua_remove(L, -2);
+        lua_insert(L, base + 1);
+        if (lua_pcall(L, nargs, 1, 0) == LUA_OK)
+            gcsh_coord_say(s->coord, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+        else
+            gcsh_coord_say(s->coord, "gcsh: %s.%s: %s", module, fn, lua_tostring(L, -1));
+    } else {
+        gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
+    }
+    lua_settop(L, base);
+}
+
+/* .info: every rank (whatever .ranks says) sends its gcsh.info() as text,
+ * and rank 0 prints one table of them (lua/gcsh/info.lua). */
 static void dot_info(gcsh_session *s, const char *arg)
 {
     (void)arg;
-    run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
+    static const char chunk[] = "io.write(require('gcsh.info').serialize(gcsh.info()))";
+    int n = s->coord->size;
+    char *all = malloc((size_t)n);
+    gcsh_text *texts = calloc((size_t)n, sizeof *texts);
+    for (int r = 0; r < n; r++)
+        all[r] = !s->coord->lost[r];
+    s->coord->collect = texts;
+    gcsh_run_result res;
+    gcsh_coord_run(s->coord, all, 0, "=(.info)", chunk, sizeof chunk - 1, &res);
+    s->coord->collect = NULL;
+    lua_State *L = formatter(s);
+    lua_createtable(L, n, 0);
+    for (int r = 0; r < n; r++) {
+        lua_pushlstring(L, texts[r].s ? texts[r].s : "", texts[r].len);
+        lua_rawseti(L, -2, r + 1);
+        gcsh_text_free(&texts[r]);
+    }
+    say_formatted(s, "gcsh.info", "format", 1);
+    free(texts);
+    free(all);
+    if (s->coord->end_status >= 0)
+        s->quit = 1;
 }
 
 static void dot_quit(gcsh_session *s, const char *arg)
@@ -306,7 +371,8 @@ static void dot_quit(gcsh_session *s, const char *arg)
  * this table.  A row with an empty help is an alias, left out of both. */
 static const gcsh_dot dot_commands[] = {
     {"help", "", ".help", "this text", dot_help},
-    {"info", "", ".info", "backend, devices and versions of every rank", dot_info},
+    {"info", "", ".info", "one table: versions, each rank's host and device, links",
+     dot_info},
     {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",

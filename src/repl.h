@@ -16,6 +16,7 @@ typedef struct gcsh_session {
     gcsh_term *term;
     lua_State *syntax; /* a bare Lua state for compile checks on rank 0 */
     lua_State *L0;     /* rank 0's worker state: read for completion only */
+    lua_State *fmt;    /* rank 0's formatter (.info, .help TOPIC), made on first use */
     char *targets;     /* per rank: 1 if lines run there (.ranks) */
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (check.h) */

@@ -1,4 +1,5 @@
 /* Small helpers shared by every binding and backend. */
+#include <dirent.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,4 +86,38 @@ const char *gcsh_lua_dir(char *buf, size_t len)
         }
     }
     return NULL;
+}
+
+/* The number after "node" in the name of a sysfs folder's nodeN entry. */
+int gcsh_numa_of_cpu(int cpu)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", cpu);
+    DIR *d = cpu >= 0 ? opendir(path) : NULL;
+    if (!d)
+        return -1;
+    int node = -1;
+    struct dirent *e;
+    while (node < 0 && (e = readdir(d)))
+        if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9')
+            node = atoi(e->d_name + 4);
+    closedir(d);
+    return node;
+}
+
+int gcsh_numa_of_pci(const char *bus)
+{
+    unsigned dom, b, dev, fn;
+    if (sscanf(bus, "%x:%x:%x.%x", &dom, &b, &dev, &fn) != 4)
+        return -1;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", dom, b, dev, fn);
+    FILE *f = fopen(path, "r");
+    int node = -1;
+    if (f) {
+        if (fscanf(f, "%d", &node) != 1)
+            node = -1;
+        fclose(f);
+    }
+    return node; /* -1 also where the platform has no NUMA */
 }

@@ -301,12 +301,21 @@ TAG=$(new_tag)
 GCSH_TEST_TAG=$TAG gcsh_pipe 2 'error("x")'
 expect_no_procs "EOF after a failure ends all ranks" "$TAG"
 
-# .info and gcsh.info(): the backend's facts, per rank
-gcsh_pipe 2 '.info
+# .info: one table; a line per rank, not one per fact and rank
+SHORT_HOST=$(hostname | cut -d. -f1 | cut -c1-16)
+for n in 1 2 4; do
+    gcsh_pipe $n '.info'
+    expect_match ".info at $n: versions once" "$(head -n 1 <<<"$OUT")" '^gcsh 0\.1\.0, Lua 5\.4\.[0-9]+, Open MPI v'
+    expect_eq ".info at $n: backend line" "$(sed -n 2p <<<"$OUT")" "backend host: $n rank$([ $n = 1 ] || echo s) on 1 node"
+    expect_eq ".info at $n: table header" "$(sed -n 3p <<<"$OUT")" "rank  host$(printf '%*s' $(( ${#SHORT_HOST} > 4 ? ${#SHORT_HOST} - 4 : 0 )) '')  local  device  numa"
+    expect_eq ".info at $n: 3 lines + one per rank" "$(wc -l <<<"$OUT")" $((3 + n))
+    expect_match ".info at $n: rank $((n - 1))'s row" "$(tail -n 1 <<<"$OUT")" "^ +$((n - 1))  [^ ]+ +$((n - 1))  cpu +-?[0-9]+\$"
+    expect_eq ".info at $n: exit 0" "$RC" 0
+done
+gcsh_pipe 4 '.ranks 2
+.info
 =gcsh.info().backend, gcsh.info().local_rank'
-expect_contains ".info backend" "$OUT" "[0] backend: host"
-expect_contains ".info device" "$OUT" "[1] device: cpu"
-expect_contains ".info mpi" "$OUT" "mpi: Open MPI"
-expect_contains "gcsh.info() fields" "$OUT" "[1] host	1"
+expect_eq ".info with .ranks 2: every rank still" "$(grep -cE '^ +[0-3]  ' <<<"$OUT")" 4
+expect_contains "gcsh.info() fields" "$OUT" "[2] host${T}2"
 
 finish
