@@ -182,7 +182,7 @@ x = 2
 expect_eq "unknown dot-command" "$(head -n 2 <<<"$OUT")" "gcsh: unknown command '.foo'; $USAGE
 gcsh: unknown command '.x'; $USAGE"
 expect_contains ".help" "$OUT" ".ranks LIST|all"
-expect_contains ".help names .info" "$OUT" ".info             backend, devices and versions of every rank"
+expect_contains ".help names .info" "$OUT" ".info             one table: versions, each rank's host and device, links"
 expect_contains ".help" "$OUT" "Ctrl-C interrupts a command"
 expect_eq ".time on/off" "$(grep -E '^(time |gcsh: [0-9.]+ ms)' <<<"$OUT" | sed -E 's/[0-9]+\.[0-9]{3} ms$/N.NNN ms/')" \
     "time on
