@@ -55,12 +55,14 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
                       .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
+    gcsh_progress_init(&c->progress, out, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
 }
 
 void gcsh_coord_destroy(gcsh_coord *c)
 {
     gcsh_fold_destroy(&c->fold);
+    gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
@@ -69,12 +71,22 @@ void gcsh_coord_destroy(gcsh_coord *c)
 
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
 {
+    gcsh_progress_hide(&c->progress);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(c->out, fmt, ap);
     va_end(ap);
     fputc('\n', c->out);
     fflush(c->out);
+}
+
+/* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
+ * progress line first. */
+static void flush_output(gcsh_coord *c, int whole_lines)
+{
+    if (gcsh_fold_pending(&c->fold))
+        gcsh_progress_hide(&c->progress);
+    gcsh_fold_flush(&c->fold, whole_lines);
 }
 
 /* Formats the ranks whose state matches `want` as "0-2,5". */
@@ -97,7 +109,7 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
  * a device is lost, and finalising could hang. */
 static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     gcsh_launcher_status(c->launcher, code);
     for (int r = 1; r < c->size; r++)
@@ -116,7 +128,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
         rs->running--;
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
     die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
 }
@@ -189,7 +201,7 @@ static void unask(run_state *rs, int r)
 static void report_progress(gcsh_coord *c, run_state *rs, double now)
 {
     char done[1024], running[1024];
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
     gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
@@ -230,7 +242,7 @@ static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
             mark_lost(c, rs, r);
     gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
     rs->abort_all |= abort;
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
                    ranks_where(c, rs, RUNNING, buf, sizeof buf));
 }
@@ -349,8 +361,12 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
         break;
+    case MSG_PROGRESS:
+        if (m->h.len == sizeof(gcsh_progress_msg))
+            gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
+        break;
     case MSG_FATAL:
-        gcsh_fold_flush(&c->fold, 0);
+        flush_output(c, 0);
         fputs(m->data, c->out);
         die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
     }
@@ -370,10 +386,32 @@ static int poll_timeout_ms(const gcsh_coord *c, const run_state *rs, double now)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
     next = earliest(next, rs->exit_deadline);
+    next = earliest(next, gcsh_progress_due(&c->progress));
     next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
     if (next == 0)
         return 3600 * 1000;
     return next <= now ? 0 : (int)((next - now) * 1000) + 1;
+}
+
+/* The progress line: the ranks' reports, or while some targeted ranks are
+ * done and others still run, which ones the command waits for. */
+static void show_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    if (!c->progress.tty)
+        return;
+    int done = 0, targeted = 0;
+    for (int r = 0; r < c->size; r++) {
+        targeted += rs->targets[r] && !c->lost[r];
+        done += rs->state[r] == DONE;
+    }
+    char text[160] = "";
+    if (done > 0 && rs->running > 0) {
+        char running[100];
+        snprintf(text, sizeof text, "waiting for [%s]: %d of %d ranks done",
+                 ranks_where(c, rs, RUNNING, running, sizeof running), done, targeted);
+    }
+    gcsh_progress_waiting(&c->progress, text);
+    gcsh_progress_draw(&c->progress, now);
 }
 
 /* Output, reports, checks and probes that are due. */
@@ -382,11 +420,11 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     coord_run cr = {c, rs};
     gcsh_checker_io io = checker_io(&cr);
     if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
-        gcsh_fold_flush(&c->fold, 1);
+        flush_output(c, 1);
         rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
-        gcsh_fold_flush(&c->fold, 0);
+        flush_output(c, 0);
     gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
@@ -395,6 +433,7 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
         start_probe(c, rs, now);
+    show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
@@ -414,7 +453,7 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
     if (mask & GCSH_SIGMASK_TERM) {
         if (c->end_status < 0) {
             c->end_status = GCSH_EXIT_TERM;
-            gcsh_fold_flush(&c->fold, 0);
+            flush_output(c, 0);
             gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
                               "this command");
         }
@@ -558,11 +597,15 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
+    gcsh_progress_begin(&c->progress, rs.start);
+    if (c->progress.tty)
+        flags |= CHUNK_PROGRESS;
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
     wait_for_ranks(c, &rs);
+    gcsh_progress_end(&c->progress);
     gcsh_checker_clear(&c->checker);
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;

@@ -9,6 +9,7 @@
 
 #include "coord_check.h"
 #include "out.h"
+#include "progress.h"
 #include "spmd.h"
 
 typedef struct gcsh_coord {
@@ -20,6 +21,7 @@ typedef struct gcsh_coord {
     int sigfd;         /* self-pipe of SIGINT */
     FILE *out;         /* where rank output and reports go */
     gcsh_fold fold;
+    gcsh_progress progress; /* the progress line while a command runs */
     char *lost;        /* per rank: its connection closed */
     gcsh_checker checker; /* fingerprints ranks wait on (coord_check.h) */
     /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in

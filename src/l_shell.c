@@ -111,6 +111,26 @@ static int shell_exit(lua_State *L)
     return luaL_error(L, "os.exit(%d)", ctx->exit_status);
 }
 
+/* gcsh.progress(done, total [, label]): a progress report for rank 0's
+ * terminal (progress.h); gcsh.progress() clears it.  Cheap enough to call
+ * every step: the report is sent with the next output flush. */
+static int shell_progress(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (lua_isnoneornil(L, 1)) {
+        gcsh_capture_progress(ctx->cap, 0, 0, NULL);
+        return 0;
+    }
+    lua_Integer done = luaL_checkinteger(L, 1), total = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, total >= 1, 2, "total must be at least 1");
+    luaL_argcheck(L, done >= 0 && done <= total, 1, "done must be 0..total");
+    const char *label = luaL_optstring(L, 3, "");
+    luaL_argcheck(L, strlen(label) < sizeof(((gcsh_progress_msg *)0)->label), 3,
+                  "label must be shorter than 48 bytes");
+    gcsh_capture_progress(ctx->cap, (uint64_t)done, (uint64_t)total, label);
+    return 0;
+}
+
 /* gcsh.check([on]): this rank's .check, for the rest of the command (bench
  * turns it off around timed loops; call it on every rank alike).  Returns
  * the previous setting. */
@@ -203,6 +223,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "info");
     lua_pushcfunction(L, shell_check);
     lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_progress);
+    lua_setfield(L, -2, "progress");
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, debug_inject);
     lua_setfield(L, -2, "inject");

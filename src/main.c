@@ -439,6 +439,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     gcsh_coord coord;
     gcsh_coord_init(&coord, ctx, link, sigfd, term.out);
     coord.launcher = gcsh_launcher_hello(); /* signals from outside now reach us */
+    coord.progress.tty = term.out_tty;      /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;

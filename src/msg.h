@@ -25,7 +25,14 @@ enum gcsh_msg_type {
                       * (seq = 1: abort every communicator) */
     MSG_FATAL,     /* worker -> coordinator: an unrecoverable fault, as text */
     MSG_DIE,       /* coordinator -> watcher (ctl): exit now with status seq */
+    MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
 };
+
+/* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
+typedef struct gcsh_progress_msg {
+    uint64_t done, total;
+    char label[48];
+} gcsh_progress_msg;
 
 /* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */
 #define INTERRUPT_ABORT 1
@@ -34,6 +41,7 @@ enum gcsh_msg_type {
 #define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
+#define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */

@@ -162,15 +162,25 @@ void gcsh_print_dot_commands(FILE *f)
     fprintf(f, "%s\n", buf);
 }
 
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs);
+static lua_State *formatter(gcsh_session *s);
+
+/* .help: the commands; .help TOPIC: that part of the Lua API (gcsh.help). */
 static void dot_help(gcsh_session *s, const char *arg)
 {
-    (void)arg;
+    if (*arg) {
+        lua_pushstring(formatter(s), arg);
+        say_formatted(s, "gcsh.help", "text", 1);
+        return;
+    }
     char list[4096];
     format_dot_list(list, sizeof list);
     gcsh_coord_say(s->coord, "%s\n%s",
                    "Lines are Lua; they run on every targeted rank and each rank's output\n"
                    "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
-                   "expression prints its value.  Globals: rank, size, gcsh.",
+                   "expression prints its value.  Globals: rank, size, gcsh, tensor, comm,\n"
+                   "kernel, show, help.  The Lua API: .help tensor (comm, window, signals,\n"
+                   "xfer, multicast, timer, kernel, bench, gcsh) or help(x) for a value.",
                    list);
 }
 
@@ -325,7 +335,7 @@ static void say_formatted(gcsh_session *s, const char *module, const char *fn, i
         if (lua_pcall(L, nargs, 1, 0) == LUA_OK)
             gcsh_coord_say(s->coord, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
         else
-            gcsh_coord_say(s->coord, "gcsh: %s.%s: %s", module, fn, lua_tostring(L, -1));
+            gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
     } else {
         gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
     }
@@ -370,7 +380,8 @@ static void dot_quit(gcsh_session *s, const char *arg)
 /* Every dot-command: one row each; .help and the usage line are made from
  * this table.  A row with an empty help is an alias, left out of both. */
 static const gcsh_dot dot_commands[] = {
-    {"help", "", ".help", "this text", dot_help},
+    {"help", "[TOPIC]", ".help [TOPIC]", "this text; with a topic, its Lua API (.help tensor)",
+     dot_help},
     {"info", "", ".info", "one table: versions, each rank's host and device, links",
      dot_info},
     {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",

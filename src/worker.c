@@ -163,6 +163,46 @@ static void capture_string(gcsh_ctx *ctx, const char *s)
     gcsh_capture_write(ctx->cap, "\n", 1);
 }
 
+/* Whether the value at idx is a table without a text of its own (no
+ * __tostring or __name): auto-print shows what is in it. */
+static int plain_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return 0;
+    int own = 0;
+    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    return !own;
+}
+
+/* Tables among the results become their text (gcsh.pretty.format, which
+ * the prelude registers as AUTOPRINT_KEY), as trepl prints them. */
+#define AUTOPRINT_KEY "gcsh.autoprint"
+static void format_tables(lua_State *L, int first, int n)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, AUTOPRINT_KEY) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        return; /* no prelude: tables print as lua.c prints them */
+    }
+    for (int i = first; i < first + n; i++) {
+        if (!plain_table(L, i))
+            continue;
+        lua_pushvalue(L, -1);
+        lua_pushvalue(L, i);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+            lua_replace(L, i);
+        else
+            lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 /* Prints a chunk's results through the global print, as lua.c does. */
 static void print_results(lua_State *L, int first)
 {
@@ -170,6 +210,7 @@ static void print_results(lua_State *L, int first)
     if (n <= 0)
         return;
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    format_tables(L, first, n);
     lua_getglobal(L, "print");
     lua_insert(L, first);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
@@ -214,7 +255,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     const char *src = m->data + sizeof hdr + namelen;
     size_t len = m->h.len - sizeof hdr - namelen;
 
-    gcsh_capture_begin(&w->cap, m->h.seq);
+    gcsh_capture_begin(&w->cap, m->h.seq, (flags & CHUNK_PROGRESS) != 0);
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0);
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);

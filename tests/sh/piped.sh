@@ -164,7 +164,7 @@ ranks 1,3"
 expect_eq ".ranks: exit 0 (bad lists are not failed chunks)" "$RC" 0
 
 # ---- dot-commands: unknown, .help, .time, .timeout, .quit
-USAGE='usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .abort (while a command runs) | .quit'
+USAGE='usage: .help [TOPIC] | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .abort (while a command runs) | .quit'
 gcsh_pipe 2 '.foo
 .x 1 2
 .help
@@ -300,6 +300,40 @@ expect_no_procs "EOF ends all ranks and mpirun" "$TAG"
 TAG=$(new_tag)
 GCSH_TEST_TAG=$TAG gcsh_pipe 2 'error("x")'
 expect_no_procs "EOF after a failure ends all ranks" "$TAG"
+
+# values print as values: tables through gcsh.pretty, folded across ranks
+gcsh_pipe 2 '=({1, 2, {a = 1}, x = "y"})
+t = {b = rank}
+t
+=setmetatable({}, {__tostring = function() return "own text" end})
+=gcsh.info().rank, {n = 1}
+.help tensor
+help(comm.world())'
+expect_contains "a table prints as a table, folded" "$OUT" '[0-1] {1, 2, {a = 1}, x = "y"}'
+expect_contains "a bare expression: each rank's table" "$OUT" "[0] {b = 0}
+[1] {b = 1}"
+expect_contains "__tostring wins" "$OUT" "[0-1] own text"
+expect_contains "tables among several values" "$OUT" "[1] 1${T}{n = 1}"
+expect_contains ".help tensor: the title" "$OUT" "
+tensor: typed 1-D arrays where the rank's collectives run (GPU on cuda)
+  tensor.new(n [, dtype=\"f32\"])"
+expect_contains ".help tensor: a method" "$OUT" "  t:fill(v)                     every element = v; returns t"
+expect_contains "help(c): the comm topic, on every rank" "$OUT" "[0-1] comm: communicators and their collectives"
+expect_contains "help(c): a method" "$OUT" "[0-1]   c:barrier()                   wait for every rank of c"
+gcsh_pipe 2 '.help nothing'
+expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic for 'nothing' (topics: bench comm gcsh kernel multicast signals tensor timer window xfer)"
+
+# progress lines only on a terminal: nothing in a pipe, even for long work
+gcsh_pipe 2 'for i = 1, 12 do gcsh.progress(i, 12, "demo") gcsh.sleep(0.1) end print("done")
+if rank == 1 then gcsh.sleep(1) end
+gcsh.progress(1, 0)
+gcsh.progress(3, 2)
+gcsh.progress(1, 2, string.rep("x", 48))'
+expect_eq "progress: the output alone" "$(head -n 1 <<<"$OUT")" "[0-1] done"
+expect_contains "progress: total >= 1" "$OUT" "bad argument #2 to 'progress' (total must be at least 1)"
+expect_contains "progress: done <= total" "$OUT" "bad argument #1 to 'progress' (done must be 0..total)"
+expect_contains "progress: label length" "$OUT" "bad argument #3 to 'progress' (label must be shorter than 48 bytes)"
+expect_eq "progress: no escape anywhere" "$(printf '%s' "$OUT" | tr -d '\n' | od -c | grep -cE '\\r|033')" 0
 
 # .info: one table; a line per rank, not one per fact and rank
 SHORT_HOST=$(hostname | cut -d. -f1 | cut -c1-16)
