@@ -373,7 +373,7 @@ local function print_header(cols)
     for i, col in ipairs(cols) do
       cells[i] = string.format("%" .. (i == 1 and col[3] - 2 or col[3]) .. "s", col[line])
     end
-    print("# " .. table.concat(cells, "  "))
+    print((("# " .. table.concat(cells, "  ")):gsub("%s+$", "")))
   end
 end
 
