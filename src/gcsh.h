@@ -62,12 +62,6 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
  * clock may jump). */
 double gcsh_now_seconds(void);
 
-/* The folder of gcsh's Lua files (the gcsh.* modules in gcsh/, lessons in tutorial/,
- * examples/): $GCSH_LUA_DIR when set, else found from the binary's own
- * place, installed (PREFIX/bin/gcsh: PREFIX/share/gcsh) or in the build tree
- * (build/gcsh: lua/).  Returns buf, or NULL when neither holds them. */
-const char *gcsh_lua_dir(char *buf, size_t len);
-
 /* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
  * -1 when unknown. */
 int gcsh_numa_of_cpu(int cpu);

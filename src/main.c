@@ -189,6 +189,13 @@ static void usage(const char *prog, const char *problem)
     print_option_list(stderr);
 }
 
+static int has_folder(const char *dir, const char *sub)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    return access(path, X_OK) == 0;
+}
+
 /* --help: usage, every option, the dot-commands, where lessons are. */
 static void print_help(const char *prog)
 {
@@ -201,11 +208,12 @@ static void print_help(const char *prog)
     print_option_list(stdout);
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
-    char dir[4096];
-    if (gcsh_lua_dir(dir, sizeof dir)) {
+    const char *dir = gcsh_lua_dir();
+    if (dir) {
         printf("\nLua files: %s (gcsh.* modules in gcsh/)\n", dir);
-        printf("Lessons:   %s/tutorial (each is a script: gcsh -n 2 FILE)\n", dir);
-        printf("Examples:  %s/examples\n", dir);
+        printf("Lessons:   %s/tutorial%s\n", dir,
+               has_folder(dir, "tutorial") ? " (each is a script: gcsh -n 2 FILE)" : " (none here)");
+        printf("Examples:  %s/examples%s\n", dir, has_folder(dir, "examples") ? "" : " (none here)");
     } else {
         printf("\nLua files: not found beside the binary; set GCSH_LUA_DIR\n");
     }

@@ -314,8 +314,7 @@ static lua_State *formatter(gcsh_session *s)
     if (!s->fmt) {
         s->fmt = luaL_newstate();
         luaL_openlibs(s->fmt);
-        char dir[4096];
-        gcsh_lua_path(s->fmt, dir, sizeof dir);
+        gcsh_lua_path(s->fmt);
     }
     return s->fmt;
 }

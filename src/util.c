@@ -1,12 +1,10 @@
 /* Small helpers shared by every binding and backend. */
 #include <dirent.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -49,43 +47,6 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
         lua_pushcclosure(L, index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-}
-
-/* Whether dir holds gcsh's Lua files (gcsh/prelude.lua). */
-static int has_prelude(const char *dir)
-{
-    char path[PATH_MAX + 64];
-    if ((size_t)snprintf(path, sizeof path, "%s/gcsh/prelude.lua", dir) >= sizeof path)
-        return 0;
-    return access(path, R_OK) == 0;
-}
-
-const char *gcsh_lua_dir(char *buf, size_t len)
-{
-    const char *env = getenv("GCSH_LUA_DIR");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return buf;
-    }
-    char exe[PATH_MAX];
-    if (!realpath("/proc/self/exe", exe))
-        return NULL;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0'; /* the folder of the binary */
-    /* installed (PREFIX/bin/gcsh), then the build tree (build/gcsh) */
-    static const char *const relative[] = {"../share/gcsh", "../lua"};
-    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
-        char dir[PATH_MAX], real[PATH_MAX];
-        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, relative[i]) >= sizeof dir)
-            continue;
-        if (has_prelude(dir) && realpath(dir, real)) {
-            snprintf(buf, len, "%s", real);
-            return buf;
-        }
-    }
-    return NULL;
 }
 
 /* The number after "node" in the name of a sysfs folder's nodeN entry. */
