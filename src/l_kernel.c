@@ -62,7 +62,6 @@
 #include "symmem.h"
 #include "tensor.h"
 
-#define WINDOW_MT "window"
 #define MCAST_MT "multicast"
 
 static const gcsh_kernel_ops *kern_of(lua_State *L)
@@ -187,7 +186,7 @@ typedef struct wargs {
 
 static gcsh_symobj *check_kernel_window(lua_State *L, int idx, const char *fname)
 {
-    gcsh_symobj *o = gcsh_sym_check_open(L, idx, WINDOW_MT);
+    gcsh_symobj *o = gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
     if (o->desc.team_size > GCSH_KERN_MAX_TEAM)
         luaL_error(L, "%s: the window's team has %d members; the kernels synchronise at most %d",
                    fname, o->desc.team_size, GCSH_KERN_MAX_TEAM);
