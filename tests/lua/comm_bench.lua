@@ -59,9 +59,26 @@ for _, case in ipairs(cases) do
       H.eq(r.wrong, 0, what .. " #wrong at " .. r.size)
       H.eq(r.type, case.dtype, what .. " type")
       H.truthy(r.time_us > 0 and r.algbw > 0, what .. " time and algbw")
+      H.truthy(r.issue_us > 0, what .. " issue time")
       H.truthy(r.size >= opts.min and r.size <= opts.max, what .. " size in range")
     end
   end
+end
+
+-- checked=true times the loop with .check on: every call is checked
+do
+  local before = gcsh.check_counts()
+  local rows = bench.collective { op = "allreduce", min = 8, max = 8, iters = 7, warmup = 2,
+                                  check = false, checked = true, quiet = true }
+  local after = gcsh.check_counts()
+  local made = after.board + after.coordinator - before.board - before.coordinator
+  H.truthy(made >= 9, "checked=true checks the timed calls (" .. made .. " checks)")
+  H.eq(#rows, 1, "one row")
+  before = gcsh.check_counts()
+  bench.collective { op = "allreduce", min = 8, max = 8, iters = 7, warmup = 2, check = false, quiet = true }
+  after = gcsh.check_counts()
+  H.truthy(after.board + after.coordinator - before.board - before.coordinator < 9,
+           "checked=false leaves the timed calls unchecked")
 end
 
 -- nccl-tests' size, count and busbw definitions
