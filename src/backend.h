@@ -246,7 +246,7 @@ typedef struct gcsh_kernel_ops {
                       const gcsh_kcoll_args *a);
     /* Collective over the window's team: decides the mode (every member the
      * same) and, for nvls, sets up the multicast address.  The NVLS path is
-     * taken only under DESIGN.md's opt-in. */
+     * taken only under src/DESIGN.md's opt-in. */
     int (*mc_open)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                    gcsh_mcast *out);
     /* nvls only (NULL where there is none): out[0..n) = the op over every

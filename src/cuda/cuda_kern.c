@@ -4,7 +4,7 @@
  * GCSH_GPU_WAIT_TIMEOUT and released by an interrupt, as s:wait does.
  *
  * Multicast.  NVLS runs only when the user opted in and the machine allows
- * it (DESIGN.md, Safety rules): GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0",
+ * it (src/DESIGN.md, safety rules): GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0",
  * the device reports CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and the window
  * is of kind nccl (the multicast address comes from NCCL's LSA multimem).
  * The environment is read first, so without the opt-in nothing of the
@@ -43,7 +43,7 @@ fail:
     return -1;
 }
 
-/* ---- multicast: the opt-in, checked in DESIGN.md's order ------------------------ */
+/* ---- multicast: the opt-in, checked in src/DESIGN.md's order ------------------------ */
 
 static void add_reason(char *why, size_t len, const char *reason)
 {
