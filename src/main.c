@@ -41,6 +41,10 @@ typedef struct options {
     const char *mpirun_args[32];
     int n_mpirun_args;
     const char *first_mpirun_option; /* for the error when -n is missing */
+    /* argv indices of -n and of the options for mpirun: the launcher takes
+     * them (with their values) out of what the ranks get. */
+    int launcher_at[34];
+    int n_launcher_at;
 } options;
 
 /* ---- the option table ----------------------------------------------------- */
@@ -250,6 +254,9 @@ static int parse_options(int argc, char **argv, options *o)
             snprintf(msg, sizeof msg, "'%s' needs %s", a, row->need ? row->need : "no argument");
             return usage(argv[0], msg), -1;
         }
+        if ((row->to_mpirun || row->apply == opt_ranks) &&
+            o->n_launcher_at < (int)(sizeof o->launcher_at / sizeof *o->launcher_at))
+            o->launcher_at[o->n_launcher_at++] = at;
     }
     o->script = i < argc ? i : 0;
     if (o->n_mpirun_args && !o->nranks) {
@@ -289,14 +296,14 @@ static void versions_text(char *buf, size_t len)
 
 /* ---- gcsh -n: mpirun under the launcher ------------------------------------- */
 
-/* Whether argv[i] is an option that the launcher consumes: -n N and the
- * options for mpirun, before the script. */
-static int launcher_option(const options *o, char **argv, int i)
+/* Whether argv[i] is an option that the launcher takes: -n N and the
+ * options for mpirun (parse_options noted where they are). */
+static int launcher_option(const options *o, int i)
 {
-    if (o->script && i >= o->script)
-        return 0;
-    const option_row *row = find_option(argv[i]);
-    return row && (row->to_mpirun || strcmp(row->name, "-n") == 0);
+    for (int k = 0; k < o->n_launcher_at; k++)
+        if (o->launcher_at[k] == i)
+            return 1;
+    return 0;
 }
 
 /* gcsh -n N ...: runs `mpirun -np N <flags this machine needs> gcsh ...` as a
@@ -330,7 +337,7 @@ static int launch_ranks(int argc, char **argv, const options *o)
         v[n++] = (char *)o->mpirun_args[i];
     v[n++] = self;
     for (int i = 1; i < argc; i++) {
-        if (launcher_option(o, argv, i)) {
+        if (launcher_option(o, i)) {
             i++; /* and its value */
             continue;
         }

@@ -65,11 +65,13 @@ function M.ranges(list)
   return table.concat(parts, ",")
 end
 
--- A fact over every rank: its value when equal everywhere (nil when absent
--- everywhere), else "[0-3] a, [4-7] b".
+-- A fact over every rank: its value when equal on every rank that sent
+-- facts (a silent one is named apart), nil when absent everywhere, else
+-- "[0-3] a, [4-7] b".
 local function folded(ranks, key)
-  local order, by = {}, {}
+  local order, by, speaking = {}, {}, 0
   for r, f in ipairs(ranks) do
+    if next(f) then speaking = speaking + 1 end
     local v = f[key]
     if v ~= nil then
       if not by[v] then by[v] = {}; order[#order + 1] = v end
@@ -77,7 +79,7 @@ local function folded(ranks, key)
     end
   end
   if #order == 0 then return nil end
-  if #order == 1 and #by[order[1]] == #ranks then return order[1] end
+  if #order == 1 and #by[order[1]] == speaking then return order[1] end
   local parts = {}
   for _, v in ipairs(order) do parts[#parts + 1] = "[" .. M.ranges(by[v]) .. "] " .. v end
   return table.concat(parts, ", ")

@@ -227,6 +227,9 @@ expect_eq "the ranks' own arguments" "${ARGS#*"$(readlink -f "$GCSH") "}" "-e pr
 OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -H localhost:2 -n 2 -e 'print(size)' 2>&1 </dev/null)
 expect_eq "-H: the ranks run" "$OUT" "[0-1] 2"
 expect_contains "-H: mpirun got --host" "$(tr '\n' ' ' <"$TMP/mpirun.args")" "--host localhost:2 "
+OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -n 2 -e --map-by -e 'print("ok")' 2>&1 </dev/null)
+expect_eq "an -e whose value looks like an option stays the ranks'" "$OUT" "[0-1] ok"
+expect_contains "an -e whose value looks like an option: its value" "$(tr '\n' ' ' <"$TMP/mpirun.args")" " -e --map-by -e "
 run -n 2 "$TMP/args.lua" --hostfile nowhere
 expect_contains "after the script, --hostfile is the script's" "$OUT" "[0] 0${T}2${T}args.lua${T}--hostfile${T}nowhere"
 run --hostfile "$TMP/hosts" -e 'print(1)'
