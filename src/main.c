@@ -526,19 +526,33 @@ static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
     return code;
 }
 
+/* Under a plain `mpirun -np N gcsh --help`, one answer is enough: the
+ * launcher's rank 0 (before MPI is up, from the launcher's environment). */
+static int first_process(void)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r)
+        r = getenv("PMIX_RANK");
+    if (!r)
+        r = getenv("PMI_RANK");
+    return !r || atoi(r) == 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_options(argc, argv, &o) != 0)
         return 1;
     if (o.help) {
-        print_help(argv[0]);
+        if (first_process())
+            print_help(argv[0]);
         return 0;
     }
     if (o.version && !o.first_action && !o.script && !o.interactive) {
         char v[1024]; /* nothing else to do: no ranks to start */
         versions_text(v, sizeof v);
-        puts(v);
+        if (first_process())
+            puts(v);
         return 0;
     }
     if (o.nranks) {

@@ -313,6 +313,10 @@ if command -v mpirun >/dev/null; then
 [1] 1${T}1${T}args.lua${T}m${T}nil${T}nil${T}m
 [1] 1${T}gcsh"
     expect_eq "under plain mpirun: exit 0" "$RC" 0
+    OUT=$(timeout 60 mpirun "${MPIFLAGS[@]}" "$GCSH" --version 2>&1 </dev/null)
+    expect_eq "--version under plain mpirun: once" "$OUT" "$V1"
+    OUT=$(timeout 60 mpirun "${MPIFLAGS[@]}" "$GCSH" --help 2>&1 </dev/null)
+    expect_eq "--help under plain mpirun: once" "$(grep -c '^usage:' <<<"$OUT")" 1
 else
     skip "mpirun missing"
 fi
