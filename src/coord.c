@@ -36,6 +36,8 @@ typedef struct run_state {
     double probe_until; /* 0: no probe in flight */
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
+    int exit_code;      /* os.exit on the lowest rank that called it, or -1 */
+    int exit_rank;
 } run_state;
 
 typedef struct coord_run {
@@ -133,6 +135,7 @@ static const char *io_where(void *arg, int r)
         return "not running this command (.ranks)";
     if (rs->state[r] == DONE)
         return rs->status[r] == CHUNK_OK ? "finished the command"
+               : rs->status[r] == CHUNK_EXIT ? "called os.exit"
                : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
                                                      : "ended the command with an error";
     return rs->where[r][0] ? rs->where[r] : "running (no answer)";
@@ -307,6 +310,13 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (m->h.len < sizeof(uint32_t))
             break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
+        if ((rs->status[r] & 0xff) == CHUNK_EXIT) {
+            if (rs->exit_code < 0 || r < rs->exit_rank) {
+                rs->exit_code = (int)(rs->status[r] >> 8 & 0xff);
+                rs->exit_rank = r;
+            }
+            rs->status[r] = CHUNK_EXIT;
+        }
         gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
@@ -466,7 +476,7 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res)
 {
-    run_state rs = {.targets = targets};
+    run_state rs = {.targets = targets, .exit_code = -1};
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
@@ -482,7 +492,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;
-        res->failed += rs.status[r] != CHUNK_OK;
+        res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
         res->lost += c->lost[r] && targets[r];
     }
@@ -492,6 +502,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
     res->aborted = rs.abort_all;
+    res->exit_code = rs.exit_code;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);

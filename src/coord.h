@@ -44,6 +44,7 @@ typedef struct gcsh_run_result {
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
     int lost;          /* ranks whose connection closed meanwhile */
+    int exit_code;     /* os.exit(code) on some rank (the lowest): code; else -1 */
     double seconds;
 } gcsh_run_result;
 

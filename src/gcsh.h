@@ -41,6 +41,9 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
+    /* os.exit(code) in the running chunk: the status the session should
+     * end with (-1: not called).  Reset when a chunk starts. */
+    int exit_code;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
@@ -58,6 +61,10 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 /* Seconds on the monotonic clock, for deadlines and durations (the wall
  * clock may jump). */
 double gcsh_now_seconds(void);
+
+/* The error object os.exit raises to end the chunk (l_shell.c): the
+ * worker's error handler passes it through without a traceback. */
+const void *gcsh_exit_token(void);
 
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);

@@ -228,6 +228,8 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
         }
         if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
             return 1;
+        if (s->quit) /* os.exit */
+            return 0;
     }
     return 0;
 }
@@ -266,9 +268,9 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     if (o->version)
         gcsh_coord_say(&coord, "gcsh %s (%s)", GCSH_VERSION, LUA_RELEASE);
     code = run_actions(&s, argc, argv, o);
-    if (code == 0 && o->script)
+    if (code == 0 && o->script && !s.quit)
         code = run_script(&s, argv[o->script]);
-    int repl = o->interactive || (!o->script && !o->has_exec && !o->version);
+    int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
     if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
             banner(&s, ctx);
@@ -277,6 +279,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         /* a piped session fails if any of its chunks failed (as sqlite3) */
         code = !term.interactive && s.failures ? 1 : 0;
     }
+    if (s.exit_code >= 0)
+        code = s.exit_code;
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;

@@ -35,8 +35,9 @@ enum gcsh_msg_type {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 
-/* DONE status */
-enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };
+/* DONE status.  CHUNK_EXIT: the chunk called os.exit(code); the code is in
+ * bits 8-15 of the status word (CHUNK_EXIT | code << 8). */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
 
 typedef struct gcsh_msg_header {
     uint32_t type;

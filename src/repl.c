@@ -21,7 +21,7 @@
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1};
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
@@ -45,6 +45,10 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
+    if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
+        s->exit_code = res->exit_code;
+        s->quit = 1;
+    }
     if (s->time_on)
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }

@@ -19,7 +19,8 @@ typedef struct gcsh_session {
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (check.h) */
     int failures;      /* chunks that failed on some rank */
-    int quit;          /* .quit was typed */
+    int quit;          /* .quit was typed, or a chunk called os.exit */
+    int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
 } gcsh_session;
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0);

@@ -133,6 +133,8 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
 /* lua.c's msghandler: the message plus a traceback. */
 static int msghandler(lua_State *L)
 {
+    if (lua_touserdata(L, 1) == gcsh_exit_token())
+        return 1; /* os.exit: no message, no traceback */
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
@@ -190,6 +192,10 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
         print_results(L, base + 2);
+    if (st != LUA_OK && lua_touserdata(L, -1) == gcsh_exit_token() && w->ctx->exit_code >= 0) {
+        lua_settop(L, base);
+        return CHUNK_EXIT | (uint32_t)w->ctx->exit_code << 8;
+    }
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         capture_string(w->ctx, msg ? msg : "(error object is not a string)");
@@ -218,6 +224,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0);
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
+    w->ctx->exit_code = -1;
     w->running_seq = m->h.seq;
     pthread_mutex_unlock(&w->run_lock);
 
@@ -228,7 +235,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;
     lua_sethook(w->ctx->L, NULL, 0, 0);
-    if (atomic_exchange(&w->ctx->interrupt, 0) && status != CHUNK_OK)
+    if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
