@@ -54,6 +54,33 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
     gcsh_checker_init(&c->checker, ctx->size);
 }
 
+void gcsh_tap_init(gcsh_tap *t, int size)
+{
+    *t = (gcsh_tap){0};
+    t->out = calloc((size_t)size, sizeof *t->out);
+    t->status = calloc((size_t)size, sizeof *t->status);
+    t->ran = calloc((size_t)size, 1);
+}
+
+void gcsh_tap_destroy(gcsh_tap *t, int size)
+{
+    for (int r = 0; t->out && r < size; r++)
+        gcsh_text_free(&t->out[r]);
+    free(t->out);
+    free(t->status);
+    free(t->ran);
+    *t = (gcsh_tap){0};
+}
+
+/* A rank's output: folded for the terminal, and kept by a tap. */
+static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet)
+        gcsh_fold_add(&c->fold, r, s, n);
+}
+
 void gcsh_coord_destroy(gcsh_coord *c)
 {
     gcsh_fold_destroy(&c->fold);
@@ -302,7 +329,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
-        gcsh_fold_add(&c->fold, r, m->data, m->h.len);
+        take_output(c, r, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -310,6 +337,11 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (m->h.len < sizeof(uint32_t))
             break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
+        if (rs->status[r] & CHUNK_VARIES) {
+            if (c->tap)
+                c->tap->varies = 1;
+            rs->status[r] &= ~CHUNK_VARIES;
+        }
         if ((rs->status[r] & 0xff) == CHUNK_EXIT) {
             if (rs->exit_code < 0 || r < rs->exit_rank) {
                 rs->exit_code = (int)(rs->status[r] >> 8 & 0xff);
@@ -317,7 +349,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             }
             rs->status[r] = CHUNK_EXIT;
         }
-        gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);
@@ -495,6 +527,10 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
         res->lost += c->lost[r] && targets[r];
+        if (c->tap) {
+            c->tap->status[r] = rs.status[r];
+            c->tap->ran[r] = 1;
+        }
     }
     if (res->interrupted || rs.abort_all)
         say_interrupted(c, &rs);

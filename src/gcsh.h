@@ -44,6 +44,10 @@ struct gcsh_ctx {
     /* os.exit(code) in the running chunk: the status the session should
      * end with (-1: not called).  Reset when a chunk starts. */
     int exit_code;
+    /* The running chunk read a clock, an address or the machine's facts:
+     * its output may differ between runs (CHUNK_VARIES).  Reset when a
+     * chunk starts; set by gcsh.varies() and the functions that do. */
+    int output_varies;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

@@ -96,6 +96,14 @@ static int shell_check(lua_State *L)
     return 1;
 }
 
+/* gcsh.varies(): this command's output depends on timing or the machine
+ * (a replay records it and does not compare it, record.h). */
+static int shell_varies(lua_State *L)
+{
+    gcsh_ctx_of(L)->output_varies = 1;
+    return 0;
+}
+
 /* gcsh.debug.inject(what): makes a fault happen, to test what the shell does
  * about it (backend.h).  A test facility: refused unless GCSH_TEST_FAULTS=1. */
 static int debug_inject(lua_State *L)
@@ -137,6 +145,7 @@ static int shell_exit(lua_State *L)
 static int shell_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->output_varies = 1; /* devices and versions: the machine's */
     ctx->be->info(ctx, L);
     return 1;
 }
@@ -164,6 +173,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "info");
     lua_pushcfunction(L, shell_check);
     lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_varies);
+    lua_setfield(L, -2, "varies");
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, debug_inject);
     lua_setfield(L, -2, "inject");

@@ -38,6 +38,10 @@ enum gcsh_msg_type {
 /* DONE status.  CHUNK_EXIT: the chunk called os.exit(code); the code is in
  * bits 8-15 of the status word (CHUNK_EXIT | code << 8). */
 enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
+/* A flag of the DONE status word: the chunk read a clock, an address or the
+ * machine's facts, so its output may differ between runs (replays do not
+ * compare it). */
+#define CHUNK_VARIES 0x10000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

@@ -12,6 +12,7 @@
 
 #include "complete.h"
 #include "msg.h"
+#include "record.h"
 #include "repl.h"
 #include "sig.h"
 
@@ -29,6 +30,8 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -102,6 +105,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
     }
     if (st != LUA_OK) {
         gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
         return SYNTAX_ERROR;
@@ -155,8 +159,7 @@ static void dot_help(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "%s", buf);
 }
 
-/* The targeted ranks as "0,2-3". */
-static char *targets_string(const gcsh_session *s, char *buf, size_t len)
+char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
 {
     int n = s->coord->size, k = 0;
     int *list = malloc((size_t)n * sizeof *list);
@@ -210,19 +213,28 @@ bad:
     return -1;
 }
 
-static void dot_ranks(gcsh_session *s, const char *arg)
+int gcsh_session_set_ranks(gcsh_session *s, const char *list)
 {
     int n = s->coord->size;
-    if (*arg && strcmp(arg, "all") != 0) {
-        char *t = malloc((size_t)n);
-        if (parse_ranks(s, arg, t) == 0)
-            memcpy(s->targets, t, (size_t)n);
-        free(t);
-    } else if (*arg) {
+    if (strcmp(list, "all") == 0) {
         memset(s->targets, 1, (size_t)n);
+        return 0;
+    }
+    char *t = malloc((size_t)n);
+    int rc = parse_ranks(s, list, t);
+    if (rc == 0)
+        memcpy(s->targets, t, (size_t)n);
+    free(t);
+    return rc;
+}
+
+static void dot_ranks(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        gcsh_session_set_ranks(s, arg);
     } else { /* no argument: say which ranks lines run on */
         char ranks[512];
-        gcsh_coord_say(s->coord, "ranks %s", targets_string(s, ranks, sizeof ranks));
+        gcsh_coord_say(s->coord, "ranks %s", gcsh_session_targets(s, ranks, sizeof ranks));
     }
 }
 
@@ -281,6 +293,21 @@ static void dot_info(gcsh_session *s, const char *arg)
     run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
 }
 
+/* .record FILE | off | (nothing: where) */
+static void dot_record(gcsh_session *s, const char *arg)
+{
+    if (!*arg) {
+        gcsh_record_say(s->rec, s->coord);
+        return;
+    }
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
+    if (strcmp(arg, "off") == 0)
+        gcsh_coord_say(s->coord, "record off");
+    else
+        s->rec = gcsh_record_open(s, arg);
+}
+
 static void dot_quit(gcsh_session *s, const char *arg)
 {
     (void)arg;
@@ -301,6 +328,10 @@ static const gcsh_dot dot_commands[] = {
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
      dot_check},
+    {"record", "FILE|off", ".record [FILE|off]",
+     "write the following lines and their output to FILE as a\n"
+     "                    script (gcsh --replay FILE compares a rerun with it)",
+     dot_record},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
@@ -310,7 +341,7 @@ static const gcsh_dot dot_commands[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* Runs a dot-command line (".ranks 0-1"). */
+/* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
 static void dot_command(gcsh_session *s, char *line)
 {
     char *cmd = line + 1;
@@ -333,6 +364,15 @@ static void dot_command(gcsh_session *s, char *line)
     say_usage(s, prefix);
 }
 
+void gcsh_session_dot(gcsh_session *s, const char *line)
+{
+    char *copy = strdup(line);
+    if (s->rec)
+        gcsh_record_dot(s->rec, s, line);
+    dot_command(s, copy);
+    free(copy);
+}
+
 static int is_dot_command(const char *line)
 {
     return line[0] == '.' && isalpha((unsigned char)line[1]);
@@ -341,10 +381,10 @@ static int is_dot_command(const char *line)
 /* ---- reading lines ------------------------------------------------------- */
 
 /* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
-static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
+void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
 {
     char ranks[512];
-    snprintf(buf, len, "gcsh[%s]%s ", targets_string(s, ranks, sizeof ranks),
+    snprintf(buf, len, "gcsh[%s]%s ", gcsh_session_targets(s, ranks, sizeof ranks),
              continuation ? ">>" : ">");
 }
 
@@ -468,7 +508,7 @@ static enum got read_line(gcsh_session *s, int continuation, char **line)
     char prompt[600];
     if (take_typeahead(s, line)) /* the terminal echoed it already */
         return GOT_LINE;
-    make_prompt(s, continuation, prompt, sizeof prompt);
+    gcsh_session_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
 }
 
@@ -543,6 +583,59 @@ static void run_chunk_text(gcsh_session *s, const char *src)
     run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &res);
 }
 
+/* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
+ * (nothing ran; the prompt reads another line). */
+static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    char *src = NULL;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    enum compiled c = compile_chunk(s, chunk, &src);
+    if (c != READY) {
+        if (res)
+            res->syntax_error = c == SYNTAX_ERROR;
+        return c;
+    }
+    if (res) {
+        gcsh_tap_init(&res->tap, s->coord->size);
+        s->coord->tap = &res->tap;
+        res->ran = 1;
+    }
+    gcsh_run_result rr;
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    s->coord->tap = NULL;
+    if (res)
+        res->exit_code = rr.exit_code;
+    free(src);
+    return READY;
+}
+
+int gcsh_session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    return session_line(s, chunk, res) == READY ? 0 : -1;
+}
+
+void gcsh_line_result_free(gcsh_session *s, gcsh_line_result *res)
+{
+    if (res->ran)
+        gcsh_tap_destroy(&res->tap, s->coord->size);
+    res->ran = 0;
+}
+
+/* What was typed so far, run unless incomplete (INCOMPLETE: nothing ran),
+ * and recorded when .record is on. */
+static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
+{
+    if (!s->rec)
+        return session_line(s, chunk, NULL);
+    gcsh_line_result res;
+    enum compiled c = session_line(s, chunk, &res);
+    if (c != INCOMPLETE)
+        gcsh_record_line(s->rec, s, chunk, &res);
+    gcsh_line_result_free(s, &res);
+    return c;
+}
+
 void gcsh_repl(gcsh_session *s)
 {
     if (s->term->editing) {
@@ -569,21 +662,16 @@ void gcsh_repl(gcsh_session *s)
         if (!chunk && is_dot_command(line)) {
             if (s->term->editing)
                 history_add(line);
-            dot_command(s, line);
+            gcsh_session_dot(s, line);
             free(line);
             continue;
         }
         append_line(&chunk, line);
         free(line);
-        char *src = NULL;
-        enum compiled c = compile_chunk(s, chunk, &src);
-        if (c == INCOMPLETE)
+        if (typed_chunk(s, chunk) == INCOMPLETE)
             continue;
         if (s->term->editing && chunk[strspn(chunk, " \t")])
             history_add(chunk);
-        if (c == READY)
-            run_chunk_text(s, src);
-        free(src);
         free(chunk);
         chunk = NULL;
     }

@@ -225,6 +225,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
     w->ctx->exit_code = -1;
+    w->ctx->output_varies = 0;
     w->running_seq = m->h.seq;
     pthread_mutex_unlock(&w->run_lock);
 
@@ -239,7 +240,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
         status = CHUNK_INTERRUPTED;
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
-    return status;
+    return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
 }
 
 int gcsh_worker_loop(gcsh_worker *w)
