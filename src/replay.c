@@ -184,9 +184,10 @@ static int is_hex(char ch)
 }
 
 /* Output as it is compared: a last line without its newline gets one (the
- * terminal shows it that way), and addresses ("0x" and 8 or more hex
- * digits: tostring of a table, a file, w:info()) read "0x?", since they
- * differ between runs. */
+ * terminal shows it that way), and addresses ("0x" and 8 to 12 hex digits,
+ * as a 48-bit pointer prints: tostring of a table, a file, w:info()) read
+ * "0x?", since they differ between runs.  (t:checksum() prints 16 digits:
+ * compared.) */
 static void normalise(gcsh_text *out, const gcsh_text *in)
 {
     size_t i = 0;
@@ -194,7 +195,9 @@ static void normalise(gcsh_text *out, const gcsh_text *in)
         size_t j = i + 2;
         while (j < in->len && is_hex(in->s[j]))
             j++;
-        if (i + 1 < in->len && in->s[i] == '0' && in->s[i + 1] == 'x' && j - i - 2 >= 8) {
+        size_t digits = j - i - 2;
+        if (i + 1 < in->len && in->s[i] == '0' && in->s[i + 1] == 'x' && digits >= 8 &&
+            digits <= 12) {
             gcsh_text_append(out, "0x?", 3);
             i = j;
         } else {
