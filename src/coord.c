@@ -11,6 +11,7 @@
 #include "coord.h"
 #include "msg.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
  * line from every rank arrives in time to be folded into one. */
@@ -121,6 +122,7 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
 static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
     gcsh_fold_flush(&c->fold, 0);
+    gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
@@ -235,6 +237,7 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
+    gcsh_tracer_request(c); /* the trace file shows where each rank is */
     free(ranks);
     free(text);
     free(v);
@@ -368,6 +371,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         break;
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
+        break;
+    case MSG_TRACE_DATA:
+        gcsh_tracer_take(c, r, m->data, m->h.len);
         break;
     case MSG_FATAL:
         gcsh_fold_flush(&c->fold, 0);
@@ -537,6 +543,8 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
+    if (rs.abort_all)
+        gcsh_tracer_snapshot(c, "written after .abort");
     res->aborted = rs.abort_all;
     res->exit_code = rs.exit_code;
     res->seconds = gcsh_now_seconds() - rs.start;

@@ -49,6 +49,7 @@ typedef struct gcsh_coord {
     void (*on_exit)(void *arg);
     void *exit_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
+    struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
 } gcsh_coord;
 
 typedef struct gcsh_run_result {

@@ -16,6 +16,7 @@
 
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
+typedef struct gcsh_trace gcsh_trace;
 
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
@@ -48,6 +49,11 @@ struct gcsh_ctx {
      * its output may differ between runs (CHUNK_VARIES).  Reset when a
      * chunk starts; set by gcsh.varies() and the functions that do. */
     int output_varies;
+    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
+     * traced copy of the backend's table; trace_store outlives it (the
+     * watcher thread copies from it) until the rank closes. */
+    gcsh_trace *trace;
+    gcsh_trace *trace_store;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

@@ -23,6 +23,7 @@
 #include "sig.h"
 #include "spmd.h"
 #include "term.h"
+#include "trace_coord.h"
 
 typedef struct options {
     int interactive;   /* -i */
@@ -36,6 +37,7 @@ typedef struct options {
     int has_exec;      /* some -e was given */
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
+    const char *trace;  /* --trace FILE */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
 } options;
@@ -56,6 +58,7 @@ static void usage(const char *prog, const char *problem)
             "  --timeout S      report ranks still running after S seconds (0: never)\n"
             "  --record FILE    write the session's lines and output to FILE (a script)\n"
             "  --replay FILE    rerun a recording; exit 1 at the first line that differs\n"
+            "  --trace FILE     write a trace of every rank's lines and calls (Chrome JSON)\n"
             "  --               stop handling options\n"
             "  -                run stdin as a script\n",
             prog);
@@ -106,11 +109,14 @@ static int parse_options(int argc, char **argv, options *o)
             if (++i >= argc)
                 return usage(argv[0], "'--backend' needs host or cuda"), -1;
             o->backend = argv[i];
-        } else if (strcmp(a, "--record") == 0 || strcmp(a, "--replay") == 0) {
-            if (++i >= argc || !argv[i][0])
-                return usage(argv[0], a[4] == 'c' ? "'--record' needs a file name"
-                                                                 : "'--replay' needs a file name"), -1;
-            *(a[4] == 'c' ? &o->record : &o->replay) = argv[i];
+        } else if (strcmp(a, "--record") == 0 || strcmp(a, "--replay") == 0 ||
+                   strcmp(a, "--trace") == 0) {
+            if (++i >= argc || !argv[i][0]) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "'%s' needs a file name", a);
+                return usage(argv[0], msg), -1;
+            }
+            *(a[2] == 't' ? &o->trace : a[4] == 'c' ? &o->record : &o->replay) = argv[i];
         } else if (strcmp(a, "--timeout") == 0) {
             if (++i >= argc || parse_number(argv[i], 0, 1e6, &v) != 0)
                 return usage(argv[0], "'--timeout' needs seconds 0..1e6"), -1;
@@ -297,6 +303,10 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     int code = 0;
     if (o->version)
         gcsh_coord_say(&coord, "gcsh %s (%s)", GCSH_VERSION, LUA_RELEASE);
+    if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
+        code = 1;
+        goto done;
+    }
     if (o->replay) {
         code = replay_main(&s, ctx, o);
         goto done;
@@ -320,6 +330,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     if (s.exit_code >= 0)
         code = s.exit_code;
 done:
+    gcsh_tracer_stop(&coord);
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;

@@ -25,6 +25,12 @@ enum gcsh_msg_type {
                       * (seq = 1: abort every communicator) */
     MSG_FATAL,     /* worker -> coordinator: an unrecoverable fault, as text */
     MSG_DIE,       /* coordinator -> watcher (ctl): exit now with status seq */
+    /* Traces (trace.h) */
+    MSG_TRACE_ON,  /* coordinator -> worker, between chunks: start tracing */
+    MSG_TRACE_ACK, /* worker -> coordinator: u32 ok, then why not */
+    MSG_TRACE_OFF, /* coordinator -> worker, between chunks: stop; answer TRACE_DATA */
+    MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
+    MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
 };
 
 /* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */

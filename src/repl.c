@@ -15,6 +15,7 @@
 #include "record.h"
 #include "repl.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 #define HISTORY_MAX 1000
 
@@ -308,6 +309,19 @@ static void dot_record(gcsh_session *s, const char *arg)
         s->rec = gcsh_record_open(s, arg);
 }
 
+/* .trace FILE | off | (nothing: where) */
+static void dot_trace(gcsh_session *s, const char *arg)
+{
+    if (!*arg)
+        gcsh_tracer_say(s->coord);
+    else if (strcmp(arg, "off") != 0)
+        gcsh_tracer_start(s->coord, arg);
+    else if (s->coord->tracer)
+        gcsh_tracer_stop(s->coord);
+    else
+        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
+}
+
 static void dot_quit(gcsh_session *s, const char *arg)
 {
     (void)arg;
@@ -332,6 +346,10 @@ static const gcsh_dot dot_commands[] = {
      "write the following lines and their output to FILE as a\n"
      "                    script (gcsh --replay FILE compares a rerun with it)",
      dot_record},
+    {"trace", "FILE|off", ".trace [FILE|off]",
+     "trace every rank's lines and calls to FILE (Chrome JSON:\n"
+     "                    Perfetto opens it); off writes it",
+     dot_trace},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
