@@ -21,6 +21,8 @@ struct gcsh_tracer {
     int size;
     void **blob;  /* each rank's latest spans */
     size_t *len;
+    char *asked;  /* a copy was asked of this rank during the command, not yet come */
+    int nasked;
 };
 
 static void keep(gcsh_tracer *t, int r, const char *data, size_t len)
@@ -42,6 +44,7 @@ static void free_tracer(gcsh_tracer *t)
         free(t->blob[r]);
     free(t->blob);
     free(t->len);
+    free(t->asked);
     free(t->path);
     free(t);
 }
@@ -132,6 +135,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     t->size = c->size;
     t->blob = calloc((size_t)c->size, sizeof *t->blob);
     t->len = calloc((size_t)c->size, sizeof *t->len);
+    t->asked = calloc((size_t)c->size, 1);
     if (gcsh_trace_write(path, t->size, t->blob, t->len, "tracing: nothing written yet") < 0) {
         gcsh_coord_say(c, "gcsh: .trace: cannot write %s: %s", path, strerror(errno));
         free_tracer(t);
@@ -179,18 +183,35 @@ void gcsh_tracer_say(gcsh_coord *c)
         gcsh_coord_say(c, "not tracing (.trace FILE starts)");
 }
 
+#define HANG_NOTE "written at a hang report: calls still running then are marked unfinished"
+
+/* The file is written once every rank asked has answered; a rank that
+ * never does (its watcher is stuck too) is written as it was at the next
+ * report. */
 void gcsh_tracer_request(gcsh_coord *c)
 {
-    if (c->tracer)
-        tell_all(c, MSG_TRACE_FLUSH, 1);
+    gcsh_tracer *t = c->tracer;
+    if (!t)
+        return;
+    if (t->nasked > 0)
+        write_file(c, HANG_NOTE);
+    t->nasked = 0;
+    for (int r = 0; r < c->size; r++) {
+        t->asked[r] = !c->lost[r] &&
+                      gcsh_msg_send(c->link->peer_ctl[r], MSG_TRACE_FLUSH, c->seq, NULL, 0, NULL, 0) == 0;
+        t->nasked += t->asked[r];
+    }
 }
 
 void gcsh_tracer_take(gcsh_coord *c, int rank, const char *data, size_t len)
 {
-    if (!c->tracer || len == 0)
+    gcsh_tracer *t = c->tracer;
+    if (!t || !t->asked[rank])
         return;
-    keep(c->tracer, rank, data, len);
-    write_file(c, "written at a hang report: calls still running then are marked unfinished");
+    keep(t, rank, data, len);
+    t->asked[rank] = 0;
+    if (--t->nasked == 0)
+        write_file(c, HANG_NOTE);
 }
 
 void gcsh_tracer_snapshot(gcsh_coord *c, const char *why)
