@@ -9,7 +9,8 @@ every flow arrow has one start, one finish and steps between, on distinct
 ranks, in time order, each inside a slice of its rank's gcsh-calls track.
 Prints what the shell test compares: the processes, each flow ("flow NAME:
 ranks ..."), and for each SPAN name asked for, the args of its first slice
-on rank 0.  Exits 1 with "FAIL ..." lines when a check fails."""
+on rank 0; "gpu:NAME" asks for a slice NAME on every rank's GPU track (CUDA
+events), longer than zero.  Exits 1 with "FAIL ..." lines when a check fails."""
 import json
 import sys
 
@@ -51,6 +52,13 @@ def main():
                 fails.append("flow %s: its point on rank %d is in no slice" % (fid, e["pid"]))
         print("flow %s: ranks %s" % (chain[0]["name"], " ".join(map(str, sorted(pids)))))
     for name in want:
+        if name.startswith("gpu:"):
+            on = sorted({s["pid"] for s in slices if s["tid"] == 3 and s["name"] == name[4:]
+                         and s["dur"] > 0})
+            if on != list(range(ranks)):
+                fails.append("GPU slices %r on ranks %s, want every rank" % (name[4:], on))
+            print("gpu span %s: ranks %s" % (name[4:], " ".join(map(str, on))))
+            continue
         first = next((s for s in slices if s["pid"] == 0 and s["name"] == name), None)
         if first is None:
             fails.append("no slice named %r on rank 0" % name)
