@@ -47,14 +47,14 @@ typedef struct gcsh_trace_rec {
     int32_t peer;        /* -1: none */
     int32_t comm_rank, comm_size;
     int16_t dtype, redop;
-    int16_t algo;        /* enum gcsh_kcoll, -1: none */
+    int16_t coll, algo;  /* a kernel collective: enum gcsh_kcoll, gcsh_kalgo (-1: none) */
     uint8_t track;
     uint8_t failed;
 } gcsh_trace_rec;
 
 /* A record with nothing known yet. */
 #define GCSH_TRACE_REC_BLANK                                                                       \
-    {.t1 = -1, .g0 = -1, .g1 = -1, .peer = -1, .dtype = -1, .redop = -1, .algo = -1,             \
+    {.t1 = -1, .g0 = -1, .g1 = -1, .peer = -1, .dtype = -1, .redop = -1, .coll = -1, .algo = -1, \
      .comm_rank = -1}
 
 /* What a rank ships (MSG_TRACE_DATA): this header, nrec records, npool

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "kern.h"
+#include "kplan.h"
 #include "trace_json.h"
 
 typedef struct rank_data {
@@ -80,18 +80,6 @@ static const char *pool_str(const rank_data *d, uint32_t at)
     return at && at <= d->b->npool ? d->pool + at - 1 : NULL;
 }
 
-static const char *algo_name(int algo)
-{
-    static const char *const names[] = {
-        [GCSH_KC_ONESHOT] = "oneshot",          [GCSH_KC_TWOSHOT] = "twoshot",
-        [GCSH_KC_REDUCE_TO] = "reduce_to",      [GCSH_KC_REDUCE_SCATTER] = "reduce_scatter",
-        [GCSH_KC_ALLGATHER] = "allgather",      [GCSH_KC_BROADCAST] = "broadcast",
-        [GCSH_KC_MULTICAST] = "multicast",
-    };
-    return algo >= 0 && algo < (int)(sizeof names / sizeof *names) && names[algo] ? names[algo]
-                                                                                 : "?";
-}
-
 static double us(int64_t ns)
 {
     return (double)ns / 1000.0;
@@ -122,8 +110,9 @@ static json_t *span_name(const rank_data *d, const gcsh_trace_rec *r, const char
     }
     if (r->op == gcsh_trace_op_check())
         snprintf(name, sizeof name, "check %s", coll);
-    else if (r->algo >= 0)
-        snprintf(name, sizeof name, "kern.%s", algo_name(r->algo));
+    else if (r->algo >= 0 && r->coll >= 0)
+        snprintf(name, sizeof name, "kern.%s.%s", gcsh_kcoll_name((enum gcsh_kcoll)r->coll),
+                 gcsh_kalgo_name((enum gcsh_kalgo)r->algo));
     else
         snprintf(name, sizeof name, "%s", gcsh_trace_op_name(r->op));
     if (open)
@@ -146,7 +135,7 @@ static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char
     if (r->redop >= 0)
         json_object_set_new(a, "op", json_string(gcsh_redop_name((gcsh_redop)r->redop)));
     if (r->algo >= 0)
-        json_object_set_new(a, "algo", json_string(algo_name(r->algo)));
+        json_object_set_new(a, "algo", json_string(gcsh_kalgo_name((enum gcsh_kalgo)r->algo)));
     if (r->peer >= 0)
         json_object_set_new(a, "peer", json_integer(r->peer));
     if (coll[0]) {

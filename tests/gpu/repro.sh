@@ -44,9 +44,9 @@ w = c:window(1 << 20)
 out = kernel.allreduce(w, {algo = "oneshot"})
 w:free()' --backend cuda --trace "$F"
 expect_eq "trace on cuda: exit 0" "$RC" 0
-C=$(python3 tests/sh/trace_check.py "$F" "$NP" gpu:comm.allreduce gpu:kern.oneshot comm.allreduce 2>&1); RC=$?
+C=$(python3 tests/sh/trace_check.py "$F" "$NP" gpu:comm.allreduce gpu:kern.allreduce.oneshot comm.allreduce 2>&1); RC=$?
 expect_eq "trace on cuda: loads and checks out" "$RC" 0
 printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
 expect_contains "trace on cuda: GPU spans of the all-reduce on every rank" "$C" "gpu span comm.allreduce: ranks $(seq -s ' ' 0 $((NP - 1)))"
-expect_contains "trace on cuda: GPU spans of the kernel" "$C" "gpu span kern.oneshot: ranks $(seq -s ' ' 0 $((NP - 1)))"
+expect_contains "trace on cuda: GPU spans of the kernel" "$C" "gpu span kern.allreduce.oneshot: ranks $(seq -s ' ' 0 $((NP - 1)))"
 finish

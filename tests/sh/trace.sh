@@ -31,7 +31,7 @@ for n in 2 4; do
   expect_eq "$n ranks: a traced session: exit 0" "$RC" 0
   expect_contains "$n ranks: says where" "$OUT" "tracing to $F"
   expect_match "$n ranks: written at the end" "$OUT" "^trace written to $F: [0-9]+ spans from $n ranks$"
-  C=$($CHECK "$F" "$n" comm.allreduce kern.oneshot xfer.prepare xfer.post win.signal_wait win.create \
+  C=$($CHECK "$F" "$n" comm.allreduce kern.allreduce.oneshot xfer.prepare xfer.post win.signal_wait win.create \
       win.destroy "check allreduce #1" mem.fill 'c:allreduce(t)' 2>&1); RC=$?
   expect_eq "$n ranks: python3's json loads it; processes, timestamps and flows check out" "$RC" 0
   printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
@@ -42,7 +42,7 @@ for n in 2 4; do
   expect_contains "$n ranks: the kernel collective's flow" "$C" "flow kernel.allreduce #4: ranks $all"
   expect_contains "$n ranks: window free's flow" "$C" "flow window:free #7: ranks $all"
   expect_contains "$n ranks: allreduce args" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "op": "sum", "seq": 1}'
-  expect_contains "$n ranks: kernel args" "$C" 'span kern.oneshot: {"algo": "oneshot", "bytes": 256, "collective": "kernel.allreduce #4"'
+  expect_contains "$n ranks: kernel args" "$C" 'span kern.allreduce.oneshot: {"algo": "oneshot", "bytes": 256, "collective": "kernel.allreduce #4"'
   expect_contains "$n ranks: transfer args" "$C" 'span xfer.prepare: {"bytes": 16}'
   expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
 done
