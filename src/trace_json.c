@@ -264,7 +264,8 @@ static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *
                                   .ts = x->t0 + d[r].b->offset - base};
         }
     }
-    qsort(p, n, sizeof *p, by_collective);
+    if (n)
+        qsort(p, n, sizeof *p, by_collective);
     int rc = 0;
     json_int_t id = 0;
     for (size_t i = 0; i < n && rc == 0;) {

@@ -177,10 +177,10 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(doc, "otherData"), "note")),
                  "unit test") == 0, "the note");
     json_decref(doc);
-    free(mine);
-    free(other);
     CHECK(gcsh_trace_write("/nonexistent/dir/t.json", 2, blobs, lens, NULL) == -1,
           "an unwritable file fails");
+    free(mine);
+    free(other);
 }
 
 int main(int argc, char **argv)
