@@ -5,7 +5,8 @@ set -euo pipefail
 
 # lua-dkjson: bench's json= (a pure-Lua module, carried to GPU machines as a
 # .deb like Lua itself: scripts/gpu-check.sh)
-packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev tmux lua-dkjson)
+packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev libjansson-dev tmux
+          lua-dkjson)
 
 missing=()
 for p in "${packages[@]}"; do

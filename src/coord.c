@@ -13,6 +13,7 @@
 #include "msg.h"
 #include "launch.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
  * line from every rank arrives in time to be folded into one. */
@@ -58,6 +59,33 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
     gcsh_progress_init(&c->progress, out, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
+}
+
+void gcsh_tap_init(gcsh_tap *t, int size)
+{
+    *t = (gcsh_tap){0};
+    t->out = calloc((size_t)size, sizeof *t->out);
+    t->status = calloc((size_t)size, sizeof *t->status);
+    t->ran = calloc((size_t)size, 1);
+}
+
+void gcsh_tap_destroy(gcsh_tap *t, int size)
+{
+    for (int r = 0; t->out && r < size; r++)
+        gcsh_text_free(&t->out[r]);
+    free(t->out);
+    free(t->status);
+    free(t->ran);
+    *t = (gcsh_tap){0};
+}
+
+/* A rank's output: folded for the terminal, and kept by a tap. */
+static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet)
+        gcsh_fold_add(&c->fold, r, s, n);
 }
 
 void gcsh_coord_destroy(gcsh_coord *c)
@@ -111,6 +139,7 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
 static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
     flush_output(c, 0);
+    gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     gcsh_launcher_status(c->launcher, code);
     for (int r = 1; r < c->size; r++)
@@ -246,6 +275,7 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
+    gcsh_tracer_request(c); /* the trace file shows where each rank is */
     free(ranks);
     free(text);
     free(v);
@@ -340,11 +370,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
-        if (c->collect) {
-            gcsh_text_append(&c->collect[r], m->data, m->h.len);
-            break;
-        }
-        gcsh_fold_add(&c->fold, r, m->data, m->h.len);
+        take_output(c, r, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -352,17 +378,18 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (m->h.len < sizeof(uint32_t))
             break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
+        if (rs->status[r] & CHUNK_VARIES) {
+            if (c->tap)
+                c->tap->varies = 1;
+            rs->status[r] &= ~CHUNK_VARIES;
+        }
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
             if (rs->exit_deadline == 0)
                 rs->exit_deadline = now + EXIT_GRACE_S;
         }
-        if (c->collect)
-            gcsh_text_append(&c->collect[r], m->data + sizeof(uint32_t),
-                             m->h.len - sizeof(uint32_t));
-        else
-            gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);
@@ -385,6 +412,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_PROGRESS:
         if (m->h.len == sizeof(gcsh_progress_msg))
             gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
+        break;
+    case MSG_TRACE_DATA:
+        gcsh_tracer_take(c, r, m->data, m->h.len);
         break;
     case MSG_FATAL:
         flush_output(c, 0);
@@ -574,11 +604,12 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
     free(list);
 }
 
-/* After a command in which some rank called os.exit: the session ends with
- * its status (the first non-zero one by rank, else 0).  Said, unless every
- * rank called os.exit with one status, as a script's last line does; ranks
- * still running after the grace period are not waited for. */
-static void end_by_exit(gcsh_coord *c, run_state *rs)
+/* After a command in which some rank called os.exit: the status the session
+ * ends with (the first non-zero one by rank, else 0; the caller ends it).
+ * Said, unless every rank called os.exit with one status, as a script's last
+ * line does; ranks still running after the grace period are not waited for:
+ * the session ends at once. */
+static int end_by_exit(gcsh_coord *c, run_state *rs)
 {
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
     char (*text)[32] = malloc((size_t)c->size * sizeof *text);
@@ -603,7 +634,6 @@ static void end_by_exit(gcsh_coord *c, run_state *rs)
                      ranks_where(c, rs, RUNNING, running, sizeof running));
             die_now(c, code, why);
         }
-        c->end_status = code;
         if (n < c->size || !same)
             gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
                            code);
@@ -612,6 +642,7 @@ static void end_by_exit(gcsh_coord *c, run_state *rs)
     free(ranks);
     free(text);
     free(v);
+    return code;
 }
 
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
@@ -631,6 +662,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         flags |= CHUNK_PROGRESS;
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
+    int exited = 0;
     wait_for_ranks(c, &rs);
     gcsh_progress_end(&c->progress);
     gcsh_checker_clear(&c->checker);
@@ -640,16 +672,21 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
-        res->exited += rs.status[r] == CHUNK_EXIT;
+        exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
+        if (c->tap) {
+            c->tap->status[r] = rs.status[r];
+            c->tap->ran[r] = 1;
+        }
     }
     if (res->interrupted || rs.abort_all)
         say_interrupted(c, &rs);
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
-    if (res->exited)
-        end_by_exit(c, &rs);
+    if (rs.abort_all)
+        gcsh_tracer_snapshot(c, "written after .abort");
+    res->exit_code = exited ? end_by_exit(c, &rs) : -1;
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);

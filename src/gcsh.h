@@ -16,6 +16,7 @@
 
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
+typedef struct gcsh_trace gcsh_trace;
 typedef struct gcsh_board gcsh_board;
 
 struct gcsh_ctx {
@@ -44,9 +45,18 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
-    /* os.exit was called during the current chunk, with this status: the
-     * worker reports it and rank 0 ends the session (coord.c). */
-    int exiting, exit_status;
+    /* os.exit(code) in the running chunk: the status the session should
+     * end with (-1: not called).  Reset when a chunk starts. */
+    int exit_code;
+    /* The running chunk read a clock, an address or the machine's facts:
+     * its output may differ between runs (CHUNK_VARIES).  Reset when a
+     * chunk starts; set by gcsh.varies() and the functions that do. */
+    int output_varies;
+    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
+     * traced copy of the backend's table; trace_store outlives it (the
+     * watcher thread copies from it) until the rank closes. */
+    gcsh_trace *trace;
+    gcsh_trace *trace_store;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
@@ -69,6 +79,10 @@ double gcsh_now_seconds(void);
  * -1 when unknown. */
 int gcsh_numa_of_cpu(int cpu);
 int gcsh_numa_of_pci(const char *bus);
+
+/* The error object os.exit raises to end the chunk (l_shell.c): the
+ * worker's error handler passes it through without a traceback. */
+const void *gcsh_exit_token(void);
 
 /* Raises ctx->err as a Lua error (never returns); after an unrecoverable
  * fault (ctx->fatal) it ends every rank instead (check.c). */

@@ -85,32 +85,6 @@ static int shell_sleep(lua_State *L)
     }
 }
 
-/* Set by os.exit on the running chunk: every Lua instruction raises again, so
- * a pcall in the user's code cannot keep the chunk going. */
-static void exit_hook(lua_State *L, lua_Debug *ar)
-{
-    (void)ar;
-    luaL_error(L, "os.exit(%d)", gcsh_ctx_of(L)->exit_status);
-}
-
-/* os.exit([status [, close]]), as in lua: true is EXIT_SUCCESS, false
- * EXIT_FAILURE.  The process does not vanish under the session: the chunk
- * ends here, the worker reports the status, and rank 0 ends the session on
- * every rank with it (coord.c; close is moot: states are closed then). */
-static int shell_exit(lua_State *L)
-{
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    int status = lua_isboolean(L, 1) ? (lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE)
-                                     : (int)luaL_optinteger(L, 1, EXIT_SUCCESS);
-    ctx->exiting = 1;
-    ctx->exit_status = status & 0xff; /* what a process's status keeps */
-    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
-    lua_sethook(ctx->L, exit_hook, mask, 1);
-    if (L != ctx->L) /* a coroutine: its resumer must stop too */
-        lua_sethook(L, exit_hook, mask, 1);
-    return luaL_error(L, "os.exit(%d)", ctx->exit_status);
-}
-
 /* gcsh.progress(done, total [, label]): a progress report for rank 0's
  * terminal (progress.h); gcsh.progress() clears it.  Cheap enough to call
  * every step: the report is sent with the next output flush. */
@@ -142,6 +116,14 @@ static int shell_check(lua_State *L)
         gcsh_check_set_enabled(ctx, lua_toboolean(L, 1));
     lua_pushboolean(L, was);
     return 1;
+}
+
+/* gcsh.varies(): this command's output depends on timing or the machine
+ * (a replay records it and does not compare it, record.h). */
+static int shell_varies(lua_State *L)
+{
+    gcsh_ctx_of(L)->output_varies = 1;
+    return 0;
 }
 
 /* gcsh.check_counts(): {board=, coordinator=, failed=}: this rank's
@@ -177,6 +159,41 @@ static int debug_inject(lua_State *L)
     return 0;
 }
 
+static const char exit_token = 0;
+
+const void *gcsh_exit_token(void)
+{
+    return &exit_token;
+}
+
+/* Set by os.exit: every Lua instruction raises the token again, so a pcall
+ * in the user's code cannot keep the chunk going. */
+static void exit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    lua_error(L);
+}
+
+/* os.exit([status]): ends the chunk here and, once the command is over on
+ * every rank, the session with that status (true: 0, false: 1, as lua.c;
+ * coord.c says which status when ranks disagree).  Calling the C library's
+ * exit would take this rank out of the session (rank 0 would report it
+ * lost); reproducers exit 125 through this. */
+static int shell_exit(lua_State *L)
+{
+    int code = lua_isboolean(L, 1) ? !lua_toboolean(L, 1) : (int)luaL_optinteger(L, 1, 0);
+    luaL_argcheck(L, code >= 0 && code <= 255, 1, "status must be 0..255");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->exit_code = code;
+    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
+    lua_sethook(ctx->L, exit_hook, mask, 1);
+    if (L != ctx->L) /* a coroutine: its resumer must stop too */
+        lua_sethook(L, exit_hook, mask, 1);
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    return lua_error(L);
+}
+
 static void set_string(lua_State *L, const char *key, const char *v)
 {
     lua_pushstring(L, v);
@@ -196,6 +213,7 @@ static void set_integer(lua_State *L, const char *key, lua_Integer v)
 static int shell_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->output_varies = 1; /* devices and versions: the machine's */
     ctx->be->info(ctx, L);
     set_integer(L, "rank", ctx->rank);
     set_integer(L, "size", ctx->size);
@@ -241,6 +259,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "check");
     lua_pushcfunction(L, shell_progress);
     lua_setfield(L, -2, "progress");
+    lua_pushcfunction(L, shell_varies);
+    lua_setfield(L, -2, "varies");
     lua_pushcfunction(L, shell_check_counts);
     lua_setfield(L, -2, "check_counts");
     lua_createtable(L, 0, 1);

@@ -20,10 +20,12 @@
 #include "launch.h"
 #include "msg.h"
 #include "rank.h"
+#include "record.h"
 #include "repl.h"
 #include "sig.h"
 #include "spmd.h"
 #include "term.h"
+#include "trace_coord.h"
 
 /* What the command line asked for. */
 typedef struct options {
@@ -45,6 +47,11 @@ typedef struct options {
      * them (with their values) out of what the ranks get. */
     int launcher_at[34];
     int n_launcher_at;
+    const char *record; /* --record FILE */
+    const char *replay; /* --replay FILE */
+    const char *trace;  /* --trace FILE */
+    int replay_ranks;   /* the recording's rank count (header) */
+    char replay_backend[64];
 } options;
 
 /* ---- the option table ----------------------------------------------------- */
@@ -132,6 +139,18 @@ static int opt_mpirun(options *o, const option_row *row, const char *val, int at
     return 0;
 }
 
+/* --record, --replay, --trace FILE. */
+static int opt_file(options *o, const option_row *row, const char *val, int at)
+{
+    (void)at;
+    if (!val[0])
+        return -1;
+    const char *n = row->name;
+    *(strcmp(n, "--trace") == 0 ? &o->trace : strcmp(n, "--record") == 0 ? &o->record
+                                                                           : &o->replay) = val;
+    return 0;
+}
+
 /* mpirun says nothing under --quiet about a host file it cannot read. */
 static int opt_hostfile(options *o, const option_row *row, const char *val, int at)
 {
@@ -156,6 +175,12 @@ static const option_row option_table[] = {
      "host or cuda (default: cuda when a GPU is visible)"},
     {"--timeout", NULL, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
+    {"--record", NULL, "FILE", "a file name", 0, opt_file,
+     "write the session's lines and output to FILE (a script)"},
+    {"--replay", NULL, "FILE", "a file name", 0, opt_file,
+     "rerun a recording; exit 1 at the first difference"},
+    {"--trace", NULL, "FILE", "a file name", 0, opt_file,
+     "trace every rank's lines and calls (Chrome JSON)"},
     {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
@@ -265,6 +290,9 @@ static int parse_options(int argc, char **argv, options *o)
                  o->first_mpirun_option);
         return usage(argv[0], msg), -1;
     }
+    if (o->replay && (o->script || o->first_action || o->interactive || o->record))
+        return usage(argv[0], "'--replay' runs the recording alone (no script, -e, -l, -i or "
+                              "--record with it)"), -1;
     return 0;
 }
 
@@ -306,9 +334,9 @@ static int launcher_option(const options *o, int i)
     return 0;
 }
 
-/* gcsh -n N ...: runs `mpirun -np N <flags this machine needs> gcsh ...` as a
- * child (launch.h). */
-static int launch_ranks(int argc, char **argv, const options *o)
+/* gcsh -n N ...: runs `mpirun -np N <flags this machine needs> gcsh ...
+ * <extra>` as a child (launch.h). */
+static int launch_ranks(int argc, char **argv, const options *o, const char *const *extra)
 {
     char self[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -318,7 +346,7 @@ static int launch_ranks(int argc, char **argv, const options *o)
     char *mpirun = getenv("GCSH_MPIRUN") ? getenv("GCSH_MPIRUN") : "mpirun";
     char np[16];
     snprintf(np, sizeof np, "%d", o->nranks);
-    char **v = calloc((size_t)argc + (size_t)o->n_mpirun_args + 16, sizeof *v);
+    char **v = calloc((size_t)argc + (size_t)o->n_mpirun_args + 20, sizeof *v);
     int n = 0;
     v[n++] = mpirun;
     v[n++] = "-np";
@@ -343,6 +371,8 @@ static int launch_ranks(int argc, char **argv, const options *o)
         }
         v[n++] = argv[i];
     }
+    for (; extra && *extra; extra++)
+        v[n++] = (char *)*extra;
     int code = gcsh_launch(v);
     free(v);
     return code;
@@ -424,7 +454,7 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
         }
         if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
             return 1;
-        if (s->coord->end_status >= 0) /* os.exit, SIGTERM: the session ends */
+        if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
     }
     return 0;
@@ -444,6 +474,19 @@ static void banner(const gcsh_session *s, const gcsh_ctx *ctx)
 static void give_back_terminal(void *term)
 {
     gcsh_term_close(term);
+}
+
+/* gcsh --replay FILE on rank 0: the exit status. */
+static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
+{
+    if (ctx->size != o->replay_ranks) {
+        gcsh_coord_say(s->coord, "gcsh: --replay: %s was recorded at %d rank%s; this run has %d "
+                                 "(gcsh --replay %s starts %d)",
+                       o->replay, o->replay_ranks, o->replay_ranks == 1 ? "" : "s", ctx->size,
+                       o->replay, o->replay_ranks);
+        return 2;
+    }
+    return gcsh_replay(s, o->replay); /* os.exit in it: matched or not, like any line */
 }
 
 /* Everything rank 0's terminal thread does; returns the exit code. */
@@ -468,11 +511,23 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         versions_text(v, sizeof v);
         gcsh_coord_say(&coord, "%s", v);
     }
+    if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
+        code = 1;
+        goto done;
+    }
+    if (o->replay) {
+        code = replay_main(&s, ctx, o);
+        goto done;
+    }
+    if (o->record && !(s.rec = gcsh_record_open(&s, o->record))) {
+        code = 1;
+        goto done;
+    }
     code = run_actions(&s, argc, argv, o);
-    if (code == 0 && o->script && coord.end_status < 0)
+    if (code == 0 && o->script && !s.quit)
         code = run_script(&s, argv[o->script]);
-    int repl = o->interactive || (!o->script && !o->has_exec && !o->version);
-    if (code == 0 && repl && coord.end_status < 0) {
+    int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
+    if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
             banner(&s, ctx);
         s.failures = 0;
@@ -480,11 +535,15 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         /* a piped session fails if any of its chunks failed (as sqlite3) */
         code = !term.interactive && s.failures ? 1 : 0;
     }
+    if (s.exit_code >= 0) /* os.exit */
+        code = s.exit_code;
+    if (coord.end_status >= 0) /* SIGTERM, os.exit */
+        code = coord.end_status;
+done:
+    gcsh_tracer_stop(&coord);
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
-    if (coord.end_status >= 0) /* os.exit, SIGTERM */
-        code = coord.end_status;
     gcsh_coord_quit(&coord, code);
     gcsh_session_destroy(&s);
     gcsh_coord_destroy(&coord);
@@ -526,6 +585,27 @@ static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
     return code;
 }
 
+/* --replay FILE: the recording's rank count and backend, from its header.
+ * Started outside mpirun, gcsh starts that many ranks with that backend
+ * (unless -n or --backend say otherwise).  Returns 0, or an exit status. */
+static int replay_setup(options *o, const char **extra)
+{
+    char err[600];
+    if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
+                           sizeof o->replay_backend, err, sizeof err) != 0) {
+        fprintf(stderr, "gcsh: --replay: %s\n", err);
+        return 2;
+    }
+    if (!o->backend) {
+        o->backend = o->replay_backend;
+        extra[0] = "--backend";
+        extra[1] = o->replay_backend;
+    }
+    if (!o->nranks && !gcsh_under_mpirun() && o->replay_ranks > 1)
+        o->nranks = o->replay_ranks;
+    return 0;
+}
+
 /* Under a plain `mpirun -np N gcsh --help`, one answer is enough: the
  * launcher's rank 0 (before MPI is up, from the launcher's environment). */
 static int first_process(void)
@@ -541,6 +621,7 @@ static int first_process(void)
 int main(int argc, char **argv)
 {
     options o;
+    const char *extra[3] = {NULL, NULL, NULL};
     if (parse_options(argc, argv, &o) != 0)
         return 1;
     if (o.help) {
@@ -555,12 +636,17 @@ int main(int argc, char **argv)
             puts(v);
         return 0;
     }
+    if (o.replay) {
+        int rc = replay_setup(&o, extra);
+        if (rc != 0)
+            return rc;
+    }
     if (o.nranks) {
         if (gcsh_under_mpirun()) {
             fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
             return 1;
         }
-        return launch_ranks(argc, argv, &o);
+        return launch_ranks(argc, argv, &o, extra);
     }
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
 

@@ -15,8 +15,10 @@
 #include "complete.h"
 #include "msg.h"
 #include "rank.h"
+#include "record.h"
 #include "repl.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 #define HISTORY_MAX 1000
 
@@ -24,7 +26,7 @@
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1};
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
@@ -32,6 +34,8 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
     gcsh_text_free(&s->inbuf);
     if (s->fmt)
         lua_close(s->fmt);
@@ -51,7 +55,11 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
-    if (s->coord->end_status >= 0) /* os.exit or SIGTERM: the session ends */
+    if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
+        s->exit_code = res->exit_code;
+        s->quit = 1;
+    }
+    if (s->coord->end_status >= 0) /* SIGTERM: the session ends */
         s->quit = 1;
     if (s->time_on)
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
@@ -106,6 +114,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
     }
     if (st != LUA_OK) {
         gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
         return SYNTAX_ERROR;
@@ -127,7 +136,6 @@ typedef struct gcsh_dot {
 
 static const gcsh_dot dot_commands[];
 
-static void run_chunk_text(gcsh_session *s, const char *src);
 
 /* "usage: .help | .info | .ranks [LIST|all] | ..." from the table. */
 static void say_usage(gcsh_session *s, const char *prefix)
@@ -179,13 +187,12 @@ static void dot_help(gcsh_session *s, const char *arg)
                    "Lines are Lua; they run on every targeted rank and each rank's output\n"
                    "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
                    "expression prints its value.  Globals: rank, size, gcsh, tensor, comm,\n"
-                   "kernel, show, help.  The Lua API: .help tensor (comm, window, signals,\n"
-                   "xfer, multicast, timer, kernel, bench, gcsh) or help(x) for a value.",
+                   "kernel, show, help, repro.  The Lua API: .help tensor (comm, window,\n"
+                   "signals, xfer, multicast, timer, kernel, bench, repro, gcsh) or help(x).",
                    list);
 }
 
-/* The targeted ranks as "0,2-3". */
-static char *targets_string(const gcsh_session *s, char *buf, size_t len)
+char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
 {
     int n = s->coord->size, k = 0;
     int *list = malloc((size_t)n * sizeof *list);
@@ -239,19 +246,28 @@ bad:
     return -1;
 }
 
-static void dot_ranks(gcsh_session *s, const char *arg)
+int gcsh_session_set_ranks(gcsh_session *s, const char *list)
 {
     int n = s->coord->size;
-    if (*arg && strcmp(arg, "all") != 0) {
-        char *t = malloc((size_t)n);
-        if (parse_ranks(s, arg, t) == 0)
-            memcpy(s->targets, t, (size_t)n);
-        free(t);
-    } else if (*arg) {
+    if (strcmp(list, "all") == 0) {
         memset(s->targets, 1, (size_t)n);
+        return 0;
+    }
+    char *t = malloc((size_t)n);
+    int rc = parse_ranks(s, list, t);
+    if (rc == 0)
+        memcpy(s->targets, t, (size_t)n);
+    free(t);
+    return rc;
+}
+
+static void dot_ranks(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        gcsh_session_set_ranks(s, arg);
     } else { /* no argument: say which ranks lines run on */
         char ranks[512];
-        gcsh_coord_say(s->coord, "ranks %s", targets_string(s, ranks, sizeof ranks));
+        gcsh_coord_say(s->coord, "ranks %s", gcsh_session_targets(s, ranks, sizeof ranks));
     }
 }
 
@@ -342,32 +358,63 @@ static void say_formatted(gcsh_session *s, const char *module, const char *fn, i
 }
 
 /* .info: every rank (whatever .ranks says) sends its gcsh.info() as text,
- * and rank 0 prints one table of them (lua/gcsh/info.lua). */
+ * kept by a quiet tap instead of printed, and rank 0 prints one table of
+ * them (lua/gcsh/info.lua). */
 static void dot_info(gcsh_session *s, const char *arg)
 {
     (void)arg;
     static const char chunk[] = "io.write(require('gcsh.info').serialize(gcsh.info()))";
     int n = s->coord->size;
     char *all = malloc((size_t)n);
-    gcsh_text *texts = calloc((size_t)n, sizeof *texts);
     for (int r = 0; r < n; r++)
         all[r] = !s->coord->lost[r];
-    s->coord->collect = texts;
+    gcsh_tap tap;
+    gcsh_tap_init(&tap, n);
+    tap.quiet = 1;
+    gcsh_tap *outer = s->coord->tap; /* .record's, if any: .info is not a line */
+    s->coord->tap = &tap;
     gcsh_run_result res;
     gcsh_coord_run(s->coord, all, 0, "=(.info)", chunk, sizeof chunk - 1, &res);
-    s->coord->collect = NULL;
+    s->coord->tap = outer;
     lua_State *L = formatter(s);
     lua_createtable(L, n, 0);
     for (int r = 0; r < n; r++) {
-        lua_pushlstring(L, texts[r].s ? texts[r].s : "", texts[r].len);
+        lua_pushlstring(L, tap.out[r].s ? tap.out[r].s : "", tap.out[r].len);
         lua_rawseti(L, -2, r + 1);
-        gcsh_text_free(&texts[r]);
     }
-    say_formatted(s, "gcsh.info", "format", 1);
-    free(texts);
+    gcsh_tap_destroy(&tap, n);
     free(all);
+    say_formatted(s, "gcsh.info", "format", 1);
     if (s->coord->end_status >= 0)
         s->quit = 1;
+}
+
+/* .record FILE | off | (nothing: where) */
+static void dot_record(gcsh_session *s, const char *arg)
+{
+    if (!*arg) {
+        gcsh_record_say(s->rec, s->coord);
+        return;
+    }
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
+    if (strcmp(arg, "off") == 0)
+        gcsh_coord_say(s->coord, "record off");
+    else
+        s->rec = gcsh_record_open(s, arg);
+}
+
+/* .trace FILE | off | (nothing: where) */
+static void dot_trace(gcsh_session *s, const char *arg)
+{
+    if (!*arg)
+        gcsh_tracer_say(s->coord);
+    else if (strcmp(arg, "off") != 0)
+        gcsh_tracer_start(s->coord, arg);
+    else if (s->coord->tracer)
+        gcsh_tracer_stop(s->coord);
+    else
+        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
 }
 
 static void dot_quit(gcsh_session *s, const char *arg)
@@ -392,6 +439,14 @@ static const gcsh_dot dot_commands[] = {
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
      dot_check},
+    {"record", "FILE|off", ".record [FILE|off]",
+     "write the following lines and their output to FILE as a\n"
+     "                    script (gcsh --replay FILE compares a rerun with it)",
+     dot_record},
+    {"trace", "FILE|off", ".trace [FILE|off]",
+     "trace every rank's lines and calls to FILE (Chrome JSON:\n"
+     "                    Perfetto opens it); off writes it",
+     dot_trace},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
@@ -401,7 +456,7 @@ static const gcsh_dot dot_commands[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* Runs a dot-command line (".ranks 0-1"). */
+/* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
 static void dot_command(gcsh_session *s, char *line)
 {
     char *cmd = line + 1;
@@ -424,6 +479,15 @@ static void dot_command(gcsh_session *s, char *line)
     say_usage(s, prefix);
 }
 
+void gcsh_session_dot(gcsh_session *s, const char *line)
+{
+    char *copy = strdup(line);
+    if (s->rec)
+        gcsh_record_dot(s->rec, s, line);
+    dot_command(s, copy);
+    free(copy);
+}
+
 static int is_dot_command(const char *line)
 {
     return line[0] == '.' && isalpha((unsigned char)line[1]);
@@ -432,10 +496,10 @@ static int is_dot_command(const char *line)
 /* ---- reading lines ------------------------------------------------------- */
 
 /* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
-static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
+void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
 {
     char ranks[512];
-    snprintf(buf, len, "gcsh[%s]%s ", targets_string(s, ranks, sizeof ranks),
+    snprintf(buf, len, "gcsh[%s]%s ", gcsh_session_targets(s, ranks, sizeof ranks),
              continuation ? ">>" : ">");
 }
 
@@ -591,7 +655,7 @@ static enum got read_line(gcsh_session *s, int continuation, char **line)
     char prompt[600];
     if (take_typeahead(s, line)) /* the terminal echoed it already */
         return GOT_LINE;
-    make_prompt(s, continuation, prompt, sizeof prompt);
+    gcsh_session_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
 }
 
@@ -660,10 +724,57 @@ static void append_line(char **chunk, const char *line)
     *chunk = p;
 }
 
-static void run_chunk_text(gcsh_session *s, const char *src)
+/* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
+ * (nothing ran; the prompt reads another line). */
+static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
 {
-    gcsh_run_result res;
-    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &res);
+    char *src = NULL;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    enum compiled c = compile_chunk(s, chunk, &src);
+    if (c != READY) {
+        if (res)
+            res->syntax_error = c == SYNTAX_ERROR;
+        return c;
+    }
+    if (res) {
+        gcsh_tap_init(&res->tap, s->coord->size);
+        s->coord->tap = &res->tap;
+        res->ran = 1;
+    }
+    gcsh_run_result rr;
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    s->coord->tap = NULL;
+    if (res)
+        res->exit_code = rr.exit_code;
+    free(src);
+    return READY;
+}
+
+int gcsh_session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    return session_line(s, chunk, res) == READY ? 0 : -1;
+}
+
+void gcsh_line_result_free(gcsh_session *s, gcsh_line_result *res)
+{
+    if (res->ran)
+        gcsh_tap_destroy(&res->tap, s->coord->size);
+    res->ran = 0;
+}
+
+/* What was typed so far, run unless incomplete (INCOMPLETE: nothing ran),
+ * and recorded when .record is on. */
+static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
+{
+    if (!s->rec)
+        return session_line(s, chunk, NULL);
+    gcsh_line_result res;
+    enum compiled c = session_line(s, chunk, &res);
+    if (c != INCOMPLETE)
+        gcsh_record_line(s->rec, s, chunk, &res);
+    gcsh_line_result_free(s, &res);
+    return c;
 }
 
 void gcsh_repl(gcsh_session *s)
@@ -698,21 +809,16 @@ void gcsh_repl(gcsh_session *s)
         if (!chunk && is_dot_command(line)) {
             if (s->term->editing)
                 history_add(line);
-            dot_command(s, line);
+            gcsh_session_dot(s, line);
             free(line);
             continue;
         }
         append_line(&chunk, line);
         free(line);
-        char *src = NULL;
-        enum compiled c = compile_chunk(s, chunk, &src);
-        if (c == INCOMPLETE)
+        if (typed_chunk(s, chunk) == INCOMPLETE)
             continue;
         if (s->term->editing && chunk[strspn(chunk, " \t")])
             history_add(chunk);
-        if (c == READY)
-            run_chunk_text(s, src);
-        free(src);
         free(chunk);
         chunk = NULL;
     }

@@ -143,6 +143,23 @@ local API = {
       { "bench.collectives", "the collectives bench.collective knows" },
     },
   },
+  repro = {
+    what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot run here",
+    rows = {
+      { "repro.args([script_args])", "{bug = true|false}; an unknown argument: usage, exit 2" },
+      { "repro.need{ranks=}", "exit 125, saying why, where the script cannot run" },
+      { "repro.fail(fmt, ...)", "print what went wrong, exit 1" },
+      { "repro.expect(got, want, what [, c])", "compare two tensors; fail naming elements" },
+      { "repro.verdict(c, detail, what)", "collective: exit 1 everywhere if a rank failed" },
+      { "repro.refused(fn, what)", "run the buggy call; gcsh's refusal: print, exit 1" },
+      { "repro.differ(got, want [, opts])", "nil when equal, else what differs" },
+      { "repro.sweep{candidate=, reference=, n=, ...}", "a grid of cases; the smallest failing" },
+      { "repro.check(case, candidate, reference [, opts])", "one case of a sweep" },
+      { "repro.write_script(path, case, s)", "a standalone script for one case" },
+      { "repro.bytes(dtype)", "the size of one element" },
+      { "repro.ranges(list)", "{0, 1, 2, 5} -> \"0-2,5\"" },
+    },
+  },
   gcsh = {
     what = "the shell's own table: facts and functions of this rank",
     rows = {
@@ -156,6 +173,7 @@ local API = {
       { "gcsh.sync()", "wait for the rank's stream" },
       { "gcsh.check([on])", ".check for this rank, for the rest of the command" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
+      { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },
       { "show(x [, c])", "a window, tensor or signals of every rank, as one table" },
       { "help([x])", "this help: a topic name or a value" },
@@ -174,7 +192,8 @@ local function topic_of(x)
   end
   for name, mod in pairs({ tensor = rawget(_G, "tensor"), comm = rawget(_G, "comm"),
                            kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
-                           bench = package.loaded["gcsh.bench"] }) do
+                           bench = package.loaded["gcsh.bench"],
+                           repro = package.loaded["gcsh.repro"] }) do
     if x == mod then return name end
   end
   return nil

@@ -53,17 +53,8 @@ local function parse(text)
   return facts, links, other
 end
 
--- "0-2,5" from a sorted list of ranks.
-function M.ranges(list)
-  local parts, i = {}, 1
-  while i <= #list do
-    local j = i
-    while j < #list and list[j + 1] == list[j] + 1 do j = j + 1 end
-    parts[#parts + 1] = i == j and tostring(list[i]) or (list[i] .. "-" .. list[j])
-    i = j + 1
-  end
-  return table.concat(parts, ",")
-end
+-- "0-2,5" from a sorted list of ranks (the reproducers' helper).
+M.ranges = require("gcsh.repro").ranges
 
 -- A fact over every rank: its value when equal on every rank that sent
 -- facts (a silent one is named apart), nil when absent everywhere, else

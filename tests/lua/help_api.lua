@@ -37,7 +37,8 @@ end
 H.truthy(types >= 7, "the types were found (" .. types .. ")")
 
 -- every module: its functions
-local modules = { tensor = tensor, comm = comm, kernel = kernel, gcsh = gcsh, bench = bench }
+local modules = { tensor = tensor, comm = comm, kernel = kernel, gcsh = gcsh, bench = bench,
+                  repro = repro }
 for topic, mod in pairs(modules) do
   local _, functions = mentioned(topic)
   for k, v in pairs(mod) do
@@ -56,6 +57,7 @@ H.truthy(help.text(comm):find("^comm: "), "help(comm)")
 H.truthy(help.text(kernel):find("kernel.allreduce(w", 1, true), "help(kernel)")
 H.truthy(help.text("gcsh"):find("gcsh.progress(done, total", 1, true), "help('gcsh')")
 H.truthy(help.text():find("topic: bench comm gcsh kernel", 1, true), "help() lists the topics")
+H.truthy(help.text(repro):find("^repro: "), "help(repro)")
 H.raises(function() help.text("nope") end, "help: no topic for 'nope' (topics: bench comm", "unknown topic")
 H.raises(function() help.text(42) end, "help: no topic for number", "a value without a topic")
 for topic in pairs(help.API) do
