@@ -498,6 +498,15 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
 
 /* ---- faults ------------------------------------------------------------------ */
 
+/* Lives here, not with the small helpers: an unrecoverable fault ends every
+ * rank through the coordinator, which is this file's business. */
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
+{
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
+}
+
 _Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;

@@ -59,7 +59,8 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
  * clock may jump). */
 double gcsh_now_seconds(void);
 
-/* Raises ctx->err as a Lua error (never returns). */
+/* Raises ctx->err as a Lua error (never returns); after an unrecoverable
+ * fault (ctx->fatal) it ends every rank instead (check.c). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 
 /* Creates the metatable of a Lua type (lua.c/liolib.c style): metamethods

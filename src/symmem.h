@@ -30,6 +30,11 @@
 #include "gcsh.h"
 #include "tensor.h"
 
+/* The metatable names of the two types (l_window.c, l_signal.c), the one
+ * place they are spelled. */
+#define GCSH_WINDOW_MT "window"
+#define GCSH_SIGNALS_MT "signals"
+
 typedef struct gcsh_sym_proposal {
     uint64_t seq;       /* the communicator's sequence number (set by agree) */
     int64_t n;
@@ -85,6 +90,11 @@ struct gcsh_symobj {
     gcsh_storage **slices;      /* [team_size]: each member's slice, for views */
     int has_handle;             /* its Lua handle still exists */
     uint64_t kern_epoch;        /* barriers the kernel collectives ran on it (l_kernel.c) */
+    /* The transfers posted over it (l_xfer.c attaches a handle's transfer
+     * at its first post and detaches it when the handle goes): a free is
+     * refused while one of them is in flight on any rank. */
+    gcsh_xfer_impl **xfers;
+    size_t nxfers, cap_xfers;
     int garbage_noted;
 };
 
@@ -99,6 +109,11 @@ gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
 void gcsh_sym_free(lua_State *L, gcsh_symobj *o);
 /* __gc of a handle: local only (see the top of the file). */
 void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o);
+
+/* Attaches / detaches a transfer that uses o (see xfers above).  attach
+ * returns -1 when out of host memory. */
+int gcsh_sym_attach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x);
+void gcsh_sym_detach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x);
 
 /* The team index of communicator rank r, or -1. */
 int gcsh_sym_team_index(const gcsh_symobj *o, int r);

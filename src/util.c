@@ -5,7 +5,6 @@
 
 #include <lauxlib.h>
 
-#include "check.h"
 #include "gcsh.h"
 
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
@@ -22,13 +21,6 @@ double gcsh_now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
-{
-    if (ctx->fatal)
-        gcsh_check_fatal(L, ctx);
-    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
 }
 
 void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,
