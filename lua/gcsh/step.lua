@@ -186,7 +186,9 @@ local function group_steps(plan)
     if s.kind == "barrier" then
       if #groups == 0 then lead = lead + 1 else groups[#groups].after = groups[#groups].after + 1 end
     elseif s.kind == "move" then
-      groups[#groups + 1] = { moves = s.moves, phase = s.phase, after = 0 }
+      -- a move step where nobody has work (the copy into out, which
+      -- steppers do not pass) is no step to show
+      if #s.moves > 0 then groups[#groups + 1] = { moves = s.moves, phase = s.phase, after = 0 } end
     else
       error("step: the plan has a step of kind '" .. tostring(s.kind) .. "'", 0)
     end
@@ -378,8 +380,11 @@ local function state_from(x, by_rank, i)
   return D.state(x.layout, by)
 end
 
-local function say(x, lines)
-  if x.me == 0 and #lines > 0 then print(table.concat(lines, "\n")) end
+-- Rank 0 prints the lines (fitted to the width); returns them as one text.
+local function say(x, lines, quiet)
+  local text = table.concat(D.fit(lines), "\n")
+  if x.me == 0 and #lines > 0 and not quiet then print(text) end
+  return text
 end
 
 -- Data, tmp, signals and counts back to the start (collective).
@@ -460,21 +465,19 @@ function Stepper:next(k)
   if x.step >= x.steps then
     local lines = { string.format("%s: at step %d of %d already (st:reset() starts again)",
                                   x.view.title, x.step, x.steps) }
-    say(x, lines)
-    self.text = table.concat(lines, "\n")
+    self.text = say(x, lines)
     return
   end
   local per_step, result = advance(self, math.min(x.step + k, x.steps))
   local lines = {}
   for _, p in ipairs(per_step) do for _, l in ipairs(p.lines) do lines[#lines + 1] = l end end
-  for _, l in ipairs(D.legend(x.view, true)) do lines[#lines + 1] = l end
+  for _, l in ipairs(D.legend(x.view, #self.wrong > 0 and "wrong" or "changed")) do lines[#lines + 1] = l end
   if (x.skip or x.delay) and #per_step == 1 and not x.race_noted then
     lines[#lines + 1] = RACE_NOTE
     x.race_noted = true
   end
   for _, l in ipairs(result or {}) do lines[#lines + 1] = l end
-  say(x, lines)
-  self.text = table.concat(lines, "\n")
+  self.text = say(x, lines)
 end
 
 function Stepper:run(opts)
@@ -489,10 +492,12 @@ function Stepper:run(opts)
   for _, p in ipairs(per_step) do
     if #p.notes > 0 then for _, l in ipairs(p.lines) do lines[#lines + 1] = l end end
   end
+  if #self.wrong > 0 then
+    lines[#lines + 1] = "  * changed in this step   ! wrong: a read came too early or too late"
+  end
   for _, l in ipairs(D.state_lines(x.view, x.hist, x.step)) do lines[#lines + 1] = l end
   for _, l in ipairs(result) do lines[#lines + 1] = l end
-  if not opts.quiet then say(x, lines) end
-  self.text = table.concat(lines, "\n")
+  self.text = say(x, lines, opts.quiet)
   return ok
 end
 
@@ -503,8 +508,7 @@ function Stepper:reset()
   self.step = 0
   self.cells = D.cell_texts(x.view, x.hist[0])
   local lines = { string.format("%s: back at step 0 of %d", x.view.title, x.steps) }
-  say(x, lines)
-  self.text = table.concat(lines, "\n")
+  self.text = say(x, lines)
 end
 
 function Stepper:show()
@@ -515,8 +519,7 @@ function Stepper:show()
   local hist = { [x.step] = state }
   local lines = D.state_lines(x.view, hist, x.step)
   self.cells = D.cell_texts(x.view, state)
-  say(x, lines)
-  self.text = table.concat(lines, "\n")
+  self.text = say(x, lines)
 end
 
 function Stepper:free()
@@ -525,7 +528,7 @@ function Stepper:free()
   x.freed = true
   if x.multicast then x.multicast:free() end
   x.sig:free()
-  for _, t in ipairs({ x.init, x.ref, x.tmp }) do if t then t:free() end end
+  for _, t in ipairs({ x.init, x.ref, x.tmp, x.scratch }) do if t then t:free() end end
 end
 Stepper.__close = Stepper.free
 
@@ -569,10 +572,14 @@ local function new(fname, coll, w, root, opts)
   x.init = tensor.new(o.n, w.dtype):copy(x.region)
   if uses_tmp(plan) then x.tmp = tensor.new(o.n, w.dtype):fill(0) end
   x.sig = c:signals(2)
-  if o.algo == "multicast" then x.multicast = w:multicast() end
+  if o.algo == "multicast" then
+    x.multicast = w:multicast()
+    x.scratch = tensor.new(o.n, w.dtype)
+  end
   local peers = {}
   for r = 0, k - 1 do peers[r] = w:peer(r) end
-  x.ctx = { k = k, me = me, op = o.op, peers = peers, tmp = x.tmp, multicast = x.multicast }
+  x.ctx = { k = k, me = me, op = o.op, peers = peers, tmp = x.tmp, multicast = x.multicast,
+            scratch = x.scratch }
   x.ref_first, x.ref_count, x.ref, x.ref_name = reference(x)
   x.layout = D.layout(plan, k, x.tmp ~= nil)
   x.view = { layout = x.layout, k = k, dtype = w.dtype, op = o.op, steps = x.steps,

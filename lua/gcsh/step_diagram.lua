@@ -397,12 +397,12 @@ function D.move_text(view, m)
     end
     src = (view.op or "sum") .. "(" .. table.concat(names, ", ") .. ")"
   end
-  local verb = ""
-  if view.multicast then
-    if m.op == "reduce" and m.dst[1].peer == "tmp" then verb = "ld_reduce " end
-    if m.op == "copy" and m.src[1].peer == "tmp" then verb = "st " end
+  local dst = places_text(view, m.dst, m.rank)
+  if view.multicast and m.op == "reduce" and dst:find("^r%*") then
+    -- one load-reduce and one store through the multicast address
+    return string.format("r%d: ld_reduce %s, st -> %s", m.rank, src, dst)
   end
-  return string.format("r%d: %s%s -> %s", m.rank, verb, src, places_text(view, m.dst, m.rank))
+  return string.format("r%d: %s -> %s", m.rank, src, dst)
 end
 
 -- The grid of one state, with marks; folds columns past WIDTH.
@@ -411,7 +411,11 @@ function D.grid(view, state, marks)
   local label_w = 0
   for _, row in ipairs(L.rows) do label_w = math.max(label_w, #row.label) end
   local texts, col_w = {}, {}
-  for c, cell in ipairs(L.cells) do col_w[c] = math.max(#cell.label, 1) end
+  local heads = {}
+  for c, cell in ipairs(L.cells) do
+    heads[c] = cell.label ~= "" and cell.label or string.format("[%d,%d)", cell.first, cell.first + cell.count)
+    col_w[c] = #heads[c]
+  end
   for r = 1, #L.rows do
     texts[r] = {}
     for c = 1, #L.cells do
@@ -428,8 +432,8 @@ function D.grid(view, state, marks)
       used = used + 2 + col_w[c1]; c1 = c1 + 1
     end
     local head = { string.rep(" ", 2 + label_w) }
-    for c = c0, c1 - 1 do head[#head + 1] = string.format("  %-" .. col_w[c] .. "s", L.cells[c].label) end
-    if L.cells[c0].label ~= "" then lines[#lines + 1] = (table.concat(head):gsub("%s+$", "")) end
+    for c = c0, c1 - 1 do head[#head + 1] = string.format("  %-" .. col_w[c] .. "s", heads[c]) end
+    lines[#lines + 1] = (table.concat(head):gsub("%s+$", ""))
     for r, row in ipairs(L.rows) do
       local parts = { string.format("  %-" .. label_w .. "s", row.label) }
       for c = c0, c1 - 1 do parts[#parts + 1] = string.format("  %-" .. col_w[c] .. "s", texts[r][c]) end
@@ -441,13 +445,15 @@ function D.grid(view, state, marks)
 end
 
 -- What the cells and marks mean (one or two lines).
-function D.legend(view, marked)
+-- marks: nil (a state), "changed" or "wrong" (some cell is).
+function D.legend(view, marks)
   local whole = view.layout.cells[1].label == ""
   local lines = { view.bits
     and string.format("  cells: the ranks whose data %s holds, read from its values (r put 2^r)",
                       whole and "a buffer" or "a chunk")
     or string.format("  cells: the first value of each %s", whole and "buffer" or "chunk") }
-  if marked then lines[2] = "  * changed in this step   ! wrong (what the step's reads could not give)" end
+  if marks == "changed" then lines[2] = "  * changed in this step" end
+  if marks == "wrong" then lines[2] = "  * changed in this step   ! wrong: a read came too early or too late" end
   return lines
 end
 
@@ -479,8 +485,25 @@ function D.state_lines(view, hist, s)
     for _, l in ipairs(packed) do lines[#lines + 1] = l end
   end
   for _, l in ipairs(D.grid(view, hist[s], nil)) do lines[#lines + 1] = l end
-  for _, l in ipairs(D.legend(view, false)) do lines[#lines + 1] = l end
+  for _, l in ipairs(D.legend(view, nil)) do lines[#lines + 1] = l end
   return lines
+end
+
+-- Lines longer than WIDTH broken at spaces; a continuation is indented two
+-- more than its line.
+function D.fit(lines)
+  local out = {}
+  for _, line in ipairs(lines) do
+    local indent = line:match("^%s*") .. "  "
+    while #line > WIDTH do
+      local cut = line:sub(1, WIDTH + 1):match("^.*()%s")
+      if not cut or cut <= #indent then break end
+      out[#out + 1] = line:sub(1, cut - 1)
+      line = indent .. line:sub(cut + 1)
+    end
+    out[#out + 1] = line
+  end
+  return out
 end
 
 -- The cells of a state as text: cells[row_label][cell index] (tests compare

@@ -8,7 +8,9 @@
 -- A move is {rank=, op="reduce"|"copy", count=, src={{peer=, first=}...},
 -- dst={...}}; peer is a team index (the communicator rank: steppers run on
 -- windows whose team is the whole communicator) or "tmp" (the rank's own
--- buffer of n elements).
+-- buffer of n elements).  ctx: k, me, op, peers (w:peer(r) by rank), tmp,
+-- and for the multicast algorithm multicast (w:multicast()) and scratch (a
+-- local tensor of n elements).
 local M = {}
 
 -- kernel.reduce takes at most this many inputs (src/kern.h).
@@ -61,21 +63,20 @@ local function reduce_into(out, inputs, op)
   acc:free()
 end
 
--- The multicast forms: a reduction of every slice into tmp is one
--- ld_reduce; a copy of tmp into every slice is one st.  Returns true when
--- the move was one of them.
+-- With the multicast algorithm, a reduction of one index of every slice
+-- into that index of every slice (two-shot's move) is one ld_reduce
+-- through the multicast address into the scratch buffer, then one st of it
+-- back through the address.  Returns true when the move was that.
 local function multicast_move(ctx, m)
   local mc = ctx.multicast
-  if not mc then return false end
-  if m.op == "reduce" and #m.dst == 1 and m.dst[1].peer == "tmp" and every_slice(ctx, m.src) then
-    mc:ld_reduce(view(ctx, m.dst[1], m.count), { op = ctx.op, offset = m.src[1].first })
-    return true
+  if not (mc and m.op == "reduce" and every_slice(ctx, m.src) and every_slice(ctx, m.dst)) then
+    return false
   end
-  if m.op == "copy" and m.src[1].peer == "tmp" and every_slice(ctx, m.dst) then
-    mc:st(view(ctx, m.src[1], m.count), m.dst[1].first)
-    return true
-  end
-  return false
+  local first = m.src[1].first
+  local scratch = ctx.scratch:view(0, m.count)
+  mc:ld_reduce(scratch, { op = ctx.op, offset = first })
+  mc:st(scratch, m.dst[1].first)
+  return true
 end
 
 -- Destinations with the executing rank's own slice first: the reduction
