@@ -253,31 +253,65 @@ local function change_step(view, hist, row, c, from, to)
   return nil
 end
 
--- Why a written cell holds `got`: the one source whose value at another
--- step explains it (a read before that source's write, or after its next).
+-- op over the sources, each as it was after the step versions[j] names.
+local function combined(view, hist, m, srcs, versions)
+  local values = {}
+  for j, src in ipairs(srcs) do
+    local v = hist[versions[j]][src.row][src.cell]
+    if not v then return nil end
+    values[j] = v[1]
+  end
+  if m.op == "copy" then return values[1] end
+  return D.combine(view.op or "sum", values, view.dtype)
+end
+
+-- "r2 read r1.c0 too early, before step 1 wrote it": the sources read at
+-- step s as they were after step t (not s - 1).
+local function stale_read(view, hist, s, m, srcs, stale, t)
+  local names, w = {}, nil
+  for _, j in ipairs(stale) do
+    local src = srcs[j]
+    names[#names + 1] = src.name
+    local step = t < s - 1 and change_step(view, hist, src.row, src.cell, t, s - 1)
+                 or change_step(view, hist, src.row, src.cell, s - 1, t)
+    w = w and math.min(w, step or w) or step
+  end
+  local them = #names == 1 and "it" or "them"
+  if t < s - 1 then
+    return string.format("r%d read %s too early, before step %d wrote %s", m.rank,
+                         table.concat(names, ", "), w or s - 1, them)
+  end
+  return string.format("r%d read %s too late, after step %d overwrote %s", m.rank,
+                       table.concat(names, ", "), w or t, them)
+end
+
+-- Why a written cell holds `got`: the sources that, read as they were
+-- after another step, give it.  Tried: each source alone; then every
+-- source of another rank at once (the executing rank reads its own slice
+-- at its own time).
 local function explain(view, hist, s, m, srcs, got)
-  local L = view.layout
   local last = #hist
-  for i, src in ipairs(srcs) do
-    for t = 0, last do
-      if t ~= s - 1 and hist[t] then
-        local values = {}
-        for j, other in ipairs(srcs) do
-          local at = j == i and t or s - 1
-          local v = hist[at][other.row][other.cell]
-          values[j] = v and v[1]
-        end
-        if m.op == "copy" or #values == 1 then values = { values[i] } end
-        if values[1] ~= nil and D.same(view, D.combine(view.op or "sum", values, view.dtype), got) then
-          local name = src.name
-          if t < s - 1 then
-            local w = change_step(view, hist, src.row, src.cell, t, s - 1) or (s - 1)
-            return string.format("r%d read %s too early, before step %d wrote it", m.rank, name, w)
-          end
-          local w = change_step(view, hist, src.row, src.cell, s - 1, t) or t
-          return string.format("r%d read %s too late, after step %d overwrote it", m.rank, name, w)
-        end
+  for t = 0, last do
+    if t ~= s - 1 then
+      for j = 1, #srcs do
+        local versions = {}
+        for i = 1, #srcs do versions[i] = i == j and t or s - 1 end
+        local v = combined(view, hist, m, srcs, versions)
+        if v ~= nil and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, { j }, t) end
       end
+    end
+  end
+  for t = 0, last do
+    if t ~= s - 1 then
+      local versions, stale = {}, {}
+      for j, src in ipairs(srcs) do
+        local own = view.layout.rows[src.row].rank == m.rank
+        versions[j] = own and s - 1 or t
+        local a, b = hist[t][src.row][src.cell], hist[s - 1][src.row][src.cell]
+        if not own and a and b and not D.same(view, a[1], b[1]) then stale[#stale + 1] = j end
+      end
+      local v = #stale > 0 and combined(view, hist, m, srcs, versions)
+      if v and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, stale, t) end
     end
   end
   return nil
@@ -332,8 +366,10 @@ function D.judge(view, hist, s, moves)
         if want == nil and not writer[r][c] then want = before and before[1] end
         if want ~= nil and not D.same(view, now[1], want) then
           mark.wrong, mark.expected = true, want
-          local what = string.format("! step %d: %s holds %s, expected %s", s, cell_name(L, r, c),
-                                     D.text(view, now[1]), D.text(view, want))
+          local twice = view.bits and not mask_of(now[1], view.k)
+                        and " (no set of ranks: some rank's data was added twice)" or ""
+          local what = string.format("! step %d: %s holds %s%s, expected %s", s, cell_name(L, r, c),
+                                     D.text(view, now[1]), twice, D.text(view, want))
           local w = writer[r][c]
           local why = w and explain(view, hist, s, w.move, w.srcs, now[1])
                       or (not w and "no move of this step writes it") or nil
@@ -449,7 +485,7 @@ end
 function D.legend(view, marks)
   local whole = view.layout.cells[1].label == ""
   local lines = { view.bits
-    and string.format("  cells: the ranks whose data %s holds, read from its values (r put 2^r)",
+    and string.format("  cells: the ranks whose data %s holds (from its values: r put 2^r)",
                       whole and "a buffer" or "a chunk")
     or string.format("  cells: the first value of each %s", whole and "buffer" or "chunk") }
   if marks == "changed" then lines[2] = "  * changed in this step" end
