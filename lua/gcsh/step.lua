@@ -412,8 +412,7 @@ local function begin(self, fname)
     restore(x)
     self.step = 0
     x.dirty = false
-    say(x, { "step: the last call was interrupted: data, signals and step count are back at "
-             .. "the start" })
+    say(x, { "step: the last call was interrupted; data, signals and step count are reset" })
   end
   self.step = x.step
 end
