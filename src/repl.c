@@ -11,6 +11,7 @@
 #include <readline/readline.h>
 
 #include "complete.h"
+#include "lesson.h"
 #include "msg.h"
 #include "repl.h"
 #include "sig.h"
@@ -29,6 +30,7 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
+    gcsh_lesson_close(s);
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -301,6 +303,10 @@ static const gcsh_dot dot_commands[] = {
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
      dot_abort},
+    {"lessons", "", ".lessons", "list the lessons (lua/tutorial)", gcsh_dot_lessons},
+    {"lesson", "N", ".lesson [N]", "open lesson N (a number or part of its name)", gcsh_dot_lesson},
+    {"next", "", ".next", "the lesson's next part: its text, then its code on every rank",
+     gcsh_dot_next},
     {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
     {"exit", "", NULL, "", dot_quit},
     {NULL, NULL, NULL, NULL, NULL},

@@ -10,6 +10,8 @@
 #include "coord.h"
 #include "term.h"
 
+typedef struct gcsh_lesson gcsh_lesson; /* lesson.c */
+
 typedef struct gcsh_session {
     gcsh_coord *coord;
     gcsh_term *term;
@@ -20,6 +22,7 @@ typedef struct gcsh_session {
     int check_on;      /* .check on: collectives are checked (check.h) */
     int failures;      /* chunks that failed on some rank */
     int quit;          /* .quit was typed */
+    gcsh_lesson *lesson; /* the lesson .next goes through, or NULL */
 } gcsh_session;
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0);

@@ -587,7 +587,7 @@ local function new(fname, coll, w, root, opts)
   x.hist = { [0] = state_from(x, start, 1) }
   x.view.bits = D.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
   local st = setmetatable({ _ = x, step = 0, steps = x.steps, algo = o.algo, coll = coll,
-                            window = w }, Stepper)
+                            window = w, wrong = {} }, Stepper)
   st.cells = D.cell_texts(x.view, x.hist[0])
   return st
 end
