@@ -305,7 +305,7 @@ static const gcsh_dot dot_commands[] = {
      dot_abort},
     {"lessons", "", ".lessons", "list the lessons (lua/tutorial)", gcsh_dot_lessons},
     {"lesson", "N", ".lesson [N]", "open lesson N (a number or part of its name)", gcsh_dot_lesson},
-    {"next", "", ".next", "the lesson's next part: its text, then its code on every rank",
+    {"next", "", ".next", "the lesson's next part: its text, then its code on all ranks",
      gcsh_dot_next},
     {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
     {"exit", "", NULL, "", dot_quit},

@@ -35,11 +35,28 @@ lesson.check(size == 1 or (not ok and err:find("barrier", 1, true) ~= nil), "the
 -- A rank that is slow, not wrong, cannot be caught in advance.  After
 -- .timeout seconds (10 by default) the shell prints where every running
 -- rank is, and keeps waiting; Ctrl-C interrupts.  Type `.timeout 1` at the
--- prompt before this part to see the report: the last rank sleeps 2 s, the
--- others wait in the barrier.
-if rank == size - 1 then gcsh.sleep(2) end
-c:barrier()
-lesson.check(true, "the slow rank came, and the barrier completed")
+-- prompt before this part to see it: the last rank sleeps 2 s before it
+-- signals the others, who wait for the signal.
+s = c:signals(1)
+if rank == size - 1 then
+  gcsh.sleep(2)
+  for r = 0, size - 1 do s:add(r, 0, 1) end
+end
+s:wait(0, 1)
+lesson.check(s:read(0) == 1, "the slow rank signalled, and the wait ended")
+s:free()
+
+--- A collective gives up
+-- A collective's check waits too, but only .timeout seconds: then the ranks
+-- that came get an error naming the one that did not, instead of a hang.
+-- With `.timeout 1` this barrier fails that way; with the default 10 s it
+-- completes after 2 s.
+ok, err = pcall(function()
+  if rank == size - 1 then gcsh.sleep(2) end
+  c:barrier()
+end)
+print(ok and "the barrier completed" or err)
+lesson.check(ok or err:find("barrier", 1, true) ~= nil, "a slow rank: a late barrier, or an error naming it")
 
 --- What to look for
 -- In a report, ranks "in barrier #7" waiting for others, next to one
