@@ -176,6 +176,22 @@ local function read_options(fname, coll, w, opts)
   return o
 end
 
+-- NVLink multicast (mode nvls) has no 16-bit loads and stores: every
+-- chunk must start and end on 4 bytes (the emulation takes any).
+local ELEMENT_BYTES = { f64 = 8, i64 = 8, f32 = 4, i32 = 4, u32 = 4, f16 = 2, bf16 = 2, u8 = 1, i8 = 1 }
+local function check_multicast_units(fname, mc, plan, dtype)
+  if mc.mode ~= "nvls" then return end
+  local es = ELEMENT_BYTES[dtype]
+  for r, ch in ipairs(plan.chunks) do
+    if (ch.first * es) % 4 ~= 0 or (ch.count * es) % 4 ~= 0 then
+      mc:free()
+      fail(fname, "multicast in mode nvls moves 4-byte units, but rank %d's chunk of %s starts "
+           .. "at %d with %d elements (choose n and offset so every chunk is whole words)",
+           r - 1, dtype, ch.first, ch.count)
+    end
+  end
+end
+
 -- ---- the plan, grouped into steps ---------------------------------------------------
 
 -- A step of the stepper is one move step of the plan with the barriers that
@@ -570,11 +586,12 @@ local function new(fname, coll, w, root, opts)
   x.region = x.mine:view(o.offset, o.n)
   x.init = tensor.new(o.n, w.dtype):copy(x.region)
   if uses_tmp(plan) then x.tmp = tensor.new(o.n, w.dtype):fill(0) end
-  x.sig = c:signals(2)
   if o.algo == "multicast" then
     x.multicast = w:multicast()
+    check_multicast_units(fname, x.multicast, plan, w.dtype)
     x.scratch = tensor.new(o.n, w.dtype)
   end
+  x.sig = c:signals(2)
   local peers = {}
   for r = 0, k - 1 do peers[r] = w:peer(r) end
   x.ctx = { k = k, me = me, op = o.op, peers = peers, tmp = x.tmp, multicast = x.multicast,

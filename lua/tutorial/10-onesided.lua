@@ -15,11 +15,13 @@ c:barrier()
 --- put, with a signal
 -- w:put(peer, src, offset, {signal={s, slot}}) makes a transfer; :post()
 -- starts it; once the data has landed, the peer's word slot goes up by 1.
--- The receiver waits for its word, then reads.
+-- The receiver waits for its word, then reads.  x:wait{cpu=true} waits
+-- here until the transfer is done (a plain x:wait() only orders the rank's
+-- GPU stream after it, and returns at once).
 src = tensor.new(4, "i32"):fill(rank + 1)
 x = w:put(right, src, 0, {signal = {s, 0}})
 x:post()
-x:wait()
+x:wait{cpu = true}
 s:wait(0, 1)
 lesson.expect(w:tensor():view(0, 4), left + 1, "my left neighbour's put landed before its signal")
 
@@ -30,7 +32,7 @@ c:barrier()
 back = tensor.new(4, "i32")
 g = w:get(right, back, 0)
 g:post()
-g:wait()
+g:wait{cpu = true}
 lesson.expect(back, rank + 1, "get reads back what I put into my right neighbour's slice")
 
 --- putv: several pieces, one operation
@@ -40,7 +42,7 @@ c:barrier()
 pieces = {{tensor.new(2, "i32"):fill(10 * (rank + 1)), 4}, {tensor.new(2, "i32"):fill(20 * (rank + 1)), 6}}
 v = w:putv(right, pieces, {signal = {s, 1}})
 v:post()
-v:wait()
+v:wait{cpu = true}
 s:wait(1, 1)
 lesson.expect(w:tensor():view(4, 4), function(i) return (i < 2 and 10 or 20) * (left + 1) end,
               "both pieces from my left neighbour arrived")
@@ -65,7 +67,7 @@ end
 function pass_right(win, sig, t)
   local put = win:put((rank + 1) % size, t, 0, {signal = {sig, 0}})
   put:post()
-  put:wait()
+  put:wait{cpu = true}
   put:free()
 end
 check_pass(pass_right)
