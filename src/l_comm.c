@@ -221,8 +221,10 @@ static int *world_members(gcsh_ctx *ctx)
  * comes is named instead of hanging the others. */
 static void check_world(lua_State *L, gcsh_ctx *ctx)
 {
+    /* never on the board: its sequence number is always 0, so a second
+     * comm.world() in one command would meet the first one's entries there */
     gcsh_comm_check session = {.id = SESSION_COMM_ID, .rank = ctx->rank, .size = ctx->size,
-                               .members = world_members(ctx)};
+                               .members = world_members(ctx), .on_board = 0};
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, &session, "comm.world");
     fp.seq = 0;
