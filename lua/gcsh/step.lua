@@ -426,7 +426,6 @@ local function begin(self, fname)
   t:free()
   if dirty or high ~= low then
     restore(x)
-    self.step = 0
     x.dirty = false
     say(x, { "step: the last call was interrupted; data, signals and step count are reset" })
   end
