@@ -432,8 +432,8 @@ void gcsh_dot_next(gcsh_session *s, const char *arg)
     l->next++;
     run_code(s, l, b);
     if (b->exercise)
-        gcsh_coord_say(s->coord, "(your turn: write it at the prompt and check it; .next shows "
-                                 "the lesson's solution)");
+        gcsh_coord_say(s->coord, "(your turn: answer at the prompt and check it; .next shows "
+                                 "the solution)");
     else if (l->next >= l->nblocks)
         gcsh_coord_say(s->coord, "(end of lesson %d)", l->number);
 }

@@ -468,8 +468,10 @@ end
 
 -- ---- the stepper's methods ----------------------------------------------------------
 
-local RACE_NOTE = "  (race options: the shell waits for every rank between lines, a barrier "
-  .. "of its\n   own: st:next(2) or st:run() lets a read overtake a write)"
+local RACE_NOTE = {
+  "  (race options: the shell waits for every rank between lines, a barrier of",
+  "   its own: st:next(2) or st:run() lets a read overtake a write)",
+}
 
 function Stepper:next(k)
   local fname = "next"
@@ -487,7 +489,7 @@ function Stepper:next(k)
   for _, p in ipairs(per_step) do for _, l in ipairs(p.lines) do lines[#lines + 1] = l end end
   for _, l in ipairs(D.legend(x.view, #self.wrong > 0 and "wrong" or "changed")) do lines[#lines + 1] = l end
   if (x.skip or x.delay) and #per_step == 1 and not x.race_noted then
-    lines[#lines + 1] = RACE_NOTE
+    for _, l in ipairs(RACE_NOTE) do lines[#lines + 1] = l end
     x.race_noted = true
   end
   for _, l in ipairs(result or {}) do lines[#lines + 1] = l end

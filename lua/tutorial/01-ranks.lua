@@ -25,7 +25,7 @@ print(rank % 2 == 0 and "even rank" or "odd rank")
 --- A checkpoint
 -- Lessons check what they compute.  A checkpoint prints "checkpoint: ..."
 -- when it holds, and fails loudly, on the ranks where it does not.
-lesson.check(rank >= 0 and rank < size, "rank is one of 0 .. size-1")
+lesson.check(rank >= 0 and rank < size, "rank is 0 .. size-1")
 
 --- Choosing ranks
 -- A line can run on some ranks only: `.ranks 0` at the prompt makes the
@@ -39,7 +39,9 @@ if rank == size - 1 then print("only the last rank says this") end
 --     check_sum(my_sum)
 function check_sum(v)
   local want = size * (size - 1) // 2
-  if v ~= want then error(string.format("not yet: my_sum is %s, want %d", tostring(v), want), 2) end
+  if v ~= want then
+    error(string.format("not yet: my_sum is %s, want %d", tostring(v), want), 2)
+  end
   print("right: the ranks add up to " .. want)
 end
 

@@ -20,7 +20,8 @@ print("t[3] = " .. t[3] .. ", #t = " .. #t .. ", dtype " .. t.dtype)
 t = tensor.new(4):fill(rank + 1)
 c:allreduce(t)
 print(t)
-lesson.expect(t, size * (size + 1) // 2, "every element is 1 + 2 + ... + size")
+lesson.expect(t, size * (size + 1) // 2,
+              "every element is 1 + 2 + ... + size")
 
 --- Broadcast and all-gather
 -- c:broadcast(t, root) copies root's tensor to every rank.  c:allgather(t,
@@ -31,7 +32,8 @@ lesson.expect(b, 42, "rank 0's value reached every rank")
 g = tensor.new(2 * size)
 c:allgather(tensor.new(2):fill(rank), g)
 print(g)
-lesson.expect(g, function(i) return i // 2 end, "rank r's two elements sit at 2r and 2r+1")
+lesson.expect(g, function(i) return i // 2 end,
+              "rank r's two elements sit at 2r and 2r+1")
 
 --- Other reductions
 -- The op is the third argument's place: sum (the default), prod, min, max,
@@ -45,7 +47,9 @@ lesson.expect(m, size - 1, "the largest rank")
 -- rank, with one all-reduce (hint: every rank fills in its own element and
 -- leaves zeros elsewhere).  Check it:
 --     check_ranks(mine)
-function check_ranks(x) lesson.grade(x, function(i) return i end, "element i is i on every rank") end
+function check_ranks(x)
+  lesson.grade(x, function(i) return i end, "element i is i on every rank")
+end
 
 --- solution
 mine = tensor.new(size):fill(0)

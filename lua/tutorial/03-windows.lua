@@ -13,15 +13,17 @@ c = comm.world()
 -- elements.
 w = c:window(8, "i32")
 print(w)
-print("kind " .. w.kind .. ", " .. w.n .. " " .. w.dtype .. " per rank")
+print(w.kind .. " window, " .. w.n .. " " .. w.dtype .. " per rank")
 
 --- What registration made
 -- w:info() tells what the registration did: the slice's bytes, the
 -- allocation (rounded up to the kind's granularity, with room for the
 -- kernels' sync words), the addresses of every slice, the team.
 info = w:info()
-print("bytes " .. info.bytes .. ", allocated " .. info.alloc_bytes .. ", granularity " .. info.granularity)
-lesson.check(info.alloc_bytes >= info.bytes and info.alloc_bytes % info.granularity == 0,
+print("bytes " .. info.bytes .. ", allocated " .. info.alloc_bytes
+      .. ", granularity " .. info.granularity)
+lesson.check(info.alloc_bytes >= info.bytes
+             and info.alloc_bytes % info.granularity == 0,
              "the allocation covers the slice, in whole granules")
 
 --- My slice, and show
@@ -39,14 +41,15 @@ show(w)
 if step.window then
   reg = step.window(c, 8, "i32")
   reg:run()
-  lesson.check(reg.window ~= nil and reg.window.n == 8, "registration ended in a usable window")
+  lesson.check(reg.window ~= nil and reg.window.n == 8,
+               "registration ended in a usable window")
   reg.window:free()
 else
-  print("this build has no step.window yet: c:window did every stage at once")
+  print("no step.window in this build: c:window did it all at once")
 end
 
 --- Free it
 -- w:free() is collective too: a barrier, so no rank still reads a slice,
 -- then the deregistration.
 w:free()
-lesson.check(not pcall(w.tensor, w), "a freed window refuses to be used")
+lesson.check(not pcall(w.tensor, w), "a freed window refuses use")

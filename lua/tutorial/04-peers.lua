@@ -18,7 +18,8 @@ c:barrier()
 --- Read a neighbour
 -- w:peer(right)[3] loads element 3 of the right neighbour's slice.
 print("rank " .. right .. "'s element 3 is " .. w:peer(right)[3])
-lesson.check(w:peer(right)[3] == right * 100 + 3, "a peer load reads the neighbour's element")
+lesson.check(w:peer(right)[3] == right * 100 + 3,
+             "a peer load reads the neighbour's element")
 
 --- Look at every slice
 -- show(w) gathers every slice into one table on rank 0; show(w:peer(right))
@@ -33,7 +34,8 @@ show(w:peer(right))
 -- its left neighbour's number in its own slice.
 w:peer(right)[0] = -rank
 c:barrier()
-lesson.check(w:tensor()[0] == -left, "my element 0 is what my left neighbour stored")
+lesson.check(w:tensor()[0] == -left,
+             "my element 0 is what my left neighbour stored")
 
 --- exercise: Copy your left neighbour's slice
 -- Write copy_left(w, out) that copies the left neighbour's whole slice into
@@ -46,10 +48,13 @@ function check_copy_left(fn)
   local out = tensor.new(8, "i32")
   fn(w, out)
   c:barrier()
-  lesson.grade(out, function(i) return left * 100 + i end, "out holds the left neighbour's slice")
+  lesson.grade(out, function(i) return left * 100 + i end,
+               "out holds the left neighbour's slice")
 end
 
 --- solution
-function copy_left(win, out) out:copy(win:peer((rank - 1) % size)) end
+function copy_left(win, out)
+  out:copy(win:peer((rank - 1) % size))
+end
 check_copy_left(copy_left)
 w:free()

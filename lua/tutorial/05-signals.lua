@@ -18,7 +18,8 @@ w:peer(right)[0] = 1000 + rank
 s:add(right, 0, 1)
 s:wait(0, 1)
 print("from my left neighbour: " .. w:tensor()[0])
-lesson.check(w:tensor()[0] == 1000 + left, "the data arrived before the signal was seen")
+lesson.check(w:tensor()[0] == 1000 + left,
+             "the data arrived before the signal was seen")
 
 --- A barrier is signals too
 -- Every rank adds 1 to word 1 of every rank, then waits for its own word 1
@@ -26,7 +27,7 @@ lesson.check(w:tensor()[0] == 1000 + left, "the data arrived before the signal w
 -- kernels and the steppers use.
 for r = 0, size - 1 do s:add(r, 1, 1) end
 s:wait(1, size)
-lesson.check(s:read(1) == size, "word 1 counted every rank's arrival")
+lesson.check(s:read(1) == size, "word 1 counted every arrival")
 
 --- The missing barrier, made visible
 -- A stepper runs an algorithm step by step with real loads and stores.  Its
@@ -36,9 +37,12 @@ lesson.check(s:read(1) == size, "word 1 counted every rank's arrival")
 -- so a cell names the ranks whose data it holds; ! marks the wrong one.
 ring = c:window(4 * size, "i32")
 ring:tensor():fill(1 << rank)
-st = step.allreduce(ring, {algo = "ring", skip = "signal", delay = {rank = size - 1, ms = 100, step = 1}})
+late = {rank = size - 1, ms = 100, step = 1}
+st = step.allreduce(ring, {algo = "ring", skip = "signal",
+                          delay = late})
 ok = st:run()
-lesson.check(size == 1 or ok == false, "without its barrier, the ring's result is wrong")
+lesson.check(size == 1 or ok == false,
+             "without its barrier, the ring's result is wrong")
 
 --- Step by step, the race hides
 -- The same stepper, one step per line.  Between two lines the shell waits
@@ -46,14 +50,15 @@ lesson.check(size == 1 or ok == false, "without its barrier, the ring's result i
 -- and every step comes out right.
 st:reset()
 st:next()
-lesson.check(#st.wrong == 0, "one step per line: no read overtook a write")
+lesson.check(#st.wrong == 0, "one step per line: nothing wrong")
 
 --- Put the barrier back
 -- Without skip, the late rank only makes the others wait: right again.
 st:free()
 ring:tensor():fill(1 << rank)
-st = step.allreduce(ring, {algo = "ring", delay = {rank = size - 1, ms = 100, step = 1}})
-lesson.check(st:run({quiet = true}), "with its barriers, a late rank only delays the others")
+st = step.allreduce(ring, {algo = "ring", delay = late})
+lesson.check(st:run({quiet = true}),
+             "with its barriers, a late rank only delays")
 st:free()
 ring:free()
 s:free()

@@ -21,7 +21,8 @@ for r = 0, size - 1 do views[#views + 1] = w:peer(r) end
 kernel.reduce(out, views)
 c:barrier()
 print(out)
-lesson.expect(out, size * (size + 1) // 2, "every element is 1 + 2 + ... + size")
+lesson.expect(out, size * (size + 1) // 2,
+              "every element is 1 + 2 + ... + size")
 
 --- exercise: Your one-shot
 -- Write my_oneshot(w, out): out gets the sum of every rank's slice of w, by
@@ -58,7 +59,8 @@ st:next()
 
 --- The second step
 st:next()
-lesson.check(st:run({quiet = true}), "the stepped one-shot equals c:allreduce")
+lesson.check(st:run({quiet = true}),
+             "the stepped one-shot equals c:allreduce")
 st:free()
 
 --- The kernel
@@ -66,5 +68,6 @@ st:free()
 -- with its barriers on the window's own sync words.
 w:tensor():fill(rank + 1)
 kernel.allreduce(w, {algo = "oneshot"})
-lesson.expect(w:tensor(), size * (size + 1) // 2, "kernel.allreduce oneshot")
+lesson.expect(w:tensor(), size * (size + 1) // 2,
+              "kernel.allreduce oneshot")
 w:free()

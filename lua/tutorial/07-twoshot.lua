@@ -15,10 +15,13 @@ w = c:window(n, "i32")
 plan = kernel.plan(w, {coll = "allreduce", algo = "twoshot"})
 if rank == 0 then
   for r, ch in ipairs(plan.chunks) do
-    print(string.format("rank %d owns [%d, %d)", r - 1, ch.first, ch.first + ch.count))
+    print(string.format("rank %d owns [%d, %d)", r - 1, ch.first,
+                        ch.first + ch.count))
   end
 end
-lesson.check(plan.chunks[size].first + plan.chunks[size].count == n, "the chunks cover the buffer")
+last = plan.chunks[size]
+lesson.check(last.first + last.count == n,
+             "the chunks cover the buffer")
 
 --- Step it
 -- One step: every rank reduces its chunk from every slice (r*.c0 means
@@ -26,7 +29,8 @@ lesson.check(plan.chunks[size].first + plan.chunks[size].count == n, "the chunks
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "twoshot"})
 st:next()
-lesson.check(st:run({quiet = true}), "the stepped two-shot equals c:allreduce")
+lesson.check(st:run({quiet = true}),
+             "the stepped two-shot equals c:allreduce")
 st:free()
 
 --- exercise: Your two-shot
@@ -41,7 +45,8 @@ function check_twoshot(fn)
   c:allreduce(ref)
   c:barrier()
   fn(w)
-  lesson.grade(w:tensor(), ref, "every slice holds the sum after your two-shot")
+  lesson.grade(w:tensor(), ref,
+               "every slice holds the sum after your two-shot")
 end
 
 --- solution
@@ -50,10 +55,14 @@ function my_twoshot(win)
   c:barrier()
   if ch.count > 0 then
     local parts = {}
-    for r = 0, size - 1 do parts[#parts + 1] = win:peer(r):view(ch.first, ch.count) end
+    for r = 0, size - 1 do
+      parts[#parts + 1] = win:peer(r):view(ch.first, ch.count)
+    end
     local sum = tensor.new(ch.count, win.dtype)
     kernel.reduce(sum, parts)
-    for r = 0, size - 1 do win:peer(r):view(ch.first, ch.count):copy(sum) end
+    for r = 0, size - 1 do
+      win:peer(r):view(ch.first, ch.count):copy(sum)
+    end
   end
   c:barrier()
 end

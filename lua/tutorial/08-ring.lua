@@ -10,7 +10,7 @@ c = comm.world()
 w = c:window(2 * size, "i32")
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "ring"})
-lesson.check(st.steps == 2 * (size - 1), "the ring takes 2(N-1) steps")
+lesson.check(st.steps == 2 * (size - 1), "2(N-1) steps")
 
 --- The first step
 -- Rank r starts with 2^r everywhere, so a cell names the ranks whose data
@@ -25,13 +25,15 @@ st:next()
 if st.step < size - 1 then st:next(size - 1 - st.step) end
 plan = kernel.plan(w, {coll = "allreduce", algo = "ring"})
 mine = plan.chunks[rank + 1]
-lesson.expect(w:tensor():view(mine.first, mine.count), (1 << size) - 1,
-              "after the reduce-scatter, my own chunk holds every rank's data")
+lesson.expect(w:tensor():view(mine.first, mine.count),
+              (1 << size) - 1,
+              "my own chunk holds every rank's data")
 
 --- The all-gather
 -- N-1 more steps copy the reduced chunks around the ring.
 if st.step < st.steps then st:next(st.steps - st.step) end
-lesson.check(st:run({quiet = true}), "the ring's result equals c:allreduce")
+lesson.check(st:run({quiet = true}),
+             "the ring's result equals c:allreduce")
 
 --- exercise: Count the traffic
 -- Why is the ring good for large messages?  Count what one rank loads from
@@ -44,8 +46,11 @@ function check_loads(fn)
   local got = fn(plan, rank)
   local n = 2 * size
   local want = 2 * (size - 1) * n // size
-  if got ~= want then error(string.format("not yet: loads gave %s, want %d", tostring(got), want), 2) end
-  print(string.format("right: each rank loads %d elements: 2(N-1)/N of n = %d, whatever N is", want, n))
+  if got ~= want then
+    error(string.format("not yet: loads gave %s, want %d", tostring(got), want), 2)
+  end
+  print(string.format("right: each rank loads %d elements, 2(N-1)/N of n = %d",
+                      want, n))
 end
 
 --- solution
@@ -55,7 +60,9 @@ function loads(p, me)
     for _, m in ipairs(s.moves or {}) do
       if m.rank == me then
         for _, src in ipairs(m.src) do
-          if src.peer ~= me and src.peer ~= "tmp" then total = total + m.count end
+          if src.peer ~= me and src.peer ~= "tmp" then
+            total = total + m.count
+          end
         end
       end
     end

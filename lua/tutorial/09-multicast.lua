@@ -18,7 +18,8 @@ print("mode " .. m.mode .. ": " .. m:why())
 -- m:ld_reduce(out) gives every element's sum over every slice, in one call.
 out = tensor.new(n)
 m:ld_reduce(out)
-lesson.expect(out, size * (size + 1) // 2, "one ld_reduce sums every slice")
+lesson.expect(out, size * (size + 1) // 2,
+              "one ld_reduce sums every slice")
 
 --- st
 -- m:st(src, offset) stores src into every slice at once.  Only rank 0
@@ -27,7 +28,8 @@ lesson.expect(out, size * (size + 1) // 2, "one ld_reduce sums every slice")
 c:barrier()
 if rank == 0 then m:st(tensor.new(2):fill(-1), 6) end
 c:barrier()
-lesson.expect(w:tensor():view(6, 2), -1, "rank 0's one st reached every slice")
+lesson.expect(w:tensor():view(6, 2), -1,
+              "rank 0's one st reached every slice")
 
 --- Stepped
 -- The multicast all-reduce moves data as two-shot does; each rank's move is
@@ -35,7 +37,8 @@ lesson.expect(w:tensor():view(6, 2), -1, "rank 0's one st reached every slice")
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "multicast"})
 st:next()
-lesson.check(st:run({quiet = true}), "the stepped multicast all-reduce equals c:allreduce")
+lesson.check(st:run({quiet = true}),
+             "the stepped multicast all-reduce equals c:allreduce")
 st:free()
 
 --- exercise: All-reduce with multicast
@@ -50,12 +53,15 @@ function check_mc(fn)
   c:barrier()
   fn(w, m)
   c:barrier()
-  lesson.grade(w:tensor(), ref, "every slice holds the sum after your multicast all-reduce")
+  lesson.grade(w:tensor(), ref,
+               "every slice holds the sum after your multicast all-reduce")
 end
 
 --- solution
 function my_mc_allreduce(win, mc)
-  local ch = kernel.plan(win, {coll = "allreduce", algo = "multicast"}).chunks[rank + 1]
+  local p = kernel.plan(win, {coll = "allreduce",
+                              algo = "multicast"})
+  local ch = p.chunks[rank + 1]
   if ch.count > 0 then
     local part = tensor.new(ch.count)
     mc:ld_reduce(part, {offset = ch.first})

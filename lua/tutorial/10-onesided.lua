@@ -23,7 +23,8 @@ x = w:put(right, src, 0, {signal = {s, 0}})
 x:post()
 x:wait{cpu = true}
 s:wait(0, 1)
-lesson.expect(w:tensor():view(0, 4), left + 1, "my left neighbour's put landed before its signal")
+lesson.expect(w:tensor():view(0, 4), left + 1,
+              "my left neighbour's put landed before its signal")
 
 --- get
 -- w:get(peer, dst, offset) reads a peer's slice into a local tensor.  After
@@ -33,18 +34,24 @@ back = tensor.new(4, "i32")
 g = w:get(right, back, 0)
 g:post()
 g:wait{cpu = true}
-lesson.expect(back, rank + 1, "get reads back what I put into my right neighbour's slice")
+lesson.expect(back, rank + 1,
+              "get reads back what I put to my right")
 
 --- putv: several pieces, one operation
 -- w:putv(peer, {{src, offset}, ...}) sends a scatter list as one transfer,
 -- with one signal at the end.
 c:barrier()
-pieces = {{tensor.new(2, "i32"):fill(10 * (rank + 1)), 4}, {tensor.new(2, "i32"):fill(20 * (rank + 1)), 6}}
+tens = tensor.new(2, "i32"):fill(10 * (rank + 1))
+twenties = tensor.new(2, "i32"):fill(20 * (rank + 1))
+pieces = {{tens, 4}, {twenties, 6}}
 v = w:putv(right, pieces, {signal = {s, 1}})
 v:post()
 v:wait{cpu = true}
 s:wait(1, 1)
-lesson.expect(w:tensor():view(4, 4), function(i) return (i < 2 and 10 or 20) * (left + 1) end,
+lesson.expect(w:tensor():view(4, 4),
+              function(i)
+                return (i < 2 and 10 or 20) * (left + 1)
+              end,
               "both pieces from my left neighbour arrived")
 
 --- exercise: Pass it on
@@ -59,7 +66,8 @@ function check_pass(fn)
   local t = tensor.new(4, "i32"):fill(7 * rank)
   fn(w, s, t)
   s:wait(0, 1)
-  lesson.grade(w:tensor():view(0, 4), 7 * left, "the left neighbour's tensor arrived, signalled")
+  lesson.grade(w:tensor():view(0, 4), 7 * left,
+               "the left neighbour's tensor arrived, signalled")
   c:barrier()
 end
 

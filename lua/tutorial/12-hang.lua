@@ -14,7 +14,8 @@ c = comm.world()
 -- collectives on that communicator.
 ok, err = pcall(c.allreduce, c, tensor.new(rank == 0 and 5 or 4))
 print(err)
-lesson.check(size == 1 or (not ok and err:find("collective mismatch", 1, true) ~= nil),
+caught = not ok and err:find("collective mismatch", 1, true) ~= nil
+lesson.check(size == 1 or caught,
              "the mismatch is an error on every rank")
 
 --- Nothing ran, so the next collective works
@@ -26,10 +27,12 @@ lesson.expect(t, size, "the ranks stayed in step")
 -- The last rank calls an all-reduce where the others call a barrier: the
 -- fingerprints differ in their operation.
 ok, err = pcall(function()
-  if rank == size - 1 then c:allreduce(tensor.new(1)) else c:barrier() end
+  if rank == size - 1 then c:allreduce(tensor.new(1))
+  else c:barrier() end
 end)
 print(err)
-lesson.check(size == 1 or (not ok and err:find("barrier", 1, true) ~= nil), "the error names both calls")
+caught = not ok and err:find("barrier", 1, true) ~= nil
+lesson.check(size == 1 or caught, "the error names both calls")
 
 --- The hang report
 -- A rank that is slow, not wrong, cannot be caught in advance.  After
@@ -43,7 +46,8 @@ if rank == size - 1 then
   for r = 0, size - 1 do s:add(r, 0, 1) end
 end
 s:wait(0, 1)
-lesson.check(s:read(0) == 1, "the slow rank signalled, and the wait ended")
+lesson.check(s:read(0) == 1,
+             "the slow rank signalled, and the wait ended")
 s:free()
 
 --- A collective gives up
@@ -56,7 +60,8 @@ ok, err = pcall(function()
   c:barrier()
 end)
 print(ok and "the barrier completed" or err)
-lesson.check(ok or err:find("barrier", 1, true) ~= nil, "a slow rank: a late barrier, or an error naming it")
+lesson.check(ok or err:find("barrier", 1, true) ~= nil,
+             "a slow rank: a late barrier, or an error naming it")
 
 --- What to look for
 -- In a report, ranks "in barrier #7" waiting for others, next to one

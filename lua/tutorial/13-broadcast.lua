@@ -14,7 +14,8 @@ w = c:window(4, "i32")
 w:tensor():fill(1 << rank)
 tree = step.broadcast(w, 0, {algo = "tree"})
 tree:next()
-lesson.check(tree:run({quiet = true}), "the tree broadcast equals c:broadcast")
+lesson.check(tree:run({quiet = true}),
+             "the tree broadcast equals c:broadcast")
 
 --- The chain
 w:tensor():fill(1 << rank)
@@ -29,9 +30,13 @@ function check_tree_steps(fn)
   for n = 1, 64 do
     local want = 0
     while (1 << want) < n do want = want + 1 end
-    if fn(n) ~= want then error(string.format("not yet: tree_steps(%d) gave %s, want %d", n, tostring(fn(n)), want), 2) end
+    if fn(n) ~= want then
+      error(string.format("not yet: tree_steps(%d) gave %s, want %d", n,
+                          tostring(fn(n)), want), 2)
+    end
   end
-  lesson.check(tree.steps == fn(size), "the stepper took tree_steps(size) steps")
+  lesson.check(tree.steps == fn(size),
+               "the stepper took tree_steps(size) steps")
   print("right: ceil(log2 n)")
 end
 
