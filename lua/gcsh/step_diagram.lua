@@ -257,7 +257,7 @@ end
 local function combined(view, hist, m, srcs, versions)
   local values = {}
   for j, src in ipairs(srcs) do
-    local v = hist[versions[j]][src.row][src.cell]
+    local v = src.row and hist[versions[j]][src.row][src.cell]
     if not v then return nil end
     values[j] = v[1]
   end
@@ -272,9 +272,10 @@ local function stale_read(view, hist, s, m, srcs, stale, t)
   for _, j in ipairs(stale) do
     local src = srcs[j]
     names[#names + 1] = src.name
-    local step = t < s - 1 and change_step(view, hist, src.row, src.cell, t, s - 1)
-                 or change_step(view, hist, src.row, src.cell, s - 1, t)
-    w = w and math.min(w, step or w) or step
+    local step
+    if t < s - 1 then step = change_step(view, hist, src.row, src.cell, t, s - 1)
+    else step = change_step(view, hist, src.row, src.cell, s - 1, t) end
+    if step then w = w and math.min(w, step) or step end
   end
   local them = #names == 1 and "it" or "them"
   if t < s - 1 then
@@ -290,6 +291,7 @@ end
 -- source of another rank at once (the executing rank reads its own slice
 -- at its own time).
 local function explain(view, hist, s, m, srcs, got)
+  for _, src in ipairs(srcs) do if not src.row then return nil end end
   local last = #hist
   for t = 0, last do
     if t ~= s - 1 then
