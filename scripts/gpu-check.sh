@@ -9,7 +9,8 @@
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
-# (both engines, both kinds).
+# (both engines, both kinds).  tests/lua/step_*.lua (steppers) and every
+# lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
 #
 # Lua, readline and jansson come from Debian packages carried in .lua-debs/
 # (make them on a networked machine: cd .lua-debs && apt-get download
@@ -99,6 +100,15 @@ for np in "${counts[@]}"; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}" \
             "$BUILD/gcsh" "$t"
+    done
+    # the steppers' tests and every lesson (lua/tutorial), on windows of each
+    # kind: tests/gpu/lib/window_kind.lua makes it the default kind
+    for kind in nccl vmm; do
+        for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
+            run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" \
+                LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
+                "$BUILD/gcsh" -l window_kind "$t"
+        done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
     for t in tests/gpu/*.sh; do

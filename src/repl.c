@@ -13,6 +13,7 @@
 #include <readline/readline.h>
 
 #include "complete.h"
+#include "lesson.h"
 #include "msg.h"
 #include "rank.h"
 #include "record.h"
@@ -36,6 +37,7 @@ void gcsh_session_destroy(gcsh_session *s)
 {
     gcsh_record_close(s->rec);
     s->rec = NULL;
+    gcsh_lesson_close(s);
     gcsh_text_free(&s->inbuf);
     if (s->fmt)
         lua_close(s->fmt);
@@ -187,8 +189,9 @@ static void dot_help(gcsh_session *s, const char *arg)
                    "Lines are Lua; they run on every targeted rank and each rank's output\n"
                    "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
                    "expression prints its value.  Globals: rank, size, gcsh, tensor, comm,\n"
-                   "kernel, show, help, repro.  The Lua API: .help tensor (comm, window,\n"
-                   "signals, xfer, multicast, timer, kernel, bench, repro, gcsh) or help(x).",
+                   "kernel, step, show, help, repro.  The Lua API: .help tensor (comm,\n"
+                   "window, signals, xfer, multicast, timer, kernel, step, bench, repro,\n"
+                   "gcsh) or help(x).",
                    list);
 }
 
@@ -451,10 +454,20 @@ static const gcsh_dot dot_commands[] = {
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
      dot_abort},
+    {"lessons", "", ".lessons", "list the lessons (lua/tutorial)", gcsh_dot_lessons},
+    {"lesson", "N", ".lesson [N]", "open lesson N (a number or part of its name)", gcsh_dot_lesson},
+    {"next", "", ".next", "the lesson's next part: its text, then its code on all ranks",
+     gcsh_dot_next},
     {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
     {"exit", "", NULL, "", dot_quit},
     {NULL, NULL, NULL, NULL, NULL},
 };
+
+/* The i-th dot-command's name, for completion (aliases too), or NULL. */
+static const char *dot_name(int i)
+{
+    return dot_commands[i].name;
+}
 
 /* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
 static void dot_command(gcsh_session *s, char *line)
@@ -526,7 +539,7 @@ static char **on_complete(const char *text, int start, int end)
     (void)end;
     rl_attempted_completion_over = 1; /* never fall back to file names */
     rl_completion_append_character = '\0'; /* readline resets it before each call */
-    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text)
+    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text, dot_name)
                                              : gcsh_complete(rl.s->L0, text);
     if (!v || !v[0]) {
         free(v);

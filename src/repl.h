@@ -12,6 +12,7 @@
 #include "term.h"
 
 typedef struct gcsh_recorder gcsh_recorder;
+typedef struct gcsh_lesson gcsh_lesson; /* lesson.c */
 
 typedef struct gcsh_session {
     gcsh_coord *coord;
@@ -29,6 +30,7 @@ typedef struct gcsh_session {
     char syntax_msg[512]; /* the last line's syntax error */
     gcsh_text inbuf;   /* piped input read but not yet taken as lines */
     int in_eof;        /* the pipe or file has ended */
+    gcsh_lesson *lesson; /* the lesson .next goes through, or NULL */
 } gcsh_session;
 
 /* What one typed line gave: its syntax error, or each rank's output and

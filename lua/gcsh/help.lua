@@ -143,6 +143,23 @@ local API = {
       { "bench.collectives", "the collectives bench.collective knows" },
     },
   },
+  step = {
+    what = "steppers: a collective one step at a time, every rank's buffers between",
+    rows = {
+      { "step.allreduce(w [, {algo=, op=}])", "algo ring, oneshot, twoshot, multicast" },
+      { "step.reduce_scatter(w [, {algo=, op=}])", "algo ring, direct" },
+      { "step.allgather(w [, {algo=}])", "algo ring, direct" },
+      { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
+      { "step.algos", "each collective's algorithms" },
+      { "st:next([k])", "k steps (default 1), each printed as a diagram" },
+      { "st:run([{quiet=true}])", "to the end: true when the result is right" },
+      { "st:reset()", "data, signals and step count back to the start" },
+      { "st:show()", "the buffers now" },
+      { "st:free()", "the stepper's signals and buffers (collective)" },
+      { "st.step st.steps st.algo st.coll", "where it is, of how many steps, what it runs" },
+      { "{skip=, delay={rank=, ms=}}", "race options: a late rank, a barrier left out" },
+    },
+  },
   repro = {
     what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot run here",
     rows = {
@@ -187,13 +204,15 @@ local function topic_of(x)
   if x == nil then return nil end
   if type(x) == "string" then return x end
   local mt = getmetatable(x)
-  if type(mt) == "table" and type(mt.__name) == "string" and API[mt.__name] then
-    return mt.__name
+  if type(mt) == "table" and type(mt.__name) == "string" then
+    local name = mt.__name == "stepper" and "step" or mt.__name
+    if API[name] then return name end
   end
   for name, mod in pairs({ tensor = rawget(_G, "tensor"), comm = rawget(_G, "comm"),
                            kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
                            bench = package.loaded["gcsh.bench"],
-                           repro = package.loaded["gcsh.repro"] }) do
+                           repro = package.loaded["gcsh.repro"],
+                           step = rawget(_G, "step") }) do
     if x == mod then return name end
   end
   return nil

@@ -14,3 +14,4 @@ do
   os.time = function(t) if t == nil then gcsh.varies() end return time(t) end
   os.date = function(fmt, t) if t == nil then gcsh.varies() end return date(fmt, t) end
 end
+step = require("gcsh.step")

@@ -38,7 +38,7 @@ H.truthy(types >= 7, "the types were found (" .. types .. ")")
 
 -- every module: its functions
 local modules = { tensor = tensor, comm = comm, kernel = kernel, gcsh = gcsh, bench = bench,
-                  repro = repro }
+                  repro = repro, step = step }
 for topic, mod in pairs(modules) do
   local _, functions = mentioned(topic)
   for k, v in pairs(mod) do
@@ -49,6 +49,23 @@ for topic, mod in pairs(modules) do
   for f in pairs(functions) do
     H.truthy(mod[f] ~= nil, string.format("help row %s.%s names something that exists", topic, f))
   end
+end
+
+-- a stepper's methods (Lua ones: its metatable's functions)
+do
+  local c = comm.world()
+  local w = c:window(4 * c.size)
+  local st = step.allreduce(w)
+  local methods = mentioned("step")
+  for name, v in pairs(getmetatable(st)) do
+    if type(v) == "function" and name:sub(1, 2) ~= "__" then
+      H.truthy(methods[name], "help row for the stepper's method " .. name)
+    end
+  end
+  for m in pairs(methods) do H.truthy(st[m], "help row st:" .. m .. " names a method that exists") end
+  H.truthy(help.text(st):find("^step: "), "help(a stepper)")
+  st:free()
+  w:free()
 end
 
 -- help(x) finds the topic of a value; text names its rows
