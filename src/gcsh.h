@@ -41,6 +41,11 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
+    /* gcsh.debug.inject("stage:NAME") / ("stage_slow:NAME"): the next window
+     * registration stage of that name fails on this rank after it ran, or
+     * takes 3 s longer (winbuild.c); then this clears. */
+    char inject_stage[24];
+    int inject_stage_slow;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
@@ -58,6 +63,10 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 /* Seconds on the monotonic clock, for deadlines and durations (the wall
  * clock may jump). */
 double gcsh_now_seconds(void);
+
+/* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
+ * bytes; into buf, which it returns. */
+char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
 
 /* Raises ctx->err as a Lua error (never returns). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
