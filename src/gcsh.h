@@ -89,6 +89,10 @@ int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
 int luaopen_gcsh_window(lua_State *L);
 int luaopen_gcsh_signals(lua_State *L);
+/* The "winstage" type (a window's registration stage by stage, step.window's
+ * C half): returns {new=}, which gcsh_open_libs puts in package.loaded as
+ * "gcsh.winstage" (no global), l_winstage.c. */
+int luaopen_gcsh_winstage(lua_State *L);
 /* The kernel library (reduce kernels, multicast type), l_kernel.c. */
 int luaopen_gcsh_kernel(lua_State *L);
 /* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
