@@ -94,15 +94,18 @@ static int winstage_new(lua_State *L)
                           luaL_typename(L, 1));
     gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, FNAME);
+    winstage args;
+    memset(&args, 0, sizeof args);
+    args.dt = gcsh_window_args(L, 2, FNAME, 2, &args.p, &args.size);
+    if (args.p.problem[0]) /* the same as c:window would say, in step.window's terms */
+        return luaL_error(L, "%s", args.p.problem);
+    args.plan = gcsh_ctx_of(L)->be->win->create_plan(args.p.kind);
+    lua_settop(L, 1); /* the readers leave strings behind */
     winstage *s = lua_newuserdatauv(L, sizeof *s, 2);
-    memset(s, 0, sizeof *s);
-    s->dt = gcsh_window_args(L, 2, FNAME, 2, &s->p, &s->size);
-    if (s->p.problem[0]) /* the same as c:window would say, in step.window's terms */
-        return luaL_error(L, "%s", s->p.problem);
-    s->plan = gcsh_ctx_of(L)->be->win->create_plan(s->p.kind);
+    *s = args;
     luaL_setmetatable(L, WINSTAGE_MT);
     lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, UV_COMM);
+    lua_setiuservalue(L, 2, UV_COMM);
     return 1;
 }
 

@@ -218,6 +218,16 @@ H.eq(big.window:info().alloc_bytes % 4096, 0, "whole pages")
 printed(function() big:free() end)
 H.eq(big.step, 0, "free is reset")
 
+-- options as a table: kind from it (and the strings the reader leaves behind
+-- never take the stepper's place: strings keep their own metatable)
+local opt = step.window(c, 4, "u8", { kind = "host" })
+H.eq(("abc"):upper(), "ABC", "strings keep their metatable")
+H.eq(getmetatable(opt._s).__name, "winstage", "the stepper's C half")
+H.eq(opt.kind, "host", "kind from the options")
+printed(function() ok = opt:run() end)
+H.eq(ok, true, "a window with options")
+printed(function() opt:reset() end)
+
 -- ---- bad arguments: clear errors, nothing registered ------------------------------------
 H.raises(function() step.window(c, 0) end,
          "bad argument #2 to 'step.window' (n must be 1..1099511627776, got 0)")
