@@ -9,7 +9,9 @@
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
-# (both engines, both kinds).
+# (both engines, both kinds).  tests/gpu/window_step_*.lua: step.window per
+# kind (every stage, a reset after each, a failure injected into each: the
+# Lua tests run with GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
 #
 # Lua and readline come from Debian packages carried in .lua-debs/ (make them
 # on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
@@ -88,7 +90,7 @@ for np in "${counts[@]}"; do
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
-            "$BUILD/gcsh" "$t"
+            GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
     for t in tests/gpu/*.sh; do
