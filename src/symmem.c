@@ -217,13 +217,22 @@ void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char 
         gcsh_sym_problem(p, "bad argument #%d to '%s' (table expected, got %s)", argno, fname,
                          luaL_typename(L, arg));
     } else if (lua_istable(L, arg)) {
+        /* the first unknown key in sorted order, so every rank names the
+         * same one (traversal order follows each process's string hashes) */
+        char unknown[64] = "";
         lua_pushnil(L);
         while (lua_next(L, arg)) {
             lua_pop(L, 1);
-            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "kind") != 0)
-                gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
-                                 argno, fname, luaL_tolstring(L, -1, NULL));
+            if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "kind") == 0)
+                continue;
+            const char *name = luaL_tolstring(L, -1, NULL);
+            if (!unknown[0] || strcmp(name, unknown) < 0)
+                snprintf(unknown, sizeof unknown, "%s", name);
+            lua_pop(L, 1); /* lua_next needs the key on top */
         }
+        if (unknown[0])
+            gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
+                             argno, fname, unknown);
         lua_getfield(L, arg, "kind");
         if (lua_type(L, -1) == LUA_TSTRING)
             kind = lua_tostring(L, -1);
