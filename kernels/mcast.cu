@@ -155,8 +155,8 @@ struct McJob {
     const char *src;    // st: local source
     char *out;          // ld_reduce: local destination, or nullptr
     char *mc_dst;       // st to here (multicast), or nullptr
-    size_t esize, head, nvec, tail, vbegin, vend;
-    int scalars, op, out_vec;
+    size_t esize, head, nvec, tail;
+    int op, out_vec;
     gcsh_dtype dt;
 };
 
@@ -204,12 +204,10 @@ __device__ void run_mc_job(const McJob &j)
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t ve = 16 / j.esize;
-    for (size_t v = j.vbegin + tid; v < j.vend; v += stride) {
+    for (size_t v = tid; v < j.nvec; v += stride) {
         size_t byte = j.head * j.esize + v * 16;
         store_vec(j, byte, load_vec(j, byte));
     }
-    if (!j.scalars)
-        return;
     for (size_t i = tid; i < j.head + j.tail; i += stride) {
         size_t e = i < j.head ? i : j.head + j.nvec * ve + (i - j.head);
         move_scalar(j, e * j.esize);
@@ -247,9 +245,6 @@ McJob make_job(const void *mc, const void *local, size_t n, gcsh_dtype dt)
     j.head = sp.head;
     j.nvec = sp.nvec;
     j.tail = sp.tail;
-    j.vbegin = 0;
-    j.vend = sp.nvec;
-    j.scalars = 1;
     j.out_vec = (uintptr_t)local % 16 == (uintptr_t)mc % 16;
     return j;
 }
@@ -273,30 +268,32 @@ unsigned mc_blocks(size_t units)
 
 } // namespace
 
+// The plan's multicast all-reduce (kplan.h: member r reduces chunk r of
+// every slice and stores it to every slice) with multimem: chunks are the
+// plan's rule over 4-byte units (multimem has no 16-bit forms, so an f16 or
+// bf16 chunk is a run of element pairs).
 cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const Sync &s,
                           cudaStream_t stream)
 {
+    size_t n = a->plan.n;
     if (!a->mc || !a->mc->base || !nvls_dtype(a->dt) ||
         !(gcsh_kern_nvls_ops_of(a->dt) & GCSH_KERN_OP_BIT(a->op)))
         return cudaErrorInvalidValue;
     size_t es = nvls_esize(a->dt);
-    if ((a->offset * es) % 4 || (a->n * es) % 4)
+    if ((a->offset * es) % 4 || (n * es) % 4)
         return cudaErrorMisalignedAddress; // the binding refuses these first
-    char *mc = (char *)a->mc->base + a->offset * es;
-    McJob j = make_job(mc, mc, a->n * es / 4, a->dt);
+    int me = d->team_rank;
+    gcsh_kchunk ch = gcsh_kplan_chunk(n * es / 4, d->team_size, me);
+    char *mc = (char *)a->mc->base + a->offset * es + ch.first * 4;
+    McJob j = make_job(mc, mc, ch.count, a->dt);
     j.mc_src = mc;
     j.mc_dst = mc;
     j.op = mm_op(a->op);
-    int k = d->team_size, me = d->team_rank;
-    size_t per = (j.nvec + k - 1) / k;
-    j.vbegin = per * me < j.nvec ? per * me : j.nvec;
-    j.vend = j.vbegin + per < j.nvec ? j.vbegin + per : j.nvec;
-    j.scalars = me == 0;
     (void)cudaGetLastError();
-    mc_fenced_kernel<<<paired_blocks(a->n * es), kThreads, 0, stream>>>(j, s);
+    mc_fenced_kernel<<<paired_blocks(n * es), kThreads, 0, stream>>>(j, s);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && a->out)
-        e = cudaMemcpyAsync(a->out, (char *)d->peer[me] + a->offset * es, a->n * es,
+        e = cudaMemcpyAsync(a->out, (char *)d->peer[me] + a->offset * es, n * es,
                             cudaMemcpyDeviceToDevice, stream);
     return e;
 }
@@ -383,7 +380,7 @@ extern "C" cudaError_t gcsh_k_mc_st(void *mc, const void *src, size_t n, gcsh_dt
     j.mc_dst = (char *)mc;
     if (!j.out_vec) { // a source aligned otherwise: every element by scalar stores
         j.head = bytes / 4;
-        j.nvec = j.vend = 0;
+        j.nvec = 0;
         j.tail = 0;
     }
     (void)cudaGetLastError();

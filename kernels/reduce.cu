@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include "kbarrier.cuh"
+#include "kplan.h"
 
 namespace gcsh_k {
 
@@ -105,14 +106,15 @@ template <bool Signed> struct Int32 {
 
 // A job as the kernels see it (by value: no dependent load for the table).
 // Element e of source s is at src[s] + e * sizeof(S).  Vectors cover
-// elements head .. head + nvec * VE; this launch does vectors
-// [vbegin, vend) and, when `scalars`, the head and tail elements.
+// elements head .. head + nvec * VE, scalars the head and the tail.  A
+// fenced launch runs it only where `active` (a member idle at a step still
+// takes part in the step's barriers).
 struct Job {
     char *src[GCSH_KERN_MAX_SRC];
     char *dst[GCSH_KERN_MAX_SRC];
-    int k, m, op, active, scalars;
+    int k, m, op, active;
     int dst_vec; // every destination has the sources' address modulo 16
-    size_t head, nvec, tail, vbegin, vend;
+    size_t head, nvec, tail;
 };
 
 template <class T> __device__ void reduce_vec(const Job &j, size_t v, typename T::A *acc)
@@ -181,13 +183,11 @@ template <class T> __device__ void run_job(const Job &j)
 {
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t v = j.vbegin + tid; v < j.vend; v += stride) {
+    for (size_t v = tid; v < j.nvec; v += stride) {
         typename T::A acc[T::VE];
         reduce_vec<T>(j, v, acc);
         store_vec<T>(j, v, acc);
     }
-    if (!j.scalars)
-        return;
     for (size_t i = tid; i < j.head + j.tail; i += stride) {
         size_t e = scalar_index(j, i, T::VE);
         store_scalar<T>(j, e, reduce_scalar<T>(j, e));
@@ -199,16 +199,24 @@ template <class T> __global__ void __launch_bounds__(kThreads) job_kernel(Job j)
     run_job<T>(j);
 }
 
-// barrier, the job (where active), barrier
-template <class T> __global__ void __launch_bounds__(kThreads) fenced_kernel(Job j, Sync s)
+// One move step of a plan (kplan.h) with the barriers around it: `pre`
+// (the plan's barrier before the move, unless the previous launch ran it)
+// and `post` (the one after).  Blocks meet their peers' blocks of the same
+// index; the launch boundary covers the rest: a launch starts after every
+// block of the previous one passed its last barrier, by which time every
+// peer's block had passed it too.
+template <class T>
+__global__ void __launch_bounds__(kThreads) fenced_kernel(Job j, Sync s, int pre, int post)
 {
     __shared__ int abandoned;
     if (threadIdx.x == 0)
         abandoned = 0;
-    barrier(s, 0, &abandoned);
+    if (pre)
+        barrier(s, 0, &abandoned);
     if (j.active)
         run_job<T>(j);
-    barrier(s, 1, &abandoned);
+    if (post)
+        barrier(s, pre, &abandoned);
 }
 
 // One-shot: every rank reads every slice.  In rounds of one vector per
@@ -246,13 +254,13 @@ template <class T> __global__ void __launch_bounds__(kThreads) oneshot_kernel(Jo
 
 template <class T> struct Kernels {
     static constexpr void (*job)(Job) = job_kernel<T>;
-    static constexpr void (*fenced)(Job, Sync) = fenced_kernel<T>;
+    static constexpr void (*fenced)(Job, Sync, int, int) = fenced_kernel<T>;
     static constexpr void (*oneshot)(Job, Sync, unsigned) = oneshot_kernel<T>;
 };
 
 struct KernelSet {
     void (*job)(Job);
-    void (*fenced)(Job, Sync);
+    void (*fenced)(Job, Sync, int, int);
     void (*oneshot)(Job, Sync, unsigned);
     size_t esize;
 };
@@ -295,9 +303,6 @@ void split_job(Job &j, size_t n, size_t esize)
     j.head = sp.head;
     j.nvec = sp.nvec;
     j.tail = sp.tail;
-    j.vbegin = 0;
-    j.vend = sp.nvec;
-    j.scalars = 1;
     j.active = 1;
 }
 
@@ -332,93 +337,120 @@ Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_k
     return s;
 }
 
-// Element `elem` of member p's slice.
-char *slice_at(const gcsh_window_desc *d, int p, size_t elem, size_t esize)
-{
-    return (char *)d->peer[p] + elem * esize;
-}
-
 cudaError_t launched()
 {
     return cudaGetLastError();
 }
 
-// The per-collective jobs (the same data movement as host_kern.c).
-struct Plan {
-    Job job;
-    bool oneshot;
-    size_t copy_first; // elements: a copy of my region from here into out after the kernel
-    bool copy_out;
-};
+// ---- executing the plan ----------------------------------------------------------------
 
-Plan plan_for(const gcsh_kcoll_args *a, const gcsh_window_desc *d, size_t es)
+// Where a place of the plan is on this rank: a slice through the peer
+// table, or the caller's out.  The scratch (one-shot in place) never gets
+// here: one_shot keeps it in registers.
+char *place_at(const gcsh_kplace &pl, const gcsh_kcoll_args *a, const gcsh_window_desc *d,
+               size_t es)
 {
-    Plan p = {};
-    Job &j = p.job;
+    if (pl.peer >= 0 && pl.peer < d->team_size)
+        return (char *)d->peer[pl.peer] + (a->offset + pl.first) * es;
+    if (pl.peer == GCSH_KPLAN_OUT && a->out)
+        return (char *)a->out + pl.first * es;
+    return nullptr;
+}
+
+bool job_of_move(const gcsh_kmove &mv, const gcsh_kcoll_args *a, const gcsh_window_desc *d,
+                 size_t es, Job &j)
+{
+    j = Job{};
+    j.k = mv.k;
+    j.m = mv.m;
     j.op = (int)a->op;
-    int me = d->team_rank, k = d->team_size;
-    size_t chunk = a->n / (size_t)k;
-    char *mine = slice_at(d, me, a->offset, es);
-    auto all_sources = [&](size_t first) {
-        j.k = k;
-        for (int q = 0; q < k; q++)
-            j.src[q] = slice_at(d, q, first, es);
-    };
-    switch (a->coll) {
-    case GCSH_KC_ONESHOT:
-        all_sources(a->offset);
-        j.dst[0] = a->out ? (char *)a->out : mine;
-        j.m = 1;
-        split_job(j, a->n, es);
-        p.oneshot = true;
-        break;
-    case GCSH_KC_TWOSHOT: {
-        all_sources(a->offset);
-        j.m = k;
-        for (int q = 0; q < k; q++)
-            j.dst[q] = j.src[q];
-        split_job(j, a->n, es); // the same split on every rank: slices share alignment
-        size_t per = (j.nvec + k - 1) / k;
-        j.vbegin = per * me < j.nvec ? per * me : j.nvec;
-        j.vend = j.vbegin + per < j.nvec ? j.vbegin + per : j.nvec;
-        j.scalars = me == 0;
-        p.copy_out = a->out != nullptr;
-        break;
+    for (int s = 0; s < mv.k && s < GCSH_KERN_MAX_SRC; s++)
+        j.src[s] = place_at(mv.src[s], a, d, es);
+    for (int q = 0; q < mv.m && q < GCSH_KERN_MAX_SRC; q++)
+        j.dst[q] = place_at(mv.dst[q], a, d, es);
+    if (!job_ok(j))
+        return false;
+    split_job(j, mv.count, es);
+    return true;
+}
+
+// A plan, one launch per move step: a move between two barriers is one
+// fenced launch that runs both; one with no barrier next to it (the copy
+// into out) is a plain job, skipped where this rank has nothing to do.
+// Every rank makes the same fenced launches with the same blocks, so the
+// barriers pair up; *a->epoch counts them.
+cudaError_t run_plan(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_kwait *w,
+                     const KernelSet *ks, cudaStream_t stream)
+{
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(&a->plan, steps), me = d->team_rank;
+    unsigned blocks = paired_blocks(a->plan.n * ks->esize);
+    int owed = 0; // a barrier of the plan not run yet
+    for (int i = 0; i < ns; i++) {
+        if (steps[i].kind == GCSH_KS_BARRIER) {
+            if (owed) { // two barriers in a row: the first alone
+                ks->fenced<<<blocks, kThreads, 0, stream>>>(Job{}, make_sync(a, d, w), 1, 0);
+                *a->epoch += 1;
+            }
+            owed = 1;
+            continue;
+        }
+        gcsh_kmove mv;
+        int active = gcsh_kplan_move(&a->plan, &steps[i], me, a->out != nullptr, &mv);
+        int post = i + 1 < ns && steps[i + 1].kind == GCSH_KS_BARRIER;
+        Job j = {};
+        if (active && !job_of_move(mv, a, d, ks->esize, j))
+            return cudaErrorInvalidValue;
+        j.active = active;
+        if (owed || post) {
+            ks->fenced<<<blocks, kThreads, 0, stream>>>(j, make_sync(a, d, w), owed, post);
+            *a->epoch += owed + post;
+            i += post; // that barrier ran
+            owed = 0;
+        } else if (active) {
+            ks->job<<<job_blocks(j.nvec + j.head + j.tail), kThreads, 0, stream>>>(j);
+        }
+        cudaError_t e = launched();
+        if (e != cudaSuccess)
+            return e;
     }
-    case GCSH_KC_REDUCE_TO:
-        all_sources(a->offset);
-        j.dst[0] = a->out ? (char *)a->out : mine;
-        j.m = 1;
-        split_job(j, a->n, es);
-        j.active = me == a->root;
-        break;
-    case GCSH_KC_REDUCE_SCATTER:
-        all_sources(a->offset + (size_t)me * chunk);
-        j.dst[0] = a->out ? (char *)a->out : slice_at(d, me, a->offset + (size_t)me * chunk, es);
-        j.m = 1;
-        split_job(j, chunk, es);
-        break;
-    case GCSH_KC_ALLGATHER:
-        j.src[0] = slice_at(d, me, a->offset + (size_t)me * chunk, es);
-        j.k = 1;
-        j.m = k;
-        for (int q = 0; q < k; q++)
-            j.dst[q] = slice_at(d, q, a->offset + (size_t)me * chunk, es);
-        split_job(j, chunk, es);
-        p.copy_out = a->out != nullptr;
-        break;
-    case GCSH_KC_BROADCAST:
-        j.src[0] = slice_at(d, a->root, a->offset, es);
-        j.k = 1;
-        j.dst[0] = a->out ? (char *)a->out : mine;
-        j.m = 1;
-        split_job(j, a->n, es);
-        j.active = me != a->root || a->out != nullptr;
-        break;
-    case GCSH_KC_MULTICAST:
-        break; // mcast.cu
+    if (owed) {
+        ks->fenced<<<blocks, kThreads, 0, stream>>>(Job{}, make_sync(a, d, w), 1, 0);
+        *a->epoch += 1;
     }
-    return p;
+    return launched();
+}
+
+// One-shot all-reduce: the plan's reduce (into out, or into the scratch)
+// and, in place, its store of the scratch into my slice after the barrier.
+// The scratch is registers: one_shot holds each round's vector across that
+// round's barrier, so the store goes straight to my slice.
+cudaError_t one_shot(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_kwait *w,
+                     const KernelSet *ks, cudaStream_t stream)
+{
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(&a->plan, steps), me = d->team_rank, has_out = a->out != nullptr;
+    gcsh_kmove reduce = {}, store = {};
+    for (int i = 0; i < ns; i++) {
+        if (steps[i].phase == GCSH_KP_REDUCE)
+            gcsh_kplan_move(&a->plan, &steps[i], me, has_out, &reduce);
+        else if (steps[i].phase == GCSH_KP_STORE)
+            gcsh_kplan_move(&a->plan, &steps[i], me, has_out, &store);
+    }
+    if (!has_out)
+        reduce.dst[0] = store.dst[0];
+    Job j;
+    if (!job_of_move(reduce, a, d, ks->esize, j))
+        return cudaErrorInvalidValue;
+    unsigned blocks = paired_blocks(a->plan.n * ks->esize);
+    size_t per_round = (size_t)blocks * kThreads;
+    if (j.head + j.tail > per_round) // slices share alignment: never
+        return cudaErrorInvalidValue;
+    unsigned rounds = (unsigned)((j.nvec + per_round - 1) / per_round);
+    rounds = rounds < 1 ? 1 : rounds;
+    ks->oneshot<<<blocks, kThreads, 0, stream>>>(j, make_sync(a, d, w), rounds);
+    *a->epoch += 1 + rounds;
+    return launched();
 }
 
 } // namespace gcsh_k
@@ -450,37 +482,19 @@ extern "C" cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_wi
                                          const gcsh_kwait *w, cudaStream_t stream)
 {
     const KernelSet *ks = kernels_for(a->dt);
-    if (!ks || a->n == 0 || d->team_size < 1 || d->team_size > GCSH_KERN_MAX_TEAM ||
-        d->team_rank < 0 || d->team_rank >= d->team_size || !w->ctl ||
-        a->root < 0 || a->root >= d->team_size)
+    const gcsh_kplan &p = a->plan;
+    if (!ks || p.n == 0 || d->team_size < 1 || d->team_size > GCSH_KERN_MAX_TEAM ||
+        p.team != d->team_size || d->team_rank < 0 || d->team_rank >= d->team_size || !w->ctl ||
+        p.root < 0 || p.root >= d->team_size || !gcsh_kplan_valid(p.coll, p.algo))
         return cudaErrorInvalidValue;
-    Sync s = make_sync(a, d, w);
-    unsigned blocks = paired_blocks(a->n * ks->esize);
     (void)cudaGetLastError();
-    if (a->coll == GCSH_KC_MULTICAST) {
-        cudaError_t e = mc_collective(a, d, s, stream);
+    if (p.algo == GCSH_KA_MULTICAST && a->mc && a->mc->nvls) {
+        cudaError_t e = mc_collective(a, d, make_sync(a, d, w), stream);
         if (e == cudaSuccess)
             *a->epoch += 2;
         return e;
     }
-    Plan p = plan_for(a, d, ks->esize);
-    if (!job_ok(p.job))
-        return cudaErrorInvalidValue;
-    if (p.oneshot) {
-        size_t per_round = (size_t)blocks * kThreads;
-        if (p.job.head + p.job.tail > per_round) // slices share alignment: never
-            return cudaErrorInvalidValue;
-        unsigned rounds = (unsigned)((p.job.nvec + per_round - 1) / per_round);
-        rounds = rounds < 1 ? 1 : rounds;
-        ks->oneshot<<<blocks, kThreads, 0, stream>>>(p.job, s, rounds);
-        *a->epoch += 1 + rounds;
-    } else {
-        ks->fenced<<<blocks, kThreads, 0, stream>>>(p.job, s);
-        *a->epoch += 2;
-    }
-    cudaError_t e = launched();
-    if (e == cudaSuccess && p.copy_out)
-        e = cudaMemcpyAsync(a->out, slice_at(d, d->team_rank, a->offset, ks->esize),
-                            a->n * ks->esize, cudaMemcpyDeviceToDevice, stream);
-    return e;
+    if (p.coll == GCSH_KC_ALLREDUCE && p.algo == GCSH_KA_ONESHOT)
+        return one_shot(a, d, w, ks, stream);
+    return run_plan(a, d, w, ks, stream);
 }

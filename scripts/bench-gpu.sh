@@ -22,8 +22,18 @@
 #      (one-shot time / NCCL plain and / nccl_sym at <= 64 KiB; two-shot busbw
 #      / NCCL at >= 256 MiB; auto / best) with the crossovers measured for
 #      src/kern_tune.h.
+#   7. against nccl-tests, in the same run: nccl-tests is built here from the
+#      source carried in .nccl-tests/ (a snapshot of github.com/NVIDIA/nccl-tests,
+#      ignored by git, never committed: copy it there before the run), then
+#      all_reduce_perf runs plain, with -R 2 (symmetric registration) and
+#      with -G 20 (CUDA graphs), 8 B .. 1 GiB, and gcsh's bench.collective
+#      runs the same sizes with .check off and on; bench.compare prints the
+#      time per call of each against nccl-tests' as ratios, with busbw and
+#      gcsh's host issue time.
 # GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
-# GCSH_BENCH_ONLY=allreduce part 6.
+# GCSH_BENCH_ONLY=allreduce part 6; GCSH_BENCH_ONLY=nccl-tests part 7.
+# GCSH_BENCH_RANKS="2 4" picks the rank counts (default 2, and 4 with 4 GPUs;
+# 1 on a one-GPU machine, as a smoke run).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
@@ -33,9 +43,56 @@ mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABL
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 counts=(2)
 [ "$ngpu" -ge 4 ] && counts+=(4)
+[ "$ngpu" -lt 2 ] && counts=(1)
+[ -n "${GCSH_BENCH_RANKS:-}" ] && read -r -a counts <<<"$GCSH_BENCH_RANKS"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1
 OUTDIR=${GCSH_BENCH_OUT:-build-gpu/bench}
 mkdir -p "$OUTDIR"
+
+# ---- part 7: nccl-tests, built from the carried source ----------------------
+NT_SRC=.nccl-tests
+NT=$PWD/${BUILD_DIR:-build-gpu}/nccl-tests
+build_nccl_tests() {
+    [ -x "$NT/all_reduce_perf" ] && return 0
+    [ -d "$NT_SRC/src" ] || { echo "no $NT_SRC/src: nccl-tests is not carried, no reference"; return 1; }
+    local mpi_home
+    mpi_home=$(dirname "$(mpicc --showme:incdirs | tr ' ' '\n' | grep -m1 .)")
+    echo "building nccl-tests (MPI_HOME=$mpi_home, sm_90) into $NT"
+    make -C "$NT_SRC/src" -j"$(nproc)" MPI=1 MPI_HOME="$mpi_home" NCCL_HOME=/usr \
+        CUDA_HOME=/usr/local/cuda NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
+        BUILDDIR="$NT" >"$OUTDIR/nccl-tests-build.log" 2>&1 ||
+        { tail -20 "$OUTDIR/nccl-tests-build.log"; return 1; }
+}
+# nccl_tests_vs_gcsh NP: the reference runs, then gcsh's, then the ratios.
+nccl_tests_vs_gcsh() {
+    local np=$1 flags
+    for variant in plain R2 G20; do
+        case $variant in plain) flags=() ;; R2) flags=(-R 2) ;; G20) flags=(-G 20) ;; esac
+        echo "== $np ranks: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e 1G -f 2 -g 1 -n 20 -w 5"
+        "${mpi[@]}" -np "$np" "$NT/all_reduce_perf" -b 8 -e 1G -f 2 -g 1 -n 20 -w 5 "${flags[@]}" \
+            >"$OUTDIR/nccl-tests-$variant-np$np.out" 2>&1
+        grep -E '^#  *(size|\(B\))|^ +[0-9]' "$OUTDIR/nccl-tests-$variant-np$np.out" | head -40
+    done
+    echo "== $np ranks: gcsh bench.collective all-reduce f32, same sizes, .check off and on, against them"
+    "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
+        local o = { op = 'allreduce', min = 8, max = 1 << 30, factor = 2, iters = 20, warmup = 5,
+                    check = true, quiet = true }
+        local off = b.collective(o)
+        o.checked = true
+        local on = b.collective(o)
+        for _, v in ipairs { 'plain', 'R2', 'G20' } do
+          local ref = b.nccl_tests('$OUTDIR/nccl-tests-' .. v .. '-np$np.out')
+          b.compare(off, ref, { label = 'gcsh (.check off)', ref_label = 'nccl-tests ' .. v })
+          b.compare(on, ref, { label = 'gcsh (.check on)', ref_label = 'nccl-tests ' .. v })
+        end"
+}
+if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ]; then
+    if build_nccl_tests; then
+        for np in "${counts[@]}"; do nccl_tests_vs_gcsh "$np"; done
+    fi
+fi
+[ "${GCSH_BENCH_ONLY:-}" = nccl-tests ] && exit 0
+
 if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
     if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = allreduce ]; then

@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "hd.h"
 #include "kern.h"
+#include "kplan.h"
 
 typedef struct gcsh_ctx gcsh_ctx;
 
@@ -235,36 +236,24 @@ typedef struct gcsh_kjob {
 } gcsh_kjob;
 
 /* The synchronised collectives over a window's region [offset, offset + n)
- * of every slice (elements).  Each one: a barrier on the window's sync
- * words (every member's input is ready), the data movement, a barrier
- * (no member still reads or writes another's slice), so a rank that arrives
- * late only delays the others. */
-enum gcsh_kcoll {
-    GCSH_KC_ONESHOT,        /* each rank loads every peer and reduces: out, or my slice */
-    GCSH_KC_TWOSHOT,        /* rank r reduces chunk r by peer loads and stores it to every
-                               peer: every slice ends with the result */
-    GCSH_KC_REDUCE_TO,      /* root reduces every peer's region: out, or root's slice */
-    GCSH_KC_REDUCE_SCATTER, /* rank r reduces chunk r (n / team elements): out, or chunk r
-                               of my slice */
-    GCSH_KC_ALLGATHER,      /* rank r stores its chunk r into every peer's slice */
-    GCSH_KC_BROADCAST,      /* every rank loads root's region: out, or my slice */
-    GCSH_KC_MULTICAST,      /* nvls only: two-shot with multimem.ld_reduce of chunk r and
-                               multimem.st of the result (mc set) */
-};
-
+ * of every slice (elements), as the plan of kplan.h moves the data: its
+ * barriers run on the window's sync words, so every member's input is
+ * ready before anyone reads it and nobody still reads or writes a slice
+ * when the collective ends; a rank that arrives late only delays the
+ * others. */
 typedef struct gcsh_mcast gcsh_mcast;
 
 typedef struct gcsh_kcoll_args {
-    enum gcsh_kcoll coll;
-    size_t offset, n;  /* elements, checked against the window by the binding */
+    gcsh_kplan plan;   /* collective, algorithm, team, root (team index), n */
+    size_t offset;     /* elements, checked against the window by the binding */
     gcsh_dtype dt;
     gcsh_redop op;
-    int root;          /* team index (reduce_to, broadcast) */
     void *out;         /* local memory at d->loc, or NULL: the result stays in the window */
     size_t sync_off;   /* bytes: where the sync area starts in every slice */
     uint64_t *epoch;   /* barriers passed on this window, equal on every rank;
                           the backend advances it by the barriers it ran */
-    const gcsh_mcast *mc; /* GCSH_KC_MULTICAST: the window's multicast (nvls) */
+    const gcsh_mcast *mc; /* the window's multicast when it is nvls (algo multicast:
+                             multimem.ld_reduce and multimem.st), else NULL */
 } gcsh_kcoll_args;
 
 /* What w:multicast() found: NVLS (a multicast address over the slices) or

@@ -2,6 +2,8 @@
  * check.h; the coordinator's side is coord_check.c. */
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include <lauxlib.h>
 
+#include "board.h"
 #include "check.h"
 #include "msg.h"
 #include "out.h"
@@ -18,6 +21,10 @@
 #define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
 #define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
 #define FATAL_GRACE_S 30     /* a fatal rank exits alone if rank 0 never answers */
+/* How long a check waits on the board for the others before it escalates
+ * to the coordinator (check.h): ranks that arrive together never need it;
+ * a rank that is late by more waits on a socket, costing no CPU. */
+#define BOARD_SPIN_S 2e-3
 
 struct gcsh_check {
     int enabled;
@@ -29,6 +36,8 @@ struct gcsh_check {
     uint64_t *aborted;      /* ids aborted during this chunk, reported at its end */
     size_t naborted, cap_aborted;
     char chunk[64];         /* the running chunk's short source */
+    uint32_t chunk_seq;     /* the running chunk's number (the coordinator's) */
+    gcsh_check_counts counts;
     char last_op[96];       /* the last operation entered, for fault reports */
 
     /* Whereabouts: written by the worker thread, read by the watcher. */
@@ -89,6 +98,12 @@ int gcsh_check_enabled(gcsh_ctx *ctx)
     return ctx->check && ctx->check->enabled;
 }
 
+void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out)
+{
+    gcsh_check_counts none = {0, 0, 0};
+    *out = ctx->check ? ctx->check->counts : none;
+}
+
 void gcsh_check_set_enabled(gcsh_ctx *ctx, int on)
 {
     if (ctx->check)
@@ -102,7 +117,7 @@ void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *
 {
     gcsh_check *k = ctx->check;
     *cc = (gcsh_comm_check){.impl = impl, .id = id, .rank = rank, .size = size,
-                            .members = members};
+                            .members = members, .on_board = -1};
     if (!k)
         return;
     cc->next = k->comms;
@@ -123,6 +138,8 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
         if (cc->next)
             cc->next->prev = cc->prev;
     }
+    if (cc->on_board == 1)
+        gcsh_board_forget(ctx->board, ctx->rank, cc->id);
     free(cc->members);
     cc->members = NULL;
     cc->next = cc->prev = NULL;
@@ -215,7 +232,7 @@ static void publish_op(gcsh_check *k, const char *text)
 {
     pthread_mutex_lock(&k->lock);
     snprintf(k->op, sizeof k->op, "%s", text);
-    snprintf(k->last_op, sizeof k->last_op, "%s", text);
+    snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
     k->since = now_seconds();
     k->in_op = 1;
     pthread_mutex_unlock(&k->lock);
@@ -270,12 +287,13 @@ static void sample_hook(lua_State *L, lua_Debug *ar)
     pthread_mutex_unlock(&k->lock);
 }
 
-void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on)
+void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint32_t chunk)
 {
     gcsh_check *k = ctx->check;
     if (!k)
         return;
     k->enabled = check_on;
+    k->chunk_seq = chunk;
     k->naborted = 0;
     /* the short source Lua shows for this chunk name ("=stdin" -> "stdin") */
     const char *s = name[0] == '=' || name[0] == '@' ? name + 1 : name;
@@ -423,7 +441,110 @@ static int await_verdict(gcsh_ctx *ctx, gcsh_check *k, const char *what)
     return rc;
 }
 
-int gcsh_check_collective(lua_State *L, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+/* ---- the board (check.h) ---------------------------------------------------------- */
+
+/* Whether every member of cc posts on this rank's board. */
+static int on_board(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    if (cc->on_board < 0) {
+        cc->on_board = ctx->board && cc->members;
+        for (int i = 0; cc->on_board && i < cc->size; i++)
+            cc->on_board = gcsh_board_has(ctx->board, cc->members[i]);
+    }
+    return cc->on_board;
+}
+
+/* Everything a check compares (the coordinator compares the same fields as
+ * text: coord_check.c). */
+static int same_call(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
+{
+    return strcmp(a->op, b->op) == 0 && strcmp(a->extra, b->extra) == 0 && a->comm == b->comm &&
+           a->seq == b->seq && a->count == b->count && a->offset == b->offset &&
+           a->window == b->window && a->kind == b->kind && a->dtype == b->dtype &&
+           a->redop == b->redop && a->root == b->root;
+}
+
+enum board_verdict { BOARD_AGREED, BOARD_WAIT, BOARD_ESCALATE };
+
+/* One look at every other member's entry for my check `mine`. */
+static enum board_verdict board_scan(gcsh_ctx *ctx, const gcsh_comm_check *cc,
+                                     const gcsh_board_entry *mine)
+{
+    enum board_verdict v = BOARD_AGREED;
+    for (int i = 0; i < cc->size; i++) {
+        int m = cc->members[i];
+        gcsh_board_entry e;
+        if (m == ctx->rank)
+            continue;
+        if (!gcsh_board_read(ctx->board, m, cc->id, &e) || e.chunk != mine->chunk ||
+            e.seq < mine->seq || (e.seq == mine->seq && e.attempt < mine->attempt)) {
+            v = BOARD_WAIT; /* not there yet */
+            continue;
+        }
+        if (e.seq > mine->seq)
+            continue; /* it passed this one: it saw everyone agree, me included */
+        if (e.attempt > mine->attempt || e.state == BOARD_ESCALATED ||
+            e.state == BOARD_FAILED || !same_call(&e.fp, &mine->fp))
+            return BOARD_ESCALATE; /* the coordinator says what is wrong, to everyone */
+    }
+    return v;
+}
+
+/* 0: passed on the board; 1: go to the coordinator (the board says so to
+ * the others); -1: interrupted, with ctx->err. */
+static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
+                       const gcsh_fingerprint *fp, const char *what)
+{
+    gcsh_board_entry mine = {.chunk = k->chunk_seq, .attempt = fp->attempt, .seq = fp->seq,
+                             .state = BOARD_POSTED, .fp = *fp};
+    if (gcsh_board_post(ctx->board, ctx->rank, cc->id, &mine) != 0)
+        return 1; /* this rank's table is full: the others will not see me there */
+    double start = 0;
+    for (unsigned polls = 0;; polls++) {
+        enum board_verdict v = board_scan(ctx, cc, &mine);
+        if (v == BOARD_AGREED) {
+            gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_PASSED);
+            return 0;
+        }
+        if (v == BOARD_ESCALATE)
+            break;
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_FAILED);
+            return gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s",
+                                  what);
+        }
+        if (polls == 64)
+            start = now_seconds();
+        else if (polls > 64 && now_seconds() - start > BOARD_SPIN_S)
+            break;
+        if (polls >= 64)
+            sched_yield(); /* ranks may share cores: let the one we wait for run */
+    }
+    gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_ESCALATED);
+    return 1;
+}
+
+/* The attempt of cc's check at seq in this command (see gcsh_comm_check). */
+static uint32_t attempt_of(const gcsh_check *k, gcsh_comm_check *cc, uint64_t seq)
+{
+    if (cc->attempt_chunk != k->chunk_seq || cc->attempt_seq != seq) {
+        cc->attempt_chunk = k->chunk_seq;
+        cc->attempt_seq = seq;
+        cc->attempt = 0;
+    }
+    return cc->attempt;
+}
+
+/* The coordinator's verdict on fp (its round trip). */
+static int coordinator_check(gcsh_ctx *ctx, gcsh_check *k, const gcsh_comm_check *cc,
+                             const gcsh_fingerprint *fp, const char *what)
+{
+    if (send_fingerprint(k, cc, fp) != 0)
+        return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
+    return await_verdict(ctx, k, what);
+}
+
+int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
@@ -431,9 +552,28 @@ int gcsh_check_collective(lua_State *L, const gcsh_comm_check *cc, const gcsh_fi
         return 0;
     char what[128];
     describe_op(cc, fp, what, sizeof what);
-    if (send_fingerprint(k, cc, fp) != 0)
-        return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
-    return await_verdict(ctx, k, what);
+    int rc;
+    if (fp->kind != GCSH_FP_COLLECTIVE || !on_board(ctx, cc)) {
+        k->counts.coordinator++;
+        rc = coordinator_check(ctx, k, cc, fp, what);
+        k->counts.failed += rc != 0;
+        return rc;
+    }
+    gcsh_fingerprint f = *fp;
+    f.attempt = attempt_of(k, cc, fp->seq);
+    rc = board_check(ctx, k, cc, &f, what);
+    if (rc == 1) {
+        k->counts.coordinator++;
+        rc = coordinator_check(ctx, k, cc, &f, what);
+        gcsh_board_set_state(ctx->board, ctx->rank, cc->id, rc == 0 ? BOARD_PASSED : BOARD_FAILED);
+    } else if (rc == 0) {
+        k->counts.board++;
+    }
+    if (rc != 0) {
+        k->counts.failed++;
+        cc->attempt++;
+    }
+    return rc;
 }
 
 /* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
@@ -497,6 +637,15 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
 }
 
 /* ---- faults ------------------------------------------------------------------ */
+
+/* Lives here, not with the small helpers: an unrecoverable fault ends every
+ * rank through the coordinator, which is this file's business. */
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
+{
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
+}
 
 _Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
 {

@@ -12,6 +12,18 @@
  * cannot or does not arrive within .timeout is named with where it is instead.
  * MPI is never involved, so a failed check leaves every communicator usable.
  *
+ * The board.  When every member of the communicator lives on rank 0's node,
+ * the fingerprint goes first to the node's check board (board.h): each rank
+ * posts it and reads the others'; when all are there and equal (or have
+ * already moved past this collective), the check passed, in about a
+ * microsecond.  Anything else (a mismatch, a member missing after
+ * BOARD_SPIN_S, a member that escalated or failed) escalates: the rank goes
+ * to the coordinator as above, and so does every member that sees it did.
+ * The coordinator counts members that passed on the board as agreeing and
+ * waits for those still posted there, so both paths give one verdict and
+ * the same messages.  Other communicators, and send/recv, always go to the
+ * coordinator.
+ *
  * Sequence numbers count the collectives issued on a communicator (send and
  * recv are checked in pairs and not counted).  A check that fails consumes no
  * number, so the members stay in step.  Communicator ids are equal on all
@@ -66,6 +78,8 @@ typedef struct gcsh_fingerprint {
     int32_t redop;      /* gcsh_redop */
     int32_t root;       /* root, or the peer of send/recv: a rank of the communicator */
     int32_t comm_rank, comm_size;
+    uint32_t attempt;   /* checks of this seq that failed in this command: not compared,
+                           it tells the board's entries of a retry apart */
 } gcsh_fingerprint;
 
 /* The check state of one communicator, kept inside its Lua handle. */
@@ -78,6 +92,12 @@ typedef struct gcsh_comm_check {
     int *members;   /* world rank of each member, or NULL when unknown */
     int linked;
     int aborted;
+    /* Checks on the board (board.h): whether every member posts there (-1:
+     * not known yet), and the attempt of the check in hand (failed checks
+     * of sequence number attempt_seq in command attempt_chunk). */
+    int on_board;
+    uint32_t attempt, attempt_chunk;
+    uint64_t attempt_seq;
 } gcsh_comm_check;
 
 /* ---- communicators (l_comm.c) --------------------------------------------- */
@@ -111,7 +131,14 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc);
 
 /* The fingerprint exchange alone (no publishing): 0 when every member
  * agreed, else -1 with the message in ctx->err.  A no-op with .check off. */
-int gcsh_check_collective(lua_State *L, const gcsh_comm_check *cc, const gcsh_fingerprint *fp);
+int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerprint *fp);
+
+/* This rank's checks so far: passed on the board, answered by the
+ * coordinator (escalated or never eligible), failed (either way). */
+typedef struct gcsh_check_counts {
+    uint64_t board, coordinator, failed;
+} gcsh_check_counts;
+void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out);
 
 /* .check for this rank: gcsh.check([on]) and CHUNK_CHECK set it. */
 int gcsh_check_enabled(gcsh_ctx *ctx);
@@ -131,7 +158,7 @@ int gcsh_check_open(gcsh_ctx *ctx, int fd, gcsh_capture *cap);
 void gcsh_check_close(gcsh_ctx *ctx);
 /* A chunk begins (its name, for "line 4 of the chunk") / ends: reports the
  * communicators aborted meanwhile (MSG_ABORTED) before the DONE. */
-void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on);
+void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint32_t chunk);
 void gcsh_check_chunk_end(gcsh_ctx *ctx);
 /* MSG_ABORT_COMMS: aborts the listed communicators, or all of them. */
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all);

@@ -33,6 +33,5 @@ lcomm *gcsh_check_comm(lua_State *L, int idx);
 /* Methods of comm implemented with the symmetric-memory types. */
 int gcsh_comm_window(lua_State *L);  /* c:window(n [, dtype [, opts]]), l_window.c */
 int gcsh_comm_signals(lua_State *L); /* c:signals(n), l_signal.c */
-int gcsh_comm_agree(lua_State *L);   /* c:agree(s), symmem.c */
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "check.h"
 #include "coord.h"
 #include "msg.h"
@@ -146,10 +147,30 @@ static void io_verdict(void *arg, int r, uint32_t serial, int ok, const char *te
                   strlen(text) + 1);
 }
 
+/* Rank r's entry on the check board for fp's check (check.h), in this
+ * command. */
+static int io_board(void *arg, int r, const gcsh_fingerprint *fp)
+{
+    const coord_run *cr = arg;
+    gcsh_board_entry e;
+    if (!gcsh_board_read(cr->c->ctx->board, r, fp->comm, &e) || e.chunk != cr->c->seq ||
+        e.seq < fp->seq)
+        return CHECK_BOARD_ABSENT;
+    if (e.seq > fp->seq)
+        return CHECK_BOARD_AGREED; /* it passed this one */
+    if (e.attempt != fp->attempt)
+        return CHECK_BOARD_ABSENT;
+    if (e.state == BOARD_PASSED)
+        return CHECK_BOARD_AGREED;
+    return e.state == BOARD_POSTED || e.state == BOARD_ESCALATED ? CHECK_BOARD_COMING
+                                                                 : CHECK_BOARD_ABSENT;
+}
+
 static gcsh_checker_io checker_io(coord_run *cr)
 {
     return (gcsh_checker_io){.arg = cr, .running = io_running, .where = io_where,
-                             .verdict = io_verdict};
+                             .verdict = io_verdict,
+                             .board = cr->c->ctx->board ? io_board : NULL};
 }
 
 /* Asks every running rank that waits on no fingerprint where it is. */
@@ -339,9 +360,17 @@ static double earliest(double a, double b)
     return a == 0 ? b : b == 0 ? a : a < b ? a : b;
 }
 
-static int poll_timeout_ms(const gcsh_coord *c, const run_state *rs, double now)
+/* Members still on the check board pass or escalate without a message:
+ * look again this often while a group waits for them. */
+#define BOARD_POLL_S 2e-4
+
+static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
 {
+    coord_run cr = {c, rs};
+    gcsh_checker_io io = checker_io(&cr);
     double next = 0;
+    if (gcsh_checker_expects_board(&c->checker, &io))
+        next = now + BOARD_POLL_S;
     if (rs->first_pending > 0)
         next = rs->first_pending + FOLD_WINDOW_S;
     if (c->timeout > 0)

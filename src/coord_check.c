@@ -164,6 +164,7 @@ typedef struct group {
     int complete;  /* everyone is there: compare */
     int n;         /* ranks waiting in it (who gets the verdict) */
     int nmissing;  /* members it waits for */
+    int ncoming;   /* members on the check board that will come or pass (check.h) */
     int *ranks, *missing;
     double since;  /* the earliest of the waits */
 } group;
@@ -213,10 +214,10 @@ static int all_members_wait(const gcsh_checker *k, const fp_slot *s)
 
 /* The group r waits in.  Pairs are resolved before groups (resolve), so
  * when every member waits and r is not paired, the mixture is a deadlock. */
-static void find_group(const gcsh_checker *k, int r, group *g)
+static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, group *g)
 {
     const fp_slot *s = &k->slot[r];
-    g->n = g->nmissing = g->complete = 0;
+    g->n = g->nmissing = g->ncoming = g->complete = 0;
     g->since = s->since;
     if (paired(k, r)) {
         group_add(g, r, k);
@@ -235,11 +236,21 @@ static void find_group(const gcsh_checker *k, int r, group *g)
         for (int m = 0; m < k->size; m++)
             if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
                 group_add(g, m, k);
+        int agreed = 0;
         for (int i = 0; s->members && i < s->fp.comm_size; i++) {
             int m = s->members[i];
-            if (!waits_on(k, m, s->fp.comm) || is_p2p(&k->slot[m].fp))
+            if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
+                continue;
+            int on_board = io->board ? io->board(io->arg, m, &s->fp) : CHECK_BOARD_ABSENT;
+            if (on_board == CHECK_BOARD_AGREED)
+                agreed++;
+            else if (on_board == CHECK_BOARD_COMING)
+                g->ncoming++;
+            else
                 g->missing[g->nmissing++] = m;
         }
+        /* members that passed on the board saw every fingerprint agree */
+        g->complete = agreed > 0 && g->nmissing == 0 && g->ncoming == 0;
     }
 }
 
@@ -326,7 +337,9 @@ static int doomed(const gcsh_checker *k, const gcsh_checker_io *io, const group 
 static int failed(const gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now,
                   double timeout)
 {
-    if (g->complete)
+    /* members still on the board escalate within BOARD_SPIN_S: they get
+     * the same verdict as the rest of the group */
+    if (g->complete || g->ncoming > 0)
         return 0;
     return doomed(k, io, g) || (timeout > 0 && now - g->since >= timeout);
 }
@@ -415,14 +428,14 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
         changed = 0;
         for (int r = 0; r < k->size; r++) /* pairs first: see find_group */
             if (k->slot[r].present && paired(k, r)) {
-                find_group(k, r, &g);
+                find_group(k, io, r, &g);
                 compare_group(k, io, &g);
                 changed = 1;
             }
         for (int r = 0; r < k->size && !changed; r++) {
             if (!k->slot[r].present)
                 continue;
-            find_group(k, r, &g);
+            find_group(k, io, r, &g);
             qsort(g.ranks, (size_t)g.n, sizeof *g.ranks, cmp_int);
             qsort(g.missing, (size_t)g.nmissing, sizeof *g.missing, cmp_int);
             if (g.complete) {
@@ -447,11 +460,26 @@ int gcsh_checker_needs_probe(const gcsh_checker *k, const gcsh_checker_io *io, d
     for (int r = 0; r < k->size && !needs; r++) {
         if (!k->slot[r].present)
             continue;
-        find_group(k, r, &g);
+        find_group(k, io, r, &g);
         needs = failed(k, io, &g, now, timeout) && !accounted_for(k, io, &g, 0);
     }
     group_free(&g);
     return needs;
+}
+
+int gcsh_checker_expects_board(const gcsh_checker *k, const gcsh_checker_io *io)
+{
+    if (!io->board || !any_waiting(k))
+        return 0;
+    group g = group_new(k->size);
+    int expects = 0;
+    for (int r = 0; r < k->size && !expects; r++)
+        if (k->slot[r].present) {
+            find_group(k, io, r, &g);
+            expects = g.ncoming > 0;
+        }
+    group_free(&g);
+    return expects;
 }
 
 double gcsh_checker_deadline(const gcsh_checker *k, double timeout)

@@ -38,7 +38,14 @@ typedef struct gcsh_checker_io {
      * ("finished the command", "running line 4 of the chunk") */
     const char *(*where)(void *arg, int r);
     void (*verdict)(void *arg, int r, uint32_t serial, int ok, const char *text);
+    /* Where rank r stands on the check board for the check fp (check.h):
+     * CHECK_BOARD_AGREED (it passed there), CHECK_BOARD_COMING (posted or
+     * escalated: its fingerprint will come, or its check will pass) or
+     * CHECK_BOARD_ABSENT.  NULL: no board. */
+    int (*board)(void *arg, int r, const gcsh_fingerprint *fp);
 } gcsh_checker_io;
+
+enum { CHECK_BOARD_ABSENT, CHECK_BOARD_AGREED, CHECK_BOARD_COMING };
 
 void gcsh_checker_init(gcsh_checker *k, int size);
 void gcsh_checker_destroy(gcsh_checker *k);
@@ -61,6 +68,9 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
  * waiting on a fingerprint: its whereabouts are needed (MSG_WHERE). */
 int gcsh_checker_needs_probe(const gcsh_checker *k, const gcsh_checker_io *io, double now,
                              double timeout);
+/* Whether a pending group waits for members still on the check board (they
+ * pass or escalate without a message to the coordinator: poll). */
+int gcsh_checker_expects_board(const gcsh_checker *k, const gcsh_checker_io *io);
 /* The earliest moment a pending group times out (0: none). */
 double gcsh_checker_deadline(const gcsh_checker *k, double timeout);
 

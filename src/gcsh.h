@@ -16,6 +16,7 @@
 
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
+typedef struct gcsh_board gcsh_board;
 
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
@@ -35,6 +36,8 @@ struct gcsh_ctx {
     /* Collective checks, whereabouts and aborts (check.h); NULL in a bare
      * state (C tests), where checks are off. */
     gcsh_check *check;
+    /* The check board (board.h) of rank 0's node, or NULL elsewhere. */
+    gcsh_board *board;
     /* Set by a backend that met an error the process cannot recover from (a
      * sticky CUDA error): gcsh_raise then ends every rank (check.h). */
     int fatal;
@@ -68,7 +71,8 @@ double gcsh_now_seconds(void);
  * bytes; into buf, which it returns. */
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
 
-/* Raises ctx->err as a Lua error (never returns). */
+/* Raises ctx->err as a Lua error (never returns); after an unrecoverable
+ * fault (ctx->fatal) it ends every rank instead (check.c). */
 int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 
 /* Creates the metatable of a Lua type (lua.c/liolib.c style): metamethods

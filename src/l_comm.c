@@ -9,7 +9,7 @@
  *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
  *   c:send(t, peer)                           c:recv(t, peer)
  *   c:window(n [, dtype [, {kind=}]])  c:signals(n)   (l_window.c, l_signal.c)
- *   c:agree(s)                         every rank's string, in rank order (symmem.c)
+ *   c:agree(s)                         every rank's string, in rank order
  *   c:free()                           collective, idempotent; refused while
  *                                      windows or signals are registered on c
  *
@@ -46,7 +46,6 @@
 #include "gcsh.h"
 #include "tensor.h"
 
-#define COMM_MT GCSH_COMM_MT
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
 
@@ -62,7 +61,7 @@ static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
 
 static lcomm *check_open(lua_State *L, int idx)
 {
-    lcomm *lc = luaL_checkudata(L, idx, COMM_MT);
+    lcomm *lc = luaL_checkudata(L, idx, GCSH_COMM_MT);
     if (!lc->impl)
         luaL_error(L, "attempt to use a freed comm");
     gcsh_check_usable(L, &lc->chk);
@@ -82,7 +81,7 @@ static lcomm *push_closed(lua_State *L)
     memset(&lc->chk, 0, sizeof lc->chk);
     lc->next_seq = 1;
     lc->registered = 0;
-    luaL_setmetatable(L, COMM_MT);
+    luaL_setmetatable(L, GCSH_COMM_MT);
     return lc;
 }
 
@@ -119,7 +118,7 @@ static void push_leaks(lua_State *L)
 /* __gc: local only, see the top of the file. */
 static int comm_gc(lua_State *L)
 {
-    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
     if (!lc->impl)
         return 0;
     gcsh_comm_check_detach(gcsh_ctx_of(L), &lc->chk);
@@ -154,7 +153,7 @@ static void note_leaks_once(lua_State *L)
 /* Windows and signals keep their comm (comm.h): their free needs its barrier. */
 static int comm_free(lua_State *L)
 {
-    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
     if (lc->impl && lc->registered > 0)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
                              "free them first", lc->registered);
@@ -164,7 +163,7 @@ static int comm_free(lua_State *L)
 
 static int comm_tostring(lua_State *L)
 {
-    lcomm *lc = luaL_checkudata(L, 1, COMM_MT);
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
     if (!lc->impl)
         lua_pushliteral(L, "comm(freed)");
     else if (lc->chk.aborted)
@@ -222,8 +221,10 @@ static int *world_members(gcsh_ctx *ctx)
  * comes is named instead of hanging the others. */
 static void check_world(lua_State *L, gcsh_ctx *ctx)
 {
+    /* never on the board: its sequence number is always 0, so a second
+     * comm.world() in one command would meet the first one's entries there */
     gcsh_comm_check session = {.id = SESSION_COMM_ID, .rank = ctx->rank, .size = ctx->size,
-                               .members = world_members(ctx)};
+                               .members = world_members(ctx), .on_board = 0};
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, &session, "comm.world");
     fp.seq = 0;
@@ -635,6 +636,44 @@ static int comm_recv(lua_State *L) { return collective(L, COLL_RECV); }
 
 /* ---- registration -------------------------------------------------------- */
 
+/* c:agree carries strings up to this size (a control exchange, not data). */
+#define AGREE_MAX_BYTES ((size_t)16 << 20)
+
+/* c:agree(s): collective; every rank's string, in rank order (index rank+1).
+ * Runs on the backend's control exchange (host memory, interruptible), so
+ * it also serves show() for device memory. */
+static int comm_agree(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *lc = gcsh_check_comm(L, 1);
+    size_t len;
+    const char *s = luaL_checklstring(L, 2, &len);
+    size_t size = (size_t)lc->size;
+    uint64_t mine = len, *lens = lua_newuserdatauv(L, size * sizeof *lens, 0);
+    if (ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine) != 0)
+        return gcsh_raise(L, ctx);
+    uint64_t longest = 0;
+    for (size_t r = 0; r < size; r++)
+        longest = lens[r] > longest ? lens[r] : longest;
+    /* every rank sees the same lengths, so this error is collective */
+    if (longest > AGREE_MAX_BYTES)
+        return luaL_error(L, "agree: a rank's string has %I bytes, more than the %I this "
+                             "control exchange carries",
+                          (lua_Integer)longest, (lua_Integer)AGREE_MAX_BYTES);
+    char *padded = lua_newuserdatauv(L, longest ? longest : 1, 0);
+    char *all = lua_newuserdatauv(L, size * longest + 1, 0);
+    memset(padded, 0, longest ? longest : 1);
+    memcpy(padded, s, len);
+    if (longest && ctx->be->comm->agree(ctx, lc->impl, padded, all, longest) != 0)
+        return gcsh_raise(L, ctx);
+    lua_createtable(L, (int)size, 0);
+    for (size_t r = 0; r < size; r++) {
+        lua_pushlstring(L, all + r * longest, (size_t)lens[r]);
+        lua_rawseti(L, -2, (lua_Integer)r + 1);
+    }
+    return 1;
+}
+
 static const luaL_Reg meth[] = {
     {"split", comm_split},
     {"barrier", comm_barrier},
@@ -649,7 +688,7 @@ static const luaL_Reg meth[] = {
     {"loop", comm_loop},
     {"window", gcsh_comm_window},
     {"signals", gcsh_comm_signals},
-    {"agree", gcsh_comm_agree},
+    {"agree", comm_agree},
     {"free", comm_free},
     {NULL, NULL},
 };
@@ -669,7 +708,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_gcsh_comm(lua_State *L)
 {
-    gcsh_new_type(L, COMM_MT, meth, metameth, comm_index);
+    gcsh_new_type(L, GCSH_COMM_MT, meth, metameth, comm_index);
     luaL_newlib(L, funcs);
     return 1;
 }

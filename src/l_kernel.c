@@ -16,23 +16,28 @@
  * the bound and cancel word of s:wait).  Options: op="sum", offset=0,
  * n=w.n-offset, out=nil (a local tensor of w.dtype; nil: the result stays in
  * the window).
+ * Every collective moves the data as its plan says (kplan.h; kernel.plan
+ * shows it): chunks are balanced, so n need not divide by the team.
  *   kernel.allreduce(w [, {algo="auto", op, offset, n, out}])
  *       -> result tensor, algorithm run.  algo: "oneshot" (each rank loads
  *       every slice and reduces), "twoshot" (rank r reduces chunk r by peer
  *       loads and stores it to every peer: the whole window holds the
- *       result, out gets a copy), "multicast" (w:multicast(): NVLS, or its
- *       emulation, which is two-shot), "comm" (the communicator's all-reduce
- *       on the window's memory: NCCL on cuda, MPI on host), "auto" (by size
- *       and team from src/kern_tune.h).
- *   kernel.reduce_scatter(w [, {op, offset, n, out}])   n divisible by #w.team;
+ *       result, out gets a copy), "ring" (reduce-scatter and all-gather
+ *       around the ring), "multicast" (w:multicast(): NVLS, or its
+ *       emulation, which moves the data as two-shot does), "comm" (the
+ *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
+ *       on host), "auto" (by size and team from src/kern_tune.h).
+ *   kernel.reduce_scatter(w [, {algo="direct"|"ring", op, offset, n, out}])
  *       rank r gets chunk r reduced: out, or chunk r of its slice.
- *   kernel.allgather(w [, {offset, n, out}])            n divisible by #w.team;
+ *   kernel.allgather(w [, {algo="direct"|"ring", offset, n, out}])
  *       rank r's chunk r goes to every slice (peer stores); out gets a copy.
  *   kernel.reduce_to(root, w [, {op, offset, n, out}])  root (a rank of w.comm)
  *       gets the reduction: out, or its own slice.  Returns it on root, nil
  *       elsewhere.
- *   kernel.broadcast(root, w [, {offset, n, out}])      every rank's region
- *       (or out) = root's, by peer loads.
+ *   kernel.broadcast(root, w [, {algo="direct"|"tree"|"ring", offset, n, out}])
+ *       every rank's region (or out) = root's, by peer loads.
+ *   kernel.plan(w [, {coll, algo, n, offset, root, out=false}]) -> the plan
+ *   kernel.algos  -> every name kernel.allreduce accepts
  *   kernel.choose(bytes [, team_size [, backend]]) -> the algorithm "auto" runs
  *   kernel.crossovers  -> the table auto reads (a copy)
  *
@@ -57,7 +62,6 @@
 #include "symmem.h"
 #include "tensor.h"
 
-#define WINDOW_MT "window"
 #define MCAST_MT "multicast"
 
 static const gcsh_kernel_ops *kern_of(lua_State *L)
@@ -182,7 +186,7 @@ typedef struct wargs {
 
 static gcsh_symobj *check_kernel_window(lua_State *L, int idx, const char *fname)
 {
-    gcsh_symobj *o = gcsh_sym_check_open(L, idx, WINDOW_MT);
+    gcsh_symobj *o = gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
     if (o->desc.team_size > GCSH_KERN_MAX_TEAM)
         luaL_error(L, "%s: the window's team has %d members; the kernels synchronise at most %d",
                    fname, o->desc.team_size, GCSH_KERN_MAX_TEAM);
@@ -200,6 +204,20 @@ static void check_out_apart(lua_State *L, const wargs *a)
                        a->fname);
 }
 
+/* Reads {offset, n} of the options table at idx: the region of the window. */
+static void read_region(lua_State *L, int idx, wargs *a)
+{
+    const gcsh_symobj *o = a->o;
+    a->offset = check_count(L, a->fname, "offset", opt_integer(L, idx, "offset", a->fname, 0), 0,
+                            (lua_Integer)o->n - 1);
+    lua_Integer room = (lua_Integer)(o->n - a->offset);
+    lua_Integer n = opt_integer(L, idx, "n", a->fname, room);
+    if (n < 1 || n > room)
+        luaL_error(L, "%s: n must be 1..%I (offset %I of the window's %I elements), got %I",
+                   a->fname, room, (lua_Integer)a->offset, (lua_Integer)o->n, n);
+    a->n = (size_t)n;
+}
+
 /* Reads {op, offset, n, out, algo} at idx (may be none/nil) for window o. */
 static void read_wargs(lua_State *L, int idx, wargs *a, const char *valid)
 {
@@ -209,7 +227,7 @@ static void read_wargs(lua_State *L, int idx, wargs *a, const char *valid)
     a->n = o->n;
     a->out = NULL;
     a->out_idx = 0;
-    a->algo = "auto";
+    a->algo = NULL;
     if (lua_isnoneornil(L, idx))
         return;
     if (!lua_istable(L, idx))
@@ -217,14 +235,7 @@ static void read_wargs(lua_State *L, int idx, wargs *a, const char *valid)
                    luaL_typename(L, idx));
     check_keys(L, idx, a->fname, valid);
     a->op = opt_op(L, idx, GCSH_OP_SUM);
-    a->offset = check_count(L, a->fname, "offset", opt_integer(L, idx, "offset", a->fname, 0), 0,
-                            (lua_Integer)o->n - 1);
-    lua_Integer room = (lua_Integer)(o->n - a->offset);
-    lua_Integer n = opt_integer(L, idx, "n", a->fname, room);
-    if (n < 1 || n > room)
-        luaL_error(L, "%s: n must be 1..%I (offset %I of the window's %I elements), got %I",
-                   a->fname, room, (lua_Integer)a->offset, (lua_Integer)o->n, n);
-    a->n = (size_t)n;
+    read_region(L, idx, a);
     if (lua_getfield(L, idx, "out") != LUA_TNIL) {
         a->out_idx = lua_gettop(L);
         a->out = check_placed(L, a->out_idx, a->fname, "out");
@@ -245,14 +256,6 @@ static void check_out_size(lua_State *L, const wargs *a, size_t needs, const cha
         luaL_error(L, "%s: out has %I elements, needs %I (%s)", a->fname, (lua_Integer)a->out->n,
                    (lua_Integer)needs, why);
     check_out_apart(L, a);
-}
-
-static void check_divisible(lua_State *L, const wargs *a)
-{
-    int k = a->o->desc.team_size;
-    if (a->n % (size_t)k != 0)
-        luaL_error(L, "%s: n = %I is not a multiple of the team's %d members", a->fname,
-                   (lua_Integer)a->n, k);
 }
 
 /* A root given as a rank of the window's comm; returns its team index. */
@@ -297,19 +300,34 @@ static gcsh_comm_check *enter_checked(lua_State *L, const wargs *a, const char *
     return cc;
 }
 
-/* A kernel collective, checked; root is a team index or -1. */
-static void run_collective(lua_State *L, const wargs *a, enum gcsh_kcoll coll, int root,
-                           const gcsh_mcast *mc, const char *algo)
+/* A kernel collective: the plan of (coll, algo) over a's region, checked
+ * under the name `shown`; root is a team index or -1. */
+static void run_collective(lua_State *L, const wargs *a, enum gcsh_kcoll coll,
+                           enum gcsh_kalgo algo, int root, const gcsh_mcast *mc, const char *shown)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kcoll_args k = {
-        .coll = coll, .offset = a->offset, .n = a->n, .dt = a->o->dtype, .op = a->op,
-        .root = root < 0 ? 0 : root, .out = a->out ? gcsh_tensor_data(a->out) : NULL,
-        .sync_off = sync_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
+        .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n},
+        .offset = a->offset, .dt = a->o->dtype, .op = a->op,
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .sync_off = sync_offset(L, a->o),
+        .epoch = &a->o->kern_epoch, .mc = mc,
     };
     int reduces = coll != GCSH_KC_ALLGATHER && coll != GCSH_KC_BROADCAST;
-    gcsh_comm_check *cc = enter_checked(L, a, algo, root, reduces);
+    gcsh_comm_check *cc = enter_checked(L, a, shown, root, reduces);
     gcsh_check_leave(L, cc, kern_of(L)->collective(ctx, a->o->impl, &a->o->desc, &k));
+}
+
+/* The algorithm a's options name for coll (def when none), or an error
+ * listing the valid ones. */
+static enum gcsh_kalgo check_algo(lua_State *L, const wargs *a, enum gcsh_kcoll coll,
+                                  const char *def)
+{
+    const char *name = a->algo ? a->algo : def;
+    int algo = gcsh_kalgo_parse(name);
+    if (algo < 0 || !gcsh_kplan_valid(coll, (enum gcsh_kalgo)algo))
+        luaL_error(L, "%s: unknown algo '%s' (valid: %s)", a->fname, name,
+                   gcsh_kplan_algos(coll));
+    return (enum gcsh_kalgo)algo;
 }
 
 /* Pushes what a collective returns: out, or the view of my slice's region
@@ -453,6 +471,52 @@ static void comm_allreduce(lua_State *L, const wargs *a)
                                                      o->dtype, a->op));
 }
 
+/* The all-reduce algorithms, one row each: what kernel.allreduce accepts
+ * (with "auto", which picks one by size: choose_algo), in the order
+ * kernel.algos lists them.  run returns the name the call reports. */
+typedef struct allreduce_algo {
+    const char *name;
+    const char *(*run)(lua_State *L, const wargs *a);
+} allreduce_algo;
+
+/* oneshot, twoshot, ring: the plan of that name */
+static const char *allreduce_planned(lua_State *L, const wargs *a)
+{
+    enum gcsh_kalgo algo = check_algo(L, a, GCSH_KC_ALLREDUCE, "oneshot");
+    run_collective(L, a, GCSH_KC_ALLREDUCE, algo, -1, NULL, a->algo);
+    return a->algo;
+}
+
+/* w:multicast()'s mode: multimem (nvls), or its emulation by peer loads and
+ * stores, which moves the data as two-shot does (kplan.h) */
+static const char *allreduce_multicast(lua_State *L, const wargs *a)
+{
+    gcsh_mcast mc;
+    open_mcast(L, a->o, &mc);
+    if (mc.nvls) {
+        check_dtype_op(L, a->fname, a->o->dtype, a->op, gcsh_kern_nvls_ops_of(a->o->dtype),
+                       "multimem (mode nvls)");
+        check_nvls_alignment(L, a->fname, a->o, a->offset, a->n, a->out);
+    }
+    run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &mc : NULL,
+                   "multicast");
+    return mc.nvls ? "multicast(nvls)" : "multicast(emulated)";
+}
+
+static const char *allreduce_comm(lua_State *L, const wargs *a)
+{
+    comm_allreduce(L, a);
+    return "comm";
+}
+
+static const allreduce_algo allreduce_algos[] = {
+    {"oneshot", allreduce_planned},     {"twoshot", allreduce_planned},
+    {"ring", allreduce_planned},        {"multicast", allreduce_multicast},
+    {"comm", allreduce_comm},           {NULL, NULL},
+};
+
+#define ALLREDUCE_ALGO_NAMES "auto oneshot twoshot ring multicast comm"
+
 static int kernel_allreduce(lua_State *L)
 {
     wargs a = {.fname = "allreduce"};
@@ -460,53 +524,46 @@ static int kernel_allreduce(lua_State *L)
     read_wargs(L, 2, &a, WINDOW_KEYS " algo");
     check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     check_out_size(L, &a, a.n, "n elements");
-    const char *algo = a.algo;
-    if (strcmp(algo, "auto") == 0) {
-        algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
-                           a.n * gcsh_dtype_size(a.o->dtype));
-        if (strcmp(algo, "comm") == 0 && !comm_can_run(L, &a))
-            algo = "twoshot";
+    if (!a.algo || strcmp(a.algo, "auto") == 0) {
+        a.algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
+                             a.n * gcsh_dtype_size(a.o->dtype));
+        if (strcmp(a.algo, "comm") == 0 && !comm_can_run(L, &a))
+            a.algo = "twoshot";
     }
-    if (strcmp(algo, "oneshot") == 0) {
-        run_collective(L, &a, GCSH_KC_ONESHOT, -1, NULL, "oneshot");
-    } else if (strcmp(algo, "twoshot") == 0) {
-        run_collective(L, &a, GCSH_KC_TWOSHOT, -1, NULL, "twoshot");
-    } else if (strcmp(algo, "comm") == 0) {
-        comm_allreduce(L, &a);
-    } else if (strcmp(algo, "multicast") == 0) {
-        gcsh_mcast mc;
-        open_mcast(L, a.o, &mc);
-        if (mc.nvls) {
-            check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_nvls_ops_of(a.o->dtype),
-                           "multimem (mode nvls)");
-            check_nvls_alignment(L, a.fname, a.o, a.offset, a.n, a.out);
-            run_collective(L, &a, GCSH_KC_MULTICAST, -1, &mc, "multicast");
-            algo = "multicast(nvls)";
-        } else {
-            /* the emulation of ld_reduce + st over chunks is two-shot */
-            run_collective(L, &a, GCSH_KC_TWOSHOT, -1, NULL, "multicast");
-            algo = "multicast(emulated)";
+    for (const allreduce_algo *r = allreduce_algos; r->name; r++)
+        if (strcmp(r->name, a.algo) == 0) {
+            const char *ran = r->run(L, &a);
+            push_result(L, &a, a.offset, a.n);
+            lua_pushstring(L, ran);
+            return 2;
         }
-    } else {
-        return luaL_error(L, "%s: unknown algo '%s' (valid: auto oneshot twoshot multicast comm)",
-                          a.fname, algo);
+    return luaL_error(L, "%s: unknown algo '%s' (valid: " ALLREDUCE_ALGO_NAMES ")", a.fname,
+                      a.algo);
+}
+
+/* kernel.algos: every name kernel.allreduce accepts. */
+static void push_algos(lua_State *L)
+{
+    lua_newtable(L);
+    lua_pushliteral(L, "auto");
+    lua_rawseti(L, -2, 1);
+    for (int i = 0; allreduce_algos[i].name; i++) {
+        lua_pushstring(L, allreduce_algos[i].name);
+        lua_rawseti(L, -2, i + 2);
     }
-    push_result(L, &a, a.offset, a.n);
-    lua_pushstring(L, algo);
-    return 2;
 }
 
 static int kernel_reduce_scatter(lua_State *L)
 {
     wargs a = {.fname = "reduce_scatter"};
     a.o = check_kernel_window(L, 1, a.fname);
-    read_wargs(L, 2, &a, WINDOW_KEYS);
+    read_wargs(L, 2, &a, WINDOW_KEYS " algo");
     check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
-    check_divisible(L, &a);
-    size_t chunk = a.n / (size_t)a.o->desc.team_size;
-    check_out_size(L, &a, chunk, "n / team size");
-    run_collective(L, &a, GCSH_KC_REDUCE_SCATTER, -1, NULL, NULL);
-    push_result(L, &a, a.offset + (size_t)a.o->desc.team_rank * chunk, chunk);
+    enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_REDUCE_SCATTER, "direct");
+    gcsh_kchunk mine = gcsh_kplan_chunk(a.n, a.o->desc.team_size, a.o->desc.team_rank);
+    check_out_size(L, &a, mine.count, "this rank's chunk of n");
+    run_collective(L, &a, GCSH_KC_REDUCE_SCATTER, algo, -1, NULL, gcsh_kalgo_name(algo));
+    push_result(L, &a, a.offset + mine.first, mine.count);
     return 1;
 }
 
@@ -514,12 +571,12 @@ static int kernel_allgather(lua_State *L)
 {
     wargs a = {.fname = "allgather"};
     a.o = check_kernel_window(L, 1, a.fname);
-    read_wargs(L, 2, &a, "offset n out");
+    read_wargs(L, 2, &a, "offset n out algo");
     check_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                    "the kernels");
-    check_divisible(L, &a);
+    enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_ALLGATHER, "direct");
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_ALLGATHER, -1, NULL, NULL);
+    run_collective(L, &a, GCSH_KC_ALLGATHER, algo, -1, NULL, gcsh_kalgo_name(algo));
     push_result(L, &a, a.offset, a.n);
     return 1;
 }
@@ -529,10 +586,11 @@ static int kernel_reduce_to(lua_State *L)
     wargs a = {.fname = "reduce_to"};
     a.o = check_kernel_window(L, 2, a.fname);
     int root = check_root(L, 1, &a);
-    read_wargs(L, 3, &a, WINDOW_KEYS);
+    read_wargs(L, 3, &a, WINDOW_KEYS " algo");
     check_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
+    enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_REDUCE, "direct");
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_REDUCE_TO, root, NULL, NULL);
+    run_collective(L, &a, GCSH_KC_REDUCE, algo, root, NULL, gcsh_kalgo_name(algo));
     if (a.o->desc.team_rank == root)
         push_result(L, &a, a.offset, a.n);
     else
@@ -545,12 +603,169 @@ static int kernel_broadcast(lua_State *L)
     wargs a = {.fname = "broadcast"};
     a.o = check_kernel_window(L, 2, a.fname);
     int root = check_root(L, 1, &a);
-    read_wargs(L, 3, &a, "offset n out");
+    read_wargs(L, 3, &a, "offset n out algo");
     check_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                    "the kernels");
+    enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_BROADCAST, "direct");
     check_out_size(L, &a, a.n, "n elements");
-    run_collective(L, &a, GCSH_KC_BROADCAST, root, NULL, NULL);
+    run_collective(L, &a, GCSH_KC_BROADCAST, algo, root, NULL, gcsh_kalgo_name(algo));
     push_result(L, &a, a.offset, a.n);
+    return 1;
+}
+
+/* ---- kernel.plan: the plan as a Lua table ------------------------------------ */
+
+/* {peer=, first=}: a team index and an absolute slice index, or "out" /
+ * "tmp" and an index there. */
+static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset)
+{
+    lua_createtable(L, 0, 2);
+    if (pl->peer >= 0)
+        lua_pushinteger(L, pl->peer);
+    else
+        lua_pushstring(L, pl->peer == GCSH_KPLAN_OUT ? "out" : "tmp");
+    lua_setfield(L, -2, "peer");
+    lua_pushinteger(L, (lua_Integer)(pl->first + (pl->peer >= 0 ? offset : 0)));
+    lua_setfield(L, -2, "first");
+}
+
+static void push_places(lua_State *L, const gcsh_kplace *pl, int count, size_t offset,
+                        const char *field)
+{
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        push_place(L, &pl[i], offset);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, field);
+}
+
+static void push_move(lua_State *L, int rank, const gcsh_kmove *mv, size_t offset)
+{
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, rank);
+    lua_setfield(L, -2, "rank");
+    lua_pushstring(L, mv->k > 1 ? "reduce" : "copy");
+    lua_setfield(L, -2, "op");
+    lua_pushinteger(L, (lua_Integer)mv->count);
+    lua_setfield(L, -2, "count");
+    push_places(L, mv->src, mv->k, offset, "src");
+    push_places(L, mv->dst, mv->m, offset, "dst");
+}
+
+/* One step as a table (a move step where nobody has work, such as the
+ * copy into out when out is false, keeps its place with no moves: every
+ * member has the same steps). */
+static void push_step(lua_State *L, const gcsh_kplan *p, const gcsh_kstep *st, int has_out,
+                      size_t offset)
+{
+    if (st->kind == GCSH_KS_BARRIER) {
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "barrier");
+        lua_setfield(L, -2, "kind");
+        return;
+    }
+    lua_createtable(L, 0, 4);
+    lua_pushliteral(L, "move");
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, gcsh_kphase_name(st->phase));
+    lua_setfield(L, -2, "phase");
+    lua_pushinteger(L, st->index);
+    lua_setfield(L, -2, "index");
+    lua_newtable(L);
+    int moves = 0;
+    for (int r = 0; r < p->team; r++) {
+        gcsh_kmove mv;
+        if (gcsh_kplan_move(p, st, r, has_out, &mv)) {
+            push_move(L, r, &mv, offset);
+            lua_rawseti(L, -2, ++moves);
+        }
+    }
+    lua_setfield(L, -2, "moves");
+}
+
+static void set_string(lua_State *L, const char *key, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static void set_integer(lua_State *L, const char *key, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static void push_plan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
+                      int has_out)
+{
+    lua_createtable(L, 0, 10);
+    set_string(L, "coll", gcsh_kcoll_name(p->coll));
+    set_string(L, "algo", gcsh_kalgo_name(p->algo));
+    set_string(L, "dtype", gcsh_dtype_name(o->dtype));
+    set_integer(L, "n", (lua_Integer)p->n);
+    set_integer(L, "offset", (lua_Integer)offset);
+    set_integer(L, "team_size", p->team);
+    set_integer(L, "root", p->root);
+    lua_createtable(L, p->team, 0);
+    for (int r = 0; r < p->team; r++) {
+        lua_pushinteger(L, o->desc.team[r]);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "team");
+    lua_createtable(L, p->team, 0);
+    for (int r = 0; r < p->team; r++) {
+        gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
+        lua_createtable(L, 0, 2);
+        set_integer(L, "first", (lua_Integer)(offset + ch.first));
+        set_integer(L, "count", (lua_Integer)ch.count);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "chunks");
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(p, steps);
+    lua_createtable(L, ns, 0);
+    for (int i = 0; i < ns; i++) {
+        push_step(L, p, &steps[i], has_out, offset);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "steps");
+}
+
+/* kernel.plan(w [, {coll="allreduce", algo=, n=, offset=, root=0, out=false}]):
+ * what every member does at every step (kplan.h), for the window's team.
+ * Local: nothing runs, nothing is checked across ranks. */
+static int kernel_plan(lua_State *L)
+{
+    wargs a = {.fname = "plan"};
+    a.o = check_kernel_window(L, 1, a.fname);
+    a.n = a.o->n;
+    const char *coll_name = "allreduce";
+    int has_out = 0, root = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        check_keys(L, 2, a.fname, "coll algo n offset root out");
+        read_region(L, 2, &a);
+        if (lua_getfield(L, 2, "coll") != LUA_TNIL)
+            coll_name = luaL_checkstring(L, -1);
+        if (lua_getfield(L, 2, "algo") != LUA_TNIL)
+            a.algo = luaL_checkstring(L, -1);
+        has_out = lua_getfield(L, 2, "out") != LUA_TNIL && lua_toboolean(L, -1);
+        if (lua_getfield(L, 2, "root") != LUA_TNIL)
+            root = check_root(L, lua_gettop(L), &a);
+        lua_pop(L, 4);
+    }
+    int coll = gcsh_kcoll_parse(coll_name);
+    if (coll < 0)
+        return luaL_error(L, "plan: unknown coll '%s' (valid: allreduce reduce_scatter "
+                             "allgather broadcast reduce)",
+                          coll_name);
+    const char *def = gcsh_kplan_algos((enum gcsh_kcoll)coll);
+    char first[16];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(def, " "), def);
+    enum gcsh_kalgo algo = check_algo(L, &a, (enum gcsh_kcoll)coll, first);
+    gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n};
+    push_plan(L, a.o, &p, a.offset, has_out);
     return 1;
 }
 
@@ -807,6 +1022,7 @@ static const luaL_Reg funcs[] = {
     {"reduce_to", kernel_reduce_to},
     {"broadcast", kernel_broadcast},
     {"choose", kernel_choose},
+    {"plan", kernel_plan},
     {NULL, NULL},
 };
 
@@ -816,5 +1032,7 @@ int luaopen_gcsh_kernel(lua_State *L)
     luaL_newlib(L, funcs);
     push_crossovers(L);
     lua_setfield(L, -2, "crossovers");
+    push_algos(L);
+    lua_setfield(L, -2, "algos");
     return 1;
 }

@@ -97,6 +97,22 @@ static int shell_check(lua_State *L)
     return 1;
 }
 
+/* gcsh.check_counts(): {board=, coordinator=, failed=}: this rank's
+ * collective checks so far, by the path that decided them (check.h). */
+static int shell_check_counts(lua_State *L)
+{
+    gcsh_check_counts n;
+    gcsh_check_get_counts(gcsh_ctx_of(L), &n);
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, (lua_Integer)n.board);
+    lua_setfield(L, -2, "board");
+    lua_pushinteger(L, (lua_Integer)n.coordinator);
+    lua_setfield(L, -2, "coordinator");
+    lua_pushinteger(L, (lua_Integer)n.failed);
+    lua_setfield(L, -2, "failed");
+    return 1;
+}
+
 /* gcsh.debug.inject(what): makes a fault happen, to test what the shell does
  * about it (backend.h).  A test facility: refused unless GCSH_TEST_FAULTS=1. */
 static int debug_inject(lua_State *L)
@@ -147,6 +163,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "info");
     lua_pushcfunction(L, shell_check);
     lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_check_counts);
+    lua_setfield(L, -2, "check_counts");
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, debug_inject);
     lua_setfield(L, -2, "inject");

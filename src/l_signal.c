@@ -31,7 +31,6 @@
 #include "comm.h"
 #include "symmem.h"
 
-#define SIGNALS_MT "signals"
 /* Signal words are for synchronisation, not data: s:reset() touches each. */
 #define SIGNALS_MAX_N ((size_t)1 << 20)
 #define WORD_BYTES 8
@@ -43,7 +42,7 @@ static const enum gcsh_cmp cmp_values[] = {GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ
 
 static gcsh_symobj *check_signals(lua_State *L, int idx)
 {
-    return gcsh_sym_check_open(L, idx, SIGNALS_MT);
+    return gcsh_sym_check_open(L, idx, GCSH_SIGNALS_MT);
 }
 
 static void check_backend(lua_State *L, int rc)
@@ -64,7 +63,7 @@ int gcsh_comm_signals(lua_State *L)
     snprintf(p.dtype, sizeof p.dtype, "i64");
     gcsh_sym_size size;
     gcsh_sym_check_size(ctx, &p, "signals", 1, WORD_BYTES, SIGNALS_MAX_N, &size);
-    gcsh_sym_register(L, 1, SIGNALS_MT, &p, GCSH_I64, &size);
+    gcsh_sym_register(L, 1, GCSH_SIGNALS_MT, &p, GCSH_I64, &size);
     return 1;
 }
 
@@ -248,13 +247,13 @@ static int signals_info(lua_State *L)
 
 static int signals_free(lua_State *L)
 {
-    gcsh_sym_free(L, *(gcsh_symobj **)luaL_checkudata(L, 1, SIGNALS_MT));
+    gcsh_sym_free(L, *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_SIGNALS_MT));
     return 0;
 }
 
 static int signals_gc(lua_State *L)
 {
-    gcsh_symobj **h = luaL_checkudata(L, 1, SIGNALS_MT);
+    gcsh_symobj **h = luaL_checkudata(L, 1, GCSH_SIGNALS_MT);
     gcsh_sym_handle_gone(L, *h);
     *h = NULL;
     return 0;
@@ -262,7 +261,7 @@ static int signals_gc(lua_State *L)
 
 static int signals_tostring(lua_State *L)
 {
-    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, 1, SIGNALS_MT);
+    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_SIGNALS_MT);
     if (!o || !o->impl) {
         lua_pushliteral(L, "signals (freed)");
         return 1;
@@ -276,7 +275,7 @@ static int signals_tostring(lua_State *L)
 
 static int signals_index(lua_State *L)
 {
-    return gcsh_sym_index(L, SIGNALS_MT, NULL);
+    return gcsh_sym_index(L, GCSH_SIGNALS_MT, NULL);
 }
 
 static const luaL_Reg meth[] = {
@@ -301,6 +300,6 @@ static const luaL_Reg metameth[] = {
 int luaopen_gcsh_signals(lua_State *L)
 {
     gcsh_symmem_open(L);
-    gcsh_new_type(L, SIGNALS_MT, meth, metameth, signals_index);
+    gcsh_new_type(L, GCSH_SIGNALS_MT, meth, metameth, signals_index);
     return 0;
 }

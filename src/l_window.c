@@ -25,11 +25,10 @@
 #include "tensor.h"
 #include "xfer.h"
 
-#define WINDOW_MT "window"
 
 static gcsh_symobj *check_window(lua_State *L, int idx)
 {
-    return gcsh_sym_check_open(L, idx, WINDOW_MT);
+    return gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
 }
 
 /* ---- creation: arguments become a proposal, never an early error ---------- */
@@ -76,7 +75,7 @@ int gcsh_comm_window(lua_State *L)
     gcsh_sym_proposal p;
     gcsh_sym_size size;
     gcsh_dtype dt = gcsh_window_args(L, 2, "window", 1, &p, &size);
-    gcsh_sym_register(L, 1, WINDOW_MT, &p, dt, &size);
+    gcsh_sym_register(L, 1, GCSH_WINDOW_MT, &p, dt, &size);
     return 1;
 }
 
@@ -109,13 +108,13 @@ static int window_info(lua_State *L)
 
 static int window_free(lua_State *L)
 {
-    gcsh_sym_free(L, *(gcsh_symobj **)luaL_checkudata(L, 1, WINDOW_MT));
+    gcsh_sym_free(L, *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_WINDOW_MT));
     return 0;
 }
 
 static int window_gc(lua_State *L)
 {
-    gcsh_symobj **h = luaL_checkudata(L, 1, WINDOW_MT);
+    gcsh_symobj **h = luaL_checkudata(L, 1, GCSH_WINDOW_MT);
     gcsh_sym_handle_gone(L, *h);
     *h = NULL;
     return 0;
@@ -123,7 +122,7 @@ static int window_gc(lua_State *L)
 
 static int window_tostring(lua_State *L)
 {
-    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, 1, WINDOW_MT);
+    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_WINDOW_MT);
     if (!o || !o->impl) {
         lua_pushliteral(L, "window (freed)");
         return 1;
@@ -145,7 +144,7 @@ static int window_field(lua_State *L, gcsh_symobj *o, const char *key)
 
 static int window_index(lua_State *L)
 {
-    return gcsh_sym_index(L, WINDOW_MT, window_field);
+    return gcsh_sym_index(L, GCSH_WINDOW_MT, window_field);
 }
 
 static const luaL_Reg meth[] = {
@@ -171,6 +170,6 @@ static const luaL_Reg metameth[] = {
 int luaopen_gcsh_window(lua_State *L)
 {
     gcsh_symmem_open(L);
-    gcsh_new_type(L, WINDOW_MT, meth, metameth, window_index);
+    gcsh_new_type(L, GCSH_WINDOW_MT, meth, metameth, window_index);
     return 0;
 }

@@ -121,8 +121,23 @@ static void push_reports(lua_State *L, const char *reports, int size)
     }
 }
 
-/* What the check did, the same text on every rank (the proposals agreed). */
-static void push_check_report(lua_State *L, const winstage *s, int size)
+/* Where this rank's fingerprint was compared: the counts of check.h before
+ * and after the check stage say which path decided it. */
+static const char *fingerprint_path(gcsh_ctx *ctx, const gcsh_check_counts *before)
+{
+    gcsh_check_counts after;
+    gcsh_check_get_counts(ctx, &after);
+    if (after.board > before->board)
+        return "fingerprints: the same call on every rank (the node's check board)";
+    if (after.coordinator > before->coordinator)
+        return "fingerprints: the same call on every rank (rank 0 compared them)";
+    return "fingerprints: none (.check off)";
+}
+
+/* What the check did, as this rank saw it (the proposals agreed, so ranks
+ * differ only where their fingerprints took different paths). */
+static void push_check_report(lua_State *L, const winstage *s, int size,
+                              const gcsh_check_counts *before)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     size_t sync = ctx->be->kern ? ctx->be->kern->sync_bytes : 0;
@@ -134,11 +149,14 @@ static void push_check_report(lua_State *L, const winstage *s, int size)
              "%s per rank: %s of data + %zu B of sync words,\n"
              "  rounded up to the %s granularity",
              (unsigned long long)s->o->seq, (long long)s->p.n, s->p.dtype, s->p.kind,
-             gcsh_check_enabled(ctx) ? "fingerprints: rank 0 found the same call on every rank"
-                                     : "fingerprints: none (.check off)",
+             fingerprint_path(ctx, before),
              gcsh_format_bytes(s->size.alloc, alloc, sizeof alloc),
              gcsh_format_bytes(s->size.bytes, data, sizeof data), sync,
              gcsh_format_bytes(s->size.gran, gran, sizeof gran));
+    /* no exchange for it: one more collective here, after the check, is a
+     * place where an interrupt would strand a rank; every rank prints its
+     * own text, the same as the others' unless their checks took another
+     * path, which the shell's folding of each rank's output then shows */
     lua_createtable(L, size, 0);
     for (int r = 0; r < size; r++) {
         lua_pushstring(L, text);
@@ -159,9 +177,11 @@ static void step_check(lua_State *L, int ud, winstage *s, int comm_idx, lcomm *l
         s->o = o;
         o->handles = 1;
     }
+    gcsh_check_counts before;
+    gcsh_check_get_counts(gcsh_ctx_of(L), &before);
     gcsh_sym_check_stage(L, comm_idx, o, &p);
     s->step = 1;
-    push_check_report(L, s, lc->size);
+    push_check_report(L, s, lc->size, &before);
 }
 
 /* The next backend stage; after the last, the window's handle. */
@@ -176,7 +196,7 @@ static void step_stage(lua_State *L, int ud, winstage *s, lcomm *lc)
     }
     s->step++;
     if (o->impl) {
-        gcsh_symobj **h = gcsh_sym_push_handle(L, "window");
+        gcsh_symobj **h = gcsh_sym_push_handle(L, GCSH_WINDOW_MT);
         *h = o;
         o->handles++;
         lua_setiuservalue(L, ud, UV_WINDOW);

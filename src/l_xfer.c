@@ -35,7 +35,8 @@
  * returns (host_xfer.c), so "pending" is seen on cuda only.
  *
  * Freeing a window or signals while a transfer that uses it is in flight on
- * any rank is refused on every rank (gcsh_xfer_check_free). */
+ * any rank is refused on every rank: a posted transfer is attached to its
+ * window and signals (symmem.h), whose free asks the backend about it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,9 +49,6 @@
 #include "xfer.h"
 
 #define XFER_MT "xfer"
-#define WINDOW_MT "window"
-#define SIGNALS_MT "signals"
-#define LIVE_KEY "gcsh.xfer.live"
 /* A sanity bound on putv descriptors: far above any real scatter list. */
 #define MAX_SEGMENTS ((size_t)1 << 22)
 /* User values of a handle: the window and the signals it uses (kept alive). */
@@ -73,13 +71,7 @@ struct lxfer {
     int cancelled;
     int failed;             /* the last post failed: why says how */
     char why[256];
-    lxfer *prev, *next;     /* the rank's live handles (gcsh_xfer_check_free) */
 };
-
-/* The rank's live handles: a userdata in the Lua registry. */
-typedef struct live_list {
-    lxfer *head;
-} live_list;
 
 /* What the argument readers collect before the handle exists. */
 typedef struct seg_meta {
@@ -104,42 +96,6 @@ typedef struct plan_args {
 static const gcsh_xfer_ops *xfer_ops(lua_State *L)
 {
     return gcsh_ctx_of(L)->be->xfer;
-}
-
-/* ======================================================================
- * The live list
- * ====================================================================== */
-
-static live_list *get_live(lua_State *L)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, LIVE_KEY);
-    live_list *l = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return l;
-}
-
-static void link_live(lua_State *L, lxfer *x)
-{
-    live_list *l = get_live(L);
-    x->prev = NULL;
-    x->next = l->head;
-    if (l->head)
-        l->head->prev = x;
-    l->head = x;
-}
-
-static void unlink_live(lua_State *L, lxfer *x)
-{
-    live_list *l = get_live(L);
-    if (!l || (!x->prev && l->head != x))
-        return; /* not linked */
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        l->head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    x->prev = x->next = NULL;
 }
 
 /* ======================================================================
@@ -270,11 +226,11 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
         luaL_argerror(L, arg, lua_pushfstring(L, "signal must be a table {s, slot [, value]}, got %s",
                                               type_name(L, sig)));
     lua_rawgeti(L, sig, 1);
-    gcsh_symobj **h = luaL_testudata(L, -1, SIGNALS_MT);
+    gcsh_symobj **h = luaL_testudata(L, -1, GCSH_SIGNALS_MT);
     if (!h)
         luaL_argerror(L, arg, lua_pushfstring(L, "signal[1] must be signals, got %s",
                                               type_name(L, -1)));
-    gcsh_symobj *s = gcsh_sym_check_open(L, -1, SIGNALS_MT);
+    gcsh_symobj *s = gcsh_sym_check_open(L, -1, GCSH_SIGNALS_MT);
     if (s->comm != a->win->comm)
         luaL_argerror(L, arg, "the signals are on another communicator than the window");
     int member = gcsh_sym_team_index(s, a->peer);
@@ -417,15 +373,18 @@ static void set_segment(plan_args *a, size_t i, const gcsh_tensor *t, size_t off
 static void release_handle(lua_State *L, lxfer *x)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    if (x->impl)
+    if (x->impl) {
+        gcsh_sym_detach_xfer(x->win, x->impl);
+        if (x->sig)
+            gcsh_sym_detach_xfer(x->sig, x->impl);
         xfer_ops(L)->release(ctx, x->impl);
+    }
     x->impl = NULL;
     for (size_t i = 0; x->local && i < x->nseg; i++)
         if (x->local[i])
             gcsh_storage_unref(ctx, x->local[i]);
     free(x->local);
     x->local = NULL;
-    unlink_live(L, x);
 }
 
 /* Makes the handle from checked arguments (window userdata at stack index
@@ -462,7 +421,6 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
         release_handle(L, x);
         gcsh_raise(L, ctx);
     }
-    link_live(L, x);
     return x;
 }
 
@@ -473,7 +431,7 @@ static void begin_plan(lua_State *L, plan_args *a, const char *fname)
     if (!xfer_ops(L))
         luaL_error(L, "%s: the %s backend has no one-sided transfers", fname,
                    gcsh_ctx_of(L)->be->name);
-    a->win = gcsh_sym_check_open(L, 1, WINDOW_MT);
+    a->win = gcsh_sym_check_open(L, 1, GCSH_WINDOW_MT);
     a->team_index = gcsh_sym_check_peer(L, a->win, 2);
     a->peer = a->win->desc.team[a->team_index];
 }
@@ -595,6 +553,10 @@ static int xfer_post(lua_State *L)
     if (why)
         return luaL_error(L, "post: %s", why);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    /* the window and signals learn of it, so their free waits for it */
+    if (x->posts == 0 && (gcsh_sym_attach_xfer(x->win, x->impl) != 0 ||
+                          (x->sig && gcsh_sym_attach_xfer(x->sig, x->impl) != 0)))
+        return luaL_error(L, "post: out of host memory");
     if (xfer_ops(L)->post(ctx, x->impl) != 0) {
         x->failed = 1;
         snprintf(x->why, sizeof x->why, "%.255s", ctx->err); /* long errors are cut */
@@ -780,43 +742,6 @@ static int xfer_index(lua_State *L)
     return 1;
 }
 
-/* ======================================================================
- * The free check (symmem.c calls it before a window's or signals' barrier)
- * ====================================================================== */
-
-static int uses(const lxfer *x, const gcsh_symobj *o)
-{
-    return x->win == o || x->sig == o;
-}
-
-int gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o)
-{
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    live_list *l = get_live(L);
-    int busy = 0;
-    for (lxfer *x = l ? l->head : NULL; x; x = x->next)
-        if (uses(x, o) && query_in_flight(L, x) != 0)
-            busy++; /* one that cannot be asked counts as in flight: refusing is safe */
-    int size = o->comm->size;
-    int *all = malloc((size_t)size * 2 * sizeof *all), *ranks = all + size, n = 0;
-    if (!all)
-        return gcsh_set_error(ctx, "%s #%llu: free: out of host memory", o->type,
-                              (unsigned long long)o->seq);
-    int rc = ctx->be->comm->agree(ctx, o->comm_impl, &busy, all, sizeof busy);
-    for (int r = 0; rc == 0 && r < size; r++)
-        if (all[r])
-            ranks[n++] = r;
-    if (n > 0) {
-        char text[256];
-        gcsh_format_ranks(ranks, n, text, sizeof text);
-        rc = gcsh_set_error(ctx, "%s #%llu: cannot free: a transfer using it is still in "
-                                 "flight on rank(s) %s (wait for it first: x:wait{cpu=true})",
-                            o->type, (unsigned long long)o->seq, text);
-    }
-    free(all);
-    return rc;
-}
-
 static const luaL_Reg meth[] = {
     {"post", xfer_post},
     {"test", xfer_test},
@@ -835,12 +760,6 @@ static const luaL_Reg metameth[] = {
 
 int luaopen_gcsh_xfer(lua_State *L)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, LIVE_KEY) != LUA_TUSERDATA) {
-        live_list *l = lua_newuserdatauv(L, sizeof *l, 0);
-        l->head = NULL;
-        lua_setfield(L, LUA_REGISTRYINDEX, LIVE_KEY);
-    }
-    lua_pop(L, 1);
     gcsh_new_type(L, XFER_MT, meth, metameth, xfer_index);
     return 0;
 }

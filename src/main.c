@@ -15,6 +15,7 @@
 #include <lauxlib.h>
 #include <mpi.h>
 
+#include "board.h"
 #include "coord.h"
 #include "msg.h"
 #include "rank.h"
@@ -339,6 +340,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     gcsh_ctx ctx = {0};
     gcsh_rank_topology(&ctx);
+    ctx.board = gcsh_board_open(&ctx); /* collective, before any thread starts */
     int code = 1;
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)
@@ -353,6 +355,7 @@ int main(int argc, char **argv)
         code = run_rank(&ctx, argc, argv, &o);
     }
     gcsh_rank_close(&ctx);
+    gcsh_board_close(ctx.board);
     MPI_Finalize();
     return code;
 }

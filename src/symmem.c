@@ -1,5 +1,5 @@
-/* Checked registration, the registry of symmetric-memory objects, freeing,
- * and c:agree.  See symmem.h. */
+/* Checked registration, the registry of symmetric-memory objects and
+ * freeing: what windows and signals share.  See symmem.h. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,12 +11,9 @@
 #include "check.h"
 #include "out.h"
 #include "symmem.h"
-#include "xfer.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
 #define REGISTRY_MT "gcsh.symmem.registry"
-/* c:agree carries strings up to this size (a control exchange, not data). */
-#define AGREE_MAX_BYTES ((size_t)16 << 20)
 /* One rank's part of a registration error. */
 #define DESCRIPTION_LEN 256
 
@@ -293,6 +290,12 @@ static void drop_slices(gcsh_ctx *ctx, gcsh_symobj *o)
     o->nslices = 0;
 }
 
+static void free_record(gcsh_symobj *o)
+{
+    free(o->xfers);
+    free(o);
+}
+
 /* Whether anything of o is registered: a window, or stages of one. */
 static int holds_memory(const gcsh_symobj *o)
 {
@@ -315,7 +318,7 @@ static void forget_if_done(lua_State *L, gcsh_symobj *o)
     if (reg)
         unlink_object(reg, o);
     drop_slices(ctx, o);
-    free(o);
+    free_record(o);
 }
 
 /* The registry's hold on the communicator ends with the memory. */
@@ -359,7 +362,7 @@ static int registry_gc(lua_State *L)
         drop_slices(ctx, o);
         if (!o->handles) {
             unlink_object(reg, o);
-            free(o);
+            free_record(o);
         }
     }
     return 0;
@@ -563,6 +566,67 @@ void gcsh_sym_abort_build(lua_State *L, gcsh_symobj *o)
     abort_now(L, o);
 }
 
+/* ---- transfers over an object ------------------------------------------------- */
+
+int gcsh_sym_attach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x)
+{
+    for (size_t i = 0; i < o->nxfers; i++)
+        if (o->xfers[i] == x)
+            return 0;
+    if (o->nxfers == o->cap_xfers) {
+        size_t cap = o->cap_xfers ? 2 * o->cap_xfers : 4;
+        gcsh_xfer_impl **p = realloc(o->xfers, cap * sizeof *p);
+        if (!p)
+            return -1;
+        o->xfers = p;
+        o->cap_xfers = cap;
+    }
+    o->xfers[o->nxfers++] = x;
+    return 0;
+}
+
+void gcsh_sym_detach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x)
+{
+    for (size_t i = 0; i < o->nxfers; i++)
+        if (o->xfers[i] == x) {
+            o->xfers[i] = o->xfers[--o->nxfers];
+            return;
+        }
+}
+
+/* Collective over o's communicator, inside the free's checked section,
+ * before its barrier: 0 when no rank has a transfer in flight over o, else
+ * -1 with the same message in ctx->err on every rank. */
+static int refuse_in_flight(lua_State *L, gcsh_symobj *o)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int busy = 0;
+    for (size_t i = 0; i < o->nxfers; i++) {
+        enum gcsh_xfer_status status = GCSH_XFER_DONE;
+        /* one that cannot be asked counts as in flight: refusing is safe */
+        if (ctx->be->xfer->test(ctx, o->xfers[i], &status) != 0 || status == GCSH_XFER_PENDING)
+            busy++;
+    }
+    int size = o->comm->size;
+    int *all = malloc((size_t)size * 2 * sizeof *all), *ranks = all + size, n = 0;
+    if (!all)
+        return gcsh_set_error(ctx, "%s #%llu: free: out of host memory", o->type,
+                              (unsigned long long)o->seq);
+    int rc = ctx->be->comm->agree(ctx, o->comm_impl, &busy, all, sizeof busy);
+    for (int r = 0; rc == 0 && r < size; r++)
+        if (all[r])
+            ranks[n++] = r;
+    if (n > 0) {
+        char text[256];
+        gcsh_format_ranks(ranks, n, text, sizeof text);
+        rc = gcsh_set_error(ctx, "%s #%llu: cannot free: a transfer using it is still in "
+                                 "flight on rank(s) %s (wait for it first: x:wait{cpu=true})",
+                            o->type, (unsigned long long)o->seq, text);
+    }
+    free(all);
+    return rc;
+}
+
 void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
 {
     if (!o || !o->impl)
@@ -574,7 +638,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
      * object, unless the communicator was aborted (the exchange fails at once). */
     gcsh_comm_check *cc = &o->comm->chk;
     if (cc->aborted) {
-        if (gcsh_xfer_check_free(L, o) != 0 || ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
+        if (refuse_in_flight(L, o) != 0 || ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
             gcsh_raise(L, ctx);
     } else {
         char op[24];
@@ -582,7 +646,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
         gcsh_fingerprint fp;
         gcsh_fp_init(&fp, cc, op);
         gcsh_check_enter(L, cc, &fp);
-        int rc = gcsh_xfer_check_free(L, o);
+        int rc = refuse_in_flight(L, o);
         if (rc == 0)
             rc = ctx->be->comm->barrier(ctx, o->comm_impl);
         gcsh_check_leave(L, cc, rc);
@@ -717,41 +781,6 @@ void gcsh_symmem_close(lua_State *L)
 /* ======================================================================
  * c:agree(s)
  * ====================================================================== */
-
-/* c:agree(s): collective; every rank's string, in rank order (index rank+1).
- * Runs on the backend's control exchange (host memory, interruptible), so
- * it also serves show() for device memory. */
-int gcsh_comm_agree(lua_State *L)
-{
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
-    size_t len;
-    const char *s = luaL_checklstring(L, 2, &len);
-    size_t size = (size_t)lc->size;
-    uint64_t mine = len, *lens = lua_newuserdatauv(L, size * sizeof *lens, 0);
-    if (ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine) != 0)
-        return gcsh_raise(L, ctx);
-    uint64_t longest = 0;
-    for (size_t r = 0; r < size; r++)
-        longest = lens[r] > longest ? lens[r] : longest;
-    /* every rank sees the same lengths, so this error is collective */
-    if (longest > AGREE_MAX_BYTES)
-        return luaL_error(L, "agree: a rank's string has %I bytes, more than the %I this "
-                             "control exchange carries",
-                          (lua_Integer)longest, (lua_Integer)AGREE_MAX_BYTES);
-    char *padded = lua_newuserdatauv(L, longest ? longest : 1, 0);
-    char *all = lua_newuserdatauv(L, size * longest + 1, 0);
-    memset(padded, 0, longest ? longest : 1);
-    memcpy(padded, s, len);
-    if (longest && ctx->be->comm->agree(ctx, lc->impl, padded, all, longest) != 0)
-        return gcsh_raise(L, ctx);
-    lua_createtable(L, (int)size, 0);
-    for (size_t r = 0; r < size; r++) {
-        lua_pushlstring(L, all + r * longest, (size_t)lens[r]);
-        lua_rawseti(L, -2, (lua_Integer)r + 1);
-    }
-    return 1;
-}
 
 /* ======================================================================
  * Handles

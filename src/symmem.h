@@ -31,6 +31,11 @@
 #include "tensor.h"
 #include "winbuild.h"
 
+/* The metatable names of the two types (l_window.c, l_signal.c), the one
+ * place they are spelled. */
+#define GCSH_WINDOW_MT "window"
+#define GCSH_SIGNALS_MT "signals"
+
 typedef struct gcsh_sym_proposal {
     uint64_t seq;       /* the communicator's sequence number (set by agree) */
     int64_t n;
@@ -90,6 +95,11 @@ struct gcsh_symobj {
     int listed;                 /* in the registry: its check stage passed */
     int handles;                /* Lua handles pointing here (the object's, a stepper) */
     uint64_t kern_epoch;        /* barriers the kernel collectives ran on it (l_kernel.c) */
+    /* The transfers posted over it (l_xfer.c attaches a handle's transfer
+     * at its first post and detaches it when the handle goes): a free is
+     * refused while one of them is in flight on any rank. */
+    gcsh_xfer_impl **xfers;
+    size_t nxfers, cap_xfers;
     int garbage_noted;
 };
 
@@ -142,6 +152,11 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o);
 /* __gc of a handle (or a stepper letting go): local only (see the top of
  * the file); a record that never passed its check is freed here. */
 void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o);
+
+/* Attaches / detaches a transfer that uses o (see xfers above).  attach
+ * returns -1 when out of host memory. */
+int gcsh_sym_attach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x);
+void gcsh_sym_detach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x);
 
 /* The team index of communicator rank r, or -1. */
 int gcsh_sym_team_index(const gcsh_symobj *o, int r);

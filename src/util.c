@@ -5,7 +5,6 @@
 
 #include <lauxlib.h>
 
-#include "check.h"
 #include "gcsh.h"
 
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
@@ -36,13 +35,6 @@ char *gcsh_format_bytes(size_t bytes, char *buf, size_t len)
     }
     snprintf(buf, len, "%zu B", bytes);
     return buf;
-}
-
-int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
-{
-    if (ctx->fatal)
-        gcsh_check_fatal(L, ctx);
-    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
 }
 
 void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,

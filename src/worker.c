@@ -215,7 +215,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     size_t len = m->h.len - sizeof hdr - namelen;
 
     gcsh_capture_begin(&w->cap, m->h.seq);
-    gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0);
+    gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
     w->running_seq = m->h.seq;

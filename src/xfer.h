@@ -12,10 +12,4 @@ int gcsh_window_put(lua_State *L);
 int gcsh_window_get(lua_State *L);
 int gcsh_window_putv(lua_State *L);
 
-/* Collective over o's communicator, called by gcsh_sym_free inside its
- * checked section, before the barrier: 0 when no rank has a transfer in
- * flight that uses o (its window or its signal words), else -1 with the
- * same message in ctx->err on every rank. */
-int gcsh_xfer_check_free(lua_State *L, gcsh_symobj *o);
-
 #endif

@@ -3,11 +3,17 @@
 --   local bench = require "gcsh.bench"
 --   rows = bench.collective{op="allreduce", min=8, max=32<<20, factor=2, dtype="f32",
 --                           redop="sum", root=0, iters=20, warmup=5, check=true,
---                           comm=comm.world(), inplace=false, average="avg", quiet=false}
+--                           comm=comm.world(), inplace=false, average="avg", quiet=false,
+--                           checked=false}
 --
 -- Prints nccl-tests' columns on the communicator's rank 0 (other ranks print
 -- nothing) and returns the rows on every rank:
---   {size=, count=, type=, redop=, root=, time_us=, algbw=, busbw=, wrong=}
+--   {size=, count=, type=, redop=, root=, time_us=, algbw=, busbw=, wrong=, issue_us=}
+-- issue: the host's microseconds per call to issue them (the slowest rank's),
+-- which tells a host-bound size (issue close to time) from a device-bound one.
+-- The timed calls run back to back, one timer around them, as nccl-tests
+-- times: with .check off (checked=false, the default) or on (checked=true,
+-- what a user's own loop at the prompt pays).
 --
 -- As in nccl-tests (src/*.cu and doc/PERFORMANCE.md):
 --   * each size S (bytes) gives count = S / sizeof(dtype); each collective
@@ -233,6 +239,7 @@ local DEFAULTS = {
   op = "allreduce", min = 8, max = 32 << 20, factor = 2, dtype = "f32", redop = "sum",
   root = 0, iters = 20, warmup = 5, check = true, inplace = false, average = "avg",
   quiet = false, comm = false, -- comm: comm.world() when not given
+  checked = false,
 }
 
 local DTYPE_SIZE = { f64 = 8, f32 = 4, f16 = 2, bf16 = 2, i64 = 8, i32 = 4, u32 = 4, u8 = 1, i8 = 1 }
@@ -311,6 +318,7 @@ local RATE_COLUMNS = {
   { "time", "(us)", 9, ".2f", "time_us" }, { "algbw", "(GB/s)", 8, ".2f", "algbw" },
   { "busbw", "(GB/s)", 8, ".2f", "busbw" }, { "#wrong", "", 6, "d", "wrong" },
 }
+local ISSUE_COLUMN = { { "issue", "(us)", 9, ".2f", "issue_us" } }
 
 local function columns(...)
   local cols = {}
@@ -321,7 +329,7 @@ local function columns(...)
 end
 
 local COLLECTIVE_COLUMNS = columns(SIZE_COLUMNS,
-  { { "redop", "", 6, "s", "redop" }, { "root", "", 6, "d", "root" } }, RATE_COLUMNS)
+  { { "redop", "", 6, "s", "redop" }, { "root", "", 6, "d", "root" } }, RATE_COLUMNS, ISSUE_COLUMN)
 
 -- Runs fn with .check off on this rank (every rank runs bench alike): timed
 -- loops must not pay for a round trip to rank 0 per call.  bench issues the
@@ -334,14 +342,30 @@ local function unchecked(fn, ...)
   return table.unpack(res, 2, res.n)
 end
 
+-- iters calls of run: seconds by the timer (the device's time on cuda) and
+-- seconds the host took to issue them.
+local function timed_loop(run, iters)
+  local tm, t0 = gcsh.timer(), gcsh.wtime()
+  for _ = 1, iters do run() end
+  local issued = gcsh.wtime() - t0
+  return tm:stop(), issued
+end
+
+-- fn(...) with .check as asked: checked (what a loop at the prompt pays) or
+-- not (the collective alone).
+local function with_checks(checked, fn, ...)
+  if checked then return fn(...) end
+  return unchecked(fn, ...)
+end
+
+-- Per call: seconds and seconds to issue.
 local function time_calls(spec, a, o)
   a.comm:barrier() -- checked: every rank is here
-  return unchecked(function()
+  return with_checks(o.checked, function()
     for _ = 1, o.warmup do spec.run(a) end
     a.comm:barrier()
-    local tm = gcsh.timer()
-    for _ = 1, o.iters do spec.run(a) end
-    return tm:stop() / o.iters
+    local sec, issued = timed_loop(function() spec.run(a) end, o.iters)
+    return sec / o.iters, issued / o.iters
   end)
 end
 
@@ -358,7 +382,8 @@ local function bench_size(spec, o, size)
     spec.run(a)
     wrong = spec.check(a)
   end
-  local sec = over_ranks(c, time_calls(spec, a, o), "f64", o.average)
+  local per_call, issue = time_calls(spec, a, o)
+  local sec = over_ranks(c, per_call, "f64", o.average)
   wrong = over_ranks(c, wrong, "i64", "sum")
   local bytes = math.max(sendcount, recvcount) * DTYPE_SIZE[o.dtype]
   local algbw = bytes / 1e9 / sec
@@ -366,6 +391,7 @@ local function bench_size(spec, o, size)
     size = bytes, count = param, type = o.dtype,
     redop = spec.reduces and o.redop or "none", root = spec.rooted and o.root or -1,
     time_us = sec * 1e6, algbw = algbw, busbw = algbw * spec.busbw(n), wrong = wrong,
+    issue_us = over_ranks(c, issue, "f64", "max") * 1e6,
   }
 end
 
@@ -390,44 +416,51 @@ end
 -- bench.overhead{sizes={8, 1<<20, 1<<30}, dtype="f32", iters=50, warmup=5, reps=3,
 --                comm=comm.world(), quiet=false}
 -- The same in-place all-reduce loop issued from Lua (c:allreduce per
--- iteration) and from C (c:loop, no Lua between calls), interleaved `reps`
--- times in one run; the best of each is kept.  Prints, on rank 0, per size:
--- time per call of each, their ratio, the extra microseconds per call, and
--- busbw of the C loop; returns the rows on every rank.
+-- iteration), with .check off and on, and from C (c:loop, no Lua between
+-- calls, checked once), interleaved `reps` times in one run; the best of
+-- each is kept.  Prints, on rank 0, per size: time per call of each, the
+-- Lua loop's extra microseconds per call over the C loop, what the checks
+-- add per call, and busbw of the C loop; returns the rows on every rank
+-- ({size=, lua_us=, checked_us=, c_us=, ratio=, extra_us=, check_us=, busbw=}).
+local OVERHEAD_COLUMNS = {
+  { "size", "(B)", 12, "d", "size" }, { "lua", "(us)", 9, ".2f", "lua_us" },
+  { "checked", "(us)", 9, ".2f", "checked_us" }, { "c", "(us)", 9, ".2f", "c_us" },
+  { "lua/c", "", 7, ".3f", "ratio" }, { "extra", "(us)", 8, ".3f", "extra_us" },
+  { "check", "(us)", 8, ".3f", "check_us" }, { "busbw", "(GB/s)", 8, ".2f", "busbw" },
+}
+
 function bench.overhead(opts)
   opts = opts or {}
   local c = opts.comm or comm.world()
   local dtype, iters, reps = opts.dtype or "f32", opts.iters or 50, opts.reps or 3
   local sizes = opts.sizes or { 8, 1 << 20, 1 << 30 }
   local speaks, rows = c.rank == 0 and not opts.quiet, {}
-  if speaks then
-    print(string.format("# %12s  %12s  %12s  %8s  %12s  %8s", "size(B)", "lua(us)", "c(us)",
-                        "lua/c", "extra(us)", "busbw"))
+  if speaks then print_header(OVERHEAD_COLUMNS) end
+  local function lua_loop(t, checked)
+    c:barrier()
+    return over_ranks(c, with_checks(checked, function()
+      local tm = gcsh.timer()
+      for _ = 1, iters do c:allreduce(t) end
+      return tm:stop() / iters
+    end), "f64", "max")
   end
   for _, size in ipairs(sizes) do
     local t = tensor.new(math.max(1, size // DTYPE_SIZE[dtype]), dtype):fill(1)
     for _ = 1, opts.warmup or 5 do c:allreduce(t) end
-    local best_lua, best_c = math.huge, math.huge
+    local best_lua, best_chk, best_c = math.huge, math.huge, math.huge
     for _ = 1, reps do
-      c:barrier()
-      local lua_s = unchecked(function()
-        local tm = gcsh.timer()
-        for _ = 1, iters do c:allreduce(t) end
-        return tm:stop() / iters
-      end)
-      best_lua = math.min(best_lua, over_ranks(c, lua_s, "f64", "max"))
+      best_lua = math.min(best_lua, lua_loop(t, false))
+      best_chk = math.min(best_chk, lua_loop(t, true))
       c:barrier()
       best_c = math.min(best_c, over_ranks(c, c:loop("allreduce", iters, t) / iters, "f64", "max"))
     end
     local bytes = #t * DTYPE_SIZE[dtype]
-    local row = { size = bytes, lua_us = best_lua * 1e6, c_us = best_c * 1e6,
-                  ratio = best_lua / best_c, extra_us = (best_lua - best_c) * 1e6,
+    local row = { size = bytes, lua_us = best_lua * 1e6, checked_us = best_chk * 1e6,
+                  c_us = best_c * 1e6, ratio = best_lua / best_c,
+                  extra_us = (best_lua - best_c) * 1e6, check_us = (best_chk - best_lua) * 1e6,
                   busbw = bytes / 1e9 / best_c * 2 * (c.size - 1) / c.size }
     rows[#rows + 1] = row
-    if speaks then
-      print(string.format("%14d  %12.2f  %12.2f  %8.4f  %12.3f  %8.2f", row.size, row.lua_us,
-                          row.c_us, row.ratio, row.extra_us, row.busbw))
-    end
+    if speaks then print_row(OVERHEAD_COLUMNS, row) end
     t:free()
   end
   return rows
@@ -449,10 +482,8 @@ end
 -- Each size is timed over `iters` calls, or over as many as fill min_time
 -- seconds when those take less (small messages: one hiccup in 20 calls of a
 -- few microseconds moves the mean by more than the differences measured).
--- Columns as bench.collective plus the algorithm and "issue": the host's
--- time per call to issue it (the slowest rank's), which tells a host-bound
--- size (issue close to time) from a device-bound one.  Timed loops run with
--- .check off, as bench.collective's.  Rows are returned on every rank
+-- Columns as bench.collective's plus the algorithm; timed loops run with
+-- .check off unless checked=true, as there.  Rows are returned on every rank
 -- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=, issue_us=}).
 -- csv= writes them (rank 0); chart= draws one bar per algorithm per size:
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
@@ -461,7 +492,7 @@ local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
   min_time = 0.002, check = true, kind = false, comm = false, csv = false, chart = "busbw",
-  average = "avg", quiet = false,
+  average = "avg", quiet = false, checked = false,
 }
 
 local function ar_options(opts)
@@ -504,15 +535,6 @@ end
 
 local MAX_ITERS = 100000
 
--- iters calls of run: seconds by the timer (the device's time on cuda) and
--- seconds the host took to issue them.
-local function timed_loop(run, iters)
-  local tm, t0 = gcsh.timer(), gcsh.wtime()
-  for _ = 1, iters do run() end
-  local issued = gcsh.wtime() - t0
-  return tm:stop(), issued
-end
-
 local function ar_row(o, algo, n, c, w, plain)
   local run, buf = ar_runner(algo, c, w, plain, n)
   local k, wrong = c.size, 0
@@ -523,7 +545,7 @@ local function ar_row(o, algo, n, c, w, plain)
   end
   buf:fill(1)
   c:barrier() -- checked: every rank is here
-  local per_call, issue = unchecked(function()
+  local per_call, issue = with_checks(o.checked, function()
     for _ = 1, o.warmup do run() end
     c:barrier()
     local iters = o.iters
@@ -703,6 +725,70 @@ function bench.allreduce_targets(rows, opts)
                         .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %.3f)", one_max, two_max, worst))
   end
   return t
+end
+
+-- ---- nccl-tests as the reference -----------------------------------------------
+
+-- bench.nccl_tests(path): the rows of an nccl-tests *_perf output file, as
+-- {size=, count=, type=, time_us=, algbw=, busbw=, wrong=, ip_time_us=,
+-- ip_algbw=, ip_busbw=} (out-of-place, then in-place), in file order.
+function bench.nccl_tests(path)
+  local f, err = io.open(path, "r")
+  if not f then error("bench.nccl_tests: " .. tostring(err), 2) end
+  local rows = {}
+  for line in f:lines() do
+    local t = {}
+    for word in line:gmatch("%S+") do t[#t + 1] = word end
+    if #t >= 9 and math.tointeger(tonumber(t[1])) and not line:match("^%s*#") then
+      rows[#rows + 1] = {
+        size = math.tointeger(tonumber(t[1])), count = math.tointeger(tonumber(t[2])), type = t[3],
+        time_us = tonumber(t[6]), algbw = tonumber(t[7]), busbw = tonumber(t[8]),
+        wrong = tonumber(t[9]) or 0, ip_time_us = tonumber(t[10]), ip_algbw = tonumber(t[11]),
+        ip_busbw = tonumber(t[12]),
+      }
+    end
+  end
+  f:close()
+  return rows
+end
+
+-- bench.compare(rows, ref [, {label=, ref_label=, inplace=false, quiet=false}]):
+-- per size present in both, gcsh's time per call against the reference's
+-- (nccl-tests rows from bench.nccl_tests, out-of-place unless inplace), as
+-- a ratio (above 1: gcsh is slower), with both busbw and gcsh's issue time.
+-- Prints on rank 0 of the world; returns {size=, time_us=, ref_us=, ratio=,
+-- busbw=, ref_busbw=, issue_us=} per size and the worst ratio.
+local COMPARE_COLUMNS = {
+  { "size", "(B)", 12, "d", "size" }, { "gcsh", "(us)", 9, ".2f", "time_us" },
+  { "ref", "(us)", 9, ".2f", "ref_us" }, { "ratio", "", 6, ".3f", "ratio" },
+  { "busbw", "(GB/s)", 8, ".2f", "busbw" }, { "ref", "(GB/s)", 8, ".2f", "ref_busbw" },
+  { "issue", "(us)", 8, ".2f", "issue_us" },
+}
+
+function bench.compare(rows, ref, opts)
+  opts = opts or {}
+  local by_size = {}
+  for _, r in ipairs(ref) do by_size[r.size] = r end
+  local out, worst = {}, 0
+  for _, r in ipairs(rows) do
+    local q = by_size[r.size]
+    if q then
+      local ref_us = opts.inplace and q.ip_time_us or q.time_us
+      local ref_bw = opts.inplace and q.ip_busbw or q.busbw
+      local row = { size = r.size, time_us = r.time_us, ref_us = ref_us, ratio = r.time_us / ref_us,
+                    busbw = r.busbw, ref_busbw = ref_bw, issue_us = r.issue_us or 0 }
+      out[#out + 1] = row
+      worst = math.max(worst, row.ratio)
+    end
+  end
+  if rank == 0 and not opts.quiet then
+    print(string.format("# %s against %s (time per call; ratio above 1: gcsh slower)",
+                        opts.label or "gcsh", opts.ref_label or "nccl-tests"))
+    print_header(COMPARE_COLUMNS)
+    for _, row in ipairs(out) do print_row(COMPARE_COLUMNS, row) end
+    print(string.format("# worst ratio: %.3f over %d sizes", worst, #out))
+  end
+  return out, worst
 end
 
 return bench

@@ -2,7 +2,8 @@
  * table the cuda kernels take.  Host windows are MPI shared memory, so the
  * loads and stores below are real loads and stores into other ranks' memory.
  *
- * The collectives synchronise like the cuda kernels (kern.h: one word per
+ * The collectives follow the plan of kplan.h step by step and synchronise
+ * like the cuda kernels (kern.h: one word per
  * member in every slice's sync area, barrier numbers that only grow), with
  * C11 atomics: each rank stores the barrier's number into its word of every
  * peer's area with release ordering, then waits with acquire loads until
@@ -121,136 +122,61 @@ static int barrier(gcsh_ctx *ctx, const gcsh_window_desc *d, const gcsh_kcoll_ar
     return 0;
 }
 
-/* ---- the collectives -------------------------------------------------------------- */
+/* ---- the collectives: the plan (kplan.h), move by move ------------------------------ */
 
-typedef struct region {
+typedef struct run {
     const gcsh_window_desc *d;
+    const gcsh_kcoll_args *a;
     size_t esize;
-} region;
+    char *tmp; /* the plan's scratch, allocated when a move first uses it */
+} run;
 
-/* Element `elem` of member p's slice. */
-static char *at(const region *r, int p, size_t elem)
+/* Where a place of the plan is on this rank. */
+static char *place_at(run *r, const gcsh_kplace *pl)
 {
-    return (char *)r->d->peer[p] + elem * r->esize;
+    if (pl->peer >= 0)
+        return (char *)r->d->peer[pl->peer] + (r->a->offset + pl->first) * r->esize;
+    if (pl->peer == GCSH_KPLAN_OUT)
+        return (char *)r->a->out + pl->first * r->esize;
+    if (!r->tmp)
+        r->tmp = malloc(r->a->plan.n * r->esize);
+    return r->tmp ? r->tmp + pl->first * r->esize : NULL;
 }
 
-static gcsh_kjob job_of(const gcsh_kcoll_args *a, size_t n)
+static int run_move(gcsh_ctx *ctx, run *r, const gcsh_kmove *mv)
 {
     gcsh_kjob j;
     memset(&j, 0, sizeof j);
-    j.n = n;
-    j.dt = a->dt;
-    j.op = a->op;
-    return j;
-}
-
-/* Every member's [first, first + n) as the sources. */
-static void all_sources(gcsh_kjob *j, const region *r, size_t first)
-{
-    j->k = r->d->team_size;
-    for (int p = 0; p < j->k; p++)
-        j->src[p] = at(r, p, first);
-}
-
-/* One-shot: everyone reads everyone; in place, the result is written only
- * after the second barrier, when no peer reads my slice any more. */
-static int oneshot(gcsh_ctx *ctx, const region *r, const gcsh_kcoll_args *a)
-{
-    void *tmp = a->out ? a->out : malloc(a->n * r->esize);
-    if (!tmp)
-        return gcsh_set_error(ctx, "host kernels: out of host memory");
-    gcsh_kjob j = job_of(a, a->n);
-    all_sources(&j, r, a->offset);
-    j.dst[0] = tmp;
-    j.m = 1;
-    int rc = barrier(ctx, r->d, a);
-    if (rc == 0)
-        rc = host_reduce(ctx, &j);
-    if (rc == 0)
-        rc = barrier(ctx, r->d, a);
-    if (rc == 0 && !a->out)
-        memcpy(at(r, r->d->team_rank, a->offset), tmp, a->n * r->esize);
-    if (!a->out)
-        free(tmp);
-    return rc;
-}
-
-/* Two-shot: member r reduces chunk r from every slice and stores the result
- * into every slice; nobody else touches chunk r, so it is done in place. */
-static int twoshot(gcsh_ctx *ctx, const region *r, const gcsh_kcoll_args *a)
-{
-    size_t k = (size_t)r->d->team_size, me = (size_t)r->d->team_rank;
-    size_t chunk = (a->n + k - 1) / k;
-    size_t first = me * chunk < a->n ? me * chunk : a->n;
-    size_t count = a->n - first < chunk ? a->n - first : chunk;
-    gcsh_kjob j = job_of(a, count);
-    all_sources(&j, r, a->offset + first);
-    j.m = j.k;
-    for (int p = 0; p < j.m; p++)
-        j.dst[p] = (void *)j.src[p];
-    if (barrier(ctx, r->d, a) != 0 || (count && host_reduce(ctx, &j) != 0) ||
-        barrier(ctx, r->d, a) != 0)
-        return -1;
-    if (a->out)
-        memcpy(a->out, at(r, (int)me, a->offset), a->n * r->esize);
-    return 0;
-}
-
-/* The job between the two barriers of the collectives that need no more. */
-static int fenced_job(gcsh_ctx *ctx, const region *r, const gcsh_kcoll_args *a, int active,
-                      const gcsh_kjob *j)
-{
-    if (barrier(ctx, r->d, a) != 0 || (active && host_reduce(ctx, j) != 0))
-        return -1;
-    return barrier(ctx, r->d, a);
+    j.k = mv->k;
+    j.m = mv->m;
+    j.n = mv->count;
+    j.dt = r->a->dt;
+    j.op = r->a->op;
+    for (int s = 0; s < mv->k; s++)
+        if (!(j.src[s] = place_at(r, &mv->src[s])))
+            return gcsh_set_error(ctx, "host kernels: out of host memory");
+    for (int q = 0; q < mv->m; q++)
+        if (!(j.dst[q] = place_at(r, &mv->dst[q])))
+            return gcsh_set_error(ctx, "host kernels: out of host memory");
+    return host_reduce(ctx, &j);
 }
 
 static int host_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                            const gcsh_kcoll_args *a)
 {
     (void)w;
-    region r = {d, gcsh_dtype_size(a->dt)};
-    int me = d->team_rank, k = d->team_size;
-    size_t chunk = a->n / (size_t)k; /* reduce_scatter and allgather: n divisible by k */
-    gcsh_kjob j;
-    int rc;
-    switch (a->coll) {
-    case GCSH_KC_ONESHOT: return oneshot(ctx, &r, a);
-    case GCSH_KC_TWOSHOT: return twoshot(ctx, &r, a);
-    case GCSH_KC_REDUCE_TO:
-        j = job_of(a, a->n);
-        all_sources(&j, &r, a->offset);
-        j.dst[0] = a->out ? a->out : at(&r, me, a->offset);
-        j.m = 1;
-        return fenced_job(ctx, &r, a, me == a->root, &j);
-    case GCSH_KC_REDUCE_SCATTER:
-        j = job_of(a, chunk);
-        all_sources(&j, &r, a->offset + (size_t)me * chunk);
-        j.dst[0] = a->out ? a->out : at(&r, me, a->offset + (size_t)me * chunk);
-        j.m = 1;
-        return fenced_job(ctx, &r, a, 1, &j);
-    case GCSH_KC_ALLGATHER:
-        j = job_of(a, chunk);
-        j.src[0] = at(&r, me, a->offset + (size_t)me * chunk);
-        j.k = 1;
-        j.m = k;
-        for (int p = 0; p < k; p++)
-            j.dst[p] = at(&r, p, a->offset + (size_t)me * chunk);
-        rc = fenced_job(ctx, &r, a, 1, &j);
-        if (rc == 0 && a->out)
-            memcpy(a->out, at(&r, me, a->offset), a->n * r.esize);
-        return rc;
-    case GCSH_KC_BROADCAST:
-        j = job_of(a, a->n);
-        j.src[0] = at(&r, a->root, a->offset);
-        j.k = 1;
-        j.dst[0] = a->out ? a->out : at(&r, me, a->offset);
-        j.m = 1;
-        return fenced_job(ctx, &r, a, me != a->root || a->out != NULL, &j);
-    case GCSH_KC_MULTICAST:
-        break; /* nvls only; the binding never asks (mc_open said emulated) */
+    run r = {d, a, gcsh_dtype_size(a->dt), NULL};
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(&a->plan, steps), rc = 0;
+    for (int i = 0; i < ns && rc == 0; i++) {
+        gcsh_kmove mv;
+        if (steps[i].kind == GCSH_KS_BARRIER)
+            rc = barrier(ctx, d, a);
+        else if (gcsh_kplan_move(&a->plan, &steps[i], d->team_rank, a->out != NULL, &mv))
+            rc = run_move(ctx, &r, &mv);
     }
-    return gcsh_set_error(ctx, "host kernels: unknown collective %d", (int)a->coll);
+    free(r.tmp);
+    return rc;
 }
 
 /* ---- multicast: always emulated here ---------------------------------------------- */

@@ -59,9 +59,55 @@ for _, case in ipairs(cases) do
       H.eq(r.wrong, 0, what .. " #wrong at " .. r.size)
       H.eq(r.type, case.dtype, what .. " type")
       H.truthy(r.time_us > 0 and r.algbw > 0, what .. " time and algbw")
+      H.truthy(r.issue_us > 0, what .. " issue time")
       H.truthy(r.size >= opts.min and r.size <= opts.max, what .. " size in range")
     end
   end
+end
+
+-- checked=true times the loop with .check on: every call is checked
+do
+  local before = gcsh.check_counts()
+  local rows = bench.collective { op = "allreduce", min = 8, max = 8, iters = 7, warmup = 2,
+                                  check = false, checked = true, quiet = true }
+  local after = gcsh.check_counts()
+  local made = after.board + after.coordinator - before.board - before.coordinator
+  H.truthy(made >= 9, "checked=true checks the timed calls (" .. made .. " checks)")
+  H.eq(#rows, 1, "one row")
+  before = gcsh.check_counts()
+  bench.collective { op = "allreduce", min = 8, max = 8, iters = 7, warmup = 2, check = false, quiet = true }
+  after = gcsh.check_counts()
+  H.truthy(after.board + after.coordinator - before.board - before.coordinator < 9,
+           "checked=false leaves the timed calls unchecked")
+end
+
+-- nccl-tests output as the reference: parsed rows and ratios
+do
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write([[
+# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    10.50    0.00    0.00      0    10.20    0.00    0.00      0
+          16             4     float     sum      -1    11.00    0.00    0.00      0    10.40    0.00    0.00      0
+# Out of bounds values : 0 OK
+]])
+  f:close()
+  local ref = bench.nccl_tests(path)
+  os.remove(path)
+  H.eq(#ref, 2, "two data rows")
+  H.eq(ref[2].size, 16, "size")
+  H.eq(ref[2].time_us, 11.0, "out-of-place time")
+  H.eq(ref[1].ip_time_us, 10.2, "in-place time")
+  local rows = { { size = 8, time_us = 21.0, busbw = 0, issue_us = 3 }, { size = 32, time_us = 1 } }
+  local cmp, worst = bench.compare(rows, ref, { quiet = true })
+  H.eq(#cmp, 1, "only sizes in both")
+  H.eq(cmp[1].ratio, 2.0, "ratio against out-of-place")
+  H.eq(worst, 2.0, "worst ratio")
+  H.eq(bench.compare(rows, ref, { quiet = true, inplace = true })[1].ref_us, 10.2, "in-place reference")
+  H.raises(function() bench.nccl_tests("/nonexistent/file") end, "bench.nccl_tests:", "missing file")
 end
 
 -- nccl-tests' size, count and busbw definitions

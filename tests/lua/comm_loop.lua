@@ -23,4 +23,5 @@ H.raises(function() c:loop("broadcast", 1, b, size) end, "root " .. size .. " ou
 local rows = require("gcsh.bench").overhead{ sizes = { 8, 4096 }, iters = 3, reps = 1, quiet = true }
 H.eq(#rows, 2, "one row per size")
 H.eq(rows[2].size, 4096, "bytes of the second size")
-H.truthy(rows[1].lua_us > 0 and rows[1].c_us > 0, "both loops timed")
+H.truthy(rows[1].lua_us > 0 and rows[1].c_us > 0 and rows[1].checked_us > 0, "all three loops timed")
+H.near(rows[1].check_us, rows[1].checked_us - rows[1].lua_us, 1e-9, "check cost = checked - unchecked")

@@ -49,18 +49,27 @@ H.raises(function() kernel.reduce_peers(tensor.new(4, "f32"), w, { offset = 14 }
 H.raises(function() w:multicast():st(tensor.new(4, "f32"), 13) end,
          "offset 13 + #src 4 runs past the window's 16 elements", "st past the end")
 
--- options, algorithms, roots, divisibility
-H.raises(function() kernel.allreduce(w, { algo = "ring" }) end,
-         "unknown algo 'ring' (valid: auto oneshot twoshot multicast comm)", "unknown algo")
+-- options, algorithms, roots, chunks
+H.raises(function() kernel.allreduce(w, { algo = "tree" }) end,
+         "unknown algo 'tree' (valid: auto oneshot twoshot ring multicast comm)", "unknown algo")
+H.raises(function() kernel.broadcast(0, w, { algo = "twoshot" }) end,
+         "broadcast: unknown algo 'twoshot' (valid: direct tree ring)", "broadcast algo")
+H.raises(function() kernel.reduce_scatter(w, { algo = "tree" }) end,
+         "reduce_scatter: unknown algo 'tree' (valid: direct ring)", "reduce_scatter algo")
+H.raises(function() kernel.allreduce(w, { algo = 7 }) end, "algo", "algo of the wrong type")
 H.raises(function() kernel.allreduce(w, { colour = 1 }) end,
          "unknown option 'colour' (valid: op offset n out algo)", "unknown option")
-H.raises(function() kernel.allgather(w, { op = "sum" }) end, "unknown option 'op' (valid: offset n out)",
+H.raises(function() kernel.allgather(w, { op = "sum" }) end, "unknown option 'op' (valid: offset n out algo)",
          "allgather takes no op")
 H.raises(function() kernel.reduce_to(k, w) end, "root " .. k .. " is not in the window's team", "root out of range")
 H.raises(function() kernel.broadcast(-1, w) end, "root -1 is not in the window's team", "negative root")
 if k > 1 then
-  H.raises(function() kernel.reduce_scatter(w, { n = k + 1 }) end,
-           "n = " .. (k + 1) .. " is not a multiple of the team's " .. k .. " members", "reduce_scatter divisibility")
+  -- chunks are balanced (kernel.plan): n need not divide; out needs this rank's chunk
+  local n = k + 1
+  local need = n // k + (me < n % k and 1 or 0)
+  H.raises(function() kernel.reduce_scatter(w, { n = n, out = tensor.new(need - 1, "f32") }) end,
+           "out has " .. (need - 1) .. " elements, needs " .. need .. " (this rank's chunk of n)",
+           "reduce_scatter out shorter than the chunk")
 end
 
 -- out may not be the window's own memory

@@ -89,7 +89,7 @@ local function run_case(w, k, dt, op, off, n, use_out, odd)
   expect(o, dt, op, k, 0, n, "ld_reduce " .. tag)
   c:barrier()
 
-  for _, algo in ipairs { "oneshot", "twoshot", "multicast", "auto" } do
+  for _, algo in ipairs { "oneshot", "twoshot", "ring", "multicast", "auto" } do
     reset()
     local res, ran = kernel.allreduce(w, { algo = algo, op = op, offset = off, n = n, out = out() })
     expect(res, dt, op, k, 0, n, "allreduce " .. algo .. " (" .. ran .. ") " .. tag)
@@ -99,25 +99,32 @@ local function run_case(w, k, dt, op, off, n, use_out, odd)
   local res = kernel.reduce_to(k - 1, w, { op = op, offset = off, n = n, out = out() })
   if me == k - 1 then expect(res, dt, op, k, 0, n, "reduce_to " .. tag) else H.eq(res, nil, "reduce_to off root") end
 
-  if n % k == 0 then
-    local m = n // k
+  -- balanced chunks (kernel.plan): the first n % k ranks get one element more
+  local function chunk(r) return r * (n // k) + math.min(r, n % k), n // k + (r < n % k and 1 or 0) end
+  local first, m = chunk(me)
+  for _, algo in ipairs { "direct", "ring" } do
     reset()
-    res = kernel.reduce_scatter(w, { op = op, offset = off, n = n, out = use_out and new_out(m, dt, odd) or nil })
-    expect(res, dt, op, k, me * m, m, "reduce_scatter " .. tag)
+    res = kernel.reduce_scatter(w, { algo = algo, op = op, offset = off, n = n,
+                                     out = use_out and new_out(m, dt, odd) or nil })
+    expect(res, dt, op, k, first, m, "reduce_scatter " .. algo .. " " .. tag)
     reset()
-    res = kernel.allgather(w, { offset = off, n = n, out = out() })
+    res = kernel.allgather(w, { algo = algo, offset = off, n = n, out = out() })
     local want = {}
     for r = 0, k - 1 do
-      for i = 0, m - 1 do want[#want + 1] = value(dt, op, r, r * m + i) end
+      local f, cnt = chunk(r)
+      for i = f, f + cnt - 1 do want[#want + 1] = value(dt, op, r, i) end
     end
-    expect_values(res, want, "allgather " .. tag)
+    expect_values(res, want, "allgather " .. algo .. " " .. tag)
   end
 
-  reset()
-  res = kernel.broadcast(0, w, { offset = off, n = n, out = out() })
-  local want = {}
-  for i = 0, n - 1 do want[i + 1] = value(dt, op, 0, i) end
-  expect_values(res, want, "broadcast " .. tag)
+  local root = (n + off) % k
+  for _, algo in ipairs { "direct", "tree", "ring" } do
+    reset()
+    res = kernel.broadcast(root, w, { algo = algo, offset = off, n = n, out = out() })
+    local want = {}
+    for i = 0, n - 1 do want[i + 1] = value(dt, op, root, i) end
+    expect_values(res, want, "broadcast " .. algo .. " from " .. root .. " " .. tag)
+  end
   c:barrier()
 end
 
@@ -157,7 +164,7 @@ do
   local N = (64 * 512 * 4) * 2 + 5 -- two one-shot rounds of f32 vectors, and a tail
   local win = c:window(N + 8, "f32", opts)
   local want = tensor.new(N, "f32"):fill(k * (k + 1) // 2)
-  for _, algo in ipairs { "oneshot", "twoshot" } do
+  for _, algo in ipairs { "oneshot", "twoshot", "ring" } do
     for _, off in ipairs { 0, 3 } do
       win:tensor():view(off, N):fill(me + 1)
       local res = kernel.allreduce(win, { algo = algo, offset = off, n = N })

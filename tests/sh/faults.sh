@@ -52,8 +52,8 @@ if rank ~= $last then kernel.broadcast(0, w) end
 =kernel.allreduce(w, {n = 2})[0]" 2>&1
     expect_contains "$n ranks: kernel count mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allreduce #2: [$others] f32 x8 sum window 1 offset 0 oneshot, [1] f32 x9 sum window 1 offset 0 oneshot"
     expect_contains "$n ranks: kernel algorithm mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allreduce #2: [$others] f32 x64 sum window 1 offset 0 oneshot, [1] f32 x64 sum window 1 offset 0 twoshot"
-    expect_contains "$n ranks: kernel root mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.reduce_to #2: [$others] f32 x64 sum root 0 window 1 offset 0, [1] f32 x64 sum root 1 window 1 offset 0"
-    expect_contains "$n ranks: kernel offset mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allgather #2: [$others] f32 x$((4 * n)) window 1 offset 0, [1] f32 x$((4 * n)) window 1 offset 4"
+    expect_contains "$n ranks: kernel root mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.reduce_to #2: [$others] f32 x64 sum root 0 window 1 offset 0 direct, [1] f32 x64 sum root 1 window 1 offset 0 direct"
+    expect_contains "$n ranks: kernel offset mismatch" "$OUT" "[0-$last] stdin:1: collective mismatch: kernel.allgather #2: [$others] f32 x$((4 * n)) window 1 offset 0 direct, [1] f32 x$((4 * n)) window 1 offset 4 direct"
     expect_contains "$n ranks: a rank that skips a kernel collective is named" "$OUT" "stdin:1: kernel.broadcast #2: [$waiters] waited 0.0 s for [$last]: [$last] finished the command"
     expect_contains "$n ranks: the next kernel collective is right" "$OUT" "[0-$last] $((n * (n + 1) / 2)).0"
 done

@@ -42,7 +42,7 @@ expect_contains "team of ranks 0-1" "$OUT" "[0-1] 0,1"
 expect_contains "team of ranks 2-3" "$OUT" "[2-3] 2,3"
 expect_contains "outside the team" "$OUT" "[0] stdin:1: bad argument #1 to 'peer' (rank 2 is not in this window's team (reachable: 0-1))"
 
-for t in tests/lua/window_*.lua tests/lua/signal_*.lua tests/lua/xfer_*.lua; do
+for t in tests/lua/window_*.lua tests/lua/signal_*.lua tests/lua/xfer_*.lua tests/lua/check_board.lua; do
     OUT=$(GCSH_RANKS_PER_NODE=2 timeout 120 "$GCSH" -n 4 "$t" 2>&1 </dev/null); RC=$?
     if [ "$RC" = 0 ]; then pass; else
         fail "$t under GCSH_RANKS_PER_NODE=2 at 4 ranks (exit $RC)"
