@@ -46,7 +46,7 @@ struct gcsh_ctx {
     int inject_oom;
     /* gcsh.debug.inject("stage:NAME") / ("stage_slow:NAME"): the next window
      * registration stage of that name fails on this rank after it ran, or
-     * takes 3 s longer (winbuild.c); then this clears. */
+     * waits for an interrupt (winbuild.c); then this clears. */
     char inject_stage[24];
     int inject_stage_slow;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */

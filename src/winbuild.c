@@ -94,7 +94,8 @@ void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
 }
 
 /* Whether this stage is the one gcsh.debug.inject asked to fail (once); a
- * slow one sleeps here and then works. */
+ * slow one waits here for an interrupt (at most SLOW_STAGE_S) and works. */
+#define SLOW_STAGE_S 10.0
 static int injected(gcsh_ctx *ctx, const char *stage)
 {
     if (!ctx->inject_stage[0] || strcmp(ctx->inject_stage, stage) != 0)
@@ -102,8 +103,10 @@ static int injected(gcsh_ctx *ctx, const char *stage)
     ctx->inject_stage[0] = '\0';
     if (!ctx->inject_stage_slow)
         return 1;
-    struct timespec ts = {3, 0};
-    while (nanosleep(&ts, &ts) != 0) {
+    double until = gcsh_now_seconds() + SLOW_STAGE_S;
+    while (!atomic_load(&ctx->interrupt) && gcsh_now_seconds() < until) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
     }
     return 0;
 }

@@ -70,8 +70,8 @@ void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len);
 
 /* gcsh.debug.inject("stage:NAME"): the next stage NAME this rank runs fails
  * after it ran (the undo then has everything to undo); with slow
- * ("stage_slow:NAME") it takes 3 s longer instead, time for a test to
- * interrupt it.  -1 with ctx->err naming the valid stages when no kind of
+ * ("stage_slow:NAME") it waits after it ran until the rank is interrupted
+ * (at most 10 s) instead, so a test can interrupt a stage for sure.  -1 with ctx->err naming the valid stages when no kind of
  * the backend has one so called. */
 int gcsh_winbuild_inject(gcsh_ctx *ctx, const char *name, int slow);
 

@@ -74,8 +74,8 @@ expect_contains "OOM: the others' error names rank 1" "$OUT" "[1] ended the comm
 expect_contains "OOM: the next command works" "$OUT" "[0-$LAST] $NP.0"
 
 # ---- Ctrl-C during a window's registration (step.window's stages, which
-# c:window() runs): rank 1 is held 3 s in the stage (gcsh.debug.inject
-# "stage_slow:NAME"), SIGINT reaches rank 0 meanwhile; the stage is undone on
+# c:window() runs): rank 1 waits in the stage for the interrupt (gcsh.debug.inject
+# "stage_slow:NAME"), which SIGINT to rank 0 brings; the stage is undone on
 # every rank, and the communicator and the next window work
 interrupted_at_go() { # TAG 'lines' 'lines after': SIGINT once "go" is printed
     local tag=$1 out

@@ -3,7 +3,8 @@
 # stepped registration of a host window at 2 ranks, line for line; a stage
 # failing on one rank (gcsh.debug.inject "stage:NAME") through the stepper
 # and through c:window(), which run the same stages; Ctrl-C during a stage
-# (SIGINT to rank 0 while one rank is held in it by "stage_slow:NAME"), in
+# (SIGINT to rank 0 while one rank waits in it for the interrupt:
+# "stage_slow:NAME"), in
 # st:next(), st:run() and c:window(); a stepper dropped part-way, reported
 # and freed at exit.  After each failure nothing stays registered (the
 # split communicator it used can be freed) and the next window works.
@@ -110,13 +111,13 @@ rank_pid() { # TAG RANK
     done
 }
 # interrupted 'lines' 'lines after': SIGINT to rank 0 once the session printed
-# "go" (the line that prints it then enters a stage that rank 1 spends 3 s in)
+# "go" (the line that prints it then enters a stage where rank 1 waits for it)
 interrupted() {
     local tag out
     tag=$(new_tag); TAGS+=("$tag"); out=$(mktemp)
     ( printf '%s\n' "$1"
       for i in $(seq 300); do grep -q '] go$' "$out" && break; sleep 0.1; done
-      kill -INT $(rank_pid "$tag" 0); sleep 5
+      kill -INT $(rank_pid "$tag" 0); sleep 3
       printf '%s\n' "$2" ) |
         GCSH_TEST_FAULTS=1 GCSH_TEST_TAG=$tag timeout 120 "$GCSH" -n 2 >"$out" 2>&1
     OUT=$(cat "$out"); rm -f "$out"
