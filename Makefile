@@ -22,11 +22,14 @@ LUA_CFLAGS ?= -I$(LUA_PREFIX)/usr/include/lua5.4 -I$(LUA_PREFIX)/usr/include/x86
               -I$(LUA_PREFIX)/usr/include
 LUA_LIBS   ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/liblua5.4.a
 READLINE_LIBS ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/libreadline.a -l:libtinfo.so.6
+# jansson (trace files) links statically from the unpacked libjansson-dev
+JANSSON_LIBS ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/libjansson.a
 else
 LUA_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 LUA_LIBS   ?= $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
 endif
 READLINE_LIBS ?= -lreadline
+JANSSON_LIBS ?= $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
 WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
@@ -34,7 +37,7 @@ SAN       ?=
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS) \
              -DGCSH_LUA_DIR='"$(abspath lua)"'
 LDFLAGS   += $(SAN)
-LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
+LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(JANSSON_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 
 # ---- cuda detection -------------------------------------------------------
 ifeq ($(CUDA),)

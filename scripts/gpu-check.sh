@@ -13,10 +13,12 @@
 # kind (every stage, a reset after each, a failure injected into each: the
 # Lua tests run with GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
 #
-# Lua and readline come from Debian packages carried in .lua-debs/ (make them
-# on a networked machine: cd .lua-debs && apt-get download liblua5.4-dev
-# liblua5.4-0 libreadline-dev libreadline8), unpacked with dpkg -x into a
-# private prefix, never into /.  Each test (the C backend test and every
+# Lua, readline and jansson come from Debian packages carried in .lua-debs/
+# (make them on a networked machine: cd .lua-debs && apt-get download
+# liblua5.4-dev liblua5.4-0 libreadline-dev libreadline8 libjansson-dev),
+# unpacked with dpkg -x into a private prefix, never into /; Lua, readline
+# and jansson link statically from it.  tests/gpu/repro.sh: the reproducers,
+# record/replay and a trace with GPU spans.  Each test (the C backend test and every
 # tests/gpu/*.lua, and every tests/gpu/*.sh: faults) at each rank count (2, and 4 when 4 GPUs are visible) counts
 # as one test; the last line is "N passed, N failed"; the exit code is 1 when
 # any failed.
@@ -34,11 +36,13 @@ LOGS=${GCSH_LOG_DIR:-$BUILD/gpu-logs}
 
 die() { echo "gpu-check: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
-# ---- Lua from carried packages, when the system has none ------------------
+# ---- Lua and jansson from carried packages, when the system lacks one -----
 make_args=(CUDA=1 BUILD="$BUILD")
-if [ ! -f /usr/include/lua5.4/lua.h ]; then
+if [ ! -f /usr/include/lua5.4/lua.h ] || [ ! -f /usr/include/jansson.h ]; then
     PREFIX=$ROOT/$BUILD/lua-prefix
-    ls .lua-debs/*.deb >/dev/null 2>&1 || die "no Lua headers here and no .lua-debs/*.deb to unpack"
+    ls .lua-debs/*.deb >/dev/null 2>&1 || die "no Lua or jansson headers here and no .lua-debs/*.deb to unpack"
+    ls .lua-debs/libjansson-dev_*.deb >/dev/null 2>&1 ||
+        die ".lua-debs/ has no libjansson-dev (apt-get download libjansson-dev)"
     mkdir -p "$PREFIX"
     for deb in .lua-debs/*.deb; do dpkg -x "$deb" "$PREFIX" || die "dpkg -x $deb failed"; done
     make_args+=(LUA_PREFIX="$PREFIX")

@@ -3,7 +3,7 @@
 # Idempotent: a second run installs nothing and prints nothing.
 set -euo pipefail
 
-packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev tmux)
+packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev libjansson-dev tmux)
 
 missing=()
 for p in "${packages[@]}"; do

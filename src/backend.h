@@ -51,6 +51,16 @@ typedef struct gcsh_mem_ops {
      * the backend from begin until end, which frees it. */
     int (*timer_begin)(gcsh_ctx *ctx, void **tok);
     int (*timer_end)(gcsh_ctx *ctx, void *tok, double *seconds);
+    /* Optional (NULL where work runs on the calling thread, as on host):
+     * marks for traces (trace.h), which time the GPU's side of calls that
+     * return once enqueued.  mark records a point on the rank's stream and
+     * returns at once; mark_seconds gives the seconds from mark a to mark b
+     * without waiting: 0, 1 while b has not passed yet, -1 on error (never
+     * touches ctx->err: the rank's watcher thread reads marks during a
+     * hang); mark_free releases one. */
+    int (*mark)(gcsh_ctx *ctx, void **tok);
+    int (*mark_seconds)(gcsh_ctx *ctx, void *a, void *b, double *seconds);
+    void (*mark_free)(gcsh_ctx *ctx, void *tok);
 } gcsh_mem_ops;
 
 typedef struct gcsh_comm_ops {

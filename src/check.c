@@ -17,6 +17,7 @@
 #include "check.h"
 #include "msg.h"
 #include "out.h"
+#include "trace.h"
 
 #define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
 #define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
@@ -591,7 +592,11 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check_usable(L, cc);
-    if (gcsh_check_collective(L, cc, fp) != 0)
+    int span = ctx->trace ? gcsh_trace_check_begin(ctx, cc, fp) : -1;
+    int rc = gcsh_check_collective(L, cc, fp);
+    if (ctx->trace) /* the collective the backend calls until leave belong to */
+        gcsh_trace_check_end(ctx, span, cc, fp, rc);
+    if (rc != 0)
         raise_error(L, ctx);
     if (fp->kind == GCSH_FP_COLLECTIVE)
         cc->seq = fp->seq;
@@ -612,6 +617,7 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
     char what[128] = "";
+    gcsh_trace_check_leave(ctx);
     if (k) {
         pthread_mutex_lock(&k->lock);
         snprintf(what, sizeof what, "%s", k->op);

@@ -13,7 +13,7 @@ static const char *const lua_keywords[] = {
     NULL};
 
 static const char *const dot_commands[] = {".help", ".info", ".ranks", ".timeout", ".time",
-                                           ".check", ".abort", ".quit", NULL};
+                                           ".check", ".record", ".trace", ".abort", ".quit", NULL};
 
 typedef struct matches {
     char **v;

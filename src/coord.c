@@ -12,6 +12,7 @@
 #include "coord.h"
 #include "msg.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
  * line from every rank arrives in time to be folded into one. */
@@ -37,6 +38,8 @@ typedef struct run_state {
     double probe_until; /* 0: no probe in flight */
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
+    int exit_code;      /* os.exit on the lowest rank that called it, or -1 */
+    int exit_rank;
 } run_state;
 
 typedef struct coord_run {
@@ -51,6 +54,33 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
     c->lost = calloc((size_t)ctx->size, 1);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
     gcsh_checker_init(&c->checker, ctx->size);
+}
+
+void gcsh_tap_init(gcsh_tap *t, int size)
+{
+    *t = (gcsh_tap){0};
+    t->out = calloc((size_t)size, sizeof *t->out);
+    t->status = calloc((size_t)size, sizeof *t->status);
+    t->ran = calloc((size_t)size, 1);
+}
+
+void gcsh_tap_destroy(gcsh_tap *t, int size)
+{
+    for (int r = 0; t->out && r < size; r++)
+        gcsh_text_free(&t->out[r]);
+    free(t->out);
+    free(t->status);
+    free(t->ran);
+    *t = (gcsh_tap){0};
+}
+
+/* A rank's output: folded for the terminal, and kept by a tap. */
+static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet)
+        gcsh_fold_add(&c->fold, r, s, n);
 }
 
 void gcsh_coord_destroy(gcsh_coord *c)
@@ -93,6 +123,7 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
 static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
     gcsh_fold_flush(&c->fold, 0);
+    gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
@@ -134,6 +165,7 @@ static const char *io_where(void *arg, int r)
         return "not running this command (.ranks)";
     if (rs->state[r] == DONE)
         return rs->status[r] == CHUNK_OK ? "finished the command"
+               : rs->status[r] == CHUNK_EXIT ? "called os.exit"
                : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
                                                      : "ended the command with an error";
     return rs->where[r][0] ? rs->where[r] : "running (no answer)";
@@ -226,6 +258,7 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
+    gcsh_tracer_request(c); /* the trace file shows where each rank is */
     free(ranks);
     free(text);
     free(v);
@@ -320,7 +353,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
-        gcsh_fold_add(&c->fold, r, m->data, m->h.len);
+        take_output(c, r, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -328,7 +361,19 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (m->h.len < sizeof(uint32_t))
             break;
         memcpy(&rs->status[r], m->data, sizeof(uint32_t));
-        gcsh_fold_add(&c->fold, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        if (rs->status[r] & CHUNK_VARIES) {
+            if (c->tap)
+                c->tap->varies = 1;
+            rs->status[r] &= ~CHUNK_VARIES;
+        }
+        if ((rs->status[r] & 0xff) == CHUNK_EXIT) {
+            if (rs->exit_code < 0 || r < rs->exit_rank) {
+                rs->exit_code = (int)(rs->status[r] >> 8 & 0xff);
+                rs->exit_rank = r;
+            }
+            rs->status[r] = CHUNK_EXIT;
+        }
+        take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);
@@ -347,6 +392,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         break;
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
+        break;
+    case MSG_TRACE_DATA:
+        gcsh_tracer_take(c, r, m->data, m->h.len);
         break;
     case MSG_FATAL:
         gcsh_fold_flush(&c->fold, 0);
@@ -495,7 +543,7 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res)
 {
-    run_state rs = {.targets = targets};
+    run_state rs = {.targets = targets, .exit_code = -1};
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
@@ -511,16 +559,23 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;
-        res->failed += rs.status[r] != CHUNK_OK;
+        res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
         res->lost += c->lost[r] && targets[r];
+        if (c->tap) {
+            c->tap->status[r] = rs.status[r];
+            c->tap->ran[r] = 1;
+        }
     }
     if (res->interrupted || rs.abort_all)
         say_interrupted(c, &rs);
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
+    if (rs.abort_all)
+        gcsh_tracer_snapshot(c, "written after .abort");
     res->aborted = rs.abort_all;
+    res->exit_code = rs.exit_code;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);

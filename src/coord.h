@@ -11,6 +11,18 @@
 #include "out.h"
 #include "spmd.h"
 
+/* What a command's ranks said, kept for the recorder and the replayer
+ * (record.h): each rank's whole output, its status and whether its output
+ * varies between runs (it read a clock or an address).  quiet: collected
+ * only, not printed. */
+typedef struct gcsh_tap {
+    gcsh_text *out;    /* [size] */
+    uint32_t *status;  /* [size]: CHUNK_OK, CHUNK_ERROR, ... (ranks that ran) */
+    char *ran;         /* [size]: the command was sent to this rank */
+    int varies;        /* some rank's output depends on timing or the machine */
+    int quiet;
+} gcsh_tap;
+
 typedef struct gcsh_coord {
     gcsh_ctx *ctx;
     gcsh_link *link;
@@ -36,6 +48,8 @@ typedef struct gcsh_coord {
      * unrecoverable fault): gives the terminal back. */
     void (*on_exit)(void *arg);
     void *exit_arg;
+    gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
+    struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
 } gcsh_coord;
 
 typedef struct gcsh_run_result {
@@ -44,6 +58,7 @@ typedef struct gcsh_run_result {
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
     int lost;          /* ranks whose connection closed meanwhile */
+    int exit_code;     /* os.exit(code) on some rank (the lowest): code; else -1 */
     double seconds;
 } gcsh_run_result;
 
@@ -53,6 +68,10 @@ void gcsh_coord_destroy(gcsh_coord *c);
 /* Runs src on every rank r with targets[r] != 0 and waits for all of them. */
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res);
+
+/* A tap for every rank (empty), and its release. */
+void gcsh_tap_init(gcsh_tap *t, int size);
+void gcsh_tap_destroy(gcsh_tap *t, int size);
 
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);

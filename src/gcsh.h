@@ -16,6 +16,7 @@
 
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
+typedef struct gcsh_trace gcsh_trace;
 typedef struct gcsh_board gcsh_board;
 
 struct gcsh_ctx {
@@ -49,6 +50,18 @@ struct gcsh_ctx {
      * waits for an interrupt (winbuild.c); then this clears. */
     char inject_stage[24];
     int inject_stage_slow;
+    /* os.exit(code) in the running chunk: the status the session should
+     * end with (-1: not called).  Reset when a chunk starts. */
+    int exit_code;
+    /* The running chunk read a clock, an address or the machine's facts:
+     * its output may differ between runs (CHUNK_VARIES).  Reset when a
+     * chunk starts; set by gcsh.varies() and the functions that do. */
+    int output_varies;
+    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
+     * traced copy of the backend's table; trace_store outlives it (the
+     * watcher thread copies from it) until the rank closes. */
+    gcsh_trace *trace;
+    gcsh_trace *trace_store;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
@@ -70,6 +83,10 @@ double gcsh_now_seconds(void);
 /* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
  * bytes; into buf, which it returns. */
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
+
+/* The error object os.exit raises to end the chunk (l_shell.c): the
+ * worker's error handler passes it through without a traceback. */
+const void *gcsh_exit_token(void);
 
 /* Raises ctx->err as a Lua error (never returns); after an unrecoverable
  * fault (ctx->fatal) it ends every rank instead (check.c). */

@@ -97,6 +97,14 @@ static int shell_check(lua_State *L)
     return 1;
 }
 
+/* gcsh.varies(): this command's output depends on timing or the machine
+ * (a replay records it and does not compare it, record.h). */
+static int shell_varies(lua_State *L)
+{
+    gcsh_ctx_of(L)->output_varies = 1;
+    return 0;
+}
+
 /* gcsh.check_counts(): {board=, coordinator=, failed=}: this rank's
  * collective checks so far, by the path that decided them (check.h). */
 static int shell_check_counts(lua_State *L)
@@ -136,10 +144,31 @@ static int debug_inject(lua_State *L)
     return 0;
 }
 
+static const char exit_token = 0;
+
+const void *gcsh_exit_token(void)
+{
+    return &exit_token;
+}
+
+/* os.exit([status]): ends the chunk here and, once the command is over on
+ * every rank, the session with that status (true: 0, false: 1, as lua.c).
+ * Calling the C library's exit would take this rank out of the session
+ * (rank 0 would report it lost); reproducers exit 125 through this. */
+static int shell_exit(lua_State *L)
+{
+    int code = lua_isboolean(L, 1) ? !lua_toboolean(L, 1) : (int)luaL_optinteger(L, 1, 0);
+    luaL_argcheck(L, code >= 0 && code <= 255, 1, "status must be 0..255");
+    gcsh_ctx_of(L)->exit_code = code;
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    return lua_error(L);
+}
+
 /* gcsh.info(): what the backend knows about this rank (devices, versions). */
 static int shell_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->output_varies = 1; /* devices and versions: the machine's */
     ctx->be->info(ctx, L);
     return 1;
 }
@@ -156,6 +185,10 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     push_capture_file(L, cap);
     lua_setfield(L, -2, "stderr");
     lua_pop(L, 1);
+    lua_getglobal(L, "os");
+    lua_pushcfunction(L, shell_exit);
+    lua_setfield(L, -2, "exit");
+    lua_pop(L, 1);
     lua_getglobal(L, "gcsh");
     lua_pushcfunction(L, shell_sleep);
     lua_setfield(L, -2, "sleep");
@@ -163,6 +196,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "info");
     lua_pushcfunction(L, shell_check);
     lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_varies);
+    lua_setfield(L, -2, "varies");
     lua_pushcfunction(L, shell_check_counts);
     lua_setfield(L, -2, "check_counts");
     lua_createtable(L, 0, 1);

@@ -19,10 +19,12 @@
 #include "coord.h"
 #include "msg.h"
 #include "rank.h"
+#include "record.h"
 #include "repl.h"
 #include "sig.h"
 #include "spmd.h"
 #include "term.h"
+#include "trace_coord.h"
 
 typedef struct options {
     int interactive;   /* -i */
@@ -34,6 +36,11 @@ typedef struct options {
     int first_action;  /* argv index of the first -e/-l, or 0 */
     int script;        /* argv index of the script, or 0 */
     int has_exec;      /* some -e was given */
+    const char *record; /* --record FILE */
+    const char *replay; /* --replay FILE */
+    const char *trace;  /* --trace FILE */
+    int replay_ranks;   /* the recording's rank count (header) */
+    char replay_backend[64];
 } options;
 
 static void usage(const char *prog, const char *problem)
@@ -50,6 +57,9 @@ static void usage(const char *prog, const char *problem)
             "  -v               show version information\n"
             "  --backend B      host or cuda (default: cuda when a GPU is visible)\n"
             "  --timeout S      report ranks still running after S seconds (0: never)\n"
+            "  --record FILE    write the session's lines and output to FILE (a script)\n"
+            "  --replay FILE    rerun a recording; exit 1 at the first line that differs\n"
+            "  --trace FILE     write a trace of every rank's lines and calls (Chrome JSON)\n"
             "  --               stop handling options\n"
             "  -                run stdin as a script\n",
             prog);
@@ -100,6 +110,14 @@ static int parse_options(int argc, char **argv, options *o)
             if (++i >= argc)
                 return usage(argv[0], "'--backend' needs host or cuda"), -1;
             o->backend = argv[i];
+        } else if (strcmp(a, "--record") == 0 || strcmp(a, "--replay") == 0 ||
+                   strcmp(a, "--trace") == 0) {
+            if (++i >= argc || !argv[i][0]) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "'%s' needs a file name", a);
+                return usage(argv[0], msg), -1;
+            }
+            *(a[2] == 't' ? &o->trace : a[4] == 'c' ? &o->record : &o->replay) = argv[i];
         } else if (strcmp(a, "--timeout") == 0) {
             if (++i >= argc || parse_number(argv[i], 0, 1e6, &v) != 0)
                 return usage(argv[0], "'--timeout' needs seconds 0..1e6"), -1;
@@ -111,11 +129,14 @@ static int parse_options(int argc, char **argv, options *o)
         }
     }
     o->script = i < argc ? i : 0;
+    if (o->replay && (o->script || o->first_action || o->interactive || o->record))
+        return usage(argv[0], "'--replay' runs the recording alone (no script, -e, -l, -i or "
+                              "--record with it)"), -1;
     return 0;
 }
 
 /* gcsh -n N ...: becomes `mpirun -np N <flags this machine needs> gcsh ...`. */
-static int exec_mpirun(int argc, char **argv, const options *o)
+static int exec_mpirun(int argc, char **argv, const options *o, const char *const *extra)
 {
     char self[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -125,7 +146,7 @@ static int exec_mpirun(int argc, char **argv, const options *o)
     const char *mpirun = getenv("GCSH_MPIRUN") ? getenv("GCSH_MPIRUN") : "mpirun";
     char np[16];
     snprintf(np, sizeof np, "%d", o->nranks);
-    char **v = calloc((size_t)argc + 16, sizeof *v);
+    char **v = calloc((size_t)argc + 20, sizeof *v);
     int n = 0;
     v[n++] = (char *)mpirun;
     v[n++] = "-np";
@@ -148,6 +169,8 @@ static int exec_mpirun(int argc, char **argv, const options *o)
         }
         v[n++] = argv[i];
     }
+    for (; extra && *extra; extra++)
+        v[n++] = (char *)*extra;
     execvp(mpirun, v);
     fprintf(stderr, "gcsh: cannot start %s: %s (is Open MPI installed?)\n", mpirun, strerror(errno));
     return 127;
@@ -229,6 +252,8 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
         }
         if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
             return 1;
+        if (s->quit) /* os.exit */
+            return 0;
     }
     return 0;
 }
@@ -249,6 +274,19 @@ static void give_back_terminal(void *term)
     gcsh_term_close(term);
 }
 
+/* gcsh --replay FILE on rank 0: the exit status. */
+static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
+{
+    if (ctx->size != o->replay_ranks) {
+        gcsh_coord_say(s->coord, "gcsh: --replay: %s was recorded at %d rank%s; this run has %d "
+                                 "(gcsh --replay %s starts %d)",
+                       o->replay, o->replay_ranks, o->replay_ranks == 1 ? "" : "s", ctx->size,
+                       o->replay, o->replay_ranks);
+        return 2;
+    }
+    return gcsh_replay(s, o->replay); /* os.exit in it: matched or not, like any line */
+}
+
 /* Everything rank 0's terminal thread does; returns the exit code. */
 static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, const options *o)
 {
@@ -266,10 +304,22 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     int code = 0;
     if (o->version)
         gcsh_coord_say(&coord, "gcsh %s (%s)", GCSH_VERSION, LUA_RELEASE);
+    if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
+        code = 1;
+        goto done;
+    }
+    if (o->replay) {
+        code = replay_main(&s, ctx, o);
+        goto done;
+    }
+    if (o->record && !(s.rec = gcsh_record_open(&s, o->record))) {
+        code = 1;
+        goto done;
+    }
     code = run_actions(&s, argc, argv, o);
-    if (code == 0 && o->script)
+    if (code == 0 && o->script && !s.quit)
         code = run_script(&s, argv[o->script]);
-    int repl = o->interactive || (!o->script && !o->has_exec && !o->version);
+    int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
     if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
             banner(&s, ctx);
@@ -278,6 +328,10 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         /* a piped session fails if any of its chunks failed (as sqlite3) */
         code = !term.interactive && s.failures ? 1 : 0;
     }
+    if (s.exit_code >= 0)
+        code = s.exit_code;
+done:
+    gcsh_tracer_stop(&coord);
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
@@ -322,17 +376,44 @@ static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
     return code;
 }
 
+/* --replay FILE: the recording's rank count and backend, from its header.
+ * Started outside mpirun, gcsh starts that many ranks with that backend
+ * (unless -n or --backend say otherwise).  Returns 0, or an exit status. */
+static int replay_setup(options *o, const char **extra)
+{
+    char err[600];
+    if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
+                           sizeof o->replay_backend, err, sizeof err) != 0) {
+        fprintf(stderr, "gcsh: --replay: %s\n", err);
+        return 2;
+    }
+    if (!o->backend) {
+        o->backend = o->replay_backend;
+        extra[0] = "--backend";
+        extra[1] = o->replay_backend;
+    }
+    if (!o->nranks && !gcsh_under_mpirun() && o->replay_ranks > 1)
+        o->nranks = o->replay_ranks;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
+    const char *extra[3] = {NULL, NULL, NULL};
     if (parse_options(argc, argv, &o) != 0)
         return 1;
+    if (o.replay) {
+        int rc = replay_setup(&o, extra);
+        if (rc != 0)
+            return rc;
+    }
     if (o.nranks) {
         if (gcsh_under_mpirun()) {
             fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
             return 1;
         }
-        return exec_mpirun(argc, argv, &o);
+        return exec_mpirun(argc, argv, &o, extra);
     }
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
 

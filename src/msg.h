@@ -25,6 +25,12 @@ enum gcsh_msg_type {
                       * (seq = 1: abort every communicator) */
     MSG_FATAL,     /* worker -> coordinator: an unrecoverable fault, as text */
     MSG_DIE,       /* coordinator -> watcher (ctl): exit now with status seq */
+    /* Traces (trace.h) */
+    MSG_TRACE_ON,  /* coordinator -> worker, between chunks: start tracing */
+    MSG_TRACE_ACK, /* worker -> coordinator: u32 ok, then why not */
+    MSG_TRACE_OFF, /* coordinator -> worker, between chunks: stop; answer TRACE_DATA */
+    MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
+    MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
 };
 
 /* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */
@@ -35,8 +41,13 @@ enum gcsh_msg_type {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 
-/* DONE status */
-enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2 };
+/* DONE status.  CHUNK_EXIT: the chunk called os.exit(code); the code is in
+ * bits 8-15 of the status word (CHUNK_EXIT | code << 8). */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
+/* A flag of the DONE status word: the chunk read a clock, an address or the
+ * machine's facts, so its output may differ between runs (replays do not
+ * compare it). */
+#define CHUNK_VARIES 0x10000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

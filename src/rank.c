@@ -9,6 +9,7 @@
 
 #include "rank.h"
 #include "symmem.h"
+#include "trace.h"
 
 /* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
  * multi-node layouts can be tried on one machine. */
@@ -162,6 +163,7 @@ void gcsh_rank_close(gcsh_ctx *ctx)
         lua_close(ctx->L);
         ctx->L = NULL;
     }
+    gcsh_trace_free(ctx); /* the backend's own table again, before fini */
     if (ctx->be) {
         ctx->be->fini(ctx);
         ctx->be = NULL;

@@ -12,8 +12,10 @@
 
 #include "complete.h"
 #include "msg.h"
+#include "record.h"
 #include "repl.h"
 #include "sig.h"
+#include "trace_coord.h"
 
 #define HISTORY_MAX 1000
 
@@ -21,7 +23,7 @@
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1};
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
@@ -29,6 +31,8 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -45,6 +49,10 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
+    if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
+        s->exit_code = res->exit_code;
+        s->quit = 1;
+    }
     if (s->time_on)
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }
@@ -98,6 +106,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
     }
     if (st != LUA_OK) {
         gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
         return SYNTAX_ERROR;
@@ -151,8 +160,7 @@ static void dot_help(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "%s", buf);
 }
 
-/* The targeted ranks as "0,2-3". */
-static char *targets_string(const gcsh_session *s, char *buf, size_t len)
+char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
 {
     int n = s->coord->size, k = 0;
     int *list = malloc((size_t)n * sizeof *list);
@@ -206,19 +214,28 @@ bad:
     return -1;
 }
 
-static void dot_ranks(gcsh_session *s, const char *arg)
+int gcsh_session_set_ranks(gcsh_session *s, const char *list)
 {
     int n = s->coord->size;
-    if (*arg && strcmp(arg, "all") != 0) {
-        char *t = malloc((size_t)n);
-        if (parse_ranks(s, arg, t) == 0)
-            memcpy(s->targets, t, (size_t)n);
-        free(t);
-    } else if (*arg) {
+    if (strcmp(list, "all") == 0) {
         memset(s->targets, 1, (size_t)n);
+        return 0;
+    }
+    char *t = malloc((size_t)n);
+    int rc = parse_ranks(s, list, t);
+    if (rc == 0)
+        memcpy(s->targets, t, (size_t)n);
+    free(t);
+    return rc;
+}
+
+static void dot_ranks(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        gcsh_session_set_ranks(s, arg);
     } else { /* no argument: say which ranks lines run on */
         char ranks[512];
-        gcsh_coord_say(s->coord, "ranks %s", targets_string(s, ranks, sizeof ranks));
+        gcsh_coord_say(s->coord, "ranks %s", gcsh_session_targets(s, ranks, sizeof ranks));
     }
 }
 
@@ -277,6 +294,34 @@ static void dot_info(gcsh_session *s, const char *arg)
     run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
 }
 
+/* .record FILE | off | (nothing: where) */
+static void dot_record(gcsh_session *s, const char *arg)
+{
+    if (!*arg) {
+        gcsh_record_say(s->rec, s->coord);
+        return;
+    }
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
+    if (strcmp(arg, "off") == 0)
+        gcsh_coord_say(s->coord, "record off");
+    else
+        s->rec = gcsh_record_open(s, arg);
+}
+
+/* .trace FILE | off | (nothing: where) */
+static void dot_trace(gcsh_session *s, const char *arg)
+{
+    if (!*arg)
+        gcsh_tracer_say(s->coord);
+    else if (strcmp(arg, "off") != 0)
+        gcsh_tracer_start(s->coord, arg);
+    else if (s->coord->tracer)
+        gcsh_tracer_stop(s->coord);
+    else
+        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
+}
+
 static void dot_quit(gcsh_session *s, const char *arg)
 {
     (void)arg;
@@ -297,6 +342,14 @@ static const gcsh_dot dot_commands[] = {
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
      dot_check},
+    {"record", "FILE|off", ".record [FILE|off]",
+     "write the following lines and their output to FILE as a\n"
+     "                    script (gcsh --replay FILE compares a rerun with it)",
+     dot_record},
+    {"trace", "FILE|off", ".trace [FILE|off]",
+     "trace every rank's lines and calls to FILE (Chrome JSON:\n"
+     "                    Perfetto opens it); off writes it",
+     dot_trace},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
@@ -306,7 +359,7 @@ static const gcsh_dot dot_commands[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* Runs a dot-command line (".ranks 0-1"). */
+/* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
 static void dot_command(gcsh_session *s, char *line)
 {
     char *cmd = line + 1;
@@ -329,6 +382,15 @@ static void dot_command(gcsh_session *s, char *line)
     say_usage(s, prefix);
 }
 
+void gcsh_session_dot(gcsh_session *s, const char *line)
+{
+    char *copy = strdup(line);
+    if (s->rec)
+        gcsh_record_dot(s->rec, s, line);
+    dot_command(s, copy);
+    free(copy);
+}
+
 static int is_dot_command(const char *line)
 {
     return line[0] == '.' && isalpha((unsigned char)line[1]);
@@ -337,10 +399,10 @@ static int is_dot_command(const char *line)
 /* ---- reading lines ------------------------------------------------------- */
 
 /* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
-static void make_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
+void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
 {
     char ranks[512];
-    snprintf(buf, len, "gcsh[%s]%s ", targets_string(s, ranks, sizeof ranks),
+    snprintf(buf, len, "gcsh[%s]%s ", gcsh_session_targets(s, ranks, sizeof ranks),
              continuation ? ">>" : ">");
 }
 
@@ -464,7 +526,7 @@ static enum got read_line(gcsh_session *s, int continuation, char **line)
     char prompt[600];
     if (take_typeahead(s, line)) /* the terminal echoed it already */
         return GOT_LINE;
-    make_prompt(s, continuation, prompt, sizeof prompt);
+    gcsh_session_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
 }
 
@@ -539,6 +601,59 @@ static void run_chunk_text(gcsh_session *s, const char *src)
     run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &res);
 }
 
+/* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
+ * (nothing ran; the prompt reads another line). */
+static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    char *src = NULL;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    enum compiled c = compile_chunk(s, chunk, &src);
+    if (c != READY) {
+        if (res)
+            res->syntax_error = c == SYNTAX_ERROR;
+        return c;
+    }
+    if (res) {
+        gcsh_tap_init(&res->tap, s->coord->size);
+        s->coord->tap = &res->tap;
+        res->ran = 1;
+    }
+    gcsh_run_result rr;
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    s->coord->tap = NULL;
+    if (res)
+        res->exit_code = rr.exit_code;
+    free(src);
+    return READY;
+}
+
+int gcsh_session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    return session_line(s, chunk, res) == READY ? 0 : -1;
+}
+
+void gcsh_line_result_free(gcsh_session *s, gcsh_line_result *res)
+{
+    if (res->ran)
+        gcsh_tap_destroy(&res->tap, s->coord->size);
+    res->ran = 0;
+}
+
+/* What was typed so far, run unless incomplete (INCOMPLETE: nothing ran),
+ * and recorded when .record is on. */
+static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
+{
+    if (!s->rec)
+        return session_line(s, chunk, NULL);
+    gcsh_line_result res;
+    enum compiled c = session_line(s, chunk, &res);
+    if (c != INCOMPLETE)
+        gcsh_record_line(s->rec, s, chunk, &res);
+    gcsh_line_result_free(s, &res);
+    return c;
+}
+
 void gcsh_repl(gcsh_session *s)
 {
     if (s->term->editing) {
@@ -565,21 +680,16 @@ void gcsh_repl(gcsh_session *s)
         if (!chunk && is_dot_command(line)) {
             if (s->term->editing)
                 history_add(line);
-            dot_command(s, line);
+            gcsh_session_dot(s, line);
             free(line);
             continue;
         }
         append_line(&chunk, line);
         free(line);
-        char *src = NULL;
-        enum compiled c = compile_chunk(s, chunk, &src);
-        if (c == INCOMPLETE)
+        if (typed_chunk(s, chunk) == INCOMPLETE)
             continue;
         if (s->term->editing && chunk[strspn(chunk, " \t")])
             history_add(chunk);
-        if (c == READY)
-            run_chunk_text(s, src);
-        free(src);
         free(chunk);
         chunk = NULL;
     }

@@ -877,6 +877,7 @@ void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o)
     lua_setfield(L, -2, "rank");
     push_team(L, o);
     lua_setfield(L, -2, "team");
+    gcsh_ctx_of(L)->output_varies = 1; /* addresses differ between runs */
     set_hex(L, d->peer[d->team_rank], "address");
     lua_createtable(L, d->team_size, 0);
     for (int i = 0; i < d->team_size; i++) {

@@ -16,6 +16,7 @@
 #include "shell.h"
 #include "spmd.h"
 #include "symmem.h"
+#include "trace.h"
 
 #define FLUSH_EVERY_MS 100
 #define OUTPUT_CAP_DEFAULT (64u << 20)
@@ -72,6 +73,27 @@ static _Noreturn void rank0_gone(gcsh_worker *w)
     _exit(GCSH_EXIT_LOST);
 }
 
+/* A copy of the rank's trace (or the final one), to rank 0; empty when not
+ * tracing. */
+static void send_trace(gcsh_worker *w, void *(*take)(gcsh_ctx *, size_t *))
+{
+    size_t len = 0;
+    void *blob = take(w->ctx, &len);
+    gcsh_capture_send(&w->cap, MSG_TRACE_DATA, blob, blob ? len : 0);
+    free(blob);
+}
+
+/* MSG_TRACE_ON: collective over MPI (the clock offset), then ACK. */
+static void start_trace(gcsh_worker *w)
+{
+    uint32_t ok = gcsh_trace_start(w->ctx) == 0;
+    char buf[sizeof ok + sizeof w->ctx->err];
+    memcpy(buf, &ok, sizeof ok);
+    size_t n = ok ? 0 : strlen(w->ctx->err) + 1;
+    memcpy(buf + sizeof ok, w->ctx->err, n);
+    gcsh_capture_send(&w->cap, MSG_TRACE_ACK, buf, sizeof ok + n);
+}
+
 static void *watcher_main(void *arg)
 {
     gcsh_worker *w = arg;
@@ -90,6 +112,8 @@ static void *watcher_main(void *arg)
                 interrupt_chunk(w, m.h.seq);
             if (m.h.type == MSG_WHERE)
                 answer_where(w);
+            if (m.h.type == MSG_TRACE_FLUSH)
+                send_trace(w, gcsh_trace_snapshot);
         }
         gcsh_capture_flush(&w->cap);
     }
@@ -133,6 +157,8 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
 /* lua.c's msghandler: the message plus a traceback. */
 static int msghandler(lua_State *L)
 {
+    if (lua_touserdata(L, 1) == gcsh_exit_token())
+        return 1; /* os.exit: no message, no traceback */
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
@@ -190,6 +216,10 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
         print_results(L, base + 2);
+    if (st != LUA_OK && lua_touserdata(L, -1) == gcsh_exit_token() && w->ctx->exit_code >= 0) {
+        lua_settop(L, base);
+        return CHUNK_EXIT | (uint32_t)w->ctx->exit_code << 8;
+    }
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         capture_string(w->ctx, msg ? msg : "(error object is not a string)");
@@ -216,8 +246,12 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
 
     gcsh_capture_begin(&w->cap, m->h.seq);
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
+    if (w->ctx->trace)
+        gcsh_trace_chunk_begin(w->ctx, src, len);
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
+    w->ctx->exit_code = -1;
+    w->ctx->output_varies = 0;
     w->running_seq = m->h.seq;
     pthread_mutex_unlock(&w->run_lock);
 
@@ -228,11 +262,13 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;
     lua_sethook(w->ctx->L, NULL, 0, 0);
-    if (atomic_exchange(&w->ctx->interrupt, 0) && status != CHUNK_OK)
+    if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
-    return status;
+    if (w->ctx->trace)
+        gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
+    return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
 }
 
 int gcsh_worker_loop(gcsh_worker *w)
@@ -248,6 +284,14 @@ int gcsh_worker_loop(gcsh_worker *w)
         if (m.h.type == MSG_ABORT_COMMS) {
             gcsh_check_abort_ids(w->ctx, (const uint64_t *)(void *)m.data,
                                  m.h.len / sizeof(uint64_t), m.h.seq == 1);
+            continue;
+        }
+        if (m.h.type == MSG_TRACE_ON) {
+            start_trace(w);
+            continue;
+        }
+        if (m.h.type == MSG_TRACE_OFF) {
+            send_trace(w, gcsh_trace_stop);
             continue;
         }
         if (m.h.type != MSG_CHUNK)

@@ -1,6 +1,16 @@
 -- Runs once in every rank's Lua state after the C libraries are open:
 -- the Lua parts of the shell that every rank has as globals.
 show = require("gcsh.show").show
+repro = require("gcsh.repro")
+-- Clocks make a command's output vary between runs: a replay (gcsh
+-- --replay) records it without comparing it.  os.time(t) and os.date(fmt, t)
+-- of a given time do not read the clock.
+do
+  local clock, time, date = os.clock, os.time, os.date
+  os.clock = function() gcsh.varies(); return clock() end
+  os.time = function(t) if t == nil then gcsh.varies() end return time(t) end
+  os.date = function(fmt, t) if t == nil then gcsh.varies() end return date(fmt, t) end
+end
 -- step.window (the stepped registration); the other steppers join this table.
 step = step or {}
 step.window = require("gcsh.step_window")

@@ -215,6 +215,45 @@ fail:
     return rc;
 }
 
+/* Trace marks (backend.h): one CUDA event each, recorded on the rank's
+ * stream.  Errors are returned, not reported: a trace only loses a span. */
+static int cuda_mark(gcsh_ctx *ctx, void **tok)
+{
+    cuda_state *st = ctx->be_state;
+    cudaEvent_t e = NULL;
+    if (!st || cudaSetDevice(st->dev) != cudaSuccess || cudaEventCreate(&e) != cudaSuccess)
+        return -1;
+    if (cudaEventRecord(e, st->stream) != cudaSuccess) {
+        cudaEventDestroy(e);
+        return -1;
+    }
+    *tok = e;
+    return 0;
+}
+
+static int cuda_mark_seconds(gcsh_ctx *ctx, void *a, void *b, double *seconds)
+{
+    cuda_state *st = ctx->be_state;
+    if (!st || cudaSetDevice(st->dev) != cudaSuccess)
+        return -1;
+    if (cudaEventQuery((cudaEvent_t)b) == cudaErrorNotReady)
+        return 1;
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b);
+    if (e == cudaErrorNotReady)
+        return 1;
+    if (e != cudaSuccess)
+        return -1;
+    *seconds = ms * 1e-3;
+    return 0;
+}
+
+static void cuda_mark_free(gcsh_ctx *ctx, void *tok)
+{
+    (void)ctx;
+    cudaEventDestroy((cudaEvent_t)tok);
+}
+
 const gcsh_mem_ops gcsh_cuda_mem_ops = {
     .alloc = cuda_alloc,
     .release = cuda_release,
@@ -225,4 +264,7 @@ const gcsh_mem_ops gcsh_cuda_mem_ops = {
     .sync = cuda_sync,
     .timer_begin = cuda_timer_begin,
     .timer_end = cuda_timer_end,
+    .mark = cuda_mark,
+    .mark_seconds = cuda_mark_seconds,
+    .mark_free = cuda_mark_free,
 };

@@ -1,0 +1,82 @@
+-- gcsh.record: runs a recording (gcsh --record FILE, .record FILE) as a plain
+-- script: gcsh -n N FILE.  Each line(N, ranks, source, expected) runs source
+-- on the ranks it ran on, as the prompt ran it: tried as an expression first
+-- (its values printed), an error printed with its traceback without ending
+-- the script.  line.dot(N, ranks, ".check off") does what it can in a
+-- script (.check: gcsh.check on every rank; the others only change the
+-- prompt's state).  The expectations are for gcsh --replay, which compares;
+-- this only reruns.
+local M = {}
+
+local function in_ranks(list, r)
+  for part in list:gmatch("[^,]+") do
+    local a, b = part:match("^(%d+)%-(%d+)$")
+    a = tonumber(a or part)
+    b = tonumber(b or part)
+    if a and b and r >= a and r <= b then return true end
+  end
+  return false
+end
+
+-- As the prompt: "=expr" is an expression; otherwise try "return " .. src.
+local function compile(src)
+  if src:sub(1, 1) == "=" then return load("return " .. src:sub(2), "=stdin") end
+  local f = load("return " .. src, "=stdin")
+  if f then return f end
+  return load(src, "=stdin")
+end
+
+-- The traceback up to the line's own chunk (the frames of this runner are
+-- not the session's).
+local function handler(err)
+  if type(err) ~= "string" then err = "(error object is a " .. type(err) .. " value)" end
+  local tb = debug.traceback(err, 2)
+  local cut = tb:find("\n\t[C]: in function 'xpcall'", 1, true)
+  return cut and tb:sub(1, cut - 1) or tb
+end
+
+local function run_line(src, expected)
+  if expected and expected.syntax then
+    if rank == 0 then print(expected.syntax) end -- the prompt said it once
+    return
+  end
+  local f, err = compile(src)
+  if not f then
+    if rank == 0 then print(err) end
+    return
+  end
+  local res = table.pack(xpcall(f, handler))
+  if not res[1] then
+    print(res[2])
+  elseif res.n > 1 then
+    print(table.unpack(res, 2, res.n))
+  end
+end
+
+local function dot(_, ranks, text)
+  if not in_ranks(ranks, rank) then return end
+  local cmd, arg = text:match("^%.(%S+)%s*(.-)%s*$")
+  if cmd == "check" and (arg == "on" or arg == "off") then gcsh.check(arg == "on") end
+end
+
+-- local line = require("gcsh.record").script{ranks = N, backend = "host"}
+function M.script(header)
+  if size ~= header.ranks then
+    if rank == 0 then
+      print(string.format("this recording was made at %d ranks: run it with gcsh -n %d, or "
+                          .. "gcsh --replay to compare", header.ranks, header.ranks))
+    end
+    os.exit(125)
+  end
+  if rank == 0 and header.backend ~= gcsh.backend then
+    print(string.format("note: recorded on the %s backend, running on %s: output will differ "
+                        .. "where it names the device", header.backend, gcsh.backend))
+  end
+  return setmetatable({ dot = dot }, {
+    __call = function(_, _, ranks, src, expected)
+      if in_ranks(ranks, rank) then run_line(src, expected) end
+    end,
+  })
+end
+
+return M

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The reproducers (lua/examples): exit 0 plain, 1 with --bug and their
+# message, 125 where they cannot run (one rank), 2 on an unknown argument;
+# repro.sweep's out= script; os.exit's statuses.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+run() { OUT=$(timeout 120 "$GCSH" "$@" 2>&1 </dev/null); RC=$?; }
+
+# script | what --bug prints (a fixed substring)
+cases=(
+  "reuse_no_barrier|] round 1 sum: 4 of 4 elements differ; first at [0]: expected RANKSUM, got "
+  "free_then_read|reading a peer's slice after w:free(): gcsh refused it:"
+  "cpu_spin|[0] rank 0 read the block: 32 of 64 elements differ; first at [0]: expected 7, got 0"
+  "bad_option|gcsh refused it: lua/examples/bad_option.lua:21: allreduce: unknown option 'algorithm' (valid: op offset n out algo)"
+  "tail_drop|tail dropped: smallest failing case n=4 offset=1 f32 sum"
+  "off_by_one|sum of elements 4..11: 1 of 8 elements differ; first at [7]: expected SUM11, got -1"
+  "putv_two_peers|(descriptor 2 targets peer"
+  "window_order|gcsh refused it: window #1: ranks disagree: [0EVEN] 64 f32 host, [1ODD] 128 f32 host"
+  "window_offset|gcsh refused it: lua/examples/window_offset.lua:22: collective mismatch: kernel.allreduce #2: [0] f32 x16 sum window 1 offset 8 "
+)
+for n in 2 4; do
+  for c in "${cases[@]}"; do
+    name=${c%%|*} want=${c#*|}
+    # numbers that depend on the rank count
+    sum=$((n * (n + 1) / 2)); sum11=0
+    for ((r = 0; r < n; r++)); do sum11=$((sum11 + r * 100 + 11)); done
+    even=""; odd=""; [ "$n" -gt 2 ] && even=",2" odd=",3"
+    want=${want//RANKSUM/$sum}; want=${want//SUM11/$sum11}; want=${want//EVEN/$even}; want=${want//ODD/$odd}
+    f=lua/examples/$name.lua
+    run -n "$n" "$f"
+    expect_eq "$name at $n ranks: exit 0" "$RC" 0
+    expect_not_contains "$name at $n ranks: no error" "$OUT" "traceback"
+    run -n "$n" "$f" --bug
+    expect_eq "$name --bug at $n ranks: exit 1" "$RC" 1
+    expect_contains "$name --bug at $n ranks: says what went wrong" "$OUT" "$want"
+  done
+done
+
+# one rank: 125 with the reason, except tail_drop (a local kernel)
+for c in "${cases[@]}"; do
+  name=${c%%|*}
+  run -n 1 "lua/examples/$name.lua" --bug
+  if [ "$name" = tail_drop ]; then
+    expect_eq "$name at 1 rank --bug: exit 1" "$RC" 1
+  else
+    expect_eq "$name at 1 rank: exit 125" "$RC" 125
+    expect_contains "$name at 1 rank: why" "$OUT" "cannot run here: needs at least 2 ranks, has 1"
+  fi
+done
+
+run -n 2 lua/examples/off_by_one.lua --bgu
+expect_eq "unknown argument: exit 2" "$RC" 2
+expect_contains "unknown argument: usage" "$OUT" "unknown argument '--bgu' (usage: gcsh -n N lua/examples/off_by_one.lua [--bug])"
+
+# ---- repro.sweep's out= script: the smallest case, standalone
+cat >"$TMP/sweep.lua" <<'EOF'
+local WIDTH = 4                 -- an upvalue the script must carry
+local function dropped(i, n)    -- a helper function it must carry too
+  return n > WIDTH and n % WIDTH ~= 0 and i >= n - n % WIDTH
+end
+local function reference(case)
+  return tensor.new(case.n, case.dtype):fill(1)
+end
+local function candidate(case)
+  local t = reference(case)
+  for i = 0, case.n - 1 do if dropped(i, case.n) then t[i] = 0 end end
+  return t
+end
+local found = repro.sweep { candidate = candidate, reference = reference, n = { 4, 8, 12, 13 },
+                            out = arg[1] }
+print(found.n, found.offset)
+local found = repro.sweep { candidate = candidate, reference = reference, n = { 4, 8, 12, 13 },
+                            out = arg[1] }
+print(found.n, found.offset)
+EOF
+run -n 2 "$TMP/sweep.lua" "$TMP/case.lua"
+expect_eq "sweep with out=: exit 0" "$RC" 0
+expect_contains "sweep: the summary" "$OUT" "[0] sweep: 1 of 4 cases fail; smallest: n=5 offset=0 f32 sum on [0-1]: 1 of 5 elements differ; first at [4]: expected 1, got 0"
+expect_contains "sweep: shrunk below the grid" "$OUT" "[1] 5	0"
+run -n 2 "$TMP/case.lua"
+expect_eq "the out= script fails on its case: exit 1" "$RC" 1
+expect_contains "the out= script says what differs" "$OUT" "[0-1] n=5 offset=0 f32 sum: 1 of 5 elements differ; first at [4]: expected 1, got 0"
+run -n 3 "$TMP/case.lua"
+expect_eq "the out= script at another rank count: exit 125" "$RC" 125
+expect_contains "the out= script: why" "$OUT" "found at 2 ranks: run gcsh -n 2"
+sed -i 's/t\[i\] = 0/t[i] = 1/' "$TMP/case.lua"
+run -n 2 "$TMP/case.lua"
+expect_eq "the out= script with the candidate fixed: exit 0" "$RC" 0
+expect_contains "the out= script passes" "$OUT" "candidate matches reference"
+
+# a function defined at the prompt has no source to copy
+OUT=$(printf '%s\n' 'f = function(k) return tensor.new(k.n):fill(rank) end' \
+  'g = function(k) return tensor.new(k.n):fill(0) end' \
+  "repro.sweep{candidate = f, reference = g, n = {1}, out = '$TMP/x.lua', quiet = true}" |
+  timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_contains "out= with a function typed at the prompt" "$OUT" "sweep: out=$TMP/x.lua: candidate was not defined in a file (stdin): its source is not available"
+# an unwritable out= is an error on every rank
+run -n 2 -e "repro.sweep{candidate = function(k) return tensor.new(k.n):fill(rank) end, reference = function(k) return tensor.new(k.n) end, n = {1}, out = '/nonexistent/dir/x.lua', quiet = true}"
+expect_eq "out= unwritable: exit 1" "$RC" 1
+expect_contains "out= unwritable: named" "$OUT" "sweep: out=/nonexistent/dir/x.lua:"
+
+# ---- os.exit: the session's status
+run -n 2 -e 'os.exit(3)'
+expect_eq "os.exit(3)" "$RC" 3
+run -n 2 -e 'if rank == 1 then os.exit(true) end print("ran")'
+expect_eq "os.exit(true) on one rank" "$RC" 0
+expect_contains "os.exit on one rank: the others finish" "$OUT" "[0] ran"
+OUT=$(printf 'print(1)\nos.exit(false)\nprint(2)\n' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "os.exit(false) in a piped session: 1" "$RC" 1
+expect_eq "os.exit ends the session there" "$OUT" "[0-1] 1"
+run -n 2 -e 'os.exit(300)'
+expect_contains "os.exit(300): bounds" "$OUT" "bad argument #1 to 'exit' (status must be 0..255)"
+finish

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Traces: gcsh --trace FILE and .trace FILE|off write Chrome trace JSON that
+# python3's json loads (tests/sh/trace_check.py): a process per rank,
+# monotone timestamps, flows linking each collective across ranks, the
+# calls' arguments; a hang report and a device fault write it with the
+# running calls unfinished; bad arguments are named.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+CHECK="python3 tests/sh/trace_check.py"
+
+SESSION='c = comm.world()
+t = tensor.new(1024):fill(rank)
+c:allreduce(t)
+.check off
+c:allreduce(t)
+.check on
+w = c:window(64)
+w:tensor():fill(rank + 1)
+out = kernel.allreduce(w, {algo = "oneshot"})
+s = c:signals(2)
+x = w:put((rank + 1) % size, tensor.new(4):fill(1), 0, {signal = {s, 0}})
+x:post():wait{cpu = true, timeout = 10}
+s:wait(0, 1)
+s:free(); w:free()'
+
+for n in 2 4; do
+  F=$TMP/t$n.json
+  OUT=$(printf '%s\n' "$SESSION" | timeout 60 "$GCSH" -n "$n" --trace "$F" 2>&1); RC=$?
+  expect_eq "$n ranks: a traced session: exit 0" "$RC" 0
+  expect_contains "$n ranks: says where" "$OUT" "tracing to $F"
+  expect_match "$n ranks: written at the end" "$OUT" "^trace written to $F: [0-9]+ spans from $n ranks$"
+  C=$($CHECK "$F" "$n" comm.allreduce kern.allreduce.oneshot xfer.prepare xfer.post win.signal_wait win.create_begin win.create_stage \
+      win.destroy "check allreduce #1" mem.fill 'c:allreduce(t)' 2>&1); RC=$?
+  expect_eq "$n ranks: python3's json loads it; processes, timestamps and flows check out" "$RC" 0
+  printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
+  all=$(seq -s ' ' 0 $((n - 1)))
+  expect_contains "$n ranks: one process per rank, named" "$C" "process $((n - 1)): rank $((n - 1)) ("
+  expect_contains "$n ranks: a flow links allreduce #1 on every rank" "$C" "flow allreduce #1: ranks $all"
+  expect_contains "$n ranks: with .check off, sequence numbers still count" "$C" "flow allreduce #2: ranks $all"
+  expect_contains "$n ranks: the kernel collective's flow" "$C" "flow kernel.allreduce #4: ranks $all"
+  expect_contains "$n ranks: window free's flow" "$C" "flow window:free #7: ranks $all"
+  expect_contains "$n ranks: allreduce args" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "op": "sum", "seq": 1}'
+  expect_contains "$n ranks: kernel args" "$C" 'span kern.allreduce.oneshot: {"algo": "oneshot", "bytes": 256, "collective": "kernel.allreduce #4"'
+  expect_contains "$n ranks: transfer args" "$C" 'span xfer.prepare: {"bytes": 16}'
+  expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
+done
+
+# .trace in a session: status, a second file, off, errors; the shell goes on
+OUT=$(printf '%s\n' '.trace' ".trace $TMP/a.json" '.trace' 'c = comm.world(); c:barrier()' \
+      ".trace $TMP/b.json" 'c:barrier()' '.trace off' '.trace off' '.trace /nonexistent/dir/t.json' \
+      'print("still here")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq ".trace in a session" "$OUT" "not tracing (.trace FILE starts)
+tracing to $TMP/a.json
+tracing to $TMP/a.json (.trace off writes it)
+trace written to $TMP/a.json: 8 spans from 2 ranks
+tracing to $TMP/b.json
+trace written to $TMP/b.json: 6 spans from 2 ranks
+not tracing (.trace FILE starts)
+gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory
+[0-1] still here"
+C=$($CHECK "$TMP/a.json" 2 'comm.barrier' 2>&1)
+expect_contains ".trace FILE: the first file holds the first barrier" "$C" "flow barrier #1: ranks 0 1"
+C=$($CHECK "$TMP/b.json" 2 'comm.barrier' 2>&1)
+expect_contains ".trace FILE: the second file holds the second" "$C" "flow barrier #2: ranks 0 1"
+expect_not_contains ".trace FILE: and not the first" "$C" "barrier #1"
+
+# a hang report writes the file: rank 0 shown waiting in the barrier (with
+# .check on, the check would give up at the timeout instead)
+F=$TMP/hang.json
+printf '%s\n' '.timeout 1' '.check off' 'c = comm.world()' 'if rank == 1 then gcsh.sleep(12) end c:barrier()' |
+  timeout 60 "$GCSH" -n 2 --trace "$F" >"$TMP/hang.out" 2>&1 &
+pid=$!
+seen=""
+for i in $(seq 100); do
+  if grep -q 'hang report' "$F" 2>/dev/null; then seen=1; break; fi
+  sleep 0.1
+done
+if [ -n "$seen" ]; then pass; else fail "hang report: the trace was not written within 10 s"; fi
+C=$($CHECK "$F" 2 2>&1)
+expect_contains "hang report: the note" "$C" "note: written at a hang report"
+expect_contains "hang report: where rank 0 stopped" "$(cat "$F")" '"name":"comm.barrier (unfinished)","cat":"collective","pid":0'
+expect_contains "hang report: where rank 1 is" "$(cat "$F")" '"name":"if rank == 1 then gcsh.sleep(12) end c:barrier() (unfinished)","cat":"lua","pid":1'
+wait $pid
+expect_contains "hang report: printed" "$(cat "$TMP/hang.out")" "[1] in gcsh.sleep(12)"
+C=$($CHECK "$F" 2 comm.barrier 2>&1)
+expect_not_contains "the final file: nothing unfinished" "$(cat "$F")" "unfinished"
+expect_contains "the final file: the barrier's flow" "$C" "flow barrier #1: ranks 0 1"
+
+# a device fault ends the session: the file says where each rank was
+F=$TMP/fatal.json
+OUT=$(printf '%s\n' 'c = comm.world()' 'if rank == 1 then gcsh.debug.inject("fatal") end c:barrier()' |
+      GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
+expect_eq "fault: exit 70" "$RC" 70
+expect_contains "fault: written" "$OUT" "gcsh: trace written to $F (a device fault cannot be recovered from)"
+C=$($CHECK "$F" 2 2>&1); RC=$?
+expect_eq "fault: the file loads" "$RC" 0
+expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"name":"check barrier #1 (unfinished)","cat":"control","pid":0'
+
+# bad arguments
+OUT=$(timeout 60 "$GCSH" -n 2 --trace /nonexistent/dir/t.json -e 'print(1)' </dev/null 2>&1); RC=$?
+expect_eq "--trace unwritable: exit 1" "$RC" 1
+expect_contains "--trace unwritable: named" "$OUT" "gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory"
+expect_not_contains "--trace unwritable: nothing ran" "$OUT" "[0-1] 1"
+OUT=$(timeout 60 "$GCSH" --trace </dev/null 2>&1)
+expect_contains "--trace without a file" "$OUT" "'--trace' needs a file name"
+# a script under --trace: the file covers it
+OUT=$(timeout 60 "$GCSH" -n 2 --trace "$TMP/s.json" -e 'comm.world():barrier()' </dev/null 2>&1); RC=$?
+expect_eq "--trace with -e: exit 0" "$RC" 0
+C=$($CHECK "$TMP/s.json" 2 2>&1)
+expect_contains "--trace with -e: traced" "$C" "flow barrier #1: ranks 0 1"
+finish
