@@ -9,9 +9,11 @@
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
-# (both engines, both kinds).  tests/gpu/window_step_*.lua: step.window per
-# kind (every stage, a reset after each, a failure injected into each: the
-# Lua tests run with GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
+# (both engines, both kinds).  tests/lua/step_*.lua (steppers) and every
+# lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
+# tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
+# after each, a failure injected into each: the Lua tests run with
+# GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
 #
 # Lua, readline and jansson come from Debian packages carried in .lua-debs/
 # (make them on a networked machine: cd .lua-debs && apt-get download
@@ -97,6 +99,15 @@ for np in "${counts[@]}"; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
             GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
+    done
+    # the steppers' tests and every lesson (lua/tutorial), on windows of each
+    # kind: tests/gpu/lib/window_kind.lua makes it the default kind
+    for kind in nccl vmm; do
+        for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
+            run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" \
+                LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
+                "$BUILD/gcsh" -l window_kind "$t"
+        done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
     for t in tests/gpu/*.sh; do

@@ -12,9 +12,6 @@ static const char *const lua_keywords[] = {
     "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
     NULL};
 
-static const char *const dot_commands[] = {".help", ".info", ".ranks", ".timeout", ".time",
-                                           ".check", ".record", ".trace", ".abort", ".quit", NULL};
-
 typedef struct matches {
     char **v;
     size_t n, cap;
@@ -145,11 +142,13 @@ char **gcsh_complete(lua_State *L, const char *text)
     return m.v;
 }
 
-char **gcsh_complete_dot(const char *text)
+char **gcsh_complete_dot(const char *text, const char *(*name)(int i))
 {
     matches m = {0};
-    for (int i = 0; dot_commands[i]; i++)
-        if (strncmp(dot_commands[i], text, strlen(text)) == 0)
-            add_match(&m, "", 0, dot_commands[i]);
+    if (text[0] != '.')
+        return NULL;
+    for (int i = 0; name(i); i++)
+        if (strncmp(name(i), text + 1, strlen(text + 1)) == 0)
+            add_match(&m, ".", 1, name(i));
     return m.v;
 }

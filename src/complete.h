@@ -10,7 +10,8 @@
  * completion of `text` (e.g. "comm.wo" -> "comm.world", "t:fi" -> "t:fill"). */
 char **gcsh_complete(lua_State *L, const char *text);
 
-/* Completions of a dot-command word (".ti" -> ".time", ".timeout"). */
-char **gcsh_complete_dot(const char *text);
+/* Completions of a dot-command word (".ti" -> ".time", ".timeout"), from the
+ * names name(0), name(1), ... up to NULL (repl.c's table, without the dot). */
+char **gcsh_complete_dot(const char *text, const char *(*name)(int i));
 
 #endif

@@ -217,12 +217,15 @@ static int signals_wait(lua_State *L)
     }
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     const gcsh_window_ops *win = ctx->be->win;
+    /* for hang reports (check.h); the host backend's plain wait blocks too */
+    gcsh_where_begin(ctx, "signal wait (slot %zu %s %llu)", (size_t)a.slot, cmp_names[a.cmp],
+                     (unsigned long long)a.value);
     if (!a.cpu) {
-        check_backend(L, win->signal_wait(ctx, o->impl, &o->desc, a.slot, a.value, a.cmp));
+        int rc = win->signal_wait(ctx, o->impl, &o->desc, a.slot, a.value, a.cmp);
+        gcsh_where_end(ctx);
+        check_backend(L, rc);
         return 0;
     }
-    gcsh_where_begin(ctx, "signal wait (slot %zu %s %llu)", (size_t)a.slot, cmp_names[a.cmp],
-                     (unsigned long long)a.value); /* for hang reports (check.h) */
     int rc = win->signal_wait_cpu(ctx, o->impl, &o->desc, a.slot, a.value, a.cmp, a.timeout);
     gcsh_where_end(ctx);
     check_backend(L, rc < 0 ? rc : 0);

@@ -106,13 +106,17 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setglobal(L, "gcsh");
 }
 
-/* Puts gcsh's own Lua modules (lua/gcsh: bench, show, ...) first on
- * package.path; GCSH_LUA_DIR overrides where they are. */
-static void set_module_path(lua_State *L)
+const char *gcsh_lua_dir(void)
 {
     const char *dir = getenv("GCSH_LUA_DIR");
-    if (!dir || !*dir)
-        dir = GCSH_LUA_DIR;
+    return dir && *dir ? dir : GCSH_LUA_DIR;
+}
+
+/* Puts gcsh's own Lua modules (lua/gcsh: bench, show, ...) first on
+ * package.path. */
+static void set_module_path(lua_State *L)
+{
+    const char *dir = gcsh_lua_dir();
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");
     lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));

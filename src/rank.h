@@ -17,4 +17,8 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx);
 
 void gcsh_rank_close(gcsh_ctx *ctx);
 
+/* Where gcsh's Lua files are (lua/gcsh, lua/tutorial): GCSH_LUA_DIR from
+ * the environment, else where the build put them. */
+const char *gcsh_lua_dir(void);
+
 #endif

@@ -11,6 +11,7 @@
 #include <readline/readline.h>
 
 #include "complete.h"
+#include "lesson.h"
 #include "msg.h"
 #include "record.h"
 #include "repl.h"
@@ -33,6 +34,7 @@ void gcsh_session_destroy(gcsh_session *s)
 {
     gcsh_record_close(s->rec);
     s->rec = NULL;
+    gcsh_lesson_close(s);
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -354,10 +356,20 @@ static const gcsh_dot dot_commands[] = {
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
      dot_abort},
+    {"lessons", "", ".lessons", "list the lessons (lua/tutorial)", gcsh_dot_lessons},
+    {"lesson", "N", ".lesson [N]", "open lesson N (a number or part of its name)", gcsh_dot_lesson},
+    {"next", "", ".next", "the lesson's next part: its text, then its code on all ranks",
+     gcsh_dot_next},
     {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
     {"exit", "", NULL, "", dot_quit},
     {NULL, NULL, NULL, NULL, NULL},
 };
+
+/* The i-th dot-command's name, for completion (aliases too), or NULL. */
+static const char *dot_name(int i)
+{
+    return dot_commands[i].name;
+}
 
 /* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
 static void dot_command(gcsh_session *s, char *line)
@@ -429,7 +441,7 @@ static char **on_complete(const char *text, int start, int end)
     (void)end;
     rl_attempted_completion_over = 1; /* never fall back to file names */
     rl_completion_append_character = '\0'; /* readline resets it before each call */
-    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text)
+    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text, dot_name)
                                              : gcsh_complete(rl.s->L0, text);
     if (!v || !v[0]) {
         free(v);

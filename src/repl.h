@@ -11,6 +11,7 @@
 #include "term.h"
 
 typedef struct gcsh_recorder gcsh_recorder;
+typedef struct gcsh_lesson gcsh_lesson; /* lesson.c */
 
 typedef struct gcsh_session {
     gcsh_coord *coord;
@@ -25,6 +26,7 @@ typedef struct gcsh_session {
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     gcsh_recorder *rec; /* .record / --record: where lines are recorded, or NULL */
     char syntax_msg[512]; /* the last line's syntax error */
+    gcsh_lesson *lesson; /* the lesson .next goes through, or NULL */
 } gcsh_session;
 
 /* What one typed line gave: its syntax error, or each rank's output and

@@ -11,6 +11,4 @@ do
   os.time = function(t) if t == nil then gcsh.varies() end return time(t) end
   os.date = function(fmt, t) if t == nil then gcsh.varies() end return date(fmt, t) end
 end
--- step.window (the stepped registration); the other steppers join this table.
-step = step or {}
-step.window = require("gcsh.step_window")
+step = require("gcsh.step")

@@ -1,0 +1,73 @@
+-- One-shot all-reduce by hand
+-- The simplest all-reduce over symmetric memory: after a barrier, every
+-- rank loads every slice and adds them up.  One step, so the latency is
+-- low: the fastest for small messages.  But each rank loads (N-1) * n
+-- elements from its peers, which is why it loses for large ones.
+lesson = require "gcsh.lesson"
+c = comm.world()
+n = 8
+w = c:window(n, "f32")
+w:tensor():fill(rank + 1)
+c:barrier()
+
+--- Load every slice, add
+-- kernel.reduce(out, {t1, t2, ...}) adds tensors element by element; peer
+-- views are tensors, so the inputs can be every rank's slice.  The barrier
+-- before (above) makes sure every slice is filled; the one after, that no
+-- rank writes its slice again while another still loads it.
+out = tensor.new(n)
+views = {}
+for r = 0, size - 1 do views[#views + 1] = w:peer(r) end
+kernel.reduce(out, views)
+c:barrier()
+print(out)
+lesson.expect(out, size * (size + 1) // 2,
+              "every element is 1 + 2 + ... + size")
+
+--- exercise: Your one-shot
+-- Write my_oneshot(w, out): out gets the sum of every rank's slice of w, by
+-- peer loads.  The check fills the window with new data, puts a barrier
+-- before your function, runs it, and compares out with c:allreduce:
+--     check_oneshot(my_oneshot)
+function check_oneshot(fn)
+  w:tensor():arange(rank)
+  local ref = tensor.new(n):copy(w:tensor())
+  c:allreduce(ref)
+  c:barrier()
+  local x = tensor.new(n)
+  fn(w, x)
+  c:barrier()
+  lesson.grade(x, ref, "your one-shot equals c:allreduce")
+end
+
+--- solution
+function my_oneshot(win, result)
+  local slices = {}
+  for r = 0, size - 1 do slices[#slices + 1] = win:peer(r) end
+  kernel.reduce(result, slices)
+end
+check_oneshot(my_oneshot)
+
+--- Stepped: what the kernel does
+-- step.allreduce runs the plan the kernels run (kernel.plan), one step per
+-- call.  One-shot in place has two steps: every rank reduces every slice
+-- into a scratch buffer (tmp), then, after a barrier, copies it into its
+-- own slice.  That barrier matters: a slow rank may still be loading.
+w:tensor():fill(1 << rank)
+st = step.allreduce(w, {algo = "oneshot"})
+st:next()
+
+--- The second step
+st:next()
+lesson.check(st:run({quiet = true}),
+             "the stepped one-shot equals c:allreduce")
+st:free()
+
+--- The kernel
+-- kernel.allreduce(w, {algo="oneshot"}) runs the same plan at full speed,
+-- with its barriers on the window's own sync words.
+w:tensor():fill(rank + 1)
+kernel.allreduce(w, {algo = "oneshot"})
+lesson.expect(w:tensor(), size * (size + 1) // 2,
+              "kernel.allreduce oneshot")
+w:free()

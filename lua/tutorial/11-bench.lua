@@ -1,0 +1,65 @@
+-- Reading a benchmark: algbw and busbw
+-- gcsh's bench prints the columns of nccl-tests: size, count, type, redop,
+-- root, time, algbw, busbw, #wrong.  Two bandwidths: algbw is bytes / time,
+-- what the caller sees; busbw scales it by what each rank must move, so it
+-- can be compared with the hardware's link bandwidth at any rank count.
+-- Times here are whatever this machine gives; the lesson checks the
+-- arithmetic, not the speed.
+lesson = require "gcsh.lesson"
+bench = require "gcsh.bench"
+c = comm.world()
+
+--- Run one
+-- An all-reduce from 1 KiB to 64 KiB, checked (#wrong counts elements that
+-- differ from a reference computed in Lua).
+rows = bench.collective{op = "allreduce",
+                        min = 1024, max = 64 * 1024,
+                        factor = 8, iters = 5,
+                        warmup = 1, check = true}
+last = rows[#rows]
+lesson.check(last.wrong == 0, "#wrong is 0: every element right")
+
+--- algbw is size / time
+-- size in bytes, time in microseconds, bandwidth in GB/s (10^9 bytes).
+algbw = last.size / (last.time_us * 1e-6) / 1e9
+print(string.format("%d bytes in %.2f us: algbw %.3f GB/s",
+                    last.size, last.time_us, algbw))
+lesson.check(math.abs(algbw - last.algbw) <= 1e-6 * last.algbw,
+             "algbw = size / time")
+
+--- busbw is algbw times the collective's factor
+-- All-reduce moves 2(N-1)/N of the buffer through each rank's links (the
+-- ring lesson counted it), so busbw = algbw * 2(N-1)/N.  At 1 rank nothing
+-- moves: 0.
+factor = 2 * (size - 1) / size
+busbw = last.algbw * factor
+lesson.check(math.abs(last.busbw - busbw) <= 1e-6 * last.algbw,
+             "busbw = algbw * 2(N-1)/N for all-reduce")
+
+--- exercise: The other factors
+-- Write busbw_factor(op, n) for "allreduce", "allgather", "reducescatter"
+-- and "broadcast" on n ranks.  All-gather and reduce-scatter move (N-1)/N
+-- of the buffer per rank; a broadcast moves all of it once.  Check it:
+--     check_factor(busbw_factor)
+function check_factor(fn)
+  local want = { allreduce = 2 * (size - 1) / size, allgather = (size - 1) / size,
+                 reducescatter = (size - 1) / size, broadcast = 1 }
+  for op, f in pairs(want) do
+    local got = fn(op, size)
+    if type(got) ~= "number" or math.abs(got - f) > 1e-9 then
+      error(string.format("not yet: busbw_factor('%s', %d) gave %s, want %g",
+                          op, size, tostring(got), f), 2)
+    end
+  end
+  print("right: the factors of nccl-tests")
+end
+
+--- solution
+function busbw_factor(op, n)
+  if op == "allreduce" then return 2 * (n - 1) / n end
+  if op == "allgather" or op == "reducescatter" then
+    return (n - 1) / n
+  end
+  return 1
+end
+check_factor(busbw_factor)

@@ -1,0 +1,72 @@
+-- Debugging a hang: fingerprints, .check and the hang report
+-- Collectives hang when ranks disagree: one calls all-reduce with 4
+-- elements and another with 5, or one calls a barrier the others skip.
+-- gcsh catches most of it before anything runs: each collective sends a
+-- fingerprint of the call (operation, count, dtype, op, root) to rank 0,
+-- which compares them (.check on, the default).  What it cannot catch, it
+-- reports: where every rank is, when a command takes too long.
+lesson = require "gcsh.lesson"
+c = comm.world()
+
+--- A mismatch is an error, not a hang
+-- Rank 0 passes 5 elements, the others 4.  Instead of a hang, every rank
+-- gets the same error, naming which ranks passed what.  "#N" counts the
+-- collectives on that communicator.
+ok, err = pcall(c.allreduce, c, tensor.new(rank == 0 and 5 or 4))
+print(err)
+caught = not ok and err:find("collective mismatch", 1, true) ~= nil
+lesson.check(size == 1 or caught,
+             "the mismatch is an error on every rank")
+
+--- Nothing ran, so the next collective works
+t = tensor.new(1):fill(1)
+c:allreduce(t)
+lesson.expect(t, size, "the ranks stayed in step")
+
+--- Different collectives
+-- The last rank calls an all-reduce where the others call a barrier: the
+-- fingerprints differ in their operation.
+ok, err = pcall(function()
+  if rank == size - 1 then c:allreduce(tensor.new(1))
+  else c:barrier() end
+end)
+print(err)
+caught = not ok and err:find("barrier", 1, true) ~= nil
+lesson.check(size == 1 or caught, "the error names both calls")
+
+--- The hang report
+-- A rank that is slow, not wrong, cannot be caught in advance.  After
+-- .timeout seconds (10 by default) the shell prints where every running
+-- rank is, and keeps waiting; Ctrl-C interrupts.  Type `.timeout 1` at the
+-- prompt before this part to see it: the last rank sleeps 2 s before it
+-- signals the others, who wait for the signal.
+s = c:signals(1)
+if rank == size - 1 then
+  gcsh.sleep(2)
+  for r = 0, size - 1 do s:add(r, 0, 1) end
+end
+s:wait(0, 1)
+lesson.check(s:read(0) == 1,
+             "the slow rank signalled, and the wait ended")
+s:free()
+
+--- A collective gives up
+-- A collective's check waits too, but only .timeout seconds: then the ranks
+-- that came get an error naming the one that did not, instead of a hang.
+-- With `.timeout 1` this barrier fails that way; with the default 10 s it
+-- completes after 2 s.
+ok, err = pcall(function()
+  if rank == size - 1 then gcsh.sleep(2) end
+  c:barrier()
+end)
+print(ok and "the barrier completed" or err)
+lesson.check(ok or err:find("barrier", 1, true) ~= nil,
+             "a slow rank: a late barrier, or an error naming it")
+
+--- What to look for
+-- In a report, ranks "in barrier #7" waiting for others, next to one
+-- "running line 12 of the chunk", point at the line that rank is stuck on.
+-- Ranks in different collectives (#7 and #8) mean one skipped a call.
+-- `.check off` skips the fingerprints (faster, as in benchmarks); turn it
+-- back on when something hangs.
+lesson.check(true, "that is all: .lessons lists the others")

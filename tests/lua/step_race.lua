@@ -1,0 +1,100 @@
+-- Races made visible: a stepper without its synchronisation (skip=) and
+-- with one rank late (delay=) gives a wrong result, :run() says false, the
+-- diagram marks the wrong cell with ! and a note names the read and the
+-- step it overtook.  The late rank really sleeps and the early reader really
+-- reads stale data; the on-time ranks keep step with each other, so the
+-- outcome is the same every run.  With the barriers kept, the delay only
+-- delays.
+local H = require("harness")
+
+local c = comm.world()
+local k, me = c.size, c.rank
+local LATE_MS = 200
+
+local w = c:window(3 * k + 1, "i32")
+
+local function fresh(opts)
+  w:tensor():fill(1 << me)
+  return step.allreduce(w, opts)
+end
+
+local function text_has(st, plain, what) H.truthy(st.text:find(plain, 1, true), what .. ": '" .. plain .. "' in\n" .. st.text) end
+
+-- A delay alone: the barriers wait for the late rank; the result is right.
+for _, algo in ipairs(step.algos.allreduce) do
+  local st = fresh({ algo = algo, delay = { rank = k - 1, ms = 20 } })
+  H.eq(st:run({ quiet = true }), true, algo .. " with a delay and its barriers")
+  H.eq(#st.wrong, 0, algo .. ": no wrong cell")
+  st:free()
+end
+
+for _, skip in ipairs({ "signal", "barrier" }) do
+  if k >= 3 then
+    -- rank 1 late at step 2 only: rank 2 reads rank 1's chunk at step 3
+    -- before rank 1 wrote it at step 2, and nothing else goes wrong
+    local st = fresh({ algo = "ring", skip = skip, delay = { rank = 1, ms = LATE_MS, step = 2 } })
+    H.eq(st:run(), false, skip .. ": run with the race")
+    H.eq(#st.wrong, 1, skip .. ": one wrong cell: " .. table.concat(st.wrong, " | "))
+    H.truthy(st.wrong[1]:match("^! step 3: r2%.c%d+ holds [%d,%-]+, expected [%d,%-]+: "
+                               .. "r2 read r1%.c%d+ too early, before step 2 wrote it$"),
+             skip .. ": the note names the early read: " .. tostring(st.wrong[1]))
+    text_has(st, "! wrong: a read came too early or too late", skip)
+    text_has(st, "result: WRONG", skip)
+    -- the printed grid of step 3 marks r2's cell with !
+    H.truthy(st.text:match("step 3 of %d+[^\n]*\n.-\n  r2  [^\n]*!"), skip .. ": r2's row has a ! cell")
+    -- a reset puts the right data back; the same race again gives the same note
+    local note = st.wrong[1]
+    st:reset()
+    H.eq(st:run({ quiet = true }), false, skip .. ": the race again")
+    H.eq(st.wrong[1], note, skip .. ": the same note again")
+    st:free()
+  elseif k == 2 then
+    -- rank 1 late at step 1: rank 0 copies rank 1's chunk at step 2 before
+    -- rank 1 reduced it, and rank 1 then reduces what rank 0 overwrote
+    local st = fresh({ algo = "ring", skip = skip, delay = { rank = 1, ms = LATE_MS, step = 1 } })
+    H.eq(st:run({ quiet = true }), false, skip .. ": run with the race at 2 ranks")
+    local all = table.concat(st.wrong, "\n")
+    H.truthy(all:find("r0 read r1.c1 too early, before step 1 wrote it", 1, true),
+             skip .. ": the early read is named: " .. all)
+    st:free()
+  else
+    -- one rank: no peer to race with
+    local st = fresh({ algo = "ring", skip = skip, delay = { rank = 0, ms = 1 } })
+    H.eq(st:run({ quiet = true }), true, skip .. ": one rank cannot race")
+    st:free()
+  end
+end
+
+-- One-shot in place: the late rank loads its peers' slices after they
+-- stored the result there (a read after the next write): counted twice.
+if k >= 2 then
+  local st = fresh({ algo = "oneshot", skip = "barrier", delay = { rank = 0, ms = LATE_MS } })
+  H.eq(st:run({ quiet = true }), false, "oneshot: the late rank's loads come too late")
+  local others = k == 2 and "r1 too late, after step 2 overwrote it"
+                 or "r1, r2" .. (k > 3 and ", r3" or "") .. " too late, after step 2 overwrote them"
+  H.truthy(table.concat(st.wrong, "\n"):find("r0 read " .. others, 1, true),
+           "oneshot: the late read is named: " .. table.concat(st.wrong, " | "))
+  st:free()
+end
+
+-- One step per call: the shell's wait between lines is a barrier, so no
+-- read overtakes a write, and the stepper says why.
+local st = fresh({ algo = "ring", skip = "signal", delay = { rank = k - 1, ms = 20 } })
+if st.steps > 0 then
+  st:next()
+  text_has(st, "st:next(2) or st:run() lets a read overtake a write", "one step per call")
+  H.eq(#st.wrong, 0, "one step per call: nothing wrong")
+end
+st:free()
+
+-- skip without a delay: every barrier is gone from every rank; a real race
+-- whose outcome varies, but the stepper runs to the end and resets cleanly.
+st = fresh({ algo = "ring", skip = "barrier" })
+H.eq(type(st:run({ quiet = true })), "boolean", "skip alone runs to the end")
+st:free()
+st = fresh({ algo = "ring" })
+H.eq(st:run({ quiet = true }), true, "a stepper without race options afterwards")
+st:free()
+
+w:free()
+print("step_race: ok")
