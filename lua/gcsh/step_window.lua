@@ -10,15 +10,19 @@
 --   nccl  allocate, register, devcomm, peers
 --   vmm   allocate, export, exchange, map, access, table
 --
---   st:next()   one step, printed once for all ranks: what every rank did
---               alike is one line, what differs is a line per group of ranks
---   st:run()    the steps left, then a test of the window: every rank writes
---               its rank into its slice and reads each team member's back;
---               true when every rank read what was written
---   st:reset()  frees what is registered (the window too) and starts again
---   st:show()   the steps, done and to do
+--   st:next([k])  k steps (default 1), printed once for all ranks (every
+--                 rank prints the same text, which the shell folds): what
+--                 every rank did alike is one line, what differs is a line
+--                 per group of ranks ("rank 1: ...")
+--   st:run([{quiet=true}])  the steps left, then a test of the window:
+--                 every rank writes its rank into its slice and reads each
+--                 team member's back; true when every rank read what was
+--                 written
+--   st:reset()    frees what is registered (the window too) and starts again
+--   st:show()     the steps, done and to do
 --   st.step st.steps st.algo ("register-<kind>") st.window (nil before the
---   last step) st.kind st.n st.dtype st.seq st.names
+--   last step) st.kind st.n st.dtype st.seq st.names st.text (the lines
+--   last printed)
 --
 -- Collective: every rank of c makes the same calls.  A step that fails on
 -- any rank, or in which any rank saw Ctrl-C, is undone on every rank, and
@@ -89,23 +93,32 @@ local function fold(reports)
   return out
 end
 
--- Prints text indented, wrapped at WIDTH on spaces.
-local function print_wrapped(indent, text)
+-- Adds text to lines, indented, wrapped at WIDTH on spaces.
+local function add_wrapped(lines, indent, text)
   local more = indent .. "    "
   local lead = indent
   while #lead + #text > WIDTH do
     local cut = text:sub(1, WIDTH - #lead):match("^.*() ")
     if not cut or cut <= 1 then break end
-    print(lead .. text:sub(1, cut - 1))
+    lines[#lines + 1] = lead .. text:sub(1, cut - 1)
     text = text:sub(cut + 1)
     lead = more
   end
-  print(lead .. text)
+  lines[#lines + 1] = lead .. text
 end
 
-local function print_step(st, step, name, reports)
-  print(string.format("step %d/%d %s", step, st.steps, name))
-  for _, line in ipairs(fold(reports)) do print_wrapped("  ", line) end
+local function add_step(lines, st, step, name, reports)
+  lines[#lines + 1] = string.format("step %d/%d %s", step, st.steps, name)
+  for _, line in ipairs(fold(reports)) do add_wrapped(lines, "  ", line) end
+end
+
+-- Every rank prints the same lines (what every rank did, folded), so the
+-- shell folds them into one block, and what comes after them (run's
+-- result, an error) folds too; st.text keeps them.
+local function say(st, lines, quiet)
+  local text = table.concat(lines, "\n")
+  rawset(st, "text", text)
+  if #lines > 0 and not quiet then print(text) end
 end
 
 local function describe(st)
@@ -117,22 +130,39 @@ local function ready_line(st)
   return string.format("st.window is ready: window #%d, registered on every rank", st.seq)
 end
 
-function St:next()
-  local s = self._s
+local function check_int(fname, what, v)
+  if math.tointeger(v) == nil or math.tointeger(v) < 1 then
+    error(string.format("%s: %s must be an integer >= 1, got %s", fname, what, tostring(v)), 3)
+  end
+  return math.tointeger(v)
+end
+
+-- st:next([k]): k steps (default 1), printed together.
+function St:next(k)
+  k = k == nil and 1 or check_int("next", "k (steps)", k)
+  local s, lines = self._s, {}
   if s.step == s.steps then
-    print(string.format("all %d steps are done (st:reset() starts again)", s.steps))
+    say(self, { string.format("all %d steps are done (st:reset() starts again)", s.steps) })
     return
   end
-  local step, name, reports = call(s.next, s)
-  print_step(self, step, name, reports)
-  if step == s.steps then print("  " .. ready_line(self)) end
+  for _ = 1, k do
+    if s.step == s.steps then break end
+    local ok, step, name, reports = pcall(s.next, s)
+    if not ok then
+      say(self, lines) -- the steps that ran, then the failure
+      error(step, 2)
+    end
+    add_step(lines, self, step, name, reports)
+  end
+  if s.step == s.steps then lines[#lines + 1] = "  " .. ready_line(self) end
+  say(self, lines)
 end
 
 -- Every rank writes its rank into its whole slice; after a barrier each
 -- reads every team member's slice and compares it with what that member
--- wrote.  The slices are zeroed again (a new window reads zeros), and the
--- ranks agree on the outcome with an all-reduce.
-local function test_window(w)
+-- wrote.  The slices are zeroed again (a new window reads zeros); the ranks
+-- tell each other which slices they found wrong (c:agree).
+local function test_window(st, w, lines)
   local c = w.comm
   w:tensor():fill(c.rank)
   c:barrier()
@@ -143,32 +173,46 @@ local function test_window(w)
   c:barrier()
   w:tensor():fill(0)
   c:barrier()
-  local ok = tensor.from({ #wrong == 0 and 1 or 0 }, "i32")
-  c:allreduce(ok, "min")
-  if #wrong > 0 then
-    print(string.format("window #%d: the slice of rank(s) %s did not hold what they wrote",
-                        w.seq, table.concat(wrong, ",")))
-  elseif ok[0] == 1 then
-    print(string.format("window #%d works: each rank wrote its rank into its slice and",
-                        w.seq))
-    print(string.format("  read the %d slices of its team back", #w.team))
-  else
-    print(string.format("window #%d: this rank read every slice right; another did not", w.seq))
+  local all, reports, ok = c:agree(table.concat(wrong, ",")), {}, true
+  for r = 1, #all do
+    ok = ok and all[r] == ""
+    reports[r] = all[r] == "" and "read every slice right"
+                 or "read wrong values in the slice of rank(s) " .. all[r]
   end
-  return ok[0] == 1
+  if ok then
+    lines[#lines + 1] = string.format("window #%d works: each rank wrote its rank into its slice and",
+                                      w.seq)
+    lines[#lines + 1] = string.format("  read the %d slices of its team back", #w.team)
+  else
+    lines[#lines + 1] = string.format("window #%d does not work:", w.seq)
+    for _, line in ipairs(fold(reports)) do add_wrapped(lines, "  ", line) end
+  end
+  return ok
 end
 
-function St:run()
-  local s = self._s
-  local done = {}
+-- st:run([{quiet=true}]): every step left, then the test of the window.
+function St:run(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("run: options must be a table, got " .. type(opts), 2)
+  end
+  for key in pairs(opts or {}) do
+    if key ~= "quiet" then error("run: unknown option '" .. tostring(key) .. "' (valid: quiet)", 2) end
+  end
+  local quiet = opts and opts.quiet
+  local s, lines, done = self._s, {}, {}
   local ok, err = pcall(s.run, s, done)
-  for _, d in ipairs(done) do print_step(self, d.step, d.name, d.reports) end
-  if not ok then error(err, 2) end
+  for _, d in ipairs(done) do add_step(lines, self, d.step, d.name, d.reports) end
+  if not ok then
+    say(self, lines, quiet)
+    error(err, 2)
+  end
   local w = s.window
   if not pcall(function() return w.n end) then
     error("step.window: st.window was freed; st:reset() starts again", 2)
   end
-  return test_window(w)
+  local works = test_window(self, w, lines)
+  say(self, lines, quiet)
+  return works
 end
 
 function St:reset()
@@ -176,20 +220,19 @@ function St:reset()
   local had, step = s.step > 0, s.step
   local what = had and s.seq and string.format("window #%d", s.seq) or nil
   call(s.reset, s)
-  if had then
-    print(string.format("reset: %s released on every rank (it was at step %d of %d)",
-                        what, step, s.steps))
-  end
+  say(self, had and { string.format("reset: %s released on every rank (it was at step %d of %d)",
+                                    what, step, s.steps) } or {})
 end
 
 function St:show()
   local s = self._s
-  print(string.format("%s, step %d of %d", describe(self), s.step, s.steps))
+  local lines = { string.format("%s, step %d of %d", describe(self), s.step, s.steps) }
   for i, name in ipairs(s.names) do
     local state = i <= s.step and "done" or (i == s.step + 1 and "next" or "")
-    print((string.format("  %d %-9s %s", i, name, state):gsub("%s+$", "")))
+    lines[#lines + 1] = (string.format("  %d %-9s %s", i, name, state):gsub("%s+$", ""))
   end
-  if s.step == s.steps then print("  " .. ready_line(self)) end
+  if s.step == s.steps then lines[#lines + 1] = "  " .. ready_line(self) end
+  say(self, lines)
 end
 
 St.free = St.reset

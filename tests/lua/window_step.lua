@@ -28,6 +28,23 @@ local function printed(fn)
   return lines
 end
 
+local function lines_of(text)
+  local lines = {}
+  for line in ((text or "") .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+  if lines[#lines] == "" then lines[#lines] = nil end
+  return lines
+end
+
+-- What fn made the stepper st say: what it printed, which every rank prints
+-- alike (the shell folds it) and keeps in st.text.
+local function said(st, fn)
+  local shown = printed(fn)
+  H.values(shown, lines_of(st.text), nil, "what is printed is st.text")
+  local all = c:agree(table.concat(shown, "\n"))
+  for r = 1, n do H.eq(all[r], all[1], "every rank prints the same text") end
+  return shown
+end
+
 local function has(lines, plain, what)
   for _, line in ipairs(lines) do
     if line:find(plain, 1, true) then return line end
@@ -69,12 +86,12 @@ H.eq(st.window, nil, "no window before the last step")
 H.eq(st.seq, nil, "no sequence number before the check")
 H.values(st.names, { "check", "segment", "peers" }, nil, "names")
 H.truthy(tostring(st):find("step 0 of 3", 1, true), "tostring: " .. tostring(st))
-local out = printed(function() st:show() end)
+local out = said(st, function() st:show() end)
 H.values(out, { "register-host: a window (1024 f32), step 0 of 3", "  1 check     next",
                 "  2 segment", "  3 peers" }, nil, "show at step 0")
 
 -- ---- step 1: the check -----------------------------------------------------
-out = printed(function() st:next() end)
+out = said(st, function() st:next() end)
 H.eq(out[1], "step 1/3 check", "step 1 heading")
 local seq = st.seq
 H.truthy(math.type(seq) == "integer", "a sequence number after the check")
@@ -91,7 +108,7 @@ H.eq(st.window, nil, "no window after the check")
 H.truthy(tostring(st):find(string.format("window #%d (1024 f32), step 1 of 3", seq), 1, true), tostring(st))
 
 -- ---- step 2: the segment -----------------------------------------------------
-out = printed(function() st:next() end)
+out = said(st, function() st:next() end)
 H.eq(out[1], "step 2/3 segment", "step 2 heading")
 local split = string.format("MPI_Comm_split by node: team %s on node", team_text)
 local line = has(out, split, "the team")
@@ -110,13 +127,13 @@ else
 end
 H.eq(st.step, 2, "step after the segment")
 H.eq(st.window, nil, "no window before the last step")
-out = printed(function() st:show() end)
+out = said(st, function() st:show() end)
 H.values(out, { string.format("register-host: window #%d (1024 f32), step 2 of 3", seq),
                 "  1 check     done", "  2 segment   done", "  3 peers     next" }, nil,
          "show at step 2")
 
 -- ---- step 3: the peers; then a usable window --------------------------------
-out = printed(function() st:next() end)
+out = said(st, function() st:next() end)
 H.eq(out[1], "step 3/3 peers", "step 3 heading")
 has(out, string.format("MPI_Win_shared_query x %d: the peer pointer table", T.size), "query")
 if T.size > 1 then
@@ -140,12 +157,12 @@ c:barrier()
 H.eq(w:peer(T.next)[1023], T.next + 1, "a peer's slice through the stepped window")
 c:barrier()
 H.truthy(w:info().handle:find("MPI_Win_allocate_shared", 1, true), "info.handle")
-out = printed(function() st:next() end)
+out = said(st, function() st:next() end)
 H.values(out, { "all 3 steps are done (st:reset() starts again)" }, nil, "next after the end")
 
 -- run() on a finished stepper tests the window again (and zeroes it)
 local ok
-out = printed(function() ok = st:run() end)
+out = said(st, function() ok = st:run() end)
 H.eq(ok, true, "run: the window works")
 H.values(out, { string.format("window #%d works: each rank wrote its rank into its slice and", seq),
                 string.format("  read the %d slices of its team back", T.size) }, nil, "run's lines")
@@ -158,29 +175,50 @@ plain:free()
 
 -- ---- reset frees what was registered and starts again ---------------------------
 local view = w:peer(T.next)
-out = printed(function() st:reset() end)
+out = said(st, function() st:reset() end)
 H.values(out, { string.format("reset: window #%d released on every rank (it was at step 3 of 3)",
                               seq) }, nil, "reset's line")
 H.raises(function() return view[0] end, "attempt to use a freed window", "views after reset")
 H.raises(function() return w.n end, "attempt to use a freed window", "the window after reset")
 H.eq(st.step, 0, "reset: step 0")
 H.eq(st.window, nil, "reset: no window")
-H.eq(printed(function() st:reset() end)[1], nil, "a second reset prints nothing")
-out = printed(function() ok = st:run() end)
+H.eq(said(st, function() st:reset() end)[1], nil, "a second reset prints nothing")
+out = said(st, function() ok = st:run() end)
 H.eq(ok, true, "run from step 0")
 H.eq(count(out, "^step %d/3 "), 3, "run prints every step")
 H.eq(st.seq, seq + 2, "a new registration, a new number")
 H.truthy(st.window ~= w, "a new window handle")
-printed(function() st:reset() end)
+said(st, function() st:reset() end)
 
 -- reset part-way: what the stages registered goes (the comm can be freed)
 local sub = c:split(0)
 local sst = step.window(sub, 100, "i32")
 printed(function() sst:next() sst:next() end)
 H.raises(function() sub:free() end, "still registered on this comm", "a stepper part-way holds the comm")
-out = printed(function() sst:reset() end)
+out = said(sst, function() sst:reset() end)
 H.truthy(out[1]:find("released on every rank (it was at step 2 of 3)", 1, true), out[1])
 sub:free()
+
+-- next(k): several steps in one call; run{quiet=true} keeps st.text, prints nothing
+local multi = step.window(c, 16)
+out = said(multi, function() multi:next(2) end)
+H.eq(out[1], "step 1/3 check", "next(2): the first step")
+has(out, "step 2/3 segment", "next(2): and the second, in one text")
+H.eq(multi.step, 2, "next(2) took two steps")
+out = said(multi, function() multi:next(5) end)
+H.eq(out[1], "step 3/3 peers", "next(5) with one step left")
+H.eq(multi.step, 3, "no step past the last")
+said(multi, function() multi:reset() end)
+local shown = printed(function() ok = multi:run({ quiet = true }) end)
+H.eq(ok, true, "a quiet run")
+H.eq(#shown, 0, "a quiet run prints nothing")
+H.truthy(multi.text:find("window #%d+ works"), "a quiet run keeps st.text: " .. multi.text)
+said(multi, function() multi:reset() end)
+H.raises(function() multi:next(0) end, "next: k (steps) must be an integer >= 1, got 0")
+H.raises(function() multi:next("x") end, "next: k (steps) must be an integer >= 1, got x")
+H.raises(function() multi:run({ loud = true }) end, "run: unknown option 'loud' (valid: quiet)")
+H.raises(function() multi:run(3) end, "run: options must be a table, got number")
+H.eq(multi.step, 0, "bad arguments take no step")
 
 -- ---- every rank is checked to be at the same step ---------------------------------
 if n > 1 then
