@@ -459,6 +459,13 @@ local function advance(self, last)
     local verdicts = {}
     for r = 1, x.k do verdicts[r] = by_rank[r][#by_rank[r]] end
     result, ok = verdict_lines(x, verdicts)
+    if ok and #wrong > 0 then
+      -- the late rank's stores landed after all, but the ranks that ended
+      -- first held wrong data when they ended: a reader then gets it
+      result[#result + 1] = "  but the ranks that finished first held the cells marked ! then:"
+      result[#result + 1] = "  without the barrier, a read of the result at that moment is wrong"
+      ok = false
+    end
   end
   self.cells = D.cell_texts(x.view, x.hist[x.step])
   self.wrong = wrong

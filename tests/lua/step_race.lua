@@ -96,5 +96,16 @@ st = fresh({ algo = "ring" })
 H.eq(st:run({ quiet = true }), true, "a stepper without race options afterwards")
 st:free()
 
+-- Two-shot has one step: a late rank's stores still land, but the ranks that
+-- finished first held the old chunk when they finished, so run says false
+if k >= 2 then
+  local st = fresh({ algo = "twoshot", skip = "barrier", delay = { rank = 1, ms = LATE_MS } })
+  H.eq(st:run({ quiet = true }), false, "twoshot without its barrier, one rank late")
+  H.truthy(#st.wrong > 0, "twoshot: wrong cells noted")
+  text_has(st, "without the barrier, a read of the result at that moment is wrong", "twoshot")
+  st:free()
+end
+
 w:free()
 print("step_race: ok")
+
