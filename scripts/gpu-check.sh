@@ -11,6 +11,9 @@
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).  tests/lua/step_*.lua (steppers) and every
 # lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
+# tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
+# after each, a failure injected into each: the Lua tests run with
+# GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
 #
 # Lua, readline and jansson come from Debian packages carried in .lua-debs/
 # (make them on a networked machine: cd .lua-debs && apt-get download
@@ -99,7 +102,7 @@ for np in "${counts[@]}"; do
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
         run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}" \
-            "$BUILD/gcsh" "$t"
+            GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
     done
     # the steppers' tests and every lesson (lua/tutorial), on windows of each
     # kind: tests/gpu/lib/window_kind.lua makes it the default kind

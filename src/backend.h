@@ -98,6 +98,14 @@ typedef struct gcsh_comm_ops {
      * fingerprints), so it works on host memory on every backend, waits
      * interruptibly, and never touches the GPU. */
     int (*agree)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all, size_t bytes);
+    /* The same exchange, not interruptible: for ranks that are already inside
+     * one sequence of steps together (a window's staged registration past its
+     * check), where every member is known to come and one rank leaving on an
+     * interrupt would strand the others in the next step.  It works on a
+     * communicator whose collectives were aborted meanwhile (cuda: the MPI
+     * twin; host: the broken mark only stops gcsh's own waits). */
+    int (*agree_blocking)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                          size_t bytes);
     /* Abandons c on this rank without waiting for anyone (an interrupt or
      * .abort on some rank): afterwards only release may be called, and it
      * must not block (host: leak the MPI communicator; cuda: ncclCommAbort). */
@@ -115,6 +123,12 @@ typedef struct gcsh_comm_ops {
  * valid in this process, plus a size.  Kernels take that table and do not care
  * how the memory was registered. */
 typedef struct gcsh_window_impl gcsh_window_impl;
+
+/* The stages of a kind's registration: what step.window steps through. */
+typedef struct gcsh_window_plan {
+    int n;                    /* stages */
+    const char *const *name;  /* [n]: short names ("segment", "peers") */
+} gcsh_window_plan;
 
 typedef struct gcsh_window_desc {
     size_t bytes;         /* requested per rank */
@@ -157,12 +171,28 @@ typedef struct gcsh_window_ops {
      * absurd size is a clean error, never an allocation failure part-way
      * through a collective. */
     int (*max_bytes)(gcsh_ctx *ctx, const char *kind, size_t *max);
-    /* Collective over c: allocates and registers desc->alloc_bytes on every
-     * rank (the binding has set bytes, granularity and alloc_bytes, and all
-     * ranks agreed on them) and fills the rest of desc.  On failure nothing
-     * stays registered on any rank. */
-    int (*create)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, gcsh_window_desc *desc,
-                  gcsh_window_impl **out);
+    /* Staged creation (winbuild.h runs it; c:window() runs every stage back
+     * to back, step.window one per step).  The stages of kind, in order: */
+    const gcsh_window_plan *(*create_plan)(const char *kind);
+    /* Local: the window object, nothing registered yet (host memory only;
+     * the binding has set desc's bytes, granularity and alloc_bytes, and
+     * the ranks agree on them before the first stage). */
+    int (*create_begin)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                        gcsh_window_desc *desc, gcsh_window_impl **out);
+    /* Runs stage i (0, 1, ... in order) on this rank and says in report
+     * what it did (short lines, '\n' between them).  Not a status exchange
+     * of its own: the caller exchanges every rank's outcome after each stage
+     * (agree_blocking), so stage i may rely on every rank having finished
+     * stage i - 1, and a stage may call collectives the others also call in
+     * that stage.  After the last stage desc is filled and the window works. */
+    int (*create_stage)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
+                        char *report, size_t len);
+    /* Undoes whatever the stages did (any number of them, the last perhaps
+     * half done on this rank), frees w and desc's arrays.  Every rank calls
+     * it at the same point (after an agreed failure, a checked reset, or at
+     * exit), so it may call collectives, except when c was aborted: then it
+     * is local and never waits.  With no stage run it is local. */
+    void (*create_abort)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
     /* Collective: deregisters and frees (the binding has put a barrier before
      * it, so no peer still reads), and frees desc's arrays. */
     int (*destroy)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);

@@ -45,6 +45,11 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
+    /* gcsh.debug.inject("stage:NAME") / ("stage_slow:NAME"): the next window
+     * registration stage of that name fails on this rank after it ran, or
+     * waits for an interrupt (winbuild.c); then this clears. */
+    char inject_stage[24];
+    int inject_stage_slow;
     /* os.exit(code) in the running chunk: the status the session should
      * end with (-1: not called).  Reset when a chunk starts. */
     int exit_code;
@@ -80,6 +85,10 @@ double gcsh_now_seconds(void);
 int gcsh_numa_of_cpu(int cpu);
 int gcsh_numa_of_pci(const char *bus);
 
+/* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
+ * bytes; into buf, which it returns. */
+char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
+
 /* The error object os.exit raises to end the chunk (l_shell.c): the
  * worker's error handler passes it through without a traceback. */
 const void *gcsh_exit_token(void);
@@ -106,6 +115,10 @@ int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
 int luaopen_gcsh_window(lua_State *L);
 int luaopen_gcsh_signals(lua_State *L);
+/* The "winstage" type (a window's registration stage by stage, step.window's
+ * C half): returns {new=}, which gcsh_open_libs puts in package.loaded as
+ * "gcsh.winstage" (no global), l_winstage.c. */
+int luaopen_gcsh_winstage(lua_State *L);
 /* The kernel library (reduce kernels, multicast type), l_kernel.c. */
 int luaopen_gcsh_kernel(lua_State *L);
 /* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */

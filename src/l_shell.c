@@ -14,6 +14,7 @@
 #include "gcsh.h"
 #include "out.h"
 #include "shell.h"
+#include "winbuild.h"
 
 static int shell_print(lua_State *L)
 {
@@ -152,6 +153,12 @@ static int debug_inject(lua_State *L)
     if (!env || strcmp(env, "1") != 0)
         return luaL_error(L, "gcsh.debug.inject is a test facility: start gcsh with "
                              "GCSH_TEST_FAULTS=1 to use it");
+    int slow = strncmp(what, "stage_slow:", 11) == 0;
+    if (slow || strncmp(what, "stage:", 6) == 0) { /* any backend: winbuild.h */
+        if (gcsh_winbuild_inject(ctx, strchr(what, ':') + 1, slow) != 0)
+            return gcsh_raise(L, ctx);
+        return 0;
+    }
     if (!ctx->be->inject)
         return luaL_error(L, "gcsh.debug.inject: the %s backend injects no faults", ctx->be->name);
     if (ctx->be->inject(ctx, what) != 0)

@@ -54,18 +54,16 @@ static void check_backend(lua_State *L, int rc)
 int gcsh_comm_signals(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
+    gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, "signals");
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "signals");
-    gcsh_sym_read_n(L, 2, &p, "signals");
+    gcsh_sym_read_n(L, 2, &p, "signals", 1);
     gcsh_sym_read_kind(L, 3, &p, "signals", 2);
     snprintf(p.dtype, sizeof p.dtype, "i64");
     gcsh_sym_size size;
-    gcsh_sym_check_size(ctx, &p, "signals", WORD_BYTES, SIGNALS_MAX_N, &size);
-    gcsh_sym_agree(L, lc, &p);
-    gcsh_sym_push_handle(L, GCSH_SIGNALS_MT);
-    gcsh_sym_create(L, 1, -1, &p, GCSH_I64, &size);
+    gcsh_sym_check_size(ctx, &p, "signals", 1, WORD_BYTES, SIGNALS_MAX_N, &size);
+    gcsh_sym_register(L, 1, GCSH_SIGNALS_MT, &p, GCSH_I64, &size);
     return 1;
 }
 

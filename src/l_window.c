@@ -33,19 +33,20 @@ static gcsh_symobj *check_window(lua_State *L, int idx)
 
 /* ---- creation: arguments become a proposal, never an early error ---------- */
 
-static gcsh_dtype read_dtype(lua_State *L, int arg, gcsh_sym_proposal *p)
+static gcsh_dtype read_dtype(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
+                             int argno)
 {
     gcsh_dtype dt = GCSH_F32;
     if (lua_isnoneornil(L, arg)) {
         /* default */
     } else if (lua_type(L, arg) != LUA_TSTRING) {
-        gcsh_sym_problem(p, "bad argument #2 to 'window' (string expected, got %s)",
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (string expected, got %s)", argno, fname,
                          luaL_typename(L, arg));
     } else {
         int v = gcsh_dtype_from_name(lua_tostring(L, arg));
         if (v < 0)
-            gcsh_sym_problem(p, "bad argument #2 to 'window' (unknown dtype '%s' (valid: %s))",
-                             lua_tostring(L, arg), gcsh_dtype_names());
+            gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown dtype '%s' (valid: %s))",
+                             argno, fname, lua_tostring(L, arg), gcsh_dtype_names());
         else
             dt = (gcsh_dtype)v;
     }
@@ -53,22 +54,28 @@ static gcsh_dtype read_dtype(lua_State *L, int arg, gcsh_sym_proposal *p)
     return dt;
 }
 
-int gcsh_comm_window(lua_State *L)
+gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argno,
+                            gcsh_sym_proposal *p, gcsh_sym_size *size)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
+    gcsh_sym_proposal_init(p, "window");
+    gcsh_sym_read_n(L, first, p, fname, argno);
+    gcsh_dtype dt = read_dtype(L, first + 1, p, fname, argno + 1);
+    gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2);
+    gcsh_sym_check_size(ctx, p, fname, argno, gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, size);
+    gcsh_kern_reserve_sync(ctx, p, size);
+    return dt;
+}
+
+/* The same stages as step.window's (symmem.h), back to back. */
+int gcsh_comm_window(lua_State *L)
+{
+    gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, "window");
     gcsh_sym_proposal p;
-    gcsh_sym_proposal_init(&p, "window");
-    gcsh_sym_read_n(L, 2, &p, "window");
-    gcsh_dtype dt = read_dtype(L, 3, &p);
-    gcsh_sym_read_kind(L, 4, &p, "window", 3);
     gcsh_sym_size size;
-    gcsh_sym_check_size(ctx, &p, "window", gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, &size);
-    gcsh_kern_reserve_sync(ctx, &p, &size);
-    gcsh_sym_agree(L, lc, &p);
-    gcsh_sym_push_handle(L, GCSH_WINDOW_MT);
-    gcsh_sym_create(L, 1, -1, &p, dt, &size);
+    gcsh_dtype dt = gcsh_window_args(L, 2, "window", 1, &p, &size);
+    gcsh_sym_register(L, 1, GCSH_WINDOW_MT, &p, dt, &size);
     return 1;
 }
 

@@ -37,5 +37,7 @@ void gcsh_open_libs(lua_State *L)
     luaopen_gcsh_window(L);
     luaopen_gcsh_signals(L);
     luaopen_gcsh_xfer(L);
+    luaL_requiref(L, "gcsh.winstage", luaopen_gcsh_winstage, 0);
+    lua_pop(L, 1);
     merge_into_gcsh(L, luaopen_gcsh_timer);
 }

@@ -43,15 +43,15 @@ void gcsh_sym_problem(gcsh_sym_proposal *p, const char *fmt, ...)
     va_end(ap);
 }
 
-void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, size_t elem,
-                         size_t max_n, gcsh_sym_size *out)
+void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, int argno,
+                         size_t elem, size_t max_n, gcsh_sym_size *out)
 {
     memset(out, 0, sizeof *out);
     if (p->problem[0])
         return;
     if (p->n < 1 || (uint64_t)p->n > max_n) {
-        gcsh_sym_problem(p, "bad argument #1 to '%s' (n must be 1..%zu, got %" PRId64 ")", fname,
-                         max_n, p->n);
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (n must be 1..%zu, got %" PRId64 ")",
+                         argno, fname, max_n, p->n);
         return;
     }
     const gcsh_window_ops *win = ctx->be->win;
@@ -68,9 +68,9 @@ void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname,
     }
     if (out->alloc > max)
         gcsh_sym_problem(p,
-                         "bad argument #1 to '%s' (%" PRId64 " elements = %zu bytes per rank "
+                         "bad argument #%d to '%s' (%" PRId64 " elements = %zu bytes per rank "
                          "exceed the %s kind's limit here, %zu bytes per rank)",
-                         fname, p->n, out->alloc, p->kind, max);
+                         argno, fname, p->n, out->alloc, p->kind, max);
 }
 
 static int same_proposal(const gcsh_sym_proposal *a, const gcsh_sym_proposal *b)
@@ -188,17 +188,17 @@ static int kind_is_listed(const char *kinds, const char *kind)
     return 0;
 }
 
-/* n at arg (a method's argument #1 is its first after self). */
-void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname)
+/* n at arg, argument #argno of fname (a method's #1 is its first after self). */
+void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname, int argno)
 {
     int isint = 0;
     lua_Integer n = lua_tointegerx(L, arg, &isint);
     if (lua_type(L, arg) != LUA_TNUMBER)
-        gcsh_sym_problem(p, "bad argument #1 to '%s' (number expected, got %s)", fname,
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (number expected, got %s)", argno, fname,
                          luaL_typename(L, arg));
     else if (!isint)
-        gcsh_sym_problem(p, "bad argument #1 to '%s' (n must be an integer, got %s)", fname,
-                         luaL_tolstring(L, arg, NULL));
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (n must be an integer, got %s)", argno,
+                         fname, luaL_tolstring(L, arg, NULL));
     else
         p->n = n;
 }
@@ -214,13 +214,22 @@ void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char 
         gcsh_sym_problem(p, "bad argument #%d to '%s' (table expected, got %s)", argno, fname,
                          luaL_typename(L, arg));
     } else if (lua_istable(L, arg)) {
+        /* the first unknown key in sorted order, so every rank names the
+         * same one (traversal order follows each process's string hashes) */
+        char unknown[64] = "";
         lua_pushnil(L);
         while (lua_next(L, arg)) {
             lua_pop(L, 1);
-            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "kind") != 0)
-                gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
-                                 argno, fname, luaL_tolstring(L, -1, NULL));
+            if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "kind") == 0)
+                continue;
+            const char *name = luaL_tolstring(L, -1, NULL);
+            if (!unknown[0] || strcmp(name, unknown) < 0)
+                snprintf(unknown, sizeof unknown, "%s", name);
+            lua_pop(L, 1); /* lua_next needs the key on top */
         }
+        if (unknown[0])
+            gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
+                             argno, fname, unknown);
         lua_getfield(L, arg, "kind");
         if (lua_type(L, -1) == LUA_TSTRING)
             kind = lua_tostring(L, -1);
@@ -272,12 +281,13 @@ static void drop_slices(gcsh_ctx *ctx, gcsh_symobj *o)
 {
     if (!o->slices)
         return;
-    for (int i = 0; i < o->desc.team_size; i++) {
+    for (int i = 0; i < o->nslices; i++) {
         gcsh_storage_release(ctx, o->slices[i]); /* the tombstone every view sees */
         gcsh_storage_unref(ctx, o->slices[i]);
     }
     free(o->slices);
     o->slices = NULL;
+    o->nslices = 0;
 }
 
 static void free_record(gcsh_symobj *o)
@@ -286,15 +296,37 @@ static void free_record(gcsh_symobj *o)
     free(o);
 }
 
-/* A record goes once it is freed and its handle is gone. */
+/* Whether anything of o is registered: a window, or stages of one. */
+static int holds_memory(const gcsh_symobj *o)
+{
+    return o->impl || o->build.w;
+}
+
+/* A record goes once nothing of it is registered and no handle points to
+ * it.  One that never passed its check has only local memory to give back
+ * (its backend object ran no stage). */
 static void forget_if_done(lua_State *L, gcsh_symobj *o)
 {
-    if (o->impl || o->has_handle)
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (o->handles)
         return;
-    registry *reg = get_registry(L);
+    if (!o->listed)
+        gcsh_winbuild_abort(ctx, &o->build, &o->desc);
+    if (holds_memory(o))
+        return;
+    registry *reg = o->listed ? get_registry(L) : NULL;
     if (reg)
         unlink_object(reg, o);
+    drop_slices(ctx, o);
     free_record(o);
+}
+
+/* The registry's hold on the communicator ends with the memory. */
+static void unregister(lua_State *L, gcsh_symobj *o)
+{
+    o->comm->registered--;
+    luaL_unref(L, LUA_REGISTRYINDEX, o->comm_ref);
+    o->comm_ref = LUA_NOREF;
 }
 
 /* The local part of freeing, after the barrier: the backend's destroy, the
@@ -306,10 +338,16 @@ static int destroy_now(lua_State *L, gcsh_symobj *o)
     drop_slices(ctx, o);
     int rc = ctx->be->win->destroy(ctx, o->impl, &o->desc);
     o->impl = NULL;
-    o->comm->registered--;
-    luaL_unref(L, LUA_REGISTRYINDEX, o->comm_ref);
-    o->comm_ref = LUA_NOREF;
+    unregister(L, o);
     return rc;
+}
+
+/* Undoes a registration part-way through its stages (every rank at the same
+ * point, or one alone on an aborted communicator: backend.h). */
+static void abort_now(lua_State *L, gcsh_symobj *o)
+{
+    gcsh_winbuild_abort(gcsh_ctx_of(L), &o->build, &o->desc);
+    unregister(L, o);
 }
 
 /* Registry __gc, at lua_close: gcsh_symmem_close has freed every object by
@@ -322,7 +360,7 @@ static int registry_gc(lua_State *L)
     for (gcsh_symobj *o = reg->head, *next; o; o = next) {
         next = o->next;
         drop_slices(ctx, o);
-        if (!o->has_handle) {
+        if (!o->handles) {
             unlink_object(reg, o);
             free_record(o);
         }
@@ -351,9 +389,9 @@ int gcsh_symmem_open(lua_State *L)
  * Create, free, collect
  * ====================================================================== */
 
-/* Tensor storages over each member's slice, made before the collective
- * create so that running out of host memory fails before anything is
- * registered.  A team is never larger than the communicator. */
+/* Tensor storages over each member's slice, made before the check, so that
+ * running out of host memory is a problem every rank hears of.  A team is
+ * never larger than the communicator. */
 static gcsh_storage **new_slices(gcsh_ctx *ctx, int count)
 {
     gcsh_storage **s = calloc((size_t)count, sizeof *s);
@@ -372,22 +410,23 @@ static gcsh_storage **new_slices(gcsh_ctx *ctx, int count)
 }
 
 /* Points the first team_size storages at the slices; unrefs the rest. */
-static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o, int count, size_t bytes)
+static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o)
 {
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < o->nslices; i++) {
         gcsh_storage *st = o->slices[i];
         if (i >= o->desc.team_size) {
             gcsh_storage_unref(ctx, st);
             continue;
         }
         st->base = o->desc.peer[i];
-        st->bytes = bytes;
+        st->bytes = o->desc.bytes;
         st->loc = o->desc.loc;
         st->owner_data = o;
         char where[48];
         snprintf(where, sizeof where, "%s of rank %d", o->type, o->desc.team[i]);
         gcsh_storage_set_where(st, where);
     }
+    o->nslices = o->desc.team_size;
 }
 
 static const char *type_literal(const char *type)
@@ -395,38 +434,46 @@ static const char *type_literal(const char *type)
     return strcmp(type, "signals") == 0 ? "signals" : "window";
 }
 
-gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
-                             const gcsh_sym_proposal *p, gcsh_dtype dt, const gcsh_sym_size *size)
+gcsh_symobj *gcsh_sym_prepare(lua_State *L, lcomm *lc, gcsh_sym_proposal *p, gcsh_dtype dt,
+                              const gcsh_sym_size *size)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    comm_idx = lua_absindex(L, comm_idx);
-    handle_idx = lua_absindex(L, handle_idx);
-    lcomm *lc = lua_touserdata(L, comm_idx);
+    if (p->problem[0])
+        return NULL;
     gcsh_symobj *o = calloc(1, sizeof *o);
     gcsh_storage **slices = o ? new_slices(ctx, lc->size) : NULL;
     if (!slices) {
         free(o);
-        luaL_error(L, "%s: out of host memory", p->type);
+        gcsh_sym_problem(p, "%s: out of host memory", p->type);
+        return NULL;
     }
     o->type = type_literal(p->type);
-    o->seq = p->seq;
     snprintf(o->kind, sizeof o->kind, "%s", p->kind);
     o->n = (size_t)p->n;
     o->dtype = dt;
     o->comm = lc;
     o->comm_impl = lc->impl;
+    o->comm_ref = LUA_NOREF;
     o->desc.bytes = size->bytes;
     o->desc.granularity = size->gran;
     o->desc.alloc_bytes = size->alloc;
     o->slices = slices;
-    if (ctx->be->win->create(ctx, lc->impl, o->kind, &o->desc, &o->impl) != 0) {
-        for (int i = 0; i < lc->size; i++)
-            gcsh_storage_unref(ctx, slices[i]);
-        free(slices);
+    o->nslices = lc->size;
+    if (gcsh_winbuild_begin(ctx, &o->build, lc->impl, o->kind, &o->desc) != 0) {
+        gcsh_sym_problem(p, "%s: %s", p->type, ctx->err);
+        drop_slices(ctx, o);
         free(o);
-        gcsh_raise(L, ctx);
+        return NULL;
     }
-    bind_slices(ctx, o, lc->size, size->bytes);
+    return o;
+}
+
+void gcsh_sym_check_stage(lua_State *L, int comm_idx, gcsh_symobj *o, gcsh_sym_proposal *p)
+{
+    comm_idx = lua_absindex(L, comm_idx);
+    lcomm *lc = lua_touserdata(L, comm_idx);
+    gcsh_sym_agree(L, lc, p); /* raises unless every rank proposed p, with no problem */
+    o->seq = p->seq;
     lua_pushvalue(L, comm_idx);
     o->comm_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lc->registered++;
@@ -436,9 +483,87 @@ gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
     else
         reg->head = o;
     reg->tail = o;
-    *(gcsh_symobj **)lua_touserdata(L, handle_idx) = o;
-    o->has_handle = 1;
+    o->listed = 1;
+}
+
+int gcsh_sym_run_stage(lua_State *L, gcsh_symobj *o, char *reports)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_where_begin(ctx, "%s #%llu stage %s", o->type, (unsigned long long)o->seq,
+                     o->build.plan->name[o->build.done]);
+    int rc = gcsh_winbuild_stage(ctx, &o->build, &o->desc, reports);
+    gcsh_where_end(ctx);
+    if (rc != 0) {
+        /* undone on every rank (winbuild.h); say which registration */
+        char msg[sizeof ctx->err];
+        snprintf(msg, sizeof msg, "%s", ctx->err);
+        gcsh_set_error(ctx, "%s #%llu: %s; nothing stays registered", o->type,
+                       (unsigned long long)o->seq, msg);
+        unregister(L, o);
+        return -1;
+    }
+    if (gcsh_winbuild_complete(&o->build)) {
+        o->impl = gcsh_winbuild_take(&o->build);
+        bind_slices(ctx, o);
+    }
+    return 0;
+}
+
+int gcsh_sym_stage_failed(lua_State *L, gcsh_comm_check *cc, int aborted)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->fatal) /* a sticky CUDA error in this rank's stage: every rank exits */
+        gcsh_check_fatal(L, ctx);
+    if (aborted) /* marks cc aborted and tells rank 0, which passes it on */
+        gcsh_check_leave(L, cc, -1);
+    /* after an interrupt the stop hook would replace this message by
+     * "interrupted!" when the error handler runs: this one says more */
+    if (atomic_load(&ctx->interrupt))
+        lua_sethook(L, NULL, 0, 0);
+    return luaL_error(L, "%s", ctx->err);
+}
+
+gcsh_symobj *gcsh_sym_register(lua_State *L, int comm_idx, const char *mt, gcsh_sym_proposal *p,
+                               gcsh_dtype dt, const gcsh_sym_size *size)
+{
+    comm_idx = lua_absindex(L, comm_idx);
+    lcomm *lc = lua_touserdata(L, comm_idx);
+    gcsh_symobj **h = gcsh_sym_push_handle(L, mt);
+    gcsh_symobj *o = gcsh_sym_prepare(L, lc, p, dt, size);
+    if (o) {
+        *h = o;
+        o->handles = 1;
+    }
+    gcsh_sym_check_stage(L, comm_idx, o, p);
+    while (!o->impl)
+        if (gcsh_sym_run_stage(L, o, NULL) != 0)
+            gcsh_sym_stage_failed(L, &lc->chk, o->build.aborted);
     return o;
+}
+
+/* The check every collective release runs (unless the communicator was
+ * aborted, when the exchange would fail at once): every rank is releasing
+ * the same object at the same step. */
+static void check_release(lua_State *L, gcsh_symobj *o, const char *what, int step)
+{
+    gcsh_comm_check *cc = &o->comm->chk;
+    char op[24];
+    snprintf(op, sizeof op, "%s:%s", o->type, what);
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, op);
+    fp.window = o->seq;
+    fp.count = step;
+    gcsh_check_enter(L, cc, &fp);
+    gcsh_check_leave(L, cc, 0);
+}
+
+void gcsh_sym_abort_build(lua_State *L, gcsh_symobj *o)
+{
+    if (!o || !o->listed || !o->build.w)
+        return;
+    if (!o->comm->chk.aborted)
+        check_release(L, o, "reset", o->build.done);
+    abort_now(L, o);
 }
 
 /* ---- transfers over an object ------------------------------------------------- */
@@ -534,7 +659,7 @@ void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o)
 {
     if (!o)
         return;
-    o->has_handle = 0;
+    o->handles--;
     forget_if_done(L, o);
 }
 
@@ -570,11 +695,16 @@ int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)
 
 static void describe_object(const gcsh_symobj *o, char *buf, size_t len)
 {
+    char stages[64] = "";
+    if (o->build.w) /* a stepper's, dropped part-way */
+        snprintf(stages, sizeof stages, ", registered up to stage %d of %d", o->build.done,
+                 o->build.plan->n);
     if (strcmp(o->type, "signals") == 0)
-        snprintf(buf, len, "signals #%" PRIu64 " (%zu slots, %s)", o->seq, o->n, o->kind);
+        snprintf(buf, len, "signals #%" PRIu64 " (%zu slots, %s%s)", o->seq, o->n, o->kind,
+                 stages);
     else
-        snprintf(buf, len, "window #%" PRIu64 " (%zu %s, %s)", o->seq, o->n,
-                 gcsh_dtype_name(o->dtype), o->kind);
+        snprintf(buf, len, "window #%" PRIu64 " (%zu %s, %s%s)", o->seq, o->n,
+                 gcsh_dtype_name(o->dtype), o->kind, stages);
 }
 
 static void say(gcsh_ctx *ctx, const char *line)
@@ -591,10 +721,16 @@ static void note_garbage(gcsh_ctx *ctx, gcsh_symobj *o)
 {
     char what[128], line[512];
     describe_object(o, what, sizeof what);
-    snprintf(line, sizeof line,
-             "gcsh: %s was garbage-collected without :free(); it stays registered and is freed "
-             "at exit (free it with :free() or a `<close>` variable)",
-             what);
+    if (o->build.w)
+        snprintf(line, sizeof line,
+                 "gcsh: %s was garbage-collected before its last stage; it stays registered and "
+                 "is freed at exit (st:reset() frees a stepper's registration)",
+                 what);
+    else
+        snprintf(line, sizeof line,
+                 "gcsh: %s was garbage-collected without :free(); it stays registered and is "
+                 "freed at exit (free it with :free() or a `<close>` variable)",
+                 what);
     say(ctx, line);
     o->garbage_noted = 1;
 }
@@ -606,7 +742,7 @@ void gcsh_symmem_note_garbage(lua_State *L)
         return;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     for (gcsh_symobj *o = reg->head; o; o = o->next)
-        if (o->impl && !o->has_handle && !o->garbage_noted)
+        if (holds_memory(o) && !o->handles && !o->garbage_noted)
             note_garbage(ctx, o);
 }
 
@@ -618,18 +754,25 @@ void gcsh_symmem_close(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     for (gcsh_symobj *o = reg->head, *next; o; o = next) {
         next = o->next;
-        if (!o->impl)
+        if (!holds_memory(o))
             continue;
-        if (!o->has_handle && !o->garbage_noted)
+        if (!o->handles && !o->garbage_noted)
             note_garbage(ctx, o);
         char what[128], line[1200];
         describe_object(o, what, sizeof what);
         /* A failed barrier (a communicator an interrupt abandoned) leaves the
-         * memory to MPI_Finalize rather than risk a destroy peers never join. */
-        if (ctx->be->comm->barrier(ctx, o->comm_impl) != 0 || destroy_now(L, o) != 0) {
+         * memory to MPI_Finalize rather than risk a destroy peers never join.
+         * A registration stopped part-way (a stepper's) is undone instead. */
+        int rc = ctx->be->comm->barrier(ctx, o->comm_impl);
+        if (rc == 0 && o->impl)
+            rc = destroy_now(L, o);
+        else if (rc == 0)
+            abort_now(L, o);
+        if (rc != 0) {
             snprintf(line, sizeof line, "at exit, could not free %s: %s", what, ctx->err);
             say(ctx, line);
             o->impl = NULL;
+            gcsh_winbuild_leak(&o->build);
         }
         forget_if_done(L, o);
     }

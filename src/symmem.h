@@ -29,6 +29,7 @@
 #include "comm.h"
 #include "gcsh.h"
 #include "tensor.h"
+#include "winbuild.h"
 
 /* The metatable names of the two types (l_window.c, l_signal.c), the one
  * place they are spelled. */
@@ -52,22 +53,23 @@ void gcsh_sym_problem(gcsh_sym_proposal *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Readers of creation arguments: what is wrong becomes a problem of p.
- * n at stack index arg is the method's argument #1; options {kind=} at arg
- * are argument #argno (an unknown kind or option lists the valid ones). */
-void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname);
+ * n at stack index arg is argument #argno of fname (#1 of a method);
+ * options {kind=} at arg are argument #argno (an unknown kind or option
+ * lists the valid ones). */
+void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname, int argno);
 void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
                         int argno);
 /* Raises when the backend has no windows (the same on every rank). */
 void gcsh_sym_require_windows(lua_State *L, const char *fname);
 
-/* The size checks every kind shares: n within 1..max_n, the kind's
- * granularity and its per-rank bound.  Fills bytes, gran and alloc (bytes
- * rounded up to gran) or records a problem. */
+/* The size checks every kind shares: n (argument #argno of fname) within
+ * 1..max_n, the kind's granularity and its per-rank bound.  Fills bytes,
+ * gran and alloc (bytes rounded up to gran) or records a problem. */
 typedef struct gcsh_sym_size {
     size_t bytes, gran, alloc;
 } gcsh_sym_size;
-void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, size_t elem,
-                         size_t max_n, gcsh_sym_size *out);
+void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname, int argno,
+                         size_t elem, size_t max_n, gcsh_sym_size *out);
 
 /* The agree step: returns when every rank proposed the same valid thing, and
  * otherwise raises the same error on every rank.  Either way the next
@@ -85,10 +87,13 @@ struct gcsh_symobj {
     lcomm *comm;                /* alive: comm_ref holds its userdata */
     gcsh_comm_impl *comm_impl;  /* for the barrier of free */
     int comm_ref;               /* registry reference to the comm's userdata */
-    gcsh_window_impl *impl;     /* NULL once freed */
+    gcsh_winbuild build;        /* the registration while its stages run */
+    gcsh_window_impl *impl;     /* the registered window; NULL before and once freed */
     gcsh_window_desc desc;      /* team and peer arrays belong to the backend */
-    gcsh_storage **slices;      /* [team_size]: each member's slice, for views */
-    int has_handle;             /* its Lua handle still exists */
+    gcsh_storage **slices;      /* [nslices]: each member's slice, for views */
+    int nslices;                /* the communicator's size, team_size once bound */
+    int listed;                 /* in the registry: its check stage passed */
+    int handles;                /* Lua handles pointing here (the object's, a stepper) */
     uint64_t kern_epoch;        /* barriers the kernel collectives ran on it (l_kernel.c) */
     /* The transfers posted over it (l_xfer.c attaches a handle's transfer
      * at its first post and detaches it when the handle goes): a free is
@@ -98,16 +103,54 @@ struct gcsh_symobj {
     int garbage_noted;
 };
 
-/* Collective: registers an object for the agreed proposal p on the comm at
- * comm_idx, for the handle at handle_idx (a userdata whose first member is a
- * gcsh_symobj *, NULL until this succeeds).  Raises on failure, with nothing
- * registered. */
-gcsh_symobj *gcsh_sym_create(lua_State *L, int comm_idx, int handle_idx,
-                             const gcsh_sym_proposal *p, gcsh_dtype dt, const gcsh_sym_size *size);
+/* ---- staged registration ----------------------------------------------------
+ *
+ * One path for c:window(), c:signals() and step.window (l_winstage.c):
+ *
+ *   o = gcsh_sym_prepare(...)      local: the record, its views, the backend's
+ *                                  window object; a failure is a problem of p
+ *   gcsh_sym_check_stage(...)      the check: every rank's proposal agrees
+ *                                  (gcsh_sym_agree), or the same error
+ *                                  everywhere; then o is in the registry
+ *   gcsh_sym_run_stage(...)        each of the backend's stages (winbuild.h);
+ *                                  after the last one o is a usable window
+ *
+ * c:window() runs them back to back (gcsh_sym_register); a stepper runs one
+ * per step.  A failed stage is undone on every rank before it returns. */
+
+/* Local: a record for the proposal p on lc (not registered anywhere), or
+ * NULL with p->problem set (also when p had a problem already).  The caller
+ * points a handle at it (o->handles = 1) before the check, so an error there
+ * leaves nothing behind once the handle is collected. */
+gcsh_symobj *gcsh_sym_prepare(lua_State *L, lcomm *lc, gcsh_sym_proposal *p, gcsh_dtype dt,
+                              const gcsh_sym_size *size);
+/* Collective: the check stage (gcsh_sym_agree); raises on a problem or a
+ * mismatch.  On success o (never NULL then) takes p's sequence number, joins
+ * the registry and keeps the comm at comm_idx alive. */
+void gcsh_sym_check_stage(lua_State *L, int comm_idx, gcsh_symobj *o, gcsh_sym_proposal *p);
+/* Collective: the next stage of o's registration (reports as in
+ * gcsh_winbuild_stage).  0 when every rank finished it; after the last one o
+ * is usable (views bound).  -1 when it failed on any rank: undone everywhere,
+ * o holds nothing; the caller tidies its own state, then raises with
+ * gcsh_sym_stage_failed. */
+int gcsh_sym_run_stage(lua_State *L, gcsh_symobj *o, char *reports);
+/* Raises the error gcsh_sym_run_stage left in ctx->err; aborted (the
+ * build's flag): the communicator was aborted on the way, which cc's check
+ * state learns (check.h). */
+int gcsh_sym_stage_failed(lua_State *L, gcsh_comm_check *cc, int aborted);
+/* c:window() and c:signals(): pushes a handle of metatable mt and runs every
+ * stage; raises with nothing registered anywhere, or returns the object. */
+gcsh_symobj *gcsh_sym_register(lua_State *L, int comm_idx, const char *mt, gcsh_sym_proposal *p,
+                               gcsh_dtype dt, const gcsh_sym_size *size);
+/* Collective, checked (op "window:reset"): undoes a registration whose
+ * stages have not all run.  Local when the communicator was aborted. */
+void gcsh_sym_abort_build(lua_State *L, gcsh_symobj *o);
+
 /* Collective, idempotent: barrier, then destroy; views become tombstones.
  * Raises when the barrier or the backend fails. */
 void gcsh_sym_free(lua_State *L, gcsh_symobj *o);
-/* __gc of a handle: local only (see the top of the file). */
+/* __gc of a handle (or a stepper letting go): local only (see the top of
+ * the file); a record that never passed its check is freed here. */
 void gcsh_sym_handle_gone(lua_State *L, gcsh_symobj *o);
 
 /* Attaches / detaches a transfer that uses o (see xfers above).  attach
@@ -134,6 +177,12 @@ int gcsh_sym_index(lua_State *L, const char *mt,
                    int (*extra)(lua_State *L, gcsh_symobj *o, const char *key));
 /* The info() fields both types have, into the table on top of the stack. */
 void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o);
+
+/* c:window's arguments (l_window.c), also step.window's: n, dtype and
+ * options from stack index first on, n being argument #argno of fname.  Fills
+ * p (problems recorded, never raised) and size; returns the dtype. */
+gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argno,
+                            gcsh_sym_proposal *p, gcsh_sym_size *size);
 
 /* Windows keep the kernel collectives' sync words past their elements
  * (kern.h): adds the backend's sync bytes to size->alloc (l_kernel.c). */

@@ -77,10 +77,20 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (gcsh_ctx * ctx, gcsh_comm_impl * c, const void *mine, void *all, size_t bytes),             \
       (ctx, c, mine, all, bytes), D->bytes = bytes)                                                \
     X(VOID, comm, abort, "communicator", 0, (gcsh_ctx * ctx, gcsh_comm_impl * c), (ctx, c), NONE) \
-    X(INT, win, create, "window", 0,                                                               \
+    X(INT, comm, agree_blocking, "control", 0,                                                     \
+      (gcsh_ctx * ctx, gcsh_comm_impl * c, const void *mine, void *all, size_t bytes),             \
+      (ctx, c, mine, all, bytes), D->bytes = bytes)                                                \
+    X(INT, win, create_begin, "window", 0,                                                         \
       (gcsh_ctx * ctx, gcsh_comm_impl * c, const char *kind, gcsh_window_desc *d,                  \
        gcsh_window_impl **out),                                                                    \
       (ctx, c, kind, d, out), D->bytes = d->alloc_bytes)                                           \
+    X(INT, win, create_stage, "window", 0,                                                         \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, gcsh_window_desc * d, int i, char *report,            \
+       size_t len),                                                                                \
+      (ctx, w, d, i, report, len), D->bytes = d->alloc_bytes)                                      \
+    X(VOID, win, create_abort, "window", 0,                                                        \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, gcsh_window_desc * d), (ctx, w, d),                   \
+      D->bytes = d->alloc_bytes)                                                                   \
     X(INT, win, destroy, "window", 0,                                                              \
       (gcsh_ctx * ctx, gcsh_window_impl * w, gcsh_window_desc * d), (ctx, w, d),                   \
       D->bytes = d->alloc_bytes)                                                                   \

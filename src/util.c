@@ -26,6 +26,20 @@ double gcsh_now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+char *gcsh_format_bytes(size_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"GiB", "MiB", "KiB"};
+    for (int u = 0; u < 3; u++) {
+        size_t scale = (size_t)1 << (10 * (3 - u));
+        if (bytes >= scale && bytes % scale == 0) {
+            snprintf(buf, len, "%zu %s", bytes / scale, unit[u]);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%zu B", bytes);
+    return buf;
+}
+
 void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,
                    lua_CFunction index)
 {

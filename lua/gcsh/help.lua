@@ -150,6 +150,7 @@ local API = {
       { "step.reduce_scatter(w [, {algo=, op=}])", "algo ring, direct" },
       { "step.allgather(w [, {algo=}])", "algo ring, direct" },
       { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
+      { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
       { "step.algos", "each collective's algorithms" },
       { "st:next([k])", "k steps (default 1), each printed as a diagram" },
       { "st:run([{quiet=true}])", "to the end: true when the result is right" },
@@ -158,6 +159,17 @@ local API = {
       { "st:free()", "the stepper's signals and buffers (collective)" },
       { "st.step st.steps st.algo st.coll", "where it is, of how many steps, what it runs" },
       { "{skip=, delay={rank=, ms=}}", "race options: a late rank, a barrier left out" },
+    },
+  },
+  winstage = {
+    what = "step.window's C half (require \"gcsh.winstage\"): registration stages",
+    rows = {
+      { "winstage.new(c, n [, dtype [, {kind=}]])", "a registration not begun (local)" },
+      { "s:next()", "the next stage (collective): step, name, every rank's report" },
+      { "s:run([done])", "every stage left (collective); what ran, appended to done" },
+      { "s:reset()", "release what is registered, back to step 0 (collective)" },
+      { "s:free()", "as s:reset()" },
+      { "s.step s.steps s.kind s.n s.dtype s.seq s.window s.names s.comm", "where it is" },
     },
   },
   repro = {
@@ -212,7 +224,8 @@ local function topic_of(x)
                            kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
                            bench = package.loaded["gcsh.bench"],
                            repro = package.loaded["gcsh.repro"],
-                           step = rawget(_G, "step") }) do
+                           step = rawget(_G, "step"),
+                           winstage = package.loaded["gcsh.winstage"] }) do
     if x == mod then return name end
   end
   return nil

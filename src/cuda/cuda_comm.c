@@ -397,6 +397,20 @@ static int cuda_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
     }
 }
 
+/* backend.h: for ranks inside one registration together.  The MPI twin
+ * stays usable after ncclCommAbort, so a rank whose NCCL side was aborted in
+ * a stage still tells the others (that is how they learn of it). */
+static int cuda_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                               size_t bytes)
+{
+    if (bytes > INT_MAX)
+        return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
+    if (MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi) !=
+        MPI_SUCCESS)
+        return gcsh_set_error(ctx, "agree: MPI_Allgather failed");
+    return 0;
+}
+
 const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .world = cuda_world,
     .split = cuda_split,
@@ -414,6 +428,7 @@ const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .send = cuda_send,
     .recv = cuda_recv,
     .agree = cuda_agree,
+    .agree_blocking = cuda_agree_blocking,
     .abort = cuda_comm_abort,
     .aborted = cuda_comm_aborted,
 };

@@ -6,39 +6,55 @@
  * is filled once, here, by a kernel calling ncclGetLsaPointer for each
  * member.  (GCSH_RANKS_PER_NODE does not apply: NCCL decides the team.)
  *
- * Each collective step (register, device communicator) runs only after all
- * ranks agreed that the step before succeeded everywhere, and a failure is
- * undone on every rank at the same step. */
+ * Stages (backend.h; winbuild.h agrees on each before the next):
+ *   allocate  ncclMemAlloc of my slice (local)
+ *   register  ncclCommWindowRegister, SYMMETRIC (collective)
+ *   devcomm   ncclDevCommCreate (collective): the LSA team
+ *   peers     the LSA peer pointers, through the device communicator
+ * so each collective step runs only after all ranks agreed that the step
+ * before succeeded everywhere, and a failure is undone on every rank at the
+ * same step. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda/cuda_window.h"
+#include "out.h"
+#include "winbuild.h"
 
-/* The step's ok flag, which the ranks then agree on: 1 when the call
- * succeeded and the communicator has settled, else 0 with the error
- * recorded.  Communicators are non-blocking (cuda_comm.c): a call may return
- * ncclInProgress, or return while NCCL still works on the communicator, and
- * NCCL refuses the next call on it until then ("Attempt to use communicator
- * before the previous operation returned"), so every step waits it out. */
-static int nccl_ok(gcsh_ctx *ctx, ncclComm_t comm, ncclResult_t r, int line, const char *call)
+static const char *const stage_names[] = {"allocate", "register", "devcomm", "peers"};
+const gcsh_window_plan win_nccl_plan = {4, stage_names};
+
+/* The step's outcome: 1 when the call succeeded and the communicator has
+ * settled, else 0 with the error recorded.  Communicators are non-blocking
+ * (cuda_comm.c): a call may return ncclInProgress, or return while NCCL
+ * still works on the communicator, and NCCL refuses the next call on it
+ * until then ("Attempt to use communicator before the previous operation
+ * returned"), so every step waits it out.  A settle that fails has aborted
+ * the NCCL communicator (cuda_nccl_settle): c says so, so that no call
+ * reaches it again and the other ranks abort theirs (winbuild.h). */
+static int nccl_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclResult_t r, int line, const char *call)
 {
     if (r != ncclSuccess && r != ncclInProgress) {
-        nccl_error(ctx, comm, __FILE__, line, call, r);
+        nccl_error(ctx, c->comm, __FILE__, line, call, r);
         return 0;
     }
-    return cuda_nccl_settle(ctx, comm, call) == 0;
+    if (cuda_nccl_settle(ctx, c->comm, call) == 0)
+        return 1;
+    c->aborted = 1;
+    return 0;
 }
 
-#define NCCL_OK(ctx, comm, call) nccl_ok((ctx), (comm), (call), __LINE__, #call)
+#define NCCL_OK(ctx, c, call) nccl_ok((ctx), (c), (call), __LINE__, #call)
 
-/* A step of undoing a failed create: it waits like any step, but the error
- * reported stays the one that made us undo. */
-static void undo_step(gcsh_ctx *ctx, ncclComm_t comm, ncclResult_t r)
+/* A step of undoing: it waits like any step, but the error reported stays
+ * the one that made us undo. */
+static void undo_step(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclResult_t r)
 {
     char keep[sizeof ctx->err];
     memcpy(keep, ctx->err, sizeof keep);
-    if (r == ncclSuccess || r == ncclInProgress)
-        cuda_nccl_settle(ctx, comm, "nccl window: undo");
+    if ((r == ncclSuccess || r == ncclInProgress) &&
+        cuda_nccl_settle(ctx, c->comm, "nccl window: undo") != 0)
+        c->aborted = 1;
     memcpy(ctx->err, keep, sizeof keep);
 }
 
@@ -79,50 +95,99 @@ fail:
     return -1;
 }
 
-int win_nccl_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
+static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w,
+                          const gcsh_window_desc *d, char *report, size_t len)
+{
+    if (!NCCL_OK(ctx, w->c, ncclMemAlloc(&w->buf, w->bytes)))
+        return -1;
+    char size[32], gran[32];
+    snprintf(report, len,
+             "ncclMemAlloc: %s per rank (granularity %s)\n"
+             "my slice: %p on cuda:%d",
+             gcsh_format_bytes(w->bytes, size, sizeof size),
+             gcsh_format_bytes(d->granularity, gran, sizeof gran), w->buf, st->dev);
+    return 0;
+}
+
+static int stage_register(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_t len)
 {
     gcsh_comm_impl *c = w->c;
-    int lsa_size = 0, lsa_rank = -1, ok;
+    if (!NCCL_OK(ctx, c, ncclCommWindowRegister(c->comm, w->buf, w->bytes, &w->win,
+                                                NCCL_WIN_COLL_SYMMETRIC)))
+        return -1;
+    snprintf(report, len,
+             "ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) on %d ranks\n"
+             "my ncclWindow_t: %p",
+             c->size, (void *)w->win);
+    return 0;
+}
 
-    ok = NCCL_OK(ctx, c->comm, ncclMemAlloc(&w->buf, w->bytes));
-    if (win_agree_ok(ctx, c, ok, "nccl window: allocation") != 0)
-        goto free_mem;
-    ok = NCCL_OK(ctx, c->comm, ncclCommWindowRegister(c->comm, w->buf, w->bytes, &w->win,
-                                                      NCCL_WIN_COLL_SYMMETRIC));
-    if (win_agree_ok(ctx, c, ok, "nccl window: ncclCommWindowRegister") != 0)
-        goto deregister;
-    ok = NCCL_OK(ctx, c->comm, gcsh_nccl_devcomm_create(c->comm, &w->devcomm));
-    if (ok) /* settled by NCCL_OK: the device communicator is filled in now */
-        gcsh_nccl_devcomm_lsa(w->devcomm, &lsa_size, &lsa_rank);
-    if (win_agree_ok(ctx, c, ok, "nccl window: ncclDevCommCreate") != 0)
-        goto destroy_devcomm;
-    ok = fill_team(ctx, w, d, lsa_size, lsa_rank) == 0 && fill_table(ctx, st, w, d) == 0;
-    if (win_agree_ok(ctx, c, ok, "nccl window: peer table") != 0)
-        goto destroy_devcomm;
+static int stage_devcomm(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_t len)
+{
+    gcsh_comm_impl *c = w->c;
+    if (!NCCL_OK(ctx, c, gcsh_nccl_devcomm_create(c->comm, &w->devcomm)))
+        return -1;
+    /* settled by NCCL_OK: the device communicator is filled in now */
+    gcsh_nccl_devcomm_lsa(w->devcomm, &w->lsa_size, &w->lsa_rank);
+    snprintf(report, len,
+             "ncclDevCommCreate: a device communicator, LSA team of %d\n"
+             "my LSA rank: %d",
+             w->lsa_size, w->lsa_rank);
+    return 0;
+}
+
+static int stage_peers(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
+                       char *report, size_t len)
+{
+    if (fill_team(ctx, w, d, w->lsa_size, w->lsa_rank) != 0 || fill_table(ctx, st, w, d) != 0)
+        return -1;
     snprintf(d->handle, sizeof d->handle,
              "ncclWindow_t %p, ncclDevComm lsa %d/%d, ncclMemAlloc %p", (void *)w->win,
-             lsa_rank, lsa_size, w->buf);
+             w->lsa_rank, w->lsa_size, w->buf);
+    char team[128], layout[160];
+    gcsh_format_ranks(d->team, d->team_size, team, sizeof team);
+    gcsh_window_layout_text(d, layout, sizeof layout);
+    snprintf(report, len,
+             "ncclGetLsaPointer x %d in a kernel: the peer pointer table\n"
+             "team %s (NCCL's LSA team)\n"
+             "%s\n"
+             "my slice zeroed; the table's device copy: %p",
+             d->team_size, team, layout, d->peer_table_dev);
     return 0;
+}
 
-    /* undo: every rank reaches the same label (the agreements above), so
-     * the collective NCCL calls below are matched on all ranks; a rank whose
-     * own call failed has nothing of that step to undo */
-destroy_devcomm:
-    if (w->devcomm)
-        undo_step(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
+int win_nccl_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+                   char *report, size_t len)
+{
+    switch (i) {
+    case 0:
+        return stage_allocate(ctx, st, w, d, report, len);
+    case 1:
+        return stage_register(ctx, w, report, len);
+    case 2:
+        return stage_devcomm(ctx, w, report, len);
+    default:
+        return stage_peers(ctx, st, w, d, report, len);
+    }
+}
+
+/* Every rank gets here at the same point (winbuild.h), so the collective
+ * NCCL calls below are matched on all ranks; a rank whose own call failed
+ * has nothing of that step to undo.  After an abort the communicator took
+ * its window and device communicator with it: only the memory is left. */
+void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+{
+    (void)st;
+    gcsh_comm_impl *c = w->c;
+    if (w->devcomm && !c->aborted)
+        undo_step(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
     w->devcomm = NULL;
-deregister:
-    if (w->win)
-        undo_step(ctx, c->comm, ncclCommWindowDeregister(c->comm, w->win));
+    if (w->win && !c->aborted)
+        undo_step(ctx, c, ncclCommWindowDeregister(c->comm, w->win));
     w->win = NULL;
-free_mem:
     if (w->buf)
         ncclMemFree(w->buf);
     w->buf = NULL;
-    if (d->peer_table_dev)
-        cudaFree(d->peer_table_dev);
-    d->peer_table_dev = NULL;
-    return -1;
 }
 
 /* Collective (the binding calls it on every rank after a barrier).  After an
@@ -132,10 +197,13 @@ int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
     (void)st;
     gcsh_comm_impl *c = w->c;
     int ok = 1;
-    if (!c->aborted) {
-        ok &= NCCL_OK(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
-        ok &= NCCL_OK(ctx, c->comm, ncclCommWindowDeregister(c->comm, w->win));
-    }
-    ok &= NCCL_OK(ctx, c->comm, ncclMemFree(w->buf));
+    if (!c->aborted)
+        ok &= NCCL_OK(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
+    if (!c->aborted)
+        ok &= NCCL_OK(ctx, c, ncclCommWindowDeregister(c->comm, w->win));
+    /* local: no communicator to settle (an aborted one is gone) */
+    ncclResult_t r = ncclMemFree(w->buf);
+    if (r != ncclSuccess)
+        ok = nccl_error(ctx, NULL, __FILE__, __LINE__, "ncclMemFree", r) == 0;
     return ok ? 0 : -1;
 }

@@ -6,8 +6,20 @@
  * bytes, read/write for its own GPU.  The team is the communicator's ranks
  * on this node (ctx->node, which GCSH_RANKS_PER_NODE can narrow).
  *
+ * Stages (backend.h; winbuild.h agrees on each before the next):
+ *   allocate  the team (node and socket nonce of every rank), cuMemCreate
+ *   export    cuMemExportToShareableHandle: a POSIX fd; my listening socket
+ *             (every listener is bound before anyone connects: the next
+ *             stage runs only once every rank finished this one)
+ *   exchange  the fds over the sockets, SCM_RIGHTS
+ *   map       cuMemImportFromShareableHandle of every peer's fd,
+ *             cuMemAddressReserve for all slices, cuMemMap of each
+ *   access    cuMemSetAccess: read/write for my GPU
+ *   table     the peer pointer table (host and device), my slice zeroed
+ *
  * Nothing here is collective in NCCL's sense: undoing is local (unmap,
- * release), so any failure is agreed on and every rank undoes its own. */
+ * release, close), so any failure is agreed on and every rank undoes its
+ * own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +29,12 @@
 
 #include "cuda/cuda_fdpass.h"
 #include "cuda/cuda_window.h"
+#include "out.h"
+#include "winbuild.h"
+
+static const char *const stage_names[] = {"allocate", "export", "exchange",
+                                          "map",      "access", "table"};
+const gcsh_window_plan win_vmm_plan = {6, stage_names};
 
 #define FDX_TIMEOUT_S 30.0
 
@@ -41,20 +59,21 @@ static uint64_t make_nonce(void)
 
 /* The node team: comm ranks with my node index, in comm-rank order; the
  * nonce is the first member's. */
-static int find_team(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d, uint64_t *nonce)
+static int find_team(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     gcsh_comm_impl *c = w->c;
     vmm_id mine = {ctx->node, 0, make_nonce()};
     vmm_id *all = calloc((size_t)c->size, sizeof *all);
     if (!all)
         return gcsh_set_error(ctx, "vmm window: out of host memory");
-    int rc = gcsh_cuda_comm_ops.agree(ctx, c, &mine, all, sizeof mine);
+    /* inside a stage every rank comes: the exchange need not be interruptible */
+    int rc = gcsh_cuda_comm_ops.agree_blocking(ctx, c, &mine, all, sizeof mine);
     d->team_size = 0;
     for (int r = 0; rc == 0 && r < c->size; r++) {
         if (all[r].node != ctx->node)
             continue;
         if (d->team_size == 0)
-            *nonce = all[r].nonce;
+            w->nonce = all[r].nonce;
         if (r == c->rank)
             d->team_rank = d->team_size;
         d->team[d->team_size++] = r;
@@ -71,9 +90,12 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-/* Step 1 (local): my slice, its exported fd, and my listening socket. */
-static int vmm_alloc(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, int me, int *fd)
+/* Stage allocate: the team, then my slice (local). */
+static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
+                          char *report, size_t len)
 {
+    if (find_team(ctx, w, d) != 0 || cuda_driver_load(ctx, st) != 0)
+        return -1;
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -84,44 +106,121 @@ static int vmm_alloc(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, int me,
     w->mapped = calloc((size_t)w->n, sizeof *w->mapped);
     if (!w->handle || !w->mapped)
         return gcsh_set_error(ctx, "vmm window: out of host memory");
-    CU_TRY(ctx, st, MemCreate(&w->handle[me], w->bytes, &prop, 0));
-    CU_TRY(ctx, st, MemExportToShareableHandle(fd, w->handle[me],
-                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CU_TRY(ctx, st, MemCreate(&w->handle[d->team_rank], w->bytes, &prop, 0));
+    char team[128], size[32], gran[32];
+    gcsh_format_ranks(d->team, d->team_size, team, sizeof team);
+    gcsh_format_bytes(w->bytes, size, sizeof size);
+    gcsh_format_bytes(d->granularity, gran, sizeof gran);
+    snprintf(report, len,
+             "team: the comm's ranks on node %d: %s\n"
+             "cuMemCreate: %s per rank, POSIX-fd exportable (granularity %s,\n"
+             "  cuMemGetAllocationGranularity, recommended)\n"
+             "my handle: 0x%llx on cuda:%d",
+             ctx->node, team, size, gran, (unsigned long long)w->handle[d->team_rank], st->dev);
     return 0;
 fail:
     return -1;
 }
 
-/* Imports every peer's fd (closing it: the imported handle holds the
- * memory) and maps all slices into one reservation. */
-static int vmm_map(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, int me, int *fds,
-                   size_t gran)
+/* Stage export: my handle as an fd, and the socket peers will send theirs to. */
+static int stage_export(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w,
+                        const gcsh_window_desc *d, char *report, size_t len)
+{
+    CU_TRY(ctx, st, MemExportToShareableHandle(&w->fd, w->handle[d->team_rank],
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    if (fdx_listen(ctx, &w->x, w->nonce, d->team_rank, w->n) != 0)
+        return -1;
+    snprintf(report, len,
+             "cuMemExportToShareableHandle: my POSIX fd %d\n"
+             "listening: @gcsh-vmm-%u-%016llx-%d",
+             w->fd, (unsigned)getuid(), (unsigned long long)w->nonce, d->team_rank);
+    return 0;
+fail:
+    return -1;
+}
+
+/* Stage exchange: my fd to every peer, theirs to me; then the exported fd
+ * and the listener go (the peers hold their own copies of the fd). */
+static int stage_exchange(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          char *report, size_t len)
+{
+    int me = d->team_rank;
+    w->fds = calloc((size_t)w->n, sizeof *w->fds);
+    if (!w->fds)
+        return gcsh_set_error(ctx, "vmm window: out of host memory");
+    for (int i = 0; i < w->n; i++)
+        w->fds[i] = -1;
+    if (fdx_send_all(ctx, &w->x, w->fd) != 0 ||
+        fdx_recv_all(ctx, &w->x, w->fds, FDX_TIMEOUT_S) != 0)
+        return -1;
+    size_t used = (size_t)snprintf(report, len,
+                                   "SCM_RIGHTS: sent fd %d to %d peers\n"
+                                   "received fds:",
+                                   w->fd, w->n - 1);
+    for (int i = 0; i < w->n && used < len; i++)
+        if (i != me)
+            used += (size_t)snprintf(report + used, len - used, " %d (member %d)", w->fds[i], i);
+    if (w->n == 1 && used < len)
+        snprintf(report + used, len - used, " none (no peer on this node)");
+    fdx_close(&w->x);
+    close_fd(&w->fd);
+    return 0;
+}
+
+/* Stage map: imports every peer's fd (closing it: the imported handle
+ * holds the memory) and maps all slices into one reservation. */
+static int stage_map(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, const gcsh_window_desc *d,
+                     char *report, size_t len)
 {
     size_t total = (size_t)w->n * w->bytes;
     for (int i = 0; i < w->n; i++) {
-        if (i == me)
+        if (i == d->team_rank)
             continue;
-        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->handle[i], (void *)(intptr_t)fds[i],
+        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->handle[i], (void *)(intptr_t)w->fds[i],
                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-        close_fd(&fds[i]);
+        close_fd(&w->fds[i]);
     }
-    CU_TRY(ctx, st, MemAddressReserve(&w->base, total, gran, 0, 0));
+    CU_TRY(ctx, st, MemAddressReserve(&w->base, total, d->granularity, 0, 0));
     for (int i = 0; i < w->n; i++) {
         CU_TRY(ctx, st, MemMap(w->base + (size_t)i * w->bytes, w->bytes, 0, w->handle[i], 0));
         w->mapped[i] = 1;
     }
+    char all[32], size[32];
+    snprintf(report, len,
+             "cuMemImportFromShareableHandle x %d (their fds then closed)\n"
+             "cuMemAddressReserve: %s for %d slices; cuMemMap of each:\n"
+             "  member i at base + i x %s\n"
+             "my base: 0x%llx",
+             w->n - 1, gcsh_format_bytes(total, all, sizeof all), w->n,
+             gcsh_format_bytes(w->bytes, size, sizeof size), (unsigned long long)w->base);
+    return 0;
+fail:
+    return -1;
+}
+
+/* Stage access: mapped memory is unreachable until access is granted. */
+static int stage_access(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, char *report,
+                        size_t len)
+{
+    size_t total = (size_t)w->n * w->bytes;
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     acc.location.id = st->dev;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CU_TRY(ctx, st, MemSetAccess(w->base, total, &acc, 1));
+    char all[32];
+    snprintf(report, len,
+             "cuMemSetAccess: read/write on all %d slices (%s)\n"
+             "for my GPU: cuda:%d",
+             w->n, gcsh_format_bytes(total, all, sizeof all), st->dev);
     return 0;
 fail:
     return -1;
 }
 
-/* The host and device peer tables, and a zeroed slice (signals start at 0). */
+/* Stage table: the host and device peer tables, and a zeroed slice
+ * (signals start at 0). */
 static int vmm_tables(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     size_t tbytes = (size_t)w->n * sizeof(void *);
@@ -136,9 +235,55 @@ fail:
     return -1;
 }
 
-/* Local undo of whatever was set up; safe at any stage. */
-static void vmm_undo(cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
+static int stage_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
+                       char *report, size_t len)
 {
+    if (vmm_tables(ctx, st, w, d) != 0)
+        return -1;
+    snprintf(d->handle, sizeof d->handle,
+             "cuMemCreate POSIX fd, %d members mapped at %p, fds over @gcsh-vmm-%u-%016llx-*",
+             w->n, (void *)(uintptr_t)w->base, (unsigned)getuid(), (unsigned long long)w->nonce);
+    char layout[160];
+    gcsh_window_layout_text(d, layout, sizeof layout);
+    snprintf(report, len,
+             "the peer pointer table: %s\n"
+             "my slice zeroed; the table's device copy: %p",
+             layout, d->peer_table_dev);
+    return 0;
+}
+
+int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+                  char *report, size_t len)
+{
+    switch (i) {
+    case 0:
+        return stage_allocate(ctx, st, w, d, report, len);
+    case 1:
+        return stage_export(ctx, st, w, d, report, len);
+    case 2:
+        return stage_exchange(ctx, w, d, report, len);
+    case 3:
+        return stage_map(ctx, st, w, d, report, len);
+    case 4:
+        return stage_access(ctx, st, w, report, len);
+    default:
+        return stage_table(ctx, st, w, d, report, len);
+    }
+}
+
+/* Local undo of whatever was set up (fds and sockets included); safe at any
+ * stage.  The device peer table is the caller's (cuda_window.c). */
+void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+{
+    (void)ctx;
+    fdx_close(&w->x);
+    close_fd(&w->fd);
+    for (int i = 0; w->fds && i < w->n; i++)
+        close_fd(&w->fds[i]);
+    free(w->fds);
+    w->fds = NULL;
+    if (!st->drv.loaded) /* nothing of the driver's was made */
+        return;
     for (int i = 0; w->mapped && i < w->n; i++)
         if (w->mapped[i])
             st->drv.MemUnmap(w->base + (size_t)i * w->bytes, w->bytes);
@@ -147,10 +292,6 @@ static void vmm_undo(cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
             st->drv.MemRelease(w->handle[i]);
     if (w->base)
         st->drv.MemAddressFree(w->base, (size_t)w->n * w->bytes);
-    if (d && d->peer_table_dev)
-        cudaFree(d->peer_table_dev);
-    if (d)
-        d->peer_table_dev = NULL;
     free(w->handle);
     free(w->mapped);
     w->handle = NULL;
@@ -158,52 +299,10 @@ static void vmm_undo(cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
     w->base = 0;
 }
 
-int win_vmm_create(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
-{
-    uint64_t nonce = 0;
-    int fd = -1, ok, *fds = NULL;
-    fdx x = {.listen_fd = -1};
-    if (find_team(ctx, w, d, &nonce) != 0)
-        return -1;
-    int me = d->team_rank;
-    ok = cuda_driver_load(ctx, st) == 0 && vmm_alloc(ctx, st, w, me, &fd) == 0 &&
-         fdx_listen(ctx, &x, nonce, me, w->n) == 0;
-    fds = calloc((size_t)w->n, sizeof *fds);
-    if (ok && !fds)
-        ok = gcsh_set_error(ctx, "vmm window: out of host memory") == 0;
-    for (int i = 0; fds && i < w->n; i++)
-        fds[i] = -1;
-    /* every listener is bound before anyone connects */
-    if (win_agree_ok(ctx, w->c, ok, "vmm window: allocation") != 0)
-        goto fail;
-    ok = fdx_send_all(ctx, &x, fd) == 0 && fdx_recv_all(ctx, &x, fds, FDX_TIMEOUT_S) == 0 &&
-         vmm_map(ctx, st, w, me, fds, d->granularity) == 0 && vmm_tables(ctx, st, w, d) == 0;
-    if (win_agree_ok(ctx, w->c, ok, "vmm window: handle exchange and mapping") != 0)
-        goto fail;
-    snprintf(d->handle, sizeof d->handle,
-             "cuMemCreate POSIX fd, %d members mapped at %p, fds over @gcsh-vmm-%u-%016llx-*",
-             w->n, (void *)(uintptr_t)w->base, (unsigned)getuid(), (unsigned long long)nonce);
-    fdx_close(&x);
-    close_fd(&fd);
-    free(fds);
-    return 0;
-fail:
-    fdx_close(&x);
-    close_fd(&fd);
-    for (int i = 0; fds && i < w->n; i++)
-        if (i != me)
-            close_fd(&fds[i]);
-    free(fds);
-    if (st->drv.loaded)
-        vmm_undo(st, w, d);
-    return -1;
-}
-
 /* Local: my mappings and handles go; a peer's physical slice lives on
  * until its last mapping (here or on its node mates) is released. */
 int win_vmm_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
-    (void)ctx;
-    vmm_undo(st, w, NULL);
+    win_vmm_undo(ctx, st, w);
     return 0;
 }

@@ -5,10 +5,10 @@
  * over a private Unix socket, cuMemMap; cuda_win_vmm.c).  Both end as a
  * peer pointer table valid in this process for copies (UVA) and kernels.
  *
- * Collective safety: every step that can fail on one rank is followed by
- * win_agree_ok over the communicator, so all ranks learn of any failure at
- * the same step and undo the same steps: nothing stays registered, and no
- * rank enters an NCCL collective that another rank will never reach.
+ * Creation runs in stages (backend.h, winbuild.h): after each one every rank
+ * learns whether all succeeded, so all ranks learn of any failure at the same
+ * stage and undo the same stages: nothing stays registered, and no rank
+ * enters an NCCL collective that another rank will never reach.
  *
  * Signals are 64-bit words in a window: set/add/wait are small kernels on
  * the rank's stream (kernels/window.cu); see the comments there for the
@@ -101,47 +101,62 @@ static void desc_clear(gcsh_window_desc *d)
     d->team_size = 0;
 }
 
-/* Local preparation, agreed on before any kind touches the GPU or NCCL. */
-static int prepare(gcsh_ctx *ctx, gcsh_comm_impl *c, gcsh_window_desc *d, gcsh_window_impl **w)
+static const gcsh_window_plan *cuda_create_plan(const char *kind)
 {
-    int ok = !c->aborted;
-    if (!ok)
-        gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt");
-    *w = calloc(1, sizeof **w);
-    d->team = calloc((size_t)c->size, sizeof *d->team);
-    d->peer = calloc((size_t)c->size, sizeof *d->peer);
-    if (ok && (!*w || !d->team || !d->peer))
-        ok = gcsh_set_error(ctx, "out of host memory") == 0;
-    if (win_agree_ok(ctx, c, ok, "window") != 0) {
-        free(*w);
-        *w = NULL;
-        desc_clear(d);
-        return -1;
-    }
-    return 0;
+    return kind_of(kind) == WIN_VMM ? &win_vmm_plan : &win_nccl_plan;
 }
 
-static int cuda_win_create(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
-                           gcsh_window_desc *d, gcsh_window_impl **out)
+/* Local: host memory only; the check stage that follows tells every rank
+ * of a failure here. */
+static int cuda_create_begin(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                             gcsh_window_desc *d, gcsh_window_impl **out)
 {
-    gcsh_window_impl *w = NULL;
     cuda_state *st = cuda_enter(ctx);
     if (!st) /* only if init failed, which every rank then knows */
         return -1;
-    if (prepare(ctx, c, d, &w) != 0)
-        return -1;
+    if (c->aborted)
+        return gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt");
+    gcsh_window_impl *w = calloc(1, sizeof *w);
+    d->team = calloc((size_t)c->size, sizeof *d->team);
+    d->peer = calloc((size_t)c->size, sizeof *d->peer);
+    if (!w || !d->team || !d->peer) {
+        free(w);
+        desc_clear(d);
+        return gcsh_set_error(ctx, "out of host memory");
+    }
     w->kind = kind_of(kind);
     w->c = c;
     w->bytes = d->alloc_bytes;
+    w->fd = -1;
+    w->x.listen_fd = -1;
     d->loc = st->dev;
-    int rc = w->kind == WIN_NCCL ? win_nccl_create(ctx, st, w, d) : win_vmm_create(ctx, st, w, d);
-    if (rc != 0) {
-        free(w);
-        desc_clear(d);
-        return -1;
-    }
     *out = w;
     return 0;
+}
+
+static int cuda_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+                             char *report, size_t len)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    return w->kind == WIN_NCCL ? win_nccl_stage(ctx, st, w, d, i, report, len)
+                               : win_vmm_stage(ctx, st, w, d, i, report, len);
+}
+
+static void cuda_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (st) { /* else the device is gone, and what it held with it */
+        if (w->kind == WIN_NCCL)
+            win_nccl_undo(ctx, st, w);
+        else
+            win_vmm_undo(ctx, st, w);
+        if (d->peer_table_dev)
+            cudaFree(d->peer_table_dev);
+    }
+    desc_clear(d);
+    free(w);
 }
 
 static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
@@ -282,7 +297,10 @@ const gcsh_window_ops gcsh_cuda_window_ops = {
     .default_kind = "nccl",
     .granularity = cuda_win_granularity,
     .max_bytes = cuda_win_max_bytes,
-    .create = cuda_win_create,
+    .create_plan = cuda_create_plan,
+    .create_begin = cuda_create_begin,
+    .create_stage = cuda_create_stage,
+    .create_abort = cuda_create_abort,
     .destroy = cuda_win_destroy,
     .signal_set = cuda_signal_set,
     .signal_add = cuda_signal_add,

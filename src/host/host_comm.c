@@ -615,6 +615,19 @@ static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
     return 0;
 }
 
+/* backend.h: for ranks inside one registration together, so a plain
+ * blocking MPI_Allgather (no interrupt can strand a peer in it).  The broken
+ * mark is not looked at: it stops gcsh's waits, and this wait is not one. */
+static int host_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                               size_t bytes)
+{
+    if (bytes > INT_MAX)
+        return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
+    MPI_CALL(ctx, MPI_Allgather,
+             (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->comm));
+    return 0;
+}
+
 /* MPI cannot cancel a collective or free a communicator without its peers:
  * aborting marks it broken, so release leaks it and nothing waits. */
 static void host_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
@@ -653,6 +666,7 @@ const gcsh_comm_ops gcsh_host_comm_ops = {
     .send = host_send,
     .recv = host_recv,
     .agree = host_agree,
+    .agree_blocking = host_agree_blocking,
     .abort = host_abort,
     .aborted = host_aborted,
 };

@@ -28,13 +28,17 @@
 
 #include "gcsh.h"
 #include "host/host.h"
+#include "out.h"
+#include "winbuild.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "signal words need lock-free 64-bit atomics");
 
 struct gcsh_window_impl {
-    MPI_Comm team; /* the communicator's ranks on this (emulated) node */
+    gcsh_comm_impl *c; /* the communicator it is registered on (outlives it) */
+    MPI_Comm team;     /* the communicator's ranks on this (emulated) node */
     MPI_Win win;
-    int locked;    /* MPI_Win_lock_all is in force */
+    int locked;        /* MPI_Win_lock_all is in force */
+    void *mine;        /* my slice */
 };
 
 static int mpi_fail(gcsh_ctx *ctx, const char *fn, int rc)
@@ -81,21 +85,60 @@ static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
     return 0;
 }
 
-/* Frees what create made so far; safe on a partly made window. */
+/* Frees whatever the stages made; safe on a partly made window.  MPI_Win_free
+ * and MPI_Comm_free are collective over the team: every member calls this at
+ * the same point, unless the communicator was aborted, when the MPI objects
+ * are left to MPI_Finalize rather than wait for members that may never come. */
 static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc)
 {
-    if (w->locked)
-        MPI_Win_unlock_all(w->win);
-    if (w->win != MPI_WIN_NULL)
-        MPI_Win_free(&w->win);
-    if (w->team != MPI_COMM_NULL)
-        MPI_Comm_free(&w->team);
+    if (!gcsh_host_comm_ops.aborted(w->c)) {
+        if (w->locked)
+            MPI_Win_unlock_all(w->win);
+        if (w->win != MPI_WIN_NULL)
+            MPI_Win_free(&w->win);
+        if (w->team != MPI_COMM_NULL)
+            MPI_Comm_free(&w->team);
+    }
     free(w);
     free(desc->team);
     free(desc->peer);
     desc->team = NULL;
     desc->peer = NULL;
     desc->team_size = 0; /* as the cuda kinds do: nothing may rely on it after */
+}
+
+/* ---- staged creation (backend.h) ------------------------------------------
+ *
+ *   segment  MPI_Comm_split of the communicator by node: the team; then
+ *            MPI_Win_allocate_shared, one segment with every member's slice,
+ *            locked for passive access (MPI_Win_lock_all) for its whole life
+ *   peers    MPI_Win_shared_query of every member: the peer pointer table;
+ *            my slice zeroed.  The status exchange that follows every stage
+ *            (winbuild.c) is the barrier after which all slices read zeros. */
+
+static const char *const host_stage_names[] = {"segment", "peers"};
+static const gcsh_window_plan host_plan = {2, host_stage_names};
+
+static const gcsh_window_plan *host_create_plan(const char *kind)
+{
+    (void)kind;
+    return &host_plan;
+}
+
+static int host_create_begin(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                             gcsh_window_desc *desc, gcsh_window_impl **out)
+{
+    (void)kind;
+    gcsh_window_impl *w = calloc(1, sizeof *w);
+    if (!w)
+        return gcsh_set_error(ctx, "host window: out of host memory");
+    w->c = c;
+    w->team = MPI_COMM_NULL;
+    w->win = MPI_WIN_NULL;
+    desc->loc = GCSH_LOC_HOST;
+    desc->peer_table_dev = NULL;
+    *out = w;
+    return 0;
 }
 
 static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_window_desc *desc)
@@ -108,26 +151,41 @@ static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_win
     MPI_CALL_GOTO(ctx, fail, MPI_Comm_rank, (w->team, &desc->team_rank));
     desc->team = calloc((size_t)desc->team_size, sizeof *desc->team);
     desc->peer = calloc((size_t)desc->team_size, sizeof *desc->peer);
-    if (!desc->team || !desc->peer) {
+    int *index = calloc((size_t)desc->team_size, sizeof *index);
+    MPI_Group team = MPI_GROUP_NULL, all = MPI_GROUP_NULL;
+    int rc = -1;
+    if (!desc->team || !desc->peer || !index) {
         gcsh_set_error(ctx, "host window: out of host memory");
-        goto fail;
+        goto done;
     }
-    MPI_CALL_GOTO(ctx, fail, MPI_Allgather,
-                  (&comm_rank, 1, MPI_INT, desc->team, 1, MPI_INT, w->team));
-    return 0;
+    /* each member's rank in the communicator, from the groups: local, where
+     * an MPI_Allgather over the team would be one more collective */
+    for (int i = 0; i < desc->team_size; i++)
+        index[i] = i;
+    MPI_CALL_GOTO(ctx, done, MPI_Comm_group, (w->team, &team));
+    MPI_CALL_GOTO(ctx, done, MPI_Comm_group, (comm, &all));
+    MPI_CALL_GOTO(ctx, done, MPI_Group_translate_ranks,
+                  (team, desc->team_size, index, all, desc->team));
+    rc = 0;
+done:
+    if (team != MPI_GROUP_NULL)
+        MPI_Group_free(&team);
+    if (all != MPI_GROUP_NULL)
+        MPI_Group_free(&all);
+    free(index);
+    return rc;
 fail:
     return -1;
 }
 
-static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc,
-                            void **mine)
+static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     MPI_Info info;
     MPI_CALL_GOTO(ctx, fail, MPI_Info_create, (&info));
     /* each slice placed by the rank that owns it (its NUMA node), not one
      * block on the first rank's */
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    int rc = MPI_Win_allocate_shared((MPI_Aint)desc->alloc_bytes, 1, info, w->team, mine,
+    int rc = MPI_Win_allocate_shared((MPI_Aint)desc->alloc_bytes, 1, info, w->team, &w->mine,
                                      &w->win);
     MPI_Info_free(&info);
     if (rc != MPI_SUCCESS) {
@@ -137,46 +195,70 @@ static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
     MPI_CALL_GOTO(ctx, fail, MPI_Win_set_errhandler, (w->win, MPI_ERRORS_RETURN));
     MPI_CALL_GOTO(ctx, fail, MPI_Win_lock_all, (MPI_MODE_NOCHECK, w->win));
     w->locked = 1;
-    for (int i = 0; i < desc->team_size; i++) {
-        MPI_Aint size;
-        int disp;
-        MPI_CALL_GOTO(ctx, fail, MPI_Win_shared_query, (w->win, i, &size, &disp, &desc->peer[i]));
-    }
     return 0;
 fail:
     return -1;
 }
 
-static int host_create(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
-                       gcsh_window_desc *desc, gcsh_window_impl **out)
+static int stage_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc,
+                         char *report, size_t len)
 {
-    (void)kind;
     MPI_Comm comm;
-    if (gcsh_host_comm_mpi(ctx, c, &comm) != 0)
+    if (gcsh_host_comm_mpi(ctx, w->c, &comm) != 0 || make_team(ctx, comm, w, desc) != 0 ||
+        allocate_segment(ctx, w, desc) != 0)
         return -1;
-    gcsh_window_impl *w = calloc(1, sizeof *w);
-    if (!w)
-        return gcsh_set_error(ctx, "host window: out of host memory");
-    w->team = MPI_COMM_NULL;
-    w->win = MPI_WIN_NULL;
-    void *mine = NULL;
-    if (make_team(ctx, comm, w, desc) != 0 || allocate_segment(ctx, w, desc, &mine) != 0)
-        goto fail;
+    char team[128], size[32];
+    gcsh_format_ranks(desc->team, desc->team_size, team, sizeof team);
+    gcsh_format_bytes(desc->alloc_bytes, size, sizeof size);
+    snprintf(report, len,
+             "MPI_Comm_split by node: team %s on node %d (%d of %d ranks)\n"
+             "MPI_Win_allocate_shared: one segment, %s per member\n"
+             "MPI_Win_lock_all: passive access for the window's life\n"
+             "my slice at %p",
+             team, ctx->node, desc->team_size, gcsh_host_comm_ops.size(w->c), size, w->mine);
+    return 0;
+}
+
+static int stage_peers(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, char *report,
+                       size_t len)
+{
+    for (int i = 0; i < desc->team_size; i++) {
+        MPI_Aint size;
+        int disp;
+        MPI_CALL_GOTO(ctx, fail, MPI_Win_shared_query, (w->win, i, &size, &disp, &desc->peer[i]));
+    }
     /* A new window reads as zeros everywhere (signal words start at 0): each
-     * rank clears its slice, and the team waits until all have. */
-    memset(mine, 0, desc->alloc_bytes);
+     * rank clears its slice; the status exchange after this stage is the
+     * barrier that waits until all have. */
+    memset(w->mine, 0, desc->alloc_bytes);
     MPI_CALL_GOTO(ctx, fail, MPI_Win_sync, (w->win));
-    MPI_CALL_GOTO(ctx, fail, MPI_Barrier, (w->team));
-    desc->loc = GCSH_LOC_HOST;
-    desc->peer_table_dev = NULL;
     snprintf(desc->handle, sizeof desc->handle,
              "MPI_Win_allocate_shared on node %d (%d of the comm's ranks), segment %p", ctx->node,
-             desc->team_size, mine);
-    *out = w;
+             desc->team_size, w->mine);
+    char layout[160], size[32];
+    gcsh_window_layout_text(desc, layout, sizeof layout);
+    gcsh_format_bytes(desc->alloc_bytes, size, sizeof size);
+    snprintf(report, len,
+             "MPI_Win_shared_query x %d: the peer pointer table\n"
+             "%s\n"
+             "zeroed my %s, MPI_Win_sync",
+             desc->team_size, layout, size);
     return 0;
 fail:
-    release_impl(w, desc);
     return -1;
+}
+
+static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
+                             char *report, size_t len)
+{
+    return i == 0 ? stage_segment(ctx, w, desc, report, len)
+                  : stage_peers(ctx, w, desc, report, len);
+}
+
+static void host_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
+{
+    (void)ctx;
+    release_impl(w, desc);
 }
 
 static int host_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
@@ -248,7 +330,10 @@ const gcsh_window_ops gcsh_host_window_ops = {
     .default_kind = "host",
     .granularity = host_granularity,
     .max_bytes = host_max_bytes,
-    .create = host_create,
+    .create_plan = host_create_plan,
+    .create_begin = host_create_begin,
+    .create_stage = host_create_stage,
+    .create_abort = host_create_abort,
     .destroy = host_destroy,
     .signal_set = host_signal_set,
     .signal_add = host_signal_add,

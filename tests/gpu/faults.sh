@@ -2,9 +2,10 @@
 # Faults on GPUs (issue 6), run by scripts/gpu-check.sh:
 #   bash tests/gpu/faults.sh path/to/gcsh NP
 # A mismatched NCCL all-reduce caught before launch; Ctrl-C (SIGINT to rank 0)
-# out of a blocked NCCL collective and out of a blocked signal wait; an
-# injected out-of-bounds kernel write ending every rank with status 70; an
-# injected out-of-memory on one rank.  Each asserts the next command works.
+# out of a blocked NCCL collective and out of a blocked signal wait; Ctrl-C
+# in a window's registration stage (nccl, vmm); an injected out-of-bounds
+# kernel write ending every rank with status 70; an injected out-of-memory on
+# one rank.  Each asserts the next command works.
 cd "$(dirname "$0")/../.." || exit 1
 GCSH=${1:-build-gpu/gcsh}
 NP=${2:-2}
@@ -71,6 +72,36 @@ expect_contains "OOM: the rank's own error" "$OUT" "[1] stdin:1: "
 expect_contains "OOM: cudaErrorMemoryAllocation" "$OUT" "cudaErrorMemoryAllocation"
 expect_contains "OOM: the others' error names rank 1" "$OUT" "[1] ended the command with an error"
 expect_contains "OOM: the next command works" "$OUT" "[0-$LAST] $NP.0"
+
+# ---- Ctrl-C during a window's registration (step.window's stages, which
+# c:window() runs): rank 1 waits in the stage for the interrupt (gcsh.debug.inject
+# "stage_slow:NAME"), which SIGINT to rank 0 brings; the stage is undone on
+# every rank, and the communicator and the next window work
+interrupted_at_go() { # TAG 'lines' 'lines after': SIGINT once "go" is printed
+    local tag=$1 out
+    out=$(mktemp)
+    ( printf '%s\n' "$2"
+      for i in $(seq 600); do grep -q '] go$' "$out" && break; sleep 0.1; done
+      kill -INT $(rank_pid "$tag" 0); sleep 6
+      printf '%s\n' "$3" ) |
+        GCSH_TEST_TAG=$tag GCSH_TEST_FAULTS=1 timeout 120 "$GCSH" -n "$NP" --backend cuda >"$out" 2>&1
+    cat "$out"; rm -f "$out"
+}
+for kind in nccl vmm; do
+    stage=$([ $kind = nccl ] && echo register || echo exchange)
+    TAG=$(new_tag); TAGS+=("$TAG")
+    OUT=$(interrupted_at_go "$TAG" "c = comm.world()
+if rank == 1 then gcsh.debug.inject('stage_slow:$stage') end print('go') w = c:window(4096, 'f32', {kind = '$kind'})" \
+"=w
+w = c:window(16, 'f32', {kind = '$kind'}) w:tensor():fill(rank + 1) c:barrier()
+=w:peer((rank + 1) % size)[0] == (rank + 1) % size + 1
+=c:allreduce(tensor.new(1):fill(1))[0]")
+    expect_contains "Ctrl-C in $kind's $stage stage: undone everywhere" "$OUT" \
+        "[0-$LAST] stdin:1: window #1: interrupted in stage '$stage' (on rank 1); nothing stays registered"
+    expect_contains "Ctrl-C in $kind's $stage stage: no window" "$OUT" "[0-$LAST] nil"
+    expect_contains "Ctrl-C in $kind's $stage stage: the next window" "$OUT" "[0-$LAST] true"
+    expect_contains "Ctrl-C in $kind's $stage stage: the comm works" "$OUT" "[0-$LAST] $NP.0"
+done
 
 # ---- an out-of-bounds kernel write: sticky; every rank exits 70, none left
 TAG=$(new_tag); TAGS+=("$TAG")

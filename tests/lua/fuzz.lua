@@ -151,6 +151,26 @@ if c.window then
   end
 end
 
+if step and step.window then -- stepped registration: odd arguments, steps, reset
+  COLLECTIVE[#COLLECTIVE + 1] = function(r)
+    local real = print
+    print = function() end -- the steps' lines are not what this tests
+    -- options made here, not drawn from ODD: local calls may have written
+    -- into ODD's tables, and a collective needs the same options everywhere
+    local OPTS = { nil, { kind = "host" }, { knd = "host" }, { kind = 3 }, { 1, 2 }, 7, "host" }
+    local ok, st = try(function()
+      return step.window(c, arg(r, count(r) + 1), dtype(r), OPTS[r(7)])
+    end)
+    if ok and st then
+      for _ = 1, r(5) - 1 do try(function() st:next() end) end
+      if r(2) == 1 then try(function() return st:run() end) end
+      try(function() st:reset() end)
+      try(function() st:next() st:reset() end)
+    end
+    print = real
+  end
+end
+
 -- ---- the run ------------------------------------------------------------------
 local start, rounds = gcsh.wtime(), 0
 gcsh.check(true)

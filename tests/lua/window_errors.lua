@@ -23,6 +23,10 @@ H.raises(function() c:window(4, "f32", { kind = "nccl" }) end,
          "bad argument #3 to 'window' (unknown kind 'nccl' (valid: host))")
 H.raises(function() c:window(4, "f32", { kind = "vmm" }) end, "unknown kind 'vmm' (valid: host)")
 H.raises(function() c:window(4, "f32", { knd = "host" }) end, "unknown option 'knd' (valid: kind)")
+-- non-string keys, and several unknown ones: every rank names the same (the first sorted)
+H.raises(function() c:window(4, "f32", { 1, 2 }) end, "bad argument #3 to 'window' (unknown option '1' (valid: kind))")
+H.raises(function() c:window(4, "f32", { zz = 1, kind = "host", yy = 2, [3] = 0 }) end,
+         "bad argument #3 to 'window' (unknown option '3' (valid: kind))")
 H.raises(function() c:window(4, "f32", "host") end, "bad argument #3 to 'window' (table expected, got string)")
 H.raises(function() c:window(4, "f32", { kind = 3 }) end, "kind must be a string, got number")
 H.raises(function() c.window(nil, 4) end, "comm expected, got nil")

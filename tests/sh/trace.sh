@@ -31,7 +31,7 @@ for n in 2 4; do
   expect_eq "$n ranks: a traced session: exit 0" "$RC" 0
   expect_contains "$n ranks: says where" "$OUT" "tracing to $F"
   expect_match "$n ranks: written at the end" "$OUT" "^trace written to $F: [0-9]+ spans from $n ranks$"
-  C=$($CHECK "$F" "$n" comm.allreduce kern.allreduce.oneshot xfer.prepare xfer.post win.signal_wait win.create \
+  C=$($CHECK "$F" "$n" comm.allreduce kern.allreduce.oneshot xfer.prepare xfer.post win.signal_wait win.create_begin win.create_stage \
       win.destroy "check allreduce #1" mem.fill 'c:allreduce(t)' 2>&1); RC=$?
   expect_eq "$n ranks: python3's json loads it; processes, timestamps and flows check out" "$RC" 0
   printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'

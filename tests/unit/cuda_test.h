@@ -13,6 +13,7 @@
 #include "cuda/cuda.h"
 #include "rank.h"
 #include "unit.h"
+#include "winbuild.h"
 
 /* Not every test uses every table or helper. */
 #define CUDA_TEST_UNUSED __attribute__((unused))
@@ -76,7 +77,7 @@ typedef struct win {
 } win;
 
 /* A window of `bytes` per rank, its slice rounded up to the kind's
- * granularity. */
+ * granularity: every stage back to back, as c:window() runs them. */
 CUDA_TEST_UNUSED static int win_create(gcsh_comm_impl *c, const char *kind, size_t bytes,
                                        win *out)
 {
@@ -87,7 +88,7 @@ CUDA_TEST_UNUSED static int win_create(gcsh_comm_impl *c, const char *kind, size
     out->d.bytes = bytes;
     out->d.granularity = gran;
     out->d.alloc_bytes = (bytes + gran - 1) / gran * gran;
-    return W->create(&ctx, c, kind, &out->d, &out->w);
+    return gcsh_window_create(&ctx, c, kind, &out->d, &out->w);
 }
 
 CUDA_TEST_UNUSED static void win_free(gcsh_comm_impl *c, win *x)

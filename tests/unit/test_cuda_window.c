@@ -6,8 +6,10 @@
  *   through peer pointers, signals with data ordering (no barrier between
  *   the data, the signal and the reader), CPU waits with timeouts, the
  *   bounded and the cancelled GPU wait, a failure on one rank failing
- *   everywhere with nothing left, and a window on a split communicator;
- *   plus the cuda 'agree'.
+ *   everywhere with nothing left, the staged registration stopped after
+ *   each stage and failed in each stage on one rank (undone everywhere, the
+ *   next window works), and a window on a split communicator; plus the
+ *   cuda 'agree'.
  * `--bench` adds figures: 1 GiB registration per kind, and rank 0 copying
  * 1 GiB of rank 1's slice by cudaMemcpyAsync (UVA, what a tensor copy from
  * w:peer(r) does) and by the peer-read kernel, against cudaMemcpyPeerAsync of
@@ -223,7 +225,7 @@ static void test_failure(const char *kind, gcsh_comm_impl *c)
     d.bytes = d.alloc_bytes = gran;
     if (ctx.rank == 0) /* vmm: not a multiple of the granularity; nccl: too large */
         d.bytes = d.alloc_bytes = strcmp(kind, "vmm") == 0 ? gran + 1 : (size_t)1 << 50;
-    int rc = W->create(&ctx, c, kind, &d, &w);
+    int rc = gcsh_window_create(&ctx, c, kind, &d, &w);
     CHECK(rc == -1 && strstr(ctx.err, "failed on rank 0") && !d.team && !d.peer,
           "[%d] %s failure on rank 0: rc %d: %s", ctx.rank, kind, rc, ctx.err);
     if (ctx.rank == 1)
@@ -233,6 +235,69 @@ static void test_failure(const char *kind, gcsh_comm_impl *c)
           ctx.err);
     if (x.w)
         win_free(c, &x);
+}
+
+/* The staged registration, stopped after each stage: the undo on every
+ * rank leaves nothing (a window made right after works), and a failure of
+ * stage k on rank 1 alone (gcsh.debug.inject's "stage:NAME") fails every
+ * rank with rank 1's reason and nothing registered. */
+static void test_stages(const char *kind, gcsh_comm_impl *c)
+{
+    const gcsh_window_plan *plan = W->create_plan(kind);
+    size_t gran = 0;
+    W->granularity(&ctx, kind, &gran);
+    char *reports = calloc((size_t)ctx.size, GCSH_STAGE_REPORT_LEN);
+    for (int k = 0; k <= plan->n; k++) {
+        gcsh_window_desc d;
+        memset(&d, 0, sizeof d);
+        d.bytes = 4096;
+        d.granularity = gran;
+        d.alloc_bytes = gran;
+        gcsh_winbuild b;
+        int rc = gcsh_winbuild_begin(&ctx, &b, c, kind, &d);
+        CHECK(rc == 0, "[%d] %s begin: %s", ctx.rank, kind, ctx.err);
+        for (int i = 0; rc == 0 && i < k && i < plan->n; i++) {
+            rc = gcsh_winbuild_stage(&ctx, &b, &d, reports);
+            CHECK(rc == 0 && reports[0] && reports[GCSH_STAGE_REPORT_LEN],
+                  "[%d] %s stage %s: %s", ctx.rank, kind, plan->name[i], ctx.err);
+        }
+        if (rc != 0)
+            break;
+        if (k < plan->n) { /* stopped part-way: undone on every rank together */
+            gcsh_winbuild_abort(&ctx, &b, &d);
+            CHECK(!b.w && !d.team && !d.peer && !d.peer_table_dev,
+                  "[%d] %s undone after %d stages", ctx.rank, kind, k);
+        } else if (rc == 0) {
+            win x = {gcsh_winbuild_take(&b), d};
+            win_free(c, &x);
+        }
+        if (ctx.rank == 0 && k == plan->n && rc == 0)
+            printf("%s, rank 0's report of stage %s:\n%s\n", kind, plan->name[k - 1],
+                   reports);
+    }
+    for (int k = 0; k < plan->n; k++) {
+        if (ctx.rank == 1)
+            CHECK(gcsh_winbuild_inject(&ctx, plan->name[k], 0) == 0, "inject: %s", ctx.err);
+        gcsh_window_desc d;
+        memset(&d, 0, sizeof d);
+        d.bytes = 4096;
+        d.granularity = gran;
+        d.alloc_bytes = gran;
+        gcsh_window_impl *w = NULL;
+        int rc = gcsh_window_create(&ctx, c, kind, &d, &w);
+        char want[64];
+        snprintf(want, sizeof want, "stage '%s' failed on rank 1", plan->name[k]);
+        CHECK(rc == -1 && strstr(ctx.err, want) && strstr(ctx.err, "injected") && !d.team &&
+                  !d.peer,
+              "[%d] %s injected failure in %s: rc %d: %s", ctx.rank, kind, plan->name[k], rc,
+              ctx.err);
+        win x;
+        CHECK(win_create(c, kind, 4096, &x) == 0, "[%d] %s after a failed %s: %s", ctx.rank,
+              kind, plan->name[k], ctx.err);
+        if (x.w)
+            win_free(c, &x);
+    }
+    free(reports);
 }
 
 /* Even and odd ranks: each half has its own window and team. */
@@ -272,6 +337,7 @@ static void test_kind(const char *kind, gcsh_comm_impl *c)
     }
     win_free(c, &data);
     test_failure(kind, c);
+    test_stages(kind, c);
     if (ctx.size >= 4)
         test_split(kind, c);
 }
