@@ -34,8 +34,7 @@ JANSSON_LIBS ?= $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
 SAN       ?=
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS) \
-             -DGCSH_LUA_DIR='"$(abspath lua)"'
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS)
 LDFLAGS   += $(SAN)
 LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(JANSSON_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 
@@ -64,7 +63,7 @@ endif
 OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
-.PHONY: all deps run test test-asan bench clean
+.PHONY: all deps run test test-asan bench clean install uninstall
 all: $(BUILD)/gcsh
 
 $(BUILD)/gcsh: $(OBJS)
@@ -103,6 +102,27 @@ bench: all
 
 clean:
 	rm -rf build build-*
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, everything under
+# lua/ (gcsh.* modules, tutorial/ lessons, examples/) as PREFIX/share/gcsh,
+# where the binary looks for it, and the man page.  uninstall removes them.
+PREFIX  ?= /usr/local
+BINDIR   = $(DESTDIR)$(PREFIX)/bin
+DATADIR  = $(DESTDIR)$(PREFIX)/share/gcsh
+MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
+
+install: all
+	install -d $(BINDIR) $(MANDIR)
+	install -m 755 $(BUILD)/gcsh $(BINDIR)/gcsh
+	rm -rf $(DATADIR)
+	install -d $(DATADIR)
+	cp -R lua/. $(DATADIR)/
+	chmod -R u=rwX,go=rX $(DATADIR)
+	install -m 644 src/gcsh.1 $(MANDIR)/gcsh.1
+
+uninstall:
+	rm -f $(BINDIR)/gcsh $(MANDIR)/gcsh.1
+	rm -rf $(DATADIR)
 
 # C unit tests: tests/unit/test_*.c, each linked with every object but main.o.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)

@@ -2,7 +2,7 @@
 // multicast address from NCCL's LSA multimem (a device communicator with
 // lsaMultimem = true, ncclGetLsaMultimemPointer).
 //
-// Compiled for sm_90; taken only under DESIGN.md's opt-in (cuda_kern.c:
+// Compiled for sm_90; taken only under src/DESIGN.md's opt-in (cuda_kern.c:
 // GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0", the device reports multicast
 // support, a window of kind nccl).  It has never run on the machines this
 // project is tested on, where multicast stays off: only its refusal is

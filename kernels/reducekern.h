@@ -41,7 +41,7 @@ cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *
                               const gcsh_kwait *wait, cudaStream_t stream);
 
 /* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
- * opt-in of DESIGN.md (cuda_kern.c decides; never on the test machines). */
+ * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */
 
 /* A device communicator with lsaMultimem = true (collective over comm), and
  * *mc_base (host) = ncclGetLsaMultimemPointer(win, 0, it). */

@@ -17,10 +17,11 @@
 #
 # Lua, readline and jansson come from Debian packages carried in .lua-debs/
 # (make them on a networked machine: cd .lua-debs && apt-get download
-# liblua5.4-dev liblua5.4-0 libreadline-dev libreadline8 libjansson-dev),
-# unpacked with dpkg -x into a private prefix, never into /; Lua, readline
-# and jansson link statically from it.  tests/gpu/repro.sh: the reproducers,
-# record/replay and a trace with GPU spans.  Each test (the C backend test and every
+# liblua5.4-dev liblua5.4-0 libreadline-dev libreadline8 libjansson-dev
+# lua-dkjson), unpacked with dpkg -x into a private prefix, never into /; Lua,
+# readline and jansson link statically from it, and lua-dkjson (pure Lua, for
+# bench's json=) goes on LUA_PATH from there.  tests/gpu/repro.sh: the
+# reproducers, record/replay and a trace with GPU spans.  Each test (the C backend test and every
 # tests/gpu/*.lua, and every tests/gpu/*.sh: faults) at each rank count (2, and 4 when 4 GPUs are visible) counts
 # as one test; the last line is "N passed, N failed"; the exit code is 1 when
 # any failed.
@@ -48,6 +49,9 @@ if [ ! -f /usr/include/lua5.4/lua.h ] || [ ! -f /usr/include/jansson.h ]; then
     mkdir -p "$PREFIX"
     for deb in .lua-debs/*.deb; do dpkg -x "$deb" "$PREFIX" || die "dpkg -x $deb failed"; done
     make_args+=(LUA_PREFIX="$PREFIX")
+    if [ -f "$PREFIX/usr/share/lua/5.4/dkjson.lua" ]; then
+        export LUA_PATH="$PREFIX/usr/share/lua/5.4/?.lua;${LUA_PATH:-;}"
+    fi
 fi
 
 echo "gpu-check: building (${make_args[*]})"
@@ -97,7 +101,7 @@ for np in "${counts[@]}"; do
     run test_cuda_xfer "$np" "$BUILD/tests/test_cuda_xfer"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
-        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
+        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}" \
             GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
     done
     # the steppers' tests and every lesson (lua/tutorial), on windows of each

@@ -3,7 +3,10 @@
 # Idempotent: a second run installs nothing and prints nothing.
 set -euo pipefail
 
-packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev libjansson-dev tmux)
+# lua-dkjson: bench's json= (a pure-Lua module, carried to GPU machines as a
+# .deb like Lua itself: scripts/gpu-check.sh)
+packages=(lua5.4 liblua5.4-dev libopenmpi-dev openmpi-bin libreadline-dev libjansson-dev tmux
+          lua-dkjson)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -286,7 +286,7 @@ typedef struct gcsh_kernel_ops {
                       const gcsh_kcoll_args *a);
     /* Collective over the window's team: decides the mode (every member the
      * same) and, for nvls, sets up the multicast address.  The NVLS path is
-     * taken only under DESIGN.md's opt-in. */
+     * taken only under src/DESIGN.md's opt-in. */
     int (*mc_open)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                    gcsh_mcast *out);
     /* nvls only (NULL where there is none): out[0..n) = the op over every
@@ -369,6 +369,9 @@ extern const gcsh_backend gcsh_host_backend;
 extern const gcsh_backend gcsh_cuda_backend;
 /* Whether the cuda backend can run here (a driver and a visible GPU). */
 int gcsh_cuda_available(void);
+/* For gcsh --version: the NCCL library's version, the CUDA runtime's and the
+ * driver's (each says so when absent); len bytes each. */
+void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len);
 #endif
 
 #endif

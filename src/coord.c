@@ -11,6 +11,7 @@
 #include "check.h"
 #include "coord.h"
 #include "msg.h"
+#include "launch.h"
 #include "sig.h"
 #include "trace_coord.h"
 
@@ -23,6 +24,9 @@
 /* How long rank 0 waits for the answers to MSG_WHERE. */
 #define PROBE_WAIT_S 0.3
 #define WHERE_LEN 200
+/* After a rank calls os.exit, how long the other running ranks get to finish
+ * (typically the same line's os.exit) before the session ends at once. */
+#define EXIT_GRACE_S 3.0
 
 enum { IDLE = 0, RUNNING, DONE };
 
@@ -38,8 +42,8 @@ typedef struct run_state {
     double probe_until; /* 0: no probe in flight */
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
-    int exit_code;      /* os.exit on the lowest rank that called it, or -1 */
-    int exit_rank;
+    int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    double exit_deadline; /* 0: no rank called os.exit */
 } run_state;
 
 typedef struct coord_run {
@@ -50,9 +54,10 @@ typedef struct coord_run {
 void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
 {
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
-                      .abort_fd = -1};
+                      .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
+    gcsh_progress_init(&c->progress, out, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
 }
 
@@ -86,6 +91,7 @@ static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
 void gcsh_coord_destroy(gcsh_coord *c)
 {
     gcsh_fold_destroy(&c->fold);
+    gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
@@ -94,12 +100,22 @@ void gcsh_coord_destroy(gcsh_coord *c)
 
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
 {
+    gcsh_progress_hide(&c->progress);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(c->out, fmt, ap);
     va_end(ap);
     fputc('\n', c->out);
     fflush(c->out);
+}
+
+/* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
+ * progress line first. */
+static void flush_output(gcsh_coord *c, int whole_lines)
+{
+    if (gcsh_fold_pending(&c->fold))
+        gcsh_progress_hide(&c->progress);
+    gcsh_fold_flush(&c->fold, whole_lines);
 }
 
 /* Formats the ranks whose state matches `want` as "0-2,5". */
@@ -122,9 +138,10 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
  * a device is lost, and finalising could hang. */
 static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
 {
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
+    gcsh_launcher_status(c->launcher, code);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
@@ -141,7 +158,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
         rs->running--;
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
     die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
 }
@@ -164,10 +181,10 @@ static const char *io_where(void *arg, int r)
     if (!rs->targets[r])
         return "not running this command (.ranks)";
     if (rs->state[r] == DONE)
-        return rs->status[r] == CHUNK_OK ? "finished the command"
-               : rs->status[r] == CHUNK_EXIT ? "called os.exit"
+        return rs->status[r] == CHUNK_OK            ? "finished the command"
                : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
-                                                     : "ended the command with an error";
+               : rs->status[r] == CHUNK_EXIT        ? "called os.exit"
+                                                    : "ended the command with an error";
     return rs->where[r][0] ? rs->where[r] : "running (no answer)";
 }
 
@@ -234,7 +251,7 @@ static void unask(run_state *rs, int r)
 static void report_progress(gcsh_coord *c, run_state *rs, double now)
 {
     char done[1024], running[1024];
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
     gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
@@ -276,7 +293,7 @@ static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
             mark_lost(c, rs, r);
     gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
     rs->abort_all |= abort;
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
                    ranks_where(c, rs, RUNNING, buf, sizeof buf));
 }
@@ -366,12 +383,11 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 c->tap->varies = 1;
             rs->status[r] &= ~CHUNK_VARIES;
         }
-        if ((rs->status[r] & 0xff) == CHUNK_EXIT) {
-            if (rs->exit_code < 0 || r < rs->exit_rank) {
-                rs->exit_code = (int)(rs->status[r] >> 8 & 0xff);
-                rs->exit_rank = r;
-            }
+        if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
+            rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
+            if (rs->exit_deadline == 0)
+                rs->exit_deadline = now + EXIT_GRACE_S;
         }
         take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
@@ -393,11 +409,15 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
         break;
+    case MSG_PROGRESS:
+        if (m->h.len == sizeof(gcsh_progress_msg))
+            gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
+        break;
     case MSG_TRACE_DATA:
         gcsh_tracer_take(c, r, m->data, m->h.len);
         break;
     case MSG_FATAL:
-        gcsh_fold_flush(&c->fold, 0);
+        flush_output(c, 0);
         fputs(m->data, c->out);
         die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
     }
@@ -424,10 +444,33 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
     if (c->timeout > 0)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
+    next = earliest(next, rs->exit_deadline);
+    next = earliest(next, gcsh_progress_due(&c->progress));
     next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
     if (next == 0)
         return 3600 * 1000;
     return next <= now ? 0 : (int)((next - now) * 1000) + 1;
+}
+
+/* The progress line: the ranks' reports, or while some targeted ranks are
+ * done and others still run, which ones the command waits for. */
+static void show_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    if (!c->progress.tty)
+        return;
+    int done = 0, targeted = 0;
+    for (int r = 0; r < c->size; r++) {
+        targeted += rs->targets[r] && !c->lost[r];
+        done += rs->state[r] == DONE;
+    }
+    char text[160] = "";
+    if (done > 0 && rs->running > 0) {
+        char running[100];
+        snprintf(text, sizeof text, "waiting for [%s]: %d of %d ranks done",
+                 ranks_where(c, rs, RUNNING, running, sizeof running), done, targeted);
+    }
+    gcsh_progress_waiting(&c->progress, text);
+    gcsh_progress_draw(&c->progress, now);
 }
 
 /* Output, reports, checks and probes that are due. */
@@ -436,11 +479,11 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     coord_run cr = {c, rs};
     gcsh_checker_io io = checker_io(&cr);
     if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
-        gcsh_fold_flush(&c->fold, 1);
+        flush_output(c, 1);
         rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
-        gcsh_fold_flush(&c->fold, 0);
+        flush_output(c, 0);
     gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
@@ -449,6 +492,7 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
         start_probe(c, rs, now);
+    show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
@@ -457,6 +501,24 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
         rs->probe_until = 0;
         for (int r = 0; r < c->size; r++)
             unask(rs, r);
+    }
+}
+
+/* Signals to rank 0 while a command runs: SIGINT interrupts it (Ctrl-C, or
+ * gcsh -n's launcher passing on a SIGINT from outside); SIGTERM and SIGHUP
+ * interrupt it too and end the session once it is over. */
+static void on_signals(gcsh_coord *c, run_state *rs, int mask)
+{
+    if (mask & GCSH_SIGMASK_TERM) {
+        if (c->end_status < 0) {
+            c->end_status = GCSH_EXIT_TERM;
+            flush_output(c, 0);
+            gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
+                              "this command");
+        }
+        send_interrupts(c, rs, 0);
+    } else if (mask & GCSH_SIGMASK_INT) {
+        send_interrupts(c, rs, 0);
     }
 }
 
@@ -487,8 +549,8 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
         }
         if (ready == 0)
             poll(p, (nfds_t)n, poll_timeout_ms(c, rs, gcsh_now_seconds()));
-        if ((p[0].revents & POLLIN) && (gcsh_sig_drain(c->sigfd) & 1))
-            send_interrupts(c, rs, 0);
+        if (p[0].revents & POLLIN)
+            on_signals(c, rs, gcsh_sig_drain(c->sigfd));
         if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
             read_terminal(c, rs);
         for (int i = first_rank; i < n; i++) {
@@ -500,6 +562,8 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
                 mark_lost(c, rs, who[i]);
         }
         on_time(c, rs, gcsh_now_seconds());
+        if (rs->exit_deadline > 0 && gcsh_now_seconds() >= rs->exit_deadline)
+            break; /* some rank left with os.exit; end_by_exit says the rest */
     }
     gcsh_msg_free(&m);
     free(p);
@@ -540,27 +604,75 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
     free(list);
 }
 
+/* After a command in which some rank called os.exit: the status the session
+ * ends with (the first non-zero one by rank, else 0; the caller ends it).
+ * Said, unless every rank called os.exit with one status, as a script's last
+ * line does; ranks still running after the grace period are not waited for:
+ * the session ends at once. */
+static int end_by_exit(gcsh_coord *c, run_state *rs)
+{
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
+    char (*text)[32] = malloc((size_t)c->size * sizeof *text);
+    const char **v = malloc((size_t)c->size * sizeof *v);
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != DONE || rs->status[r] != CHUNK_EXIT)
+            continue;
+        int st = rs->exit_status[r];
+        if (code < 0 || (code == 0 && st != 0))
+            code = st;
+        same &= n == 0 || st == rs->exit_status[ranks[0]];
+        snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        v[n] = text[n];
+        ranks[n++] = r;
+    }
+    if (n > 0) {
+        gcsh_text t = {0};
+        gcsh_fold_texts(&t, ranks, n, v, ", ");
+        char running[1024], why[1400];
+        if (rs->running > 0) {
+            snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
+                     ranks_where(c, rs, RUNNING, running, sizeof running));
+            die_now(c, code, why);
+        }
+        if (n < c->size || !same)
+            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
+                           code);
+        gcsh_text_free(&t);
+    }
+    free(ranks);
+    free(text);
+    free(v);
+    return code;
+}
+
 void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
                     const char *src, size_t len, gcsh_run_result *res)
 {
-    run_state rs = {.targets = targets, .exit_code = -1};
+    run_state rs = {.targets = targets};
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
+    rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
+    gcsh_progress_begin(&c->progress, rs.start);
+    if (c->progress.tty)
+        flags |= CHUNK_PROGRESS;
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
+    int exited = 0;
     wait_for_ranks(c, &rs);
+    gcsh_progress_end(&c->progress);
     gcsh_checker_clear(&c->checker);
-    gcsh_fold_flush(&c->fold, 0);
+    flush_output(c, 0);
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
+        exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
         if (c->tap) {
             c->tap->status[r] = rs.status[r];
@@ -574,13 +686,14 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     spread_aborts(c, rs.abort_all);
     if (rs.abort_all)
         gcsh_tracer_snapshot(c, "written after .abort");
+    res->exit_code = exited ? end_by_exit(c, &rs) : -1;
     res->aborted = rs.abort_all;
-    res->exit_code = rs.exit_code;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
     free(rs.status);
     free(rs.where);
     free(rs.asked);
+    free(rs.exit_status);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

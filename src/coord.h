@@ -9,6 +9,7 @@
 
 #include "coord_check.h"
 #include "out.h"
+#include "progress.h"
 #include "spmd.h"
 
 /* What a command's ranks said, kept for the recorder and the replayer
@@ -32,6 +33,7 @@ typedef struct gcsh_coord {
     int sigfd;         /* self-pipe of SIGINT */
     FILE *out;         /* where rank output and reports go */
     gcsh_fold fold;
+    gcsh_progress progress; /* the progress line while a command runs */
     char *lost;        /* per rank: its connection closed */
     gcsh_checker checker; /* fingerprints ranks wait on (coord_check.h) */
     /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
@@ -50,6 +52,12 @@ typedef struct gcsh_coord {
     void *exit_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
+    /* The pid of gcsh -n's launcher, told the status when the session ends
+     * at once (launch.h); 0 when there is none. */
+    int launcher;
+    /* -1 while the session goes on; else the status it must end with, as
+     * soon as the command is over: os.exit on some rank, or SIGTERM. */
+    int end_status;
 } gcsh_coord;
 
 typedef struct gcsh_run_result {
@@ -58,7 +66,8 @@ typedef struct gcsh_run_result {
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
     int lost;          /* ranks whose connection closed meanwhile */
-    int exit_code;     /* os.exit(code) on some rank (the lowest): code; else -1 */
+    int exit_code;     /* os.exit on some rank: the session's status (the first
+                          non-zero one by rank, else 0); -1 when none */
     double seconds;
 } gcsh_run_result;
 

@@ -80,6 +80,11 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
  * clock may jump). */
 double gcsh_now_seconds(void);
 
+/* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
+ * -1 when unknown. */
+int gcsh_numa_of_cpu(int cpu);
+int gcsh_numa_of_pci(const char *bus);
+
 /* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
  * bytes; into buf, which it returns. */
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <mpi.h>
 
 #include "check.h"
 #include "gcsh.h"
@@ -84,6 +86,26 @@ static int shell_sleep(lua_State *L)
     }
 }
 
+/* gcsh.progress(done, total [, label]): a progress report for rank 0's
+ * terminal (progress.h); gcsh.progress() clears it.  Cheap enough to call
+ * every step: the report is sent with the next output flush. */
+static int shell_progress(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (lua_isnoneornil(L, 1)) {
+        gcsh_capture_progress(ctx->cap, 0, 0, NULL);
+        return 0;
+    }
+    lua_Integer done = luaL_checkinteger(L, 1), total = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, total >= 1, 2, "total must be at least 1");
+    luaL_argcheck(L, done >= 0 && done <= total, 1, "done must be 0..total");
+    const char *label = luaL_optstring(L, 3, "");
+    luaL_argcheck(L, strlen(label) < sizeof(((gcsh_progress_msg *)0)->label), 3,
+                  "label must be shorter than 48 bytes");
+    gcsh_capture_progress(ctx->cap, (uint64_t)done, (uint64_t)total, label);
+    return 0;
+}
+
 /* gcsh.check([on]): this rank's .check, for the rest of the command (bench
  * turns it off around timed loops; call it on every rank alike).  Returns
  * the previous setting. */
@@ -151,25 +173,71 @@ const void *gcsh_exit_token(void)
     return &exit_token;
 }
 
+/* Set by os.exit: every Lua instruction raises the token again, so a pcall
+ * in the user's code cannot keep the chunk going. */
+static void exit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    lua_error(L);
+}
+
 /* os.exit([status]): ends the chunk here and, once the command is over on
- * every rank, the session with that status (true: 0, false: 1, as lua.c).
- * Calling the C library's exit would take this rank out of the session
- * (rank 0 would report it lost); reproducers exit 125 through this. */
+ * every rank, the session with that status (true: 0, false: 1, as lua.c;
+ * coord.c says which status when ranks disagree).  Calling the C library's
+ * exit would take this rank out of the session (rank 0 would report it
+ * lost); reproducers exit 125 through this. */
 static int shell_exit(lua_State *L)
 {
     int code = lua_isboolean(L, 1) ? !lua_toboolean(L, 1) : (int)luaL_optinteger(L, 1, 0);
     luaL_argcheck(L, code >= 0 && code <= 255, 1, "status must be 0..255");
-    gcsh_ctx_of(L)->exit_code = code;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->exit_code = code;
+    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
+    lua_sethook(ctx->L, exit_hook, mask, 1);
+    if (L != ctx->L) /* a coroutine: its resumer must stop too */
+        lua_sethook(L, exit_hook, mask, 1);
     lua_pushlightuserdata(L, (void *)&exit_token);
     return lua_error(L);
 }
 
-/* gcsh.info(): what the backend knows about this rank (devices, versions). */
+static void set_string(lua_State *L, const char *key, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static void set_integer(lua_State *L, const char *key, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, key);
+}
+
+/* gcsh.info(): this rank's facts, one flat table of strings and numbers
+ * (.info folds them across ranks: lua/gcsh/info.lua).  The backend's own
+ * (device details, capabilities, links) first, then what every backend
+ * shares. */
 static int shell_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     ctx->output_varies = 1; /* devices and versions: the machine's */
     ctx->be->info(ctx, L);
+    set_integer(L, "rank", ctx->rank);
+    set_integer(L, "size", ctx->size);
+    set_integer(L, "node", ctx->node);
+    set_integer(L, "local_rank", ctx->local_rank);
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    set_string(L, "host", host);
+    set_string(L, "backend", ctx->be->name);
+    set_string(L, "device", ctx->device);
+    set_string(L, "gcsh", GCSH_VERSION);
+    set_string(L, "lua", LUA_RELEASE);
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(mpi, &len);
+    mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
+    set_string(L, "mpi", mpi);
     return 1;
 }
 
@@ -177,6 +245,10 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
 {
     lua_pushcfunction(L, shell_print);
     lua_setglobal(L, "print");
+    lua_getglobal(L, "os");
+    lua_pushcfunction(L, shell_exit);
+    lua_setfield(L, -2, "exit");
+    lua_pop(L, 1);
     lua_getglobal(L, "io");
     push_capture_file(L, cap);
     lua_pushvalue(L, -1);
@@ -185,10 +257,6 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     push_capture_file(L, cap);
     lua_setfield(L, -2, "stderr");
     lua_pop(L, 1);
-    lua_getglobal(L, "os");
-    lua_pushcfunction(L, shell_exit);
-    lua_setfield(L, -2, "exit");
-    lua_pop(L, 1);
     lua_getglobal(L, "gcsh");
     lua_pushcfunction(L, shell_sleep);
     lua_setfield(L, -2, "sleep");
@@ -196,6 +264,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "info");
     lua_pushcfunction(L, shell_check);
     lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_progress);
+    lua_setfield(L, -2, "progress");
     lua_pushcfunction(L, shell_varies);
     lua_setfield(L, -2, "varies");
     lua_pushcfunction(L, shell_check_counts);

@@ -94,15 +94,23 @@ static int blank(const char *line)
 
 /* ---- the lesson files ------------------------------------------------------------ */
 
+/* gcsh_lua_dir() is NULL when gcsh's Lua files are nowhere to be found:
+ * then no folder of that name exists, and no lesson is found there. */
+static const char *lua_dir(void)
+{
+    const char *dir = gcsh_lua_dir();
+    return dir ? dir : "(gcsh's Lua files: not found)";
+}
+
 static void lesson_dir(char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/tutorial", gcsh_lua_dir());
+    snprintf(buf, len, "%s/tutorial", lua_dir());
 }
 
 /* The path of a lesson file (truncated past PATH_LEN: then unreadable). */
 static void lesson_path(const char *file, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/tutorial/%s", gcsh_lua_dir(), file);
+    snprintf(buf, len, "%s/tutorial/%s", lua_dir(), file);
 }
 
 /* "08-ring.lua" -> 8; -1 when the name is no lesson's. */

@@ -17,6 +17,7 @@
 
 #include "board.h"
 #include "coord.h"
+#include "launch.h"
 #include "msg.h"
 #include "rank.h"
 #include "record.h"
@@ -26,9 +27,11 @@
 #include "term.h"
 #include "trace_coord.h"
 
+/* What the command line asked for. */
 typedef struct options {
     int interactive;   /* -i */
     int version;       /* -v */
+    int help;          /* -h */
     int quiet;         /* -q */
     int nranks;        /* -n N, 0 when absent */
     const char *backend;
@@ -36,6 +39,14 @@ typedef struct options {
     int first_action;  /* argv index of the first -e/-l, or 0 */
     int script;        /* argv index of the script, or 0 */
     int has_exec;      /* some -e was given */
+    /* Options that gcsh -n hands to mpirun, as given ("--hostfile", "f"). */
+    const char *mpirun_args[32];
+    int n_mpirun_args;
+    const char *first_mpirun_option; /* for the error when -n is missing */
+    /* argv indices of -n and of the options for mpirun: the launcher takes
+     * them (with their values) out of what the ranks get. */
+    int launcher_at[34];
+    int n_launcher_at;
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
     const char *trace;  /* --trace FILE */
@@ -43,27 +54,23 @@ typedef struct options {
     char replay_backend[64];
 } options;
 
-static void usage(const char *prog, const char *problem)
-{
-    if (problem)
-        fprintf(stderr, "%s: %s\n", prog, problem);
-    fprintf(stderr,
-            "usage: %s [options] [script [args]]\n"
-            "  -e stat          execute string 'stat' on every rank\n"
-            "  -i               enter interactive mode after the script\n"
-            "  -l mod           require library 'mod' into global 'mod' (or -l g=mod)\n"
-            "  -n N             start N ranks under mpirun\n"
-            "  -q               no banner\n"
-            "  -v               show version information\n"
-            "  --backend B      host or cuda (default: cuda when a GPU is visible)\n"
-            "  --timeout S      report ranks still running after S seconds (0: never)\n"
-            "  --record FILE    write the session's lines and output to FILE (a script)\n"
-            "  --replay FILE    rerun a recording; exit 1 at the first line that differs\n"
-            "  --trace FILE     write a trace of every rank's lines and calls (Chrome JSON)\n"
-            "  --               stop handling options\n"
-            "  -                run stdin as a script\n",
-            prog);
-}
+/* ---- the option table ----------------------------------------------------- */
+
+typedef struct option_row option_row;
+
+/* Applies an option; val is its argument (NULL for a flag), at its argv
+ * index.  Returns 0, or -1 when val is not what the row needs. */
+typedef int (*option_fn)(options *o, const option_row *row, const char *val, int at);
+
+struct option_row {
+    const char *name;  /* "-e" */
+    const char *alias; /* "--version", or NULL */
+    const char *arg;   /* the argument's name in --help, NULL for a flag */
+    const char *need;  /* what the argument must be, for the error message */
+    int to_mpirun;     /* 1: for gcsh -n, passed to mpirun (never reaches the ranks) */
+    option_fn apply;
+    const char *help;  /* one line in --help */
+};
 
 static int parse_number(const char *s, double lo, double hi, double *out)
 {
@@ -76,6 +83,173 @@ static int parse_number(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+static int opt_exec(options *o, const option_row *row, const char *val, int at)
+{
+    (void)val;
+    if (!o->first_action)
+        o->first_action = at;
+    o->has_exec |= row->name[1] == 'e';
+    return 0;
+}
+
+static int opt_flag(options *o, const option_row *row, const char *val, int at)
+{
+    (void)val, (void)at;
+    switch (row->name[1]) {
+    case 'i': o->interactive = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'v': o->version = 1; break;
+    case 'h': o->help = 1; break;
+    }
+    return 0;
+}
+
+static int opt_ranks(options *o, const option_row *row, const char *val, int at)
+{
+    (void)row, (void)at;
+    double v;
+    if (parse_number(val, 1, 4096, &v) != 0 || v != (int)v)
+        return -1;
+    o->nranks = (int)v;
+    return 0;
+}
+
+static int opt_backend(options *o, const option_row *row, const char *val, int at)
+{
+    (void)row, (void)at;
+    o->backend = val;
+    return 0;
+}
+
+static int opt_timeout(options *o, const option_row *row, const char *val, int at)
+{
+    (void)row, (void)at;
+    return parse_number(val, 0, 1e6, &o->timeout);
+}
+
+static int opt_mpirun(options *o, const option_row *row, const char *val, int at)
+{
+    (void)at;
+    if (o->n_mpirun_args + 2 > (int)(sizeof o->mpirun_args / sizeof *o->mpirun_args))
+        return -1;
+    if (!o->first_mpirun_option)
+        o->first_mpirun_option = row->name;
+    o->mpirun_args[o->n_mpirun_args++] = row->name;
+    o->mpirun_args[o->n_mpirun_args++] = val;
+    return 0;
+}
+
+/* --record, --replay, --trace FILE. */
+static int opt_file(options *o, const option_row *row, const char *val, int at)
+{
+    (void)at;
+    if (!val[0])
+        return -1;
+    const char *n = row->name;
+    *(strcmp(n, "--trace") == 0 ? &o->trace : strcmp(n, "--record") == 0 ? &o->record
+                                                                           : &o->replay) = val;
+    return 0;
+}
+
+/* mpirun says nothing under --quiet about a host file it cannot read. */
+static int opt_hostfile(options *o, const option_row *row, const char *val, int at)
+{
+    if (access(val, R_OK) != 0)
+        return -1;
+    return opt_mpirun(o, row, val, at);
+}
+
+/* Every option: parsing, --help and the man page's list follow this table
+ * (tests/sh/cli.sh checks that gcsh.1 names each one).  Add a row. */
+static const option_row option_table[] = {
+    {"-e", NULL, "stat", "argument", 0, opt_exec, "run the Lua statement stat on every rank"},
+    {"-l", NULL, "mod", "argument", 0, opt_exec,
+     "mod = require(\"mod\") on every rank (-l g=mod: g = ...)"},
+    {"-i", NULL, NULL, NULL, 0, opt_flag, "interactive after the script (prompts on a pipe too)"},
+    {"-q", NULL, NULL, NULL, 0, opt_flag, "no banner"},
+    {"-v", "--version", NULL, NULL, 0, opt_flag, "versions of gcsh, Lua, MPI, NCCL, CUDA"},
+    {"-h", "--help", NULL, NULL, 0, opt_flag, "this text"},
+    {"-n", NULL, "N", "a rank count 1..4096", 0, opt_ranks,
+     "start N ranks under mpirun (gcsh stays their parent)"},
+    {"--backend", NULL, "B", "host or cuda", 0, opt_backend,
+     "host or cuda (default: cuda when a GPU is visible)"},
+    {"--timeout", NULL, "S", "seconds 0..1e6", 0, opt_timeout,
+     "report ranks still running after S seconds (0: never)"},
+    {"--record", NULL, "FILE", "a file name", 0, opt_file,
+     "write the session's lines and output to FILE (a script)"},
+    {"--replay", NULL, "FILE", "a file name", 0, opt_file,
+     "rerun a recording; exit 1 at the first difference"},
+    {"--trace", NULL, "FILE", "a file name", 0, opt_file,
+     "trace every rank's lines and calls (Chrome JSON)"},
+    {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
+     "with -n: mpirun's host file (hosts and slots)"},
+    {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
+     "with -n: mpirun's host list (host1:2,host2:2)"},
+    {"--map-by", NULL, "SPEC", "a mapping", 1, opt_mpirun,
+     "with -n: mpirun's rank mapping (slot, node, ...)"},
+    {NULL, NULL, NULL, NULL, 0, NULL, NULL},
+};
+
+static const option_row *find_option(const char *a)
+{
+    for (const option_row *r = option_table; r->name; r++)
+        if (strcmp(a, r->name) == 0 || (r->alias && strcmp(a, r->alias) == 0))
+            return r;
+    return NULL;
+}
+
+/* The option list of --help and of the usage message, from the table. */
+static void print_option_list(FILE *f)
+{
+    for (const option_row *r = option_table; r->name; r++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s%s%s", r->name, r->alias ? ", " : "",
+                 r->alias ? r->alias : "", r->arg ? " " : "", r->arg ? r->arg : "");
+        fprintf(f, "  %-22s %s\n", head, r->help);
+    }
+    fprintf(f, "  %-22s %s\n  %-22s %s\n", "--", "stop handling options", "-",
+            "run stdin as a script");
+}
+
+static void usage(const char *prog, const char *problem)
+{
+    if (problem)
+        fprintf(stderr, "%s: %s\n", prog, problem);
+    fprintf(stderr, "usage: %s [options] [script [args]]\n", prog);
+    print_option_list(stderr);
+}
+
+static int has_folder(const char *dir, const char *sub)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    return access(path, X_OK) == 0;
+}
+
+/* --help: usage, every option, the dot-commands, where lessons are. */
+static void print_help(const char *prog)
+{
+    printf("gcsh %s: a Lua shell for GPU collectives, one process per MPI rank\n"
+           "usage: %s [options] [script [args]]\n"
+           "Without a script or -e, lines are read from the terminal or stdin and run\n"
+           "on every rank; each rank's output comes back folded by rank range.\n\n"
+           "Options:\n",
+           GCSH_VERSION, prog);
+    print_option_list(stdout);
+    printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
+    gcsh_print_dot_commands(stdout);
+    const char *dir = gcsh_lua_dir();
+    if (dir) {
+        printf("\nLua files: %s (gcsh.* modules in gcsh/)\n", dir);
+        printf("Lessons:   %s/tutorial%s\n", dir,
+               has_folder(dir, "tutorial") ? " (each is a script: gcsh -n 2 FILE)" : " (none here)");
+        printf("Examples:  %s/examples%s\n", dir, has_folder(dir, "examples") ? "" : " (none here)");
+    } else {
+        printf("\nLua files: not found beside the binary; set GCSH_LUA_DIR\n");
+    }
+    printf("Manual:    man gcsh; `.help` and `help(x)` at the prompt\n");
+}
+
 /* Returns 0, or -1 after printing usage. */
 static int parse_options(int argc, char **argv, options *o)
 {
@@ -83,72 +257,98 @@ static int parse_options(int argc, char **argv, options *o)
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
-        double v;
         if (a[0] != '-' || strcmp(a, "-") == 0)
             break;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
         }
-        if (strcmp(a, "-i") == 0) {
-            o->interactive = 1;
-        } else if (strcmp(a, "-v") == 0) {
-            o->version = 1;
-        } else if (strcmp(a, "-q") == 0) {
-            o->quiet = 1;
-        } else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
-            if (++i >= argc)
-                return usage(argv[0], a[1] == 'e' ? "'-e' needs argument" : "'-l' needs argument"), -1;
-            if (!o->first_action)
-                o->first_action = i - 1;
-            o->has_exec |= a[1] == 'e';
-        } else if (strcmp(a, "-n") == 0) {
-            if (++i >= argc || parse_number(argv[i], 1, 4096, &v) != 0 || v != (int)v)
-                return usage(argv[0], "'-n' needs a rank count 1..4096"), -1;
-            o->nranks = (int)v;
-        } else if (strcmp(a, "--backend") == 0) {
-            if (++i >= argc)
-                return usage(argv[0], "'--backend' needs host or cuda"), -1;
-            o->backend = argv[i];
-        } else if (strcmp(a, "--record") == 0 || strcmp(a, "--replay") == 0 ||
-                   strcmp(a, "--trace") == 0) {
-            if (++i >= argc || !argv[i][0]) {
-                char msg[64];
-                snprintf(msg, sizeof msg, "'%s' needs a file name", a);
-                return usage(argv[0], msg), -1;
-            }
-            *(a[2] == 't' ? &o->trace : a[4] == 'c' ? &o->record : &o->replay) = argv[i];
-        } else if (strcmp(a, "--timeout") == 0) {
-            if (++i >= argc || parse_number(argv[i], 0, 1e6, &v) != 0)
-                return usage(argv[0], "'--timeout' needs seconds 0..1e6"), -1;
-            o->timeout = v;
-        } else {
-            char msg[128];
+        const option_row *row = find_option(a);
+        char msg[160];
+        if (!row) {
             snprintf(msg, sizeof msg, "unrecognized option '%s'", a);
             return usage(argv[0], msg), -1;
         }
+        const char *val = NULL;
+        int at = i;
+        if (row->arg && ++i >= argc)
+            val = NULL;
+        else if (row->arg)
+            val = argv[i];
+        if ((row->arg && !val) || row->apply(o, row, val, at) != 0) {
+            snprintf(msg, sizeof msg, "'%s' needs %s", a, row->need ? row->need : "no argument");
+            return usage(argv[0], msg), -1;
+        }
+        if ((row->to_mpirun || row->apply == opt_ranks) &&
+            o->n_launcher_at < (int)(sizeof o->launcher_at / sizeof *o->launcher_at))
+            o->launcher_at[o->n_launcher_at++] = at;
     }
     o->script = i < argc ? i : 0;
+    if (o->n_mpirun_args && !o->nranks) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "'%s' goes with -n N (gcsh passes it to mpirun)",
+                 o->first_mpirun_option);
+        return usage(argv[0], msg), -1;
+    }
     if (o->replay && (o->script || o->first_action || o->interactive || o->record))
         return usage(argv[0], "'--replay' runs the recording alone (no script, -e, -l, -i or "
                               "--record with it)"), -1;
     return 0;
 }
 
-/* gcsh -n N ...: becomes `mpirun -np N <flags this machine needs> gcsh ...`. */
-static int exec_mpirun(int argc, char **argv, const options *o, const char *const *extra)
+/* ---- versions ------------------------------------------------------------- */
+
+/* gcsh, Lua, MPI, NCCL, CUDA runtime and driver, one per line. */
+static void versions_text(char *buf, size_t len)
+{
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int mlen = 0;
+    MPI_Get_library_version(mpi, &mlen); /* allowed before MPI_Init */
+    mpi[strcspn(mpi, ",\n")] = '\0';
+    char nccl[96], runtime[96], driver[96];
+#ifdef GCSH_HAVE_CUDA
+    gcsh_cuda_versions(nccl, runtime, driver, sizeof nccl);
+#else
+    snprintf(nccl, sizeof nccl, "none (built without the cuda backend)");
+    snprintf(runtime, sizeof runtime, "none (built without the cuda backend)");
+    snprintf(driver, sizeof driver, "not asked (built without the cuda backend)");
+#endif
+    snprintf(buf, len,
+             "gcsh %s (%s)\n"
+             "  MPI:          %s\n"
+             "  NCCL:         %s\n"
+             "  CUDA runtime: %s\n"
+             "  CUDA driver:  %s",
+             GCSH_VERSION, LUA_RELEASE, mpi, nccl, runtime, driver);
+}
+
+/* ---- gcsh -n: mpirun under the launcher ------------------------------------- */
+
+/* Whether argv[i] is an option that the launcher takes: -n N and the
+ * options for mpirun (parse_options noted where they are). */
+static int launcher_option(const options *o, int i)
+{
+    for (int k = 0; k < o->n_launcher_at; k++)
+        if (o->launcher_at[k] == i)
+            return 1;
+    return 0;
+}
+
+/* gcsh -n N ...: runs `mpirun -np N <flags this machine needs> gcsh ...
+ * <extra>` as a child (launch.h). */
+static int launch_ranks(int argc, char **argv, const options *o, const char *const *extra)
 {
     char self[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0)
         return perror("gcsh: /proc/self/exe"), 1;
     self[k] = '\0';
-    const char *mpirun = getenv("GCSH_MPIRUN") ? getenv("GCSH_MPIRUN") : "mpirun";
+    char *mpirun = getenv("GCSH_MPIRUN") ? getenv("GCSH_MPIRUN") : "mpirun";
     char np[16];
     snprintf(np, sizeof np, "%d", o->nranks);
-    char **v = calloc((size_t)argc + 20, sizeof *v);
+    char **v = calloc((size_t)argc + (size_t)o->n_mpirun_args + 20, sizeof *v);
     int n = 0;
-    v[n++] = (char *)mpirun;
+    v[n++] = mpirun;
     v[n++] = "-np";
     v[n++] = np;
     v[n++] = "--quiet";      /* no "process exited non-zero" banners: we report */
@@ -161,19 +361,21 @@ static int exec_mpirun(int argc, char **argv, const options *o, const char *cons
         v[n++] = "--stdin";
         v[n++] = "none";
     }
+    for (int i = 0; i < o->n_mpirun_args; i++)
+        v[n++] = (char *)o->mpirun_args[i];
     v[n++] = self;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-n") == 0 && (o->script == 0 || i < o->script)) {
-            i++; /* drop "-n N" */
+        if (launcher_option(o, i)) {
+            i++; /* and its value */
             continue;
         }
         v[n++] = argv[i];
     }
     for (; extra && *extra; extra++)
         v[n++] = (char *)*extra;
-    execvp(mpirun, v);
-    fprintf(stderr, "gcsh: cannot start %s: %s (is Open MPI installed?)\n", mpirun, strerror(errno));
-    return 127;
+    int code = gcsh_launch(v);
+    free(v);
+    return code;
 }
 
 /* The `arg` table of lua.c: arg[0] = script, arg[1..] its arguments,
@@ -252,7 +454,7 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
         }
         if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
             return 1;
-        if (s->quit) /* os.exit */
+        if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
     }
     return 0;
@@ -295,6 +497,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     int sigfd = gcsh_sig_install();
     gcsh_coord coord;
     gcsh_coord_init(&coord, ctx, link, sigfd, term.out);
+    coord.launcher = gcsh_launcher_hello(); /* signals from outside now reach us */
+    coord.progress.tty = term.out_tty;      /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;
@@ -302,8 +506,11 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     gcsh_session_init(&s, &coord, &term, ctx->L);
 
     int code = 0;
-    if (o->version)
-        gcsh_coord_say(&coord, "gcsh %s (%s)", GCSH_VERSION, LUA_RELEASE);
+    if (o->version) {
+        char v[1024];
+        versions_text(v, sizeof v);
+        gcsh_coord_say(&coord, "%s", v);
+    }
     if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
         code = 1;
         goto done;
@@ -328,8 +535,10 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         /* a piped session fails if any of its chunks failed (as sqlite3) */
         code = !term.interactive && s.failures ? 1 : 0;
     }
-    if (s.exit_code >= 0)
+    if (s.exit_code >= 0) /* os.exit */
         code = s.exit_code;
+    if (coord.end_status >= 0) /* SIGTERM, os.exit */
+        code = coord.end_status;
 done:
     gcsh_tracer_stop(&coord);
     for (int r = 0; r < ctx->size; r++)
@@ -397,12 +606,36 @@ static int replay_setup(options *o, const char **extra)
     return 0;
 }
 
+/* Under a plain `mpirun -np N gcsh --help`, one answer is enough: the
+ * launcher's rank 0 (before MPI is up, from the launcher's environment). */
+static int first_process(void)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r)
+        r = getenv("PMIX_RANK");
+    if (!r)
+        r = getenv("PMI_RANK");
+    return !r || atoi(r) == 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     const char *extra[3] = {NULL, NULL, NULL};
     if (parse_options(argc, argv, &o) != 0)
         return 1;
+    if (o.help) {
+        if (first_process())
+            print_help(argv[0]);
+        return 0;
+    }
+    if (o.version && !o.first_action && !o.script && !o.interactive) {
+        char v[1024]; /* nothing else to do: no ranks to start */
+        versions_text(v, sizeof v);
+        if (first_process())
+            puts(v);
+        return 0;
+    }
     if (o.replay) {
         int rc = replay_setup(&o, extra);
         if (rc != 0)
@@ -413,7 +646,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
             return 1;
         }
-        return exec_mpirun(argc, argv, &o, extra);
+        return launch_ranks(argc, argv, &o, extra);
     }
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
 

@@ -31,7 +31,14 @@ enum gcsh_msg_type {
     MSG_TRACE_OFF, /* coordinator -> worker, between chunks: stop; answer TRACE_DATA */
     MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
     MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
+    MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
 };
+
+/* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
+typedef struct gcsh_progress_msg {
+    uint64_t done, total;
+    char label[48];
+} gcsh_progress_msg;
 
 /* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */
 #define INTERRUPT_ABORT 1
@@ -40,10 +47,14 @@ enum gcsh_msg_type {
 #define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
+#define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
 
-/* DONE status.  CHUNK_EXIT: the chunk called os.exit(code); the code is in
- * bits 8-15 of the status word (CHUNK_EXIT | code << 8). */
+/* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
+ * called os.exit) the exit status in the next byte. */
 enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
+#define CHUNK_STATUS(word) ((word) & 0xffu)
+#define CHUNK_EXIT_WORD(status) (CHUNK_EXIT | (((uint32_t)(status) & 0xffu) << 8))
+#define CHUNK_EXIT_STATUS(word) ((int)(((word) >> 8) & 0xffu))
 /* A flag of the DONE status word: the chunk read a clock, an address or the
  * machine's facts, so its output may differ between runs (replays do not
  * compare it). */

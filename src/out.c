@@ -1,4 +1,5 @@
 /* Per-rank output capture and rank-range folding.  See out.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,10 +94,12 @@ void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n)
     pthread_mutex_unlock(&c->lock);
 }
 
-void gcsh_capture_begin(gcsh_capture *c, uint32_t seq)
+void gcsh_capture_begin(gcsh_capture *c, uint32_t seq, int progress)
 {
     pthread_mutex_lock(&c->lock);
     c->seq = seq;
+    c->progress_on = progress;
+    c->progress_dirty = 0;
     c->kept = c->dropped = 0;
     c->mid_line = 0;
     c->running = 1;
@@ -108,6 +111,24 @@ void gcsh_capture_flush(gcsh_capture *c)
     pthread_mutex_lock(&c->lock);
     if (c->running && c->len)
         send_locked(c, MSG_OUT, NULL, 0);
+    if (c->running && c->progress_dirty && !c->broken) {
+        if (gcsh_msg_send(c->fd, MSG_PROGRESS, c->seq, &c->progress, sizeof c->progress, NULL,
+                          0) != 0)
+            c->broken = 1;
+        c->progress_dirty = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void gcsh_capture_progress(gcsh_capture *c, uint64_t done, uint64_t total, const char *label)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->progress_on) {
+        c->progress.done = done;
+        c->progress.total = total;
+        snprintf(c->progress.label, sizeof c->progress.label, "%s", label ? label : "");
+        c->progress_dirty = 1;
+    }
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "msg.h"
+
 /* ---- capture (every rank) ------------------------------------------------ */
 
 struct gcsh_capture {
@@ -28,6 +30,10 @@ struct gcsh_capture {
     uint32_t seq;   /* the chunk being run */
     int running;
     int broken;     /* rank 0 is gone: sends are pointless */
+    /* gcsh.progress: the latest report, sent by the next flush when dirty;
+     * reports are kept only when rank 0 shows them (CHUNK_PROGRESS). */
+    int progress_on, progress_dirty;
+    gcsh_progress_msg progress;
 };
 
 typedef struct gcsh_capture gcsh_capture;
@@ -35,7 +41,8 @@ typedef struct gcsh_capture gcsh_capture;
 void gcsh_capture_init(gcsh_capture *c, int fd, size_t limit);
 void gcsh_capture_destroy(gcsh_capture *c);
 void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n);
-void gcsh_capture_begin(gcsh_capture *c, uint32_t seq);
+/* A command starts; progress: rank 0 shows progress lines for it. */
+void gcsh_capture_begin(gcsh_capture *c, uint32_t seq, int progress);
 /* Sends what is buffered as MSG_OUT (watcher thread, during a chunk). */
 void gcsh_capture_flush(gcsh_capture *c);
 /* Sends what is buffered, then one message of `type` with payload p (any
@@ -43,6 +50,10 @@ void gcsh_capture_flush(gcsh_capture *c);
 int gcsh_capture_send(gcsh_capture *c, uint32_t type, const void *p, size_t len);
 /* Sends MSG_DONE with the status and what is left; ends the command. */
 int gcsh_capture_done(gcsh_capture *c, uint32_t status);
+/* Records a progress report (done of total, label; total 0 clears it): the
+ * watcher's next flush sends it, so a tight loop may report every step.
+ * Does nothing unless this command's progress is shown (begin's flag). */
+void gcsh_capture_progress(gcsh_capture *c, uint64_t done, uint64_t total, const char *label);
 /* A FILE* whose writes go to the capture (for io.stdout / io.stderr). */
 FILE *gcsh_capture_file(gcsh_capture *c);
 

@@ -1,7 +1,9 @@
 /* One rank's set-up: topology from MPI, the backend, the Lua state. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -106,25 +108,83 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setglobal(L, "gcsh");
 }
 
-const char *gcsh_lua_dir(void)
+/* Whether dir holds gcsh's Lua files (gcsh/prelude.lua). */
+static int has_prelude(const char *dir)
 {
-    const char *dir = getenv("GCSH_LUA_DIR");
-    return dir && *dir ? dir : GCSH_LUA_DIR;
+    char path[PATH_MAX + 64];
+    if ((size_t)snprintf(path, sizeof path, "%s/gcsh/prelude.lua", dir) >= sizeof path)
+        return 0;
+    return access(path, R_OK) == 0;
 }
 
-/* Puts gcsh's own Lua modules (lua/gcsh: bench, show, ...) first on
- * package.path. */
-static void set_module_path(lua_State *L)
+/* Looks for the folder beside the binary: installed (PREFIX/bin/gcsh:
+ * PREFIX/share/gcsh), then the build tree (build/gcsh: lua/). */
+static int find_lua_dir(char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe))
+        return -1;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0'; /* the folder of the binary */
+    static const char *const relative[] = {"../share/gcsh", "../lua"};
+    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
+        char dir[PATH_MAX], real[PATH_MAX];
+        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, relative[i]) >= sizeof dir)
+            continue;
+        if (has_prelude(dir) && realpath(dir, real) && strlen(real) < len) {
+            strcpy(out, real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *gcsh_lua_dir(void)
+{
+    /* Found once, the first time (the rank's set-up, before its threads
+     * start, or --help): where the binary is does not change. */
+    static char found[PATH_MAX];
+    static int state; /* 0: not looked yet, 1: found, -1: not there */
+    const char *env = getenv("GCSH_LUA_DIR");
+    if (env && *env)
+        return env;
+    if (state == 0)
+        state = find_lua_dir(found, sizeof found) == 0 ? 1 : -1;
+    return state > 0 ? found : NULL;
+}
+
+int gcsh_lua_path(lua_State *L)
 {
     const char *dir = gcsh_lua_dir();
+    if (!dir)
+        return -1;
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");
     lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
     lua_setfield(L, -3, "path");
     lua_pop(L, 2);
+    return 0;
 }
 
-/* Runs lua/gcsh/prelude.lua (the Lua parts every rank has, such as the
+/* gcsh's own modules first on package.path, and gcsh.lua_dir (rank.h). */
+static int set_module_path(lua_State *L, gcsh_ctx *ctx)
+{
+    if (gcsh_lua_path(L) != 0) {
+        if (ctx->rank == 0)
+            fprintf(stderr, "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in "
+                            "../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR\n");
+        return -1;
+    }
+    lua_getglobal(L, "gcsh");
+    lua_pushstring(L, gcsh_lua_dir());
+    lua_setfield(L, -2, "lua_dir");
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* Runs gcsh/prelude.lua (the Lua parts every rank has, such as the
  * global show).  A missing or broken prelude is reported, not fatal: the C
  * libraries still work. */
 static void run_prelude(lua_State *L, gcsh_ctx *ctx)
@@ -145,14 +205,15 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
     *(gcsh_ctx **)lua_getextraspace(L) = ctx;
     ctx->L = L;
     luaL_openlibs(L);
-    set_module_path(L);
     lua_pushinteger(L, ctx->rank);
     lua_setglobal(L, "rank");
     lua_pushinteger(L, ctx->size);
     lua_setglobal(L, "size");
     set_gcsh_table(L, ctx);
+    int found = set_module_path(L, ctx) == 0;
     gcsh_open_libs(L);
-    run_prelude(L, ctx);
+    if (found)
+        run_prelude(L, ctx);
     return L;
 }
 

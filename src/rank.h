@@ -17,8 +17,15 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx);
 
 void gcsh_rank_close(gcsh_ctx *ctx);
 
-/* Where gcsh's Lua files are (lua/gcsh, lua/tutorial): GCSH_LUA_DIR from
- * the environment, else where the build put them. */
+/* Where gcsh's Lua files are (the gcsh.* modules in gcsh/, lessons in
+ * tutorial/, examples/): $GCSH_LUA_DIR when set, else found from the
+ * binary's own place, installed (PREFIX/bin/gcsh: PREFIX/share/gcsh) or in
+ * the build tree (build/gcsh: lua/).  NULL when neither holds them. */
 const char *gcsh_lua_dir(void);
+
+/* Puts gcsh's own Lua modules (gcsh.bench, gcsh.show, ...) first on L's
+ * package.path; user modules come after, through LUA_PATH and LUA_CPATH as
+ * in lua.  Returns 0, or -1 when gcsh_lua_dir finds nothing. */
+int gcsh_lua_path(lua_State *L);
 
 #endif

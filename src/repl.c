@@ -5,14 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 #include <readline/history.h>
 #include <readline/readline.h>
 
 #include "complete.h"
 #include "lesson.h"
 #include "msg.h"
+#include "rank.h"
 #include "record.h"
 #include "repl.h"
 #include "sig.h"
@@ -35,6 +38,9 @@ void gcsh_session_destroy(gcsh_session *s)
     gcsh_record_close(s->rec);
     s->rec = NULL;
     gcsh_lesson_close(s);
+    gcsh_text_free(&s->inbuf);
+    if (s->fmt)
+        lua_close(s->fmt);
     lua_close(s->syntax);
     free(s->targets);
 }
@@ -55,6 +61,8 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
         s->exit_code = res->exit_code;
         s->quit = 1;
     }
+    if (s->coord->end_status >= 0) /* SIGTERM: the session ends */
+        s->quit = 1;
     if (s->time_on)
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }
@@ -130,7 +138,6 @@ typedef struct gcsh_dot {
 
 static const gcsh_dot dot_commands[];
 
-static void run_chunk_text(gcsh_session *s, const char *src);
 
 /* "usage: .help | .info | .ranks [LIST|all] | ..." from the table. */
 static void say_usage(gcsh_session *s, const char *prefix)
@@ -144,22 +151,48 @@ static void say_usage(gcsh_session *s, const char *prefix)
     gcsh_coord_say(s->coord, "%s", buf);
 }
 
-static void dot_help(gcsh_session *s, const char *arg)
+/* One line per dot-command (the table's help column), for .help and --help. */
+static size_t format_dot_list(char *buf, size_t len)
 {
-    (void)arg;
-    char buf[4096];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s",
-                                "Lines are Lua; they run on every targeted rank and each rank's output\n"
-                                "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
-                                "expression prints its value.  Globals: rank, size, gcsh.");
-    for (const gcsh_dot *d = dot_commands; d->name && n < sizeof buf; d++) {
+    size_t n = 0;
+    for (const gcsh_dot *d = dot_commands; d->name && n < len; d++) {
         if (!d->help[0])
             continue;
         char head[40];
         snprintf(head, sizeof head, ".%s%s%s", d->name, d->args[0] ? " " : "", d->args);
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n  %-17s %s", head, d->help);
+        n += (size_t)snprintf(buf + n, len - n, "%s  %-17s %s", n ? "\n" : "", head, d->help);
     }
-    gcsh_coord_say(s->coord, "%s", buf);
+    return n;
+}
+
+void gcsh_print_dot_commands(FILE *f)
+{
+    char buf[4096];
+    format_dot_list(buf, sizeof buf);
+    fprintf(f, "%s\n", buf);
+}
+
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs);
+static lua_State *formatter(gcsh_session *s);
+
+/* .help: the commands; .help TOPIC: that part of the Lua API (gcsh.help). */
+static void dot_help(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        lua_pushstring(formatter(s), arg);
+        say_formatted(s, "gcsh.help", "text", 1);
+        return;
+    }
+    char list[4096];
+    format_dot_list(list, sizeof list);
+    gcsh_coord_say(s->coord, "%s\n%s",
+                   "Lines are Lua; they run on every targeted rank and each rank's output\n"
+                   "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
+                   "expression prints its value.  Globals: rank, size, gcsh, tensor, comm,\n"
+                   "kernel, step, show, help, repro.  The Lua API: .help tensor (comm,\n"
+                   "window, signals, xfer, multicast, timer, kernel, step, bench, repro,\n"
+                   "gcsh) or help(x).",
+                   list);
 }
 
 char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
@@ -290,10 +323,73 @@ static void dot_abort(gcsh_session *s, const char *arg)
                              "to interrupt it and abort every communicator)");
 }
 
+/* ---- rank 0's formatter ------------------------------------------------------ */
+
+/* A Lua state of rank 0's terminal thread, for text made from what the
+ * ranks sent (.info) and for .help TOPIC: the standard libraries and gcsh's
+ * modules, nothing of any rank.  Made on first use. */
+static lua_State *formatter(gcsh_session *s)
+{
+    if (!s->fmt) {
+        s->fmt = luaL_newstate();
+        luaL_openlibs(s->fmt);
+        gcsh_lua_path(s->fmt);
+    }
+    return s->fmt;
+}
+
+/* Calls require(module)[fn] with the nargs values on top of L (the
+ * formatter) and says the string it returns, or the error. */
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs)
+{
+    lua_State *L = formatter(s);
+    int base = lua_gettop(L) - nargs;
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+        lua_getfield(L, -1, fn);
+        lua_remove(L, -2);
+        lua_insert(L, base + 1);
+        if (lua_pcall(L, nargs, 1, 0) == LUA_OK)
+            gcsh_coord_say(s->coord, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+        else
+            gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
+    } else {
+        gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
+    }
+    lua_settop(L, base);
+}
+
+/* .info: every rank (whatever .ranks says) sends its gcsh.info() as text,
+ * kept by a quiet tap instead of printed, and rank 0 prints one table of
+ * them (lua/gcsh/info.lua). */
 static void dot_info(gcsh_session *s, const char *arg)
 {
     (void)arg;
-    run_chunk_text(s, "require('gcsh.pretty').print(gcsh.info())");
+    static const char chunk[] = "io.write(require('gcsh.info').serialize(gcsh.info()))";
+    int n = s->coord->size;
+    char *all = malloc((size_t)n);
+    for (int r = 0; r < n; r++)
+        all[r] = !s->coord->lost[r];
+    gcsh_tap tap;
+    gcsh_tap_init(&tap, n);
+    tap.quiet = 1;
+    gcsh_tap *outer = s->coord->tap; /* .record's, if any: .info is not a line */
+    s->coord->tap = &tap;
+    gcsh_run_result res;
+    gcsh_coord_run(s->coord, all, 0, "=(.info)", chunk, sizeof chunk - 1, &res);
+    s->coord->tap = outer;
+    lua_State *L = formatter(s);
+    lua_createtable(L, n, 0);
+    for (int r = 0; r < n; r++) {
+        lua_pushlstring(L, tap.out[r].s ? tap.out[r].s : "", tap.out[r].len);
+        lua_rawseti(L, -2, r + 1);
+    }
+    gcsh_tap_destroy(&tap, n);
+    free(all);
+    say_formatted(s, "gcsh.info", "format", 1);
+    if (s->coord->end_status >= 0)
+        s->quit = 1;
 }
 
 /* .record FILE | off | (nothing: where) */
@@ -333,8 +429,10 @@ static void dot_quit(gcsh_session *s, const char *arg)
 /* Every dot-command: one row each; .help and the usage line are made from
  * this table.  A row with an empty help is an alias, left out of both. */
 static const gcsh_dot dot_commands[] = {
-    {"help", "", ".help", "this text", dot_help},
-    {"info", "", ".info", "backend, devices and versions of every rank", dot_info},
+    {"help", "[TOPIC]", ".help [TOPIC]", "this text; with a topic, its Lua API (.help tensor)",
+     dot_help},
+    {"info", "", ".info", "one table: versions, each rank's host and device, links",
+     dot_info},
     {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",
@@ -418,7 +516,7 @@ void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t le
              continuation ? ">>" : ">");
 }
 
-enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT };
+enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT, GOT_TERM };
 
 /* readline's callbacks carry no user pointer: this is where they find the
  * session and where the line handler leaves its result. */
@@ -483,9 +581,14 @@ static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
             break;
         if (p[1].revents & POLLIN) {
             int mask = gcsh_sig_drain(s->coord->sigfd);
-            if (mask & 2)
+            if (mask & GCSH_SIGMASK_WINCH)
                 rl_resize_terminal();
-            if (mask & 1) { /* Ctrl-C at the prompt clears the line */
+            if (mask & GCSH_SIGMASK_TERM) {
+                rl_crlf();
+                rl_callback_handler_remove();
+                return GOT_TERM;
+            }
+            if (mask & GCSH_SIGMASK_INT) { /* Ctrl-C at the prompt clears the line */
                 rl_replace_line("", 0);
                 rl_crlf();
                 rl_callback_handler_remove();
@@ -499,22 +602,49 @@ static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
     return rl.eof ? GOT_EOF : GOT_LINE;
 }
 
+/* The next whole line in s->inbuf (or, at end of input, what is left). */
+static int take_buffered_line(gcsh_session *s, char **line)
+{
+    gcsh_text *b = &s->inbuf;
+    char *nl = b->len ? memchr(b->s, '\n', b->len) : NULL;
+    if (!nl && !(s->in_eof && b->len))
+        return 0;
+    size_t n = nl ? (size_t)(nl - b->s) : b->len;
+    *line = strndup(b->s, n);
+    size_t used = nl ? n + 1 : n;
+    memmove(b->s, b->s + used, b->len - used);
+    b->len -= used;
+    return 1;
+}
+
+/* Lines from a pipe or a file, read with read(2) beside the signal pipe, so
+ * that a SIGTERM while waiting ends the session and a SIGINT (from outside:
+ * nothing runs) is dropped instead of interrupting the next command. */
 static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
 {
     if (s->term->interactive) {
         fputs(prompt, s->term->out);
         fflush(s->term->out);
     }
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&buf, &cap, s->term->in);
-    if (n < 0) {
-        free(buf);
-        return GOT_EOF;
+    int fd = fileno(s->term->in);
+    while (!take_buffered_line(s, line)) {
+        if (s->in_eof)
+            return GOT_EOF;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = s->coord->sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return GOT_EOF;
+        if ((p[1].revents & POLLIN) && (gcsh_sig_drain(s->coord->sigfd) & GCSH_SIGMASK_TERM))
+            return GOT_TERM;
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        char buf[1 << 16];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0)
+            gcsh_text_append(&s->inbuf, buf, (size_t)n);
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+            s->in_eof = 1;
     }
-    if (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    *line = buf;
     return GOT_LINE;
 }
 
@@ -607,12 +737,6 @@ static void append_line(char **chunk, const char *line)
     *chunk = p;
 }
 
-static void run_chunk_text(gcsh_session *s, const char *src)
-{
-    gcsh_run_result res;
-    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &res);
-}
-
 /* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
  * (nothing ran; the prompt reads another line). */
 static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
@@ -682,6 +806,12 @@ void gcsh_repl(gcsh_session *s)
     while (!s->quit) {
         char *line = NULL;
         enum got g = read_line(s, chunk != NULL, &line);
+        if (g == GOT_TERM) {
+            gcsh_coord_say(s->coord, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops");
+            s->coord->end_status = GCSH_EXIT_TERM;
+            s->quit = 1;
+            break;
+        }
         if (g == GOT_EOF)
             break;
         if (g == GOT_INTERRUPT) {
@@ -705,7 +835,7 @@ void gcsh_repl(gcsh_session *s)
         free(chunk);
         chunk = NULL;
     }
-    if (chunk) { /* input ended inside a chunk: say why it never ran */
+    if (chunk && s->coord->end_status < 0) { /* input ended inside a chunk: say why */
         int expr = chunk[0] == '=';
         lua_pushfstring(s->syntax, "%s%s", expr ? "return " : "", chunk + expr);
         size_t len;

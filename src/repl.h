@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coord.h"
 #include "term.h"
@@ -18,6 +19,7 @@ typedef struct gcsh_session {
     gcsh_term *term;
     lua_State *syntax; /* a bare Lua state for compile checks on rank 0 */
     lua_State *L0;     /* rank 0's worker state: read for completion only */
+    lua_State *fmt;    /* rank 0's formatter (.info, .help TOPIC), made on first use */
     char *targets;     /* per rank: 1 if lines run there (.ranks) */
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (check.h) */
@@ -26,6 +28,8 @@ typedef struct gcsh_session {
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     gcsh_recorder *rec; /* .record / --record: where lines are recorded, or NULL */
     char syntax_msg[512]; /* the last line's syntax error */
+    gcsh_text inbuf;   /* piped input read but not yet taken as lines */
+    int in_eof;        /* the pipe or file has ended */
     gcsh_lesson *lesson; /* the lesson .next goes through, or NULL */
 } gcsh_session;
 
@@ -66,5 +70,8 @@ char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len);
 
 /* Reads and runs lines until end of input or .quit. */
 void gcsh_repl(gcsh_session *s);
+
+/* The dot-commands and what they do, one per line (for gcsh --help). */
+void gcsh_print_dot_commands(FILE *f);
 
 #endif

@@ -14,7 +14,7 @@ static int sig_write_fd = -1;
 static void on_signal(int sig)
 {
     int saved = errno;
-    char c = sig == SIGINT ? GCSH_SIG_INT : GCSH_SIG_WINCH;
+    char c = sig == SIGINT ? GCSH_SIG_INT : sig == SIGWINCH ? GCSH_SIG_WINCH : GCSH_SIG_TERM;
     if (write(sig_write_fd, &c, 1) < 0) {
         /* pipe full: a signal is already pending, nothing is lost */
     }
@@ -33,6 +33,8 @@ int gcsh_sig_install(void)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGWINCH, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     return p[0];
 }
 
@@ -43,6 +45,8 @@ int gcsh_sig_drain(int fd)
     ssize_t n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; i++)
-            mask |= buf[i] == GCSH_SIG_INT ? 1 : 2;
+            mask |= buf[i] == GCSH_SIG_INT     ? GCSH_SIGMASK_INT
+                    : buf[i] == GCSH_SIG_WINCH ? GCSH_SIGMASK_WINCH
+                                               : GCSH_SIGMASK_TERM;
     return mask;
 }

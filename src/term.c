@@ -32,6 +32,8 @@ static int stdin_is_devnull(void)
     return fstat(0, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
 }
 
+static void open_streams(gcsh_term *t);
+
 /* Opens /dev/tty and makes our process group the foreground one. */
 static int take_terminal(gcsh_term *t)
 {
@@ -53,9 +55,23 @@ static int take_terminal(gcsh_term *t)
     return 0;
 }
 
+/* Whether what rank 0 prints reaches a terminal. */
+static int out_reaches_tty(const gcsh_term *t)
+{
+    if (t->tty && t->out == t->tty)
+        return 1;
+    return gcsh_under_mpirun() ? parent_fd_is_tty(1) : isatty(fileno(t->out));
+}
+
 void gcsh_term_open(gcsh_term *t, int force)
 {
     *t = (gcsh_term){.in = stdin, .out = stdout, .saved_fg = -1, .interactive = force};
+    open_streams(t);
+    t->out_tty = out_reaches_tty(t);
+}
+
+static void open_streams(gcsh_term *t)
+{
     if (isatty(0)) {
         t->interactive = t->editing = 1;
         return;

@@ -18,6 +18,8 @@ typedef struct gcsh_term {
     FILE *tty;        /* /dev/tty when we opened it (prompts go there), else NULL */
     int interactive;  /* show a banner and prompts */
     int editing;      /* readline: in is a terminal */
+    int out_tty;      /* out reaches a terminal (under mpirun, stdout is a pty of
+                         mpirun's even when mpirun's own output is a pipe) */
     pid_t saved_fg;   /* foreground group to give back, or -1 */
     const char *hint; /* a one-line notice for the user, or NULL */
 } gcsh_term;

@@ -1,6 +1,9 @@
 /* Small helpers shared by every binding and backend. */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <lauxlib.h>
@@ -50,4 +53,38 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
         lua_pushcclosure(L, index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
+}
+
+/* The number after "node" in the name of a sysfs folder's nodeN entry. */
+int gcsh_numa_of_cpu(int cpu)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", cpu);
+    DIR *d = cpu >= 0 ? opendir(path) : NULL;
+    if (!d)
+        return -1;
+    int node = -1;
+    struct dirent *e;
+    while (node < 0 && (e = readdir(d)))
+        if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9')
+            node = atoi(e->d_name + 4);
+    closedir(d);
+    return node;
+}
+
+int gcsh_numa_of_pci(const char *bus)
+{
+    unsigned dom, b, dev, fn;
+    if (sscanf(bus, "%x:%x:%x.%x", &dom, &b, &dev, &fn) != 4)
+        return -1;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", dom, b, dev, fn);
+    FILE *f = fopen(path, "r");
+    int node = -1;
+    if (f) {
+        if (fscanf(f, "%d", &node) != 1)
+            node = -1;
+        fclose(f);
+    }
+    return node; /* -1 also where the platform has no NUMA */
 }

@@ -189,6 +189,46 @@ static void capture_string(gcsh_ctx *ctx, const char *s)
     gcsh_capture_write(ctx->cap, "\n", 1);
 }
 
+/* Whether the value at idx is a table without a text of its own (no
+ * __tostring or __name): auto-print shows what is in it. */
+static int plain_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return 0;
+    int own = 0;
+    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    return !own;
+}
+
+/* Tables among the results become their text (gcsh.pretty.format, which
+ * the prelude registers as AUTOPRINT_KEY), as trepl prints them. */
+#define AUTOPRINT_KEY "gcsh.autoprint"
+static void format_tables(lua_State *L, int first, int n)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, AUTOPRINT_KEY) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        return; /* no prelude: tables print as lua.c prints them */
+    }
+    for (int i = first; i < first + n; i++) {
+        if (!plain_table(L, i))
+            continue;
+        lua_pushvalue(L, -1);
+        lua_pushvalue(L, i);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+            lua_replace(L, i);
+        else
+            lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 /* Prints a chunk's results through the global print, as lua.c does. */
 static void print_results(lua_State *L, int first)
 {
@@ -196,6 +236,7 @@ static void print_results(lua_State *L, int first)
     if (n <= 0)
         return;
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    format_tables(L, first, n);
     lua_getglobal(L, "print");
     lua_insert(L, first);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
@@ -216,9 +257,9 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
         print_results(L, base + 2);
-    if (st != LUA_OK && lua_touserdata(L, -1) == gcsh_exit_token() && w->ctx->exit_code >= 0) {
-        lua_settop(L, base);
-        return CHUNK_EXIT | (uint32_t)w->ctx->exit_code << 8;
+    if (st != LUA_OK && w->ctx->exit_code >= 0) {
+        lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
+        return CHUNK_ERROR;
     }
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
@@ -244,7 +285,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     const char *src = m->data + sizeof hdr + namelen;
     size_t len = m->h.len - sizeof hdr - namelen;
 
-    gcsh_capture_begin(&w->cap, m->h.seq);
+    gcsh_capture_begin(&w->cap, m->h.seq, (flags & CHUNK_PROGRESS) != 0);
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
     if (w->ctx->trace)
         gcsh_trace_chunk_begin(w->ctx, src, len);
@@ -264,6 +305,8 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     lua_sethook(w->ctx->L, NULL, 0, 0);
     if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
+    if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */
+        status = CHUNK_EXIT_WORD(w->ctx->exit_code);
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
     if (w->ctx->trace)

@@ -51,7 +51,8 @@ if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" u
     for t in "$BUILD_DIR"/tests/test_*; do
         [ -x "$t" ] || continue
         selected "$t" || continue
-        out=$(timeout "$PER_TEST_TIMEOUT" "$t" 2>&1); st=$?
+        # build/tests/test_x is not where gcsh looks for its Lua files
+        out=$(GCSH_LUA_DIR="$PWD/lua" timeout "$PER_TEST_TIMEOUT" "$t" 2>&1); st=$?
         echo "  $(basename "$t"): $(printf '%s\n' "$out" | tail -n 1)"
         add_counts "$(basename "$t")" "$out" $st
     done

@@ -4,7 +4,7 @@
 --   rows = bench.collective{op="allreduce", min=8, max=32<<20, factor=2, dtype="f32",
 --                           redop="sum", root=0, iters=20, warmup=5, check=true,
 --                           comm=comm.world(), inplace=false, average="avg", quiet=false,
---                           checked=false}
+--                           checked=false, csv=nil, json=nil}
 --
 -- Prints nccl-tests' columns on the communicator's rank 0 (other ranks print
 -- nothing) and returns the rows on every rank:
@@ -14,6 +14,10 @@
 -- The timed calls run back to back, one timer around them, as nccl-tests
 -- times: with .check off (checked=false, the default) or on (checked=true,
 -- what a user's own loop at the prompt pays).
+-- csv="file.csv" and json="file.json" write the same rows for other tools
+-- (rank 0; JSON: {bench=, ranks=, backend=, rows=[...]}, through the dkjson
+-- module).  A terminal shows a progress line while the sizes run
+-- (gcsh.progress).
 --
 -- As in nccl-tests (src/*.cu and doc/PERFORMANCE.md):
 --   * each size S (bytes) gives count = S / sizeof(dtype); each collective
@@ -239,7 +243,7 @@ local DEFAULTS = {
   op = "allreduce", min = 8, max = 32 << 20, factor = 2, dtype = "f32", redop = "sum",
   root = 0, iters = 20, warmup = 5, check = true, inplace = false, average = "avg",
   quiet = false, comm = false, -- comm: comm.world() when not given
-  checked = false,
+  checked = false, csv = false, json = false,
 }
 
 local DTYPE_SIZE = { f64 = 8, f32 = 4, f16 = 2, bf16 = 2, i64 = 8, i32 = 4, u32 = 4, u8 = 1, i8 = 1 }
@@ -281,7 +285,81 @@ local function options(opts)
   if spec.rooted then
     need(math.type(o.root) == "integer" and o.root >= 0 and o.root < n, "root %s out of range (valid 0..%d)", tostring(o.root), n - 1)
   end
+  need(not o.csv or type(o.csv) == "string", "csv must be a file name")
+  need(not o.json or type(o.json) == "string", "json must be a file name")
   return o
+end
+
+-- The sizes a run visits: min, then times factor (always moving on) up to max.
+local function sizes_of(o)
+  local list, size = {}, o.min
+  while size <= o.max do
+    list[#list + 1] = size
+    size = math.max(size + 1, math.floor(size * o.factor))
+  end
+  return list
+end
+
+-- ---- results for other tools: csv= and json= -------------------------------
+
+local function json_module()
+  local ok, json = pcall(require, "dkjson")
+  return ok and json or nil
+end
+
+-- Opens o.csv and o.json on the communicator's rank 0 before anything is
+-- timed, so that a bad path or a missing JSON module fails at once, and on
+-- every rank alike (rank 0's verdict goes round with c:agree).
+local function open_outputs(o, who)
+  local files, problem = {}, ""
+  if o.comm.rank == 0 then
+    if o.json and not json_module() then
+      problem = "json= needs the dkjson module (Debian package lua-dkjson; "
+                .. "scripts/install-deps.sh installs it)"
+    end
+    for _, kind in ipairs { "csv", "json" } do
+      if o[kind] and problem == "" then
+        local f, err = io.open(o[kind], "w")
+        if f then files[kind] = f else problem = kind .. "=: " .. err end
+      end
+    end
+  end
+  problem = o.comm:agree(problem)[1]
+  if problem ~= "" then
+    for _, f in pairs(files) do f:close() end
+    error(who .. ": " .. problem, 3)
+  end
+  return files
+end
+
+-- Writes rows (fields: {{name, csv format}, ...}) to the files open_outputs
+-- opened: CSV with a header line; JSON {bench=, ranks=, backend=, rows=[...]}
+-- with each row's fields in the same order.
+local function write_outputs(files, fields, rows, bench_name, ranks)
+  local names = {}
+  for i, f in ipairs(fields) do names[i] = f[1] end
+  if files.csv then
+    files.csv:write(table.concat(names, ","), "\n")
+    for _, r in ipairs(rows) do
+      local cells = {}
+      for i, f in ipairs(fields) do cells[i] = string.format(f[2], r[f[1]]) end
+      files.csv:write(table.concat(cells, ","), "\n")
+    end
+    files.csv:close()
+  end
+  if files.json then
+    local order = { "bench", "ranks", "backend", "rows" }
+    for _, name in ipairs(names) do order[#order + 1] = name end
+    local clean = {}
+    for i, r in ipairs(rows) do
+      clean[i] = {}
+      for _, name in ipairs(names) do clean[i][name] = r[name] end
+    end
+    files.json:write(json_module().encode({ bench = bench_name, ranks = ranks,
+                                            backend = gcsh.backend, rows = clean },
+                                          { indent = true, keyorder = order }), "\n")
+    files.json:close()
+  end
 end
 
 -- One number per rank combined over the communicator.
@@ -300,7 +378,7 @@ local function print_header(cols)
     for i, col in ipairs(cols) do
       cells[i] = string.format("%" .. (i == 1 and col[3] - 2 or col[3]) .. "s", col[line])
     end
-    print("# " .. table.concat(cells, "  "))
+    print((("# " .. table.concat(cells, "  ")):gsub("%s+$", "")))
   end
 end
 
@@ -395,19 +473,28 @@ local function bench_size(spec, o, size)
   }
 end
 
+local COLLECTIVE_FIELDS = {
+  { "size", "%d" }, { "count", "%d" }, { "type", "%s" }, { "redop", "%s" }, { "root", "%d" },
+  { "time_us", "%.3f" }, { "algbw", "%.4f" }, { "busbw", "%.4f" }, { "wrong", "%d" },
+  { "issue_us", "%.3f" },
+}
+
 function bench.collective(opts)
   local o = options(opts)
+  local files = open_outputs(o, "bench.collective")
   local spec, speaks = COLLS[o.op], o.comm.rank == 0 and not o.quiet
   if speaks then print_header(COLLECTIVE_COLUMNS) end
-  local rows, size = {}, o.min
-  while size <= o.max do
+  local rows, sizes = {}, sizes_of(o)
+  for i, size in ipairs(sizes) do
+    gcsh.progress(i - 1, #sizes, "bench.collective")
     local row = bench_size(spec, o, size)
     if row then
       rows[#rows + 1] = row
       if speaks then print_row(COLLECTIVE_COLUMNS, row) end
     end
-    size = math.max(size + 1, math.floor(size * o.factor)) -- always moves on
   end
+  gcsh.progress()
+  write_outputs(files, COLLECTIVE_FIELDS, rows, "collective " .. o.op, o.comm.size)
   return rows
 end
 
@@ -485,14 +572,15 @@ end
 -- Columns as bench.collective's plus the algorithm; timed loops run with
 -- .check off unless checked=true, as there.  Rows are returned on every rank
 -- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=, issue_us=}).
--- csv= writes them (rank 0); chart= draws one bar per algorithm per size:
+-- csv= and json= write them (rank 0, as bench.collective's); chart= draws one
+-- bar per algorithm per size:
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
 local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
                    multicast = true, auto = true }
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
-  min_time = 0.002, check = true, kind = false, comm = false, csv = false, chart = "busbw",
-  average = "avg", quiet = false, checked = false,
+  min_time = 0.002, check = true, kind = false, comm = false, csv = false, json = false,
+  chart = "busbw", average = "avg", quiet = false, checked = false,
 }
 
 local function ar_options(opts)
@@ -517,6 +605,8 @@ local function ar_options(opts)
   need(type(o.min_time) == "number" and o.min_time >= 0, "min_time must be a number >= 0 (seconds)")
   need(o.chart == "busbw" or o.chart == "time" or o.chart == false, "chart must be \"busbw\", \"time\" or false")
   need(AVERAGES[o.average], "unknown average '%s'", tostring(o.average))
+  need(not o.csv or type(o.csv) == "string", "csv must be a file name")
+  need(not o.json or type(o.json) == "string", "json must be a file name")
   return o
 end
 
@@ -573,14 +663,11 @@ end
 local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" } }, RATE_COLUMNS,
   { { "issue", "(us)", 9, ".2f", "issue_us" } })
 
-local function write_csv(path, rows)
-  local f = assert(io.open(path, "w"))
-  f:write("algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us\n")
-  for _, r in ipairs(rows) do
-    f:write(string.format("%s,%d,%d,%s,%s,%.3f,%.4f,%.4f,%d,%.3f\n", r.algo, r.size, r.count, r.type, r.redop, r.time_us, r.algbw, r.busbw, r.wrong, r.issue_us))
-  end
-  f:close()
-end
+local ALLREDUCE_FIELDS = {
+  { "algo", "%s" }, { "size", "%d" }, { "count", "%d" }, { "type", "%s" }, { "redop", "%s" },
+  { "time_us", "%.3f" }, { "algbw", "%.4f" }, { "busbw", "%.4f" }, { "wrong", "%d" },
+  { "issue_us", "%.3f" },
+}
 
 local function human(bytes)
   local units = { "B", "KiB", "MiB", "GiB" }
@@ -617,28 +704,32 @@ end
 
 function bench.allreduce(opts)
   local o = ar_options(opts)
+  local files = open_outputs(o, "bench.allreduce")
   local c, speaks = o.comm, o.comm.rank == 0 and not o.quiet
   local maxn = math.max(1, o.max // DTYPE_SIZE[o.dtype])
   local w = c:window(maxn, o.dtype, o.kind and { kind = o.kind } or nil)
   local plain = tensor.new(maxn, o.dtype)
   if speaks then print_header(ALLREDUCE_COLUMNS) end
-  local rows, size = {}, o.min
-  while size <= o.max do
+  local rows, sizes, step = {}, sizes_of(o), 0
+  local steps = #sizes * #o.algos
+  for _, size in ipairs(sizes) do
     local n = size // DTYPE_SIZE[o.dtype]
-    if n > 0 then
-      for _, algo in ipairs(o.algos) do
+    for _, algo in ipairs(o.algos) do
+      gcsh.progress(step, steps, "bench.allreduce")
+      step = step + 1
+      if n > 0 then
         local row = ar_row(o, algo, n, c, w, plain)
         rows[#rows + 1] = row
         if speaks then print_row(ALLREDUCE_COLUMNS, row) end
       end
     end
-    size = math.max(size + 1, math.floor(size * o.factor))
   end
+  gcsh.progress()
   c:barrier()
   w:free()
   plain:free()
   if speaks and o.chart and #rows > 0 then bench.chart(rows, o.chart) end
-  if c.rank == 0 and o.csv then write_csv(o.csv, rows) end
+  write_outputs(files, ALLREDUCE_FIELDS, rows, "allreduce", c.size)
   return rows
 end
 
@@ -687,8 +778,20 @@ local function best_crossovers(at, sizes)
   return best_o, best_t, best_worst
 end
 
+-- The worse of a and b by pick (math.max or math.min); nil when neither was
+-- measured, so an algorithm that did not run says n/a, not 0.
+local function worse(a, b, pick)
+  if a == nil then return b end
+  return pick(a, b)
+end
+
 function bench.allreduce_targets(rows, opts)
   opts = opts or {}
+  if type(rows) ~= "table" or #rows == 0 or type(rows[1]) ~= "table" or not rows[1].algo then
+    error("bench.allreduce_targets: rows must be the non-empty list that bench.allreduce "
+          .. "returns (got " .. (type(rows) == "table" and (#rows == 0 and "an empty table"
+          or "a table without algo rows") or type(rows)) .. ")", 2)
+  end
   local at = {}
   for _, r in ipairs(rows) do
     at[r.size] = at[r.size] or {}
@@ -697,23 +800,23 @@ function bench.allreduce_targets(rows, opts)
   local sizes = {}
   for size in pairs(at) do sizes[#sizes + 1] = size end
   table.sort(sizes)
-  local t = { oneshot_vs_nccl = 0, oneshot_vs_nccl_sym = 0, twoshot_vs_nccl = math.huge, auto_vs_best = 0 }
+  local t = {}
   for _, size in ipairs(sizes) do
     local a = at[size]
     if size <= 64 << 10 and a.oneshot then
-      if a.nccl then t.oneshot_vs_nccl = math.max(t.oneshot_vs_nccl, a.oneshot.time_us / a.nccl.time_us) end
-      if a.nccl_sym then t.oneshot_vs_nccl_sym = math.max(t.oneshot_vs_nccl_sym, a.oneshot.time_us / a.nccl_sym.time_us) end
+      if a.nccl then t.oneshot_vs_nccl = worse(t.oneshot_vs_nccl, a.oneshot.time_us / a.nccl.time_us, math.max) end
+      if a.nccl_sym then t.oneshot_vs_nccl_sym = worse(t.oneshot_vs_nccl_sym, a.oneshot.time_us / a.nccl_sym.time_us, math.max) end
     end
     if size >= 256 << 20 and a.twoshot and a.nccl then
-      t.twoshot_vs_nccl = math.min(t.twoshot_vs_nccl, a.twoshot.busbw / a.nccl.busbw)
+      t.twoshot_vs_nccl = worse(t.twoshot_vs_nccl, a.twoshot.busbw / a.nccl.busbw, math.min)
     end
     local best = math.huge
     for algo, r in pairs(a) do if algo ~= "auto" then best = math.min(best, r.time_us) end end
-    if a.auto and best < math.huge then t.auto_vs_best = math.max(t.auto_vs_best, a.auto.time_us / best) end
+    if a.auto and best < math.huge then t.auto_vs_best = worse(t.auto_vs_best, a.auto.time_us / best, math.max) end
   end
-  if t.twoshot_vs_nccl == math.huge then t.twoshot_vs_nccl = nil end
   local one_max, two_max, worst = best_crossovers(at, sizes)
-  t.suggest_oneshot_max, t.suggest_twoshot_max, t.suggest_worst = one_max, two_max, worst
+  t.suggest_oneshot_max, t.suggest_twoshot_max = one_max, two_max
+  t.suggest_worst = worst < math.huge and worst or nil
   local c = opts.comm or comm.world()
   if c.rank == 0 and not opts.quiet then
     local function f(v) return v and string.format("%.3f", v) or "n/a" end
@@ -722,7 +825,7 @@ function bench.allreduce_targets(rows, opts)
     print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
     print(string.format("#   measured crossovers for src/kern_tune.h: oneshot_max = %d, twoshot_max = %d"
-                        .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %.3f)", one_max, two_max, worst))
+                        .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %s)", one_max, two_max, f(t.suggest_worst)))
   end
   return t
 end

@@ -1,6 +1,9 @@
 -- Runs once in every rank's Lua state after the C libraries are open:
 -- the Lua parts of the shell that every rank has as globals.
 show = require("gcsh.show").show
+help = require("gcsh.help").help
+-- The prompt's auto-print shows tables through this (src/worker.c).
+debug.getregistry()["gcsh.autoprint"] = require("gcsh.pretty").format
 repro = require("gcsh.repro")
 -- Clocks make a command's output vary between runs: a replay (gcsh
 -- --replay) records it without comparing it.  os.time(t) and os.date(fmt, t)

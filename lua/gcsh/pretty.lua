@@ -1,52 +1,131 @@
--- Pretty-printing of nested Lua tables, keys sorted, for .info and friends.
+-- gcsh.pretty: Lua values as readable text, for the prompt's auto-print
+-- (a line's results that are tables print through format, as in trepl) and
+-- for anyone who wants it: require("gcsh.pretty").format(v [, opts]).
+--
+--   {1, 2, 3}
+--   {backend = "host", devices = {{index = 0, name = "cpu"}}, n = 4}
+--   {
+--     crossovers = {...},
+--     long_key = "a string that does not fit on the line with the others",
+--   }
+--
+-- Keys sorted (the array part first, in order; then numbers, then strings),
+-- a table on one line when it fits in the width, else one entry per line;
+-- nesting beyond `depth` shows as {...}, entries beyond `items` as
+-- "... (N more)".  Values with __tostring or __name (tensors, windows)
+-- print as tostring does.  The text is the same on every rank that holds
+-- the same value, so the prompt folds it across ranks.
 local M = {}
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b)
-    if type(a) == type(b) and (type(a) == "number" or type(a) == "string") then return a < b end
-    return type(a) < type(b)
-  end)
-  return keys
+M.defaults = { depth = 4, width = 72, items = 40 }
+
+local function has_own_text(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and (mt.__tostring ~= nil or mt.__name ~= nil)
 end
 
--- A flat array of scalars prints on one line: {0, 1, 1}.
-local function is_flat_array(t)
+local function scalar(v)
+  if type(v) == "string" then
+    return (string.format("%q", v):gsub("\\\n", "\\n"):gsub("\t", "\\t"))
+  end
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2 ^ 53 then
+    return string.format("%.1f", v)
+  end
+  return tostring(v)
+end
+
+local function key_text(k)
+  if type(k) == "string" and k:match("^[%a_][%w_]*$") then return k end
+  return "[" .. scalar(k) .. "]"
+end
+
+local KEY_RANK = { number = 1, string = 2 }
+
+-- The entries of t: the array part 1..n in order, then the other keys sorted.
+local function entries(t)
   local n = #t
-  if n == 0 then return false end
+  local list, rest = {}, {}
+  for i = 1, n do list[i] = { i, t[i], array = true } end
   for k, v in pairs(t) do
-    if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 or type(v) == "table" then
-      return false
+    if not (math.type(k) == "integer" and k >= 1 and k <= n) then rest[#rest + 1] = { k, v } end
+  end
+  table.sort(rest, function(a, b)
+    local ta, tb = KEY_RANK[type(a[1])] or 3, KEY_RANK[type(b[1])] or 3
+    if ta ~= tb then return ta < tb end
+    if ta == 3 then return tostring(a[1]) < tostring(b[1]) end
+    return a[1] < b[1]
+  end)
+  for _, e in ipairs(rest) do list[#list + 1] = e end
+  return list
+end
+
+local render
+
+local function entry_text(e, o, level, seen, indent)
+  local prefix = e.array and "" or (key_text(e[1]) .. " = ")
+  return prefix .. render(e[2], o, level + 1, seen, indent, indent + #prefix)
+end
+
+-- An array of scalars too long for one line: as many per line as fit.
+local function filled(parts, indent, o)
+  local pad = string.rep(" ", indent + 2)
+  local lines, line = { "{" }, pad
+  for i, part in ipairs(parts) do
+    local item = part .. (i < #parts and "," or "")
+    if #line > #pad and #line + 1 + #item > o.width then
+      lines[#lines + 1] = line
+      line = pad .. item
+    else
+      line = line .. (#line > #pad and " " or "") .. item
     end
   end
-  return true
+  lines[#lines + 1] = line
+  lines[#lines + 1] = string.rep(" ", indent) .. "}"
+  return table.concat(lines, "\n")
 end
 
-local function render(v, indent, out)
-  if type(v) ~= "table" then
-    out[#out + 1] = type(v) == "string" and v or tostring(v)
-    return
+-- v as text.  indent: the indentation of the line v is on (nested lines go
+-- two further); col: the column where v starts (for the width).
+function render(v, o, level, seen, indent, col)
+  if type(v) ~= "table" or has_own_text(v) then
+    return type(v) == "table" and tostring(v) or scalar(v)
   end
-  if is_flat_array(v) then
-    local parts = {}
-    for i = 1, #v do parts[i] = tostring(v[i]) end
-    out[#out + 1] = "{" .. table.concat(parts, ", ") .. "}"
-    return
+  if seen[v] then return "{...} (a cycle)" end
+  local list = entries(v)
+  if #list == 0 then return "{}" end
+  if level >= o.depth then return "{...}" end
+  seen[v] = true
+  local shown = math.min(#list, o.items)
+  local parts, inline, width, scalars = {}, true, 2, true
+  for i = 1, shown do
+    parts[i] = entry_text(list[i], o, level, seen, indent + 2)
+    width = width + #parts[i] + 2
+    if parts[i]:find("\n", 1, true) then inline = false end
+    scalars = scalars and list[i].array and type(list[i][2]) ~= "table"
   end
-  for _, k in ipairs(sorted_keys(v)) do
-    out[#out + 1] = "\n" .. string.rep("  ", indent) .. tostring(k) .. ": "
-    render(v[k], indent + 1, out)
+  if shown < #list then parts[#parts + 1] = string.format("... (%d more)", #list - shown) end
+  seen[v] = nil
+  if inline and col + width <= o.width then
+    return "{" .. table.concat(parts, ", ") .. "}"
   end
+  if scalars then return filled(parts, indent, o) end
+  local pad = string.rep(" ", indent + 2)
+  local lines = { "{" }
+  for i, part in ipairs(parts) do
+    lines[#lines + 1] = pad .. part .. (i <= shown and "," or "")
+  end
+  lines[#lines + 1] = string.rep(" ", indent) .. "}"
+  return table.concat(lines, "\n")
 end
 
--- Returns the text of v: one "key: value" line per field, nested tables indented.
-function M.format(v)
-  local out = {}
-  render(v, 0, out)
-  return (table.concat(out):gsub("^\n", ""))
+-- The text of v.  opts: depth (nesting shown), width (columns), items
+-- (entries shown per table); defaults in M.defaults.
+function M.format(v, opts)
+  local o = {}
+  for k, d in pairs(M.defaults) do o[k] = opts and opts[k] or d end
+  return render(v, o, 0, {}, 0, 0)
 end
 
-function M.print(v) print(M.format(v)) end
+function M.print(v, opts) print(M.format(v, opts)) end
 
 return M

@@ -69,6 +69,7 @@ local PLAN_SLOT, OWN_SLOT = 0, 1
 
 local Stepper = {}
 Stepper.__index = Stepper
+Stepper.__name = "stepper" -- its type's name in errors, and help(st)'s topic
 
 -- ---- argument checks -----------------------------------------------------------
 

@@ -90,6 +90,17 @@ int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
  * sleeps 20 us between polls (cuda_util.c says why). */
 void cuda_poll_pause(unsigned polls);
 
+/* One cuDeviceGetAttribute (a query: it changes nothing) through the
+ * runtime's entry points; -1 (and *v = 0) when the driver cannot answer. */
+int cuda_device_attribute(int dev, CUdevice_attribute attr, int *v);
+
+/* Whether this rank may use NVLS, by the opt-in of src/DESIGN.md (safety
+ * rules), in its order: the environment first (GCSH_MULTICAST=1,
+ * NCCL_NVLS_ENABLE not 0), then the caller's own refusal (NULL: none), and
+ * only when none of these refuse, the device's multicast attribute.  0 with
+ * the reasons in why. */
+int cuda_nvls_policy(cuda_state *st, const char *refusal, char *why, size_t len);
+
 /* Loads st->drv once; -1 with ctx->err when the driver lacks a call. */
 int cuda_driver_load(gcsh_ctx *ctx, cuda_state *st);
 int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const char *call,

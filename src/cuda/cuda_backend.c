@@ -19,6 +19,32 @@ int gcsh_cuda_available(void)
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
+/* "13.0" from 13000: the CUDA version encoding. */
+static void cuda_version_string(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) == ncclSuccess)
+        snprintf(nccl, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else
+        snprintf(nccl, len, "unknown (ncclGetVersion failed)");
+    v = 0;
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0)
+        cuda_version_string(v, runtime, len);
+    else
+        snprintf(runtime, len, "unknown");
+    v = 0;
+    /* 0 when no driver is installed */
+    if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
+        cuda_version_string(v, driver, len);
+    else
+        snprintf(driver, len, "none (no NVIDIA driver on this machine)");
+}
+
 static void state_free(cuda_state *st)
 {
     if (st->wctl)
@@ -159,19 +185,101 @@ static void push_peer_matrix(lua_State *L, int count)
     }
 }
 
+/* "0000:19:00.0": the form sysfs and every rank use, whatever the runtime
+ * gives. */
+static int pci_bus_of(int dev, char *bus, size_t len)
+{
+    char raw[64];
+    unsigned dom, b, d, fn;
+    if (cudaDeviceGetPCIBusId(raw, sizeof raw, dev) != cudaSuccess ||
+        sscanf(raw, "%x:%x:%x.%x", &dom, &b, &d, &fn) != 4)
+        return -1;
+    snprintf(bus, len, "%04x:%02x:%02x.%x", dom, b, d, fn);
+    return 0;
+}
+
+/* The link from device `from` to device `to`: "NV" when peer access comes
+ * with native atomics (NVLink, NVSwitch: PCIe peer access has none), "P2P"
+ * for peer access without them (PCIe), "none".  No NVML: runtime queries. */
+static const char *link_kind(int from, int to)
+{
+    int can = 0, atomics = 0;
+    if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || !can)
+        return "none";
+    if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, from, to) ==
+            cudaSuccess &&
+        atomics)
+        return "NV";
+    return "P2P";
+}
+
+/* links[pci] = link_kind(mine, that device), for every device visible here:
+ * rank 0 builds the matrix between ranks from every rank's table. */
+static void push_links(lua_State *L, int mine, int count)
+{
+    lua_createtable(L, 0, count);
+    for (int d = 0; d < count; d++) {
+        char bus[32];
+        if (d == mine || pci_bus_of(d, bus, sizeof bus) != 0)
+            continue;
+        lua_pushstring(L, link_kind(mine, d));
+        lua_setfield(L, -2, bus);
+    }
+}
+
+static const char *yes_no(int dev, CUdevice_attribute attr)
+{
+    int v = 0;
+    if (cuda_device_attribute(dev, attr, &v) != 0)
+        return "unknown (the driver cannot say)";
+    return v ? "yes" : "no";
+}
+
+/* The capabilities gcsh uses: peer access, CUDA VMM and its handle types
+ * (vmm windows pass POSIX fds; fabric handles would cross nodes), NVLS and
+ * why it is off (the opt-in policy: no multicast query without it), NCCL's
+ * symmetric windows (ncclCommWindowRegister, NCCL 2.27 on; nccl windows). */
+static void push_capabilities(lua_State *L, cuda_state *st, int count)
+{
+    int p2p = 0;
+    for (int d = 0; d < count && !p2p; d++) {
+        int can = 0;
+        p2p = d != st->dev && cudaDeviceCanAccessPeer(&can, st->dev, d) == cudaSuccess && can;
+    }
+    lua_pushstring(L, count < 2 ? "no (one visible GPU)" : p2p ? "yes" : "no");
+    lua_setfield(L, -2, "p2p");
+    lua_pushstring(L, yes_no(st->dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED));
+    lua_setfield(L, -2, "vmm");
+    lua_pushstring(L, yes_no(st->dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED));
+    lua_setfield(L, -2, "cumem_fd");
+    lua_pushstring(L, yes_no(st->dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED));
+    lua_setfield(L, -2, "cumem_fabric");
+    char why[200];
+    if (cuda_nvls_policy(st, NULL, why, sizeof why))
+        lua_pushstring(L, "allowed (opted in; nccl windows only)");
+    else
+        lua_pushfstring(L, "off: %s", why);
+    lua_setfield(L, -2, "nvls");
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess)
+        lua_pushstring(L, "unknown (ncclGetVersion failed)");
+    else if (v < 22700)
+        lua_pushfstring(L, "no (NCCL %d.%d: 2.27 is the first with symmetric windows)",
+                        v / 10000, (v / 100) % 100);
+    else
+        lua_pushstring(L, "yes");
+    lua_setfield(L, -2, "nccl_symmetric");
+}
+
 static void cuda_info(gcsh_ctx *ctx, void *lua_state)
 {
     lua_State *L = lua_state;
-    cuda_state *st = ctx->be_state;
+    cuda_state *st = cuda_enter(ctx);
     int count = 0, drv = 0, rt = 0;
     cudaGetDeviceCount(&count);
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
     lua_newtable(L);
-    lua_pushstring(L, "cuda");
-    lua_setfield(L, -2, "backend");
-    lua_pushstring(L, ctx->device);
-    lua_setfield(L, -2, "device");
     lua_pushinteger(L, st ? st->dev : -1);
     lua_setfield(L, -2, "gpu");
     push_cuda_version(L, drv);
@@ -184,6 +292,27 @@ static void cuda_info(gcsh_ctx *ctx, void *lua_state)
     lua_setfield(L, -2, "devices");
     push_peer_matrix(L, count);
     lua_setfield(L, -2, "peer_access");
+    if (!st)
+        return;
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, st->dev) == cudaSuccess) {
+        lua_pushstring(L, p.name);
+        lua_setfield(L, -2, "gpu_name");
+        lua_pushinteger(L, (lua_Integer)p.totalGlobalMem);
+        lua_setfield(L, -2, "gpu_memory");
+        lua_pushfstring(L, "%d.%d", p.major, p.minor);
+        lua_setfield(L, -2, "compute_capability");
+    }
+    char bus[32];
+    if (pci_bus_of(st->dev, bus, sizeof bus) == 0) {
+        lua_pushstring(L, bus);
+        lua_setfield(L, -2, "pci");
+        lua_pushinteger(L, gcsh_numa_of_pci(bus));
+        lua_setfield(L, -2, "numa");
+    }
+    push_capabilities(L, st, count);
+    push_links(L, st->dev, count);
+    lua_setfield(L, -2, "links");
 }
 
 /* gcsh.nccl: the version of the NCCL library actually loaded (not the header's). */

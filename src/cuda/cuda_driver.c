@@ -43,3 +43,15 @@ int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const ch
     return gcsh_set_error(ctx, "%s:%d: cu%s: %s (CUresult %d)", file, line, call,
                           s ? s : "unknown error", (int)r);
 }
+
+int cuda_device_attribute(int dev, CUdevice_attribute attr, int *v)
+{
+    PFN_cuDeviceGetAttribute_v2000 get_attr = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    *v = 0;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", (void **)&get_attr, DRV_VERSION,
+                                         cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !get_attr)
+        return -1;
+    return get_attr(v, attr, dev) == CUDA_SUCCESS ? 0 : -1;
+}

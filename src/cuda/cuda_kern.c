@@ -4,7 +4,7 @@
  * GCSH_GPU_WAIT_TIMEOUT and released by an interrupt, as s:wait does.
  *
  * Multicast.  NVLS runs only when the user opted in and the machine allows
- * it (DESIGN.md, Safety rules): GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0",
+ * it (src/DESIGN.md, safety rules): GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0",
  * the device reports CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and the window
  * is of kind nccl (the multicast address comes from NCCL's LSA multimem).
  * The environment is read first, so without the opt-in nothing of the
@@ -43,7 +43,7 @@ fail:
     return -1;
 }
 
-/* ---- multicast: the opt-in, checked in DESIGN.md's order ------------------------ */
+/* ---- multicast: the opt-in, checked in src/DESIGN.md's order ------------------------ */
 
 static void add_reason(char *why, size_t len, const char *reason)
 {
@@ -51,24 +51,7 @@ static void add_reason(char *why, size_t len, const char *reason)
     snprintf(why + used, len - used, "%s%s", used ? "; " : "", reason);
 }
 
-/* Only called once the environment opted in.  A driver without the query
- * counts as "no". */
-static int device_has_multicast(cuda_state *st)
-{
-    typedef CUresult (*get_attr_fn)(int *, CUdevice_attribute, CUdevice);
-    get_attr_fn get_attr = NULL;
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", (void **)&get_attr, 12000,
-                                         cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !get_attr)
-        return 0;
-    int v = 0;
-    return get_attr(&v, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, st->dev) == CUDA_SUCCESS && v;
-}
-
-/* This rank's verdict: 1 when NVLS may be used, else 0 with the reasons. */
-static int nvls_allowed_here(cuda_state *st, const gcsh_window_impl *w,
-                             char *why, size_t len)
+int cuda_nvls_policy(cuda_state *st, const char *refusal, char *why, size_t len)
 {
     const char *opt = getenv("GCSH_MULTICAST");
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
@@ -77,15 +60,26 @@ static int nvls_allowed_here(cuda_state *st, const gcsh_window_impl *w,
         add_reason(why, len, "GCSH_MULTICAST is not set to 1 (NVLS is opt-in)");
     if (nvls && strcmp(nvls, "0") == 0)
         add_reason(why, len, "NCCL_NVLS_ENABLE=0");
-    if (w->kind != WIN_NCCL)
-        add_reason(why, len, "the nvls path needs a window of kind nccl (NCCL's LSA multimem)");
+    if (refusal)
+        add_reason(why, len, refusal);
     if (why[0])
         return 0; /* nothing below runs without the opt-in */
-    if (!device_has_multicast(st)) {
+    int v = 0;
+    if (cuda_device_attribute(st->dev, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, &v) != 0 || !v) {
         add_reason(why, len, "the device does not report multicast support");
         return 0;
     }
     return 1;
+}
+
+/* This rank's verdict for a window: 1 when NVLS may be used, else 0 with the
+ * reasons. */
+static int nvls_allowed_here(cuda_state *st, const gcsh_window_impl *w,
+                             char *why, size_t len)
+{
+    return cuda_nvls_policy(st, w->kind == WIN_NCCL ? NULL
+                                : "the nvls path needs a window of kind nccl (NCCL's LSA multimem)",
+                            why, len);
 }
 
 typedef struct mc_verdict {

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
-#include <mpi.h>
 
 #include "gcsh.h"
 #include "host/host.h"
@@ -37,28 +37,16 @@ static void host_fini(gcsh_ctx *ctx)
     ctx->be_state = NULL;
 }
 
+/* gcsh.info() adds what every backend shares (l_shell.c); the host's own
+ * fact is the NUMA node of the CPU the rank runs on now (ranks are not
+ * pinned: --bind-to none). */
 static void host_info(gcsh_ctx *ctx, void *lua_state)
 {
+    (void)ctx;
     lua_State *L = lua_state;
     lua_newtable(L);
-    lua_pushstring(L, "host");
-    lua_setfield(L, -2, "backend");
-    lua_pushstring(L, ctx->device);
-    lua_setfield(L, -2, "device");
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    lua_pushstring(L, host);
-    lua_setfield(L, -2, "host");
-    lua_pushinteger(L, ctx->node);
-    lua_setfield(L, -2, "node");
-    lua_pushinteger(L, ctx->local_rank);
-    lua_setfield(L, -2, "local_rank");
-    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(mpi, &len);
-    mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
-    lua_pushstring(L, mpi);
-    lua_setfield(L, -2, "mpi");
+    lua_pushinteger(L, gcsh_numa_of_cpu(sched_getcpu()));
+    lua_setfield(L, -2, "numa");
 }
 
 /* gcsh.debug.inject: "oom" fails the next allocation; "fatal" stands in for

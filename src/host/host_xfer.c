@@ -9,7 +9,7 @@
  * therefore always "done"; "pending" is a state of the cuda backend only.
  *
  * Engines: "ce" is memcpy; "sm" is a word loop, the host's stand-in for the
- * copy kernel (DESIGN.md: host "kernels" are C loops).  Results are equal. */
+ * copy kernel (src/DESIGN.md: host "kernels" are C loops).  Results are equal. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

@@ -152,6 +152,39 @@ else
   bench.collective { op = "allreduce", min = 64, max = 256, iters = 1, warmup = 0 }
 end
 
+-- csv= and json=: the rows, the same fields, written by rank 0
+do
+  local csv, json = os.tmpname(), os.tmpname()
+  local rows = bench.collective { op = "reduce", min = 64, max = 1024, factor = 4, iters = 1, warmup = 0,
+                                  root = n - 1, quiet = true, csv = csv, json = json }
+  if me == 0 then
+    local f = assert(io.open(csv))
+    H.eq(f:read("l"), "size,count,type,redop,root,time_us,algbw,busbw,wrong,issue_us", "collective csv header")
+    local first = f:read("l")
+    H.eq(first:match("^(%d+,%d+,f32,sum," .. (n - 1) .. "),"), string.format("%d,%d,f32,sum,%d", rows[1].size, rows[1].count, n - 1), "collective csv row")
+    local lines = 1
+    for _ in f:lines() do lines = lines + 1 end
+    f:close()
+    H.eq(lines, #rows, "one csv line per row")
+    f = assert(io.open(json))
+    local doc = require("dkjson").decode(f:read("a"))
+    f:close()
+    H.eq(doc.bench, "collective reduce", "json: bench")
+    H.eq(#doc.rows, #rows, "json: one object per row")
+    for i, r in ipairs(rows) do
+      for _, k in ipairs { "size", "count", "type", "redop", "root", "time_us", "algbw", "busbw", "wrong", "issue_us" } do
+        if math.type(r[k]) == "float" then H.near(doc.rows[i][k], r[k], 1e-9, "json row " .. i .. " " .. k)
+        else H.eq(doc.rows[i][k], r[k], "json row " .. i .. " " .. k) end
+      end
+    end
+  end
+  c:barrier()
+  os.remove(csv)
+  os.remove(json)
+end
+H.raises(function() bench.collective { op = "allreduce", min = 8, max = 8, csv = "/nonexistent/c.csv" } end,
+         "bench.collective: csv=: /nonexistent/c.csv: No such file or directory")
+
 -- option errors name the option and the valid values
 H.raises(function() bench.collective { op = "allscatter" } end, "unknown op 'allscatter' (valid: allgather allreduce alltoall broadcast reduce reducescatter sendrecv)")
 H.raises(function() bench.collective { op = "allreduce", itres = 3 } end, "unknown option 'itres'")

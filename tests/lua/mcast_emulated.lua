@@ -1,5 +1,5 @@
 -- w:multicast() in mode "emulated": ld_reduce reduces over every peer's copy,
--- st stores into every peer's slice; the lesson's steps from DESIGN.md.
+-- st stores into every peer's slice (src/DESIGN.md, "Lua surface": multicast).
 -- On the GPU machines (tests/gpu/mcast_refusal.lua) the same file checks the
 -- NVLS refusal: multicast stays off there.
 local H = require "harness"

@@ -109,16 +109,43 @@ expect_not_contains "-l unknown module stops" "$OUT" "ran"
 expect_eq "-l unknown module: exit 1" "$RC" 1
 unset LUA_PATH
 
-# ---- -v, -q, -i
+# ---- -v/--version, -h/--help, -q, -i
+VERSION_RE='^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\)$'
 run -v
-expect_match "-v" "$OUT" '^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\)$'
-expect_eq "-v: one line, exit 0" "$(wc -l <<<"$OUT") $RC" "1 0"
+expect_match "-v" "$(head -n 1 <<<"$OUT")" "$VERSION_RE"
+expect_match "-v: MPI" "$OUT" '^  MPI:          Open MPI v[0-9]'
+expect_match "-v: NCCL (a version, or why there is none)" "$OUT" '^  NCCL:         ([0-9]+\.[0-9]+\.[0-9]+|none \(built without the cuda backend\))$'
+expect_match "-v: CUDA runtime" "$OUT" '^  CUDA runtime: ([0-9]+\.[0-9]+|none \(built without the cuda backend\))$'
+expect_match "-v: CUDA driver (here: none)" "$OUT" '^  CUDA driver:  ([0-9]+\.[0-9]+|none \(no NVIDIA driver on this machine\)|not asked \(built without the cuda backend\))$'
+expect_eq "-v: five lines, exit 0" "$(wc -l <<<"$OUT") $RC" "5 0"
+V1=$OUT
+run --version
+expect_eq "--version = -v" "$OUT" "$V1"
 run -n 2 -v
-expect_match "-v at 2 ranks: once" "$OUT" '^gcsh 0\.1\.0 \(Lua 5\.4\.[0-9]+\)$'
-expect_eq "-v at 2 ranks: one line" "$(wc -l <<<"$OUT")" 1
+expect_eq "-v at 2 ranks: once, no ranks started" "$OUT" "$V1"
 run -n 2 -v -e 'print("e")'
 expect_match "-v -e" "$(head -n 1 <<<"$OUT")" '^gcsh 0\.1\.0 '
 expect_eq "-v -e: then -e runs" "$(tail -n 1 <<<"$OUT")" "[0-1] e"
+
+OUT=$(timeout 60 "$GCSH" --help 2>"$TMP/err" </dev/null); RC=$?
+expect_eq "--help: exit 0, nothing on stderr" "$RC:$(cat "$TMP/err")" "0:"
+expect_match "--help: usage" "$OUT" '^usage: .*gcsh \[options\] \[script \[args\]\]$'
+for opt in "-e stat" "-l mod" "-i " "-q " "-v, --version" "-h, --help" "-n N" "--backend B" \
+           "--timeout S" "--hostfile FILE" "--host, -H LIST" "--map-by SPEC" "-- " "- "; do
+    expect_match "--help lists '$opt'" "$OUT" "^  ${opt//-/\\-}"
+done
+for dot in .help .info .ranks .timeout .time .check .abort .quit; do
+    expect_match "--help lists $dot" "$OUT" "^  \\$dot "
+done
+expect_match "--help: where lessons are" "$OUT" "^Lessons: +$PWD/lua/tutorial"
+expect_match "--help: where examples are" "$OUT" "^Examples: +$PWD/lua/examples"
+expect_eq "-h = --help" "$(timeout 60 "$GCSH" -h 2>&1 </dev/null)" "$OUT"
+expect_eq "--help fits 80 columns" "$(awk 'length > 80' <<<"$OUT")" ""
+# every option of --help is in the man page
+for opt in $(grep -oE '^  -[-a-zA-Z]+' <<<"$OUT"); do
+    m=${opt//-/\\-}
+    if grep -qF -- "$m" src/gcsh.1; then pass; else fail "gcsh.1 does not document $opt"; fi
+done
 
 OUT=$(printf 'print("piped", rank)\n' | timeout 60 "$GCSH" -n 2 -i "$TMP/args.lua" z 2>&1); RC=$?
 expect_eq "-i after a script: script, banner, prompt, line" "$OUT" "[0] 0${T}1${T}args.lua${T}z${T}nil${T}nil${T}z
@@ -180,6 +207,68 @@ run -e
 expect_contains "-e without a value" "$OUT" "'-e' needs argument"
 expect_eq "-e without a value: exit 1" "$RC" 1
 
+# ---- -n's options for mpirun: handed to mpirun, never to the ranks
+cat >"$TMP/mpirun" <<EOF
+#!/bin/sh
+printf '%s\n' "\$@" >"$TMP/mpirun.args"
+exec mpirun "\$@"
+EOF
+chmod +x "$TMP/mpirun"
+printf 'localhost slots=4\n' >"$TMP/hosts"
+OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -n 3 --hostfile "$TMP/hosts" --map-by slot \
+      -e 'print(size, #arg, arg[-2], arg[-4])' 2>&1 </dev/null); RC=$?
+expect_eq "--hostfile, --map-by: the ranks run, without them" "$OUT" "[0-2] 3${T}0${T}-e${T}nil"
+expect_eq "--hostfile, --map-by: exit 0" "$RC" 0
+ARGS=$(tr '\n' ' ' <"$TMP/mpirun.args")
+expect_contains "mpirun got -np 3" "$ARGS" "-np 3 "
+expect_contains "mpirun got --hostfile" "$ARGS" "--hostfile $TMP/hosts "
+expect_contains "mpirun got --map-by" "$ARGS" "--map-by slot "
+expect_eq "the ranks' own arguments" "${ARGS#*"$(readlink -f "$GCSH") "}" "-e print(size, #arg, arg[-2], arg[-4]) "
+OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -H localhost:2 -n 2 -e 'print(size)' 2>&1 </dev/null)
+expect_eq "-H: the ranks run" "$OUT" "[0-1] 2"
+expect_contains "-H: mpirun got --host" "$(tr '\n' ' ' <"$TMP/mpirun.args")" "--host localhost:2 "
+OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -n 2 -e --map-by -e 'print("ok")' 2>&1 </dev/null)
+expect_eq "an -e whose value looks like an option stays the ranks'" "$OUT" "[0-1] ok"
+expect_contains "an -e whose value looks like an option: its value" "$(tr '\n' ' ' <"$TMP/mpirun.args")" " -e --map-by -e "
+run -n 2 "$TMP/args.lua" --hostfile nowhere
+expect_contains "after the script, --hostfile is the script's" "$OUT" "[0] 0${T}2${T}args.lua${T}--hostfile${T}nowhere"
+run --hostfile "$TMP/hosts" -e 'print(1)'
+expect_eq "--hostfile without -n" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' goes with -n N (gcsh passes it to mpirun)"
+run -n 2 --hostfile "$TMP/no-such-hosts" -e 'print(1)'
+expect_eq "--hostfile unreadable" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' needs a readable host file"
+run -n 2 --map-by
+expect_contains "--map-by without a value" "$OUT" "'--map-by' needs a mapping"
+
+# ---- os.exit: the session ends on every rank with that status, said when not all called it
+OUT=$(printf '%s\n' 'if rank == 1 then os.exit(5) end' 'print("never")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "os.exit(5) on one rank: the message names the status" "$OUT" "gcsh: [1] os.exit(5): the session ends; every rank exits with status 5"
+expect_eq "os.exit(5) on one rank: exit 5" "$RC" 5
+OUT=$(printf '%s\n' 'print("before")' 'os.exit(0)' 'print("never")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "os.exit(0) on every rank: silent" "$OUT" "[0-1] before"
+expect_eq "os.exit(0) on every rank: exit 0" "$RC" 0
+run -n 3 -e 'os.exit(rank == 2 and 7 or 0)' -e 'print("never")'
+expect_eq "os.exit with different statuses" "$OUT" "gcsh: [0-1] os.exit(0), [2] os.exit(7): the session ends; every rank exits with status 7"
+expect_eq "os.exit with different statuses: the non-zero one" "$RC" 7
+run -n 2 -e 'pcall(os.exit, 3) print("caught")'
+expect_eq "os.exit cannot be caught by pcall" "$OUT:$RC" ":3"
+run -e 'os.exit(false)'
+expect_eq "os.exit(false) at 1 rank" "$OUT:$RC" ":1"
+OUT=$(printf '%s\n' 'c = comm.world()' 'if rank == 1 then os.exit(4) else c:barrier() end' |
+    timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "os.exit while another rank is in a checked barrier" "$OUT" "[0] stdin:1: barrier #1: [0] waited 0.0 s for [1]: [1] called os.exit
+[0] stack traceback:
+[0] ${T}[C]: in method 'barrier'
+[0] ${T}stdin:1: in main chunk
+gcsh: [1] os.exit(4): the session ends; every rank exits with status 4"
+expect_eq "os.exit while another rank is in a checked barrier: exit 4" "$RC" 4
+TAG=$(new_tag)
+OUT=$(printf '%s\n' 'c = comm.world()' '.check off' 'if rank == 1 then os.exit(4) else c:barrier() end' |
+    GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "os.exit while another rank waits for it" "$OUT" "check off
+gcsh: [1] os.exit(4) while [0] still ran; every rank exits with status 4"
+expect_eq "os.exit while another rank waits: exit 4" "$RC" 4
+expect_no_procs "os.exit while another rank waits: no process left" "$TAG"
+
 # ---- a script from stdin: -
 OUT=$(printf 'print("stdin", rank, ...)\nprint(arg[0])\n' | timeout 60 "$GCSH" -n 2 - p q 2>&1); RC=$?
 expect_eq "script from stdin" "$OUT" "[0] stdin${T}0${T}p${T}q
@@ -224,6 +313,10 @@ if command -v mpirun >/dev/null; then
 [1] 1${T}1${T}args.lua${T}m${T}nil${T}nil${T}m
 [1] 1${T}gcsh"
     expect_eq "under plain mpirun: exit 0" "$RC" 0
+    OUT=$(timeout 60 mpirun "${MPIFLAGS[@]}" "$GCSH" --version 2>&1 </dev/null)
+    expect_eq "--version under plain mpirun: once" "$OUT" "$V1"
+    OUT=$(timeout 60 mpirun "${MPIFLAGS[@]}" "$GCSH" --help 2>&1 </dev/null)
+    expect_eq "--help under plain mpirun: once" "$(grep -c '^usage:' <<<"$OUT")" 1
 else
     skip "mpirun missing"
 fi

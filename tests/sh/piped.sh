@@ -164,7 +164,7 @@ ranks 1,3"
 expect_eq ".ranks: exit 0 (bad lists are not failed chunks)" "$RC" 0
 
 # ---- dot-commands: unknown, .help, .time, .timeout, .quit
-USAGE='usage: .help | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .record [FILE|off] | .trace [FILE|off] | .abort (while a command runs) | .lessons | .lesson [N] | .next | .quit'
+USAGE='usage: .help [TOPIC] | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .record [FILE|off] | .trace [FILE|off] | .abort (while a command runs) | .lessons | .lesson [N] | .next | .quit'
 gcsh_pipe 2 '.foo
 .x 1 2
 .help
@@ -182,7 +182,7 @@ x = 2
 expect_eq "unknown dot-command" "$(head -n 2 <<<"$OUT")" "gcsh: unknown command '.foo'; $USAGE
 gcsh: unknown command '.x'; $USAGE"
 expect_contains ".help" "$OUT" ".ranks LIST|all"
-expect_contains ".help names .info" "$OUT" ".info             backend, devices and versions of every rank"
+expect_contains ".help names .info" "$OUT" ".info             one table: versions, each rank's host and device, links"
 expect_contains ".help" "$OUT" "Ctrl-C interrupts a command"
 expect_eq ".time on/off" "$(grep -E '^(time |gcsh: [0-9.]+ ms)' <<<"$OUT" | sed -E 's/[0-9]+\.[0-9]{3} ms$/N.NNN ms/')" \
     "time on
@@ -301,12 +301,55 @@ TAG=$(new_tag)
 GCSH_TEST_TAG=$TAG gcsh_pipe 2 'error("x")'
 expect_no_procs "EOF after a failure ends all ranks" "$TAG"
 
-# .info and gcsh.info(): the backend's facts, per rank
-gcsh_pipe 2 '.info
+# values print as values: tables through gcsh.pretty, folded across ranks
+gcsh_pipe 2 '=({1, 2, {a = 1}, x = "y"})
+t = {b = rank}
+t
+=setmetatable({}, {__tostring = function() return "own text" end})
+=gcsh.info().rank, {n = 1}
+.help tensor
+help(comm.world())'
+expect_contains "a table prints as a table, folded" "$OUT" '[0-1] {1, 2, {a = 1}, x = "y"}'
+expect_contains "a bare expression: each rank's table" "$OUT" "[0] {b = 0}
+[1] {b = 1}"
+expect_contains "__tostring wins" "$OUT" "[0-1] own text"
+expect_contains "tables among several values" "$OUT" "[1] 1${T}{n = 1}"
+expect_contains ".help tensor: the title" "$OUT" "
+tensor: typed 1-D arrays where the rank's collectives run (GPU on cuda)
+  tensor.new(n [, dtype=\"f32\"])"
+expect_contains ".help tensor: a method" "$OUT" "  t:fill(v)                     every element = v; returns t"
+expect_contains "help(c): the comm topic, on every rank" "$OUT" "[0-1] comm: communicators and their collectives"
+expect_contains "help(c): a method" "$OUT" "[0-1]   c:barrier()                   wait for every rank of c"
+gcsh_pipe 2 '.help nothing'
+expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic for 'nothing' (topics: bench comm gcsh kernel multicast repro signals step tensor timer window winstage xfer)"
+
+# progress lines only on a terminal: nothing in a pipe, even for long work
+gcsh_pipe 2 'for i = 1, 12 do gcsh.progress(i, 12, "demo") gcsh.sleep(0.1) end print("done")
+if rank == 1 then gcsh.sleep(1) end
+gcsh.progress(1, 0)
+gcsh.progress(3, 2)
+gcsh.progress(1, 2, string.rep("x", 48))'
+expect_eq "progress: the output alone" "$(head -n 1 <<<"$OUT")" "[0-1] done"
+expect_contains "progress: total >= 1" "$OUT" "bad argument #2 to 'progress' (total must be at least 1)"
+expect_contains "progress: done <= total" "$OUT" "bad argument #1 to 'progress' (done must be 0..total)"
+expect_contains "progress: label length" "$OUT" "bad argument #3 to 'progress' (label must be shorter than 48 bytes)"
+expect_eq "progress: no escape anywhere" "$(printf '%s' "$OUT" | tr -d '\n' | od -c | grep -cE '\\r|033')" 0
+
+# .info: one table; a line per rank, not one per fact and rank
+SHORT_HOST=$(hostname | cut -d. -f1 | cut -c1-16)
+for n in 1 2 4; do
+    gcsh_pipe $n '.info'
+    expect_match ".info at $n: versions once" "$(head -n 1 <<<"$OUT")" '^gcsh 0\.1\.0, Lua 5\.4\.[0-9]+, Open MPI v'
+    expect_eq ".info at $n: backend line" "$(sed -n 2p <<<"$OUT")" "backend host: $n rank$([ $n = 1 ] || echo s) on 1 node"
+    expect_eq ".info at $n: table header" "$(sed -n 3p <<<"$OUT")" "rank  host$(printf '%*s' $(( ${#SHORT_HOST} > 4 ? ${#SHORT_HOST} - 4 : 0 )) '')  local  device  numa"
+    expect_eq ".info at $n: 3 lines + one per rank" "$(wc -l <<<"$OUT")" $((3 + n))
+    expect_match ".info at $n: rank $((n - 1))'s row" "$(tail -n 1 <<<"$OUT")" "^ +$((n - 1))  [^ ]+ +$((n - 1))  cpu +(-|[0-9]+)\$"
+    expect_eq ".info at $n: exit 0" "$RC" 0
+done
+gcsh_pipe 4 '.ranks 2
+.info
 =gcsh.info().backend, gcsh.info().local_rank'
-expect_contains ".info backend" "$OUT" "[0] backend: host"
-expect_contains ".info device" "$OUT" "[1] device: cpu"
-expect_contains ".info mpi" "$OUT" "mpi: Open MPI"
-expect_contains "gcsh.info() fields" "$OUT" "[1] host	1"
+expect_eq ".info with .ranks 2: every rank still" "$(grep -cE '^ +[0-3]  ' <<<"$OUT")" 4
+expect_contains "gcsh.info() fields" "$OUT" "[2] host${T}2"
 
 finish

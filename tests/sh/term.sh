@@ -161,11 +161,23 @@ press Up
 check_wait "Up recalls the last line" "${P}print(\"last line\")" 5
 press Enter
 check_wait "recalled line runs" "[0-1] last line" 10
+# the progress line: gcsh.progress reports, then cleared; a long wait for a rank
+keys 'for i = 1, 30 do gcsh.progress(i - 1, 30, "demo") gcsh.sleep(0.1) end print("after progress")' Enter
+check_wait "progress: a line on the terminal" "demo [" 10
+expect_match "progress: done/total and elapsed" "$(screen)" '^demo \[#*\.*\] [0-9]+/30  [0-9]+\.[0-9] s$'
+check_wait "progress: the command ends" "[0-1] after progress" 15
+wait_idle "$PT" 10
+expect_not_contains "progress: cleared when done" "$(screen)" "demo ["
+keys 'if rank == 1 then gcsh.sleep(3) end' Enter
+check_wait "progress: a long wait names the ranks still running" "waiting for [1]: 1 of 2 ranks done" 10
+wait_idle "$PT" 10
+expect_not_contains "progress: the wait line is cleared" "$(screen)" "waiting for"
 keys 'if rank == 1 then' Enter
 keys 'print("multi " .. rank)' Enter
 keys 'end' Enter
 check_wait "second session: a chunk of several lines" "[1] multi 1" 10
 wait_idle "$PT" 10
+
 press C-d
 check_wait "second session: exit 0" "EXIT=0" 15
 expect_no_procs "second session: no process left" "$TAG"

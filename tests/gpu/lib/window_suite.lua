@@ -1,5 +1,5 @@
 -- Windows and signals of one cuda kind (nccl or vmm), through the Lua
--- surface of DESIGN.md: peer visibility after a barrier, writes through peer
+-- surface of src/DESIGN.md: peer visibility after a barrier, writes through peer
 -- views, copies out of a peer, info(), signals with data ordering (no
 -- barrier between data, signal and reader), CPU waits and their timeout,
 -- use after free, mismatches.  One node: the team is every rank.

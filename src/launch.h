@@ -1,0 +1,33 @@
+/* `gcsh -n N`: the launcher stays the parent of mpirun.
+ *
+ * The launcher starts mpirun in a process group of its own, so that a signal
+ * sent to the user's job (Ctrl-C on a pipe, `timeout -s INT`, a batch
+ * system's SIGTERM) reaches the launcher alone, not mpirun, which would kill
+ * every rank.  Rank 0 says hello to the launcher at start (a queued SIGUSR1
+ * carrying a token from the environment, when it runs on the launcher's
+ * host), so the launcher knows its pid and turns
+ *   SIGINT          into a SIGINT to rank 0: the interrupt Ctrl-C gives;
+ *   SIGTERM, SIGHUP into a SIGTERM to rank 0: the command is interrupted and
+ *                   every rank stops cleanly (status 143).
+ * Before the hello (or when rank 0 is on another host) they go to mpirun.
+ * When rank 0 ends the session at once with a status of its own (a lost rank,
+ * os.exit on some ranks, a device fault), it declares that status (SIGUSR2),
+ * and the launcher exits with it whatever mpirun reports. */
+#ifndef GCSH_LAUNCH_H
+#define GCSH_LAUNCH_H
+
+/* Launcher side: runs argv (mpirun and its arguments) as described above;
+ * returns the exit status for the user (mpirun's, rank 0's declared one, or
+ * 128 + signal). */
+int gcsh_launch(char *const argv[]);
+
+/* Rank 0 side, after its signal handlers are installed: tells the launcher
+ * (if any, and on this host) where rank 0 is.  Returns the launcher's pid,
+ * or 0 when there is none to tell. */
+int gcsh_launcher_hello(void);
+
+/* Rank 0 side: the session ends with `status` now, whatever mpirun will say
+ * (launcher: what hello returned; 0 does nothing). */
+void gcsh_launcher_status(int launcher, int status);
+
+#endif
