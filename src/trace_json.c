@@ -211,28 +211,58 @@ static int emit_process(FILE *f, const rank_data *d, int *first)
     return rc;
 }
 
-/* Every slice of one rank, in start order, on rank 0's clock from base. */
+/* A slice to write: record rec's host span, or its GPU span. */
+typedef struct slice_ref {
+    int64_t ts;
+    size_t rec;
+    int gpu;
+} slice_ref;
+
+static int by_ts(const void *a, const void *b)
+{
+    const slice_ref *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->rec != y->rec)
+        return x->rec < y->rec ? -1 : 1; /* outer span first */
+    return x->gpu - y->gpu;
+}
+
+static int emit_slice(FILE *f, const rank_data *d, const slice_ref *s, int64_t shift, int *first)
+{
+    const gcsh_trace_rec *x = &d->rec[s->rec];
+    char coll[64];
+    collective_name(d, x, coll, sizeof coll);
+    int64_t t0 = s->gpu ? x->g0 : x->t0, t1 = s->gpu ? x->g1 : x->t1;
+    int open = t1 < 0;
+    int64_t end = open ? d->b->now : t1;
+    return emit(f, slice(d->b->rank, s->gpu ? GCSH_TRACK_GPU : x->track,
+                         span_name(d, x, coll, open), s->gpu ? "gpu" : gcsh_trace_op_cat(x->op),
+                         t0 + shift, end - t0, span_args(d, x, coll, open)),
+                first);
+}
+
+/* Every slice of one rank, host calls and their GPU sides merged in start
+ * order (the GPU runs behind the host, so a call's GPU span can start after
+ * the next call's host span), on rank 0's clock from base. */
 static int emit_slices(FILE *f, const rank_data *d, int64_t base, int *first)
 {
-    int r = d->b->rank, rc = 0;
-    int64_t shift = d->b->offset - base;
-    for (uint64_t k = 0; k < d->b->nrec && rc == 0; k++) {
-        const gcsh_trace_rec *x = &d->rec[d->order[k]];
-        int open = x->t1 < 0;
-        char coll[64];
-        collective_name(d, x, coll, sizeof coll);
-        int64_t end = open ? d->b->now : x->t1;
-        rc |= emit(f, slice(r, x->track, span_name(d, x, coll, open), gcsh_trace_op_cat(x->op),
-                            x->t0 + shift, end - x->t0, span_args(d, x, coll, open)),
-                   first);
-        if (x->g0 >= 0) { /* the GPU's side of the call */
-            int gopen = x->g1 < 0;
-            int64_t gend = gopen ? d->b->now : x->g1;
-            rc |= emit(f, slice(r, GCSH_TRACK_GPU, span_name(d, x, coll, gopen), "gpu",
-                                x->g0 + shift, gend - x->g0, span_args(d, x, coll, gopen)),
-                       first);
-        }
+    int rc = 0;
+    size_t n = 0;
+    slice_ref *s = malloc((2 * d->b->nrec + 1) * sizeof *s);
+    if (!s)
+        return -1;
+    for (uint64_t k = 0; k < d->b->nrec; k++) {
+        const gcsh_trace_rec *x = &d->rec[k];
+        s[n++] = (slice_ref){x->t0, (size_t)k, 0};
+        if (x->g0 >= 0)
+            s[n++] = (slice_ref){x->g0, (size_t)k, 1};
     }
+    if (n > 1)
+        qsort(s, n, sizeof *s, by_ts);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc |= emit_slice(f, d, &s[i], d->b->offset - base, first);
+    free(s);
     return rc;
 }
 

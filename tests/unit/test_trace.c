@@ -154,7 +154,8 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     json_t *doc = json_load_file(path, 0, &err);
     CHECK(doc != NULL, "jansson reads it back: %s", err.text);
     json_t *ev = json_object_get(doc, "traceEvents");
-    int procs = 0, gpu = 0, flow_s = -1, flow_f = -1;
+    int procs = 0, gpu = 0, flow_s = -1, flow_f = -1, backwards = 0;
+    double last_ts[2] = {-1, -1};
     size_t i;
     json_t *e;
     json_array_foreach(ev, i, e) {
@@ -165,12 +166,20 @@ static void test_file(gcsh_ctx *ctx, const char *path)
             procs++;
         if (strcmp(ph, "X") == 0 && json_integer_value(json_object_get(e, "tid")) == GCSH_TRACK_GPU)
             gpu++;
+        if (strcmp(ph, "X") == 0 && pid >= 0 && pid < 2) {
+            /* the fake GPU runs 5 us behind: its spans interleave with the host's */
+            double ts = json_number_value(json_object_get(e, "ts"));
+            backwards += ts < last_ts[pid];
+            last_ts[pid] = ts;
+        }
         if (strcmp(ph, "s") == 0)
             flow_s = pid;
         if (strcmp(ph, "f") == 0)
             flow_f = pid;
     }
     CHECK(procs == 2, "a process per rank: %d", procs);
+    CHECK(backwards == 0, "every rank's slices in time order, GPU spans among them: %d go back",
+          backwards);
     CHECK(gpu == 6, "GPU slices: fill, copy, sync on two ranks: %d", gpu);
     CHECK(flow_s == 0 && flow_f == 1, "the flow starts on the rank that came first: %d -> %d",
           flow_s, flow_f);
