@@ -301,11 +301,26 @@ void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint3
     snprintf(k->chunk, sizeof k->chunk, "%s", s);
 }
 
+static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc);
+
+/* Communicators the backend gave up by itself meanwhile (an interrupted
+ * stream wait aborts those with work in flight; an asynchronous error
+ * aborts its own): every rank must abort them too. */
+static void reap_aborted(gcsh_ctx *ctx, gcsh_check *k)
+{
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+        if (!cc->aborted && backend_aborted(ctx, cc)) {
+            abort_comm(ctx, cc);
+            note_aborted(k, cc->id);
+        }
+}
+
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;
     if (!k)
         return;
+    reap_aborted(ctx, k);
     unpublish_op(k);
     if (k->naborted)
         gcsh_capture_send(k->cap, MSG_ABORTED, k->aborted, k->naborted * sizeof *k->aborted);
@@ -639,6 +654,24 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
             gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
                                 "(comm.world() makes a fresh one)", what[0] ? what : "a collective");
     }
+    raise_error(L, ctx);
+}
+
+int gcsh_check_end_sync(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    if (!ctx->be || ctx->be->mem->sync(ctx) == 0)
+        return 0;
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    if (k)
+        reap_aborted(ctx, k);
+    if (atomic_load(&ctx->interrupt))
+        gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
+                            "communicators with work in flight are aborted on every rank "
+                            "(comm.world() makes a fresh one)",
+                       k && k->last_op[0] ? k->last_op : "none");
     raise_error(L, ctx);
 }
 

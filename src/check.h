@@ -169,6 +169,12 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
 int gcsh_check_sample_arm(gcsh_ctx *ctx);
 void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len);
 
+/* A lua_CFunction run at the end of every command that succeeded: waits for
+ * the work the command left on the rank's stream (cuda: collectives, kernels
+ * and copies are stream-ordered), so that an asynchronous error, or a hang
+ * interrupted by Ctrl-C, is reported by the command that caused it. */
+int gcsh_check_end_sync(lua_State *L);
+
 /* Never returns: reports ctx->err as unrecoverable to rank 0 (MSG_FATAL),
  * which ends every process with GCSH_EXIT_FATAL. */
 _Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx);

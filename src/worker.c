@@ -257,6 +257,11 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
         print_results(L, base + 2);
+    if (st == LUA_OK) { /* what the command left on the stream is its own (check.h) */
+        lua_settop(L, base + 1);
+        lua_pushcfunction(L, gcsh_check_end_sync);
+        st = lua_pcall(L, 0, 0, base + 1);
+    }
     if (st != LUA_OK && w->ctx->exit_code >= 0) {
         lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
         return CHUNK_ERROR;

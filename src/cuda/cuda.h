@@ -16,6 +16,13 @@
 #include "kernels.h"
 #include "winkern.h"
 
+/* At most CUDA_THROTTLE_MARKS x CUDA_THROTTLE_EVERY calls of a loop are in
+ * flight: past that a call waits (interruptibly) for an older one, so the
+ * host never blocks inside a full CUDA launch queue where no interrupt
+ * reaches it. */
+#define CUDA_THROTTLE_MARKS 4
+#define CUDA_THROTTLE_EVERY 128
+
 typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
@@ -35,10 +42,27 @@ typedef struct cuda_state {
     /* Device bounce buffer for host<->device copies (cuda_copy says why);
      * allocated on first use. */
     void *bounce;
+    /* Collectives are stream-ordered (cuda_comm.c): the communicators with
+     * work enqueued since the stream was last waited for (an interrupted
+     * wait aborts them: nothing else stops a collective whose peer never
+     * comes), and how many calls went out since then, for the throttle. */
+    struct gcsh_comm_impl **busy;
+    int nbusy, cap_busy;
+    unsigned enqueued;
+    cudaEvent_t throttle[CUDA_THROTTLE_MARKS];
+    int throttle_set[CUDA_THROTTLE_MARKS];
 } cuda_state;
 
 struct gcsh_comm_impl {
+    /* Non-blocking (interruptible): creation, splits, windows, device
+     * communicators. */
     ncclComm_t comm;
+    /* Its blocking twin (ncclCommSplit of comm, every rank, config.blocking
+     * = 1), for the collectives: a blocking communicator issues in about a
+     * microsecond where a non-blocking one hands every call to a thread of
+     * its own (55-250 us per call on H200s). */
+    ncclComm_t coll;
+    int busy;             /* in cuda_state.busy */
     /* The same ranks in the same order over MPI: the control exchange
      * (agree) runs on host memory and must not queue behind GPU work. */
     MPI_Comm mpi;
@@ -79,9 +103,21 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 cuda_state *cuda_enter(gcsh_ctx *ctx);
 
 /* Waits for the rank's stream, polling so that an interrupt from rank 0
- * (ctx->interrupt) or an asynchronous NCCL error on `c` (may be NULL) ends
- * the wait.  On either, c is aborted (a hung collective cannot be resumed). */
+ * (ctx->interrupt) or an asynchronous NCCL error ends the wait.  On an
+ * interrupt, c (may be NULL) and every communicator with work in flight
+ * are aborted (a hung collective cannot be resumed); on an asynchronous
+ * error, the communicator that has it. */
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+/* A collective on c went out on the stream: c has work in flight; every
+ * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark. */
+int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+/* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
+void cuda_abort_comm(gcsh_comm_impl *c);
+/* c->comm was aborted already (a failed settle does that): abort its twin
+ * and mark c aborted. */
+void cuda_comm_lost(gcsh_comm_impl *c);
+/* Forgets c (released): it has no work in flight any more. */
+void cuda_forget_busy(cuda_state *st, gcsh_comm_impl *c);
 
 /* Waits until a non-blocking communicator's pending call (init, split) is
  * done, polling ctx->interrupt; on error or interrupt comm is aborted. */

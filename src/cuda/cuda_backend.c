@@ -61,6 +61,10 @@ static void state_free(cuda_state *st)
         cudaFree(st->bounce);
     if (st->stream)
         cudaStreamDestroy(st->stream);
+    for (int i = 0; i < CUDA_THROTTLE_MARKS; i++)
+        if (st->throttle[i])
+            cudaEventDestroy(st->throttle[i]);
+    free(st->busy);
     free(st);
 }
 

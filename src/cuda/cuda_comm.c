@@ -1,14 +1,22 @@
 /* Collectives over NCCL.
  *
- * Communicators are created non-blocking (ncclConfig_t.blocking = 0) and
- * waited for by polling ncclCommGetAsyncError, so that creating one can be
- * interrupted too; an abort is always ncclCommAbort, which waits for nobody.
+ * Two NCCL communicators per gcsh communicator.  The one made first is
+ * non-blocking (ncclConfig_t.blocking = 0), waited for by polling
+ * ncclCommGetAsyncError, so that creating it, splitting it and registering
+ * windows on it can be interrupted.  Its blocking twin (a split of it by
+ * every rank, itself polled on the parent) runs the collectives: on a
+ * non-blocking communicator NCCL hands every call to a thread of its own
+ * (55-250 us per call on H200s), a blocking one issues in about a
+ * microsecond.  A call on the twin waits for no peer on the host: the
+ * first collective, which would connect the peers lazily, runs once when
+ * the communicator is made, so the first one at the prompt is not slow.
  *
- * Semantics, chosen for a REPL: every operation enqueues on the rank's stream
- * and then waits for that stream before returning, so when a Lua call returns
- * its result is in memory and an error belongs to that call.  The wait polls
- * (cuda_wait), so a hung collective can be interrupted from rank 0; that
- * aborts the communicator, the only way NCCL offers to stop its kernels. */
+ * Semantics: stream-ordered, as NCCL's.  A collective is enqueued on the
+ * rank's stream and the call returns; a host read of a tensor, the end of a
+ * command and gcsh.sync() wait for the stream (cuda_wait), polling, so that
+ * an interrupt from rank 0 aborts the communicators with work in flight
+ * (the only way NCCL offers to stop its kernels) and an asynchronous error
+ * is reported by the command that caused it.  A barrier waits. */
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -41,6 +49,26 @@ static ncclConfig_t nonblocking_config(void)
     return config;
 }
 
+/* The blocking twin of c->comm (see the top), connected by one collective. */
+static int make_twin(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    NCCL_TRY(ctx, c->comm, ncclCommSplit(c->comm, 0, c->rank, &c->coll, &config));
+    if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (blocking twin)") != 0)
+        return -1;
+    if (!c->coll)
+        return gcsh_set_error(ctx, "communicator set-up: the blocking twin was not made");
+    NCCL_TRY(ctx, c->coll,
+             ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->coll, st->stream));
+    return cuda_wait(ctx, st, NULL);
+fail:
+    return -1;
+}
+
 /* Takes ownership of both communicators; on failure both are released.
  * The MPI one must hold the same ranks in the same order (checked). */
 static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **out)
@@ -67,9 +95,13 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
                        c->size, mpi_rank, mpi_size);
         goto fail;
     }
+    if (make_twin(ctx, c) != 0)
+        goto fail;
     *out = c;
     return 0;
 fail:
+    if (c && c->coll)
+        ncclCommAbort(c->coll);
     ncclCommAbort(comm);
     if (mpi != MPI_COMM_NULL)
         MPI_Comm_free(&mpi);
@@ -126,7 +158,7 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
                            &config));
     if (cuda_nccl_settle(ctx, parent->comm, "split") != 0) {
-        parent->aborted = 1;
+        cuda_comm_lost(parent);
         if (comm)
             ncclCommAbort(comm);
         goto fail;
@@ -154,6 +186,23 @@ static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (!c)
         return;
+    cuda_state *st = ctx->be_state;
+    if (!c->aborted && c->busy && st && cuda_enter(ctx) && cuda_wait(ctx, st, c) != 0) {
+        /* its work never ended (an interrupt aborted it meanwhile): abort */
+        cuda_abort_comm(c);
+    }
+    if (st)
+        cuda_forget_busy(st, c);
+    if (c->aborted && c->coll) {
+        c->coll = NULL; /* aborted with its twin: nothing more to release */
+    } else if (c->coll && cuda_enter(ctx)) {
+        /* blocking: finalize and destroy wait for the peers, which free it too */
+        if (ncclCommFinalize(c->coll) == ncclSuccess)
+            ncclCommDestroy(c->coll);
+        else
+            ncclCommAbort(c->coll);
+        c->coll = NULL;
+    }
     if (!c->aborted && cuda_enter(ctx)) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(c->comm, &async);
@@ -190,10 +239,10 @@ static int cuda_can_reduce(gcsh_dtype dt, gcsh_redop op)
     return (unsigned)dt < GCSH_NDTYPES && (unsigned)op < GCSH_NOPS;
 }
 
-/* The common tail: wait for the stream (collective-aware). */
+/* The common tail: the call is on the stream (stream-ordered, see the top). */
 static int finish(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
-    return cuda_wait(ctx, st, c);
+    return cuda_enqueued(ctx, st, c);
 }
 
 /* A 1-element sum on the rank's stream: returns once every rank has reached
@@ -203,9 +252,9 @@ static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->comm, st->stream));
-    return finish(ctx, st, c);
+    NCCL_TRY(ctx, c->coll,
+             ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->coll, st->stream));
+    return cuda_wait(ctx, st, c); /* a barrier returns once every rank reached it */
 fail:
     return -1;
 }
@@ -216,8 +265,8 @@ static int cuda_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclAllReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->comm, st->stream));
+    NCCL_TRY(ctx, c->coll,
+             ncclAllReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->coll, st->stream));
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -229,8 +278,8 @@ static int cuda_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t co
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclBroadcast(buf, buf, count, cuda_nccl_type(dt), root, c->comm, st->stream));
+    NCCL_TRY(ctx, c->coll,
+             ncclBroadcast(buf, buf, count, cuda_nccl_type(dt), root, c->coll, st->stream));
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -243,8 +292,8 @@ static int cuda_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *o
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], root, c->comm,
+    NCCL_TRY(ctx, c->coll,
+             ncclReduce(in, out, count, cuda_nccl_type(dt), nccl_op[op], root, c->coll,
                         st->stream));
     return finish(ctx, st, c);
 fail:
@@ -257,8 +306,8 @@ static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclAllGather(in, out, count, cuda_nccl_type(dt), c->comm, st->stream));
+    NCCL_TRY(ctx, c->coll,
+             ncclAllGather(in, out, count, cuda_nccl_type(dt), c->coll, st->stream));
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -270,8 +319,8 @@ static int cuda_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, 
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm,
-             ncclReduceScatter(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->comm,
+    NCCL_TRY(ctx, c->coll,
+             ncclReduceScatter(in, out, count, cuda_nccl_type(dt), nccl_op[op], c->coll,
                                st->stream));
     return finish(ctx, st, c);
 fail:
@@ -286,9 +335,9 @@ static ncclResult_t alltoall_calls(gcsh_comm_impl *c, cuda_state *st, const char
     size_t chunk = count * cuda_dtype_size(dt);
     ncclDataType_t type = cuda_nccl_type(dt);
     for (int p = 0; p < c->size; p++) {
-        ncclResult_t r = ncclSend(in + p * chunk, count, type, p, c->comm, st->stream);
+        ncclResult_t r = ncclSend(in + p * chunk, count, type, p, c->coll, st->stream);
         if (r == ncclSuccess)
-            r = ncclRecv(out + p * chunk, count, type, p, c->comm, st->stream);
+            r = ncclRecv(out + p * chunk, count, type, p, c->coll, st->stream);
         if (r != ncclSuccess)
             return r;
     }
@@ -312,11 +361,11 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
         CUDA_TRY(ctx, cudaMemcpyAsync(tmp, in, bytes, cudaMemcpyDeviceToDevice, st->stream));
         in = tmp;
     }
-    NCCL_TRY(ctx, c->comm, ncclGroupStart());
+    NCCL_TRY(ctx, c->coll, ncclGroupStart());
     ncclResult_t r = alltoall_calls(c, st, in, out, count, dt);
     ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
-    NCCL_TRY(ctx, c->comm, r);
-    NCCL_TRY(ctx, c->comm, g);
+    NCCL_TRY(ctx, c->coll, r);
+    NCCL_TRY(ctx, c->coll, g);
     if (tmp)
         CUDA_TRY(ctx, cudaFreeAsync(tmp, st->stream));
     return finish(ctx, st, c);
@@ -332,7 +381,7 @@ static int cuda_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t c
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm, ncclSend(buf, count, cuda_nccl_type(dt), peer, c->comm, st->stream));
+    NCCL_TRY(ctx, c->coll, ncclSend(buf, count, cuda_nccl_type(dt), peer, c->coll, st->stream));
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -344,7 +393,7 @@ static int cuda_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->comm, ncclRecv(buf, count, cuda_nccl_type(dt), peer, c->comm, st->stream));
+    NCCL_TRY(ctx, c->coll, ncclRecv(buf, count, cuda_nccl_type(dt), peer, c->coll, st->stream));
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -355,8 +404,7 @@ static void cuda_comm_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (c->aborted || !cuda_enter(ctx))
         return;
-    ncclCommAbort(c->comm);
-    c->aborted = 1;
+    cuda_abort_comm(c);
 }
 
 static int cuda_comm_aborted(gcsh_comm_impl *c)
@@ -388,8 +436,7 @@ static int cuda_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
         if (done)
             return 0;
         if (atomic_load(&ctx->interrupt)) {
-            ncclCommAbort(c->comm);
-            c->aborted = 1;
+            cuda_abort_comm(c);
             return gcsh_set_error(ctx, "interrupted during a control exchange (agree); "
                                        "communicator aborted, create a new one");
         }

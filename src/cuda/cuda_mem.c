@@ -42,8 +42,15 @@ fail:
 static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
 {
     (void)loc;
-    if (p && cuda_enter(ctx))
-        cudaFree(p); /* implicitly waits for work still using p */
+    cuda_state *st = p ? cuda_enter(ctx) : NULL;
+    if (!st)
+        return;
+    /* cudaFree waits for the device: first wait here, interruptibly, for
+     * collectives still in flight (one whose peer never comes would hold
+     * cudaFree forever); if that wait fails, the memory is left alone */
+    if (st->nbusy > 0 && cuda_wait(ctx, st, NULL) != 0)
+        return;
+    cudaFree(p);
 }
 
 #define BOUNCE_BYTES (4u << 20)

@@ -1,5 +1,6 @@
 /* Error reporting, device entry, interruptible stream waits, dtype mapping. */
 #include <sched.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -81,27 +82,97 @@ void cuda_poll_pause(unsigned polls)
     nanosleep(&ts, NULL);
 }
 
+void cuda_comm_lost(gcsh_comm_impl *c)
+{
+    if (c->aborted)
+        return;
+    if (c->coll)
+        ncclCommAbort(c->coll);
+    c->aborted = 1;
+}
+
+void cuda_abort_comm(gcsh_comm_impl *c)
+{
+    if (c->aborted)
+        return;
+    if (c->coll)
+        ncclCommAbort(c->coll);
+    ncclCommAbort(c->comm);
+    c->aborted = 1;
+}
+
 /* Polls c's asynchronous state: 1 while its last call is still being issued
- * (non-blocking communicator), 0 when done, -1 with ctx->err (and c aborted)
- * on an error. */
+ * (the non-blocking communicator), 0 when done, -1 with ctx->err (and c
+ * aborted) on an error of either communicator. */
 static int comm_pending(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (!c || c->aborted)
         return 0;
-    ncclResult_t async = ncclSuccess;
+    ncclResult_t async = ncclSuccess, coll = ncclSuccess;
     ncclCommGetAsyncError(c->comm, &async);
+    if (c->coll)
+        ncclCommGetAsyncError(c->coll, &coll);
+    if (async == ncclSuccess && coll != ncclSuccess)
+        async = coll;
     if (async == ncclInProgress)
         return 1;
     if (async == ncclSuccess)
         return 0;
     nccl_error(ctx, c->comm, __FILE__, __LINE__, "collective", async);
-    ncclCommAbort(c->comm);
-    c->aborted = 1;
+    cuda_abort_comm(c);
     /* a kernel fault shows as an NCCL error: the stream says which */
     cudaError_t e = cudaStreamQuery(ctx->be_state ? ((cuda_state *)ctx->be_state)->stream : 0);
     if (sticky(e))
         cuda_error(ctx, __FILE__, __LINE__, "collective", e);
     return -1;
+}
+
+/* ---- communicators with work in flight ----------------------------------------- */
+
+void cuda_forget_busy(cuda_state *st, gcsh_comm_impl *c)
+{
+    for (int i = 0; c->busy && i < st->nbusy; i++)
+        if (st->busy[i] == c) {
+            st->busy[i] = st->busy[--st->nbusy];
+            break;
+        }
+    c->busy = 0;
+}
+
+static void clear_busy(cuda_state *st)
+{
+    for (int i = 0; i < st->nbusy; i++)
+        st->busy[i]->busy = 0;
+    st->nbusy = 0;
+    st->enqueued = 0;
+}
+
+/* 0, or -1 with ctx->err after an asynchronous error of a busy communicator. */
+static int busy_pending(gcsh_ctx *ctx, cuda_state *st)
+{
+    for (int i = 0; i < st->nbusy; i++)
+        if (comm_pending(ctx, st->busy[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* An interrupt during a wait: a collective whose peer never comes keeps the
+ * stream forever, and only aborting its communicator stops it.  Returns
+ * how many were aborted. */
+static int abort_busy(cuda_state *st, gcsh_comm_impl *c)
+{
+    int n = 0;
+    if (c && !c->aborted) {
+        cuda_abort_comm(c);
+        n++;
+    }
+    for (int i = 0; i < st->nbusy; i++)
+        if (!st->busy[i]->aborted) {
+            cuda_abort_comm(st->busy[i]);
+            n++;
+        }
+    clear_busy(st);
+    return n;
 }
 
 void cuda_cancel_waits(cuda_state *st)
@@ -134,33 +205,78 @@ static int report_gave_up(gcsh_ctx *ctx, cuda_state *st)
                           cmp_name(w->cmp), w->want, w->seen);
 }
 
-int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+/* Polls query() until it is no longer cudaErrorNotReady (an interrupt or an
+ * asynchronous NCCL error ends it sooner: cuda_wait says how). */
+static int wait_until(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c,
+                      cudaError_t (*query)(void *), void *arg, const char *call)
 {
     for (unsigned polls = 0;; polls++) {
         int pending = comm_pending(ctx, c);
-        if (pending < 0)
+        if (pending < 0 || busy_pending(ctx, st) < 0)
             return -1;
         if (!pending) {
-            cudaError_t e = cudaStreamQuery(st->stream);
+            cudaError_t e = query(arg);
             if (e == cudaSuccess)
-                return report_gave_up(ctx, st);
+                return 0;
             if (e != cudaErrorNotReady)
-                return cuda_error(ctx, __FILE__, __LINE__, "cudaStreamQuery", e);
+                return cuda_error(ctx, __FILE__, __LINE__, call, e);
         }
         if (atomic_load(&ctx->interrupt)) {
             cuda_cancel_waits(st); /* a pending signal wait must not outlive the chunk */
-            if (c && !c->aborted) {
-                /* NCCL cannot cancel one operation: aborting the communicator
-                 * is what stops its kernels and frees the stream. */
-                ncclCommAbort(c->comm);
-                c->aborted = 1;
+            if (abort_busy(st, c) > 0)
                 return gcsh_set_error(ctx, "interrupted while waiting for a collective; "
                                            "communicator aborted, create a new one");
-            }
             return gcsh_set_error(ctx, "interrupted while waiting for the GPU stream");
         }
         cuda_poll_pause(polls);
     }
+}
+
+static cudaError_t stream_query(void *s)
+{
+    return cudaStreamQuery((cudaStream_t)s);
+}
+
+static cudaError_t event_query(void *e)
+{
+    return cudaEventQuery((cudaEvent_t)e);
+}
+
+int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    if (wait_until(ctx, st, c, stream_query, st->stream, "cudaStreamQuery") != 0)
+        return -1;
+    clear_busy(st); /* everything enqueued so far is done */
+    return report_gave_up(ctx, st);
+}
+
+int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    if (!c->busy) {
+        if (st->nbusy == st->cap_busy) {
+            int cap = st->cap_busy ? 2 * st->cap_busy : 8;
+            gcsh_comm_impl **p = realloc(st->busy, (size_t)cap * sizeof *p);
+            if (!p)
+                return cuda_wait(ctx, st, c); /* no room to remember it: wait instead */
+            st->busy = p;
+            st->cap_busy = cap;
+        }
+        st->busy[st->nbusy++] = c;
+        c->busy = 1;
+    }
+    if (++st->enqueued % CUDA_THROTTLE_EVERY != 0)
+        return 0;
+    int slot = (int)(st->enqueued / CUDA_THROTTLE_EVERY) % CUDA_THROTTLE_MARKS;
+    if (!st->throttle[slot])
+        CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->throttle[slot], cudaEventDisableTiming));
+    else if (st->throttle_set[slot] &&
+             wait_until(ctx, st, NULL, event_query, st->throttle[slot], "cudaEventQuery") != 0)
+        return -1;
+    CUDA_TRY(ctx, cudaEventRecord(st->throttle[slot], st->stream));
+    st->throttle_set[slot] = 1;
+    return 0;
+fail:
+    return -1;
 }
 
 int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what)

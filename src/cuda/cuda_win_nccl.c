@@ -40,7 +40,7 @@ static int nccl_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclResult_t r, int line, c
     }
     if (cuda_nccl_settle(ctx, c->comm, call) == 0)
         return 1;
-    c->aborted = 1;
+    cuda_comm_lost(c);
     return 0;
 }
 
@@ -54,7 +54,7 @@ static void undo_step(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclResult_t r)
     memcpy(keep, ctx->err, sizeof keep);
     if ((r == ncclSuccess || r == ncclInProgress) &&
         cuda_nccl_settle(ctx, c->comm, "nccl window: undo") != 0)
-        c->aborted = 1;
+        cuda_comm_lost(c);
     memcpy(ctx->err, keep, sizeof keep);
 }
 

@@ -47,6 +47,7 @@ for n in 2 4; do
   expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
 done
 
+# (each command ends with a mem.sync span: the shell waits for what it left on the stream)
 # .trace in a session: status, a second file, off, errors; the shell goes on
 OUT=$(printf '%s\n' '.trace' ".trace $TMP/a.json" '.trace' 'c = comm.world(); c:barrier()' \
       ".trace $TMP/b.json" 'c:barrier()' '.trace off' '.trace off' '.trace /nonexistent/dir/t.json' \
@@ -54,9 +55,9 @@ OUT=$(printf '%s\n' '.trace' ".trace $TMP/a.json" '.trace' 'c = comm.world(); c:
 expect_eq ".trace in a session" "$OUT" "not tracing (.trace FILE starts)
 tracing to $TMP/a.json
 tracing to $TMP/a.json (.trace off writes it)
-trace written to $TMP/a.json: 8 spans from 2 ranks
+trace written to $TMP/a.json: 10 spans from 2 ranks
 tracing to $TMP/b.json
-trace written to $TMP/b.json: 6 spans from 2 ranks
+trace written to $TMP/b.json: 8 spans from 2 ranks
 not tracing (.trace FILE starts)
 gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory
 [0-1] still here"
