@@ -32,6 +32,8 @@
 #      gcsh's host issue time.
 # GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
 # GCSH_BENCH_ONLY=allreduce part 6; GCSH_BENCH_ONLY=nccl-tests part 7.
+# GCSH_BENCH_MAX (bytes, default 1 GiB) and GCSH_BENCH_ITERS (default 20)
+# bound part 7's sizes and set its timed calls per size (both sides alike).
 # GCSH_BENCH_RANKS="2 4" picks the rank counts (default 2, and 4 with 4 GPUs;
 # 1 on a one-GPU machine, as a smoke run).
 set -uo pipefail
@@ -65,17 +67,17 @@ build_nccl_tests() {
 }
 # nccl_tests_vs_gcsh NP: the reference runs, then gcsh's, then the ratios.
 nccl_tests_vs_gcsh() {
-    local np=$1 flags
+    local np=$1 flags max=${GCSH_BENCH_MAX:-1073741824} iters=${GCSH_BENCH_ITERS:-20}
     for variant in plain R2 G20; do
         case $variant in plain) flags=() ;; R2) flags=(-R 2) ;; G20) flags=(-G 20) ;; esac
-        echo "== $np ranks: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e 1G -f 2 -g 1 -n 20 -w 5"
-        "${mpi[@]}" -np "$np" "$NT/all_reduce_perf" -b 8 -e 1G -f 2 -g 1 -n 20 -w 5 "${flags[@]}" \
+        echo "== $np ranks: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
+        "${mpi[@]}" -np "$np" "$NT/all_reduce_perf" -b 8 -e "$max" -f 2 -g 1 -n "$iters" -w 5 "${flags[@]}" \
             >"$OUTDIR/nccl-tests-$variant-np$np.out" 2>&1
         grep -E '^#  *(size|\(B\))|^ +[0-9]' "$OUTDIR/nccl-tests-$variant-np$np.out" | head -40
     done
     echo "== $np ranks: gcsh bench.collective all-reduce f32, same sizes, .check off and on, against them"
     "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
-        local o = { op = 'allreduce', min = 8, max = 1 << 30, factor = 2, iters = 20, warmup = 5,
+        local o = { op = 'allreduce', min = 8, max = $max, factor = 2, iters = $iters, warmup = 5,
                     check = true, quiet = true }
         local off = b.collective(o)
         o.checked = true
