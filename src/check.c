@@ -40,6 +40,11 @@ struct gcsh_check {
     uint32_t chunk_seq;     /* the running chunk's number (the coordinator's) */
     gcsh_check_counts counts;
     char last_op[96];       /* the last operation entered, for fault reports */
+    /* Checked operations publish their fingerprint and are put into words
+     * only when someone asks (a hang report, a fault): a collective pays a
+     * copy, not a format.  *_lazy: op / last_op are still to be made. */
+    gcsh_fingerprint op_fp, last_fp;
+    int op_lazy, last_lazy;
 
     /* Whereabouts: written by the worker thread, read by the watcher. */
     pthread_mutex_t lock;
@@ -229,14 +234,54 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
 
 /* ---- whereabouts ---------------------------------------------------------- */
 
+static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len);
+
 static void publish_op(gcsh_check *k, const char *text)
 {
     pthread_mutex_lock(&k->lock);
     snprintf(k->op, sizeof k->op, "%s", text);
     snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
+    k->op_lazy = k->last_lazy = 0;
     k->since = now_seconds();
     k->in_op = 1;
     pthread_mutex_unlock(&k->lock);
+}
+
+/* A checked operation's whereabouts: the fingerprint, in words later. */
+static void publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
+{
+    pthread_mutex_lock(&k->lock);
+    k->op_fp = k->last_fp = *fp;
+    k->op_lazy = k->last_lazy = 1;
+    k->since = now_seconds();
+    k->in_op = 1;
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* The published operation in words (the caller holds k->lock). */
+static const char *op_text(gcsh_check *k)
+{
+    if (k->op_lazy) {
+        describe_fp(&k->op_fp, k->op, sizeof k->op);
+        k->op_lazy = 0;
+    }
+    return k->op;
+}
+
+/* The last operation entered, in words, or "none". */
+static const char *last_op_text(gcsh_check *k)
+{
+    if (!k)
+        return "none";
+    pthread_mutex_lock(&k->lock);
+    if (k->last_lazy) {
+        char text[128];
+        describe_fp(&k->last_fp, text, sizeof text);
+        snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
+        k->last_lazy = 0;
+    }
+    pthread_mutex_unlock(&k->lock);
+    return k->last_op[0] ? k->last_op : "none";
 }
 
 static void unpublish_op(gcsh_check *k)
@@ -369,7 +414,7 @@ void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t l
         }
     }
     if (k->in_op)
-        snprintf(buf, len, "in %s for %.1f s", k->op, now_seconds() - k->since);
+        snprintf(buf, len, "in %s for %.1f s", op_text(k), now_seconds() - k->since);
     else if (armed && k->sampled)
         snprintf(buf, len, "%s", k->line);
     else
@@ -392,12 +437,13 @@ void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *o
     fp->comm_size = cc->size;
 }
 
-/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1" */
-static void describe_op(const gcsh_comm_check *cc, const gcsh_fingerprint *fp, char *buf,
-                        size_t len)
+/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1" (the
+ * fingerprint names its communicator) */
+static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len)
 {
     char name[32];
-    gcsh_comm_name(cc, name, sizeof name);
+    gcsh_comm_check named = {.id = fp->comm};
+    gcsh_comm_name(&named, name, sizeof name);
     int world = strcmp(name, "world") == 0;
     if (fp->kind == GCSH_FP_COLLECTIVE)
         snprintf(buf, len, "%s #%llu%s%s", fp->op, (unsigned long long)fp->seq,
@@ -509,7 +555,7 @@ static enum board_verdict board_scan(gcsh_ctx *ctx, const gcsh_comm_check *cc,
 /* 0: passed on the board; 1: go to the coordinator (the board says so to
  * the others); -1: interrupted, with ctx->err. */
 static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
-                       const gcsh_fingerprint *fp, const char *what)
+                       const gcsh_fingerprint *fp)
 {
     gcsh_board_entry mine = {.chunk = k->chunk_seq, .attempt = fp->attempt, .seq = fp->seq,
                              .state = BOARD_POSTED, .fp = *fp};
@@ -526,6 +572,8 @@ static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
             break;
         if (atomic_load(&ctx->interrupt)) {
             gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_FAILED);
+            char what[128];
+            describe_fp(fp, what, sizeof what);
             return gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s",
                                   what);
         }
@@ -553,8 +601,10 @@ static uint32_t attempt_of(const gcsh_check *k, gcsh_comm_check *cc, uint64_t se
 
 /* The coordinator's verdict on fp (its round trip). */
 static int coordinator_check(gcsh_ctx *ctx, gcsh_check *k, const gcsh_comm_check *cc,
-                             const gcsh_fingerprint *fp, const char *what)
+                             const gcsh_fingerprint *fp)
 {
+    char what[128];
+    describe_fp(fp, what, sizeof what);
     if (send_fingerprint(k, cc, fp) != 0)
         return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
     return await_verdict(ctx, k, what);
@@ -566,21 +616,19 @@ int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerpr
     gcsh_check *k = ctx->check;
     if (!k || !k->enabled)
         return 0;
-    char what[128];
-    describe_op(cc, fp, what, sizeof what);
     int rc;
     if (fp->kind != GCSH_FP_COLLECTIVE || !on_board(ctx, cc)) {
         k->counts.coordinator++;
-        rc = coordinator_check(ctx, k, cc, fp, what);
+        rc = coordinator_check(ctx, k, cc, fp);
         k->counts.failed += rc != 0;
         return rc;
     }
     gcsh_fingerprint f = *fp;
     f.attempt = attempt_of(k, cc, fp->seq);
-    rc = board_check(ctx, k, cc, &f, what);
+    rc = board_check(ctx, k, cc, &f);
     if (rc == 1) {
         k->counts.coordinator++;
-        rc = coordinator_check(ctx, k, cc, &f, what);
+        rc = coordinator_check(ctx, k, cc, &f);
         gcsh_board_set_state(ctx->board, ctx->rank, cc->id, rc == 0 ? BOARD_PASSED : BOARD_FAILED);
     } else if (rc == 0) {
         k->counts.board++;
@@ -615,11 +663,8 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
         raise_error(L, ctx);
     if (fp->kind == GCSH_FP_COLLECTIVE)
         cc->seq = fp->seq;
-    if (ctx->check) {
-        char what[128];
-        describe_op(cc, fp, what, sizeof what);
-        publish_op(ctx->check, what);
-    }
+    if (ctx->check)
+        publish_fp(ctx->check, fp);
 }
 
 static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
@@ -635,7 +680,8 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     gcsh_trace_check_leave(ctx);
     if (k) {
         pthread_mutex_lock(&k->lock);
-        snprintf(what, sizeof what, "%s", k->op);
+        if (rc != 0) /* words only for an error message */
+            snprintf(what, sizeof what, "%s", op_text(k));
         k->in_op = 0;
         pthread_mutex_unlock(&k->lock);
     }
@@ -671,7 +717,7 @@ int gcsh_check_end_sync(lua_State *L)
         gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
                             "communicators with work in flight are aborted on every rank "
                             "(comm.world() makes a fresh one)",
-                       k && k->last_op[0] ? k->last_op : "none");
+                       last_op_text(k));
     raise_error(L, ctx);
 }
 
@@ -694,7 +740,7 @@ _Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
     snprintf(text, sizeof text,
              "gcsh: rank %d: unrecoverable fault at %s%s (last operation: %s); this process "
              "cannot recover: every rank exits with status %d\n",
-             ctx->rank, lua_tostring(L, -1), ctx->err, k && k->last_op[0] ? k->last_op : "none",
+             ctx->rank, lua_tostring(L, -1), ctx->err, last_op_text(k),
              GCSH_EXIT_FATAL);
     if (!k || gcsh_capture_send(k->cap, MSG_FATAL, text, strlen(text)) != 0) {
         fputs(text, stderr);

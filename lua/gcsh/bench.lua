@@ -575,8 +575,10 @@ end
 -- csv= and json= write them (rank 0, as bench.collective's); chart= draws one
 -- bar per algorithm per size:
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
-local AR_ALGOS = { nccl = true, nccl_sym = true, oneshot = true, twoshot = true,
-                   multicast = true, auto = true }
+-- nccl and nccl_sym, and every algorithm kernel.allreduce takes but "comm"
+-- (which is nccl_sym by another name)
+local AR_ALGOS = { nccl = true, nccl_sym = true }
+for _, a in ipairs(kernel.algos) do if a ~= "comm" then AR_ALGOS[a] = true end end
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
   min_time = 0.002, check = true, kind = false, comm = false, csv = false, json = false,

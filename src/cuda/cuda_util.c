@@ -52,7 +52,11 @@ cuda_state *cuda_enter(gcsh_ctx *ctx)
         gcsh_set_error(ctx, "cuda backend is not initialised");
         return NULL;
     }
-    CUDA_TRY(ctx, cudaSetDevice(st->dev));
+    /* every entry point comes here: cudaGetDevice reads a thread-local,
+     * cheaper than setting the device again on every collective */
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != st->dev)
+        CUDA_TRY(ctx, cudaSetDevice(st->dev));
     return st;
 fail:
     return NULL;
