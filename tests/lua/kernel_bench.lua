@@ -65,4 +65,5 @@ do -- no JSON module: a clear error before anything runs
   H.eq(ok, false, "json= without dkjson fails")
   H.truthy(tostring(err):find("json= needs the dkjson module (Debian package lua-dkjson", 1, true), "says which: " .. tostring(err))
 end
-H.raises(function() bench.allreduce { algos = { "ring" } } end, "unknown algo 'ring'", "bad algo")
+H.raises(function() bench.allreduce { algos = { "tree" } } end, "unknown algo 'tree'", "bad algo")
+H.raises(function() bench.allreduce { algos = { "comm" } } end, "unknown algo 'comm'", "comm is nccl_sym by another name")
