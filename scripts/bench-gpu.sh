@@ -98,13 +98,11 @@ fi
 if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
     if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = allreduce ]; then
-    # NCCL as nccl-tests runs it: gcsh makes its communicators non-blocking
-    # (interruptible), and then NCCL finishes every launch on a thread of its
-    # own, 75-160 us per call on H200s; NCCL_COMM_BLOCKING=1 overrides that
-    # for this run, so the reference is NCCL's own speed, not the shell's.
-    echo "== $np ranks: bench.allreduce f32 sum, 8 B .. 1 GiB (kernels against NCCL, NCCL_COMM_BLOCKING=${GCSH_BENCH_NCCL_BLOCKING:-1}; csv: $OUTDIR/allreduce-np$np.csv)"
-    NCCL_COMM_BLOCKING=${GCSH_BENCH_NCCL_BLOCKING:-1} "${mpi[@]}" -x NCCL_COMM_BLOCKING -np "$np" "$GCSH" -e "local b = require('gcsh.bench')
-        local rows = b.allreduce{ algos = {'nccl', 'nccl_sym', 'oneshot', 'twoshot', 'multicast', 'auto'},
+    # NCCL runs on the communicators' blocking twins (cuda_comm.c), stream-ordered,
+    # as nccl-tests runs it: no override needed any more
+    echo "== $np ranks: bench.allreduce f32 sum, 8 B .. 1 GiB (kernels against NCCL; csv: $OUTDIR/allreduce-np$np.csv)"
+    "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
+        local rows = b.allreduce{ algos = {'nccl', 'nccl_sym', 'oneshot', 'twoshot', 'ring', 'multicast', 'auto'},
             min = 8, max = 1 << 30, factor = 2, iters = 20, warmup = 5, kind = 'nccl',
             csv = '$OUTDIR/allreduce-np$np.csv', chart = 'busbw' }
         b.allreduce_targets(rows)"
