@@ -309,6 +309,25 @@ void gcsh_where_end(gcsh_ctx *ctx)
         unpublish_op(ctx->check);
 }
 
+/* The line of the chunk that is running, the innermost one on the stack
+ * (0: the chunk is not on it). */
+static int chunk_line_on_stack(lua_State *L, const gcsh_check *k)
+{
+    lua_Debug d;
+    for (int level = 0; level < 64 && lua_getstack(L, level, &d); level++)
+        if (lua_getinfo(L, "Sl", &d) && strcmp(d.short_src, k->chunk) == 0 && d.currentline > 0)
+            return d.currentline;
+    return 0;
+}
+
+/* The shell's own Lua that a chunk calls through (prelude.lua's wrappers of
+ * os.clock and the like): a sample there names the chunk's line instead. */
+static int is_shell_plumbing(const char *src)
+{
+    size_t n = strlen(src), m = strlen("gcsh/prelude.lua");
+    return n >= m && strcmp(src + n - m, "gcsh/prelude.lua") == 0;
+}
+
 /* A one-shot count hook, set by the watcher: records the running line.  It
  * clears itself before it looks at the interrupt flag, so an interrupt hook
  * set meanwhile is either kept or honoured here (worker.c's stop_hook). */
@@ -321,9 +340,15 @@ static void sample_hook(lua_State *L, lua_Debug *ar)
         luaL_error(L, "interrupted!");
     if (!k || !lua_getinfo(L, "Sl", ar))
         return;
+    int chunk_line = chunk_line_on_stack(L, k);
     pthread_mutex_lock(&k->lock);
     if (strcmp(ar->short_src, k->chunk) == 0 && ar->currentline > 0)
         snprintf(k->line, sizeof k->line, "running line %d of the chunk", ar->currentline);
+    else if (chunk_line > 0 && is_shell_plumbing(ar->short_src))
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk", chunk_line);
+    else if (chunk_line > 0 && ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk (in %.60s:%d)",
+                 chunk_line, ar->short_src, ar->currentline);
     else if (ar->currentline > 0)
         snprintf(k->line, sizeof k->line, "running %s:%d", ar->short_src, ar->currentline);
     else

@@ -45,6 +45,10 @@ struct gcsh_ctx {
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
     int inject_oom;
+    /* gcsh.debug.inject("async") on the host backend: the next wait for the
+     * rank's work fails as an asynchronous device error would (tests of the
+     * end-of-command wait, check.h). */
+    int inject_async;
     /* gcsh.debug.inject("stage:NAME") / ("stage_slow:NAME"): the next window
      * registration stage of that name fails on this rank after it ran, or
      * waits for an interrupt (winbuild.c); then this clears. */

@@ -260,7 +260,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     if (st == LUA_OK) { /* what the command left on the stream is its own (check.h) */
         lua_settop(L, base + 1);
         lua_pushcfunction(L, gcsh_check_end_sync);
-        st = lua_pcall(L, 0, 0, base + 1);
+        st = lua_pcall(L, 0, 0, 0); /* no traceback: no Lua code ran there */
     }
     if (st != LUA_OK && w->ctx->exit_code >= 0) {
         lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */

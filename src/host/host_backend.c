@@ -57,13 +57,17 @@ static int host_inject(gcsh_ctx *ctx, const char *what)
         ctx->inject_oom = 1;
         return 0;
     }
+    if (strcmp(what, "async") == 0) {
+        ctx->inject_async = 1;
+        return 0;
+    }
     if (strcmp(what, "fatal") == 0) {
         ctx->fatal = 1;
         return gcsh_set_error(ctx, "injected fatal fault (gcsh.debug.inject, standing in for a "
                                    "sticky device error)");
     }
     return gcsh_set_error(ctx, "gcsh.debug.inject: unknown fault '%s' on the host backend "
-                               "(valid: oom fatal)", what);
+                               "(valid: oom async fatal)", what);
 }
 
 const gcsh_backend gcsh_host_backend = {

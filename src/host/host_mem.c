@@ -103,10 +103,15 @@ static int host_rand(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, u
     return 0;
 }
 
-/* Host operations complete before they return: nothing is queued. */
+/* Host operations complete before they return: nothing is queued (but a
+ * test can make this wait fail, as an asynchronous GPU error would). */
 static int host_sync(gcsh_ctx *ctx)
 {
-    (void)ctx;
+    if (ctx->inject_async) {
+        ctx->inject_async = 0;
+        return gcsh_set_error(ctx, "injected asynchronous error (gcsh.debug.inject, standing in "
+                                   "for an error of work still on a GPU stream)");
+    }
     return 0;
 }
 

@@ -126,6 +126,18 @@ expect_contains "OOM on one rank: its error" "$OUT" "[1] stdin:1: out of host me
 expect_contains "OOM on one rank: the others' error names it" "$OUT" "[0] stdin:1: allreduce #1: [0] waited 0.0 s for [1]: [1] ended the command with an error"
 expect_contains "OOM on one rank: the next command works" "$OUT" "[0-1] 2.0"
 
+# ---- an asynchronous error: reported by the command that issued the work
+# (the end-of-command wait; on cuda, what the command left on the stream)
+OUT=$(printf '%s\n' 'c = comm.world()' \
+    'c:allreduce(tensor.new(4):fill(1)) if rank == 1 then gcsh.debug.inject("async") end print("issued")' \
+    '=c:allreduce(tensor.new(1):fill(1))[0]' |
+    GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "async error: the command's own output first, then its error, on the rank that had it" "$OUT" "[0] issued
+[1] issued
+[1] injected asynchronous error (gcsh.debug.inject, standing in for an error of work still on a GPU stream)
+[0-1] 2.0"
+expect_eq "async error: a piped session with a failed line exits 1" "$RC" 1
+
 # ---- an unrecoverable (device) fault: every rank exits 70, nothing left
 TAG=$(new_tag); TAGS+=("$TAG")
 OUT=$(printf '%s\n' 'c = comm.world() c:barrier()' 'if rank == 1 then gcsh.debug.inject("fatal") end c:barrier()' 'print("never")' |
