@@ -47,7 +47,12 @@ CUDA := 0
 endif
 endif
 
-SRCS      := $(wildcard src/*.c) $(wildcard src/host/*.c)
+# the layers (src/DESIGN.md): core (context, backend interface, dtypes, the
+# kernels' plan), wire (links, messages, output, checks), shell (rank 0's
+# terminal, REPL and coordinator), bind (the Lua types), trace, and the
+# backends host and cuda
+LAYERS    := core wire shell bind trace host
+SRCS      := src/main.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/cuda/*.c)

@@ -3,6 +3,6 @@
 #ifndef GCSH_KERNELS_ELEM_H
 #define GCSH_KERNELS_ELEM_H
 
-#include "elementwise.h"
+#include "core/elementwise.h"
 
 #endif

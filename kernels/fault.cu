@@ -1,6 +1,6 @@
 // Fault injection for tests (gcsh.debug.inject): a kernel that writes where
 // no allocation is.  Never used outside GCSH_TEST_FAULTS=1 sessions.
-#include "kernels.h"
+#include "initkern.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 // as a host tensor given the same initialiser.  fill is special-cased: the
 // host encodes the value once and the kernel only replicates the bits.
 #include "elem.h"
-#include "kernels.h"
+#include "initkern.h"
 
 namespace {
 

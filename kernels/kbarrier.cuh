@@ -1,10 +1,10 @@
 // Device pieces shared by reduce.cu and mcast.cu: the per-block barrier on
-// a window's sync words (kern.h), bounded and cancellable through the wait
+// a window's sync words (kreduce.h), bounded and cancellable through the wait
 // of kwait.cuh, as s:wait is.
 #ifndef GCSH_KERNELS_KBARRIER_CUH
 #define GCSH_KERNELS_KBARRIER_CUH
 
-#include "kern.h"
+#include "core/kreduce.h"
 #include "kwait.cuh"
 #include "reducekern.h"
 

@@ -7,7 +7,7 @@
 
 #include <cuda/atomic>
 
-#include "backend.h"
+#include "core/backend.h"
 #include "winkern.h"
 
 namespace gcsh_k {

@@ -6,14 +6,14 @@
 // Elements go in 16-byte vectors when every pointer of a job has the same
 // address modulo 16 (window slices all do: they are granule aligned; an
 // out tensor may not), with scalar heads and tails so that every length and
-// every offset is exact.  Accumulation follows kern.h (f32 for f32/f16/bf16,
+// every offset is exact.  Accumulation follows kreduce.h (f32 for f32/f16/bf16,
 // wrapping 32-bit integers), in source order, so results match the host's
 // C loops bit for bit.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kbarrier.cuh"
-#include "kplan.h"
+#include "core/kplan.h"
 
 namespace gcsh_k {
 

@@ -1,7 +1,7 @@
 /* Launchers of the reduce kernels (kernels/reduce.cu) and of the NVLS
  * multicast kernels (kernels/mcast.cu), callable from C.
  *
- * As in kernels.h: each launcher enqueues on `stream` and returns the
+ * As in initkern.h: each launcher enqueues on `stream` and returns the
  * launch's error; sizes and team bounds are checked here before any launch
  * (the binding checked them against the user's tensors and windows). */
 #ifndef GCSH_KERNELS_REDUCEKERN_H
@@ -13,7 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "backend.h"
+#include "core/backend.h"
 #include "winkern.h"
 
 #ifdef __cplusplus

@@ -11,7 +11,7 @@
 #include <nccl_device.h>
 #pragma GCC diagnostic pop
 
-#include "backend.h"
+#include "core/backend.h"
 #include "kwait.cuh"
 #include "winkern.h"
 

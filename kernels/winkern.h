@@ -1,7 +1,7 @@
 /* Window and signal kernels, and the NCCL device-API pieces that need C++
  * (ncclDevComm is a C++ type), behind extern "C" launchers.
  *
- * As in kernels.h: each launcher enqueues on `stream` and returns the
+ * As in initkern.h: each launcher enqueues on `stream` and returns the
  * launch's error; a zero size launches nothing; sizes are checked here
  * before any launch. */
 #ifndef GCSH_KERNELS_WINKERN_H

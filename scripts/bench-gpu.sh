@@ -21,7 +21,7 @@
 #      build-gpu/bench), a busbw chart, and the targets as ratios
 #      (one-shot time / NCCL plain and / nccl_sym at <= 64 KiB; two-shot busbw
 #      / NCCL at >= 256 MiB; auto / best) with the crossovers measured for
-#      src/kern_tune.h.
+#      src/core/kreduce_tune.h.
 #   7. against nccl-tests, in the same run: nccl-tests is built here from the
 #      source carried in .nccl-tests/ (a snapshot of github.com/NVIDIA/nccl-tests,
 #      ignored by git, never committed: copy it there before the run), then

@@ -15,17 +15,18 @@
 #include <lauxlib.h>
 #include <mpi.h>
 
-#include "board.h"
-#include "coord.h"
-#include "launch.h"
-#include "msg.h"
-#include "rank.h"
-#include "record.h"
-#include "repl.h"
-#include "sig.h"
-#include "spmd.h"
-#include "term.h"
-#include "trace_coord.h"
+#include "wire/board.h"
+#include "shell/coord.h"
+#include "shell/launch.h"
+#include "wire/msg.h"
+#include "core/rank.h"
+#include "shell/record.h"
+#include "shell/repl.h"
+#include "shell/sigint.h"
+#include "wire/link.h"
+#include "wire/worker.h"
+#include "shell/term.h"
+#include "trace/trace_coord.h"
 
 /* What the command line asked for. */
 typedef struct options {

@@ -739,7 +739,7 @@ end
 -- prints; returns the table): one-shot time / nccl and / nccl_sym at
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
--- suggests for src/kern_tune.h (best_crossovers).
+-- suggests for src/core/kreduce_tune.h (best_crossovers).
 local CHOOSABLE = { "oneshot", "twoshot", "nccl_sym" }
 
 -- The thresholds auto should use, from one run's rows by size (at[size][algo]):
@@ -826,7 +826,7 @@ function bench.allreduce_targets(rows, opts)
     print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
     print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
-    print(string.format("#   measured crossovers for src/kern_tune.h: oneshot_max = %d, twoshot_max = %d"
+    print(string.format("#   measured crossovers for src/core/kreduce_tune.h: oneshot_max = %d, twoshot_max = %d"
                         .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %s)", one_max, two_max, f(t.suggest_worst)))
   end
   return t

@@ -127,7 +127,7 @@ local API = {
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
       { "kernel.algos", "every algorithm kernel.allreduce accepts" },
       { "kernel.choose(bytes [, team [, backend]])", "the algorithm \"auto\" runs" },
-      { "kernel.crossovers", "the table auto reads (src/kern_tune.h)" },
+      { "kernel.crossovers", "the table auto reads (src/core/kreduce_tune.h)" },
     },
   },
   bench = {

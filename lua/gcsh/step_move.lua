@@ -13,7 +13,7 @@
 -- local tensor of n elements).
 local M = {}
 
--- kernel.reduce takes at most this many inputs (src/kern.h).
+-- kernel.reduce takes at most this many inputs (src/core/kreduce.h).
 local REDUCE_MAX_INPUTS = 16
 
 -- The tensor view of one place: ctx.peers[p] is w:peer(p), ctx.tmp the

@@ -2,7 +2,7 @@
 -- stage per st:next(), on every rank of c, printing what each rank really
 -- did; st.window is the usable window after the last step.
 --
--- The stages are the registration itself (src/l_winstage.c, src/winbuild.h):
+-- The stages are the registration itself (src/bind/l_winstage.c, src/bind/winbuild.h):
 -- c:window() runs the same ones back to back.  Step 1 is the check (every
 -- rank asks for the same window); then the backend's stages:
 --   host  segment (MPI_Comm_split by node, MPI_Win_allocate_shared),

@@ -12,8 +12,8 @@
 #include <nccl.h>
 
 #include "cuda/cuda_driver.h"
-#include "gcsh.h"
-#include "kernels.h"
+#include "core/gcsh.h"
+#include "initkern.h"
 #include "winkern.h"
 
 /* At most CUDA_THROTTLE_MARKS x CUDA_THROTTLE_EVERY calls of a loop are in
@@ -72,7 +72,7 @@ struct gcsh_comm_impl {
 
 /* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1.
  * A sticky CUDA error (illegal address, launch failure, ...: the context is
- * lost) also sets ctx->fatal, which ends every rank (check.h). */
+ * lost) also sets ctx->fatal, which ends every rank (collcheck.h). */
 int cuda_error(gcsh_ctx *ctx, const char *file, int line, const char *call, cudaError_t e);
 int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const char *call,
                ncclResult_t r);

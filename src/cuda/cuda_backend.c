@@ -11,7 +11,7 @@
 #include <lauxlib.h>
 
 #include "cuda/cuda.h"
-#include "kernels.h"
+#include "initkern.h"
 
 int gcsh_cuda_available(void)
 {

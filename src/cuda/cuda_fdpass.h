@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 
 typedef struct fdx {
     uint64_t nonce;

@@ -10,7 +10,7 @@
 
 #include "cuda/cuda.h"
 #include "elem.h"
-#include "kernels.h"
+#include "initkern.h"
 
 static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
 {

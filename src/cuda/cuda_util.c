@@ -7,7 +7,7 @@
 #include "cuda/cuda.h"
 
 /* Errors after which the CUDA context is unusable: every later call fails,
- * so the process cannot recover (check.h: every rank exits). */
+ * so the process cannot recover (collcheck.h: every rank exits). */
 static int sticky(cudaError_t e)
 {
     switch (e) {

@@ -29,8 +29,8 @@
 
 #include "cuda/cuda_fdpass.h"
 #include "cuda/cuda_window.h"
-#include "out.h"
-#include "winbuild.h"
+#include "wire/out.h"
+#include "bind/winbuild.h"
 
 static const char *const stage_names[] = {"allocate", "export", "exchange",
                                           "map",      "access", "table"};

@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include "backend.h"
+#include "core/backend.h"
 
 extern const gcsh_mem_ops gcsh_host_mem_ops;
 extern const gcsh_comm_ops gcsh_host_comm_ops;

@@ -8,7 +8,7 @@
 
 #include <lauxlib.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 static int host_init(gcsh_ctx *ctx)

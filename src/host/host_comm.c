@@ -33,7 +33,7 @@
 
 #include <mpi.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 struct gcsh_comm_impl {

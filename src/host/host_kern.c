@@ -3,7 +3,7 @@
  * loads and stores below are real loads and stores into other ranks' memory.
  *
  * The collectives follow the plan of kplan.h step by step and synchronise
- * like the cuda kernels (kern.h: one word per
+ * like the cuda kernels (kreduce.h: one word per
  * member in every slice's sync area, barrier numbers that only grow), with
  * C11 atomics: each rank stores the barrier's number into its word of every
  * peer's area with release ordering, then waits with acquire loads until
@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise.h"
-#include "gcsh.h"
+#include "core/elementwise.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 
 /* ---- one job: k sources reduced into m destinations ------------------------ */
 
-/* Element loops per dtype, each in its accumulator type (kern.h). */
+/* Element loops per dtype, each in its accumulator type (kreduce.h). */
 static void job_f32(const gcsh_kjob *j)
 {
     for (size_t i = 0; i < j->n; i++) {

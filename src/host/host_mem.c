@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elementwise.h"
-#include "gcsh.h"
+#include "core/elementwise.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 /* Cache-line alignment: what vector loops and MPI like; also >= any dtype. */

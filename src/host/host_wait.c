@@ -12,7 +12,7 @@
 #include <sched.h>
 #include <time.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 #define WAIT_SPIN_POLLS 2000

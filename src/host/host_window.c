@@ -26,10 +26,10 @@
 
 #include <mpi.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
-#include "out.h"
-#include "winbuild.h"
+#include "wire/out.h"
+#include "bind/winbuild.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "signal words need lock-free 64-bit atomics");
 

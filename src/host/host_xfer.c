@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 
 struct gcsh_xfer_impl {

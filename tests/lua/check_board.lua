@@ -1,4 +1,4 @@
--- Collective checks on the check board (check.h): ranks of rank 0's node post
+-- Collective checks on the check board (collcheck.h): ranks of rank 0's node post
 -- fingerprints in shared memory; a check where everyone agrees passes there,
 -- anything else escalates to the coordinator, and both give one verdict.
 -- Under GCSH_RANKS_PER_NODE (tests/sh) only node 0's communicators use it.

@@ -14,7 +14,7 @@ TAGS=()
 trap 'for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 $p 2>/dev/null; done; done' EXIT
 
 # Addresses differ from run to run; the check board decides the fingerprints
-# unless a rank is slow to post, when rank 0 does (check.h).
+# unless a rank is slow to post, when rank 0 does (collcheck.h).
 no_addresses() { sed -E -e 's/0x[0-9a-f]+/0x?/g' \
     -e "s/\((the node's check board|rank 0 compared them)\)$/(board or rank 0)/"; }
 

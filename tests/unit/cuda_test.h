@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
-#include "rank.h"
+#include "core/rank.h"
 #include "unit.h"
-#include "winbuild.h"
+#include "bind/winbuild.h"
 
 /* Not every test uses every table or helper. */
 #define CUDA_TEST_UNUSED __attribute__((unused))

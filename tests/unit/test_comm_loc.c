@@ -6,8 +6,8 @@
 #include <lauxlib.h>
 #include <mpi.h>
 
-#include "rank.h"
-#include "tensor.h"
+#include "core/rank.h"
+#include "bind/tensor.h"
 #include "unit.h"
 
 /* Runs `chunk` (which must raise) and checks its message contains `want`. */

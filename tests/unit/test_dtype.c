@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "elementwise.h"
+#include "core/dtype.h"
+#include "core/elementwise.h"
 #include "unit.h"
 
 static uint32_t f32_bits(float f)

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elementwise.h"
-#include "gcsh.h"
+#include "core/elementwise.h"
+#include "core/gcsh.h"
 #include "host/host.h"
 #include "unit.h"
 

@@ -10,9 +10,9 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
-#include "tensor.h"
+#include "bind/tensor.h"
 #include "unit.h"
 
 #define SCRAMBLE 0x5a

@@ -11,10 +11,10 @@
 #include <jansson.h>
 #include <mpi.h>
 
-#include "gcsh.h"
+#include "core/gcsh.h"
 #include "host/host.h"
-#include "trace.h"
-#include "trace_json.h"
+#include "trace/trace.h"
+#include "trace/trace_json.h"
 #include "unit.h"
 
 /* ---- fake marks: the "GPU" runs each marked call 5 us after it is enqueued */

@@ -1,0 +1,37 @@
+/* The "comm" Lua type as other bindings see it (windows, signals).
+ *
+ * Symmetric-memory objects (windows, signals) are created on a communicator
+ * and keep it alive: each holds a registry reference to the comm's userdata
+ * until it is freed, and c:free() refuses while any is still registered
+ * (their free needs the communicator's barrier). */
+#ifndef GCSH_COMM_H
+#define GCSH_COMM_H
+
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "wire/collcheck.h"
+#include "core/gcsh.h"
+
+#define GCSH_COMM_MT "comm"
+
+typedef struct lcomm {
+    gcsh_comm_impl *impl; /* NULL when closed: not yet acquired, or freed */
+    int rank, size;
+    /* Checked registration: the sequence number the next window or signals
+     * creation on this communicator proposes (symmem.c). */
+    uint64_t next_seq;
+    /* Windows and signals registered on it and not yet freed. */
+    int registered;
+    gcsh_comm_check chk;  /* id, sequence number, members, aborted (collcheck.h) */
+} lcomm;
+
+/* luaL_checkudata + "attempt to use a freed comm". */
+lcomm *gcsh_check_comm(lua_State *L, int idx);
+
+/* Methods of comm implemented with the symmetric-memory types. */
+int gcsh_comm_window(lua_State *L);  /* c:window(n [, dtype [, opts]]), l_window.c */
+int gcsh_comm_signals(lua_State *L); /* c:signals(n), l_signal.c */
+
+#endif

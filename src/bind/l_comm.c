@@ -1,0 +1,714 @@
+/* The Lua type "comm": a communicator and its collectives.
+ *
+ *   comm.world()                       the world communicator (cached until freed)
+ *   c:split(color [, key=c.rank])      collective; nil/false/negative color -> nil
+ *   c.rank, c.size                     0-based
+ *   c:barrier()
+ *   c:allreduce(t [, op="sum" [, out=t]])     c:broadcast(t, root)
+ *   c:reduce(t, root [, op="sum" [, out=t]])  c:allgather(t, out)
+ *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
+ *   c:send(t, peer)                           c:recv(t, peer)
+ *   c:window(n [, dtype [, {kind=}]])  c:signals(n)   (l_window.c, l_signal.c)
+ *   c:agree(s)                         every rank's string, in rank order
+ *   c:free()                           collective, idempotent; refused while
+ *                                      windows or signals are registered on c
+ *
+ * Collectives return their output tensor.  Every argument is checked here,
+ * before the backend runs (backend.h: backends trust their arguments), by one
+ * table of collective shapes (coll_specs) and one checker.
+ *
+ * In place: allreduce, reduce and alltoall with out == t (or out omitted);
+ * allgather with t = out:view(rank * n, n); reducescatter with
+ * out = t:view(rank * n, n) (NCCL's layouts).  Any other overlap is refused.
+ *
+ * Freeing is collective (MPI_Comm_free, ncclCommDestroy).  :free() and
+ * __close (a <close> variable leaves its scope at the same point of the
+ * program on every rank) do it.  __gc never does: a rank collecting a
+ * communicator at its own moment would hang the others.  A communicator that
+ * is collected while still open is leaked instead, and the next comm call on
+ * that rank prints a one-time note to stderr (not from __gc itself, so a
+ * script's exit, when everything is collected, stays quiet).
+ *
+ * Checks (collcheck.h): every collective, split, barrier and comm.world() first
+ * exchanges a fingerprint through rank 0 (.check on), and publishes where the
+ * rank is while it runs.  An interrupted operation aborts its communicator on
+ * every rank; an aborted comm refuses every use but :free().
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "wire/collcheck.h"
+#include "bind/comm.h"
+#include "core/gcsh.h"
+#include "bind/tensor.h"
+
+#define WORLD_KEY "gcsh.comm.world"
+#define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
+
+/* The pseudo-communicator of comm.world()'s check: every rank of the session. */
+#define SESSION_COMM_ID (~0ULL)
+
+static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
+{
+    return ctx->be->comm;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static lcomm *check_open(lua_State *L, int idx)
+{
+    lcomm *lc = luaL_checkudata(L, idx, GCSH_COMM_MT);
+    if (!lc->impl)
+        luaL_error(L, "attempt to use a freed comm");
+    gcsh_check_usable(L, &lc->chk);
+    return lc;
+}
+
+lcomm *gcsh_check_comm(lua_State *L, int idx)
+{
+    return check_open(L, idx);
+}
+
+static lcomm *push_closed(lua_State *L)
+{
+    lcomm *lc = lua_newuserdatauv(L, sizeof *lc, 0);
+    lc->impl = NULL;
+    lc->rank = lc->size = 0;
+    memset(&lc->chk, 0, sizeof lc->chk);
+    lc->next_seq = 1;
+    lc->registered = 0;
+    luaL_setmetatable(L, GCSH_COMM_MT);
+    return lc;
+}
+
+/* members: the world rank of each member (taken over), or NULL. */
+static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl, uint64_t id, int *members)
+{
+    lc->impl = impl;
+    lc->rank = ops_of(ctx)->rank(impl);
+    lc->size = ops_of(ctx)->size(impl);
+    gcsh_comm_check_attach(ctx, &lc->chk, impl, id, lc->rank, lc->size, members);
+}
+
+/* The collective release behind :free() and __close; idempotent.  An aborted
+ * communicator's release does not wait for anyone (backend.h). */
+static void release(gcsh_ctx *ctx, lcomm *lc)
+{
+    if (lc->impl) {
+        gcsh_comm_check_detach(ctx, &lc->chk);
+        ops_of(ctx)->release(ctx, lc->impl);
+        lc->impl = NULL;
+    }
+}
+
+static void push_leaks(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LEAKS_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, LEAKS_KEY);
+    }
+}
+
+/* __gc: local only, see the top of the file. */
+static int comm_gc(lua_State *L)
+{
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
+    if (!lc->impl)
+        return 0;
+    gcsh_comm_check_detach(gcsh_ctx_of(L), &lc->chk);
+    lc->impl = NULL;
+    push_leaks(L);
+    lua_getfield(L, -1, "count");
+    lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushinteger(L, n + 1);
+    lua_setfield(L, -2, "count");
+    lua_pop(L, 1);
+    return 0;
+}
+
+static void note_leaks_once(lua_State *L)
+{
+    push_leaks(L);
+    lua_getfield(L, -1, "count");
+    lua_getfield(L, -2, "noted");
+    if (lua_tointeger(L, -2) > 0 && !lua_toboolean(L, -1)) {
+        fprintf(stderr,
+                "gcsh: note (rank %d): a comm was garbage-collected without :free(); its "
+                "communicator is leaked, because freeing is collective and __gc never does it "
+                "(use c:free() or `local c <close> = ...`)\n",
+                gcsh_ctx_of(L)->rank);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -4, "noted");
+    }
+    lua_pop(L, 3);
+}
+
+/* Windows and signals keep their comm (comm.h): their free needs its barrier. */
+static int comm_free(lua_State *L)
+{
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
+    if (lc->impl && lc->registered > 0)
+        return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
+                             "free them first", lc->registered);
+    release(gcsh_ctx_of(L), lc);
+    return 0;
+}
+
+static int comm_tostring(lua_State *L)
+{
+    lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
+    if (!lc->impl)
+        lua_pushliteral(L, "comm(freed)");
+    else if (lc->chk.aborted)
+        lua_pushliteral(L, "comm(aborted)");
+    else
+        lua_pushfstring(L, "comm(rank %d of %d, %s)", lc->rank, lc->size,
+                        gcsh_ctx_of(L)->be->name);
+    return 1;
+}
+
+/* __index: the fields rank and size, then the methods (upvalue 1). */
+static int comm_index(lua_State *L)
+{
+    const char *key = lua_tostring(L, 2);
+    if (key && (strcmp(key, "rank") == 0 || strcmp(key, "size") == 0)) {
+        lcomm *lc = check_open(L, 1);
+        lua_pushinteger(L, key[0] == 'r' ? lc->rank : lc->size);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_gettable(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* ---- constructors ------------------------------------------------------- */
+
+/* The world rank of every member of impl (NULL when the backend cannot say):
+ * what the coordinator needs to name the members that did not arrive. */
+static int *exchange_members(gcsh_ctx *ctx, gcsh_comm_impl *impl)
+{
+    int n = ops_of(ctx)->size(impl);
+    int *members = malloc((size_t)n * sizeof *members);
+    int32_t mine = ctx->rank, *all = malloc((size_t)n * sizeof *all);
+    if (!members || !all || !ops_of(ctx)->agree ||
+        ops_of(ctx)->agree(ctx, impl, &mine, all, sizeof mine) != 0) {
+        free(members);
+        members = NULL;
+    }
+    for (int i = 0; members && i < n; i++)
+        members[i] = all[i];
+    free(all);
+    return members;
+}
+
+static int *world_members(gcsh_ctx *ctx)
+{
+    int *members = malloc((size_t)ctx->size * sizeof *members);
+    for (int i = 0; members && i < ctx->size; i++)
+        members[i] = i;
+    return members;
+}
+
+/* comm.world() is collective over the session (it duplicates MPI's world):
+ * checked on a pseudo-communicator of every rank, so a rank that never
+ * comes is named instead of hanging the others. */
+static void check_world(lua_State *L, gcsh_ctx *ctx)
+{
+    /* never on the board: its sequence number is always 0, so a second
+     * comm.world() in one command would meet the first one's entries there */
+    gcsh_comm_check session = {.id = SESSION_COMM_ID, .rank = ctx->rank, .size = ctx->size,
+                               .members = world_members(ctx), .on_board = 0};
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, &session, "comm.world");
+    fp.seq = 0;
+    int rc = gcsh_check_collective(L, &session, &fp);
+    free(session.members);
+    if (rc != 0)
+        luaL_error(L, "%s", ctx->err);
+}
+
+static int comm_world(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    note_leaks_once(L);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, WORLD_KEY) == LUA_TUSERDATA &&
+        ((lcomm *)lua_touserdata(L, -1))->impl && !((lcomm *)lua_touserdata(L, -1))->chk.aborted)
+        return 1;
+    lua_pop(L, 1);
+    check_world(L, ctx);
+    lcomm *lc = push_closed(L);
+    gcsh_comm_impl *impl;
+    if (ops_of(ctx)->world(ctx, &impl) != 0)
+        return gcsh_raise(L, ctx);
+    adopt(ctx, lc, impl, gcsh_comm_world_id(ctx), world_members(ctx));
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, WORLD_KEY);
+    return 1;
+}
+
+static int check_int_arg(lua_State *L, int idx, const char *what)
+{
+    lua_Integer v = luaL_checkinteger(L, idx);
+    if (v < INT_MIN || v > INT_MAX)
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s %I does not fit in an int", what, v));
+    return (int)v;
+}
+
+static int comm_split(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *parent = check_open(L, 1);
+    note_leaks_once(L);
+    int color = -1;
+    if (lua_toboolean(L, 2))
+        color = check_int_arg(L, 2, "color");
+    if (color < 0)
+        color = -1;
+    int key = lua_isnoneornil(L, 3) ? parent->rank : check_int_arg(L, 3, "key");
+    lcomm *lc = push_closed(L);
+    gcsh_comm_impl *impl = NULL;
+    gcsh_fingerprint fp; /* colors and keys differ by design: only the call is compared */
+    gcsh_fp_init(&fp, &parent->chk, "split");
+    gcsh_check_enter(L, &parent->chk, &fp);
+    gcsh_check_leave(L, &parent->chk, ops_of(ctx)->split(ctx, parent->impl, color, key, &impl));
+    if (!impl) {
+        lua_pushnil(L);
+        return 1;
+    }
+    adopt(ctx, lc, impl, gcsh_comm_split_id(&parent->chk, color), exchange_members(ctx, impl));
+    return 1;
+}
+
+static int comm_barrier(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *lc = check_open(L, 1);
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, &lc->chk, "barrier");
+    gcsh_check_enter(L, &lc->chk, &fp);
+    gcsh_check_leave(L, &lc->chk, ops_of(ctx)->barrier(ctx, lc->impl));
+    return 0;
+}
+
+/* ---- collectives: one spec each, one checker ----------------------------- */
+
+/* How out's length and the backend's count follow from t's length n. */
+typedef enum size_rule {
+    SIZE_SAME,     /* count = n; out >= n */
+    SIZE_GATHER,   /* count = n; out >= n * size */
+    SIZE_SCATTER,  /* n divisible by size; count = n / size; out >= count */
+    SIZE_ALLTOALL, /* n divisible by size; count = n / size per peer; out >= n */
+} size_rule;
+
+typedef struct coll_args {
+    lcomm *comm;
+    const gcsh_tensor *in, *out;
+    size_t count; /* in the backend's sense, see backend.h */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    int rank_arg_value; /* root or peer */
+} coll_args;
+
+typedef int (*coll_run)(gcsh_ctx *ctx, const coll_args *a);
+
+/* Stack indices count the comm as 1, so t is 2 (Lua reports it as #1). */
+typedef struct coll_spec {
+    const char *name;
+    int out_arg;      /* 0: works on t alone */
+    int out_optional; /* out omitted or nil: in place on t */
+    int op_arg;       /* 0: not a reduction */
+    int rank_arg;     /* 0: no root or peer */
+    const char *rank_role; /* "root" | "peer" */
+    size_rule sizes;
+    coll_run run;
+} coll_spec;
+
+static void *in_data(const coll_args *a)
+{
+    return gcsh_tensor_data(a->in);
+}
+
+static void *out_data(const coll_args *a)
+{
+    return gcsh_tensor_data(a->out);
+}
+
+static int run_allreduce(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->allreduce(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt,
+                                  a->op);
+}
+
+static int run_broadcast(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->broadcast(ctx, a->comm->impl, in_data(a), a->count, a->dt,
+                                  a->rank_arg_value);
+}
+
+static int run_reduce(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->reduce(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt,
+                               a->op, a->rank_arg_value);
+}
+
+static int run_allgather(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->allgather(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt);
+}
+
+static int run_reducescatter(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->reducescatter(ctx, a->comm->impl, in_data(a), out_data(a), a->count,
+                                      a->dt, a->op);
+}
+
+static int run_alltoall(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->alltoall(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt);
+}
+
+static int run_send(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->send(ctx, a->comm->impl, in_data(a), a->count, a->dt, a->rank_arg_value);
+}
+
+static int run_recv(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->recv(ctx, a->comm->impl, in_data(a), a->count, a->dt, a->rank_arg_value);
+}
+
+enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER,
+       COLL_ALLTOALL, COLL_SEND, COLL_RECV };
+
+static const coll_spec coll_specs[] = {
+    /* name           out opt op rank role    sizes          run */
+    [COLL_ALLREDUCE] = {"allreduce", 4, 1, 3, 0, NULL, SIZE_SAME, run_allreduce},
+    [COLL_BROADCAST] = {"broadcast", 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast},
+    [COLL_REDUCE] = {"reduce", 5, 1, 4, 3, "root", SIZE_SAME, run_reduce},
+    [COLL_ALLGATHER] = {"allgather", 3, 0, 0, 0, NULL, SIZE_GATHER, run_allgather},
+    [COLL_REDUCESCATTER] = {"reducescatter", 3, 0, 4, 0, NULL, SIZE_SCATTER, run_reducescatter},
+    [COLL_ALLTOALL] = {"alltoall", 3, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall},
+    [COLL_SEND] = {"send", 0, 0, 0, 3, "peer", SIZE_SAME, run_send},
+    [COLL_RECV] = {"recv", 0, 0, 0, 3, "peer", SIZE_SAME, run_recv},
+};
+
+static const char *loc_name(int loc, char *buf, size_t len)
+{
+    if (loc == GCSH_LOC_HOST)
+        return "host memory";
+    snprintf(buf, len, "memory on cuda:%d", loc);
+    return buf;
+}
+
+/* The tensor must live where this backend's collectives run (ctx->loc). */
+static const gcsh_tensor *check_placed_tensor(lua_State *L, int idx, const char *what)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const gcsh_tensor *t = gcsh_check_tensor(L, idx);
+    if (t->st->loc != ctx->loc) {
+        char buf[32];
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s lives in %s, but %s collectives need %s", what,
+                                              t->st->where, ctx->be->name,
+                                              loc_name(ctx->loc, buf, sizeof buf)));
+    }
+    return t;
+}
+
+static int check_rank_arg(lua_State *L, const coll_spec *spec, const lcomm *lc)
+{
+    int idx = spec->rank_arg;
+    lua_Integer r = luaL_checkinteger(L, idx);
+    if (r < 0 || r >= lc->size)
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s %I out of range (valid 0..%d)",
+                                              spec->rank_role, r, lc->size - 1));
+    if (strcmp(spec->rank_role, "peer") == 0 && r == lc->rank)
+        luaL_argerror(L, idx, lua_pushfstring(L, "peer %I is this rank (%s to oneself is not "
+                                                 "supported: it would deadlock)", r, spec->name));
+    return (int)r;
+}
+
+static void check_op(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    a->op = gcsh_check_redop(L, spec->op_arg, GCSH_OP_SUM);
+    if (!ops_of(ctx)->can_reduce(a->dt, a->op))
+        luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op '%s' is not defined for %s on the "
+                                                          "%s backend", gcsh_redop_name(a->op),
+                                                       gcsh_dtype_name(a->dt), ctx->be->name));
+}
+
+static void out_too_small(lua_State *L, const coll_spec *spec, size_t has, size_t needs,
+                          const char *why)
+{
+    luaL_argerror(L, spec->out_arg, lua_pushfstring(L, "out has %I elements, needs %I (%s)",
+                                                    (lua_Integer)has, (lua_Integer)needs, why));
+}
+
+static void check_divisible(lua_State *L, size_t n, int size)
+{
+    if (n % (size_t)size != 0)
+        luaL_argerror(L, 2, lua_pushfstring(L, "t has %I elements, not a multiple of %d ranks",
+                                            (lua_Integer)n, size));
+}
+
+/* Fills a->count from t's length by spec->sizes, and checks out's length. */
+static void check_sizes(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    size_t n = a->in->n, has = a->out->n, size = (size_t)a->comm->size;
+    char why[96];
+    switch (spec->sizes) {
+    case SIZE_SAME:
+        a->count = n;
+        if (has < n)
+            out_too_small(L, spec, has, n, "as many as t");
+        break;
+    case SIZE_GATHER:
+        a->count = n;
+        snprintf(why, sizeof why, "%zu x %zu ranks", n, size);
+        if (has / size < n) /* not has < n * size: that product may overflow */
+            out_too_small(L, spec, has, n * size, why);
+        break;
+    case SIZE_SCATTER:
+        check_divisible(L, n, a->comm->size);
+        a->count = n / size;
+        snprintf(why, sizeof why, "%zu / %zu ranks", n, size);
+        if (has < a->count)
+            out_too_small(L, spec, has, a->count, why);
+        break;
+    case SIZE_ALLTOALL:
+        check_divisible(L, n, a->comm->size);
+        a->count = n / size;
+        if (has < n)
+            out_too_small(L, spec, has, n, "as many as t");
+        break;
+    }
+}
+
+/* Where t must start, relative to out, for the in-place layout (in bytes;
+ * negative: out starts after t). */
+static long long in_place_shift(const coll_spec *spec, const coll_args *a)
+{
+    long long block = (long long)(a->count * gcsh_dtype_size(a->dt)) * a->comm->rank;
+    switch (spec->sizes) {
+    case SIZE_GATHER: return block;
+    case SIZE_SCATTER: return -block;
+    default: return 0;
+    }
+}
+
+static const char *in_place_hint(const coll_spec *spec)
+{
+    switch (spec->sizes) {
+    case SIZE_GATHER: return "t = out:view(rank * #t, #t)";
+    case SIZE_SCATTER: return "out = t:view(rank * #out, #out)";
+    default: return "out = t";
+    }
+}
+
+/* Overlapping t and out are allowed only in the in-place layout. */
+static void check_overlap(lua_State *L, const coll_spec *spec, const coll_args *a)
+{
+    if (a->in == a->out || a->in->st != a->out->st)
+        return;
+    size_t esize = gcsh_dtype_size(a->dt);
+    long long in_lo = (long long)(a->in->offset * esize), in_hi = in_lo + (long long)(a->in->n * esize);
+    long long out_lo = (long long)(a->out->offset * esize);
+    long long out_hi = out_lo + (long long)(a->out->n * esize);
+    if (in_hi <= out_lo || out_hi <= in_lo || in_lo - out_lo == in_place_shift(spec, a))
+        return;
+    luaL_argerror(L, spec->out_arg, lua_pushfstring(L, "out overlaps t without being the "
+                                                       "in-place layout (%s)", in_place_hint(spec)));
+}
+
+/* Checks everything before the backend sees it; returns the stack index of
+ * the tensor the collective returns. */
+static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
+{
+    a->comm = check_open(L, 1);
+    a->in = check_placed_tensor(L, 2, "t");
+    a->dt = a->in->dtype;
+    int result_idx = 2;
+    a->out = a->in;
+    if (spec->out_arg && !(spec->out_optional && lua_isnoneornil(L, spec->out_arg))) {
+        a->out = check_placed_tensor(L, spec->out_arg, "out");
+        result_idx = spec->out_arg;
+        if (a->out->dtype != a->dt)
+            luaL_argerror(L, spec->out_arg,
+                          lua_pushfstring(L, "out is %s but t is %s (dtypes must match)",
+                                          gcsh_dtype_name(a->out->dtype), gcsh_dtype_name(a->dt)));
+    }
+    a->op = GCSH_OP_SUM;
+    if (spec->op_arg)
+        check_op(L, spec, a);
+    a->rank_arg_value = spec->rank_arg ? check_rank_arg(L, spec, a->comm) : 0;
+    check_sizes(L, spec, a);
+    check_overlap(L, spec, a);
+    return result_idx;
+}
+
+/* What every member must agree on (send and recv: with the peer only). */
+static void fingerprint(const coll_spec *spec, const coll_args *a, const char *op,
+                        gcsh_fingerprint *fp)
+{
+    gcsh_fp_init(fp, &a->comm->chk, op);
+    fp->count = (int64_t)a->count;
+    fp->dtype = (int32_t)a->dt;
+    if (spec->op_arg)
+        fp->redop = (int32_t)a->op;
+    if (spec->rank_arg)
+        fp->root = a->rank_arg_value;
+    if (spec->run == run_send || spec->run == run_recv) {
+        fp->kind = spec->run == run_send ? GCSH_FP_SEND : GCSH_FP_RECV;
+        fp->seq = 0;
+    }
+}
+
+static int collective(lua_State *L, int which)
+{
+    const coll_spec *spec = &coll_specs[which];
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    coll_args a;
+    int result_idx = check_collective(L, spec, &a);
+    gcsh_fingerprint fp;
+    fingerprint(spec, &a, spec->name, &fp);
+    gcsh_check_enter(L, &a.comm->chk, &fp);
+    gcsh_check_leave(L, &a.comm->chk, spec->run(ctx, &a));
+    lua_pushvalue(L, result_idx);
+    return 1;
+}
+
+/* c:loop(name, iters, t, ...): the reference that bench measures the Lua
+ * loop against: collective `name` run iters times from C with the arguments
+ * its method takes, checked once, no Lua between calls.  Returns the seconds
+ * between the backend's timer marks around the loop (events on cuda). */
+static int comm_loop(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 2);
+    lua_Integer iters = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, iters >= 1 && iters <= 1000000000, 2, "iters must be 1..1e9");
+    const coll_spec *spec = NULL;
+    for (size_t i = 0; i < sizeof coll_specs / sizeof coll_specs[0]; i++)
+        if (coll_specs[i].name && strcmp(coll_specs[i].name, name) == 0)
+            spec = &coll_specs[i];
+    if (!spec)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "unknown collective '%s' (valid: allreduce "
+                                                      "broadcast reduce allgather reducescatter "
+                                                      "alltoall send recv)", name));
+    lua_remove(L, 2); /* the stack is now what the collective's method sees */
+    lua_remove(L, 2);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    coll_args a;
+    check_collective(L, spec, &a);
+    /* checked once for the whole loop: the loop is what bench measures */
+    char op[24];
+    snprintf(op, sizeof op, "loop %s", spec->name);
+    gcsh_fingerprint fp;
+    fingerprint(spec, &a, op, &fp);
+    snprintf(fp.extra, sizeof fp.extra, "iters %lld", (long long)iters);
+    gcsh_check_enter(L, &a.comm->chk, &fp);
+    void *tok;
+    double seconds = 0;
+    int rc = ctx->be->mem->timer_begin(ctx, &tok);
+    for (lua_Integer i = 0; i < iters && rc == 0; i++)
+        rc = spec->run(ctx, &a);
+    if (rc == 0)
+        rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
+    gcsh_check_leave(L, &a.comm->chk, rc);
+    lua_pushnumber(L, seconds);
+    return 1;
+}
+
+static int comm_allreduce(lua_State *L) { return collective(L, COLL_ALLREDUCE); }
+static int comm_broadcast(lua_State *L) { return collective(L, COLL_BROADCAST); }
+static int comm_reduce(lua_State *L) { return collective(L, COLL_REDUCE); }
+static int comm_allgather(lua_State *L) { return collective(L, COLL_ALLGATHER); }
+static int comm_reducescatter(lua_State *L) { return collective(L, COLL_REDUCESCATTER); }
+static int comm_alltoall(lua_State *L) { return collective(L, COLL_ALLTOALL); }
+static int comm_send(lua_State *L) { return collective(L, COLL_SEND); }
+static int comm_recv(lua_State *L) { return collective(L, COLL_RECV); }
+
+/* ---- registration -------------------------------------------------------- */
+
+/* c:agree carries strings up to this size (a control exchange, not data). */
+#define AGREE_MAX_BYTES ((size_t)16 << 20)
+
+/* c:agree(s): collective; every rank's string, in rank order (index rank+1).
+ * Runs on the backend's control exchange (host memory, interruptible), so
+ * it also serves show() for device memory. */
+static int comm_agree(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lcomm *lc = gcsh_check_comm(L, 1);
+    size_t len;
+    const char *s = luaL_checklstring(L, 2, &len);
+    size_t size = (size_t)lc->size;
+    uint64_t mine = len, *lens = lua_newuserdatauv(L, size * sizeof *lens, 0);
+    if (ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine) != 0)
+        return gcsh_raise(L, ctx);
+    uint64_t longest = 0;
+    for (size_t r = 0; r < size; r++)
+        longest = lens[r] > longest ? lens[r] : longest;
+    /* every rank sees the same lengths, so this error is collective */
+    if (longest > AGREE_MAX_BYTES)
+        return luaL_error(L, "agree: a rank's string has %I bytes, more than the %I this "
+                             "control exchange carries",
+                          (lua_Integer)longest, (lua_Integer)AGREE_MAX_BYTES);
+    char *padded = lua_newuserdatauv(L, longest ? longest : 1, 0);
+    char *all = lua_newuserdatauv(L, size * longest + 1, 0);
+    memset(padded, 0, longest ? longest : 1);
+    memcpy(padded, s, len);
+    if (longest && ctx->be->comm->agree(ctx, lc->impl, padded, all, longest) != 0)
+        return gcsh_raise(L, ctx);
+    lua_createtable(L, (int)size, 0);
+    for (size_t r = 0; r < size; r++) {
+        lua_pushlstring(L, all + r * longest, (size_t)lens[r]);
+        lua_rawseti(L, -2, (lua_Integer)r + 1);
+    }
+    return 1;
+}
+
+static const luaL_Reg meth[] = {
+    {"split", comm_split},
+    {"barrier", comm_barrier},
+    {"allreduce", comm_allreduce},
+    {"broadcast", comm_broadcast},
+    {"reduce", comm_reduce},
+    {"allgather", comm_allgather},
+    {"reducescatter", comm_reducescatter},
+    {"alltoall", comm_alltoall},
+    {"send", comm_send},
+    {"recv", comm_recv},
+    {"loop", comm_loop},
+    {"window", gcsh_comm_window},
+    {"signals", gcsh_comm_signals},
+    {"agree", comm_agree},
+    {"free", comm_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL}, /* placeholder, set below with the methods as upvalue */
+    {"__gc", comm_gc},
+    {"__close", comm_free},
+    {"__tostring", comm_tostring},
+    {NULL, NULL},
+};
+
+static const luaL_Reg funcs[] = {
+    {"world", comm_world},
+    {NULL, NULL},
+};
+
+int luaopen_gcsh_comm(lua_State *L)
+{
+    gcsh_new_type(L, GCSH_COMM_MT, meth, metameth, comm_index);
+    luaL_newlib(L, funcs);
+    return 1;
+}

@@ -1,0 +1,278 @@
+/* The shell's own Lua plumbing on every rank: print and io.stdout/io.stderr
+ * go to the rank's output capture, and gcsh.sleep sleeps interruptibly. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <mpi.h>
+
+#include "wire/collcheck.h"
+#include "core/gcsh.h"
+#include "wire/out.h"
+#include "bind/l_shell.h"
+#include "bind/winbuild.h"
+
+static int shell_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '\n');
+    luaL_pushresult(&b);
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    gcsh_capture_write(gcsh_ctx_of(L)->cap, s, len);
+    return 0;
+}
+
+/* The standard files cannot be closed (as in liolib.c). */
+static int no_close(lua_State *L)
+{
+    luaL_Stream *p = luaL_checkudata(L, 1, LUA_FILEHANDLE);
+    p->closef = &no_close; /* keep the file valid */
+    luaL_pushfail(L);
+    lua_pushliteral(L, "cannot close standard file");
+    return 2;
+}
+
+static void push_capture_file(lua_State *L, gcsh_capture *cap)
+{
+    luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
+    p->closef = &no_close;
+    p->f = gcsh_capture_file(cap);
+    luaL_setmetatable(L, LUA_FILEHANDLE);
+}
+
+/* gcsh.sleep(seconds): sleeps in short slices so that an interrupt from rank
+ * 0 ends it promptly (the interrupt hook only fires between Lua instructions). */
+static int shell_sleep(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    struct timespec end, now;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)s;
+    end.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    gcsh_where_begin(ctx, "gcsh.sleep(%g)", s); /* for hang reports */
+    for (;;) {
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_where_end(ctx);
+            return luaL_error(L, "interrupted!");
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = (double)(end.tv_sec - now.tv_sec) + 1e-9 * (double)(end.tv_nsec - now.tv_nsec);
+        if (left <= 0) {
+            gcsh_where_end(ctx);
+            return 0;
+        }
+        double slice = left < 0.02 ? left : 0.02;
+        struct timespec ts = {0, (long)(slice * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* gcsh.progress(done, total [, label]): a progress report for rank 0's
+ * terminal (progress.h); gcsh.progress() clears it.  Cheap enough to call
+ * every step: the report is sent with the next output flush. */
+static int shell_progress(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (lua_isnoneornil(L, 1)) {
+        gcsh_capture_progress(ctx->cap, 0, 0, NULL);
+        return 0;
+    }
+    lua_Integer done = luaL_checkinteger(L, 1), total = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, total >= 1, 2, "total must be at least 1");
+    luaL_argcheck(L, done >= 0 && done <= total, 1, "done must be 0..total");
+    const char *label = luaL_optstring(L, 3, "");
+    luaL_argcheck(L, strlen(label) < sizeof(((gcsh_progress_msg *)0)->label), 3,
+                  "label must be shorter than 48 bytes");
+    gcsh_capture_progress(ctx->cap, (uint64_t)done, (uint64_t)total, label);
+    return 0;
+}
+
+/* gcsh.check([on]): this rank's .check, for the rest of the command (bench
+ * turns it off around timed loops; call it on every rank alike).  Returns
+ * the previous setting. */
+static int shell_check(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int was = gcsh_check_enabled(ctx);
+    if (!lua_isnone(L, 1))
+        gcsh_check_set_enabled(ctx, lua_toboolean(L, 1));
+    lua_pushboolean(L, was);
+    return 1;
+}
+
+/* gcsh.varies(): this command's output depends on timing or the machine
+ * (a replay records it and does not compare it, record.h). */
+static int shell_varies(lua_State *L)
+{
+    gcsh_ctx_of(L)->output_varies = 1;
+    return 0;
+}
+
+/* gcsh.check_counts(): {board=, coordinator=, failed=}: this rank's
+ * collective checks so far, by the path that decided them (collcheck.h). */
+static int shell_check_counts(lua_State *L)
+{
+    gcsh_check_counts n;
+    gcsh_check_get_counts(gcsh_ctx_of(L), &n);
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, (lua_Integer)n.board);
+    lua_setfield(L, -2, "board");
+    lua_pushinteger(L, (lua_Integer)n.coordinator);
+    lua_setfield(L, -2, "coordinator");
+    lua_pushinteger(L, (lua_Integer)n.failed);
+    lua_setfield(L, -2, "failed");
+    return 1;
+}
+
+/* gcsh.debug.inject(what): makes a fault happen, to test what the shell does
+ * about it (backend.h).  A test facility: refused unless GCSH_TEST_FAULTS=1. */
+static int debug_inject(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const char *what = luaL_checkstring(L, 1);
+    const char *env = getenv("GCSH_TEST_FAULTS");
+    if (!env || strcmp(env, "1") != 0)
+        return luaL_error(L, "gcsh.debug.inject is a test facility: start gcsh with "
+                             "GCSH_TEST_FAULTS=1 to use it");
+    int slow = strncmp(what, "stage_slow:", 11) == 0;
+    if (slow || strncmp(what, "stage:", 6) == 0) { /* any backend: winbuild.h */
+        if (gcsh_winbuild_inject(ctx, strchr(what, ':') + 1, slow) != 0)
+            return gcsh_raise(L, ctx);
+        return 0;
+    }
+    if (!ctx->be->inject)
+        return luaL_error(L, "gcsh.debug.inject: the %s backend injects no faults", ctx->be->name);
+    if (ctx->be->inject(ctx, what) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+static const char exit_token = 0;
+
+const void *gcsh_exit_token(void)
+{
+    return &exit_token;
+}
+
+/* Set by os.exit: every Lua instruction raises the token again, so a pcall
+ * in the user's code cannot keep the chunk going. */
+static void exit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    lua_error(L);
+}
+
+/* os.exit([status]): ends the chunk here and, once the command is over on
+ * every rank, the session with that status (true: 0, false: 1, as lua.c;
+ * coord.c says which status when ranks disagree).  Calling the C library's
+ * exit would take this rank out of the session (rank 0 would report it
+ * lost); reproducers exit 125 through this. */
+static int shell_exit(lua_State *L)
+{
+    int code = lua_isboolean(L, 1) ? !lua_toboolean(L, 1) : (int)luaL_optinteger(L, 1, 0);
+    luaL_argcheck(L, code >= 0 && code <= 255, 1, "status must be 0..255");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->exit_code = code;
+    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
+    lua_sethook(ctx->L, exit_hook, mask, 1);
+    if (L != ctx->L) /* a coroutine: its resumer must stop too */
+        lua_sethook(L, exit_hook, mask, 1);
+    lua_pushlightuserdata(L, (void *)&exit_token);
+    return lua_error(L);
+}
+
+static void set_string(lua_State *L, const char *key, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static void set_integer(lua_State *L, const char *key, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, key);
+}
+
+/* gcsh.info(): this rank's facts, one flat table of strings and numbers
+ * (.info folds them across ranks: lua/gcsh/info.lua).  The backend's own
+ * (device details, capabilities, links) first, then what every backend
+ * shares. */
+static int shell_info(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->output_varies = 1; /* devices and versions: the machine's */
+    ctx->be->info(ctx, L);
+    set_integer(L, "rank", ctx->rank);
+    set_integer(L, "size", ctx->size);
+    set_integer(L, "node", ctx->node);
+    set_integer(L, "local_rank", ctx->local_rank);
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    set_string(L, "host", host);
+    set_string(L, "backend", ctx->be->name);
+    set_string(L, "device", ctx->device);
+    set_string(L, "gcsh", GCSH_VERSION);
+    set_string(L, "lua", LUA_RELEASE);
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(mpi, &len);
+    mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
+    set_string(L, "mpi", mpi);
+    return 1;
+}
+
+void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
+{
+    lua_pushcfunction(L, shell_print);
+    lua_setglobal(L, "print");
+    lua_getglobal(L, "os");
+    lua_pushcfunction(L, shell_exit);
+    lua_setfield(L, -2, "exit");
+    lua_pop(L, 1);
+    lua_getglobal(L, "io");
+    push_capture_file(L, cap);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "_IO_output"); /* io.write's default file */
+    lua_setfield(L, -2, "stdout");
+    push_capture_file(L, cap);
+    lua_setfield(L, -2, "stderr");
+    lua_pop(L, 1);
+    lua_getglobal(L, "gcsh");
+    lua_pushcfunction(L, shell_sleep);
+    lua_setfield(L, -2, "sleep");
+    lua_pushcfunction(L, shell_info);
+    lua_setfield(L, -2, "info");
+    lua_pushcfunction(L, shell_check);
+    lua_setfield(L, -2, "check");
+    lua_pushcfunction(L, shell_progress);
+    lua_setfield(L, -2, "progress");
+    lua_pushcfunction(L, shell_varies);
+    lua_setfield(L, -2, "varies");
+    lua_pushcfunction(L, shell_check_counts);
+    lua_setfield(L, -2, "check_counts");
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, debug_inject);
+    lua_setfield(L, -2, "inject");
+    lua_setfield(L, -2, "debug");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,113 @@
+/* The Lua type "timer", and the clock functions of the gcsh table.
+ *
+ *   tm = gcsh.timer()   started now, on the rank's stream (a CUDA event on
+ *                       cuda, the wall clock on host: mem->timer_begin)
+ *   tm:stop()           waits for the work queued since, returns seconds
+ *   gcsh.wtime()        MPI_Wtime: seconds, the host's clock
+ *   gcsh.sync()         waits for everything queued on the rank's stream
+ *
+ * The backend owns a timer's token from begin until timer_end, which frees
+ * it; so releasing a timer that was never stopped (:free(), __gc, __close)
+ * ends it and drops the reading.  That is local, so __gc may do it.
+ */
+#include <lauxlib.h>
+#include <mpi.h>
+
+#include "core/gcsh.h"
+
+#define TIMER_MT "timer"
+
+typedef struct ltimer {
+    void *tok; /* NULL when closed: stopped or released */
+} ltimer;
+
+static int timer_start(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ltimer *tm = lua_newuserdatauv(L, sizeof *tm, 0);
+    tm->tok = NULL;
+    luaL_setmetatable(L, TIMER_MT);
+    if (ctx->be->mem->timer_begin(ctx, &tm->tok) != 0) {
+        tm->tok = NULL;
+        return gcsh_raise(L, ctx);
+    }
+    return 1;
+}
+
+static int timer_stop(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ltimer *tm = luaL_checkudata(L, 1, TIMER_MT);
+    if (!tm->tok)
+        return luaL_error(L, "timer already stopped");
+    void *tok = tm->tok;
+    tm->tok = NULL;
+    double seconds = 0;
+    ctx->output_varies = 1; /* a duration: a replay does not compare it */
+    if (ctx->be->mem->timer_end(ctx, tok, &seconds) != 0)
+        return gcsh_raise(L, ctx);
+    lua_pushnumber(L, seconds);
+    return 1;
+}
+
+static int timer_release(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ltimer *tm = luaL_checkudata(L, 1, TIMER_MT);
+    if (tm->tok) {
+        double ignored;
+        ctx->be->mem->timer_end(ctx, tm->tok, &ignored);
+        tm->tok = NULL;
+    }
+    return 0;
+}
+
+static int timer_tostring(lua_State *L)
+{
+    ltimer *tm = luaL_checkudata(L, 1, TIMER_MT);
+    lua_pushstring(L, tm->tok ? "timer(running)" : "timer(stopped)");
+    return 1;
+}
+
+static int wtime(lua_State *L)
+{
+    gcsh_ctx_of(L)->output_varies = 1;
+    lua_pushnumber(L, MPI_Wtime());
+    return 1;
+}
+
+static int sync_stream(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->be->mem->sync(ctx) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+static const luaL_Reg meth[] = {
+    {"stop", timer_stop},
+    {"free", timer_release},
+    {NULL, NULL},
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL}, /* placeholder, set to meth below */
+    {"__gc", timer_release},
+    {"__close", timer_release},
+    {"__tostring", timer_tostring},
+    {NULL, NULL},
+};
+
+static const luaL_Reg funcs[] = {
+    {"timer", timer_start},
+    {"wtime", wtime},
+    {"sync", sync_stream},
+    {NULL, NULL},
+};
+
+int luaopen_gcsh_timer(lua_State *L)
+{
+    gcsh_new_type(L, TIMER_MT, meth, metameth, NULL);
+    luaL_newlib(L, funcs);
+    return 1;
+}

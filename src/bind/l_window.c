@@ -1,0 +1,175 @@
+/* The "window" Lua type: symmetric memory, one slice per rank, with every
+ * team member's slice mapped here (the peer pointer table).
+ *
+ *   w = c:window(n [, dtype="f32" [, {kind=}]])   collective, checked (symmem.h)
+ *   w:tensor()        my slice as a tensor view
+ *   w:peer(r)         rank r's slice as a tensor view (r a rank of c in w.team)
+ *   w.kind w.n w.dtype w.rank w.size w.team w.comm w.seq
+ *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
+ *                     peers, team, seq, where, handle
+ *   w:multicast()     collective: a multicast object (l_kernel.c)
+ *   w:free()          collective: barrier, then deregistration; every view of
+ *                     the window then fails ("attempt to use a freed window")
+ *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
+ *
+ * Layout follows liolib.c: metatable "window", meth[] and metameth[], a handle
+ * created closed, one idempotent release behind :free() and __close; __gc only
+ * lets go of the handle (symmem.h says what happens to the memory). */
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "bind/comm.h"
+#include "bind/symmem.h"
+#include "bind/tensor.h"
+#include "bind/xfer.h"
+
+
+static gcsh_symobj *check_window(lua_State *L, int idx)
+{
+    return gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
+}
+
+/* ---- creation: arguments become a proposal, never an early error ---------- */
+
+static gcsh_dtype read_dtype(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
+                             int argno)
+{
+    gcsh_dtype dt = GCSH_F32;
+    if (lua_isnoneornil(L, arg)) {
+        /* default */
+    } else if (lua_type(L, arg) != LUA_TSTRING) {
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (string expected, got %s)", argno, fname,
+                         luaL_typename(L, arg));
+    } else {
+        int v = gcsh_dtype_from_name(lua_tostring(L, arg));
+        if (v < 0)
+            gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown dtype '%s' (valid: %s))",
+                             argno, fname, lua_tostring(L, arg), gcsh_dtype_names());
+        else
+            dt = (gcsh_dtype)v;
+    }
+    snprintf(p->dtype, sizeof p->dtype, "%s", gcsh_dtype_name(dt));
+    return dt;
+}
+
+gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argno,
+                            gcsh_sym_proposal *p, gcsh_sym_size *size)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_sym_proposal_init(p, "window");
+    gcsh_sym_read_n(L, first, p, fname, argno);
+    gcsh_dtype dt = read_dtype(L, first + 1, p, fname, argno + 1);
+    gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2);
+    gcsh_sym_check_size(ctx, p, fname, argno, gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, size);
+    gcsh_kern_reserve_sync(ctx, p, size);
+    return dt;
+}
+
+/* The same stages as step.window's (symmem.h), back to back. */
+int gcsh_comm_window(lua_State *L)
+{
+    gcsh_check_comm(L, 1);
+    gcsh_sym_require_windows(L, "window");
+    gcsh_sym_proposal p;
+    gcsh_sym_size size;
+    gcsh_dtype dt = gcsh_window_args(L, 2, "window", 1, &p, &size);
+    gcsh_sym_register(L, 1, GCSH_WINDOW_MT, &p, dt, &size);
+    return 1;
+}
+
+/* ---- methods ------------------------------------------------------------- */
+
+static int window_tensor(lua_State *L)
+{
+    gcsh_symobj *o = check_window(L, 1);
+    gcsh_push_tensor(L, o->slices[o->desc.team_rank], 0, o->n, o->dtype);
+    return 1;
+}
+
+static int window_peer(lua_State *L)
+{
+    gcsh_symobj *o = check_window(L, 1);
+    int i = gcsh_sym_check_peer(L, o, 2);
+    gcsh_push_tensor(L, o->slices[i], 0, o->n, o->dtype);
+    return 1;
+}
+
+static int window_info(lua_State *L)
+{
+    gcsh_symobj *o = check_window(L, 1);
+    lua_newtable(L);
+    gcsh_sym_info_fields(L, o);
+    lua_pushstring(L, gcsh_dtype_name(o->dtype));
+    lua_setfield(L, -2, "dtype");
+    return 1;
+}
+
+static int window_free(lua_State *L)
+{
+    gcsh_sym_free(L, *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_WINDOW_MT));
+    return 0;
+}
+
+static int window_gc(lua_State *L)
+{
+    gcsh_symobj **h = luaL_checkudata(L, 1, GCSH_WINDOW_MT);
+    gcsh_sym_handle_gone(L, *h);
+    *h = NULL;
+    return 0;
+}
+
+static int window_tostring(lua_State *L)
+{
+    gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, 1, GCSH_WINDOW_MT);
+    if (!o || !o->impl) {
+        lua_pushliteral(L, "window (freed)");
+        return 1;
+    }
+    char team[256];
+    lua_pushfstring(L, "window(#%I, %I %s, %s, rank %d of %d, team %s)", (lua_Integer)o->seq,
+                    (lua_Integer)o->n, gcsh_dtype_name(o->dtype), o->kind, o->comm->rank,
+                    o->comm->size, gcsh_sym_team_text(o, team, sizeof team));
+    return 1;
+}
+
+static int window_field(lua_State *L, gcsh_symobj *o, const char *key)
+{
+    if (strcmp(key, "dtype") != 0)
+        return 0;
+    lua_pushstring(L, gcsh_dtype_name(o->dtype));
+    return 1;
+}
+
+static int window_index(lua_State *L)
+{
+    return gcsh_sym_index(L, GCSH_WINDOW_MT, window_field);
+}
+
+static const luaL_Reg meth[] = {
+    {"tensor", window_tensor},
+    {"peer", window_peer},
+    {"info", window_info},
+    {"multicast", gcsh_window_multicast},
+    {"free", window_free},
+    {"put", gcsh_window_put},   /* l_xfer.c */
+    {"get", gcsh_window_get},   /* l_xfer.c */
+    {"putv", gcsh_window_putv}, /* l_xfer.c */
+    {NULL, NULL},
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL}, /* placeholder: gcsh_new_type sets it */
+    {"__gc", window_gc},
+    {"__close", window_free},
+    {"__tostring", window_tostring},
+    {NULL, NULL},
+};
+
+int luaopen_gcsh_window(lua_State *L)
+{
+    gcsh_symmem_open(L);
+    gcsh_new_type(L, GCSH_WINDOW_MT, meth, metameth, window_index);
+    return 0;
+}

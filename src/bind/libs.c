@@ -1,0 +1,43 @@
+/* Opens every gcsh Lua library into a rank's Lua state. */
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "core/gcsh.h"
+
+/* Copies every field of the table that open() returns into the global gcsh
+ * table.  The rank set-up makes that table first; a bare state (a C test) gets
+ * an empty one. */
+static void merge_into_gcsh(lua_State *L, lua_CFunction open)
+{
+    if (lua_getglobal(L, "gcsh") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setglobal(L, "gcsh");
+    }
+    lua_pushcfunction(L, open);
+    lua_call(L, 0, 1);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, -5);
+    }
+    lua_pop(L, 2);
+}
+
+void gcsh_open_libs(lua_State *L)
+{
+    luaL_requiref(L, "tensor", luaopen_gcsh_tensor, 1);
+    lua_pop(L, 1);
+    luaL_requiref(L, "comm", luaopen_gcsh_comm, 1);
+    lua_pop(L, 1);
+    luaL_requiref(L, "kernel", luaopen_gcsh_kernel, 1);
+    lua_pop(L, 1);
+    luaopen_gcsh_window(L);
+    luaopen_gcsh_signals(L);
+    luaopen_gcsh_xfer(L);
+    luaL_requiref(L, "gcsh.winstage", luaopen_gcsh_winstage, 0);
+    lua_pop(L, 1);
+    merge_into_gcsh(L, luaopen_gcsh_timer);
+}

@@ -1,0 +1,95 @@
+/* Tensors as other bindings see them (l_comm.c, windows, kernels).
+ *
+ * A tensor is a view (offset, n, dtype) into a storage.  Storages are reference
+ * counted: the tensor that allocated it and every view hold one reference, so
+ * a view keeps working after its parent is garbage.  Freeing releases the
+ * memory at once and leaves the storage as a tombstone: every view then fails
+ * with "attempt to use a freed <owner>".
+ *
+ * Who frees what:
+ *   - t:free() and __close on the handle that allocated the storage release
+ *     the memory now (every view then fails); on a view, or on a tensor over
+ *     a window's memory, they only drop that handle;
+ *   - __gc only drops the handle's reference, so views outlive their parent;
+ *   - the last reference frees the storage struct itself with free(), so a
+ *     storage must come from malloc (gcsh_storage_new / gcsh_storage_wrap). */
+#ifndef GCSH_TENSOR_H
+#define GCSH_TENSOR_H
+
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "core/gcsh.h"
+
+typedef struct gcsh_storage gcsh_storage;
+
+struct gcsh_storage {
+    int refs;
+    void *base;          /* NULL once released */
+    size_t bytes;
+    int loc;             /* GCSH_LOC_HOST or a CUDA device ordinal */
+    const char *owner;   /* "tensor", "window": names it in error messages */
+    const char *where;   /* "host", "cuda:0", "window peer 1" for tostring */
+    /* Frees base; NULL when someone else (a window) owns the memory. */
+    void (*release)(gcsh_ctx *ctx, gcsh_storage *st);
+    void *owner_data;    /* for release (e.g. the window) */
+};
+
+typedef struct gcsh_tensor {
+    gcsh_storage *st;
+    size_t offset;       /* in elements, from st->base */
+    size_t n;
+    gcsh_dtype dtype;
+    /* 1 on the handle that allocated st (gcsh_new_tensor): its :free()
+     * releases the memory; 0 on views and on tensors over someone else's
+     * memory, whose :free() only detaches the handle. */
+    int owns_memory;
+} gcsh_tensor;
+
+#define GCSH_TENSOR_MT "tensor"
+
+/* luaL_checkudata + "attempt to use a freed ..." check. */
+gcsh_tensor *gcsh_check_tensor(lua_State *L, int idx);
+/* NULL if the value is not a tensor; a freed tensor raises as above. */
+gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx);
+/* Address of element 0 of the view (in the storage's memory space). */
+void *gcsh_tensor_data(const gcsh_tensor *t);
+size_t gcsh_tensor_bytes(const gcsh_tensor *t);
+
+/* New storage with refs = 1 owning `bytes` of backend memory (ctx->be->mem
+ * alloc; a zero-byte storage still gets a non-NULL base).  NULL on failure,
+ * with ctx->err set. */
+gcsh_storage *gcsh_storage_new(gcsh_ctx *ctx, size_t bytes, const char *owner);
+/* New storage with refs = 1 over memory someone else owns (a window's slice
+ * or a peer's): release may be NULL, where is copied.  NULL with ctx->err set
+ * when out of memory. */
+gcsh_storage *gcsh_storage_wrap(gcsh_ctx *ctx, void *base, size_t bytes, int loc,
+                                const char *owner, const char *where,
+                                void (*release)(gcsh_ctx *ctx, gcsh_storage *st),
+                                void *owner_data);
+/* Replaces the `where` text (at most 47 characters are kept). */
+void gcsh_storage_set_where(gcsh_storage *st, const char *where);
+void gcsh_storage_ref(gcsh_storage *st);
+void gcsh_storage_unref(gcsh_ctx *ctx, gcsh_storage *st);
+/* Frees the memory now; the storage stays as a tombstone until unreferenced. */
+void gcsh_storage_release(gcsh_ctx *ctx, gcsh_storage *st);
+
+/* Pushes a new tensor userdata viewing st (takes a new reference; the caller
+ * keeps its own).  The caller has checked offset + n against st->bytes. */
+gcsh_tensor *gcsh_push_tensor(lua_State *L, gcsh_storage *st, size_t offset, size_t n,
+                              gcsh_dtype dt);
+/* Allocates a fresh tensor with the backend and pushes it; raises a Lua
+ * error when n exceeds GCSH_TENSOR_MAX_N or the allocation fails. */
+gcsh_tensor *gcsh_new_tensor(lua_State *L, size_t n, gcsh_dtype dt);
+
+/* The largest element count a tensor may have (2^40): far above any real
+ * buffer, low enough that n * sizeof(element) never overflows. */
+#define GCSH_TENSOR_MAX_N ((size_t)1 << 40)
+
+/* luaL_checkoption-style helpers that name the argument and the valid set;
+ * a missing or nil argument gives def. */
+gcsh_dtype gcsh_check_dtype(lua_State *L, int idx, gcsh_dtype def);
+gcsh_redop gcsh_check_redop(lua_State *L, int idx, gcsh_redop def);
+
+#endif

@@ -1,0 +1,377 @@
+/* The backend interface: everything the repl, the control plane and the Lua
+ * bindings need from CPUs or GPUs goes through one of these tables.  Bindings
+ * never call MPI collectives, CUDA or NCCL themselves.
+ *
+ * Conventions for every function pointer:
+ *   - return 0 on success; on failure return -1 and write a one-line message
+ *     into ctx->err (gcsh_set_error), which the binding raises as a Lua error;
+ *   - arguments have already been validated by the binding (ranges, dtypes,
+ *     sizes): a backend may assume them and must not re-check user input;
+ *   - "mem" pointers are in the backend's own memory space (host memory for the
+ *     host backend, device memory for cuda); gcsh_loc says which.
+ */
+#ifndef GCSH_BACKEND_H
+#define GCSH_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/hd.h"
+#include "core/kreduce.h"
+#include "core/kplan.h"
+
+typedef struct gcsh_ctx gcsh_ctx;
+
+/* Where a buffer lives: GCSH_LOC_HOST, or a CUDA device ordinal (>= 0). */
+#define GCSH_LOC_HOST (-1)
+
+/* An opaque per-backend communicator (MPI_Comm for host, ncclComm_t for cuda). */
+typedef struct gcsh_comm_impl gcsh_comm_impl;
+
+typedef struct gcsh_mem_ops {
+    /* Memory for tensor.new: host memory or device memory. */
+    int (*alloc)(gcsh_ctx *ctx, size_t bytes, void **out, int *loc);
+    void (*release)(gcsh_ctx *ctx, void *p, int loc);
+    /* Copies between any two locations (host<->device, device<->device). */
+    int (*copy)(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,
+                size_t bytes);
+    /* Element-wise initialisers, run where the memory lives. */
+    int (*fill)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v);
+    int (*arange)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,
+                  gcsh_scalar start, gcsh_scalar step);
+    /* Counter-based: element i depends only on (seed, i), so results are the
+     * same on every backend and for every view offset. */
+    int (*rand)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed);
+    /* Waits until every operation queued on this rank's stream is finished. */
+    int (*sync)(gcsh_ctx *ctx);
+    /* Timing for bench: timer_begin marks now on the rank's stream (a CUDA
+     * event on cuda, the wall clock on host); timer_end marks again, waits for
+     * that mark and gives the seconds between the two.  The token belongs to
+     * the backend from begin until end, which frees it. */
+    int (*timer_begin)(gcsh_ctx *ctx, void **tok);
+    int (*timer_end)(gcsh_ctx *ctx, void *tok, double *seconds);
+    /* Optional (NULL where work runs on the calling thread, as on host):
+     * marks for traces (trace.h), which time the GPU's side of calls that
+     * return once enqueued.  mark records a point on the rank's stream and
+     * returns at once; mark_seconds gives the seconds from mark a to mark b
+     * without waiting: 0, 1 while b has not passed yet, -1 on error (never
+     * touches ctx->err: the rank's watcher thread reads marks during a
+     * hang); mark_free releases one. */
+    int (*mark)(gcsh_ctx *ctx, void **tok);
+    int (*mark_seconds)(gcsh_ctx *ctx, void *a, void *b, double *seconds);
+    void (*mark_free)(gcsh_ctx *ctx, void *tok);
+} gcsh_mem_ops;
+
+typedef struct gcsh_comm_ops {
+    int (*world)(gcsh_ctx *ctx, gcsh_comm_impl **out);
+    int (*split)(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
+                 gcsh_comm_impl **out);
+    void (*release)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    int (*rank)(gcsh_comm_impl *c);
+    int (*size)(gcsh_comm_impl *c);
+    /* Whether this backend can reduce dt with op (NCCL's list, MPI's list). */
+    int (*can_reduce)(gcsh_dtype dt, gcsh_redop op);
+    int (*barrier)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    int (*allreduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                     size_t count, gcsh_dtype dt, gcsh_redop op);
+    int (*broadcast)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                     gcsh_dtype dt, int root);
+    int (*reduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                  size_t count, gcsh_dtype dt, gcsh_redop op, int root);
+    /* count = elements per rank (input size) */
+    int (*allgather)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                     size_t count, gcsh_dtype dt);
+    /* count = elements per rank (output size) */
+    int (*reducescatter)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                         size_t count, gcsh_dtype dt, gcsh_redop op);
+    /* count = elements sent to each peer */
+    int (*alltoall)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                    size_t count, gcsh_dtype dt);
+    int (*send)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
+                gcsh_dtype dt, int peer);
+    int (*recv)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
+                gcsh_dtype dt, int peer);
+    /* The control exchange: every rank of c contributes `bytes` of host
+     * memory and gets everyone's, in rank order (all = size * bytes).  Used
+     * to agree on arguments before registering memory (and for collective
+     * fingerprints), so it works on host memory on every backend, waits
+     * interruptibly, and never touches the GPU. */
+    int (*agree)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all, size_t bytes);
+    /* The same exchange, not interruptible: for ranks that are already inside
+     * one sequence of steps together (a window's staged registration past its
+     * check), where every member is known to come and one rank leaving on an
+     * interrupt would strand the others in the next step.  It works on a
+     * communicator whose collectives were aborted meanwhile (cuda: the MPI
+     * twin; host: the broken mark only stops gcsh's own waits). */
+    int (*agree_blocking)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
+                          size_t bytes);
+    /* Abandons c on this rank without waiting for anyone (an interrupt or
+     * .abort on some rank): afterwards only release may be called, and it
+     * must not block (host: leak the MPI communicator; cuda: ncclCommAbort). */
+    void (*abort)(gcsh_ctx *ctx, gcsh_comm_impl *c);
+    /* Whether the backend gave c up by itself (an interrupted wait, an
+     * asynchronous NCCL error). */
+    int (*aborted)(gcsh_comm_impl *c);
+} gcsh_comm_ops;
+
+/* ---- symmetric memory windows and signals --------------------------------
+ *
+ * Every window, on every backend, resolves to a peer pointer table: one base
+ * address per member of the window's team (the ranks that can load and store
+ * each other's memory: the node for host and vmm, NCCL's LSA team for nccl),
+ * valid in this process, plus a size.  Kernels take that table and do not care
+ * how the memory was registered. */
+typedef struct gcsh_window_impl gcsh_window_impl;
+
+/* The stages of a kind's registration: what step.window steps through. */
+typedef struct gcsh_window_plan {
+    int n;                    /* stages */
+    const char *const *name;  /* [n]: short names ("segment", "peers") */
+} gcsh_window_plan;
+
+typedef struct gcsh_window_desc {
+    size_t bytes;         /* requested per rank */
+    size_t granularity;   /* the kind's allocation granularity */
+    size_t alloc_bytes;   /* bytes rounded up to granularity: what each rank has */
+    int loc;              /* where the memory lives: GCSH_LOC_HOST or a device */
+    int team_size;        /* members that reach each other by load/store */
+    int team_rank;        /* this rank's index in the team */
+    int *team;            /* [team_size]: each member's rank in the communicator */
+    void **peer;          /* [team_size]: each member's slice, mapped here */
+    void *peer_table_dev; /* device copy of peer[] for kernels (cuda), else NULL */
+    char handle[192];     /* the backend's handles, for w:info() */
+} gcsh_window_desc;
+
+enum gcsh_cmp { GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ, GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT };
+
+/* Whether `x cmp v` holds: the one definition of a signal wait's condition,
+ * for the host backend, the cuda backend's peek and the GPU wait kernels. */
+static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t v)
+{
+    switch (cmp) {
+    case GCSH_CMP_GE: return x >= v;
+    case GCSH_CMP_GT: return x > v;
+    case GCSH_CMP_EQ: return x == v;
+    case GCSH_CMP_NE: return x != v;
+    case GCSH_CMP_LE: return x <= v;
+    case GCSH_CMP_LT: return x < v;
+    }
+    return 0;
+}
+
+typedef struct gcsh_window_ops {
+    const char *kinds;        /* the valid kinds, space separated ("host", "nccl vmm") */
+    const char *default_kind;
+    /* The allocation granularity of kind (no allocation; equal on every rank). */
+    int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
+    /* Optional (NULL: no bound beyond the binding's element limit): the most
+     * bytes one rank's slice of kind may have here (no allocation, local).
+     * The binding refuses larger windows on every rank before create, so an
+     * absurd size is a clean error, never an allocation failure part-way
+     * through a collective. */
+    int (*max_bytes)(gcsh_ctx *ctx, const char *kind, size_t *max);
+    /* Staged creation (winbuild.h runs it; c:window() runs every stage back
+     * to back, step.window one per step).  The stages of kind, in order: */
+    const gcsh_window_plan *(*create_plan)(const char *kind);
+    /* Local: the window object, nothing registered yet (host memory only;
+     * the binding has set desc's bytes, granularity and alloc_bytes, and
+     * the ranks agree on them before the first stage). */
+    int (*create_begin)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
+                        gcsh_window_desc *desc, gcsh_window_impl **out);
+    /* Runs stage i (0, 1, ... in order) on this rank and says in report
+     * what it did (short lines, '\n' between them).  Not a status exchange
+     * of its own: the caller exchanges every rank's outcome after each stage
+     * (agree_blocking), so stage i may rely on every rank having finished
+     * stage i - 1, and a stage may call collectives the others also call in
+     * that stage.  After the last stage desc is filled and the window works. */
+    int (*create_stage)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
+                        char *report, size_t len);
+    /* Undoes whatever the stages did (any number of them, the last perhaps
+     * half done on this rank), frees w and desc's arrays.  Every rank calls
+     * it at the same point (after an agreed failure, a checked reset, or at
+     * exit), so it may call collectives, except when c was aborted: then it
+     * is local and never waits.  With no stage run it is local. */
+    void (*create_abort)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
+    /* Collective: deregisters and frees (the binding has put a barrier before
+     * it, so no peer still reads), and frees desc's arrays. */
+    int (*destroy)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
+
+    /* Signals are 64-bit words in a window; slots and peers (team indices)
+     * are checked by the binding.  set/add store to a peer's word with
+     * release ordering (data written before is visible to a waiter that
+     * sees the value).  On cuda they are stream-ordered. */
+    int (*signal_set)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      int peer, size_t slot, uint64_t v);
+    int (*signal_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      int peer, size_t slot, uint64_t v);
+    /* Waits until my word `slot` compares true against v, with acquire
+     * ordering.  Stream-ordered on cuda: it returns at once and the stream
+     * waits.  The host backend waits here, polling ctx->interrupt. */
+    int (*signal_wait)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                       size_t slot, uint64_t v, enum gcsh_cmp cmp);
+    /* Waits on the CPU, at most timeout seconds: returns 0 when satisfied,
+     * 1 when the time ran out, -1 on error (interrupt included). */
+    int (*signal_wait_cpu)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout);
+    int (*signal_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                       size_t slot, uint64_t *v);
+
+    /* Optional (may be NULL): copies `bytes` from team member peer's slice,
+     * starting at byte `offset`, into dst (memory at d->loc), with the
+     * backend's own load loop going through the peer table (cuda: a kernel
+     * reading d->peer_table_dev, for nccl windows filled by
+     * ncclGetLsaPointer).  Bounds are checked by the caller.  On cuda it is
+     * stream-ordered (returns at once), like a device-to-device copy.  It
+     * exists to exercise and time the device path next to mem->copy from
+     * d->peer[peer], which uses the copy engines. */
+    int (*peer_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int peer,
+                     size_t offset, void *dst, size_t bytes);
+} gcsh_window_ops;
+
+/* ---- reduce kernels and multicast (issue 5; src/core/kreduce.h, src/l_kernel.c) ----
+ *
+ * A job: reduce k sources element-wise (in order) and store the result to
+ * each of m destinations; n elements of dt.  Sources and destinations are
+ * local memory or peer slices (addresses valid here, at d->loc); k = 1 is a
+ * copy to m places.  No synchronisation: the caller orders it (c:barrier()).
+ * Destinations may be sources only element for element (in place). */
+typedef struct gcsh_kjob {
+    const void *src[GCSH_KERN_MAX_SRC];
+    void *dst[GCSH_KERN_MAX_SRC];
+    int k, m;
+    size_t n;
+    gcsh_dtype dt;
+    gcsh_redop op;
+} gcsh_kjob;
+
+/* The synchronised collectives over a window's region [offset, offset + n)
+ * of every slice (elements), as the plan of kplan.h moves the data: its
+ * barriers run on the window's sync words, so every member's input is
+ * ready before anyone reads it and nobody still reads or writes a slice
+ * when the collective ends; a rank that arrives late only delays the
+ * others. */
+typedef struct gcsh_mcast gcsh_mcast;
+
+typedef struct gcsh_kcoll_args {
+    gcsh_kplan plan;   /* collective, algorithm, team, root (team index), n */
+    size_t offset;     /* elements, checked against the window by the binding */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    void *out;         /* local memory at d->loc, or NULL: the result stays in the window */
+    size_t sync_off;   /* bytes: where the sync area starts in every slice */
+    uint64_t *epoch;   /* barriers passed on this window, equal on every rank;
+                          the backend advances it by the barriers it ran */
+    const gcsh_mcast *mc; /* the window's multicast when it is nvls (algo multicast:
+                             multimem.ld_reduce and multimem.st), else NULL */
+} gcsh_kcoll_args;
+
+/* What w:multicast() found: NVLS (a multicast address over the slices) or
+ * the emulation through peer loads and stores, and why. */
+struct gcsh_mcast {
+    int nvls;
+    char why[200];     /* why the mode is what it is, for m:why() */
+    void *base;        /* nvls: multicast address of slice offset 0 */
+};
+
+typedef struct gcsh_kernel_ops {
+    /* Bytes at the end of every window slice kept for the sync words (the
+     * binding adds them to the allocation; zeroed at creation). */
+    size_t sync_bytes;
+    /* One job (above), stream-ordered on cuda. */
+    int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
+    /* Collective over the window's team: every member calls it with the
+     * same arguments (out and root aside: out is local). */
+    int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                      const gcsh_kcoll_args *a);
+    /* Collective over the window's team: decides the mode (every member the
+     * same) and, for nvls, sets up the multicast address.  The NVLS path is
+     * taken only under src/DESIGN.md's opt-in. */
+    int (*mc_open)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                   gcsh_mcast *out);
+    /* nvls only (NULL where there is none): out[0..n) = the op over every
+     * slice's elements from byte offset; and a store of src to every slice. */
+    int (*mc_ld_reduce)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, void *out, size_t n,
+                        gcsh_dtype dt, gcsh_redop op);
+    int (*mc_st)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, const void *src, size_t n,
+                 gcsh_dtype dt);
+} gcsh_kernel_ops;
+
+/* ---- one-sided transfers (l_xfer.c) ---------------------------------------
+ *
+ * A transfer is prepared once from a plan the binding has checked (every
+ * range inside its memory, destinations disjoint, no source overlapping a
+ * destination, addresses resolved through the window's peer pointer table)
+ * and posted any number of times.  A post enqueues the copies and then, when
+ * plan->signal is set, adds signal_value to that (peer's) signal word with
+ * release ordering: whoever sees the new value sees the data. */
+typedef enum gcsh_xfer_engine { GCSH_XFER_CE, GCSH_XFER_SM } gcsh_xfer_engine;
+
+typedef struct gcsh_xfer_seg {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} gcsh_xfer_seg;
+
+typedef struct gcsh_xfer_plan {
+    gcsh_xfer_engine engine;
+    size_t nseg;                /* >= 1 */
+    const gcsh_xfer_seg *seg;   /* host array; prepare copies what it keeps */
+    uint64_t *signal;           /* a signal word (8-byte aligned), or NULL */
+    uint64_t signal_value;
+} gcsh_xfer_plan;
+
+typedef struct gcsh_xfer_impl gcsh_xfer_impl;
+
+enum gcsh_xfer_status { GCSH_XFER_PENDING, GCSH_XFER_DONE, GCSH_XFER_ERROR };
+
+typedef struct gcsh_xfer_ops {
+    const char *engines;        /* the valid engines, space separated: "ce sm" */
+    int (*prepare)(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl **out);
+    /* Enqueues the transfer on the rank's stream (cuda: returns at once). */
+    int (*post)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+    /* The last post's status; GCSH_XFER_ERROR with ctx->err saying why. */
+    int (*test)(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
+    /* Work queued on the rank's stream after this call runs after the last post. */
+    int (*wait_stream)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+    /* Waits on the CPU: 0 when done, 1 when timeout seconds ran out, -1 on
+     * error (interrupt included). */
+    int (*wait_cpu)(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout);
+    /* Frees x; safe while a post is in flight (the memory goes when it ends). */
+    void (*release)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+} gcsh_xfer_ops;
+
+typedef struct gcsh_backend {
+    const char *name; /* "host" | "cuda" */
+    /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
+    int (*init)(gcsh_ctx *ctx);
+    void (*fini)(gcsh_ctx *ctx);
+    /* Pushes backend facts for gcsh.info() onto the Lua stack as one table. */
+    void (*info)(gcsh_ctx *ctx, void *lua_state);
+    /* Optional (may be NULL): sets the backend's own fields of the `gcsh`
+     * global table, which is on top of the Lua stack (cuda: gcsh.nccl). */
+    void (*globals)(gcsh_ctx *ctx, void *lua_state);
+    /* Optional (may be NULL): gcsh.debug.inject(what), a test facility that
+     * makes a fault happen ("oom": the next allocation fails; "fatal" or
+     * "oob_write": an unrecoverable fault).  -1 with ctx->err for an unknown
+     * or unsupported what. */
+    int (*inject)(gcsh_ctx *ctx, const char *what);
+    const gcsh_mem_ops *mem;
+    const gcsh_comm_ops *comm;
+    const gcsh_window_ops *win;
+    const gcsh_kernel_ops *kern; /* reduce kernels and multicast */
+
+    const gcsh_xfer_ops *xfer; /* NULL: no one-sided transfers */
+} gcsh_backend;
+
+extern const gcsh_backend gcsh_host_backend;
+#ifdef GCSH_HAVE_CUDA
+extern const gcsh_backend gcsh_cuda_backend;
+/* Whether the cuda backend can run here (a driver and a visible GPU). */
+int gcsh_cuda_available(void);
+/* For gcsh --version: the NCCL library's version, the CUDA runtime's and the
+ * driver's (each says so when absent); len bytes each. */
+void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len);
+#endif
+
+#endif

@@ -1,0 +1,133 @@
+/* The per-rank context: the one place where a rank keeps mutable state.
+ *
+ * Every Lua state carries a pointer to its rank's context in its extra space
+ * (lua_getextraspace), so bindings reach it with gcsh_ctx_of(L) in O(1). */
+#ifndef GCSH_GCSH_H
+#define GCSH_GCSH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "core/backend.h"
+
+#define GCSH_VERSION "0.1.0"
+
+typedef struct gcsh_capture gcsh_capture;
+typedef struct gcsh_check gcsh_check;
+typedef struct gcsh_trace gcsh_trace;
+typedef struct gcsh_board gcsh_board;
+
+struct gcsh_ctx {
+    int rank, size;             /* in MPI_COMM_WORLD */
+    int local_rank, local_size; /* on this node (or GCSH_RANKS_PER_NODE group) */
+    int node;                   /* index of this rank's node */
+    const gcsh_backend *be;
+    void *be_state;             /* owned by the backend */
+    /* Where this rank's collectives read and write: GCSH_LOC_HOST, or the
+     * CUDA ordinal of the rank's GPU.  Set by be->init; bindings refuse
+     * tensors that live elsewhere before any collective is called. */
+    int loc;
+    lua_State *L;               /* this rank's Lua state (worker thread only) */
+    gcsh_capture *cap;          /* where print / io.write go */
+    /* Set by the rank's watcher thread when rank 0 asks for an interrupt;
+     * cleared when the next chunk starts.  Blocking waits poll it. */
+    atomic_int interrupt;
+    /* Collective checks, whereabouts and aborts (collcheck.h); NULL in a bare
+     * state (C tests), where checks are off. */
+    gcsh_check *check;
+    /* The check board (board.h) of rank 0's node, or NULL elsewhere. */
+    gcsh_board *board;
+    /* Set by a backend that met an error the process cannot recover from (a
+     * sticky CUDA error): gcsh_raise then ends every rank (collcheck.h). */
+    int fatal;
+    /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
+     * (each backend fails it its own real way, then clears this). */
+    int inject_oom;
+    /* gcsh.debug.inject("async") on the host backend: the next wait for the
+     * rank's work fails as an asynchronous device error would (tests of the
+     * end-of-command wait, collcheck.h). */
+    int inject_async;
+    /* gcsh.debug.inject("stage:NAME") / ("stage_slow:NAME"): the next window
+     * registration stage of that name fails on this rank after it ran, or
+     * waits for an interrupt (winbuild.c); then this clears. */
+    char inject_stage[24];
+    int inject_stage_slow;
+    /* os.exit(code) in the running chunk: the status the session should
+     * end with (-1: not called).  Reset when a chunk starts. */
+    int exit_code;
+    /* The running chunk read a clock, an address or the machine's facts:
+     * its output may differ between runs (CHUNK_VARIES).  Reset when a
+     * chunk starts; set by gcsh.varies() and the functions that do. */
+    int output_varies;
+    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
+     * traced copy of the backend's table; trace_store outlives it (the
+     * watcher thread copies from it) until the rank closes. */
+    gcsh_trace *trace;
+    gcsh_trace *trace_store;
+    char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
+    char err[1024];             /* last backend error, see gcsh_set_error */
+};
+
+static inline gcsh_ctx *gcsh_ctx_of(lua_State *L)
+{
+    return *(gcsh_ctx **)lua_getextraspace(L);
+}
+
+/* printf-style: records a one-line error message in ctx->err; returns -1 so
+ * backends can write `return gcsh_set_error(ctx, ...)`. */
+int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Seconds on the monotonic clock, for deadlines and durations (the wall
+ * clock may jump). */
+double gcsh_now_seconds(void);
+
+/* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
+ * -1 when unknown. */
+int gcsh_numa_of_cpu(int cpu);
+int gcsh_numa_of_pci(const char *bus);
+
+/* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
+ * bytes; into buf, which it returns. */
+char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
+
+/* The error object os.exit raises to end the chunk (l_shell.c): the
+ * worker's error handler passes it through without a traceback. */
+const void *gcsh_exit_token(void);
+
+/* Raises ctx->err as a Lua error (never returns); after an unrecoverable
+ * fault (ctx->fatal) it ends every rank instead (collcheck.c). */
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
+
+/* Creates the metatable of a Lua type (lua.c/liolib.c style): metamethods
+ * from metameth, methods from meth.  __index is the method table itself, or,
+ * when index is given, the closure index(methods as upvalue 1) for types
+ * that also answer fields or elements.  The method table is also kept as
+ * __methods for tab completion. */
+struct luaL_Reg;
+void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
+                   const struct luaL_Reg *metameth, lua_CFunction index);
+
+/* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
+void gcsh_open_libs(lua_State *L);
+
+/* One luaopen per Lua type, each in src/l_<type>.c. */
+int luaopen_gcsh_tensor(lua_State *L);
+int luaopen_gcsh_comm(lua_State *L);
+/* Register the "window" and "signals" metatables (made by comm methods). */
+int luaopen_gcsh_window(lua_State *L);
+int luaopen_gcsh_signals(lua_State *L);
+/* The "winstage" type (a window's registration stage by stage, step.window's
+ * C half): returns {new=}, which gcsh_open_libs puts in package.loaded as
+ * "gcsh.winstage" (no global), l_winstage.c. */
+int luaopen_gcsh_winstage(lua_State *L);
+/* The kernel library (reduce kernels, multicast type), l_kernel.c. */
+int luaopen_gcsh_kernel(lua_State *L);
+/* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
+int luaopen_gcsh_xfer(lua_State *L);
+/* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */
+int luaopen_gcsh_timer(lua_State *L);
+
+#endif

@@ -1,0 +1,319 @@
+/* The kernel collectives' plan.  See kplan.h. */
+#include <string.h>
+
+#include "core/kplan.h"
+
+/* ---- names ------------------------------------------------------------------ */
+
+static const char *const coll_names[GCSH_KC_NCOLL] = {
+    [GCSH_KC_ALLREDUCE] = "allreduce",   [GCSH_KC_REDUCE_SCATTER] = "reduce_scatter",
+    [GCSH_KC_ALLGATHER] = "allgather",   [GCSH_KC_BROADCAST] = "broadcast",
+    [GCSH_KC_REDUCE] = "reduce",
+};
+
+static const char *const algo_names[GCSH_KA_NALGO] = {
+    [GCSH_KA_ONESHOT] = "oneshot", [GCSH_KA_TWOSHOT] = "twoshot",
+    [GCSH_KA_RING] = "ring",       [GCSH_KA_MULTICAST] = "multicast",
+    [GCSH_KA_DIRECT] = "direct",   [GCSH_KA_TREE] = "tree",
+};
+
+static const char *const phase_names[GCSH_KP_NPHASE] = {
+    [GCSH_KP_SYNC] = "sync",
+    [GCSH_KP_REDUCE] = "reduce",
+    [GCSH_KP_STORE] = "store",
+    [GCSH_KP_REDUCE_SCATTER] = "reduce-scatter",
+    [GCSH_KP_ALL_GATHER] = "all-gather",
+    [GCSH_KP_BROADCAST] = "broadcast",
+    [GCSH_KP_COPY_OUT] = "copy-out",
+};
+
+/* Which algorithms each collective runs, in the order kernel.algos lists
+ * them. */
+static const char *const coll_algos[GCSH_KC_NCOLL] = {
+    [GCSH_KC_ALLREDUCE] = "oneshot twoshot ring multicast",
+    [GCSH_KC_REDUCE_SCATTER] = "direct ring",
+    [GCSH_KC_ALLGATHER] = "direct ring",
+    [GCSH_KC_BROADCAST] = "direct tree ring",
+    [GCSH_KC_REDUCE] = "direct",
+};
+
+const char *gcsh_kcoll_name(enum gcsh_kcoll c)
+{
+    return (unsigned)c < GCSH_KC_NCOLL ? coll_names[c] : "?";
+}
+
+const char *gcsh_kalgo_name(enum gcsh_kalgo a)
+{
+    return (unsigned)a < GCSH_KA_NALGO ? algo_names[a] : "?";
+}
+
+const char *gcsh_kphase_name(enum gcsh_kphase p)
+{
+    return (unsigned)p < GCSH_KP_NPHASE ? phase_names[p] : "?";
+}
+
+static int parse(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int gcsh_kcoll_parse(const char *name)
+{
+    return parse(coll_names, GCSH_KC_NCOLL, name);
+}
+
+int gcsh_kalgo_parse(const char *name)
+{
+    return parse(algo_names, GCSH_KA_NALGO, name);
+}
+
+const char *gcsh_kplan_algos(enum gcsh_kcoll coll)
+{
+    return (unsigned)coll < GCSH_KC_NCOLL ? coll_algos[coll] : "";
+}
+
+int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo)
+{
+    if ((unsigned)coll >= GCSH_KC_NCOLL || (unsigned)algo >= GCSH_KA_NALGO)
+        return 0;
+    const char *list = coll_algos[coll], *name = algo_names[algo];
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w == len && strncmp(p, name, len) == 0)
+            return 1;
+        p += w + strspn(p + w, " ");
+    }
+    return 0;
+}
+
+/* ---- chunks ------------------------------------------------------------------ */
+
+gcsh_kchunk gcsh_kplan_chunk(size_t n, int k, int r)
+{
+    size_t q = n / (size_t)k, rem = n % (size_t)k, ur = (size_t)r;
+    gcsh_kchunk c = {ur * q + (ur < rem ? ur : rem), q + (ur < rem ? 1 : 0)};
+    return c;
+}
+
+/* r mod k for r of either sign */
+static int wrap(int r, int k)
+{
+    return ((r % k) + k) % k;
+}
+
+/* ceil(log2 k): the levels of a binomial tree over k members */
+static int tree_levels(int k)
+{
+    int levels = 0;
+    while ((1 << levels) < k)
+        levels++;
+    return levels;
+}
+
+/* ---- steps ------------------------------------------------------------------- */
+
+typedef struct program {
+    gcsh_kstep *steps;
+    int n;
+} program;
+
+static void add(program *pg, enum gcsh_kstep_kind kind, enum gcsh_kphase phase, int index)
+{
+    if (pg->n < GCSH_KPLAN_MAX_STEPS)
+        pg->steps[pg->n++] = (gcsh_kstep){kind, phase, index};
+}
+
+/* count move steps of phase, each followed by a barrier */
+static void fenced_moves(program *pg, enum gcsh_kphase phase, int count)
+{
+    for (int s = 0; s < count; s++) {
+        add(pg, GCSH_KS_MOVE, phase, s);
+        add(pg, GCSH_KS_BARRIER, GCSH_KP_SYNC, 0);
+    }
+}
+
+int gcsh_kplan_steps(const gcsh_kplan *p, gcsh_kstep *steps)
+{
+    program pg = {steps, 0};
+    int k = p->team;
+    add(&pg, GCSH_KS_BARRIER, GCSH_KP_SYNC, 0); /* every member's input is ready */
+    switch (p->coll) {
+    case GCSH_KC_ALLREDUCE:
+        if (p->algo == GCSH_KA_ONESHOT) {
+            fenced_moves(&pg, GCSH_KP_REDUCE, 1);
+            add(&pg, GCSH_KS_MOVE, GCSH_KP_STORE, 0); /* nobody reads my slice any more */
+            break;
+        }
+        if (p->algo == GCSH_KA_RING) {
+            fenced_moves(&pg, GCSH_KP_REDUCE_SCATTER, k - 1);
+            fenced_moves(&pg, GCSH_KP_ALL_GATHER, k - 1);
+        } else { /* two-shot, multicast */
+            fenced_moves(&pg, GCSH_KP_REDUCE_SCATTER, 1);
+        }
+        add(&pg, GCSH_KS_MOVE, GCSH_KP_COPY_OUT, 0);
+        break;
+    case GCSH_KC_REDUCE_SCATTER:
+        fenced_moves(&pg, GCSH_KP_REDUCE_SCATTER, p->algo == GCSH_KA_RING ? k - 1 : 1);
+        if (p->algo == GCSH_KA_RING)
+            add(&pg, GCSH_KS_MOVE, GCSH_KP_COPY_OUT, 0);
+        break;
+    case GCSH_KC_ALLGATHER:
+        fenced_moves(&pg, GCSH_KP_ALL_GATHER, p->algo == GCSH_KA_RING ? k - 1 : 1);
+        add(&pg, GCSH_KS_MOVE, GCSH_KP_COPY_OUT, 0);
+        break;
+    case GCSH_KC_BROADCAST:
+        fenced_moves(&pg, GCSH_KP_BROADCAST,
+                     p->algo == GCSH_KA_TREE ? tree_levels(k) : p->algo == GCSH_KA_RING ? k - 1 : 1);
+        if (p->algo != GCSH_KA_DIRECT)
+            add(&pg, GCSH_KS_MOVE, GCSH_KP_COPY_OUT, 0);
+        break;
+    case GCSH_KC_REDUCE:
+        fenced_moves(&pg, GCSH_KP_REDUCE, 1);
+        break;
+    case GCSH_KC_NCOLL:
+        break;
+    }
+    return pg.n;
+}
+
+/* ---- moves ------------------------------------------------------------------- */
+
+static void src(gcsh_kmove *mv, int peer, size_t first)
+{
+    mv->src[mv->k++] = (gcsh_kplace){peer, first};
+}
+
+static void dst(gcsh_kmove *mv, int peer, size_t first)
+{
+    mv->dst[mv->m++] = (gcsh_kplace){peer, first};
+}
+
+/* every member's slice at first, in team order */
+static void every_slice(gcsh_kmove *mv, int k, size_t first)
+{
+    for (int q = 0; q < k; q++)
+        src(mv, q, first);
+}
+
+/* Ring step s, reduce-scatter: member r adds its left neighbour's partial
+ * of chunk (r - s - 2) mod k to its own, so after k - 1 steps r holds chunk r
+ * reduced.  All-gather: r copies chunk (r - s - 1) mod k from its left. */
+static void ring_move(const gcsh_kplan *p, enum gcsh_kphase phase, int s, int r, gcsh_kmove *mv)
+{
+    int k = p->team, left = wrap(r - 1, p->team);
+    int c = wrap(phase == GCSH_KP_REDUCE_SCATTER ? r - s - 2 : r - s - 1, k);
+    gcsh_kchunk ch = gcsh_kplan_chunk(p->n, k, c);
+    mv->count = ch.count;
+    src(mv, left, ch.first);
+    if (phase == GCSH_KP_REDUCE_SCATTER)
+        src(mv, r, ch.first);
+    dst(mv, r, ch.first);
+}
+
+/* Member r reduces chunk r of every slice: to every slice (all-reduce), or
+ * to out or chunk r of its own slice (reduce-scatter). */
+static void chunk_reduce(const gcsh_kplan *p, int r, int has_out, gcsh_kmove *mv)
+{
+    gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
+    mv->count = ch.count;
+    every_slice(mv, p->team, ch.first);
+    if (p->coll == GCSH_KC_ALLREDUCE)
+        for (int q = 0; q < p->team; q++)
+            dst(mv, q, ch.first);
+    else if (has_out)
+        dst(mv, GCSH_KPLAN_OUT, 0);
+    else
+        dst(mv, r, ch.first);
+}
+
+/* Member r stores its chunk r into every other slice. */
+static void chunk_spread(const gcsh_kplan *p, int r, gcsh_kmove *mv)
+{
+    gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
+    mv->count = ch.count;
+    src(mv, r, ch.first);
+    for (int q = 0; q < p->team; q++)
+        if (q != r)
+            dst(mv, q, ch.first);
+}
+
+/* Broadcast step s: who copies root's region from whom. */
+static void broadcast_move(const gcsh_kplan *p, int s, int r, int has_out, gcsh_kmove *mv)
+{
+    int k = p->team, from = -1;
+    if (p->algo == GCSH_KA_DIRECT) {
+        if (r != p->root || has_out)
+            from = p->root;
+    } else if (p->algo == GCSH_KA_TREE) {
+        int v = wrap(r - p->root, k), lo = 1 << s;
+        if (v >= lo && v < 2 * lo)
+            from = wrap(v - lo + p->root, k);
+    } else if (r == wrap(p->root + s + 1, k)) {
+        from = wrap(p->root + s, k);
+    }
+    if (from < 0)
+        return;
+    mv->count = p->n;
+    src(mv, from, 0);
+    dst(mv, p->algo == GCSH_KA_DIRECT && has_out ? GCSH_KPLAN_OUT : r, 0);
+}
+
+/* One-shot's reads (into out or the scratch) and reduce's (root only). */
+static void region_reduce(const gcsh_kplan *p, int r, int has_out, gcsh_kmove *mv)
+{
+    if (p->coll == GCSH_KC_REDUCE && r != p->root)
+        return;
+    mv->count = p->n;
+    every_slice(mv, p->team, 0);
+    if (has_out)
+        dst(mv, GCSH_KPLAN_OUT, 0);
+    else
+        dst(mv, p->coll == GCSH_KC_ALLREDUCE ? GCSH_KPLAN_TMP : r, 0);
+}
+
+static void copy_out(const gcsh_kplan *p, int r, gcsh_kmove *mv)
+{
+    gcsh_kchunk whole = {0, p->n};
+    gcsh_kchunk ch = p->coll == GCSH_KC_REDUCE_SCATTER ? gcsh_kplan_chunk(p->n, p->team, r) : whole;
+    mv->count = ch.count;
+    src(mv, r, ch.first);
+    dst(mv, GCSH_KPLAN_OUT, 0);
+}
+
+int gcsh_kplan_move(const gcsh_kplan *p, const gcsh_kstep *s, int r, int has_out, gcsh_kmove *mv)
+{
+    memset(mv, 0, sizeof *mv);
+    if (s->kind != GCSH_KS_MOVE)
+        return 0;
+    switch (s->phase) {
+    case GCSH_KP_REDUCE: region_reduce(p, r, has_out, mv); break;
+    case GCSH_KP_STORE:
+        if (!has_out) {
+            mv->count = p->n;
+            src(mv, GCSH_KPLAN_TMP, 0);
+            dst(mv, r, 0);
+        }
+        break;
+    case GCSH_KP_REDUCE_SCATTER:
+    case GCSH_KP_ALL_GATHER:
+        if (p->algo == GCSH_KA_RING)
+            ring_move(p, s->phase, s->index, r, mv);
+        else if (s->phase == GCSH_KP_REDUCE_SCATTER)
+            chunk_reduce(p, r, has_out, mv);
+        else
+            chunk_spread(p, r, mv);
+        break;
+    case GCSH_KP_BROADCAST: broadcast_move(p, s->index, r, has_out, mv); break;
+    case GCSH_KP_COPY_OUT:
+        if (has_out)
+            copy_out(p, r, mv);
+        break;
+    case GCSH_KP_SYNC:
+    case GCSH_KP_NPHASE: break;
+    }
+    return mv->count > 0 && mv->k > 0 && mv->m > 0;
+}

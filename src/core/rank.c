@@ -1,0 +1,236 @@
+/* One rank's set-up: topology from MPI, the backend, the Lua state. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <mpi.h>
+
+#include "core/rank.h"
+#include "bind/symmem.h"
+#include "trace/trace.h"
+
+/* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
+ * multi-node layouts can be tried on one machine. */
+static int ranks_per_node_override(void)
+{
+    const char *s = getenv("GCSH_RANKS_PER_NODE");
+    if (!s || !*s)
+        return 0;
+    int k = atoi(s);
+    return k > 0 ? k : 0;
+}
+
+void gcsh_rank_topology(gcsh_ctx *ctx)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+    int k = ranks_per_node_override();
+    if (k) {
+        ctx->node = ctx->rank / k;
+        ctx->local_rank = ctx->rank % k;
+        int first = ctx->node * k;
+        ctx->local_size = ctx->size - first < k ? ctx->size - first : k;
+        return;
+    }
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &ctx->local_rank);
+    MPI_Comm_size(node, &ctx->local_size);
+    MPI_Comm_free(&node);
+    /* node index: number of node leaders with a lower world rank */
+    int leader = ctx->local_rank == 0;
+    MPI_Exscan(&leader, &ctx->node, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (ctx->rank == 0)
+        ctx->node = 0;
+    if (!leader) {
+        /* Exscan counted leaders before me, including mine: my node is one less */
+        ctx->node -= 1;
+    }
+}
+
+int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
+{
+    const gcsh_backend *be = &gcsh_host_backend;
+    if (want && strcmp(want, "host") != 0) {
+#ifdef GCSH_HAVE_CUDA
+        if (strcmp(want, "cuda") == 0)
+            be = &gcsh_cuda_backend;
+        else
+#endif
+        {
+            gcsh_set_error(ctx, "--backend: unknown backend '%s' (valid: host%s)", want,
+#ifdef GCSH_HAVE_CUDA
+                           ", cuda"
+#else
+                           "; this build has no cuda backend"
+#endif
+            );
+            return -1;
+        }
+    }
+#ifdef GCSH_HAVE_CUDA
+    else if (!want && gcsh_cuda_available())
+        be = &gcsh_cuda_backend;
+#endif
+    ctx->be = be;
+    int ok = be->init(ctx) == 0, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        if (ok) {
+            gcsh_set_error(ctx, "backend %s failed on another rank", be->name);
+            be->fini(ctx);
+        }
+        ctx->be = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
+{
+    lua_newtable(L);
+    lua_pushstring(L, GCSH_VERSION);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, ctx->be ? ctx->be->name : "none");
+    lua_setfield(L, -2, "backend");
+    lua_pushinteger(L, ctx->local_rank);
+    lua_setfield(L, -2, "local_rank");
+    lua_pushinteger(L, ctx->node);
+    lua_setfield(L, -2, "node");
+    lua_pushstring(L, ctx->device);
+    lua_setfield(L, -2, "device");
+    if (ctx->be && ctx->be->globals)
+        ctx->be->globals(ctx, L);
+    lua_setglobal(L, "gcsh");
+}
+
+/* Whether dir holds gcsh's Lua files (gcsh/prelude.lua). */
+static int has_prelude(const char *dir)
+{
+    char path[PATH_MAX + 64];
+    if ((size_t)snprintf(path, sizeof path, "%s/gcsh/prelude.lua", dir) >= sizeof path)
+        return 0;
+    return access(path, R_OK) == 0;
+}
+
+/* Looks for the folder beside the binary: installed (PREFIX/bin/gcsh:
+ * PREFIX/share/gcsh), then the build tree (build/gcsh: lua/). */
+static int find_lua_dir(char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe))
+        return -1;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0'; /* the folder of the binary */
+    static const char *const relative[] = {"../share/gcsh", "../lua"};
+    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
+        char dir[PATH_MAX], real[PATH_MAX];
+        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, relative[i]) >= sizeof dir)
+            continue;
+        if (has_prelude(dir) && realpath(dir, real) && strlen(real) < len) {
+            strcpy(out, real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *gcsh_lua_dir(void)
+{
+    /* Found once, the first time (the rank's set-up, before its threads
+     * start, or --help): where the binary is does not change. */
+    static char found[PATH_MAX];
+    static int state; /* 0: not looked yet, 1: found, -1: not there */
+    const char *env = getenv("GCSH_LUA_DIR");
+    if (env && *env)
+        return env;
+    if (state == 0)
+        state = find_lua_dir(found, sizeof found) == 0 ? 1 : -1;
+    return state > 0 ? found : NULL;
+}
+
+int gcsh_lua_path(lua_State *L)
+{
+    const char *dir = gcsh_lua_dir();
+    if (!dir)
+        return -1;
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 2);
+    return 0;
+}
+
+/* gcsh's own modules first on package.path, and gcsh.lua_dir (rank.h). */
+static int set_module_path(lua_State *L, gcsh_ctx *ctx)
+{
+    if (gcsh_lua_path(L) != 0) {
+        if (ctx->rank == 0)
+            fprintf(stderr, "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in "
+                            "../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR\n");
+        return -1;
+    }
+    lua_getglobal(L, "gcsh");
+    lua_pushstring(L, gcsh_lua_dir());
+    lua_setfield(L, -2, "lua_dir");
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* Runs gcsh/prelude.lua (the Lua parts every rank has, such as the
+ * global show).  A missing or broken prelude is reported, not fatal: the C
+ * libraries still work. */
+static void run_prelude(lua_State *L, gcsh_ctx *ctx)
+{
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "gcsh.prelude");
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        fprintf(stderr, "gcsh: rank %d: prelude: %s\n", ctx->rank, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
+{
+    lua_State *L = luaL_newstate();
+    if (!L)
+        return NULL;
+    *(gcsh_ctx **)lua_getextraspace(L) = ctx;
+    ctx->L = L;
+    luaL_openlibs(L);
+    lua_pushinteger(L, ctx->rank);
+    lua_setglobal(L, "rank");
+    lua_pushinteger(L, ctx->size);
+    lua_setglobal(L, "size");
+    set_gcsh_table(L, ctx);
+    int found = set_module_path(L, ctx) == 0;
+    gcsh_open_libs(L);
+    if (found)
+        run_prelude(L, ctx);
+    return L;
+}
+
+void gcsh_rank_close(gcsh_ctx *ctx)
+{
+    if (ctx->L) {
+        /* Windows and signals still registered are freed here, collectively
+         * and in creation order on every rank (symmem.h), while MPI and the
+         * backend are still up: __gc never frees them. */
+        if (ctx->be)
+            gcsh_symmem_close(ctx->L);
+        lua_close(ctx->L);
+        ctx->L = NULL;
+    }
+    gcsh_trace_free(ctx); /* the backend's own table again, before fini */
+    if (ctx->be) {
+        ctx->be->fini(ctx);
+        ctx->be = NULL;
+    }
+}

@@ -1,0 +1,90 @@
+/* Small helpers shared by every binding and backend. */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lauxlib.h>
+
+#include "core/gcsh.h"
+
+int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+double gcsh_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *gcsh_format_bytes(size_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"GiB", "MiB", "KiB"};
+    for (int u = 0; u < 3; u++) {
+        size_t scale = (size_t)1 << (10 * (3 - u));
+        if (bytes >= scale && bytes % scale == 0) {
+            snprintf(buf, len, "%zu %s", bytes / scale, unit[u]);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%zu B", bytes);
+    return buf;
+}
+
+void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,
+                   lua_CFunction index)
+{
+    luaL_newmetatable(L, name);
+    luaL_setfuncs(L, metameth, 0);
+    lua_newtable(L);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* for tab completion (complete.h) */
+    if (index)
+        lua_pushcclosure(L, index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}
+
+/* The number after "node" in the name of a sysfs folder's nodeN entry. */
+int gcsh_numa_of_cpu(int cpu)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", cpu);
+    DIR *d = cpu >= 0 ? opendir(path) : NULL;
+    if (!d)
+        return -1;
+    int node = -1;
+    struct dirent *e;
+    while (node < 0 && (e = readdir(d)))
+        if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9')
+            node = atoi(e->d_name + 4);
+    closedir(d);
+    return node;
+}
+
+int gcsh_numa_of_pci(const char *bus)
+{
+    unsigned dom, b, dev, fn;
+    if (sscanf(bus, "%x:%x:%x.%x", &dom, &b, &dev, &fn) != 4)
+        return -1;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", dom, b, dev, fn);
+    FILE *f = fopen(path, "r");
+    int node = -1;
+    if (f) {
+        if (fscanf(f, "%d", &node) != 1)
+            node = -1;
+        fclose(f);
+    }
+    return node; /* -1 also where the platform has no NUMA */
+}

@@ -1,0 +1,494 @@
+/* Rank 0's side of the collective checks.  See collcheck_coord.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shell/collcheck_coord.h"
+#include "core/dtype.h"
+#include "wire/out.h"
+
+#define DESC_LEN 160
+
+void gcsh_checker_init(gcsh_checker *k, int size)
+{
+    k->size = size;
+    k->slot = calloc((size_t)size, sizeof *k->slot);
+}
+
+static void slot_clear(fp_slot *s)
+{
+    free(s->members);
+    *s = (fp_slot){0};
+}
+
+void gcsh_checker_clear(gcsh_checker *k)
+{
+    for (int r = 0; r < k->size; r++)
+        slot_clear(&k->slot[r]);
+}
+
+void gcsh_checker_destroy(gcsh_checker *k)
+{
+    gcsh_checker_clear(k);
+    free(k->slot);
+    k->slot = NULL;
+}
+
+int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, double now)
+{
+    uint32_t head[2];
+    const char *p = payload;
+    if (len < sizeof head + sizeof(gcsh_fingerprint))
+        return -1;
+    memcpy(head, p, sizeof head);
+    size_t mlen = (size_t)head[1] * sizeof(int32_t);
+    if (len != sizeof head + sizeof(gcsh_fingerprint) + mlen)
+        return -1;
+    fp_slot *s = &k->slot[r];
+    slot_clear(s);
+    memcpy(&s->fp, p + sizeof head, sizeof s->fp);
+    s->fp.op[sizeof s->fp.op - 1] = s->fp.extra[sizeof s->fp.extra - 1] = '\0';
+    if (s->fp.comm_size < 1 || s->fp.comm_rank < 0 || s->fp.comm_rank >= s->fp.comm_size ||
+        (head[1] && (int)head[1] != s->fp.comm_size))
+        return -1;
+    if (head[1]) {
+        s->members = malloc(mlen);
+        for (uint32_t i = 0; i < head[1]; i++) {
+            int32_t m;
+            memcpy(&m, p + sizeof head + sizeof s->fp + i * sizeof m, sizeof m);
+            s->members[i] = m >= 0 && m < k->size ? m : 0;
+        }
+    }
+    s->present = 1;
+    s->serial = head[0];
+    s->since = now;
+    return 0;
+}
+
+int gcsh_checker_waiting(const gcsh_checker *k, int r)
+{
+    return k->slot[r].present;
+}
+
+/* ---- descriptions ------------------------------------------------------------ */
+
+static int is_p2p(const gcsh_fingerprint *fp)
+{
+    return fp->kind == GCSH_FP_SEND || fp->kind == GCSH_FP_RECV;
+}
+
+static const char *comm_suffix(const gcsh_fingerprint *fp, char *buf, size_t len)
+{
+    gcsh_comm_check cc = {.id = fp->comm};
+    char name[32];
+    gcsh_comm_name(&cc, name, sizeof name);
+    snprintf(buf, len, "%s%s", strcmp(name, "world") ? " on " : "",
+             strcmp(name, "world") ? name : "");
+    return buf;
+}
+
+/* "allreduce #5" / "send to 1" (+ " on comm 1a2b3c") */
+static void fp_title(const gcsh_fingerprint *fp, char *buf, size_t len)
+{
+    char on[48];
+    comm_suffix(fp, on, sizeof on);
+    if (is_p2p(fp))
+        snprintf(buf, len, "%s %s %d%s", fp->op, fp->kind == GCSH_FP_SEND ? "to" : "from",
+                 fp->root, on);
+    else
+        snprintf(buf, len, "%s #%llu%s", fp->op, (unsigned long long)fp->seq, on);
+}
+
+/* The arguments: "f32 x1024 sum", "root 1", "window 3 offset 8" */
+static void fp_args(const gcsh_fingerprint *fp, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+#define ADD(...)                                                                  \
+    do {                                                                          \
+        int w_ = snprintf(buf + n, len - n, "%s", n ? " " : "");                  \
+        if (w_ > 0 && (size_t)w_ < len - n)                                       \
+            n += (size_t)w_;                                                      \
+        w_ = snprintf(buf + n, len - n, __VA_ARGS__);                             \
+        if (w_ > 0 && (size_t)w_ < len - n)                                       \
+            n += (size_t)w_;                                                      \
+    } while (0)
+    if (fp->dtype >= 0 && fp->dtype < GCSH_NDTYPES)
+        ADD("%s", gcsh_dtype_name((gcsh_dtype)fp->dtype));
+    if (fp->count >= 0)
+        ADD("x%lld", (long long)fp->count);
+    if (fp->redop >= 0 && fp->redop < GCSH_NOPS)
+        ADD("%s", gcsh_redop_name((gcsh_redop)fp->redop));
+    if (fp->root >= 0 && !is_p2p(fp))
+        ADD("root %d", fp->root);
+    if (fp->window)
+        ADD("window %llu", (unsigned long long)fp->window);
+    if (fp->offset >= 0)
+        ADD("offset %lld", (long long)fp->offset);
+    if (fp->extra[0])
+        ADD("%s", fp->extra);
+#undef ADD
+}
+
+/* Everything compared: title + arguments. */
+static void fp_full(const gcsh_fingerprint *fp, char *buf, size_t len)
+{
+    char title[64], args[DESC_LEN - 65]; /* sized so the sum fits buf */
+    fp_title(fp, title, sizeof title);
+    fp_args(fp, args, sizeof args);
+    snprintf(buf, len, "%s%s%s", title, args[0] ? " " : "", args);
+}
+
+/* gcsh_fold_texts over an array of fixed-size strings. */
+static void fold_texts(gcsh_text *out, const int *ranks, int n, char (*texts)[DESC_LEN],
+                       const char *sep)
+{
+    const char **v = malloc((size_t)n * sizeof *v);
+    for (int i = 0; i < n; i++)
+        v[i] = texts[i];
+    gcsh_fold_texts(out, ranks, n, v, sep);
+    free(v);
+}
+
+void gcsh_checker_where(const gcsh_checker *k, int r, double now, char *buf, size_t len)
+{
+    const fp_slot *s = &k->slot[r];
+    char title[96];
+    fp_title(&s->fp, title, sizeof title);
+    snprintf(buf, len, "in %s (waiting for the others, %.1f s)", title, now - s->since);
+}
+
+/* ---- groups ---------------------------------------------------------------- */
+
+typedef struct group {
+    int complete;  /* everyone is there: compare */
+    int n;         /* ranks waiting in it (who gets the verdict) */
+    int nmissing;  /* members it waits for */
+    int ncoming;   /* members on the check board that will come or pass (collcheck.h) */
+    int *ranks, *missing;
+    double since;  /* the earliest of the waits */
+} group;
+
+static int waits_on(const gcsh_checker *k, int r, uint64_t comm)
+{
+    return k->slot[r].present && k->slot[r].fp.comm == comm;
+}
+
+static void group_add(group *g, int r, const gcsh_checker *k)
+{
+    g->ranks[g->n++] = r;
+    if (k->slot[r].since < g->since)
+        g->since = k->slot[r].since;
+}
+
+/* The peer of the send or recv at r, or -1 when r's members are unknown. */
+static int peer_of(const fp_slot *s)
+{
+    if (!s->members || s->fp.root < 0 || s->fp.root >= s->fp.comm_size)
+        return -1;
+    return s->members[s->fp.root];
+}
+
+/* Whether the send or recv at r and its peer's call on it both wait. */
+static int paired(const gcsh_checker *k, int r)
+{
+    const fp_slot *s = &k->slot[r];
+    int w = peer_of(s);
+    return is_p2p(&s->fp) && w >= 0 && waits_on(k, w, s->fp.comm) &&
+           is_p2p(&k->slot[w].fp) && k->slot[w].fp.root == s->fp.comm_rank;
+}
+
+/* Every member waits on the communicator (of any kind): one group. */
+static int all_members_wait(const gcsh_checker *k, const fp_slot *s)
+{
+    int count = 0;
+    for (int m = 0; m < k->size; m++)
+        count += waits_on(k, m, s->fp.comm);
+    if (!s->members)
+        return count == s->fp.comm_size;
+    for (int i = 0; i < s->fp.comm_size; i++)
+        if (!waits_on(k, s->members[i], s->fp.comm))
+            return 0;
+    return 1;
+}
+
+/* The group r waits in.  Pairs are resolved before groups (resolve), so
+ * when every member waits and r is not paired, the mixture is a deadlock. */
+static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, group *g)
+{
+    const fp_slot *s = &k->slot[r];
+    g->n = g->nmissing = g->ncoming = g->complete = 0;
+    g->since = s->since;
+    if (paired(k, r)) {
+        group_add(g, r, k);
+        group_add(g, peer_of(s), k);
+        g->complete = 1;
+    } else if (all_members_wait(k, s)) {
+        for (int m = 0; m < k->size; m++)
+            if (waits_on(k, m, s->fp.comm))
+                group_add(g, m, k);
+        g->complete = 1;
+    } else if (is_p2p(&s->fp)) {
+        group_add(g, r, k);
+        if (peer_of(s) >= 0)
+            g->missing[g->nmissing++] = peer_of(s);
+    } else {
+        for (int m = 0; m < k->size; m++)
+            if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
+                group_add(g, m, k);
+        int agreed = 0;
+        for (int i = 0; s->members && i < s->fp.comm_size; i++) {
+            int m = s->members[i];
+            if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
+                continue;
+            int on_board = io->board ? io->board(io->arg, m, &s->fp) : CHECK_BOARD_ABSENT;
+            if (on_board == CHECK_BOARD_AGREED)
+                agreed++;
+            else if (on_board == CHECK_BOARD_COMING)
+                g->ncoming++;
+            else
+                g->missing[g->nmissing++] = m;
+        }
+        /* members that passed on the board saw every fingerprint agree */
+        g->complete = agreed > 0 && g->nmissing == 0 && g->ncoming == 0;
+    }
+}
+
+/* ---- verdicts --------------------------------------------------------------- */
+
+static void answer(gcsh_checker *k, const gcsh_checker_io *io, const group *g, int ok,
+                   const char *text)
+{
+    for (int i = 0; i < g->n; i++) {
+        int r = g->ranks[i];
+        io->verdict(io->arg, r, k->slot[r].serial, ok, text);
+        slot_clear(&k->slot[r]);
+    }
+}
+
+/* A send and a recv match when they move the same elements. */
+static int pair_matches(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
+{
+    return a->kind != b->kind && a->count == b->count && a->dtype == b->dtype;
+}
+
+/* Everyone is there: equal fingerprints pass; otherwise one message naming
+ * each rank's call ("allreduce #17: [0,2-3] f32 x1024 sum, [1] f32 x1025 sum"). */
+static void compare_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g)
+{
+    char (*full)[DESC_LEN] = malloc((size_t)g->n * sizeof *full);
+    int same = 1, pair = g->n == 2 && is_p2p(&k->slot[g->ranks[0]].fp) &&
+                         is_p2p(&k->slot[g->ranks[1]].fp);
+    for (int i = 0; i < g->n; i++) {
+        fp_full(&k->slot[g->ranks[i]].fp, full[i], DESC_LEN);
+        same &= strcmp(full[i], full[0]) == 0;
+    }
+    if (pair)
+        same = pair_matches(&k->slot[g->ranks[0]].fp, &k->slot[g->ranks[1]].fp);
+    if (same) {
+        answer(k, io, g, 1, "");
+        free(full);
+        return;
+    }
+    gcsh_text msg = {0};
+    char title[96], t2[96];
+    fp_title(&k->slot[g->ranks[0]].fp, title, sizeof title);
+    int one_title = !pair;
+    for (int i = 1; i < g->n && one_title; i++) {
+        fp_title(&k->slot[g->ranks[i]].fp, t2, sizeof t2);
+        one_title = strcmp(title, t2) == 0;
+    }
+    if (one_title) { /* only the arguments differ: show them alone */
+        for (int i = 0; i < g->n; i++)
+            fp_args(&k->slot[g->ranks[i]].fp, full[i], DESC_LEN);
+        gcsh_text_append(&msg, "collective mismatch: ", 21);
+        gcsh_text_append(&msg, title, strlen(title));
+        gcsh_text_append(&msg, ": ", 2);
+    } else {
+        const char *head = pair ? "send/recv mismatch: " : "collective mismatch: ";
+        gcsh_text_append(&msg, head, strlen(head));
+    }
+    fold_texts(&msg, g->ranks, g->n, full, ", ");
+    answer(k, io, g, 0, msg.s);
+    gcsh_text_free(&msg);
+    free(full);
+}
+
+/* Whether every missing member's whereabouts are known without asking it. */
+static int accounted_for(const gcsh_checker *k, const gcsh_checker_io *io, const group *g,
+                         int probed)
+{
+    for (int i = 0; i < g->nmissing; i++) {
+        int m = g->missing[i];
+        if (!k->slot[m].present && io->running(io->arg, m) && !probed)
+            return 0;
+    }
+    return 1;
+}
+
+static int doomed(const gcsh_checker *k, const gcsh_checker_io *io, const group *g)
+{
+    for (int i = 0; i < g->nmissing; i++)
+        if (!k->slot[g->missing[i]].present && !io->running(io->arg, g->missing[i]))
+            return 1;
+    return 0;
+}
+
+static int failed(const gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now,
+                  double timeout)
+{
+    /* members still on the board escalate within BOARD_SPIN_S: they get
+     * the same verdict as the rest of the group */
+    if (g->complete || g->ncoming > 0)
+        return 0;
+    return doomed(k, io, g) || (timeout > 0 && now - g->since >= timeout);
+}
+
+/* "barrier #5: [0,2] waited 10.0 s for [1,3]: [1] finished the command; [3] running ..."
+ * or, when the waiting ranks are in different calls,
+ * "[0-1] barrier #2, [3] allreduce #2 f32 x3 sum: waited 1.1 s for [2]: ..." */
+static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now)
+{
+    char label[1024];
+    char (*text)[DESC_LEN] = malloc((size_t)(g->n + g->nmissing) * sizeof *text);
+    char (*where)[DESC_LEN] = text + g->n;
+    int same = 1;
+    for (int i = 0; i < g->n; i++) {
+        fp_full(&k->slot[g->ranks[i]].fp, text[i], DESC_LEN);
+        same &= strcmp(text[i], text[0]) == 0;
+    }
+    for (int i = 0; i < g->nmissing; i++) {
+        int m = g->missing[i];
+        if (k->slot[m].present)
+            gcsh_checker_where(k, m, now, where[i], DESC_LEN);
+        else
+            snprintf(where[i], DESC_LEN, "%s", io->where(io->arg, m));
+    }
+    gcsh_text msg = {0};
+    if (same) {
+        fp_title(&k->slot[g->ranks[0]].fp, label, sizeof label);
+        gcsh_text_append(&msg, label, strlen(label));
+        gcsh_text_append(&msg, ": [", 3);
+        gcsh_format_ranks(g->ranks, g->n, label, sizeof label);
+        gcsh_text_append(&msg, label, strlen(label));
+        gcsh_text_append(&msg, "]", 1);
+    } else {
+        fold_texts(&msg, g->ranks, g->n, text, ", ");
+        gcsh_text_append(&msg, ":", 1);
+    }
+    char mid[64];
+    snprintf(mid, sizeof mid, " waited %.1f s for [", now - g->since);
+    gcsh_text_append(&msg, mid, strlen(mid));
+    gcsh_format_ranks(g->missing, g->nmissing, label, sizeof label);
+    gcsh_text_append(&msg, label, strlen(label));
+    gcsh_text_append(&msg, "]: ", 3);
+    if (g->nmissing)
+        fold_texts(&msg, g->missing, g->nmissing, where, "; ");
+    else /* members unknown: the backend could not tell them */
+        gcsh_text_append(&msg, "the other members never arrived", 31);
+    answer(k, io, g, 0, msg.s);
+    gcsh_text_free(&msg);
+    free(text);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+static group group_new(int size)
+{
+    group g = {0};
+    g.ranks = malloc((size_t)size * sizeof *g.ranks);
+    g.missing = malloc((size_t)size * sizeof *g.missing);
+    return g;
+}
+
+static void group_free(group *g)
+{
+    free(g->ranks);
+    free(g->missing);
+}
+
+static int any_waiting(const gcsh_checker *k)
+{
+    for (int r = 0; r < k->size; r++)
+        if (k->slot[r].present)
+            return 1;
+    return 0;
+}
+
+void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now,
+                          double timeout, int probed)
+{
+    if (!any_waiting(k)) /* the common case, after every message: cheap */
+        return;
+    group g = group_new(k->size);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int r = 0; r < k->size; r++) /* pairs first: see find_group */
+            if (k->slot[r].present && paired(k, r)) {
+                find_group(k, io, r, &g);
+                compare_group(k, io, &g);
+                changed = 1;
+            }
+        for (int r = 0; r < k->size && !changed; r++) {
+            if (!k->slot[r].present)
+                continue;
+            find_group(k, io, r, &g);
+            qsort(g.ranks, (size_t)g.n, sizeof *g.ranks, cmp_int);
+            qsort(g.missing, (size_t)g.nmissing, sizeof *g.missing, cmp_int);
+            if (g.complete) {
+                compare_group(k, io, &g);
+                changed = 1;
+            } else if (failed(k, io, &g, now, timeout) && accounted_for(k, io, &g, probed)) {
+                fail_group(k, io, &g, now);
+                changed = 1;
+            }
+        }
+    }
+    group_free(&g);
+}
+
+int gcsh_checker_needs_probe(const gcsh_checker *k, const gcsh_checker_io *io, double now,
+                             double timeout)
+{
+    if (!any_waiting(k))
+        return 0;
+    group g = group_new(k->size);
+    int needs = 0;
+    for (int r = 0; r < k->size && !needs; r++) {
+        if (!k->slot[r].present)
+            continue;
+        find_group(k, io, r, &g);
+        needs = failed(k, io, &g, now, timeout) && !accounted_for(k, io, &g, 0);
+    }
+    group_free(&g);
+    return needs;
+}
+
+int gcsh_checker_expects_board(const gcsh_checker *k, const gcsh_checker_io *io)
+{
+    if (!io->board || !any_waiting(k))
+        return 0;
+    group g = group_new(k->size);
+    int expects = 0;
+    for (int r = 0; r < k->size && !expects; r++)
+        if (k->slot[r].present) {
+            find_group(k, io, r, &g);
+            expects = g.ncoming > 0;
+        }
+    group_free(&g);
+    return expects;
+}
+
+double gcsh_checker_deadline(const gcsh_checker *k, double timeout)
+{
+    double first = 0;
+    if (timeout <= 0)
+        return 0;
+    for (int r = 0; r < k->size; r++)
+        if (k->slot[r].present && (first == 0 || k->slot[r].since + timeout < first))
+            first = k->slot[r].since + timeout;
+    return first;
+}

@@ -1,0 +1,77 @@
+/* Rank 0's side of the collective checks (collcheck.h): the fingerprints ranks
+ * are waiting on, grouped per communicator, compared, and answered.
+ *
+ * A rank waits on at most one fingerprint at a time, so the pending set is
+ * one slot per rank.  A collective's group is complete when every member of
+ * its communicator waits on that communicator; a send or recv pairs with its
+ * peer's opposite call.  A group that cannot complete (a member finished the
+ * command, is gone, or was not sent the command) or that waited .timeout is
+ * failed, naming where each missing member is; for members that are running
+ * that needs their answer to MSG_WHERE first (a "probe", coord.c). */
+#ifndef GCSH_COORD_CHECK_H
+#define GCSH_COORD_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/collcheck.h"
+
+typedef struct fp_slot {
+    int present;
+    uint32_t serial;
+    gcsh_fingerprint fp;
+    int *members; /* world ranks, or NULL when the rank did not know them */
+    double since;
+} fp_slot;
+
+typedef struct gcsh_checker {
+    int size;
+    fp_slot *slot; /* per world rank */
+} gcsh_checker;
+
+/* What the checker needs from the coordinator. */
+typedef struct gcsh_checker_io {
+    void *arg;
+    /* whether rank r runs this command and has not finished it */
+    int (*running)(void *arg, int r);
+    /* where a rank that is not waiting on a fingerprint is, as text
+     * ("finished the command", "running line 4 of the chunk") */
+    const char *(*where)(void *arg, int r);
+    void (*verdict)(void *arg, int r, uint32_t serial, int ok, const char *text);
+    /* Where rank r stands on the check board for the check fp (collcheck.h):
+     * CHECK_BOARD_AGREED (it passed there), CHECK_BOARD_COMING (posted or
+     * escalated: its fingerprint will come, or its check will pass) or
+     * CHECK_BOARD_ABSENT.  NULL: no board. */
+    int (*board)(void *arg, int r, const gcsh_fingerprint *fp);
+} gcsh_checker_io;
+
+enum { CHECK_BOARD_ABSENT, CHECK_BOARD_AGREED, CHECK_BOARD_COMING };
+
+void gcsh_checker_init(gcsh_checker *k, int size);
+void gcsh_checker_destroy(gcsh_checker *k);
+/* Forgets every pending fingerprint without answering (interrupts, the end
+ * of a command). */
+void gcsh_checker_clear(gcsh_checker *k);
+/* A MSG_FP payload from rank r; -1 when malformed. */
+int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, double now);
+int gcsh_checker_waiting(const gcsh_checker *k, int r);
+/* "in allreduce #5 (waiting for the others, 2.0 s)" for a waiting rank. */
+void gcsh_checker_where(const gcsh_checker *k, int r, double now, char *buf, size_t len);
+
+/* Answers every group that is complete, and every failed group whose missing
+ * members are all accounted for: waiting elsewhere, not running, or (with
+ * probed set) running with a fresh answer to MSG_WHERE.  timeout <= 0: no
+ * group times out. */
+void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now,
+                          double timeout, int probed);
+/* Whether some failed group has a missing member that is running and not
+ * waiting on a fingerprint: its whereabouts are needed (MSG_WHERE). */
+int gcsh_checker_needs_probe(const gcsh_checker *k, const gcsh_checker_io *io, double now,
+                             double timeout);
+/* Whether a pending group waits for members still on the check board (they
+ * pass or escalate without a message to the coordinator: poll). */
+int gcsh_checker_expects_board(const gcsh_checker *k, const gcsh_checker_io *io);
+/* The earliest moment a pending group times out (0: none). */
+double gcsh_checker_deadline(const gcsh_checker *k, double timeout);
+
+#endif

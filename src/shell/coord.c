@@ -1,0 +1,707 @@
+/* Rank 0's coordinator.  See coord.h. */
+#include <ctype.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wire/board.h"
+#include "wire/collcheck.h"
+#include "shell/coord.h"
+#include "wire/msg.h"
+#include "shell/launch.h"
+#include "shell/sigint.h"
+#include "trace/trace_coord.h"
+
+/* A rank's streamed text is held this long before printing, so that the same
+ * line from every rank arrives in time to be folded into one. */
+#define FOLD_WINDOW_S 0.25
+/* Text waiting to be folded is printed at once beyond this many bytes (all
+ * ranks together), so rank 0's memory stays bounded whatever ranks print. */
+#define FOLD_MAX_PENDING ((size_t)8 << 20)
+/* How long rank 0 waits for the answers to MSG_WHERE. */
+#define PROBE_WAIT_S 0.3
+#define WHERE_LEN 200
+/* After a rank calls os.exit, how long the other running ranks get to finish
+ * (typically the same line's os.exit) before the session ends at once. */
+#define EXIT_GRACE_S 3.0
+
+enum { IDLE = 0, RUNNING, DONE };
+
+typedef struct run_state {
+    const char *targets;
+    char *state;      /* per rank: IDLE, RUNNING, DONE */
+    uint32_t *status; /* per rank: CHUNK_* once DONE */
+    int running;
+    double start, first_pending, next_report;
+    char (*where)[WHERE_LEN]; /* per rank: its latest answer to MSG_WHERE */
+    char *asked;      /* per rank: a MSG_WHERE is outstanding */
+    int nasked;
+    double probe_until; /* 0: no probe in flight */
+    int report_due;     /* a hang report waits for the probe */
+    int abort_all;      /* .abort was given */
+    int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    double exit_deadline; /* 0: no rank called os.exit */
+} run_state;
+
+typedef struct coord_run {
+    gcsh_coord *c;
+    run_state *rs;
+} coord_run;
+
+void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
+{
+    *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
+                      .abort_fd = -1, .end_status = -1};
+    c->lost = calloc((size_t)ctx->size, 1);
+    gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
+    gcsh_progress_init(&c->progress, out, ctx->size);
+    gcsh_checker_init(&c->checker, ctx->size);
+}
+
+void gcsh_tap_init(gcsh_tap *t, int size)
+{
+    *t = (gcsh_tap){0};
+    t->out = calloc((size_t)size, sizeof *t->out);
+    t->status = calloc((size_t)size, sizeof *t->status);
+    t->ran = calloc((size_t)size, 1);
+}
+
+void gcsh_tap_destroy(gcsh_tap *t, int size)
+{
+    for (int r = 0; t->out && r < size; r++)
+        gcsh_text_free(&t->out[r]);
+    free(t->out);
+    free(t->status);
+    free(t->ran);
+    *t = (gcsh_tap){0};
+}
+
+/* A rank's output: folded for the terminal, and kept by a tap. */
+static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet)
+        gcsh_fold_add(&c->fold, r, s, n);
+}
+
+void gcsh_coord_destroy(gcsh_coord *c)
+{
+    gcsh_fold_destroy(&c->fold);
+    gcsh_progress_destroy(&c->progress);
+    gcsh_checker_destroy(&c->checker);
+    gcsh_text_free(&c->typeahead);
+    free(c->lost);
+    free(c->aborted);
+}
+
+void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
+{
+    gcsh_progress_hide(&c->progress);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->out);
+    fflush(c->out);
+}
+
+/* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
+ * progress line first. */
+static void flush_output(gcsh_coord *c, int whole_lines)
+{
+    if (gcsh_fold_pending(&c->fold))
+        gcsh_progress_hide(&c->progress);
+    gcsh_fold_flush(&c->fold, whole_lines);
+}
+
+/* Formats the ranks whose state matches `want` as "0-2,5". */
+static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, char *buf,
+                         size_t len)
+{
+    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == want)
+            list[n++] = r;
+    gcsh_format_ranks(list, n, buf, len);
+    free(list);
+    return buf;
+}
+
+/* ---- ending the session at once -------------------------------------------- */
+
+/* Every other rank exits with `code` (their watchers do it, whatever their
+ * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
+ * a device is lost, and finalising could hang. */
+static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
+{
+    flush_output(c, 0);
+    gcsh_tracer_snapshot(c, why); /* where every rank stopped */
+    gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
+    gcsh_launcher_status(c->launcher, code);
+    for (int r = 1; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    if (c->on_exit)
+        c->on_exit(c->exit_arg);
+    fflush(NULL);
+    _exit(code);
+}
+
+static void mark_lost(gcsh_coord *c, run_state *rs, int r)
+{
+    c->lost[r] = 1;
+    if (rs->state[r] == RUNNING)
+        rs->running--;
+    rs->state[r] = DONE;
+    rs->status[r] = CHUNK_ERROR;
+    flush_output(c, 0);
+    gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
+    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+}
+
+/* ---- what ranks are doing --------------------------------------------------- */
+
+static int io_running(void *arg, int r)
+{
+    const coord_run *cr = arg;
+    return cr->rs->state[r] == RUNNING;
+}
+
+/* Where a rank is that waits on no fingerprint. */
+static const char *io_where(void *arg, int r)
+{
+    const coord_run *cr = arg;
+    const run_state *rs = cr->rs;
+    if (cr->c->lost[r])
+        return "is gone";
+    if (!rs->targets[r])
+        return "not running this command (.ranks)";
+    if (rs->state[r] == DONE)
+        return rs->status[r] == CHUNK_OK            ? "finished the command"
+               : rs->status[r] == CHUNK_INTERRUPTED ? "was interrupted"
+               : rs->status[r] == CHUNK_EXIT        ? "called os.exit"
+                                                    : "ended the command with an error";
+    return rs->where[r][0] ? rs->where[r] : "running (no answer)";
+}
+
+static void io_verdict(void *arg, int r, uint32_t serial, int ok, const char *text)
+{
+    const coord_run *cr = arg;
+    uint32_t head[2] = {serial, (uint32_t)ok};
+    gcsh_msg_send(cr->c->link->peer_cmd[r], MSG_VERDICT, cr->c->seq, head, sizeof head, text,
+                  strlen(text) + 1);
+}
+
+/* Rank r's entry on the check board for fp's check (collcheck.h), in this
+ * command. */
+static int io_board(void *arg, int r, const gcsh_fingerprint *fp)
+{
+    const coord_run *cr = arg;
+    gcsh_board_entry e;
+    if (!gcsh_board_read(cr->c->ctx->board, r, fp->comm, &e) || e.chunk != cr->c->seq ||
+        e.seq < fp->seq)
+        return CHECK_BOARD_ABSENT;
+    if (e.seq > fp->seq)
+        return CHECK_BOARD_AGREED; /* it passed this one */
+    if (e.attempt != fp->attempt)
+        return CHECK_BOARD_ABSENT;
+    if (e.state == BOARD_PASSED)
+        return CHECK_BOARD_AGREED;
+    return e.state == BOARD_POSTED || e.state == BOARD_ESCALATED ? CHECK_BOARD_COMING
+                                                                 : CHECK_BOARD_ABSENT;
+}
+
+static gcsh_checker_io checker_io(coord_run *cr)
+{
+    return (gcsh_checker_io){.arg = cr, .running = io_running, .where = io_where,
+                             .verdict = io_verdict,
+                             .board = cr->c->ctx->board ? io_board : NULL};
+}
+
+/* Asks every running rank that waits on no fingerprint where it is. */
+static void start_probe(gcsh_coord *c, run_state *rs, double now)
+{
+    if (rs->probe_until > 0)
+        return;
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != RUNNING || gcsh_checker_waiting(&c->checker, r))
+            continue;
+        rs->where[r][0] = '\0';
+        if (gcsh_msg_send(c->link->peer_ctl[r], MSG_WHERE, c->seq, NULL, 0, NULL, 0) == 0) {
+            rs->asked[r] = 1;
+            rs->nasked++;
+        }
+    }
+    rs->probe_until = now + PROBE_WAIT_S;
+}
+
+static void unask(run_state *rs, int r)
+{
+    if (rs->asked[r]) {
+        rs->asked[r] = 0;
+        rs->nasked--;
+    }
+}
+
+/* The hang report: one line, then where the running ranks are, folded. */
+static void report_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    char done[1024], running[1024];
+    flush_output(c, 0);
+    ranks_where(c, rs, DONE, done, sizeof done);
+    ranks_where(c, rs, RUNNING, running, sizeof running);
+    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
+                   now - rs->start, done, running, c->abort_fd >= 0 ? ", .abort aborts" : "");
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
+    char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
+    const char **v = malloc((size_t)c->size * sizeof *v);
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != RUNNING)
+            continue;
+        if (gcsh_checker_waiting(&c->checker, r))
+            gcsh_checker_where(&c->checker, r, now, text[n], WHERE_LEN);
+        else
+            snprintf(text[n], WHERE_LEN, "%s", rs->where[r][0] ? rs->where[r] : "(no answer)");
+        v[n] = text[n];
+        ranks[n++] = r;
+    }
+    gcsh_text t = {0};
+    gcsh_text_append(&t, "gcsh:   ", 8);
+    gcsh_fold_texts(&t, ranks, n, v, "\ngcsh:   ");
+    if (n)
+        gcsh_coord_say(c, "%s", t.s);
+    gcsh_text_free(&t);
+    gcsh_tracer_request(c); /* the trace file shows where each rank is */
+    free(ranks);
+    free(text);
+    free(v);
+}
+
+/* ---- interrupts and aborts ------------------------------------------------- */
+
+static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
+{
+    char buf[1024], flag = INTERRUPT_ABORT;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == RUNNING &&
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_INTERRUPT, c->seq, &flag, abort ? 1 : 0, NULL,
+                          0) != 0)
+            mark_lost(c, rs, r);
+    gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
+    rs->abort_all |= abort;
+    flush_output(c, 0);
+    gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
+                   ranks_where(c, rs, RUNNING, buf, sizeof buf));
+}
+
+/* Lines typed at the terminal while a command runs (the terminal is in
+ * line mode then, so they come whole): `.abort`, or lines typed ahead, which
+ * are kept for the prompt. */
+static void read_terminal(gcsh_coord *c, run_state *rs)
+{
+    char buf[4096];
+    ssize_t n = read(c->abort_fd, buf, sizeof buf);
+    if (n <= 0) {
+        c->abort_fd = -1; /* end of input: the prompt will see it */
+        return;
+    }
+    for (ssize_t i = 0; i < n;) {
+        char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+        size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : (size_t)(n - i);
+        const char *line = buf + i;
+        size_t a = 0, b = len;
+        while (a < b && isspace((unsigned char)line[a]))
+            a++;
+        while (b > a && isspace((unsigned char)line[b - 1]))
+            b--;
+        if (b - a == 6 && memcmp(line + a, ".abort", 6) == 0)
+            send_interrupts(c, rs, 1);
+        else
+            gcsh_text_append(&c->typeahead, line, len);
+        i += (ssize_t)len;
+    }
+}
+
+static void note_aborted(gcsh_coord *c, const char *data, size_t len)
+{
+    for (size_t off = 0; off + sizeof(uint64_t) <= len; off += sizeof(uint64_t)) {
+        uint64_t id;
+        memcpy(&id, data + off, sizeof id);
+        int known = 0;
+        for (size_t i = 0; i < c->naborted && !known; i++)
+            known = c->aborted[i] == id;
+        if (known)
+            continue;
+        if (c->naborted == c->cap_aborted) {
+            size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
+            uint64_t *p = realloc(c->aborted, cap * sizeof *p);
+            if (!p)
+                return;
+            c->aborted = p;
+            c->cap_aborted = cap;
+        }
+        c->aborted[c->naborted++] = id;
+    }
+}
+
+/* After the command: every rank (targeted or not) aborts what some rank
+ * aborted, or everything after .abort, before it runs anything else. */
+static void spread_aborts(gcsh_coord *c, int all)
+{
+    if (!all && c->naborted == 0)
+        return;
+    for (int r = 0; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_cmd[r], MSG_ABORT_COMMS, all ? 1 : 0, c->aborted,
+                          all ? 0 : c->naborted * sizeof *c->aborted, NULL, 0);
+    c->naborted = 0;
+}
+
+/* ---- the wait --------------------------------------------------------------- */
+
+static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
+{
+    if (m->h.seq != c->seq)
+        return; /* late output of an earlier chunk cannot happen; ignore noise */
+    double now = gcsh_now_seconds();
+    switch (m->h.type) {
+    case MSG_OUT:
+        take_output(c, r, m->data, m->h.len);
+        if (rs->first_pending == 0)
+            rs->first_pending = now;
+        break;
+    case MSG_DONE:
+        if (m->h.len < sizeof(uint32_t))
+            break;
+        memcpy(&rs->status[r], m->data, sizeof(uint32_t));
+        if (rs->status[r] & CHUNK_VARIES) {
+            if (c->tap)
+                c->tap->varies = 1;
+            rs->status[r] &= ~CHUNK_VARIES;
+        }
+        if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
+            rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
+            rs->status[r] = CHUNK_EXIT;
+            if (rs->exit_deadline == 0)
+                rs->exit_deadline = now + EXIT_GRACE_S;
+        }
+        take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        rs->state[r] = DONE;
+        rs->running--;
+        unask(rs, r);
+        break;
+    case MSG_FP:
+        if (gcsh_checker_add(&c->checker, r, m->data, m->h.len, now) != 0) {
+            uint32_t serial = 0;
+            if (m->h.len >= sizeof serial)
+                memcpy(&serial, m->data, sizeof serial);
+            io_verdict(&(coord_run){c, rs}, r, serial, 0, "malformed fingerprint");
+        }
+        break;
+    case MSG_WHERE:
+        snprintf(rs->where[r], WHERE_LEN, "%s", m->data);
+        unask(rs, r);
+        break;
+    case MSG_ABORTED:
+        note_aborted(c, m->data, m->h.len);
+        break;
+    case MSG_PROGRESS:
+        if (m->h.len == sizeof(gcsh_progress_msg))
+            gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
+        break;
+    case MSG_TRACE_DATA:
+        gcsh_tracer_take(c, r, m->data, m->h.len);
+        break;
+    case MSG_FATAL:
+        flush_output(c, 0);
+        fputs(m->data, c->out);
+        die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
+    }
+}
+
+static double earliest(double a, double b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
+/* Members still on the check board pass or escalate without a message:
+ * look again this often while a group waits for them. */
+#define BOARD_POLL_S 2e-4
+
+static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
+{
+    coord_run cr = {c, rs};
+    gcsh_checker_io io = checker_io(&cr);
+    double next = 0;
+    if (gcsh_checker_expects_board(&c->checker, &io))
+        next = now + BOARD_POLL_S;
+    if (rs->first_pending > 0)
+        next = rs->first_pending + FOLD_WINDOW_S;
+    if (c->timeout > 0)
+        next = earliest(next, rs->next_report);
+    next = earliest(next, rs->probe_until);
+    next = earliest(next, rs->exit_deadline);
+    next = earliest(next, gcsh_progress_due(&c->progress));
+    next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
+    if (next == 0)
+        return 3600 * 1000;
+    return next <= now ? 0 : (int)((next - now) * 1000) + 1;
+}
+
+/* The progress line: the ranks' reports, or while some targeted ranks are
+ * done and others still run, which ones the command waits for. */
+static void show_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    if (!c->progress.tty)
+        return;
+    int done = 0, targeted = 0;
+    for (int r = 0; r < c->size; r++) {
+        targeted += rs->targets[r] && !c->lost[r];
+        done += rs->state[r] == DONE;
+    }
+    char text[160] = "";
+    if (done > 0 && rs->running > 0) {
+        char running[100];
+        snprintf(text, sizeof text, "waiting for [%s]: %d of %d ranks done",
+                 ranks_where(c, rs, RUNNING, running, sizeof running), done, targeted);
+    }
+    gcsh_progress_waiting(&c->progress, text);
+    gcsh_progress_draw(&c->progress, now);
+}
+
+/* Output, reports, checks and probes that are due. */
+static void on_time(gcsh_coord *c, run_state *rs, double now)
+{
+    coord_run cr = {c, rs};
+    gcsh_checker_io io = checker_io(&cr);
+    if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
+        flush_output(c, 1);
+        rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
+    }
+    if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
+        flush_output(c, 0);
+    gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
+    if (c->timeout > 0 && now >= rs->next_report) {
+        rs->report_due = 1;
+        rs->next_report = now + c->timeout;
+        start_probe(c, rs, now);
+    }
+    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
+        start_probe(c, rs, now);
+    show_progress(c, rs, now);
+    if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
+        if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
+            report_progress(c, rs, now);
+        gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 1);
+        rs->report_due = 0;
+        rs->probe_until = 0;
+        for (int r = 0; r < c->size; r++)
+            unask(rs, r);
+    }
+}
+
+/* Signals to rank 0 while a command runs: SIGINT interrupts it (Ctrl-C, or
+ * gcsh -n's launcher passing on a SIGINT from outside); SIGTERM and SIGHUP
+ * interrupt it too and end the session once it is over. */
+static void on_signals(gcsh_coord *c, run_state *rs, int mask)
+{
+    if (mask & GCSH_SIGMASK_TERM) {
+        if (c->end_status < 0) {
+            c->end_status = GCSH_EXIT_TERM;
+            flush_output(c, 0);
+            gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
+                              "this command");
+        }
+        send_interrupts(c, rs, 0);
+    } else if (mask & GCSH_SIGMASK_INT) {
+        send_interrupts(c, rs, 0);
+    }
+}
+
+static void wait_for_ranks(gcsh_coord *c, run_state *rs)
+{
+    struct pollfd *p = malloc((size_t)(c->size + 2) * sizeof *p);
+    int *who = malloc((size_t)(c->size + 2) * sizeof *who);
+    gcsh_msg m = {0};
+    double spin_s = gcsh_spin_us() * 1e-6;
+    while (rs->running > 0) {
+        int n = 0, term = -1;
+        p[n++] = (struct pollfd){.fd = c->sigfd, .events = POLLIN};
+        if (c->abort_fd >= 0) {
+            term = n;
+            p[n++] = (struct pollfd){.fd = c->abort_fd, .events = POLLIN};
+        }
+        int first_rank = n;
+        for (int r = 0; r < c->size; r++)
+            if (rs->state[r] == RUNNING) {
+                who[n] = r;
+                p[n++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
+            }
+        /* spin briefly first: short chunks finish within microseconds */
+        int ready = poll(p, (nfds_t)n, 0);
+        while (ready == 0 && gcsh_now_seconds() - rs->start < spin_s) {
+            sched_yield();
+            ready = poll(p, (nfds_t)n, 0);
+        }
+        if (ready == 0)
+            poll(p, (nfds_t)n, poll_timeout_ms(c, rs, gcsh_now_seconds()));
+        if (p[0].revents & POLLIN)
+            on_signals(c, rs, gcsh_sig_drain(c->sigfd));
+        if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
+            read_terminal(c, rs);
+        for (int i = first_rank; i < n; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (gcsh_msg_recv(p[i].fd, &m) == 0)
+                on_message(c, rs, who[i], &m);
+            else
+                mark_lost(c, rs, who[i]);
+        }
+        on_time(c, rs, gcsh_now_seconds());
+        if (rs->exit_deadline > 0 && gcsh_now_seconds() >= rs->exit_deadline)
+            break; /* some rank left with os.exit; end_by_exit says the rest */
+    }
+    gcsh_msg_free(&m);
+    free(p);
+    free(who);
+}
+
+static void send_chunk(gcsh_coord *c, run_state *rs, const char *targets, uint32_t flags,
+                       const char *name, const char *src, size_t len)
+{
+    size_t namelen = strlen(name);
+    size_t hlen = 2 * sizeof(uint32_t) + namelen;
+    char *head = malloc(hlen);
+    uint32_t hdr[2] = {flags, (uint32_t)namelen};
+    memcpy(head, hdr, sizeof hdr);
+    memcpy(head + sizeof hdr, name, namelen);
+    for (int r = 0; r < c->size; r++) {
+        if (!targets[r] || c->lost[r])
+            continue;
+        if (gcsh_msg_send(c->link->peer_cmd[r], MSG_CHUNK, c->seq, head, hlen, src, len) != 0) {
+            mark_lost(c, rs, r);
+            continue;
+        }
+        rs->state[r] = RUNNING;
+        rs->running++;
+    }
+    free(head);
+}
+
+static void say_interrupted(gcsh_coord *c, const run_state *rs)
+{
+    char buf[1024];
+    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == DONE && rs->status[r] == CHUNK_INTERRUPTED)
+            list[n++] = r;
+    gcsh_coord_say(c, "gcsh: %s [%s]", rs->abort_all ? "aborted" : "interrupted",
+                   gcsh_format_ranks(list, n, buf, sizeof buf));
+    free(list);
+}
+
+/* After a command in which some rank called os.exit: the status the session
+ * ends with (the first non-zero one by rank, else 0; the caller ends it).
+ * Said, unless every rank called os.exit with one status, as a script's last
+ * line does; ranks still running after the grace period are not waited for:
+ * the session ends at once. */
+static int end_by_exit(gcsh_coord *c, run_state *rs)
+{
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
+    char (*text)[32] = malloc((size_t)c->size * sizeof *text);
+    const char **v = malloc((size_t)c->size * sizeof *v);
+    for (int r = 0; r < c->size; r++) {
+        if (rs->state[r] != DONE || rs->status[r] != CHUNK_EXIT)
+            continue;
+        int st = rs->exit_status[r];
+        if (code < 0 || (code == 0 && st != 0))
+            code = st;
+        same &= n == 0 || st == rs->exit_status[ranks[0]];
+        snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        v[n] = text[n];
+        ranks[n++] = r;
+    }
+    if (n > 0) {
+        gcsh_text t = {0};
+        gcsh_fold_texts(&t, ranks, n, v, ", ");
+        char running[1024], why[1400];
+        if (rs->running > 0) {
+            snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
+                     ranks_where(c, rs, RUNNING, running, sizeof running));
+            die_now(c, code, why);
+        }
+        if (n < c->size || !same)
+            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
+                           code);
+        gcsh_text_free(&t);
+    }
+    free(ranks);
+    free(text);
+    free(v);
+    return code;
+}
+
+void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
+                    const char *src, size_t len, gcsh_run_result *res)
+{
+    run_state rs = {.targets = targets};
+    rs.state = calloc((size_t)c->size, 1);
+    rs.status = calloc((size_t)c->size, sizeof *rs.status);
+    rs.where = calloc((size_t)c->size, sizeof *rs.where);
+    rs.asked = calloc((size_t)c->size, 1);
+    rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
+    rs.start = gcsh_now_seconds();
+    rs.next_report = rs.start + c->timeout;
+    c->seq++;
+    gcsh_progress_begin(&c->progress, rs.start);
+    if (c->progress.tty)
+        flags |= CHUNK_PROGRESS;
+    send_chunk(c, &rs, targets, flags, name, src, len);
+    *res = (gcsh_run_result){.ran = rs.running};
+    int exited = 0;
+    wait_for_ranks(c, &rs);
+    gcsh_progress_end(&c->progress);
+    gcsh_checker_clear(&c->checker);
+    flush_output(c, 0);
+    for (int r = 0; r < c->size; r++) {
+        if (rs.state[r] != DONE)
+            continue;
+        res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
+        res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
+        exited += rs.status[r] == CHUNK_EXIT;
+        res->lost += c->lost[r] && targets[r];
+        if (c->tap) {
+            c->tap->status[r] = rs.status[r];
+            c->tap->ran[r] = 1;
+        }
+    }
+    if (res->interrupted || rs.abort_all)
+        say_interrupted(c, &rs);
+    if (rs.abort_all)
+        gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
+    spread_aborts(c, rs.abort_all);
+    if (rs.abort_all)
+        gcsh_tracer_snapshot(c, "written after .abort");
+    res->exit_code = exited ? end_by_exit(c, &rs) : -1;
+    res->aborted = rs.abort_all;
+    res->seconds = gcsh_now_seconds() - rs.start;
+    free(rs.state);
+    free(rs.status);
+    free(rs.where);
+    free(rs.asked);
+    free(rs.exit_status);
+}
+
+void gcsh_coord_quit(gcsh_coord *c, int code)
+{
+    for (int r = 0; r < c->size; r++) {
+        if (c->lost[r])
+            continue;
+        gcsh_msg_send(c->link->peer_cmd[r], MSG_QUIT, (uint32_t)code, NULL, 0, NULL, 0);
+        gcsh_msg_send(c->link->peer_ctl[r], MSG_QUIT, 0, NULL, 0, NULL, 0);
+    }
+}

@@ -1,0 +1,91 @@
+/* Rank 0's coordinator: sends a chunk to the targeted ranks, prints their
+ * output as it streams in (folded by rank range), reports ranks that run past
+ * the timeout, forwards Ctrl-C as interrupts, and returns when all are done. */
+#ifndef GCSH_COORD_H
+#define GCSH_COORD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shell/collcheck_coord.h"
+#include "wire/out.h"
+#include "shell/progress.h"
+#include "wire/link.h"
+
+/* What a command's ranks said, kept for the recorder and the replayer
+ * (record.h): each rank's whole output, its status and whether its output
+ * varies between runs (it read a clock or an address).  quiet: collected
+ * only, not printed. */
+typedef struct gcsh_tap {
+    gcsh_text *out;    /* [size] */
+    uint32_t *status;  /* [size]: CHUNK_OK, CHUNK_ERROR, ... (ranks that ran) */
+    char *ran;         /* [size]: the command was sent to this rank */
+    int varies;        /* some rank's output depends on timing or the machine */
+    int quiet;
+} gcsh_tap;
+
+typedef struct gcsh_coord {
+    gcsh_ctx *ctx;
+    gcsh_link *link;
+    int size;
+    uint32_t seq;      /* chunks sent so far */
+    double timeout;    /* seconds before a hang report; 0 = never */
+    int sigfd;         /* self-pipe of SIGINT */
+    FILE *out;         /* where rank output and reports go */
+    gcsh_fold fold;
+    gcsh_progress progress; /* the progress line while a command runs */
+    char *lost;        /* per rank: its connection closed */
+    gcsh_checker checker; /* fingerprints ranks wait on (collcheck_coord.h) */
+    /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
+     * a piped session, whose next lines belong to later commands). */
+    int abort_fd;
+    /* Lines read from abort_fd that were not `.abort`: typed ahead for the
+     * prompt, which takes them first (repl.c). */
+    gcsh_text typeahead;
+    /* Ids of communicators some rank aborted during the command: every rank
+     * aborts them before the next one (collcheck.h). */
+    uint64_t *aborted;
+    size_t naborted, cap_aborted;
+    /* Called before the process ends the session at once (a lost rank, an
+     * unrecoverable fault): gives the terminal back. */
+    void (*on_exit)(void *arg);
+    void *exit_arg;
+    gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
+    struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
+    /* The pid of gcsh -n's launcher, told the status when the session ends
+     * at once (launch.h); 0 when there is none. */
+    int launcher;
+    /* -1 while the session goes on; else the status it must end with, as
+     * soon as the command is over: os.exit on some rank, or SIGTERM. */
+    int end_status;
+} gcsh_coord;
+
+typedef struct gcsh_run_result {
+    int ran;           /* ranks the chunk was sent to */
+    int aborted;       /* .abort tore the communicators down */
+    int failed;        /* ranks that ended with an error (interrupts included) */
+    int interrupted;
+    int lost;          /* ranks whose connection closed meanwhile */
+    int exit_code;     /* os.exit on some rank: the session's status (the first
+                          non-zero one by rank, else 0); -1 when none */
+    double seconds;
+} gcsh_run_result;
+
+void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out);
+void gcsh_coord_destroy(gcsh_coord *c);
+
+/* Runs src on every rank r with targets[r] != 0 and waits for all of them. */
+void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const char *name,
+                    const char *src, size_t len, gcsh_run_result *res);
+
+/* A tap for every rank (empty), and its release. */
+void gcsh_tap_init(gcsh_tap *t, int size);
+void gcsh_tap_destroy(gcsh_tap *t, int size);
+
+/* Tells every rank to leave with exit code `code`. */
+void gcsh_coord_quit(gcsh_coord *c, int code);
+
+/* Prints a coordinator message (no rank prefix) and flushes. */
+void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

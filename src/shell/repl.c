@@ -1,0 +1,855 @@
+/* Rank 0's session and line loop.  See repl.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "shell/complete.h"
+#include "shell/lesson.h"
+#include "wire/msg.h"
+#include "core/rank.h"
+#include "shell/record.h"
+#include "shell/repl.h"
+#include "shell/sigint.h"
+#include "trace/trace_coord.h"
+
+#define HISTORY_MAX 1000
+
+/* ---- session --------------------------------------------------------------- */
+
+void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
+{
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
+    s->syntax = luaL_newstate();
+    s->targets = malloc((size_t)coord->size);
+    memset(s->targets, 1, (size_t)coord->size);
+}
+
+void gcsh_session_destroy(gcsh_session *s)
+{
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
+    gcsh_lesson_close(s);
+    gcsh_text_free(&s->inbuf);
+    if (s->fmt)
+        lua_close(s->fmt);
+    lua_close(s->syntax);
+    free(s->targets);
+}
+
+static void run_compiled(gcsh_session *s, const char *name, const char *src, size_t len,
+                         uint32_t flags, gcsh_run_result *res)
+{
+    /* .abort is read from a terminal only: a pipe's next lines are the next
+     * commands, not an answer to this one */
+    s->coord->abort_fd = s->term->editing ? fileno(s->term->in) : -1;
+    if (s->check_on)
+        flags |= CHUNK_CHECK;
+    gcsh_coord_run(s->coord, s->targets, flags, name, src, len, res);
+    s->coord->abort_fd = -1;
+    if (res->failed)
+        s->failures++;
+    if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
+        s->exit_code = res->exit_code;
+        s->quit = 1;
+    }
+    if (s->coord->end_status >= 0) /* SIGTERM: the session ends */
+        s->quit = 1;
+    if (s->time_on)
+        gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
+}
+
+int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
+                      uint32_t flags)
+{
+    if (luaL_loadbuffer(s->syntax, src, len, name) != LUA_OK) {
+        gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+        lua_settop(s->syntax, 0);
+        s->failures++;
+        return -1;
+    }
+    lua_settop(s->syntax, 0);
+    gcsh_run_result res;
+    run_compiled(s, name, src, len, flags, &res);
+    return res.failed;
+}
+
+/* ---- one interactive chunk --------------------------------------------------- */
+
+enum compiled { READY, INCOMPLETE, SYNTAX_ERROR };
+
+/* As lua.c: a line is first tried as an expression ("return " .. line) so
+ * that its values print; then as statements.  A syntax error at <eof> means
+ * the chunk is incomplete and continues on the next line. */
+static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **src)
+{
+    lua_State *S = s->syntax;
+    const char *body = chunk[0] == '=' ? chunk + 1 : chunk; /* 5.2's "=expr" */
+    size_t n = strlen(body);
+    char *ret = malloc(n + 8);
+    memcpy(ret, "return ", 7);
+    memcpy(ret + 7, body, n + 1);
+    int st = luaL_loadbuffer(S, ret, n + 7, "=stdin");
+    if (st == LUA_OK) {
+        lua_settop(S, 0);
+        *src = ret;
+        return READY;
+    }
+    free(ret);
+    if (chunk[0] != '=') { /* "=expr" is only ever an expression */
+        lua_settop(S, 0);
+        st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
+    }
+    size_t mlen = 0;
+    const char *msg = st == LUA_OK ? NULL : lua_tolstring(S, -1, &mlen);
+    if (st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0) {
+        lua_settop(S, 0);
+        return INCOMPLETE;
+    }
+    if (st != LUA_OK) {
+        gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
+        lua_settop(S, 0);
+        s->failures++;
+        return SYNTAX_ERROR;
+    }
+    lua_settop(S, 0);
+    *src = strdup(chunk);
+    return READY;
+}
+
+/* ---- dot-commands -------------------------------------------------------- */
+
+typedef struct gcsh_dot {
+    const char *name;
+    const char *args;  /* for .help, "" when none */
+    const char *usage; /* for the usage line (".ranks [LIST|all]"), NULL: leave out */
+    const char *help;  /* for .help, "" to leave out (an alias) */
+    void (*run)(gcsh_session *s, const char *arg);
+} gcsh_dot;
+
+static const gcsh_dot dot_commands[];
+
+
+/* "usage: .help | .info | .ranks [LIST|all] | ..." from the table. */
+static void say_usage(gcsh_session *s, const char *prefix)
+{
+    char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%susage:", prefix);
+    for (const gcsh_dot *d = dot_commands; d->name && n < sizeof buf; d++)
+        if (d->usage)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s %s", d == dot_commands ? "" : " |",
+                                  d->usage);
+    gcsh_coord_say(s->coord, "%s", buf);
+}
+
+/* One line per dot-command (the table's help column), for .help and --help. */
+static size_t format_dot_list(char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const gcsh_dot *d = dot_commands; d->name && n < len; d++) {
+        if (!d->help[0])
+            continue;
+        char head[40];
+        snprintf(head, sizeof head, ".%s%s%s", d->name, d->args[0] ? " " : "", d->args);
+        n += (size_t)snprintf(buf + n, len - n, "%s  %-17s %s", n ? "\n" : "", head, d->help);
+    }
+    return n;
+}
+
+void gcsh_print_dot_commands(FILE *f)
+{
+    char buf[4096];
+    format_dot_list(buf, sizeof buf);
+    fprintf(f, "%s\n", buf);
+}
+
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs);
+static lua_State *formatter(gcsh_session *s);
+
+/* .help: the commands; .help TOPIC: that part of the Lua API (gcsh.help). */
+static void dot_help(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        lua_pushstring(formatter(s), arg);
+        say_formatted(s, "gcsh.help", "text", 1);
+        return;
+    }
+    char list[4096];
+    format_dot_list(list, sizeof list);
+    gcsh_coord_say(s->coord, "%s\n%s",
+                   "Lines are Lua; they run on every targeted rank and each rank's output\n"
+                   "comes back folded by rank range ([0-2,5] text).  `=expr` or a bare\n"
+                   "expression prints its value.  Globals: rank, size, gcsh, tensor, comm,\n"
+                   "kernel, step, show, help, repro.  The Lua API: .help tensor (comm,\n"
+                   "window, signals, xfer, multicast, timer, kernel, step, bench, repro,\n"
+                   "gcsh) or help(x).",
+                   list);
+}
+
+char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
+{
+    int n = s->coord->size, k = 0;
+    int *list = malloc((size_t)n * sizeof *list);
+    for (int r = 0; r < n; r++)
+        if (s->targets[r])
+            list[k++] = r;
+    gcsh_format_ranks(list, k, buf, len);
+    free(list);
+    return buf;
+}
+
+/* Parses "0,2-3" into targets; returns 0 or -1 with a message said. */
+static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
+{
+    int n = s->coord->size;
+    memset(targets, 0, (size_t)n);
+    const char *p = arg;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p)
+            goto bad;
+        p = end;
+        if (*p == '-') {
+            b = strtol(p + 1, &end, 10);
+            if (end == p + 1)
+                goto bad;
+            p = end;
+        }
+        if (a > b && a < n) {
+            gcsh_coord_say(s->coord, "gcsh: .ranks: empty range '%ld-%ld'", a, b);
+            return -1;
+        }
+        if (a < 0 || b >= n || a > b) {
+            long bad = a < 0 || a >= n ? a : b;
+            gcsh_coord_say(s->coord, "gcsh: .ranks: rank %ld out of range (valid 0..%d)", bad,
+                           n - 1);
+            return -1;
+        }
+        for (long r = a; r <= b; r++)
+            targets[r] = 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    return 0;
+bad:
+    gcsh_coord_say(s->coord, "gcsh: .ranks: cannot parse '%s' (e.g. .ranks 0,2-3 or .ranks all)",
+                   arg);
+    return -1;
+}
+
+int gcsh_session_set_ranks(gcsh_session *s, const char *list)
+{
+    int n = s->coord->size;
+    if (strcmp(list, "all") == 0) {
+        memset(s->targets, 1, (size_t)n);
+        return 0;
+    }
+    char *t = malloc((size_t)n);
+    int rc = parse_ranks(s, list, t);
+    if (rc == 0)
+        memcpy(s->targets, t, (size_t)n);
+    free(t);
+    return rc;
+}
+
+static void dot_ranks(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        gcsh_session_set_ranks(s, arg);
+    } else { /* no argument: say which ranks lines run on */
+        char ranks[512];
+        gcsh_coord_say(s->coord, "ranks %s", gcsh_session_targets(s, ranks, sizeof ranks));
+    }
+}
+
+static void dot_timeout(gcsh_session *s, const char *arg)
+{
+    if (*arg) {
+        char *end;
+        double v = strtod(arg, &end);
+        if (end == arg || *end || v < 0 || v > 1e6) {
+            gcsh_coord_say(s->coord, "gcsh: .timeout: SECONDS must be a number 0..1e6, got '%s'",
+                           arg);
+            return;
+        }
+        s->coord->timeout = v;
+    }
+    gcsh_coord_say(s->coord, "timeout %g s%s", s->coord->timeout,
+                   s->coord->timeout > 0 ? "" : " (never report)");
+}
+
+static void dot_time(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->time_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->time_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .time: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
+}
+
+static void dot_check(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->check_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->check_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .check: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "check %s", s->check_on ? "on" : "off");
+}
+
+static void dot_abort(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    gcsh_coord_say(s->coord, "gcsh: .abort: no command is running (type it while one runs "
+                             "to interrupt it and abort every communicator)");
+}
+
+/* ---- rank 0's formatter ------------------------------------------------------ */
+
+/* A Lua state of rank 0's terminal thread, for text made from what the
+ * ranks sent (.info) and for .help TOPIC: the standard libraries and gcsh's
+ * modules, nothing of any rank.  Made on first use. */
+static lua_State *formatter(gcsh_session *s)
+{
+    if (!s->fmt) {
+        s->fmt = luaL_newstate();
+        luaL_openlibs(s->fmt);
+        gcsh_lua_path(s->fmt);
+    }
+    return s->fmt;
+}
+
+/* Calls require(module)[fn] with the nargs values on top of L (the
+ * formatter) and says the string it returns, or the error. */
+static void say_formatted(gcsh_session *s, const char *module, const char *fn, int nargs)
+{
+    lua_State *L = formatter(s);
+    int base = lua_gettop(L) - nargs;
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+        lua_getfield(L, -1, fn);
+        lua_remove(L, -2);
+        lua_insert(L, base + 1);
+        if (lua_pcall(L, nargs, 1, 0) == LUA_OK)
+            gcsh_coord_say(s->coord, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+        else
+            gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
+    } else {
+        gcsh_coord_say(s->coord, "gcsh: %s", lua_tostring(L, -1));
+    }
+    lua_settop(L, base);
+}
+
+/* .info: every rank (whatever .ranks says) sends its gcsh.info() as text,
+ * kept by a quiet tap instead of printed, and rank 0 prints one table of
+ * them (lua/gcsh/info.lua). */
+static void dot_info(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    static const char chunk[] = "io.write(require('gcsh.info').serialize(gcsh.info()))";
+    int n = s->coord->size;
+    char *all = malloc((size_t)n);
+    for (int r = 0; r < n; r++)
+        all[r] = !s->coord->lost[r];
+    gcsh_tap tap;
+    gcsh_tap_init(&tap, n);
+    tap.quiet = 1;
+    gcsh_tap *outer = s->coord->tap; /* .record's, if any: .info is not a line */
+    s->coord->tap = &tap;
+    gcsh_run_result res;
+    gcsh_coord_run(s->coord, all, 0, "=(.info)", chunk, sizeof chunk - 1, &res);
+    s->coord->tap = outer;
+    lua_State *L = formatter(s);
+    lua_createtable(L, n, 0);
+    for (int r = 0; r < n; r++) {
+        lua_pushlstring(L, tap.out[r].s ? tap.out[r].s : "", tap.out[r].len);
+        lua_rawseti(L, -2, r + 1);
+    }
+    gcsh_tap_destroy(&tap, n);
+    free(all);
+    say_formatted(s, "gcsh.info", "format", 1);
+    if (s->coord->end_status >= 0)
+        s->quit = 1;
+}
+
+/* .record FILE | off | (nothing: where) */
+static void dot_record(gcsh_session *s, const char *arg)
+{
+    if (!*arg) {
+        gcsh_record_say(s->rec, s->coord);
+        return;
+    }
+    gcsh_record_close(s->rec);
+    s->rec = NULL;
+    if (strcmp(arg, "off") == 0)
+        gcsh_coord_say(s->coord, "record off");
+    else
+        s->rec = gcsh_record_open(s, arg);
+}
+
+/* .trace FILE | off | (nothing: where) */
+static void dot_trace(gcsh_session *s, const char *arg)
+{
+    if (!*arg)
+        gcsh_tracer_say(s->coord);
+    else if (strcmp(arg, "off") != 0)
+        gcsh_tracer_start(s->coord, arg);
+    else if (s->coord->tracer)
+        gcsh_tracer_stop(s->coord);
+    else
+        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
+}
+
+static void dot_quit(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    s->quit = 1;
+}
+
+/* Every dot-command: one row each; .help and the usage line are made from
+ * this table.  A row with an empty help is an alias, left out of both. */
+static const gcsh_dot dot_commands[] = {
+    {"help", "[TOPIC]", ".help [TOPIC]", "this text; with a topic, its Lua API (.help tensor)",
+     dot_help},
+    {"info", "", ".info", "one table: versions, each rank's host and device, links",
+     dot_info},
+    {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
+     dot_ranks},
+    {"timeout", "SECONDS", ".timeout [SECONDS]",
+     "after this long, report where running ranks are, and\n"
+     "                    fail collective checks still waiting (0: never)",
+     dot_timeout},
+    {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
+    {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
+     dot_check},
+    {"record", "FILE|off", ".record [FILE|off]",
+     "write the following lines and their output to FILE as a\n"
+     "                    script (gcsh --replay FILE compares a rerun with it)",
+     dot_record},
+    {"trace", "FILE|off", ".trace [FILE|off]",
+     "trace every rank's lines and calls to FILE (Chrome JSON:\n"
+     "                    Perfetto opens it); off writes it",
+     dot_trace},
+    {"abort", "", ".abort (while a command runs)",
+     "typed while a command runs: interrupt it and abort\n"
+     "                    every communicator (comm.world() makes a fresh one)",
+     dot_abort},
+    {"lessons", "", ".lessons", "list the lessons (lua/tutorial)", gcsh_dot_lessons},
+    {"lesson", "N", ".lesson [N]", "open lesson N (a number or part of its name)", gcsh_dot_lesson},
+    {"next", "", ".next", "the lesson's next part: its text, then its code on all ranks",
+     gcsh_dot_next},
+    {"quit", "", ".quit", "leave (Ctrl-D too); Ctrl-C interrupts a command", dot_quit},
+    {"exit", "", NULL, "", dot_quit},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The i-th dot-command's name, for completion (aliases too), or NULL. */
+static const char *dot_name(int i)
+{
+    return dot_commands[i].name;
+}
+
+/* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
+static void dot_command(gcsh_session *s, char *line)
+{
+    char *cmd = line + 1;
+    char *arg = cmd;
+    while (*arg && !isspace((unsigned char)*arg))
+        arg++;
+    if (*arg)
+        *arg++ = '\0';
+    while (isspace((unsigned char)*arg))
+        arg++;
+    for (char *e = arg + strlen(arg); e > arg && isspace((unsigned char)e[-1]);)
+        *--e = '\0';
+    for (const gcsh_dot *d = dot_commands; d->name; d++)
+        if (strcmp(cmd, d->name) == 0) {
+            d->run(s, arg);
+            return;
+        }
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "gcsh: unknown command '.%.40s'; ", cmd);
+    say_usage(s, prefix);
+}
+
+void gcsh_session_dot(gcsh_session *s, const char *line)
+{
+    char *copy = strdup(line);
+    if (s->rec)
+        gcsh_record_dot(s->rec, s, line);
+    dot_command(s, copy);
+    free(copy);
+}
+
+static int is_dot_command(const char *line)
+{
+    return line[0] == '.' && isalpha((unsigned char)line[1]);
+}
+
+/* ---- reading lines ------------------------------------------------------- */
+
+/* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
+void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
+{
+    char ranks[512];
+    snprintf(buf, len, "gcsh[%s]%s ", gcsh_session_targets(s, ranks, sizeof ranks),
+             continuation ? ">>" : ">");
+}
+
+enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT, GOT_TERM };
+
+/* readline's callbacks carry no user pointer: this is where they find the
+ * session and where the line handler leaves its result. */
+static struct {
+    gcsh_session *s;
+    char *line;
+    int done, eof;
+} rl;
+
+static void on_line(char *line)
+{
+    rl.line = line;
+    rl.eof = line == NULL;
+    rl.done = 1;
+    rl_callback_handler_remove(); /* terminal back to normal while a command runs */
+}
+
+static char **on_complete(const char *text, int start, int end)
+{
+    (void)end;
+    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_completion_append_character = '\0'; /* readline resets it before each call */
+    char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text, dot_name)
+                                             : gcsh_complete(rl.s->L0, text);
+    if (!v || !v[0]) {
+        free(v);
+        return NULL;
+    }
+    /* readline wants v[0] = the common prefix of all matches, then the matches */
+    size_t n = 0, common = strlen(v[0]);
+    while (v[n])
+        n++;
+    for (size_t i = 1; i < n; i++) {
+        size_t j = 0;
+        while (j < common && v[i][j] == v[0][j])
+            j++;
+        common = j;
+    }
+    char **out = malloc((n + 2) * sizeof *out);
+    out[0] = strndup(v[0], common);
+    memcpy(out + 1, v, (n + 1) * sizeof *v);
+    if (n == 1) { /* a single match: it is its own prefix */
+        free(out[0]);
+        out[0] = out[1];
+        out[1] = NULL;
+    }
+    free(v);
+    return out;
+}
+
+static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
+{
+    rl.s = s;
+    rl.done = rl.eof = 0;
+    rl.line = NULL;
+    rl_callback_handler_install(prompt, on_line);
+    int tty = fileno(s->term->in);
+    while (!rl.done) {
+        struct pollfd p[2] = {{.fd = tty, .events = POLLIN},
+                              {.fd = s->coord->sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents & POLLIN) {
+            int mask = gcsh_sig_drain(s->coord->sigfd);
+            if (mask & GCSH_SIGMASK_WINCH)
+                rl_resize_terminal();
+            if (mask & GCSH_SIGMASK_TERM) {
+                rl_crlf();
+                rl_callback_handler_remove();
+                return GOT_TERM;
+            }
+            if (mask & GCSH_SIGMASK_INT) { /* Ctrl-C at the prompt clears the line */
+                rl_replace_line("", 0);
+                rl_crlf();
+                rl_callback_handler_remove();
+                return GOT_INTERRUPT;
+            }
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            rl_callback_read_char();
+    }
+    *line = rl.line;
+    return rl.eof ? GOT_EOF : GOT_LINE;
+}
+
+/* The next whole line in s->inbuf (or, at end of input, what is left). */
+static int take_buffered_line(gcsh_session *s, char **line)
+{
+    gcsh_text *b = &s->inbuf;
+    char *nl = b->len ? memchr(b->s, '\n', b->len) : NULL;
+    if (!nl && !(s->in_eof && b->len))
+        return 0;
+    size_t n = nl ? (size_t)(nl - b->s) : b->len;
+    *line = strndup(b->s, n);
+    size_t used = nl ? n + 1 : n;
+    memmove(b->s, b->s + used, b->len - used);
+    b->len -= used;
+    return 1;
+}
+
+/* Lines from a pipe or a file, read with read(2) beside the signal pipe, so
+ * that a SIGTERM while waiting ends the session and a SIGINT (from outside:
+ * nothing runs) is dropped instead of interrupting the next command. */
+static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
+{
+    if (s->term->interactive) {
+        fputs(prompt, s->term->out);
+        fflush(s->term->out);
+    }
+    int fd = fileno(s->term->in);
+    while (!take_buffered_line(s, line)) {
+        if (s->in_eof)
+            return GOT_EOF;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = s->coord->sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return GOT_EOF;
+        if ((p[1].revents & POLLIN) && (gcsh_sig_drain(s->coord->sigfd) & GCSH_SIGMASK_TERM))
+            return GOT_TERM;
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        char buf[1 << 16];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0)
+            gcsh_text_append(&s->inbuf, buf, (size_t)n);
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+            s->in_eof = 1;
+    }
+    return GOT_LINE;
+}
+
+/* A whole line typed ahead while a command ran (coord.c), if any. */
+static int take_typeahead(gcsh_session *s, char **line)
+{
+    gcsh_text *t = &s->coord->typeahead;
+    char *nl = t->len ? memchr(t->s, '\n', t->len) : NULL;
+    if (!nl)
+        return 0;
+    size_t n = (size_t)(nl - t->s);
+    *line = strndup(t->s, n);
+    memmove(t->s, nl + 1, t->len - n - 1);
+    t->len -= n + 1;
+    t->s[t->len] = '\0';
+    return 1;
+}
+
+static enum got read_line(gcsh_session *s, int continuation, char **line)
+{
+    char prompt[600];
+    if (take_typeahead(s, line)) /* the terminal echoed it already */
+        return GOT_LINE;
+    gcsh_session_prompt(s, continuation, prompt, sizeof prompt);
+    return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
+}
+
+/* ---- history --------------------------------------------------------------- */
+
+static const char *history_file(void)
+{
+    static char path[1024]; /* computed once; read-only afterwards */
+    const char *env = getenv("GCSH_HISTORY");
+    if (env)
+        return *env ? env : NULL; /* GCSH_HISTORY= turns history off */
+    const char *home = getenv("HOME");
+    if (!home)
+        return NULL;
+    snprintf(path, sizeof path, "%s/.gcsh_history", home);
+    return path;
+}
+
+/* Whether the history file is empty or begins with a time line; one
+ * written before those existed gets them on the next write_history. */
+static int starts_with_time(const char *path)
+{
+    FILE *h = fopen(path, "r");
+    int c = h ? fgetc(h) : EOF;
+    if (h)
+        fclose(h);
+    return c == EOF || c == '#';
+}
+
+static void history_open(void)
+{
+    const char *f = history_file();
+    stifle_history(HISTORY_MAX);
+    /* A chunk of several lines is one entry: a "#<time>" line before each
+     * entry tells where it starts, so it comes back whole next session. */
+    history_comment_char = '#';
+    history_write_timestamps = 1;
+    if (f && (read_history(f) != 0 || !starts_with_time(f)))
+        write_history(f); /* create it (so append_history can work), or add the time lines */
+}
+
+static void history_add(const char *chunk)
+{
+    const char *f = history_file();
+    add_history(chunk);
+    if (f)
+        append_history(1, f);
+}
+
+static void history_close(void)
+{
+    const char *f = history_file();
+    if (f)
+        history_truncate_file(f, HISTORY_MAX);
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+static void append_line(char **chunk, const char *line)
+{
+    size_t a = *chunk ? strlen(*chunk) : 0, b = strlen(line);
+    char *p = realloc(*chunk, a + b + 2);
+    if (a)
+        p[a++] = '\n';
+    memcpy(p + a, line, b + 1);
+    *chunk = p;
+}
+
+/* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
+ * (nothing ran; the prompt reads another line). */
+static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    char *src = NULL;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    enum compiled c = compile_chunk(s, chunk, &src);
+    if (c != READY) {
+        if (res)
+            res->syntax_error = c == SYNTAX_ERROR;
+        return c;
+    }
+    if (res) {
+        gcsh_tap_init(&res->tap, s->coord->size);
+        s->coord->tap = &res->tap;
+        res->ran = 1;
+    }
+    gcsh_run_result rr;
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    s->coord->tap = NULL;
+    if (res)
+        res->exit_code = rr.exit_code;
+    free(src);
+    return READY;
+}
+
+int gcsh_session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
+{
+    return session_line(s, chunk, res) == READY ? 0 : -1;
+}
+
+void gcsh_line_result_free(gcsh_session *s, gcsh_line_result *res)
+{
+    if (res->ran)
+        gcsh_tap_destroy(&res->tap, s->coord->size);
+    res->ran = 0;
+}
+
+/* What was typed so far, run unless incomplete (INCOMPLETE: nothing ran),
+ * and recorded when .record is on. */
+static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
+{
+    if (!s->rec)
+        return session_line(s, chunk, NULL);
+    gcsh_line_result res;
+    enum compiled c = session_line(s, chunk, &res);
+    if (c != INCOMPLETE)
+        gcsh_record_line(s->rec, s, chunk, &res);
+    gcsh_line_result_free(s, &res);
+    return c;
+}
+
+void gcsh_repl(gcsh_session *s)
+{
+    if (s->term->editing) {
+        rl_instream = s->term->in;
+        rl_outstream = s->term->tty ? s->term->tty : s->term->out;
+        rl_catch_signals = 0; /* Ctrl-C arrives through the self-pipe */
+        rl_catch_sigwinch = 0;
+        rl_readline_name = "gcsh";
+        rl_attempted_completion_function = on_complete;
+        rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
+        history_open();
+    }
+    char *chunk = NULL;
+    while (!s->quit) {
+        char *line = NULL;
+        enum got g = read_line(s, chunk != NULL, &line);
+        if (g == GOT_TERM) {
+            gcsh_coord_say(s->coord, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops");
+            s->coord->end_status = GCSH_EXIT_TERM;
+            s->quit = 1;
+            break;
+        }
+        if (g == GOT_EOF)
+            break;
+        if (g == GOT_INTERRUPT) {
+            free(chunk);
+            chunk = NULL;
+            continue;
+        }
+        if (!chunk && is_dot_command(line)) {
+            if (s->term->editing)
+                history_add(line);
+            gcsh_session_dot(s, line);
+            free(line);
+            continue;
+        }
+        append_line(&chunk, line);
+        free(line);
+        if (typed_chunk(s, chunk) == INCOMPLETE)
+            continue;
+        if (s->term->editing && chunk[strspn(chunk, " \t")])
+            history_add(chunk);
+        free(chunk);
+        chunk = NULL;
+    }
+    if (chunk && s->coord->end_status < 0) { /* input ended inside a chunk: say why */
+        int expr = chunk[0] == '=';
+        lua_pushfstring(s->syntax, "%s%s", expr ? "return " : "", chunk + expr);
+        size_t len;
+        const char *text = lua_tolstring(s->syntax, -1, &len);
+        if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
+            gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+            s->failures++;
+        }
+        lua_settop(s->syntax, 0);
+    }
+    free(chunk);
+    if (s->term->editing) {
+        history_close();
+        if (!s->quit)
+            fputc('\n', rl_outstream); /* Ctrl-D leaves the cursor after the prompt */
+    }
+}

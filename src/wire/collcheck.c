@@ -1,0 +1,780 @@
+/* Collective checks, whereabouts, aborts and faults: the rank's side.  See
+ * collcheck.h; the coordinator's side is collcheck_coord.c. */
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "wire/board.h"
+#include "wire/collcheck.h"
+#include "wire/msg.h"
+#include "wire/out.h"
+#include "trace/trace.h"
+
+#define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
+#define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
+#define FATAL_GRACE_S 30     /* a fatal rank exits alone if rank 0 never answers */
+/* How long a check waits on the board for the others before it escalates
+ * to the coordinator (collcheck.h): ranks that arrive together never need it;
+ * a rank that is late by more waits on a socket, costing no CPU. */
+#define BOARD_SPIN_S 2e-3
+
+struct gcsh_check {
+    int enabled;
+    int fd;                 /* command channel */
+    gcsh_capture *cap;      /* its lock serialises our sends with the output's */
+    uint32_t serial;        /* fingerprints sent */
+    uint64_t worlds;        /* world communicators made so far */
+    gcsh_comm_check *comms; /* live communicators */
+    uint64_t *aborted;      /* ids aborted during this chunk, reported at its end */
+    size_t naborted, cap_aborted;
+    char chunk[64];         /* the running chunk's short source */
+    uint32_t chunk_seq;     /* the running chunk's number (the coordinator's) */
+    gcsh_check_counts counts;
+    char last_op[96];       /* the last operation entered, for fault reports */
+    /* Checked operations publish their fingerprint and are put into words
+     * only when someone asks (a hang report, a fault): a collective pays a
+     * copy, not a format.  *_lazy: op / last_op are still to be made. */
+    gcsh_fingerprint op_fp, last_fp;
+    int op_lazy, last_lazy;
+
+    /* Whereabouts: written by the worker thread, read by the watcher. */
+    pthread_mutex_t lock;
+    pthread_cond_t sampled_cond;
+    int in_op;
+    char op[128];
+    double since;
+    int sampled;
+    char line[160];
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+int gcsh_check_open(gcsh_ctx *ctx, int fd, gcsh_capture *cap)
+{
+    gcsh_check *k = calloc(1, sizeof *k);
+    if (!k)
+        return -1;
+    k->enabled = 1;
+    k->fd = fd;
+    k->cap = cap;
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->sampled_cond, NULL);
+    ctx->check = k;
+    return 0;
+}
+
+void gcsh_check_close(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    /* communicators still open belong to Lua handles, which outlive us only
+     * at exit: unlink them so a late __gc finds nothing to do */
+    while (k->comms) {
+        gcsh_comm_check *cc = k->comms;
+        k->comms = cc->next;
+        cc->linked = 0;
+        cc->next = cc->prev = NULL;
+    }
+    pthread_mutex_destroy(&k->lock);
+    pthread_cond_destroy(&k->sampled_cond);
+    free(k->aborted);
+    free(k);
+    ctx->check = NULL;
+}
+
+int gcsh_check_enabled(gcsh_ctx *ctx)
+{
+    return ctx->check && ctx->check->enabled;
+}
+
+void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out)
+{
+    gcsh_check_counts none = {0, 0, 0};
+    *out = ctx->check ? ctx->check->counts : none;
+}
+
+void gcsh_check_set_enabled(gcsh_ctx *ctx, int on)
+{
+    if (ctx->check)
+        ctx->check->enabled = on != 0;
+}
+
+/* ---- communicators ---------------------------------------------------------- */
+
+void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *impl,
+                            uint64_t id, int rank, int size, int *members)
+{
+    gcsh_check *k = ctx->check;
+    *cc = (gcsh_comm_check){.impl = impl, .id = id, .rank = rank, .size = size,
+                            .members = members, .on_board = -1};
+    if (!k)
+        return;
+    cc->next = k->comms;
+    if (k->comms)
+        k->comms->prev = cc;
+    k->comms = cc;
+    cc->linked = 1;
+}
+
+void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    gcsh_check *k = ctx->check;
+    if (cc->linked && k) {
+        if (cc->prev)
+            cc->prev->next = cc->next;
+        else
+            k->comms = cc->next;
+        if (cc->next)
+            cc->next->prev = cc->prev;
+    }
+    if (cc->on_board == 1)
+        gcsh_board_forget(ctx->board, ctx->rank, cc->id);
+    free(cc->members);
+    cc->members = NULL;
+    cc->next = cc->prev = NULL;
+    cc->linked = 0;
+    cc->impl = NULL;
+}
+
+uint64_t gcsh_comm_world_id(gcsh_ctx *ctx)
+{
+    return ctx->check ? ctx->check->worlds++ : 0;
+}
+
+/* splitmix64's finaliser: ids of different splits do not collide in practice,
+ * and never with world ids (which are small). */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color)
+{
+    uint64_t h = mix64(parent->id ^ 0x9e3779b97f4a7c15ULL);
+    h = mix64(h ^ parent->seq);
+    h = mix64(h ^ (uint64_t)(uint32_t)color);
+    return h | (1ULL << 63);
+}
+
+const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len)
+{
+    if (cc->id < (1ULL << 63))
+        snprintf(buf, len, "world");
+    else
+        snprintf(buf, len, "comm %06llx", (unsigned long long)(cc->id & 0xffffff));
+    return buf;
+}
+
+void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
+{
+    if (cc->aborted)
+        luaL_error(L, GCSH_ABORTED_MSG " (an interrupt or .abort tore it down; comm.world() "
+                      "makes a fresh one)");
+}
+
+static void note_aborted(gcsh_check *k, uint64_t id)
+{
+    for (size_t i = 0; i < k->naborted; i++)
+        if (k->aborted[i] == id)
+            return;
+    if (k->naborted == k->cap_aborted) {
+        size_t cap = k->cap_aborted ? 2 * k->cap_aborted : 8;
+        uint64_t *p = realloc(k->aborted, cap * sizeof *p);
+        if (!p)
+            return; /* the others then learn it from their own failure */
+        k->aborted = p;
+        k->cap_aborted = cap;
+    }
+    k->aborted[k->naborted++] = id;
+}
+
+static void abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    if (cc->aborted)
+        return;
+    cc->aborted = 1;
+    if (cc->impl && ctx->be->comm->abort)
+        ctx->be->comm->abort(ctx, cc->impl);
+}
+
+void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next) {
+        int hit = all;
+        for (size_t i = 0; i < n && !hit; i++)
+            hit = cc->id == ids[i];
+        if (hit)
+            abort_comm(ctx, cc);
+    }
+}
+
+/* ---- whereabouts ---------------------------------------------------------- */
+
+static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len);
+
+static void publish_op(gcsh_check *k, const char *text)
+{
+    pthread_mutex_lock(&k->lock);
+    snprintf(k->op, sizeof k->op, "%s", text);
+    snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
+    k->op_lazy = k->last_lazy = 0;
+    k->since = now_seconds();
+    k->in_op = 1;
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* A checked operation's whereabouts: the fingerprint, in words later. */
+static void publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
+{
+    pthread_mutex_lock(&k->lock);
+    k->op_fp = k->last_fp = *fp;
+    k->op_lazy = k->last_lazy = 1;
+    k->since = now_seconds();
+    k->in_op = 1;
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* The published operation in words (the caller holds k->lock). */
+static const char *op_text(gcsh_check *k)
+{
+    if (k->op_lazy) {
+        describe_fp(&k->op_fp, k->op, sizeof k->op);
+        k->op_lazy = 0;
+    }
+    return k->op;
+}
+
+/* The last operation entered, in words, or "none". */
+static const char *last_op_text(gcsh_check *k)
+{
+    if (!k)
+        return "none";
+    pthread_mutex_lock(&k->lock);
+    if (k->last_lazy) {
+        char text[128];
+        describe_fp(&k->last_fp, text, sizeof text);
+        snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
+        k->last_lazy = 0;
+    }
+    pthread_mutex_unlock(&k->lock);
+    return k->last_op[0] ? k->last_op : "none";
+}
+
+static void unpublish_op(gcsh_check *k)
+{
+    pthread_mutex_lock(&k->lock);
+    k->in_op = 0;
+    pthread_mutex_unlock(&k->lock);
+}
+
+void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx->check)
+        return;
+    char text[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    publish_op(ctx->check, text);
+}
+
+void gcsh_where_end(gcsh_ctx *ctx)
+{
+    if (ctx->check)
+        unpublish_op(ctx->check);
+}
+
+/* The line of the chunk that is running, the innermost one on the stack
+ * (0: the chunk is not on it). */
+static int chunk_line_on_stack(lua_State *L, const gcsh_check *k)
+{
+    lua_Debug d;
+    for (int level = 0; level < 64 && lua_getstack(L, level, &d); level++)
+        if (lua_getinfo(L, "Sl", &d) && strcmp(d.short_src, k->chunk) == 0 && d.currentline > 0)
+            return d.currentline;
+    return 0;
+}
+
+/* The shell's own Lua that a chunk calls through (prelude.lua's wrappers of
+ * os.clock and the like): a sample there names the chunk's line instead. */
+static int is_shell_plumbing(const char *src)
+{
+    size_t n = strlen(src), m = strlen("gcsh/prelude.lua");
+    return n >= m && strcmp(src + n - m, "gcsh/prelude.lua") == 0;
+}
+
+/* A one-shot count hook, set by the watcher: records the running line.  It
+ * clears itself before it looks at the interrupt flag, so an interrupt hook
+ * set meanwhile is either kept or honoured here (worker.c's stop_hook). */
+static void sample_hook(lua_State *L, lua_Debug *ar)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    lua_sethook(L, NULL, 0, 0);
+    if (atomic_load(&ctx->interrupt))
+        luaL_error(L, "interrupted!");
+    if (!k || !lua_getinfo(L, "Sl", ar))
+        return;
+    int chunk_line = chunk_line_on_stack(L, k);
+    pthread_mutex_lock(&k->lock);
+    if (strcmp(ar->short_src, k->chunk) == 0 && ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk", ar->currentline);
+    else if (chunk_line > 0 && is_shell_plumbing(ar->short_src))
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk", chunk_line);
+    else if (chunk_line > 0 && ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running line %d of the chunk (in %.60s:%d)",
+                 chunk_line, ar->short_src, ar->currentline);
+    else if (ar->currentline > 0)
+        snprintf(k->line, sizeof k->line, "running %s:%d", ar->short_src, ar->currentline);
+    else
+        snprintf(k->line, sizeof k->line, "running %s", ar->short_src);
+    k->sampled = 1;
+    pthread_cond_signal(&k->sampled_cond);
+    pthread_mutex_unlock(&k->lock);
+}
+
+void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint32_t chunk)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    k->enabled = check_on;
+    k->chunk_seq = chunk;
+    k->naborted = 0;
+    /* the short source Lua shows for this chunk name ("=stdin" -> "stdin") */
+    const char *s = name[0] == '=' || name[0] == '@' ? name + 1 : name;
+    snprintf(k->chunk, sizeof k->chunk, "%s", s);
+}
+
+static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc);
+
+/* Communicators the backend gave up by itself meanwhile (an interrupted
+ * stream wait aborts those with work in flight; an asynchronous error
+ * aborts its own): every rank must abort them too. */
+static void reap_aborted(gcsh_ctx *ctx, gcsh_check *k)
+{
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+        if (!cc->aborted && backend_aborted(ctx, cc)) {
+            abort_comm(ctx, cc);
+            note_aborted(k, cc->id);
+        }
+}
+
+void gcsh_check_chunk_end(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    reap_aborted(ctx, k);
+    unpublish_op(k);
+    if (k->naborted)
+        gcsh_capture_send(k->cap, MSG_ABORTED, k->aborted, k->naborted * sizeof *k->aborted);
+    k->naborted = 0;
+}
+
+/* Arms the line sample unless the worker is inside an operation (which says
+ * more than a line).  The caller holds the worker's run lock and knows a
+ * chunk is running. */
+int gcsh_check_sample_arm(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return 0;
+    pthread_mutex_lock(&k->lock);
+    int arm = !k->in_op && !atomic_load(&ctx->interrupt);
+    if (arm) {
+        k->sampled = 0;
+        lua_sethook(ctx->L, sample_hook, LUA_MASKCOUNT, 1);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return arm;
+}
+
+static void deadline_in_ms(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len)
+{
+    gcsh_check *k = ctx->check;
+    if (!k || !running) {
+        snprintf(buf, len, "idle");
+        return;
+    }
+    pthread_mutex_lock(&k->lock);
+    if (armed) {
+        struct timespec until;
+        deadline_in_ms(&until, SAMPLE_WAIT_MS);
+        while (!k->sampled && !k->in_op &&
+               pthread_cond_timedwait(&k->sampled_cond, &k->lock, &until) == 0) {
+        }
+    }
+    if (k->in_op)
+        snprintf(buf, len, "in %s for %.1f s", op_text(k), now_seconds() - k->since);
+    else if (armed && k->sampled)
+        snprintf(buf, len, "%s", k->line);
+    else
+        snprintf(buf, len, "running C code (no Lua line reached in %d ms)", SAMPLE_WAIT_MS);
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* ---- checked operations ---------------------------------------------------- */
+
+void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op)
+{
+    memset(fp, 0, sizeof *fp);
+    snprintf(fp->op, sizeof fp->op, "%s", op);
+    fp->comm = cc->id;
+    fp->seq = cc->seq + 1;
+    fp->count = fp->offset = -1;
+    fp->dtype = fp->redop = fp->root = -1;
+    fp->kind = GCSH_FP_COLLECTIVE;
+    fp->comm_rank = cc->rank;
+    fp->comm_size = cc->size;
+}
+
+/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1" (the
+ * fingerprint names its communicator) */
+static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len)
+{
+    char name[32];
+    gcsh_comm_check named = {.id = fp->comm};
+    gcsh_comm_name(&named, name, sizeof name);
+    int world = strcmp(name, "world") == 0;
+    if (fp->kind == GCSH_FP_COLLECTIVE)
+        snprintf(buf, len, "%s #%llu%s%s", fp->op, (unsigned long long)fp->seq,
+                 world ? "" : " on ", world ? "" : name);
+    else
+        snprintf(buf, len, "%s %s %d%s%s", fp->op, fp->kind == GCSH_FP_SEND ? "to" : "from",
+                 fp->root, world ? "" : " on ", world ? "" : name);
+}
+
+static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+{
+    uint32_t head[2] = {++k->serial, cc->members ? (uint32_t)cc->size : 0};
+    size_t mlen = cc->members ? (size_t)cc->size * sizeof(int32_t) : 0;
+    size_t len = sizeof head + sizeof *fp + mlen;
+    char *buf = malloc(len);
+    if (!buf)
+        return -1;
+    memcpy(buf, head, sizeof head);
+    memcpy(buf + sizeof head, fp, sizeof *fp);
+    for (int i = 0; cc->members && i < cc->size; i++) {
+        int32_t m = cc->members[i];
+        memcpy(buf + sizeof head + sizeof *fp + (size_t)i * sizeof m, &m, sizeof m);
+    }
+    int rc = gcsh_capture_send(k->cap, MSG_FP, buf, len);
+    free(buf);
+    return rc;
+}
+
+/* Reads the command channel until the verdict on fingerprint `serial`
+ * arrives (stale verdicts of interrupted waits are skipped). */
+static int await_verdict(gcsh_ctx *ctx, gcsh_check *k, const char *what)
+{
+    gcsh_msg m = {0};
+    int rc = -1;
+    for (;;) {
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s", what);
+            break;
+        }
+        int r = gcsh_wait_readable(k->fd, 0, VERDICT_POLL_MS);
+        if (r == 0)
+            continue;
+        if (r < 0 || gcsh_msg_recv(k->fd, &m) != 0) {
+            gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
+            break;
+        }
+        uint32_t v[2];
+        if (m.h.type != MSG_VERDICT || m.h.len < sizeof v)
+            continue;
+        memcpy(v, m.data, sizeof v);
+        if (v[0] != k->serial)
+            continue;
+        rc = v[1] ? 0 : gcsh_set_error(ctx, "%s", m.data + sizeof v);
+        break;
+    }
+    gcsh_msg_free(&m);
+    return rc;
+}
+
+/* ---- the board (collcheck.h) ---------------------------------------------------------- */
+
+/* Whether every member of cc posts on this rank's board. */
+static int on_board(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    if (cc->on_board < 0) {
+        cc->on_board = ctx->board && cc->members;
+        for (int i = 0; cc->on_board && i < cc->size; i++)
+            cc->on_board = gcsh_board_has(ctx->board, cc->members[i]);
+    }
+    return cc->on_board;
+}
+
+/* Everything a check compares (the coordinator compares the same fields as
+ * text: collcheck_coord.c). */
+static int same_call(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
+{
+    return strcmp(a->op, b->op) == 0 && strcmp(a->extra, b->extra) == 0 && a->comm == b->comm &&
+           a->seq == b->seq && a->count == b->count && a->offset == b->offset &&
+           a->window == b->window && a->kind == b->kind && a->dtype == b->dtype &&
+           a->redop == b->redop && a->root == b->root;
+}
+
+enum board_verdict { BOARD_AGREED, BOARD_WAIT, BOARD_ESCALATE };
+
+/* One look at every other member's entry for my check `mine`. */
+static enum board_verdict board_scan(gcsh_ctx *ctx, const gcsh_comm_check *cc,
+                                     const gcsh_board_entry *mine)
+{
+    enum board_verdict v = BOARD_AGREED;
+    for (int i = 0; i < cc->size; i++) {
+        int m = cc->members[i];
+        gcsh_board_entry e;
+        if (m == ctx->rank)
+            continue;
+        if (!gcsh_board_read(ctx->board, m, cc->id, &e) || e.chunk != mine->chunk ||
+            e.seq < mine->seq || (e.seq == mine->seq && e.attempt < mine->attempt)) {
+            v = BOARD_WAIT; /* not there yet */
+            continue;
+        }
+        if (e.seq > mine->seq)
+            continue; /* it passed this one: it saw everyone agree, me included */
+        if (e.attempt > mine->attempt || e.state == BOARD_ESCALATED ||
+            e.state == BOARD_FAILED || !same_call(&e.fp, &mine->fp))
+            return BOARD_ESCALATE; /* the coordinator says what is wrong, to everyone */
+    }
+    return v;
+}
+
+/* 0: passed on the board; 1: go to the coordinator (the board says so to
+ * the others); -1: interrupted, with ctx->err. */
+static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
+                       const gcsh_fingerprint *fp)
+{
+    gcsh_board_entry mine = {.chunk = k->chunk_seq, .attempt = fp->attempt, .seq = fp->seq,
+                             .state = BOARD_POSTED, .fp = *fp};
+    if (gcsh_board_post(ctx->board, ctx->rank, cc->id, &mine) != 0)
+        return 1; /* this rank's table is full: the others will not see me there */
+    double start = 0;
+    for (unsigned polls = 0;; polls++) {
+        enum board_verdict v = board_scan(ctx, cc, &mine);
+        if (v == BOARD_AGREED) {
+            gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_PASSED);
+            return 0;
+        }
+        if (v == BOARD_ESCALATE)
+            break;
+        if (atomic_load(&ctx->interrupt)) {
+            gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_FAILED);
+            char what[128];
+            describe_fp(fp, what, sizeof what);
+            return gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s",
+                                  what);
+        }
+        if (polls == 64)
+            start = now_seconds();
+        else if (polls > 64 && now_seconds() - start > BOARD_SPIN_S)
+            break;
+        if (polls >= 64)
+            sched_yield(); /* ranks may share cores: let the one we wait for run */
+    }
+    gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_ESCALATED);
+    return 1;
+}
+
+/* The attempt of cc's check at seq in this command (see gcsh_comm_check). */
+static uint32_t attempt_of(const gcsh_check *k, gcsh_comm_check *cc, uint64_t seq)
+{
+    if (cc->attempt_chunk != k->chunk_seq || cc->attempt_seq != seq) {
+        cc->attempt_chunk = k->chunk_seq;
+        cc->attempt_seq = seq;
+        cc->attempt = 0;
+    }
+    return cc->attempt;
+}
+
+/* The coordinator's verdict on fp (its round trip). */
+static int coordinator_check(gcsh_ctx *ctx, gcsh_check *k, const gcsh_comm_check *cc,
+                             const gcsh_fingerprint *fp)
+{
+    char what[128];
+    describe_fp(fp, what, sizeof what);
+    if (send_fingerprint(k, cc, fp) != 0)
+        return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
+    return await_verdict(ctx, k, what);
+}
+
+int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    if (!k || !k->enabled)
+        return 0;
+    int rc;
+    if (fp->kind != GCSH_FP_COLLECTIVE || !on_board(ctx, cc)) {
+        k->counts.coordinator++;
+        rc = coordinator_check(ctx, k, cc, fp);
+        k->counts.failed += rc != 0;
+        return rc;
+    }
+    gcsh_fingerprint f = *fp;
+    f.attempt = attempt_of(k, cc, fp->seq);
+    rc = board_check(ctx, k, cc, &f);
+    if (rc == 1) {
+        k->counts.coordinator++;
+        rc = coordinator_check(ctx, k, cc, &f);
+        gcsh_board_set_state(ctx->board, ctx->rank, cc->id, rc == 0 ? BOARD_PASSED : BOARD_FAILED);
+    } else if (rc == 0) {
+        k->counts.board++;
+    }
+    if (rc != 0) {
+        k->counts.failed++;
+        cc->attempt++;
+    }
+    return rc;
+}
+
+/* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
+ * and would replace this message by "interrupted!" as soon as the error
+ * handler is called: this message says more, so the hook goes. */
+static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
+{
+    if (atomic_load(&ctx->interrupt))
+        lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "%s", ctx->err);
+    abort(); /* not reached: luaL_error does not return */
+}
+
+void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check_usable(L, cc);
+    int span = ctx->trace ? gcsh_trace_check_begin(ctx, cc, fp) : -1;
+    int rc = gcsh_check_collective(L, cc, fp);
+    if (ctx->trace) /* the collective the backend calls until leave belong to */
+        gcsh_trace_check_end(ctx, span, cc, fp, rc);
+    if (rc != 0)
+        raise_error(L, ctx);
+    if (fp->kind == GCSH_FP_COLLECTIVE)
+        cc->seq = fp->seq;
+    if (ctx->check)
+        publish_fp(ctx->check, fp);
+}
+
+static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
+{
+    return cc->impl && ctx->be->comm->aborted && ctx->be->comm->aborted(cc->impl);
+}
+
+void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    char what[128] = "";
+    gcsh_trace_check_leave(ctx);
+    if (k) {
+        pthread_mutex_lock(&k->lock);
+        if (rc != 0) /* words only for an error message */
+            snprintf(what, sizeof what, "%s", op_text(k));
+        k->in_op = 0;
+        pthread_mutex_unlock(&k->lock);
+    }
+    if (rc == 0)
+        return;
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    int interrupted = atomic_load(&ctx->interrupt);
+    if (interrupted || backend_aborted(ctx, cc)) {
+        /* the operation was abandoned on this rank: nobody can use this
+         * communicator any more (coordinator passes the id on) */
+        abort_comm(ctx, cc);
+        if (k)
+            note_aborted(k, cc->id);
+        if (interrupted)
+            gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
+                                "(comm.world() makes a fresh one)", what[0] ? what : "a collective");
+    }
+    raise_error(L, ctx);
+}
+
+int gcsh_check_end_sync(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    if (!ctx->be || ctx->be->mem->sync(ctx) == 0)
+        return 0;
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    if (k)
+        reap_aborted(ctx, k);
+    if (atomic_load(&ctx->interrupt))
+        gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
+                            "communicators with work in flight are aborted on every rank "
+                            "(comm.world() makes a fresh one)",
+                       last_op_text(k));
+    raise_error(L, ctx);
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+/* Lives here, not with the small helpers: an unrecoverable fault ends every
+ * rank through the coordinator, which is this file's business. */
+int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
+{
+    if (ctx->fatal)
+        gcsh_check_fatal(L, ctx);
+    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
+}
+
+_Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    char text[1536];
+    luaL_where(L, 1);
+    snprintf(text, sizeof text,
+             "gcsh: rank %d: unrecoverable fault at %s%s (last operation: %s); this process "
+             "cannot recover: every rank exits with status %d\n",
+             ctx->rank, lua_tostring(L, -1), ctx->err, last_op_text(k),
+             GCSH_EXIT_FATAL);
+    if (!k || gcsh_capture_send(k->cap, MSG_FATAL, text, strlen(text)) != 0) {
+        fputs(text, stderr);
+        _exit(GCSH_EXIT_FATAL);
+    }
+    /* rank 0 answers with DIE, which the watcher turns into _exit */
+    for (int i = 0; i < FATAL_GRACE_S * 10; i++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    _exit(GCSH_EXIT_FATAL);
+}

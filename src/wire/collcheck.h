@@ -1,0 +1,182 @@
+/* Collective checks, the rank's whereabouts, communicator aborts and
+ * unrecoverable faults: what keeps a session from hanging or being lost.
+ *
+ * Checks (.check on, the default).  Before a collective operation is issued,
+ * the rank sends a fingerprint of it (operation, communicator id, sequence
+ * number, count, dtype, op, root or peer, window, offset) to rank 0's
+ * coordinator over its command channel and waits, interruptibly, for the
+ * verdict.  The coordinator groups the fingerprints of a communicator's
+ * members (collcheck_coord.c): when all are there and equal, every one gets OK and
+ * the operation runs; when they differ, every one gets the same error naming
+ * each rank's call, folded by rank range, and nothing is issued.  A member that
+ * cannot or does not arrive within .timeout is named with where it is instead.
+ * MPI is never involved, so a failed check leaves every communicator usable.
+ *
+ * The board.  When every member of the communicator lives on rank 0's node,
+ * the fingerprint goes first to the node's check board (board.h): each rank
+ * posts it and reads the others'; when all are there and equal (or have
+ * already moved past this collective), the check passed, in about a
+ * microsecond.  Anything else (a mismatch, a member missing after
+ * BOARD_SPIN_S, a member that escalated or failed) escalates: the rank goes
+ * to the coordinator as above, and so does every member that sees it did.
+ * The coordinator counts members that passed on the board as agreeing and
+ * waits for those still posted there, so both paths give one verdict and
+ * the same messages.  Other communicators, and send/recv, always go to the
+ * coordinator.
+ *
+ * Sequence numbers count the collectives issued on a communicator (send and
+ * recv are checked in pairs and not counted).  A check that fails consumes no
+ * number, so the members stay in step.  Communicator ids are equal on all
+ * members: the n-th world communicator of the session has id n (the first is
+ * 0), a split's id is derived from its parent's id, the split's sequence
+ * number and the color.
+ *
+ * Whereabouts.  While a rank is inside a checked operation or a blocking wait
+ * it publishes "in barrier #16" and since when; when rank 0 asks (MSG_WHERE),
+ * the watcher answers with that or with the Lua line the worker is running
+ * (sampled by a one-shot count hook).
+ *
+ * Aborts.  A communicator whose operation was abandoned (an interrupt) or
+ * that .abort tore down is aborted on every rank: the backend's abort, then
+ * every use fails with "attempt to use an aborted communicator".  Each rank
+ * reports what it aborted; the coordinator passes the ids on to every rank
+ * before the next command.  comm.world() then builds a fresh world.
+ *
+ * Faults.  A backend that meets an error the process cannot recover from
+ * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
+ * which prints it and makes every rank exit with GCSH_EXIT_FATAL. */
+#ifndef GCSH_CHECK_H
+#define GCSH_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "core/gcsh.h"
+
+/* Exit statuses of every process (contract, README "When things go wrong"). */
+#define GCSH_EXIT_LOST 69  /* a rank died or lost its connection (EX_UNAVAILABLE) */
+#define GCSH_EXIT_FATAL 70 /* an unrecoverable device fault (EX_SOFTWARE) */
+
+#define GCSH_ABORTED_MSG "attempt to use an aborted communicator"
+
+enum gcsh_fp_kind { GCSH_FP_COLLECTIVE = 0, GCSH_FP_SEND = 1, GCSH_FP_RECV = 2 };
+
+/* What every member must agree on.  Fields that do not apply are -1 (0 for
+ * window); every byte is sent, so gcsh_fp_init zeroes it all first. */
+typedef struct gcsh_fingerprint {
+    char op[24];        /* "allreduce", "window", "signals.free" ... */
+    char extra[32];     /* anything else that must be equal (a window kind) */
+    uint64_t comm;      /* communicator id */
+    uint64_t seq;       /* per-communicator sequence number; 0 for send/recv */
+    int64_t count;      /* elements */
+    int64_t offset;
+    uint64_t window;    /* window id */
+    int32_t kind;       /* enum gcsh_fp_kind */
+    int32_t dtype;      /* gcsh_dtype */
+    int32_t redop;      /* gcsh_redop */
+    int32_t root;       /* root, or the peer of send/recv: a rank of the communicator */
+    int32_t comm_rank, comm_size;
+    uint32_t attempt;   /* checks of this seq that failed in this command: not compared,
+                           it tells the board's entries of a retry apart */
+} gcsh_fingerprint;
+
+/* The check state of one communicator, kept inside its Lua handle. */
+typedef struct gcsh_comm_check {
+    struct gcsh_comm_check *next, *prev; /* the rank's live communicators */
+    gcsh_comm_impl *impl;                /* the backend's, for aborts */
+    uint64_t id;
+    uint64_t seq;   /* collectives issued */
+    int rank, size;
+    int *members;   /* world rank of each member, or NULL when unknown */
+    int linked;
+    int aborted;
+    /* Checks on the board (board.h): whether every member posts there (-1:
+     * not known yet), and the attempt of the check in hand (failed checks
+     * of sequence number attempt_seq in command attempt_chunk). */
+    int on_board;
+    uint32_t attempt, attempt_chunk;
+    uint64_t attempt_seq;
+} gcsh_comm_check;
+
+/* ---- communicators (l_comm.c) --------------------------------------------- */
+
+/* Registers cc (impl, id, members: an array of size taken over, or NULL). */
+void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *impl,
+                            uint64_t id, int rank, int size, int *members);
+/* Unregisters cc and frees its members; idempotent. */
+void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc);
+/* The id of the next world communicator (collective: every rank counts). */
+uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
+uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);
+/* "world", or "comm 1a2b3c" */
+const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len);
+/* Raises GCSH_ABORTED_MSG when cc was aborted. */
+void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
+
+/* ---- checked operations ------------------------------------------------------
+ *
+ *   gcsh_fingerprint fp;
+ *   gcsh_fp_init(&fp, cc, "allreduce");
+ *   fp.count = n; fp.dtype = dt; fp.redop = op;
+ *   gcsh_check_enter(L, cc, &fp);        raises on mismatch, timeout, interrupt
+ *   int rc = <the backend's operation>;
+ *   gcsh_check_leave(L, cc, rc);         raises ctx->err when rc != 0
+ *
+ * Everything between enter and leave must not raise: leave unpublishes. */
+void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op);
+void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp);
+void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc);
+
+/* The fingerprint exchange alone (no publishing): 0 when every member
+ * agreed, else -1 with the message in ctx->err.  A no-op with .check off. */
+int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerprint *fp);
+
+/* This rank's checks so far: passed on the board, answered by the
+ * coordinator (escalated or never eligible), failed (either way). */
+typedef struct gcsh_check_counts {
+    uint64_t board, coordinator, failed;
+} gcsh_check_counts;
+void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out);
+
+/* .check for this rank: gcsh.check([on]) and CHUNK_CHECK set it. */
+int gcsh_check_enabled(gcsh_ctx *ctx);
+void gcsh_check_set_enabled(gcsh_ctx *ctx, int on);
+
+/* Publishes a blocking wait that is not a checked operation (a signal wait):
+ * "in <what>" until gcsh_where_end. */
+void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gcsh_where_end(gcsh_ctx *ctx);
+
+/* ---- the worker's side (worker.c) ------------------------------------------ */
+
+typedef struct gcsh_capture gcsh_capture;
+
+/* Creates ctx->check: fingerprints go out on fd under cap's lock. */
+int gcsh_check_open(gcsh_ctx *ctx, int fd, gcsh_capture *cap);
+void gcsh_check_close(gcsh_ctx *ctx);
+/* A chunk begins (its name, for "line 4 of the chunk") / ends: reports the
+ * communicators aborted meanwhile (MSG_ABORTED) before the DONE. */
+void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint32_t chunk);
+void gcsh_check_chunk_end(gcsh_ctx *ctx);
+/* MSG_ABORT_COMMS: aborts the listed communicators, or all of them. */
+void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all);
+/* Watcher thread, answering MSG_WHERE.  First, holding the worker's run
+ * lock while a chunk runs: arms the one-shot line sample (returns whether it
+ * did).  Then: writes where the worker is into buf, waiting up to 100 ms for
+ * an armed sample. */
+int gcsh_check_sample_arm(gcsh_ctx *ctx);
+void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len);
+
+/* A lua_CFunction run at the end of every command that succeeded: waits for
+ * the work the command left on the rank's stream (cuda: collectives, kernels
+ * and copies are stream-ordered), so that an asynchronous error, or a hang
+ * interrupted by Ctrl-C, is reported by the command that caused it. */
+int gcsh_check_end_sync(lua_State *L);
+
+/* Never returns: reports ctx->err as unrecoverable to rank 0 (MSG_FATAL),
+ * which ends every process with GCSH_EXIT_FATAL. */
+_Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx);
+
+#endif

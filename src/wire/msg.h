@@ -1,0 +1,94 @@
+/* Framed messages on the control plane's stream sockets.
+ *
+ * Every message is a fixed header {type, seq, len} followed by len bytes.
+ * Sends are whole-message (callers serialise writers on one socket). */
+#ifndef GCSH_MSG_H
+#define GCSH_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gcsh_msg_type {
+    MSG_HELLO = 1, /* worker -> coordinator on connect: token, rank, channel */
+    MSG_CHUNK,     /* coordinator -> worker: u32 flags, u32 namelen, name, source */
+    MSG_OUT,       /* worker -> coordinator: captured text */
+    MSG_DONE,      /* worker -> coordinator: u32 status, then captured text */
+    MSG_INTERRUPT, /* coordinator -> watcher: interrupt chunk `seq` */
+    MSG_QUIT,      /* coordinator -> worker: leave the loop */
+    /* Checks and whereabouts (collcheck.h) */
+    MSG_FP,        /* worker -> coordinator: a fingerprint; the worker waits for VERDICT */
+    MSG_VERDICT,   /* coordinator -> worker: u32 serial, u32 ok, then the error text */
+    MSG_WHERE,     /* coordinator -> watcher (ctl): where are you?  worker -> coordinator
+                    * (cmd): the answer, as text */
+    MSG_ABORTED,   /* worker -> coordinator: u64 ids of communicators it aborted */
+    MSG_ABORT_COMMS, /* coordinator -> worker, between chunks: abort these u64 ids
+                      * (seq = 1: abort every communicator) */
+    MSG_FATAL,     /* worker -> coordinator: an unrecoverable fault, as text */
+    MSG_DIE,       /* coordinator -> watcher (ctl): exit now with status seq */
+    /* Traces (trace.h) */
+    MSG_TRACE_ON,  /* coordinator -> worker, between chunks: start tracing */
+    MSG_TRACE_ACK, /* worker -> coordinator: u32 ok, then why not */
+    MSG_TRACE_OFF, /* coordinator -> worker, between chunks: stop; answer TRACE_DATA */
+    MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
+    MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
+    MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
+};
+
+/* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
+typedef struct gcsh_progress_msg {
+    uint64_t done, total;
+    char label[48];
+} gcsh_progress_msg;
+
+/* INTERRUPT payload: absent, or one byte INTERRUPT_ABORT (.abort) */
+#define INTERRUPT_ABORT 1
+
+/* CHUNK flags */
+#define CHUNK_PRINT_RESULTS 1u /* print returned values (interactive lines) */
+#define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
+#define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
+#define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
+
+/* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
+ * called os.exit) the exit status in the next byte. */
+enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, CHUNK_EXIT = 3 };
+#define CHUNK_STATUS(word) ((word) & 0xffu)
+#define CHUNK_EXIT_WORD(status) (CHUNK_EXIT | (((uint32_t)(status) & 0xffu) << 8))
+#define CHUNK_EXIT_STATUS(word) ((int)(((word) >> 8) & 0xffu))
+/* A flag of the DONE status word: the chunk read a clock, an address or the
+ * machine's facts, so its output may differ between runs (replays do not
+ * compare it). */
+#define CHUNK_VARIES 0x10000u
+
+typedef struct gcsh_msg_header {
+    uint32_t type;
+    uint32_t seq;
+    uint64_t len;
+} gcsh_msg_header;
+
+/* A received message; the payload buffer is reused across receives. */
+typedef struct gcsh_msg {
+    gcsh_msg_header h;
+    char *data;
+    size_t cap;
+} gcsh_msg;
+
+/* Sends header + up to two payload parts in one writev loop.  Returns 0, or
+ * -1 when the peer is gone. */
+int gcsh_msg_send(int fd, uint32_t type, uint32_t seq, const void *a, size_t alen,
+                  const void *b, size_t blen);
+/* Blocks for one whole message.  Returns 0, or -1 on EOF / error. */
+int gcsh_msg_recv(int fd, gcsh_msg *m);
+
+/* Waits until fd is readable: first spins (yielding the CPU) for up to
+ * spin_us, then sleeps in poll.  Lines arrive back to back in a pipe; a
+ * thread that went to sleep between them would pay a wake-up per line, while
+ * an idle shell stops spinning after spin_us and costs nothing.  Returns
+ * 1 readable, 0 timeout (timeout_ms >= 0), -1 error. */
+int gcsh_wait_readable(int fd, int spin_us, int timeout_ms);
+
+/* Spin budget for the waits above; GCSH_SPIN_US overrides (0 disables). */
+int gcsh_spin_us(void);
+void gcsh_msg_free(gcsh_msg *m);
+
+#endif

@@ -1,0 +1,366 @@
+/* A rank's worker: runs the chunks rank 0 sends, under a traceback handler,
+ * and reports captured output and status.  Its watcher thread serves the
+ * control channel: interrupts and periodic output flushes.  See link.h. */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "wire/collcheck.h"
+#include "wire/msg.h"
+#include "bind/l_shell.h"
+#include "wire/worker.h"
+#include "bind/symmem.h"
+#include "trace/trace.h"
+
+#define FLUSH_EVERY_MS 100
+#define OUTPUT_CAP_DEFAULT (64u << 20)
+
+struct gcsh_worker {
+    gcsh_ctx *ctx;
+    int cmd_fd, ctl_fd;
+    gcsh_capture cap;
+    pthread_t watcher;
+    /* running_seq says which chunk an interrupt may stop; the lock makes
+     * "is it still running?" and "set the hook" one step, so an interrupt
+     * meant for a finished chunk never lands in the next one. */
+    pthread_mutex_t run_lock;
+    uint32_t running_seq; /* 0 when idle */
+};
+
+/* As lua.c's lstop: raise an error at the next Lua instruction. */
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted!");
+}
+
+static void interrupt_chunk(gcsh_worker *w, uint32_t seq)
+{
+    pthread_mutex_lock(&w->run_lock);
+    if (w->running_seq == seq && seq != 0) {
+        atomic_store(&w->ctx->interrupt, 1);
+        lua_sethook(w->ctx->L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    }
+    pthread_mutex_unlock(&w->run_lock);
+}
+
+/* MSG_WHERE: the published operation, or the Lua line (collcheck.h). */
+static void answer_where(gcsh_worker *w)
+{
+    pthread_mutex_lock(&w->run_lock);
+    int running = w->running_seq != 0;
+    int armed = running && gcsh_check_sample_arm(w->ctx);
+    pthread_mutex_unlock(&w->run_lock);
+    char text[256];
+    gcsh_check_where(w->ctx, running, armed, text, sizeof text);
+    gcsh_capture_send(&w->cap, MSG_WHERE, text, strlen(text));
+}
+
+/* The control channel closed without a QUIT: rank 0 is gone, and with it the
+ * session.  The worker may be blocked anywhere (in MPI with a dead peer), so
+ * the process ends here, at once, and does not linger. */
+static _Noreturn void rank0_gone(gcsh_worker *w)
+{
+    fprintf(stderr, "gcsh: rank %d: rank 0 is gone; exiting (status %d)\n", w->ctx->rank,
+            GCSH_EXIT_LOST);
+    _exit(GCSH_EXIT_LOST);
+}
+
+/* A copy of the rank's trace (or the final one), to rank 0; empty when not
+ * tracing. */
+static void send_trace(gcsh_worker *w, void *(*take)(gcsh_ctx *, size_t *))
+{
+    size_t len = 0;
+    void *blob = take(w->ctx, &len);
+    gcsh_capture_send(&w->cap, MSG_TRACE_DATA, blob, blob ? len : 0);
+    free(blob);
+}
+
+/* MSG_TRACE_ON: collective over MPI (the clock offset), then ACK. */
+static void start_trace(gcsh_worker *w)
+{
+    uint32_t ok = gcsh_trace_start(w->ctx) == 0;
+    char buf[sizeof ok + sizeof w->ctx->err];
+    memcpy(buf, &ok, sizeof ok);
+    size_t n = ok ? 0 : strlen(w->ctx->err) + 1;
+    memcpy(buf + sizeof ok, w->ctx->err, n);
+    gcsh_capture_send(&w->cap, MSG_TRACE_ACK, buf, sizeof ok + n);
+}
+
+static void *watcher_main(void *arg)
+{
+    gcsh_worker *w = arg;
+    gcsh_msg m = {0};
+    for (;;) {
+        struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
+        int r = poll(&p, 1, FLUSH_EVERY_MS);
+        if (r > 0) {
+            if (gcsh_msg_recv(w->ctl_fd, &m) != 0)
+                rank0_gone(w);
+            if (m.h.type == MSG_QUIT)
+                break;
+            if (m.h.type == MSG_DIE) /* rank 0 ends the session: a lost rank, a fault */
+                _exit((int)m.h.seq);
+            if (m.h.type == MSG_INTERRUPT)
+                interrupt_chunk(w, m.h.seq);
+            if (m.h.type == MSG_WHERE)
+                answer_where(w);
+            if (m.h.type == MSG_TRACE_FLUSH)
+                send_trace(w, gcsh_trace_snapshot);
+        }
+        gcsh_capture_flush(&w->cap);
+    }
+    gcsh_msg_free(&m);
+    return NULL;
+}
+
+static size_t output_cap(void)
+{
+    const char *s = getenv("GCSH_OUTPUT_CAP");
+    long long v = s ? atoll(s) : 0;
+    return v > 0 ? (size_t)v : OUTPUT_CAP_DEFAULT;
+}
+
+gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
+{
+    gcsh_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->ctx = ctx;
+    w->cmd_fd = cmd_fd;
+    w->ctl_fd = ctl_fd;
+    pthread_mutex_init(&w->run_lock, NULL);
+    gcsh_capture_init(&w->cap, cmd_fd, output_cap());
+    ctx->cap = &w->cap;
+    if (gcsh_check_open(ctx, cmd_fd, &w->cap) != 0) {
+        gcsh_capture_destroy(&w->cap);
+        free(w);
+        return NULL;
+    }
+    gcsh_shell_install(ctx->L, &w->cap);
+    /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_create(&w->watcher, NULL, watcher_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return w;
+}
+
+/* lua.c's msghandler: the message plus a traceback. */
+static int msghandler(lua_State *L)
+{
+    if (lua_touserdata(L, 1) == gcsh_exit_token())
+        return 1; /* os.exit: no message, no traceback */
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+static int push_script_args(lua_State *L)
+{
+    if (lua_getglobal(L, "arg") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many script arguments");
+    for (int i = 1; i <= n; i++)
+        lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    return n;
+}
+
+static void capture_string(gcsh_ctx *ctx, const char *s)
+{
+    gcsh_capture_write(ctx->cap, s, strlen(s));
+    gcsh_capture_write(ctx->cap, "\n", 1);
+}
+
+/* Whether the value at idx is a table without a text of its own (no
+ * __tostring or __name): auto-print shows what is in it. */
+static int plain_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return 0;
+    int own = 0;
+    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+        own = 1;
+        lua_pop(L, 1);
+    }
+    return !own;
+}
+
+/* Tables among the results become their text (gcsh.pretty.format, which
+ * the prelude registers as AUTOPRINT_KEY), as trepl prints them. */
+#define AUTOPRINT_KEY "gcsh.autoprint"
+static void format_tables(lua_State *L, int first, int n)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, AUTOPRINT_KEY) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        return; /* no prelude: tables print as lua.c prints them */
+    }
+    for (int i = first; i < first + n; i++) {
+        if (!plain_table(L, i))
+            continue;
+        lua_pushvalue(L, -1);
+        lua_pushvalue(L, i);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+            lua_replace(L, i);
+        else
+            lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+/* Prints a chunk's results through the global print, as lua.c does. */
+static void print_results(lua_State *L, int first)
+{
+    int n = lua_gettop(L) - first + 1;
+    if (n <= 0)
+        return;
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    format_tables(L, first, n);
+    lua_getglobal(L, "print");
+    lua_insert(L, first);
+    if (lua_pcall(L, n, 0, 0) != LUA_OK)
+        capture_string(gcsh_ctx_of(L),
+                       lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
+}
+
+static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
+                          size_t len)
+{
+    lua_State *L = w->ctx->L;
+    int base = lua_gettop(L);
+    lua_pushcfunction(L, msghandler);
+    int st = luaL_loadbuffer(L, src, len, name);
+    if (st == LUA_OK) {
+        int nargs = (flags & CHUNK_SCRIPT) ? push_script_args(L) : 0;
+        st = lua_pcall(L, nargs, LUA_MULTRET, base + 1);
+    }
+    if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
+        print_results(L, base + 2);
+    if (st == LUA_OK) { /* what the command left on the stream is its own (collcheck.h) */
+        lua_settop(L, base + 1);
+        lua_pushcfunction(L, gcsh_check_end_sync);
+        st = lua_pcall(L, 0, 0, 0); /* no traceback: no Lua code ran there */
+    }
+    if (st != LUA_OK && w->ctx->exit_code >= 0) {
+        lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
+        return CHUNK_ERROR;
+    }
+    if (st != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        capture_string(w->ctx, msg ? msg : "(error object is not a string)");
+    }
+    lua_settop(L, base);
+    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR;
+}
+
+static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
+{
+    uint32_t hdr[2];
+    if (m->h.len < sizeof hdr)
+        return CHUNK_ERROR;
+    memcpy(hdr, m->data, sizeof hdr);
+    uint32_t flags = hdr[0], namelen = hdr[1];
+    if (sizeof hdr + namelen > m->h.len)
+        return CHUNK_ERROR;
+    char name[256];
+    size_t nl = namelen < sizeof name - 1 ? namelen : sizeof name - 1;
+    memcpy(name, m->data + sizeof hdr, nl);
+    name[nl] = '\0';
+    const char *src = m->data + sizeof hdr + namelen;
+    size_t len = m->h.len - sizeof hdr - namelen;
+
+    gcsh_capture_begin(&w->cap, m->h.seq, (flags & CHUNK_PROGRESS) != 0);
+    gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
+    if (w->ctx->trace)
+        gcsh_trace_chunk_begin(w->ctx, src, len);
+    pthread_mutex_lock(&w->run_lock);
+    atomic_store(&w->ctx->interrupt, 0);
+    w->ctx->exit_code = -1;
+    w->ctx->output_varies = 0;
+    w->running_seq = m->h.seq;
+    pthread_mutex_unlock(&w->run_lock);
+
+    uint32_t status = run_chunk(w, flags, name, src, len);
+    /* windows and signals collected without :free() during the command */
+    gcsh_symmem_note_garbage(w->ctx->L);
+
+    pthread_mutex_lock(&w->run_lock);
+    w->running_seq = 0;
+    lua_sethook(w->ctx->L, NULL, 0, 0);
+    if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
+        status = CHUNK_INTERRUPTED;
+    if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */
+        status = CHUNK_EXIT_WORD(w->ctx->exit_code);
+    pthread_mutex_unlock(&w->run_lock);
+    gcsh_check_chunk_end(w->ctx);
+    if (w->ctx->trace)
+        gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
+    return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
+}
+
+int gcsh_worker_loop(gcsh_worker *w)
+{
+    gcsh_msg m = {0};
+    int code = 1; /* rank 0 vanished without saying goodbye */
+    int spin = gcsh_spin_us();
+    while (gcsh_wait_readable(w->cmd_fd, spin, -1) == 1 && gcsh_msg_recv(w->cmd_fd, &m) == 0) {
+        if (m.h.type == MSG_QUIT) {
+            code = m.h.seq; /* QUIT carries the exit code in seq */
+            break;
+        }
+        if (m.h.type == MSG_ABORT_COMMS) {
+            gcsh_check_abort_ids(w->ctx, (const uint64_t *)(void *)m.data,
+                                 m.h.len / sizeof(uint64_t), m.h.seq == 1);
+            continue;
+        }
+        if (m.h.type == MSG_TRACE_ON) {
+            start_trace(w);
+            continue;
+        }
+        if (m.h.type == MSG_TRACE_OFF) {
+            send_trace(w, gcsh_trace_stop);
+            continue;
+        }
+        if (m.h.type != MSG_CHUNK)
+            continue; /* e.g. the verdict of a check that an interrupt gave up */
+        uint32_t status = serve_chunk(w, &m);
+        if (gcsh_capture_done(&w->cap, status) != 0)
+            break;
+    }
+    gcsh_msg_free(&m);
+    return code;
+}
+
+void gcsh_worker_stop(gcsh_worker *w)
+{
+    if (!w)
+        return;
+    /* The watcher leaves when rank 0 closes the control channel or sends QUIT. */
+    pthread_join(w->watcher, NULL);
+    gcsh_check_close(w->ctx);
+    w->ctx->cap = NULL;
+    gcsh_capture_destroy(&w->cap);
+    pthread_mutex_destroy(&w->run_lock);
+    free(w);
+}
