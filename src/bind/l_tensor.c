@@ -32,9 +32,7 @@
 #define PRINT_ALL_MAX 16
 #define PRINT_ENDS 6
 
-/* ======================================================================
- * Storage
- * ====================================================================== */
+/* ---- Storage --------------------------------------------------------------------- */
 
 /* A storage and the text of its `where`, in one malloc block: free(st)
  * frees both, since st is the first member. */
@@ -131,9 +129,7 @@ void gcsh_storage_unref(gcsh_ctx *ctx, gcsh_storage *st)
     free(st);
 }
 
-/* ======================================================================
- * Handles
- * ====================================================================== */
+/* ---- Handles --------------------------------------------------------------------- */
 
 /* Pushes a handle in the closed state (no storage), so that an error while
  * acquiring the memory leaves nothing for __gc to undo. */
@@ -235,9 +231,7 @@ static void release_handle(lua_State *L, gcsh_tensor *t, int free_memory)
     gcsh_storage_unref(ctx, st);
 }
 
-/* ======================================================================
- * Argument checks
- * ====================================================================== */
+/* ---- Argument checks ------------------------------------------------------------- */
 
 static int check_named_option(lua_State *L, int idx, int def, const char *kind,
                               int (*from_name)(const char *), const char *valid)
@@ -378,9 +372,7 @@ static void check_backend(lua_State *L, gcsh_ctx *ctx, int rc)
         gcsh_raise(L, ctx);
 }
 
-/* ======================================================================
- * Reading: direct on the host, staged through host memory otherwise
- * ====================================================================== */
+/* ---- Reading: direct on the host, staged through host memory otherwise ----------- */
 
 static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
                          unsigned char out[MAX_ELEM_SIZE])
@@ -464,9 +456,7 @@ static void for_each_pair(lua_State *L, const gcsh_tensor *a, const gcsh_tensor 
     }
 }
 
-/* ======================================================================
- * Library functions: tensor.new, tensor.from
- * ====================================================================== */
+/* ---- Library functions: tensor.new, tensor.from ---------------------------------- */
 
 static size_t check_length_arg(lua_State *L, int arg, lua_Integer n)
 {
@@ -511,9 +501,7 @@ static int tensor_from(lua_State *L)
     return 1;
 }
 
-/* ======================================================================
- * Methods that write (through the backend); they return the tensor
- * ====================================================================== */
+/* ---- Methods that write (through the backend); they return the tensor ------------ */
 
 static int tensor_fill(lua_State *L)
 {
@@ -625,9 +613,7 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
     check_backend(L, ctx, ctx->be->mem->copy(ctx, dst, t->st->loc, elem, GCSH_LOC_HOST, size));
 }
 
-/* ======================================================================
- * Views and release
- * ====================================================================== */
+/* ---- Views and release ----------------------------------------------------------- */
 
 /* t:view(offset [, n = #t - offset]): shares t's storage. */
 static int tensor_view(lua_State *L)
@@ -666,9 +652,7 @@ static int tensor_gc(lua_State *L)
     return 0;
 }
 
-/* ======================================================================
- * Methods that read
- * ====================================================================== */
+/* ---- Methods that read ----------------------------------------------------------- */
 
 static int tensor_totable(lua_State *L)
 {
@@ -862,9 +846,7 @@ static int tensor_checksum(lua_State *L)
     return 1;
 }
 
-/* ======================================================================
- * Metamethods
- * ====================================================================== */
+/* ---- Metamethods ----------------------------------------------------------------- */
 
 static void format_element(char *out, size_t len, const void *elem, gcsh_dtype dt)
 {
@@ -975,9 +957,7 @@ static int tensor_newindex(lua_State *L)
     return 0;
 }
 
-/* ======================================================================
- * Registration
- * ====================================================================== */
+/* ---- Registration ---------------------------------------------------------------- */
 
 static const luaL_Reg funcs[] = {
     {"new", tensor_new},

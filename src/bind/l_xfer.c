@@ -98,9 +98,7 @@ static const gcsh_xfer_ops *xfer_ops(lua_State *L)
     return gcsh_ctx_of(L)->be->xfer;
 }
 
-/* ======================================================================
- * Argument readers
- * ====================================================================== */
+/* ---- Argument readers ------------------------------------------------------------ */
 
 /* A value's type as luaL_typeerror names it: "tensor", "window", ... */
 static const char *type_name(lua_State *L, int idx)
@@ -265,9 +263,7 @@ static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_si
         read_signal(L, opts, arg, a);
 }
 
-/* ======================================================================
- * Overlap checks: destinations pairwise disjoint, no source on a destination
- * ====================================================================== */
+/* ---- Overlap checks: destinations pairwise disjoint, no source on a destination ---- */
 
 typedef struct span {
     uintptr_t lo, hi; /* [lo, hi) */
@@ -342,9 +338,7 @@ static void check_overlaps(lua_State *L, const plan_args *a, int arg)
     lua_pop(L, 1);
 }
 
-/* ======================================================================
- * Building a handle
- * ====================================================================== */
+/* ---- Building a handle ----------------------------------------------------------- */
 
 static void alloc_segments(lua_State *L, plan_args *a, size_t nseg)
 {
@@ -521,9 +515,7 @@ int gcsh_window_putv(lua_State *L)
     return 1;
 }
 
-/* ======================================================================
- * Methods
- * ====================================================================== */
+/* ---- Methods --------------------------------------------------------------------- */
 
 static lxfer *check_xfer(lua_State *L)
 {

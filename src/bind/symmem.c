@@ -23,9 +23,7 @@ typedef struct registry {
     gcsh_symobj *head, *tail;
 } registry;
 
-/* ======================================================================
- * Proposals and the agree step
- * ====================================================================== */
+/* ---- Proposals and the agree step ------------------------------------------------ */
 
 void gcsh_sym_proposal_init(gcsh_sym_proposal *p, const char *type)
 {
@@ -170,9 +168,7 @@ void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
     lua_error(L);
 }
 
-/* ======================================================================
- * Reading creation arguments into a proposal
- * ====================================================================== */
+/* ---- Reading creation arguments into a proposal ---------------------------------- */
 
 /* Whether `kind` is one word of the space-separated list `kinds`. */
 static int kind_is_listed(const char *kinds, const char *kind)
@@ -251,9 +247,7 @@ void gcsh_sym_require_windows(lua_State *L, const char *fname)
         luaL_error(L, "%s: the %s backend has no symmetric memory", fname, ctx->be->name);
 }
 
-/* ======================================================================
- * The registry
- * ====================================================================== */
+/* ---- The registry ---------------------------------------------------------------- */
 
 static registry *get_registry(lua_State *L)
 {
@@ -385,9 +379,7 @@ int gcsh_symmem_open(lua_State *L)
     return 0;
 }
 
-/* ======================================================================
- * Create, free, collect
- * ====================================================================== */
+/* ---- Create, free, collect ------------------------------------------------------- */
 
 /* Tensor storages over each member's slice, made before the check, so that
  * running out of host memory is a problem every rank hears of.  A team is
@@ -778,13 +770,9 @@ void gcsh_symmem_close(lua_State *L)
     }
 }
 
-/* ======================================================================
- * c:agree(s)
- * ====================================================================== */
+/* ---- c:agree(s) ------------------------------------------------------------------ */
 
-/* ======================================================================
- * Handles
- * ====================================================================== */
+/* ---- Handles --------------------------------------------------------------------- */
 
 gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt)
 {
