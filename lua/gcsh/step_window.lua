@@ -42,16 +42,7 @@ local function call(f, ...)
 end
 
 -- {0, 1, 2, 5} -> "0-2,5"
-local function ranks_text(list)
-  local parts, i = {}, 1
-  while i <= #list do
-    local j = i
-    while j < #list and list[j + 1] == list[j] + 1 do j = j + 1 end
-    parts[#parts + 1] = i == j and tostring(list[i]) or (list[i] .. "-" .. list[j])
-    i = j + 1
-  end
-  return table.concat(parts, ",")
-end
+local ranks_text = require("gcsh.repro").ranges
 
 local function lines_of(text)
   local lines = {}

@@ -684,29 +684,17 @@ static void push_step(lua_State *L, const gcsh_kplan *p, const gcsh_kstep *st, i
     lua_setfield(L, -2, "moves");
 }
 
-static void set_string(lua_State *L, const char *key, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, key);
-}
-
-static void set_integer(lua_State *L, const char *key, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, key);
-}
-
 static void push_plan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
                       int has_out)
 {
     lua_createtable(L, 0, 10);
-    set_string(L, "coll", gcsh_kcoll_name(p->coll));
-    set_string(L, "algo", gcsh_kalgo_name(p->algo));
-    set_string(L, "dtype", gcsh_dtype_name(o->dtype));
-    set_integer(L, "n", (lua_Integer)p->n);
-    set_integer(L, "offset", (lua_Integer)offset);
-    set_integer(L, "team_size", p->team);
-    set_integer(L, "root", p->root);
+    gcsh_set_string(L, "coll", gcsh_kcoll_name(p->coll));
+    gcsh_set_string(L, "algo", gcsh_kalgo_name(p->algo));
+    gcsh_set_string(L, "dtype", gcsh_dtype_name(o->dtype));
+    gcsh_set_integer(L, "n", (lua_Integer)p->n);
+    gcsh_set_integer(L, "offset", (lua_Integer)offset);
+    gcsh_set_integer(L, "team_size", p->team);
+    gcsh_set_integer(L, "root", p->root);
     lua_createtable(L, p->team, 0);
     for (int r = 0; r < p->team; r++) {
         lua_pushinteger(L, o->desc.team[r]);
@@ -717,8 +705,8 @@ static void push_plan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, s
     for (int r = 0; r < p->team; r++) {
         gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
         lua_createtable(L, 0, 2);
-        set_integer(L, "first", (lua_Integer)(offset + ch.first));
-        set_integer(L, "count", (lua_Integer)ch.count);
+        gcsh_set_integer(L, "first", (lua_Integer)(offset + ch.first));
+        gcsh_set_integer(L, "count", (lua_Integer)ch.count);
         lua_rawseti(L, -2, r + 1);
     }
     lua_setfield(L, -2, "chunks");

@@ -201,18 +201,6 @@ static int shell_exit(lua_State *L)
     return lua_error(L);
 }
 
-static void set_string(lua_State *L, const char *key, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, key);
-}
-
-static void set_integer(lua_State *L, const char *key, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, key);
-}
-
 /* gcsh.info(): this rank's facts, one flat table of strings and numbers
  * (.info folds them across ranks: lua/gcsh/info.lua).  The backend's own
  * (device details, capabilities, links) first, then what every backend
@@ -222,22 +210,22 @@ static int shell_info(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     ctx->output_varies = 1; /* devices and versions: the machine's */
     ctx->be->info(ctx, L);
-    set_integer(L, "rank", ctx->rank);
-    set_integer(L, "size", ctx->size);
-    set_integer(L, "node", ctx->node);
-    set_integer(L, "local_rank", ctx->local_rank);
+    gcsh_set_integer(L, "rank", ctx->rank);
+    gcsh_set_integer(L, "size", ctx->size);
+    gcsh_set_integer(L, "node", ctx->node);
+    gcsh_set_integer(L, "local_rank", ctx->local_rank);
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    set_string(L, "host", host);
-    set_string(L, "backend", ctx->be->name);
-    set_string(L, "device", ctx->device);
-    set_string(L, "gcsh", GCSH_VERSION);
-    set_string(L, "lua", LUA_RELEASE);
+    gcsh_set_string(L, "host", host);
+    gcsh_set_string(L, "backend", ctx->be->name);
+    gcsh_set_string(L, "device", ctx->device);
+    gcsh_set_string(L, "gcsh", GCSH_VERSION);
+    gcsh_set_string(L, "lua", LUA_RELEASE);
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(mpi, &len);
     mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
-    set_string(L, "mpi", mpi);
+    gcsh_set_string(L, "mpi", mpi);
     return 1;
 }
 

@@ -110,6 +110,19 @@ struct luaL_Reg;
 void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
                    const struct luaL_Reg *metameth, lua_CFunction index);
 
+/* Fields of the table on top of the stack: t[key] = v. */
+static inline void gcsh_set_string(lua_State *L, const char *key, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static inline void gcsh_set_integer(lua_State *L, const char *key, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, key);
+}
+
 /* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
 void gcsh_open_libs(lua_State *L);
 

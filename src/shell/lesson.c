@@ -8,6 +8,7 @@
 
 #include "shell/lesson.h"
 #include "core/rank.h"
+#include "wire/out.h"
 
 #define TITLE_MAX 200
 #define NAME_MAX_LEN 256
@@ -38,38 +39,17 @@ typedef struct entry {
 
 /* ---- text helpers ----------------------------------------------------------- */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void text_add(text *t, const char *s, size_t n)
+/* gcsh_text (out.h), with a C string */
+static void text_str(gcsh_text *t, const char *s)
 {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->s, cap);
-        if (!p)
-            abort(); /* out of host memory on rank 0 */
-        t->s = p;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void text_str(text *t, const char *s)
-{
-    text_add(t, s, strlen(s));
+    gcsh_text_append(t, s, strlen(s));
 }
 
 /* The text, owned by the caller ("" when empty). */
-static char *text_take(text *t)
+static char *text_take(gcsh_text *t)
 {
     char *s = t->s ? t->s : strdup("");
-    *t = (text){0};
+    *t = (gcsh_text){0};
     return s;
 }
 
@@ -208,7 +188,7 @@ static void free_lesson(gcsh_lesson *l)
 
 /* A block being read: prose until the first line that is not a comment. */
 typedef struct reader {
-    text title, prose, code;
+    gcsh_text title, prose, code;
     int in_prose, has_code, code_lines;
 } reader;
 
@@ -306,12 +286,12 @@ static void echo_code(gcsh_session *s, const char *code)
     while (*p == '\n') /* the padding that keeps the file's line numbers */
         p++;
     int first = 1;
-    text out = {0};
+    gcsh_text out = {0};
     while (*p) {
         size_t n = strcspn(p, "\n");
         text_str(&out, prompt);
         text_str(&out, first ? " " : "> ");
-        text_add(&out, p, n);
+        gcsh_text_append(&out, p, n);
         text_str(&out, "\n");
         first = 0;
         p += n + (p[n] == '\n');
@@ -363,7 +343,7 @@ void gcsh_dot_lessons(gcsh_session *s, const char *arg)
         free(v);
         return;
     }
-    text out = {0};
+    gcsh_text out = {0};
     text_str(&out, "lessons (.lesson N opens one, .next goes through it):");
     for (int i = 0; i < n; i++) {
         char line[TITLE_MAX + 32];
