@@ -38,11 +38,11 @@ lesson.check(size == 1 or caught, "the error names both calls")
 -- A rank that is slow, not wrong, cannot be caught in advance.  After
 -- .timeout seconds (10 by default) the shell prints where every running
 -- rank is, and keeps waiting; Ctrl-C interrupts.  Type `.timeout 1` at the
--- prompt before this part to see it: the last rank sleeps 2 s before it
+-- prompt before this part to see it: the last rank sleeps 1.5 s before it
 -- signals the others, who wait for the signal.
 s = c:signals(1)
 if rank == size - 1 then
-  gcsh.sleep(2)
+  gcsh.sleep(1.5)
   for r = 0, size - 1 do s:add(r, 0, 1) end
 end
 s:wait(0, 1)

@@ -24,6 +24,24 @@ expect_not_contains() {
     if [[ "$2" != *"$3"* ]]; then pass; else
         fail "$1: unexpected '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
 }
+# expect_all_ranks NAME TEXT LINE N: every rank 0..N-1 printed LINE, folded
+# into one "[0-3] LINE" or spread over lines such as "[0,2-3] LINE" and
+# "[1] LINE" (ranks that finish after a hang report print apart).
+expect_all_ranks() {
+    local seen=() line set part a b r missing=""
+    while IFS= read -r line; do
+        [[ "$line" =~ ^\[([0-9,-]+)\]\ (.*)$ ]] || continue
+        [ "${BASH_REMATCH[2]}" == "$3" ] || continue
+        set=${BASH_REMATCH[1]}
+        for part in ${set//,/ }; do
+            a=${part%-*} b=${part#*-}
+            for ((r = a; r <= b; r++)); do seen[r]=1; done
+        done
+    done <<<"$2"
+    for ((r = 0; r < $4; r++)); do [ -n "${seen[r]:-}" ] || missing+=" $r"; done
+    if [ -z "$missing" ]; then pass; else
+        fail "$1: ranks$missing did not print '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+}
 # Runs a piped session: gcsh_pipe N 'lines' [extra args]; sets OUT and RC.
 gcsh_pipe() {
     local n=$1 input=$2; shift 2
