@@ -56,10 +56,33 @@ __device__ inline void record_give_up(gcsh_wait_ctl *ctl, int why, int cmp,
     ctl->gave_up = ctl->gave_up + 1;
 }
 
+// Whether a wait that started at t0 and has polled i times must give up:
+// GCSH_WAIT_CANCELLED or GCSH_WAIT_TIMED_OUT, else 0.  Looked at every 16
+// polls (the pacing above).
+__device__ inline int give_up_reason(unsigned i, unsigned long long t0, const WaitEnd &end)
+{
+    if ((i & 15) != 0)
+        return 0;
+    unsigned long long waited = globaltimer() - t0;
+    if (waited > kQuietNs && (i & (kCancelPolls - 1)) == 0 && end.ctl->cancel_gen != end.gen)
+        return GCSH_WAIT_CANCELLED;
+    return waited > end.bound_ns ? GCSH_WAIT_TIMED_OUT : 0;
+}
+
+// The backoff between polls: a few bare polls, then sleeps of 32 ns
+// doubling up to max_sleep_ns.
+__device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
+{
+    if (i < 8)
+        return;
+    __nanosleep(*ns);
+    if (*ns < max_sleep_ns)
+        *ns *= 2;
+}
+
 // Spins until `*word cmp value` holds (then acquires: what the writer
 // released is visible) and returns true; false when it gave up (bound or
-// cancel), recorded in end.ctl.  The backoff starts with a few bare polls,
-// then sleeps 32 ns doubling up to max_sleep_ns.
+// cancel), recorded in end.ctl.
 __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
                                   const WaitEnd &end, unsigned max_sleep_ns)
 {
@@ -70,24 +93,11 @@ __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned lo
         unsigned long long x = a.load(cuda::memory_order_acquire);
         if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
             return true;
-        if ((i & 15) == 0) {
-            unsigned long long waited = globaltimer() - t0;
-            int why = 0;
-            if (waited > kQuietNs && (i & (kCancelPolls - 1)) == 0 &&
-                end.ctl->cancel_gen != end.gen)
-                why = GCSH_WAIT_CANCELLED;
-            else if (waited > end.bound_ns)
-                why = GCSH_WAIT_TIMED_OUT;
-            if (why) {
-                record_give_up(end.ctl, why, cmp, x, value);
-                return false;
-            }
+        if (int why = give_up_reason(i, t0, end)) {
+            record_give_up(end.ctl, why, cmp, x, value);
+            return false;
         }
-        if (i < 8)
-            continue;
-        __nanosleep(ns);
-        if (ns < max_sleep_ns)
-            ns *= 2;
+        backoff(i, &ns, max_sleep_ns);
     }
 }
 

@@ -40,6 +40,11 @@ cudaError_t gcsh_k_reduce(const gcsh_kjob *j, cudaStream_t stream);
 cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
                               const gcsh_kwait *wait, cudaStream_t stream);
 
+/* The "ll" all-reduce (kernels/ll.cu, core/kll.h): one launch, no barrier;
+ * its waits end as the collectives' do (wait). */
+cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
+                                const gcsh_kwait *wait, cudaStream_t stream);
+
 /* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
  * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */
 

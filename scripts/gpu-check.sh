@@ -7,7 +7,8 @@
 # tests/unit/test_cuda_window covers windows (nccl, vmm), signals and the
 # peer-read kernel from C; tests/gpu/window_*.lua the same through Lua;
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
-# per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused.
+# per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused;
+# tests/gpu/ll_sanitize.lua the "ll" kernel, also under compute-sanitizer.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).  tests/lua/step_*.lua (steppers) and every
 # lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
@@ -127,6 +128,18 @@ for np in "${counts[@]}"; do
         fi
     done
 done
+
+# the "ll" kernel under compute-sanitizer at 2 ranks: memcheck (out of
+# bounds, misaligned) and synccheck (barrier misuse); any report fails it
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+if [ -n "$SANITIZER" ]; then
+    for tool in memcheck synccheck; do
+        run "sanitize:$tool:ll" 2 env LUA_PATH="$ROOT/tests/lua/?.lua;${LUA_PATH:-;}" \
+            "$SANITIZER" --tool "$tool" --error-exitcode 3 "$BUILD/gcsh" tests/gpu/ll_sanitize.lua
+    done
+else
+    echo "gpu-check: no compute-sanitizer here: the sanitizer runs are left out"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

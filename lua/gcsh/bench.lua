@@ -719,7 +719,8 @@ function bench.allreduce(opts)
     for _, algo in ipairs(o.algos) do
       gcsh.progress(step, steps, "bench.allreduce")
       step = step + 1
-      if n > 0 then
+      -- ll takes regions up to kernel.ll_max_bytes: no row above
+      if n > 0 and (algo ~= "ll" or size <= kernel.ll_max_bytes) then
         local row = ar_row(o, algo, n, c, w, plain)
         rows[#rows + 1] = row
         if speaks then print_row(ALLREDUCE_COLUMNS, row) end

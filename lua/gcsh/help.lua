@@ -126,6 +126,7 @@ local API = {
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
       { "kernel.algos", "every algorithm kernel.allreduce accepts" },
+      { "kernel.ll_max_bytes", "the largest region algo \"ll\" takes" },
       { "kernel.choose(bytes [, team [, backend]])", "the algorithm \"auto\" runs" },
       { "kernel.crossovers", "the table auto reads (src/core/kreduce_tune.h)" },
     },

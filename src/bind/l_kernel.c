@@ -23,7 +23,9 @@
  *       every slice and reduces), "twoshot" (rank r reduces chunk r by peer
  *       loads and stores it to every peer: the whole window holds the
  *       result, out gets a copy), "ring" (reduce-scatter and all-gather
- *       around the ring), "multicast" (w:multicast(): NVLS, or its
+ *       around the ring), "ll" (one-shot with the ready flags in the
+ *       data, no barrier: core/kll.h; regions up to 64 KiB),
+ *       "multicast" (w:multicast(): NVLS, or its
  *       emulation, which moves the data as two-shot does), "comm" (the
  *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
  *       on host), "auto" (by size and team from src/core/kreduce_tune.h).
@@ -38,6 +40,7 @@
  *       every rank's region (or out) = root's, by peer loads.
  *   kernel.plan(w [, {coll, algo, n, offset, root, out=false}]) -> the plan
  *   kernel.algos  -> every name kernel.allreduce accepts
+ *   kernel.ll_max_bytes  -> the largest region algo "ll" takes (bytes)
  *   kernel.choose(bytes [, team_size [, backend]]) -> the algorithm "auto" runs
  *   kernel.crossovers  -> the table auto reads (a copy)
  *
@@ -57,6 +60,7 @@
 #include <lauxlib.h>
 
 #include "bind/comm.h"
+#include "core/kll.h"
 #include "core/kreduce.h"
 #include "core/kreduce_tune.h"
 #include "bind/symmem.h"
@@ -69,19 +73,37 @@ static const gcsh_kernel_ops *kern_of(lua_State *L)
     return gcsh_ctx_of(L)->be->kern;
 }
 
-/* ---- the sync area --------------------------------------------------------- */
+/* ---- what the kernels keep in every slice: the LL area, then the sync words ---- */
 
-void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size)
+size_t gcsh_kern_reserved_bytes(gcsh_ctx *ctx, size_t window_bytes, int comm_size)
+{
+    if (!ctx->be->kern)
+        return 0;
+    return gcsh_ll_area_bytes(window_bytes, gcsh_ll_slots(comm_size)) + ctx->be->kern->sync_bytes;
+}
+
+void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size,
+                            int comm_size)
 {
     if (p->problem[0] || !ctx->be->kern || size->gran == 0)
         return;
-    size_t want = size->bytes + ctx->be->kern->sync_bytes;
+    size_t want = size->bytes + gcsh_kern_reserved_bytes(ctx, size->bytes, comm_size);
     size->alloc = (want + size->gran - 1) / size->gran * size->gran;
 }
 
 static size_t sync_offset(lua_State *L, const gcsh_symobj *o)
 {
     return o->desc.alloc_bytes - kern_of(L)->sync_bytes;
+}
+
+static size_t window_bytes(const gcsh_symobj *o)
+{
+    return o->n * gcsh_dtype_size(o->dtype);
+}
+
+static size_t ll_offset(lua_State *L, const gcsh_symobj *o)
+{
+    return sync_offset(L, o) - gcsh_ll_area_bytes(window_bytes(o), gcsh_ll_slots(o->comm->size));
 }
 
 /* ---- argument checks ----------------------------------------------------------- */
@@ -509,13 +531,38 @@ static const char *allreduce_comm(lua_State *L, const wargs *a)
     return "comm";
 }
 
+/* one-shot with the ready flags in the data (core/kll.h): no barrier */
+static const char *allreduce_ll(lua_State *L, const wargs *a)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_symobj *o = a->o;
+    size_t es = gcsh_dtype_size(o->dtype);
+    if (a->n * es > GCSH_LL_MAX_BYTES)
+        luaL_error(L, "%s: algo 'll' takes at most %I bytes (n must be 1..%I for %s), got n = %I "
+                      "(%I bytes); oneshot and twoshot take any n",
+                   a->fname, (lua_Integer)GCSH_LL_MAX_BYTES, (lua_Integer)(GCSH_LL_MAX_BYTES / es),
+                   gcsh_dtype_name(o->dtype), (lua_Integer)a->n, (lua_Integer)(a->n * es));
+    if (!kern_of(L)->ll_allreduce)
+        luaL_error(L, "%s: algo 'll' is not available on the %s backend", a->fname,
+                   ctx->be->name);
+    gcsh_kll_args k = {
+        .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op,
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = ll_offset(L, o),
+        .window_bytes = window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
+    };
+    gcsh_comm_check *cc = enter_checked(L, a, "ll", -1, 1);
+    gcsh_check_leave(L, cc, kern_of(L)->ll_allreduce(ctx, o->impl, &o->desc, &k));
+    return "ll";
+}
+
 static const allreduce_algo allreduce_algos[] = {
     {"oneshot", allreduce_planned},     {"twoshot", allreduce_planned},
-    {"ring", allreduce_planned},        {"multicast", allreduce_multicast},
-    {"comm", allreduce_comm},           {NULL, NULL},
+    {"ring", allreduce_planned},        {"ll", allreduce_ll},
+    {"multicast", allreduce_multicast}, {"comm", allreduce_comm},
+    {NULL, NULL},
 };
 
-#define ALLREDUCE_ALGO_NAMES "auto oneshot twoshot ring multicast comm"
+#define ALLREDUCE_ALGO_NAMES "auto oneshot twoshot ring ll multicast comm"
 
 static int kernel_allreduce(lua_State *L)
 {
@@ -748,6 +795,10 @@ static int kernel_plan(lua_State *L)
         return luaL_error(L, "plan: unknown coll '%s' (valid: allreduce reduce_scatter "
                              "allgather broadcast reduce)",
                           coll_name);
+    if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "ll") == 0)
+        return luaL_error(L, "plan: algo 'll' has no plan of moves and barriers: each rank "
+                             "stores its region, flagged, into every member's slots, and "
+                             "reduces its own slots as the flags arrive (src/core/kll.h)");
     const char *def = gcsh_kplan_algos((enum gcsh_kcoll)coll);
     char first[16];
     snprintf(first, sizeof first, "%.*s", (int)strcspn(def, " "), def);
@@ -1022,5 +1073,7 @@ int luaopen_gcsh_kernel(lua_State *L)
     lua_setfield(L, -2, "crossovers");
     push_algos(L);
     lua_setfield(L, -2, "algos");
+    lua_pushinteger(L, (lua_Integer)GCSH_LL_MAX_BYTES);
+    lua_setfield(L, -2, "ll_max_bytes");
     return 1;
 }

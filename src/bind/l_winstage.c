@@ -140,18 +140,19 @@ static void push_check_report(lua_State *L, const winstage *s, int size,
                               const gcsh_check_counts *before)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    size_t sync = ctx->be->kern ? ctx->be->kern->sync_bytes : 0;
-    char alloc[32], data[32], gran[32], text[GCSH_STAGE_REPORT_LEN];
+    size_t kept = gcsh_kern_reserved_bytes(ctx, s->size.bytes, s->o->comm->size);
+    char alloc[32], data[32], kern[32], gran[32], text[GCSH_STAGE_REPORT_LEN];
     snprintf(text, sizeof text,
              "every rank asks for window #%llu: %lld %s, kind %s\n"
              "%s\n"
              "proposals exchanged: n, dtype, kind and seq agree\n"
-             "%s per rank: %s of data + %zu B of sync words,\n"
-             "  rounded up to the %s granularity",
+             "%s per rank: %s of data + %s of kernel state\n"
+             "  (ll slots and sync words), rounded up to the %s granularity",
              (unsigned long long)s->o->seq, (long long)s->p.n, s->p.dtype, s->p.kind,
              fingerprint_path(ctx, before),
              gcsh_format_bytes(s->size.alloc, alloc, sizeof alloc),
-             gcsh_format_bytes(s->size.bytes, data, sizeof data), sync,
+             gcsh_format_bytes(s->size.bytes, data, sizeof data),
+             gcsh_format_bytes(kept, kern, sizeof kern),
              gcsh_format_bytes(s->size.gran, gran, sizeof gran));
     /* no exchange for it: one more collective here, after the check, is a
      * place where an interrupt would strand a rank; every rank prints its

@@ -179,14 +179,20 @@ int gcsh_sym_index(lua_State *L, const char *mt,
 void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o);
 
 /* c:window's arguments (l_window.c), also step.window's: n, dtype and
- * options from stack index first on, n being argument #argno of fname.  Fills
+ * options from stack index first on (the communicator at first - 1), n
+ * being argument #argno of fname.  Fills
  * p (problems recorded, never raised) and size; returns the dtype. */
 gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argno,
                             gcsh_sym_proposal *p, gcsh_sym_size *size);
 
-/* Windows keep the kernel collectives' sync words past their elements
- * (kreduce.h): adds the backend's sync bytes to size->alloc (l_kernel.c). */
-void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size);
+/* Windows keep what the kernel collectives need past their elements: the
+ * "ll" all-reduce's area (kll.h), then the sync words (kreduce.h); adds
+ * both to size->alloc (l_kernel.c). */
+void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *size,
+                            int comm_size);
+/* The bytes the kernels keep past a slice's window_bytes on a communicator
+ * of comm_size ranks (the LL area and the sync words; 0 without kernels). */
+size_t gcsh_kern_reserved_bytes(gcsh_ctx *ctx, size_t window_bytes, int comm_size);
 /* w:multicast() (l_kernel.c). */
 int gcsh_window_multicast(lua_State *L);
 

@@ -266,6 +266,20 @@ typedef struct gcsh_kcoll_args {
                              multimem.ld_reduce and multimem.st), else NULL */
 } gcsh_kcoll_args;
 
+/* kernel.allreduce{algo="ll"} (core/kll.h): the region [offset, offset + n)
+ * of every slice all-reduced through the LL area of every slice; the result
+ * into out, or into my region.  n * dtype size <= GCSH_LL_MAX_BYTES (the
+ * binding checked it). */
+typedef struct gcsh_kll_args {
+    size_t offset, n;    /* elements */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    void *out;           /* local memory at d->loc, or NULL */
+    size_t ll_off;       /* bytes: where the LL area starts in every slice */
+    size_t window_bytes; /* a slice's user bytes and       */
+    int slots;           /* the slots per set: the LL area's layout (kll.h) */
+} gcsh_kll_args;
+
 /* What w:multicast() found: NVLS (a multicast address over the slices) or
  * the emulation through peer loads and stores, and why. */
 struct gcsh_mcast {
@@ -276,7 +290,8 @@ struct gcsh_mcast {
 
 typedef struct gcsh_kernel_ops {
     /* Bytes at the end of every window slice kept for the sync words (the
-     * binding adds them to the allocation; zeroed at creation). */
+     * binding adds them, and the LL area before them (core/kll.h), to the
+     * allocation; zeroed at creation). */
     size_t sync_bytes;
     /* One job (above), stream-ordered on cuda. */
     int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
@@ -284,6 +299,10 @@ typedef struct gcsh_kernel_ops {
      * same arguments (out and root aside: out is local). */
     int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                       const gcsh_kcoll_args *a);
+    /* The "ll" all-reduce, collective like the others: no barrier, the
+     * flags travel with the data (core/kll.h). */
+    int (*ll_allreduce)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                        const gcsh_kll_args *a);
     /* Collective over the window's team: decides the mode (every member the
      * same) and, for nvls, sets up the multicast address.  The NVLS path is
      * taken only under src/DESIGN.md's opt-in. */

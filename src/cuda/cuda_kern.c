@@ -43,6 +43,20 @@ fail:
     return -1;
 }
 
+static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                             const gcsh_kll_args *a)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns};
+    CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
 /* ---- multicast: the opt-in, checked in src/DESIGN.md's order ------------------------ */
 
 static void add_reason(char *why, size_t len, const char *reason)
@@ -193,6 +207,7 @@ const gcsh_kernel_ops gcsh_cuda_kernel_ops = {
     .sync_bytes = GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS) * sizeof(uint64_t),
     .reduce = cuda_reduce,
     .collective = cuda_collective,
+    .ll_allreduce = cuda_ll_allreduce,
     .mc_open = cuda_mc_open,
     .mc_ld_reduce = cuda_mc_ld_reduce,
     .mc_st = cuda_mc_st,

@@ -37,5 +37,12 @@ int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out);
  * interrupted (host_wait.c). */
 int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
                         double timeout, const char *interrupted);
+/* Waits, with no time bound, until `(*word & mask) == v`: 0, or -1 as above. */
+int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
+                        const char *interrupted);
+
+/* kernel.allreduce{algo="ll"} (host_ll.c; core/kll.h). */
+int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           const gcsh_kll_args *a);
 
 #endif

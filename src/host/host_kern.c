@@ -198,6 +198,7 @@ const gcsh_kernel_ops gcsh_host_kernel_ops = {
     .sync_bytes = GCSH_KERN_SYNC_WORDS(1) * sizeof(uint64_t),
     .reduce = host_reduce,
     .collective = host_collective,
+    .ll_allreduce = gcsh_host_ll_allreduce,
     .mc_open = host_mc_open,
     .mc_ld_reduce = NULL,
     .mc_st = NULL,

@@ -1,6 +1,7 @@
 /* The one wait of the host backend: a rank polls a 64-bit word in shared
- * memory (a peer stores into it) until a comparison holds.  s:wait and the
- * kernel collectives' barriers both wait here.
+ * memory (a peer stores into it) until a comparison holds.  s:wait, the
+ * kernel collectives' barriers and the "ll" all-reduce's lines (the flag
+ * half of a word) all wait here.
  *
  * Pacing: bare polls first (a peer on another core answers within
  * microseconds), then sched_yield, since ranks often share cores (CI runs 4
@@ -9,6 +10,7 @@
  * rank does not cost a core.  When the kernels' barriers slept from the
  * start, a one-shot of 8 bytes took 47 us at 2 ranks and 160 at 4 on the
  * 2-core CI machine; yielding first made it 1.2 and 8.5 us. */
+#include <math.h>
 #include <sched.h>
 #include <time.h>
 
@@ -20,13 +22,14 @@
 #define WAIT_FIRST_SLEEP_NS 1000L
 #define WAIT_MAX_SLEEP_NS 1000000L
 
-int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
-                        double timeout, const char *interrupted)
+/* The loop of both waits below: until `(*word & mask) cmp v` holds. */
+static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
+                       uint64_t v, double timeout, const char *interrupted)
 {
     double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
-        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire), cmp, v))
+        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "%s", interrupted);
@@ -42,4 +45,16 @@ int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp
         nanosleep(&ts, NULL);
         sleep_ns = sleep_ns * 2 < WAIT_MAX_SLEEP_NS ? sleep_ns * 2 : WAIT_MAX_SLEEP_NS;
     }
+}
+
+int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
+                        double timeout, const char *interrupted)
+{
+    return wait_masked(ctx, word, UINT64_MAX, cmp, v, timeout, interrupted);
+}
+
+int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
+                        const char *interrupted)
+{
+    return wait_masked(ctx, word, mask, GCSH_CMP_EQ, v, INFINITY, interrupted);
 }

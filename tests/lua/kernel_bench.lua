@@ -15,6 +15,18 @@ for _, r in ipairs(rows) do
   H.truthy(r.time_us > 0 and r.busbw >= 0, "timings")
 end
 H.eq(rows[1].algo, "nccl", "algorithms in the order given")
+
+-- ll only where it takes the region: rows up to kernel.ll_max_bytes
+local ll = bench.allreduce { algos = { "ll", "oneshot" }, min = kernel.ll_max_bytes // 2,
+                             max = kernel.ll_max_bytes * 2, iters = 2, warmup = 1, chart = false,
+                             quiet = true }
+local sizes = {}
+for _, r in ipairs(ll) do
+  if r.algo == "ll" then sizes[#sizes + 1] = r.size end
+  H.eq(r.wrong, 0, r.algo .. " at " .. r.size .. " B is right")
+end
+H.values(sizes, { kernel.ll_max_bytes // 2, kernel.ll_max_bytes }, nil, "ll rows stop at its limit")
+H.eq(#ll, 5, "oneshot at all three sizes, ll at two")
 if c.rank == 0 then
   local f = assert(io.open(csv))
   H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us", "csv header")

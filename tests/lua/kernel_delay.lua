@@ -20,7 +20,7 @@ local function late() if me == 1 then gcsh.sleep(DELAY) end end
 c:barrier()
 gcsh.check(false)
 
-for _, algo in ipairs { "oneshot", "twoshot", "multicast" } do
+for _, algo in ipairs { "oneshot", "twoshot", "ll", "multicast" } do
   for round = 1, 2 do
     w:tensor():fill(me + 1)
     late()

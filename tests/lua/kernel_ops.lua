@@ -89,7 +89,7 @@ local function run_case(w, k, dt, op, off, n, use_out, odd)
   expect(o, dt, op, k, 0, n, "ld_reduce " .. tag)
   c:barrier()
 
-  for _, algo in ipairs { "oneshot", "twoshot", "ring", "multicast", "auto" } do
+  for _, algo in ipairs { "oneshot", "twoshot", "ring", "ll", "multicast", "auto" } do
     reset()
     local res, ran = kernel.allreduce(w, { algo = algo, op = op, offset = off, n = n, out = out() })
     expect(res, dt, op, k, 0, n, "allreduce " .. algo .. " (" .. ran .. ") " .. tag)
@@ -184,7 +184,7 @@ for _, dt in ipairs { "f32", "f16", "bf16" } do
   local win = c:window(n + 16, dt, opts)
   local mine = tensor.new(n, dt):rand(42 + me)
   local results = {}
-  for _, algo in ipairs { "oneshot", "twoshot", "multicast" } do
+  for _, algo in ipairs { "oneshot", "twoshot", "ll", "multicast" } do
     win:tensor():view(5, n):copy(mine)
     results[algo] = kernel.allreduce(win, { algo = algo, offset = 5, n = n, out = tensor.new(n, dt) })
   end
@@ -195,6 +195,7 @@ for _, dt in ipairs { "f32", "f16", "bf16" } do
   c:barrier()
   H.truthy(results.oneshot:equal(results.twoshot), dt .. ": oneshot == twoshot")
   H.truthy(results.oneshot:equal(results.multicast), dt .. ": oneshot == multicast")
+  H.truthy(results.oneshot:equal(results.ll), dt .. ": oneshot == ll")
   H.truthy(results.oneshot:equal(peers), dt .. ": oneshot == reduce_peers")
   -- and every rank has the same bits
   local sums = c:agree(results.oneshot:checksum())
@@ -205,9 +206,11 @@ end
 -- i32 sums wrap like the dtype
 do
   local win = c:window(4, "i32", opts)
-  win:tensor():fill(2147483647)
-  local res = kernel.allreduce(win, { algo = "oneshot" })
   local want = ((2147483647 * k + 2 ^ 31) % 2 ^ 32) - 2 ^ 31
-  H.eq(res[0], math.tointeger(want), "i32 sum wraps")
+  for _, algo in ipairs { "oneshot", "ll" } do
+    win:tensor():fill(2147483647)
+    local res = kernel.allreduce(win, { algo = algo })
+    H.eq(res[0], math.tointeger(want), "i32 sum wraps (" .. algo .. ")")
+  end
   win:free()
 end

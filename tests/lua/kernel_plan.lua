@@ -183,5 +183,6 @@ H.raises(function() kernel.plan(w, { coll = "allgather", algo = "tree" }) end,
 H.raises(function() kernel.plan(w, { n = SLICE + 1 }) end, "n must be 1.." .. SLICE, "n past the window")
 H.raises(function() kernel.plan(w, { root = k }) end, "root " .. k .. " is not in the window's team", "root")
 H.raises(function() kernel.plan(w, { ranks = 2 }) end, "unknown option 'ranks'", "unknown option")
+H.raises(function() kernel.plan(w, { algo = "ll" }) end, "algo 'll' has no plan of moves and barriers", "ll has no plan")
 H.raises(function() kernel.plan(tensor.new(4)) end, "window expected", "not a window")
 w:free()

@@ -58,10 +58,16 @@ H.eq(info.peers[my_index], info.address, "my entry of the peer table is my addre
 H.truthy(info.handle:find("MPI_Win_allocate_shared", 1, true), "info.handle")
 H.truthy(tostring(w):find("window(#" .. w.seq .. ", 16 f32, host, rank " .. me, 1, true), "tostring")
 
--- rounding of a size that is not a multiple of the granularity
+-- rounding of a size that is not a multiple of the granularity: the data,
+-- then the kernels' "ll" area (src/core/kll.h: a 256-byte header and two
+-- sets of one slot per rank, 16 bytes per 8 of data up to 64 KiB) and the
+-- host's 128 bytes of sync words
 local big = c:window(info.granularity // 8 + 1, "f64")
-H.eq(big:info().bytes, info.granularity + 8, "bytes")
-H.eq(big:info().alloc_bytes, 2 * info.granularity, "rounded up to two granules")
+local bytes = info.granularity + 8
+local ll = 256 + 2 * math.min(c.size, 16) * ((math.min(bytes, 65536) + 7) // 8) * 16
+H.eq(big:info().bytes, bytes, "bytes")
+H.eq(big:info().alloc_bytes, (bytes + ll + 128 + info.granularity - 1) // info.granularity * info.granularity,
+     "data, ll area and sync words rounded up to granules")
 big:free()
 
 -- sequence numbers count creations on this comm, equal on every rank

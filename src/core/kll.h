@@ -1,0 +1,104 @@
+/* The "ll" all-reduce: a one-shot whose data carries its own ready flag, so
+ * a call needs no barrier round trip (NCCL's LL protocol, taken to a whole
+ * small all-reduce).  Both backends run the same protocol over the same
+ * layout: host_ll.c with C11 atomics, kernels/ll.cu with volatile 16-byte
+ * stores and loads.
+ *
+ * The LL area.  Every window slice keeps, between the user's elements and
+ * the sync words, a header and two sets ("parities") of `slots` slots, one
+ * per possible team member: the communicator's size, at most
+ * GCSH_KERN_MAX_TEAM (a window's team is part of its communicator).  Slot s of a set on rank r receives team member s's contribution
+ * for rank r.  A slot is a run of 16-byte lines; a line carries 8 bytes of
+ * data as two 32-bit words, each followed by a 32-bit flag:
+ *
+ *     { data0, flag, data1, flag }
+ *
+ * so a line is valid when both flags equal the call's flag (a 16-byte store
+ * may land as two 8-byte halves: each half is checked on its own).
+ *
+ * A call.  Rank r reads its header's count c (calls done on this window), so
+ * flag = c + 1 (never 0, which fresh memory holds) and set = c & 1.  It
+ * stores its region, line by line with the flag, into slot r of that set on
+ * every member (its own included), then, for every line, waits until every
+ * slot holds the flag, reduces the slots in team order (0, 1, ..., k-1:
+ * the same bits as one-shot) and stores the result; the header's count
+ * becomes c + 1.
+ *
+ * Why two sets and no clearing.  A member can store call c + 2 into my set
+ * c & 1 only after finishing call c + 1, which needed my call c + 1 data,
+ * which I store only after I finished reading call c.  Old lines hold old
+ * flags, which never equal the new one.  The count lives in the window, not
+ * on the host, so a CUDA graph's replays advance it too, and an interrupted
+ * call leaves every rank's count one further, as a finished one does.
+ *
+ * Sizes: the LL area holds GCSH_LL_MAX_BYTES per member (the region a call
+ * takes, past which one-shot and two-shot win anyway), or the window's own
+ * size when that is smaller. */
+#ifndef GCSH_KLL_H
+#define GCSH_KLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "core/kreduce.h"
+
+/* The most bytes of a region an "ll" call takes. */
+#define GCSH_LL_MAX_BYTES ((size_t)64 * 1024)
+/* Data bytes per 16-byte line. */
+#define GCSH_LL_LINE_DATA 8
+#define GCSH_LL_LINE_BYTES 16
+/* The header at the start of the LL area: the call count (and, on cuda, a
+ * word its blocks count themselves out on); padded to a line boundary. */
+#define GCSH_LL_HEADER_BYTES 256
+
+typedef struct gcsh_ll_header {
+    uint64_t count; /* calls done on this window: flag = count + 1 */
+    uint32_t done;  /* cuda: blocks of the running call that finished */
+    uint32_t pad;
+} gcsh_ll_header;
+
+/* Lines that carry `bytes` of data. */
+GCSH_HD static inline size_t gcsh_ll_lines(size_t bytes)
+{
+    return (bytes + GCSH_LL_LINE_DATA - 1) / GCSH_LL_LINE_DATA;
+}
+
+/* The region bytes the LL area of a window of `window_bytes` holds. */
+GCSH_HD static inline size_t gcsh_ll_capacity(size_t window_bytes)
+{
+    return window_bytes < GCSH_LL_MAX_BYTES ? window_bytes : GCSH_LL_MAX_BYTES;
+}
+
+GCSH_HD static inline size_t gcsh_ll_slot_bytes(size_t window_bytes)
+{
+    return gcsh_ll_lines(gcsh_ll_capacity(window_bytes)) * GCSH_LL_LINE_BYTES;
+}
+
+/* The slots per set for a communicator of comm_size ranks. */
+GCSH_HD static inline int gcsh_ll_slots(int comm_size)
+{
+    return comm_size < GCSH_KERN_MAX_TEAM ? comm_size : GCSH_KERN_MAX_TEAM;
+}
+
+/* The LL area's bytes for a window of `window_bytes` per slice. */
+GCSH_HD static inline size_t gcsh_ll_area_bytes(size_t window_bytes, int slots)
+{
+    return GCSH_LL_HEADER_BYTES + 2 * (size_t)slots * gcsh_ll_slot_bytes(window_bytes);
+}
+
+/* Byte offset, from the LL area's start, of slot `member` of set `set`. */
+GCSH_HD static inline size_t gcsh_ll_slot_offset(size_t window_bytes, int slots, unsigned set,
+                                                 int member)
+{
+    return GCSH_LL_HEADER_BYTES +
+           ((size_t)set * (size_t)slots + (size_t)member) * gcsh_ll_slot_bytes(window_bytes);
+}
+
+/* The flag of the call after `count` calls: never 0 (fresh memory). */
+GCSH_HD static inline uint32_t gcsh_ll_flag(uint64_t count)
+{
+    return (uint32_t)(count % 0xffffffffu) + 1u;
+}
+
+#endif

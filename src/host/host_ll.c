@@ -1,0 +1,124 @@
+/* The host backend's "ll" all-reduce: the protocol of core/kll.h over MPI
+ * shared memory, with the cuda kernel's layout (kernels/ll.cu).
+ *
+ * A line's two halves are 64-bit words, { data | flag << 32 }, each stored
+ * and loaded atomically: a reader that sees the flag in a word sees that
+ * word's data, so no barrier and no fence between data and flag is needed,
+ * which is the point of the protocol.  The reduction itself is the host's
+ * job loop (host_kern.c's gcsh_kjob) over the members' contributions, once
+ * they are unpacked: the same order and rounding as every other kernel. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/gcsh.h"
+#include "core/kll.h"
+#include "host/host.h"
+
+#define FLAG_MASK ((uint64_t)UINT32_MAX << 32)
+
+typedef struct ll_call {
+    const gcsh_window_desc *d;
+    const gcsh_kll_args *a;
+    size_t bytes, lines;
+    uint32_t flag;
+    unsigned set;
+} ll_call;
+
+static char *area_of(const ll_call *c, int member)
+{
+    return (char *)c->d->peer[member] + c->a->ll_off;
+}
+
+/* Word `half` (0 or 1) of line `line` of slot `slot` in member's set. */
+static _Atomic uint64_t *line_word(const ll_call *c, int member, int slot, size_t line, int half)
+{
+    char *p = area_of(c, member) + gcsh_ll_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot) +
+              line * GCSH_LL_LINE_BYTES;
+    return (_Atomic uint64_t *)p + half;
+}
+
+/* My region, line by line with the flag, into slot `me` of every member
+ * (mine included). */
+static void post(const ll_call *c, const char *mine)
+{
+    int me = c->d->team_rank;
+    for (size_t i = 0; i < c->lines; i++) {
+        uint32_t data[2] = {0, 0};
+        size_t first = i * GCSH_LL_LINE_DATA, left = c->bytes - first;
+        memcpy(data, mine + first, left < GCSH_LL_LINE_DATA ? left : GCSH_LL_LINE_DATA);
+        for (int p = 0; p < c->d->team_size; p++)
+            for (int h = 0; h < 2; h++)
+                atomic_store_explicit(line_word(c, p, me, i, h),
+                                      (uint64_t)c->flag << 32 | data[h], memory_order_release);
+    }
+}
+
+/* Member s's contribution, from slot s of my set, into `to` (bytes of it),
+ * each word once its flag is this call's. */
+static int receive(gcsh_ctx *ctx, const ll_call *c, int s, char *to)
+{
+    int me = c->d->team_rank;
+    for (size_t i = 0; i < c->lines; i++) {
+        uint32_t data[2];
+        for (int h = 0; h < 2; h++) {
+            _Atomic uint64_t *w = line_word(c, me, s, i, h);
+            if (gcsh_host_wait_bits(ctx, w, FLAG_MASK, (uint64_t)c->flag << 32,
+                                    "kernel collective interrupted while waiting for a peer") != 0)
+                return -1;
+            data[h] = (uint32_t)atomic_load_explicit(w, memory_order_acquire);
+        }
+        size_t first = i * GCSH_LL_LINE_DATA, left = c->bytes - first;
+        memcpy(to + first, data, left < GCSH_LL_LINE_DATA ? left : GCSH_LL_LINE_DATA);
+    }
+    return 0;
+}
+
+/* Every member's contribution (team order), reduced into dst. */
+static int reduce_into(gcsh_ctx *ctx, const ll_call *c, void *dst)
+{
+    int k = c->d->team_size;
+    char *all = malloc(c->bytes * (size_t)k);
+    if (!all)
+        return gcsh_set_error(ctx, "kernel.allreduce (ll): out of host memory");
+    int rc = 0;
+    for (int s = 0; s < k && rc == 0; s++)
+        rc = receive(ctx, c, s, all + (size_t)s * c->bytes);
+    if (rc == 0) {
+        gcsh_kjob j;
+        memset(&j, 0, sizeof j);
+        j.k = k;
+        j.m = 1;
+        j.n = c->a->n;
+        j.dt = c->a->dt;
+        j.op = c->a->op;
+        for (int s = 0; s < k; s++)
+            j.src[s] = all + (size_t)s * c->bytes;
+        j.dst[0] = dst;
+        rc = gcsh_host_kernel_ops.reduce(ctx, &j);
+    }
+    free(all);
+    return rc;
+}
+
+int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                           const gcsh_kll_args *a)
+{
+    (void)w;
+    ll_call c = {.d = d, .a = a, .bytes = a->n * gcsh_dtype_size(a->dt)};
+    if (c.bytes > gcsh_ll_capacity(a->window_bytes))
+        return gcsh_set_error(ctx, "kernel.allreduce (ll): %zu bytes exceed the LL area's %zu",
+                              c.bytes, gcsh_ll_capacity(a->window_bytes));
+    gcsh_ll_header *h = (gcsh_ll_header *)area_of(&c, d->team_rank);
+    uint64_t count = h->count; /* only I touch my header */
+    c.lines = gcsh_ll_lines(c.bytes);
+    c.flag = gcsh_ll_flag(count);
+    c.set = (unsigned)(count & 1);
+    char *mine = (char *)d->peer[d->team_rank] + a->offset * gcsh_dtype_size(a->dt);
+    post(&c, mine);
+    int rc = reduce_into(ctx, &c, a->out ? a->out : mine);
+    /* counted even when interrupted: every member posted, so its peers may
+     * have finished; the counts stay equal (kll.h) */
+    h->count = count + 1;
+    return rc;
+}
