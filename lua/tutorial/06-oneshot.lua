@@ -71,3 +71,18 @@ kernel.allreduce(w, {algo = "oneshot"})
 lesson.expect(w:tensor(), size * (size + 1) // 2,
               "kernel.allreduce oneshot")
 w:free()
+
+--- Without the barrier: flags in the data
+-- The barrier costs a round trip before any data moves, and for small
+-- messages that wait is most of the time.  algo="ll" drops it: each rank
+-- stores its data into its own slot on every rank, and every 8 bytes of
+-- data travel with a flag, the call's number, in one 16-byte store.  A
+-- rank reduces its slots as the flags arrive: a line whose flag is this
+-- call's holds this call's data.  Two sets of slots take turns, so old
+-- lines never need clearing (NCCL's LL protocol; src/core/kll.h).
+w = c:window(n, "i32")
+w:tensor():fill(rank + 1)
+kernel.allreduce(w, {algo = "ll"})
+lesson.expect(w:tensor(), size * (size + 1) // 2,
+              "kernel.allreduce ll")
+w:free()
