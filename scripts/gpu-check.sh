@@ -60,35 +60,52 @@ make -j"$(nproc)" "${make_args[@]}" all unit >"$BUILD.make.log" 2>&1 ||
     { tail -40 "$BUILD.make.log"; die "build failed (log: $BUILD.make.log)"; }
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-# one GPU: only a one-rank smoke run, asked for by name (GCSH_GPU_RANKS=1)
-[ "$ngpu" -ge 2 ] || [ "${GCSH_GPU_RANKS:-}" = 1 ] ||
-    die "need at least 2 visible GPUs, found $ngpu (GCSH_GPU_RANKS=1 runs a one-rank smoke test)"
-counts=(2)
-[ "$ngpu" -ge 4 ] && counts+=(4)
-# GCSH_GPU_RANKS="2" and GCSH_GPU_TESTS=<extended regex on the test name>
-# narrow a rerun to what failed; the full set is the default.
+[ "$ngpu" -ge 1 ] || die "no GPU visible (nvidia-smi -L lists none)"
+# The configurations, each "N" (N ranks, one GPU each) or "Ns" (N ranks
+# sharing GPUs: GCSH_SHARE_GPU=1, gcsh starting its own MPS daemon, as
+# gcsh -n N --share-gpu does).  One GPU: 1 rank, then 2 and 4 sharing it.
+# Several: 2 (and 4) dedicated, then 4 ranks sharing 2 GPUs.
+if [ "$ngpu" = 1 ]; then
+    counts=(1 2s 4s)
+else
+    counts=(2)
+    [ "$ngpu" -ge 4 ] && counts+=(4)
+    counts+=(4s)
+fi
+# GCSH_GPU_RANKS="2s 4s" and GCSH_GPU_TESTS=<extended regex on the test
+# name> narrow a rerun to what failed; the full set is the default.
+# GCSH_GPU_MPS=0: the shared runs without MPS (--share-gpu=nomps).
 [ -n "${GCSH_GPU_RANKS:-}" ] && read -r -a counts <<<"$GCSH_GPU_RANKS"
 wanted() { [ -z "${GCSH_GPU_TESTS:-}" ] || grep -qE "$GCSH_GPU_TESTS" <<<"$1"; }
+share_mode=1
+[ "${GCSH_GPU_MPS:-1}" = 0 ] && share_mode=nomps
 
-mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
-[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+base_mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+[ "$(id -u)" = 0 ] && base_mpi+=(--allow-run-as-root)
 mkdir -p "$LOGS"
 
+# MPS daemons and servers that are not zombies (a container's first
+# process may never reap them).
+live_mps() { ps -eo stat=,args= | awk '$1 !~ /^Z/ && /nvidia-cuda-mps-(control|server)/'; }
+[ -z "$(live_mps)" ] || echo "gpu-check: an MPS daemon runs already (not ours): $(live_mps)"
+mps_before=$(live_mps)
+
 passed=0 failed=0
-# run NAME NP COMMAND...: one test; its output goes to a log, shown on failure.
+# run NAME NP COMMAND...: one test under mpi (the configuration's mpirun);
+# its output goes to a log, shown on failure.
 run() {
     local name=$1 np=$2
     shift 2
     wanted "$name" || return 0
-    local log="$LOGS/${name//\//_}.np$np.log"
+    local log="$LOGS/${name//\//_}.np$np$tag.log"
     local t0=$SECONDS
     if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
-        printf 'ok    %-32s np=%d  %3ds\n' "$name" "$np" $((SECONDS - t0))
+        printf 'ok    %-32s np=%d%s  %3ds\n' "$name" "$np" "$tag" $((SECONDS - t0))
     else
         local rc=$?
         failed=$((failed + 1))
-        printf 'FAIL  %-32s np=%d  rc=%d%s\n' "$name" "$np" "$rc" \
+        printf 'FAIL  %-32s np=%d%s  rc=%d%s\n' "$name" "$np" "$tag" "$rc" \
             "$([ $rc = 124 ] && echo " (timed out after ${TIMEOUT}s)")"
         grep -E 'FAIL|check failed|error|Error' "$log" | head -20 | sed 's/^/      /'
         echo "      --- last lines of $log"
@@ -96,49 +113,104 @@ run() {
     fi
 }
 
-for np in "${counts[@]}"; do
+# check NAME CONDITION-TEXT: a test that is a fact of this script (empty
+# text: passed).
+check() {
+    if [ -z "$2" ]; then
+        passed=$((passed + 1)); printf 'ok    %s\n' "$1"
+    else
+        failed=$((failed + 1)); printf 'FAIL  %s\n      %s\n' "$1" "$2"
+    fi
+}
+
+LUA_TESTS="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}"
+# mpi=(...) and tag for configuration $1 ("N" or "Ns"); np in $np
+configure() {
+    np=${1%s}
+    mpi=("${base_mpi[@]}")
+    tag=""
+    if [ "$1" != "$np" ]; then
+        tag=" shared"
+        mpi+=(-x GCSH_SHARE_GPU="$share_mode")
+        # on several GPUs the shared run puts np ranks on np/2 of them
+        if [ "$ngpu" -gt 1 ]; then
+            local g=$((np / 2 > 0 ? np / 2 : 1)) list=0
+            for ((i = 1; i < g; i++)); do list+=",$i"; done
+            mpi+=(-x CUDA_VISIBLE_DEVICES="$list")
+        fi
+    fi
+}
+
+# The window kinds that work in this configuration ("nccl vmm", or "vmm"
+# where NCCL offers no symmetric memory: one rank, shared GPUs).
+usable_kinds() {
+    "${mpi[@]}" -np "$np" env LUA_PATH="$LUA_TESTS" "$BUILD/gcsh" -e \
+        'local k = require("common").kinds(comm.world()); if rank == 0 then print("kinds: " .. table.concat(k, " ")) end' \
+        2>&1 | sed -n 's/^kinds: //p' | tail -n 1
+}
+
+for cfg in "${counts[@]}"; do
+    configure "$cfg"
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
     run test_cuda_window "$np" "$BUILD/tests/test_cuda_window"
     run test_cuda_xfer "$np" "$BUILD/tests/test_cuda_xfer"
     for t in tests/gpu/*.lua; do
         [ -e "$t" ] || continue
-        run "$t" "$np" env LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}" \
-            GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
+        run "$t" "$np" env LUA_PATH="$LUA_TESTS" GCSH_TEST_FAULTS=1 "$BUILD/gcsh" "$t"
     done
     # the steppers' tests and every lesson (lua/tutorial), on windows of each
-    # kind: tests/gpu/lib/window_kind.lua makes it the default kind
-    for kind in nccl vmm; do
+    # kind that works here (tests/gpu/lib/window_kind.lua makes it the
+    # default kind), and once with the default kind itself
+    kinds=$(usable_kinds)
+    echo "gpu-check: np=$np$tag: window kinds here: ${kinds:-none}"
+    for kind in $kinds default; do
         for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
-            run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" \
-                LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;;" \
-                "$BUILD/gcsh" -l window_kind "$t"
+            if [ "$kind" = default ]; then
+                run "$t" "$np" env LUA_PATH="$LUA_TESTS" "$BUILD/gcsh" "$t"
+            else
+                run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
+                    "$BUILD/gcsh" -l window_kind "$t"
+            fi
         done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
     for t in tests/gpu/*.sh; do
         [ -e "$t" ] || continue
         wanted "$t" || continue
-        log="$LOGS/$(basename "$t").np$np.log"
-        if timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1 &&
+        log="$LOGS/$(basename "$t").np$np$tag.log"
+        share_env=()
+        [ -n "$tag" ] && share_env=(GCSH_SHARE_GPU="$share_mode")
+        if env "${share_env[@]}" timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1 &&
             grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
-            passed=$((passed + 1)); printf 'ok    %-32s np=%d\n' "$t" "$np"
+            passed=$((passed + 1)); printf 'ok    %-32s np=%d%s\n' "$t" "$np" "$tag"
         else
-            failed=$((failed + 1)); printf 'FAIL  %-32s np=%d\n' "$t" "$np"
+            failed=$((failed + 1)); printf 'FAIL  %-32s np=%d%s\n' "$t" "$np" "$tag"
             grep -E '^FAIL' -A4 "$log" | head -30 | sed 's/^/      /'
         fi
     done
+    left=$(live_mps)
+    check "no MPS daemon left after np=$np$tag" "$([ "$left" = "$mps_before" ] || echo "$left")"
 done
 
-# the "ll" kernel under compute-sanitizer at 2 ranks: memcheck (out of
-# bounds, misaligned) and synccheck (barrier misuse); any report fails it
+# Every kernel algorithm under compute-sanitizer: memcheck (out of bounds,
+# misaligned) and synccheck (barrier misuse); any report fails it.  At 2
+# ranks sharing a GPU on one-GPU machines, 2 GPUs elsewhere.  Only gcsh is
+# instrumented (not the MPS daemon it starts).  API errors are not
+# reported: NCCL probes kernel images of other architectures.
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
-if [ -n "$SANITIZER" ]; then
+if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
+    if [ "$ngpu" = 1 ]; then configure 2s; else configure 2; fi
     for tool in memcheck synccheck; do
-        run "sanitize:$tool:ll" 2 env LUA_PATH="$ROOT/tests/lua/?.lua;${LUA_PATH:-;}" \
-            "$SANITIZER" --tool "$tool" --error-exitcode 3 "$BUILD/gcsh" tests/gpu/ll_sanitize.lua
+        for t in ll_sanitize algos_sanitize; do
+            run "sanitize:$tool:$t" 2 env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
+                --error-exitcode 3 --report-api-errors no --target-processes application-only \
+                "$BUILD/gcsh" "tests/gpu/$t.lua"
+        done
     done
+    left=$(live_mps)
+    check "no MPS daemon left after the sanitizer runs" "$([ "$left" = "$mps_before" ] || echo "$left")"
 else
-    echo "gpu-check: no compute-sanitizer here: the sanitizer runs are left out"
+    echo "gpu-check: no compute-sanitizer here (or GCSH_GPU_SANITIZE=0): the sanitizer runs are left out"
 fi
 
 echo "$passed passed, $failed failed"

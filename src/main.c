@@ -36,6 +36,7 @@ typedef struct options {
     int quiet;         /* -q */
     int nranks;        /* -n N, 0 when absent */
     const char *backend;
+    gcsh_share_mode share;  /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
     double timeout;
     int first_action;  /* argv index of the first -e/-l, or 0 */
     int script;        /* argv index of the script, or 0 */
@@ -140,6 +141,14 @@ static int opt_mpirun(options *o, const option_row *row, const char *val, int at
     return 0;
 }
 
+/* --share-gpu (MPS) and --share-gpu=nomps. */
+static int opt_share(options *o, const option_row *row, const char *val, int at)
+{
+    (void)val, (void)at;
+    const char *eq = strchr(row->name, '=');
+    return gcsh_share_parse(eq ? eq + 1 : NULL, &o->share);
+}
+
 /* --record, --replay, --trace FILE. */
 static int opt_file(options *o, const option_row *row, const char *val, int at)
 {
@@ -174,6 +183,10 @@ static const option_row option_table[] = {
      "start N ranks under mpirun (gcsh stays their parent)"},
     {"--backend", NULL, "B", "host or cuda", 0, opt_backend,
      "host or cuda (default: cuda when a GPU is visible)"},
+    {"--share-gpu", NULL, NULL, NULL, 0, opt_share,
+     "ranks share the GPUs round-robin, with MPS"},
+    {"--share-gpu=nomps", NULL, NULL, NULL, 0, opt_share,
+     "the same without MPS (time-sliced)"},
     {"--timeout", NULL, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
     {"--record", NULL, "FILE", "a file name", 0, opt_file,
@@ -255,6 +268,9 @@ static void print_help(const char *prog)
 static int parse_options(int argc, char **argv, options *o)
 {
     *o = (options){.timeout = 10};
+    const char *env_share = getenv("GCSH_SHARE_GPU");
+    if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
+        return usage(argv[0], "GCSH_SHARE_GPU must be 1, mps, nomps or 0"), -1;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -607,6 +623,14 @@ static int replay_setup(options *o, const char **extra)
     return 0;
 }
 
+/* --share-gpu where the backend has no GPU: said once, and the job runs. */
+static void say_nothing_to_share(const gcsh_ctx *ctx)
+{
+    if (ctx->share.mode != GCSH_SHARE_OFF && ctx->rank == 0 && strcmp(ctx->be->name, "host") == 0)
+        fprintf(stderr, "gcsh: --share-gpu: the host backend has no GPU to share; the ranks "
+                        "run on CPUs\n");
+}
+
 /* Under a plain `mpirun -np N gcsh --help`, one answer is enough: the
  * launcher's rank 0 (before MPI is up, from the launcher's environment). */
 static int first_process(void)
@@ -656,6 +680,7 @@ int main(int argc, char **argv)
     gcsh_ctx ctx = {0};
     gcsh_rank_topology(&ctx);
     ctx.board = gcsh_board_open(&ctx); /* collective, before any thread starts */
+    gcsh_share_start(&ctx.share, o.share, o.backend); /* before CUDA starts */
     int code = 1;
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)
@@ -666,10 +691,12 @@ int main(int argc, char **argv)
     } else if (!gcsh_rank_lua(&ctx)) {
         fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
     } else {
+        say_nothing_to_share(&ctx);
         set_arg_table(ctx.L, argc, argv, o.script);
         code = run_rank(&ctx, argc, argv, &o);
     }
     gcsh_rank_close(&ctx);
+    gcsh_share_stop(&ctx.share);
     gcsh_board_close(ctx.board);
     MPI_Finalize();
     return code;

@@ -110,6 +110,10 @@ local CAPS = {
   { "fabric", "cumem_fabric" }, { "NCCL symmetric", "nccl_symmetric" },
 }
 local NVLS = { { "NVLS", "nvls" } }
+-- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart
+local SHARE = {
+  { "GPU shared:", "gpu_shared" }, { "MPS:", "mps" }, { "NCCL hosts:", "nccl_hosts" },
+}
 local ROW = {
   { "rank", "rank" }, { "host", "host" }, { "local", "local_rank" }, { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
@@ -178,8 +182,7 @@ local function rank_table(ranks, used, out)
   end
 end
 
-local LINK_TITLE = "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, net: other node)"
-
+local LINK_TITLE = "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, =: same GPU, net: other)"
 -- The link from rank i's GPU to rank j's: what rank i found between its
 -- device and the one at rank j's PCI address, on the same host.
 local function link_matrix(ranks, links, out)
@@ -196,6 +199,7 @@ local function link_matrix(ranks, links, out)
       local cell
       if i == j then cell = "."
       elseif fi.host ~= fj.host or fi.node ~= fj.node then cell = "net"
+      elseif fi.pci and fi.pci == fj.pci then cell = "="
       else cell = links[i][fj.pci or ""] or "?" end
       if cell == "none" then cell = "-" end
       row[#row + 1] = string.format("%5s", cell)
@@ -223,6 +227,11 @@ function M.format(texts)
   wrap(head, ", ", out)
   wrap(items(ranks, CAPS, used), ", ", out)
   wrap(items(ranks, NVLS, used), "; ", out)
+  for _, item in ipairs(items(ranks, SHARE, used)) do
+    local words = {}
+    for w in item:gmatch("%S+") do words[#words + 1] = w end
+    wrap(words, " ", out)
+  end
   rank_table(ranks, used, out)
   link_matrix(ranks, links, out)
   -- facts no list above knows (a backend's new ones): generically, sorted

@@ -54,12 +54,12 @@ static void check_backend(lua_State *L, int rc)
 int gcsh_comm_signals(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_check_comm(L, 1);
+    lcomm *lc = gcsh_check_comm(L, 1);
     gcsh_sym_require_windows(L, "signals");
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "signals");
     gcsh_sym_read_n(L, 2, &p, "signals", 1);
-    gcsh_sym_read_kind(L, 3, &p, "signals", 2);
+    gcsh_sym_read_kind(L, 3, &p, "signals", 2, lc->impl);
     snprintf(p.dtype, sizeof p.dtype, "i64");
     gcsh_sym_size size;
     gcsh_sym_check_size(ctx, &p, "signals", 1, WORD_BYTES, SIGNALS_MAX_N, &size);

@@ -61,9 +61,10 @@ gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argn
     gcsh_sym_proposal_init(p, "window");
     gcsh_sym_read_n(L, first, p, fname, argno);
     gcsh_dtype dt = read_dtype(L, first + 1, p, fname, argno + 1);
-    gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2);
+    lcomm *lc = gcsh_check_comm(L, first - 1);
+    gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2, lc->impl);
     gcsh_sym_check_size(ctx, p, fname, argno, gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, size);
-    gcsh_kern_reserve_sync(ctx, p, size, gcsh_check_comm(L, first - 1)->size);
+    gcsh_kern_reserve_sync(ctx, p, size, lc->size);
     return dt;
 }
 

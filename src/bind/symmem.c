@@ -199,44 +199,81 @@ void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fn
         p->n = n;
 }
 
-/* Options {kind=} at arg: an unknown kind or option is a problem that lists
- * the valid ones (never a silent fallback). */
-void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
-                        int argno)
+/* The first kind of the backend's list (its order of preference) that
+ * works on c, into kind; with none, "" and the last reason in why. */
+static void preferred_kind(gcsh_ctx *ctx, gcsh_comm_impl *c, char *kind, size_t klen, char *why,
+                           size_t wlen)
 {
-    const gcsh_window_ops *win = gcsh_ctx_of(L)->be->win;
-    const char *kind = win->default_kind;
+    const gcsh_window_ops *win = ctx->be->win;
+    for (const char *p = win->kinds; *p;) {
+        size_t w = strcspn(p, " ");
+        snprintf(kind, klen, "%.*s", (int)w, p);
+        if (!win->kind_usable || win->kind_usable(ctx, c, kind, why, wlen) == 0)
+            return;
+        p += w;
+        p += strspn(p, " ");
+    }
+    kind[0] = '\0';
+}
+
+/* The first unknown key of the options table at arg, in sorted order, so
+ * that every rank names the same one (traversal order follows each
+ * process's string hashes); "" when every key is known. */
+static void first_unknown_option(lua_State *L, int arg, char *unknown, size_t len)
+{
+    unknown[0] = '\0';
+    lua_pushnil(L);
+    while (lua_next(L, arg)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "kind") == 0)
+            continue;
+        const char *name = luaL_tolstring(L, -1, NULL);
+        if (!unknown[0] || strcmp(name, unknown) < 0)
+            snprintf(unknown, len, "%s", name);
+        lua_pop(L, 1); /* lua_next needs the key on top */
+    }
+}
+
+/* Options {kind=} at arg: an unknown kind or option is a problem that lists
+ * the valid ones, and a kind that does not work on c says why and names the
+ * one that does (never a silent fallback).  Without kind=, the backend's
+ * first kind that works on c. */
+void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
+                        int argno, gcsh_comm_impl *c)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const gcsh_window_ops *win = ctx->be->win;
+    const char *asked = NULL;
     if (!lua_isnoneornil(L, arg) && !lua_istable(L, arg)) {
         gcsh_sym_problem(p, "bad argument #%d to '%s' (table expected, got %s)", argno, fname,
                          luaL_typename(L, arg));
     } else if (lua_istable(L, arg)) {
-        /* the first unknown key in sorted order, so every rank names the
-         * same one (traversal order follows each process's string hashes) */
-        char unknown[64] = "";
-        lua_pushnil(L);
-        while (lua_next(L, arg)) {
-            lua_pop(L, 1);
-            if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "kind") == 0)
-                continue;
-            const char *name = luaL_tolstring(L, -1, NULL);
-            if (!unknown[0] || strcmp(name, unknown) < 0)
-                snprintf(unknown, sizeof unknown, "%s", name);
-            lua_pop(L, 1); /* lua_next needs the key on top */
-        }
+        char unknown[64];
+        first_unknown_option(L, arg, unknown, sizeof unknown);
         if (unknown[0])
             gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
                              argno, fname, unknown);
         lua_getfield(L, arg, "kind");
         if (lua_type(L, -1) == LUA_TSTRING)
-            kind = lua_tostring(L, -1);
+            asked = lua_tostring(L, -1);
         else if (!lua_isnil(L, -1))
             gcsh_sym_problem(p, "bad argument #%d to '%s' (kind must be a string, got %s)", argno,
                              fname, luaL_typename(L, -1));
     }
-    if (!kind_is_listed(win->kinds, kind))
+    char why[sizeof p->problem / 2] = "";
+    if (!asked) {
+        preferred_kind(ctx, c, p->kind, sizeof p->kind, why, sizeof why);
+        if (!p->kind[0])
+            gcsh_sym_problem(p, "%s: no kind (%s) works here: %s", fname, win->kinds, why);
+        return;
+    }
+    snprintf(p->kind, sizeof p->kind, "%s", asked);
+    if (!kind_is_listed(win->kinds, asked))
         gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown kind '%s' (valid: %s))", argno,
-                         fname, kind, win->kinds);
-    snprintf(p->kind, sizeof p->kind, "%s", kind);
+                         fname, asked, win->kinds);
+    else if (win->kind_usable && win->kind_usable(ctx, c, asked, why, sizeof why) != 0)
+        gcsh_sym_problem(p, "bad argument #%d to '%s' (kind '%s' does not work here: %s)", argno,
+                         fname, asked, why);
 }
 
 void gcsh_sym_require_windows(lua_State *L, const char *fname)

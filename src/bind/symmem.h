@@ -55,10 +55,11 @@ void gcsh_sym_problem(gcsh_sym_proposal *p, const char *fmt, ...)
 /* Readers of creation arguments: what is wrong becomes a problem of p.
  * n at stack index arg is argument #argno of fname (#1 of a method);
  * options {kind=} at arg are argument #argno (an unknown kind or option
- * lists the valid ones). */
+ * lists the valid ones; one that does not work on communicator c says why;
+ * without kind=, the backend's first kind that works on c). */
 void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname, int argno);
 void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
-                        int argno);
+                        int argno, gcsh_comm_impl *c);
 /* Raises when the backend has no windows (the same on every rank). */
 void gcsh_sym_require_windows(lua_State *L, const char *fname);
 

@@ -161,8 +161,15 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
 }
 
 typedef struct gcsh_window_ops {
-    const char *kinds;        /* the valid kinds, space separated ("host", "nccl vmm") */
-    const char *default_kind;
+    /* The valid kinds, space separated, in order of preference ("host",
+     * "nccl vmm"): a window without {kind=} gets the first usable one. */
+    const char *kinds;
+    /* Optional (NULL: every kind works everywhere): whether kind works on
+     * communicator c, as the library behind it reports for c (local, the
+     * same on every rank of c).  0, or -1 with the reason in why, which
+     * names the kind that works instead. */
+    int (*kind_usable)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, char *why,
+                       size_t len);
     /* The allocation granularity of kind (no allocation; equal on every rank). */
     int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
     /* Optional (NULL: no bound beyond the binding's element limit): the most

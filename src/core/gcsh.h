@@ -11,6 +11,7 @@
 #include <lua.h>
 
 #include "core/backend.h"
+#include "core/share.h"
 
 #define GCSH_VERSION "0.1.0"
 
@@ -23,6 +24,9 @@ struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
     int local_rank, local_size; /* on this node (or GCSH_RANKS_PER_NODE group) */
     int node;                   /* index of this rank's node */
+    /* --share-gpu: the machine's ranks, what serves the GPUs they share
+     * (share.h); set before the backend starts. */
+    gcsh_share share;
     const gcsh_backend *be;
     void *be_state;             /* owned by the backend */
     /* Where this rank's collectives read and write: GCSH_LOC_HOST, or the

@@ -51,6 +51,13 @@ typedef struct cuda_state {
     unsigned enqueued;
     cudaEvent_t throttle[CUDA_THROTTLE_MARKS];
     int throttle_set[CUDA_THROTTLE_MARKS];
+    /* --share-gpu (cuda_share.c): who shares this GPU ("no", "cuda:0 with
+     * ranks 0-3") and how NCCL tells the ranks apart, for .info. */
+    char shared[128];
+    char nccl_hosts[128];
+    /* NCCL's symmetric memory on the world communicator (.info): 1 yes,
+     * -1 no, 0 not known until comm.world() is made. */
+    int world_symmetric;
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -68,7 +75,26 @@ struct gcsh_comm_impl {
     MPI_Comm mpi;
     int rank, size;
     int aborted;          /* after an error or an interrupt: only Abort is left */
+    /* NCCL offers symmetric memory on it (windows of kind "nccl"), as
+     * NCCL itself answered when it was made (cuda_comm.c). */
+    int symmetric;
 };
+
+/* ---- GPU choice and sharing (cuda_share.c) ---- */
+
+/* This rank's GPU among count: the machine's rank r takes GPU r, or r %
+ * count with --share-gpu; more ranks than GPUs without it is an error
+ * naming the option. */
+int cuda_choose_device(gcsh_ctx *ctx, int count, int *dev);
+/* Before NCCL starts, collective over the machine's ranks (dev -1 and st
+ * NULL for a rank that failed before, so that no rank waits): who shares
+ * which GPU, and each round's NCCL host identity. */
+void cuda_share_setup(gcsh_ctx *ctx, int count, int dev, cuda_state *st);
+/* Why NCCL gives no symmetric memory to a communicator of comm_size ranks
+ * that has none (NCCL does not say; these are its conditions). */
+const char *cuda_no_symmetric_reason(const cuda_state *st, int comm_size);
+/* .info's sharing fields: gpu_shared, nccl_hosts, mps. */
+void cuda_share_info(const gcsh_ctx *ctx, const cuda_state *st, lua_State *L);
 
 /* Records "file:line: call: what" for a failed CUDA / NCCL call; returns -1.
  * A sticky CUDA error (illegal address, launch failure, ...: the context is

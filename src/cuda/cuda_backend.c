@@ -79,24 +79,26 @@ static uint64_t wait_bound_ns(void)
     return (uint64_t)(sec * 1e9);
 }
 
-/* One GPU per rank, chosen by node-local rank: the usual NCCL layout, and the
- * one that makes ranks of a node peers over NVLink. */
+/* The rank's GPU (cuda_share.c: one per rank, or shared with --share-gpu)
+ * and its stream, scratch and wait control.  The sharing facts are
+ * gathered over the machine's ranks first, also by a rank that has no
+ * device, so that none waits for it. */
 static int cuda_init(gcsh_ctx *ctx)
 {
-    int count = 0;
+    int count = 0, dev = -1;
     cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count < 1)
+        e = cudaErrorNoDevice;
+    int chosen = e == cudaSuccess && cuda_choose_device(ctx, count, &dev) == 0;
+    cuda_state *st = chosen ? calloc(1, sizeof *st) : NULL;
+    cuda_share_setup(ctx, count, st ? dev : -1, st);
     if (e != cudaSuccess)
         return gcsh_set_error(ctx, "cuda backend: no usable GPU: %s", cudaGetErrorString(e));
-    if (ctx->local_size > count)
-        return gcsh_set_error(ctx,
-                              "cuda backend: node %d runs %d ranks but has %d visible GPU%s "
-                              "(one GPU per rank: start at most %d ranks per node, or use "
-                              "--backend host)",
-                              ctx->node, ctx->local_size, count, count == 1 ? "" : "s", count);
-    cuda_state *st = calloc(1, sizeof *st);
+    if (!chosen)
+        return -1;
     if (!st)
         return gcsh_set_error(ctx, "cuda backend: out of host memory");
-    st->dev = ctx->local_rank;
+    st->dev = dev;
     struct cudaDeviceProp prop;
     CUDA_TRY(ctx, cudaSetDevice(st->dev));
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
@@ -243,7 +245,7 @@ static const char *yes_no(int dev, CUdevice_attribute attr)
  * (vmm windows pass POSIX fds; fabric handles would cross nodes), NVLS and
  * why it is off (the opt-in policy: no multicast query without it), NCCL's
  * symmetric windows (ncclCommWindowRegister, NCCL 2.27 on; nccl windows). */
-static void push_capabilities(lua_State *L, cuda_state *st, int count)
+static void push_capabilities(lua_State *L, const gcsh_ctx *ctx, cuda_state *st, int count)
 {
     int p2p = 0;
     for (int d = 0; d < count && !p2p; d++) {
@@ -270,8 +272,12 @@ static void push_capabilities(lua_State *L, cuda_state *st, int count)
     else if (v < 22700)
         lua_pushfstring(L, "no (NCCL %d.%d: 2.27 is the first with symmetric windows)",
                         v / 10000, (v / 100) % 100);
+    else if (st->world_symmetric > 0)
+        lua_pushstring(L, "yes (NCCL, for comm.world())");
+    else if (st->world_symmetric < 0)
+        lua_pushfstring(L, "no: %s", cuda_no_symmetric_reason(st, ctx->size));
     else
-        lua_pushstring(L, "yes");
+        lua_pushstring(L, "not asked yet (NCCL answers when comm.world() is made)");
     lua_setfield(L, -2, "nccl_symmetric");
 }
 
@@ -314,7 +320,8 @@ static void cuda_info(gcsh_ctx *ctx, void *lua_state)
         lua_pushinteger(L, gcsh_numa_of_pci(bus));
         lua_setfield(L, -2, "numa");
     }
-    push_capabilities(L, st, count);
+    push_capabilities(L, ctx, st, count);
+    cuda_share_info(ctx, st, L);
     push_links(L, st->dev, count);
     lua_setfield(L, -2, "links");
 }

@@ -69,6 +69,28 @@ fail:
     return -1;
 }
 
+/* Whether NCCL offers symmetric memory (windows of kind "nccl", device
+ * communicators) on c.  NCCL decides it per communicator (every GPU of one
+ * machine, with direct peer access: not one rank, not ranks sharing a
+ * GPU) and has no query for it in 2.28, so we ask as a window would: a
+ * device communicator, made and destroyed at once.  Without the support
+ * NCCL refuses it at once on every rank alike, before any collective step
+ * ("Communicator does not support symmetric memory!"). */
+static int probe_symmetric(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    void *dc = NULL;
+    ncclResult_t r = gcsh_nccl_devcomm_create(c->comm, &dc);
+    c->symmetric = r == ncclSuccess || r == ncclInProgress;
+    if (!c->symmetric)
+        return 0;
+    if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (symmetric memory)") != 0)
+        return -1;
+    NCCL_TRY(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, dc));
+    return cuda_nccl_settle(ctx, c->comm, "communicator set-up (symmetric memory)");
+fail:
+    return -1;
+}
+
 /* Takes ownership of both communicators; on failure both are released.
  * The MPI one must hold the same ranks in the same order (checked). */
 static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **out)
@@ -95,7 +117,7 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
                        c->size, mpi_rank, mpi_size);
         goto fail;
     }
-    if (make_twin(ctx, c) != 0)
+    if (make_twin(ctx, c) != 0 || probe_symmetric(ctx, c) != 0)
         goto fail;
     *out = c;
     return 0;
@@ -134,7 +156,11 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
         ncclCommAbort(comm);
         return gcsh_set_error(ctx, "comm.world: MPI_Comm_dup failed");
     }
-    return wrap(ctx, comm, mpi, out);
+    if (wrap(ctx, comm, mpi, out) != 0)
+        return -1;
+    cuda_state *st = ctx->be_state;
+    st->world_symmetric = (*out)->symmetric ? 1 : -1;
+    return 0;
 fail:
     return -1;
 }

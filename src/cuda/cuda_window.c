@@ -91,6 +91,19 @@ fail:
     return -1;
 }
 
+/* "nccl" needs NCCL's symmetric memory on c, as NCCL answered when c was
+ * made; "vmm" needs only CUDA VMM and POSIX-fd handles, which work for
+ * ranks on one GPU, on several, and at one rank. */
+static int cuda_kind_usable(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, char *why,
+                            size_t len)
+{
+    cuda_state *st = ctx->be_state;
+    if (kind_of(kind) == WIN_VMM || !c || c->symmetric)
+        return 0;
+    snprintf(why, len, "%s; kind='vmm' works", cuda_no_symmetric_reason(st, c->size));
+    return -1;
+}
+
 static void desc_clear(gcsh_window_desc *d)
 {
     free(d->team);
@@ -294,7 +307,7 @@ fail:
 
 const gcsh_window_ops gcsh_cuda_window_ops = {
     .kinds = "nccl vmm",
-    .default_kind = "nccl",
+    .kind_usable = cuda_kind_usable,
     .granularity = cuda_win_granularity,
     .max_bytes = cuda_win_max_bytes,
     .create_plan = cuda_create_plan,

@@ -327,7 +327,6 @@ static int host_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
 
 const gcsh_window_ops gcsh_host_window_ops = {
     .kinds = "host",
-    .default_kind = "host",
     .granularity = host_granularity,
     .max_bytes = host_max_bytes,
     .create_plan = host_create_plan,

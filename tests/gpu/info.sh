@@ -23,7 +23,7 @@ for r in $(seq 0 "$LAST"); do
     expect_match ".info: rank $r's row: its GPU, PCI bus, NUMA node" "$OUT" \
         "^ +$r  [^ ]+ +$r  cuda:$r  [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]( +(-|[0-9]+))?$"
 done
-expect_contains ".info: the link matrix" "$OUT" "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, net: other node)"
+expect_contains ".info: the link matrix" "$OUT" "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, =: same GPU, net: other)"
 expect_match ".info: rank 0's links" "$OUT" "^ +0 +\.( +(NV|P2P|-)){$LAST}$"
 expect_match ".info: rank $LAST's links" "$OUT" "^ +$LAST( +(NV|P2P|-)){$LAST} +\.$"
 expect_eq ".info: 80 columns" "$(awk 'length > 80' <<<"$OUT")" ""

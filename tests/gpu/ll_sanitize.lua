@@ -6,7 +6,7 @@ local H = require "harness"
 
 local c = comm.world()
 local k = c.size
-for _, kind in ipairs { "nccl", "vmm" } do
+for _, kind in ipairs(require("common").kinds(comm.world())) do
   for _, dt in ipairs { "f32", "f16", "u32" } do
     local es = dt == "f16" and 2 or 4
     local max = kernel.ll_max_bytes // es

@@ -33,6 +33,13 @@ static int cuda_test_start(int *argc, char ***argv, const char *name, int min_ra
     int provided;
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     gcsh_rank_topology(&ctx);
+    /* GCSH_SHARE_GPU=1: ranks share GPUs, as gcsh --share-gpu (gpu-check's
+     * shared runs); before CUDA starts */
+    gcsh_share_mode share = GCSH_SHARE_OFF;
+    const char *v = getenv("GCSH_SHARE_GPU");
+    if (v && *v && gcsh_share_parse(v, &share) != 0)
+        share = GCSH_SHARE_OFF;
+    gcsh_share_start(&ctx.share, share, "cuda");
     int any = gcsh_cuda_available(), all = 0;
     MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all || ctx.size < min_ranks) {
@@ -41,6 +48,7 @@ static int cuda_test_start(int *argc, char ***argv, const char *name, int min_ra
         else if (ctx.rank == 0)
             printf("%s: skipped (needs %d ranks)\n0 passed, 0 failed, 1 skipped\n", name,
                    min_ranks);
+        gcsh_share_stop(&ctx.share);
         MPI_Finalize();
         return 0;
     }
@@ -60,6 +68,7 @@ static int cuda_test_start(int *argc, char ***argv, const char *name, int min_ra
 static int cuda_test_end(void)
 {
     gcsh_rank_close(&ctx);
+    gcsh_share_stop(&ctx.share);
     int f = unit_failed, p = unit_passed;
     MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -241,21 +241,25 @@ static void test_movement(gcsh_comm_impl *w)
         expect(pass ? "alltoall in place" : "alltoall", dt, dst, want, tot);
     }
 
-    /* a ring: send to the right, receive from the left; even ranks send first */
+    /* a ring: send to the right, receive from the left; even ranks send
+     * first.  Not at 1 rank: a send to oneself never completes outside a
+     * group, and the binding refuses it (tests/lua/comm_p2p.lua). */
     int right = (me + 1) % size, left = (me + size - 1) % size;
     M->arange(&ctx, in, 0, dt, N, start, one);
     int rc = 0;
-    if (me % 2 == 0) {
+    if (size > 1 && me % 2 == 0) {
         rc |= C->send(&ctx, w, in, N, dt, right);
         rc |= C->recv(&ctx, w, out, N, dt, left);
-    } else {
+    } else if (size > 1) {
         rc |= C->recv(&ctx, w, out, N, dt, left);
         rc |= C->send(&ctx, w, in, N, dt, right);
     }
-    CHECK(rc == 0, "send/recv: %s", ctx.err);
-    for (size_t i = 0; i < N; i++)
-        want[i] = (uint64_t)(left * 100000 + (int64_t)i);
-    expect("send/recv", dt, out, want, N);
+    if (size > 1) {
+        CHECK(rc == 0, "send/recv: %s", ctx.err);
+        for (size_t i = 0; i < N; i++)
+            want[i] = (uint64_t)(left * 100000 + (int64_t)i);
+        expect("send/recv", dt, out, want, N);
+    }
 
     CHECK(C->barrier(&ctx, w) == 0, "barrier: %s", ctx.err);
     M->release(&ctx, in, 0);
@@ -343,8 +347,10 @@ int main(int argc, char **argv)
 {
     if (!cuda_test_start(&argc, &argv, "test_cuda_backend", 1))
         return 0;
-    CHECK(ctx.loc >= 0 && ctx.loc == ctx.local_rank, "ctx.loc %d (local rank %d)", ctx.loc,
-          ctx.local_rank);
+    int count = 0;
+    cudaGetDeviceCount(&count);
+    CHECK(count > 0 && ctx.loc == ctx.share.node_rank % count,
+          "ctx.loc %d (rank %d of this machine, %d GPUs)", ctx.loc, ctx.share.node_rank, count);
     test_init_kernels();
     gcsh_comm_impl *w = NULL;
     CHECK(C->world(&ctx, &w) == 0 && w, "world: %s", ctx.err);

@@ -32,4 +32,31 @@ function G.list(n, f)
   return t
 end
 
+-- Whether windows of kind K work on communicator c here.  Where the
+-- backend refuses K (kind "nccl" where NCCL offers no symmetric memory: one
+-- rank, ranks sharing a GPU), the refusal must say why and name "vmm", the
+-- kind that works; then the caller skips K's tests, and says so.
+function G.kind_here(c, K)
+  local ok, err = pcall(c.window, c, 1, "f32", { kind = K })
+  if ok then
+    err:free()
+    return true
+  end
+  local H = require "harness"
+  H.truthy(tostring(err):find("kind '" .. K .. "' does not work here: NCCL offers no symmetric " ..
+                              "memory to ", 1, true), "refusal says why: " .. tostring(err))
+  H.truthy(tostring(err):find("kind='vmm' works", 1, true), "refusal names vmm: " .. tostring(err))
+  if c.rank == 0 then print(string.format("kind %s refused here, as it must be: %s", K, err)) end
+  return false
+end
+
+-- The kinds of window that work on c here, in the backend's order.
+function G.kinds(c)
+  local out = {}
+  for _, K in ipairs { "nccl", "vmm" } do
+    if G.kind_here(c, K) then out[#out + 1] = K end
+  end
+  return out
+end
+
 return G

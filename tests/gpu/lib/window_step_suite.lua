@@ -67,6 +67,7 @@ local function has(lines, plain, what)
 end
 
 return function(K)
+  if not require("common").kind_here(comm.world(), K) then return end
   local c = comm.world()
   local me, n = c.rank, c.size
   local nxt = (me + 1) % n

@@ -9,6 +9,7 @@
 local H = require "harness"
 
 return function(K)
+  if not require("common").kind_here(comm.world(), K) then return end
   local c = comm.world()
   local me, n = c.rank, c.size
   local nxt, prev = (me + 1) % n, (me - 1) % n

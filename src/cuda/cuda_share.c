@@ -1,0 +1,152 @@
+/* Which GPU a rank uses, and what follows when ranks share one (--share-gpu,
+ * core/share.h): NCCL's host identity and the facts .info shows.
+ *
+ * One GPU per rank is NCCL's layout: the machine's rank r takes GPU r, and
+ * more ranks than GPUs is refused.  With --share-gpu rank r takes GPU
+ * r % count.  NCCL refuses two ranks of one host on one GPU ("Duplicate GPU
+ * detected"), so ranks that share a GPU must be different NCCL hosts: the
+ * ranks of round k = r / count (one per GPU) get NCCL_HOSTID "HOST.gcshK".
+ * Within a round NCCL connects GPUs as usual (NVLink, PCIe); between rounds
+ * it uses its network transport over sockets, as between machines.  On one
+ * GPU every rank is its own NCCL host.  A NCCL_HOSTID the user set stays. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda/cuda.h"
+#include "wire/out.h"
+
+int cuda_choose_device(gcsh_ctx *ctx, int count, int *dev)
+{
+    const gcsh_share *s = &ctx->share;
+    if (s->node_size > count && s->mode == GCSH_SHARE_OFF)
+        return gcsh_set_error(ctx,
+                              "cuda backend: this machine runs %d ranks but has %d visible GPU%s "
+                              "(one GPU per rank): start at most %d ranks here, let ranks share "
+                              "GPUs with --share-gpu (GCSH_SHARE_GPU=1 under mpirun), or use "
+                              "--backend host",
+                              s->node_size, count, count == 1 ? "" : "s", count);
+    *dev = s->node_rank % count;
+    return 0;
+}
+
+/* NCCL_HOSTID for this rank's round (see the top), before NCCL starts. */
+static void set_nccl_host(const gcsh_ctx *ctx, int count, cuda_state *st)
+{
+    const char *mine = getenv("NCCL_HOSTID");
+    if (mine && *mine) {
+        snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
+                 "NCCL_HOSTID=%.40s, set by the user (one NCCL host for ranks sharing a GPU)",
+                 mine);
+        return;
+    }
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    char id[128];
+    snprintf(id, sizeof id, "%s.gcsh%d", host, ctx->share.node_rank / count);
+    setenv("NCCL_HOSTID", id, 1);
+    snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
+             count == 1 ? "each rank its own NCCL host (NCCL_HOSTID): socket transport"
+                        : "one NCCL host per round of %d ranks (NCCL_HOSTID): sockets between "
+                          "rounds",
+             count);
+}
+
+/* The world ranks of this machine on GPU dev, from the gathered (rank,
+ * device) pairs, into buf ("0,2-3"); how many. */
+static int ranks_on(const int *pairs, int n, int dev, char *buf, size_t len)
+{
+    int *with = malloc(sizeof *with * (size_t)n), k = 0;
+    if (!with)
+        return snprintf(buf, len, "?"), 0;
+    for (int i = 0; i < n; i++)
+        if (pairs[2 * i + 1] == dev)
+            with[k++] = pairs[2 * i];
+    gcsh_format_ranks(with, k, buf, len);
+    free(with);
+    return k;
+}
+
+static int named_before(const int *pairs, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (pairs[2 * j + 1] == pairs[2 * i + 1])
+            return 1;
+    return 0;
+}
+
+/* "cuda:0 by ranks 0-3; cuda:1 by ranks ..." for every shared GPU of the
+ * machine (the banner's line), from the gathered pairs. */
+static void describe_machine(const int *pairs, int n, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        int dev = pairs[2 * i + 1];
+        char ranks[96];
+        if (dev < 0 || named_before(pairs, i) || ranks_on(pairs, n, dev, ranks, sizeof ranks) < 2)
+            continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%scuda:%d by ranks %s", used ? "; " : "", dev, ranks);
+    }
+}
+
+/* Who shares this rank's GPU (st->shared, .info) and every shared GPU of
+ * the machine (ctx->share.gpus, the banner).  Collective over the
+ * machine's ranks, also for a rank without a device (dev -1). */
+static void describe_sharing(gcsh_ctx *ctx, int dev, cuda_state *st)
+{
+    gcsh_share *s = &ctx->share;
+    int mine[2] = {ctx->rank, dev};
+    int *pairs = malloc(sizeof mine * (size_t)s->node_size);
+    if (!pairs) /* a few ints; the others wait in the gather, so no way out */
+        MPI_Abort(MPI_COMM_WORLD, 70);
+    MPI_Allgather(mine, 2, MPI_INT, pairs, 2, MPI_INT, s->node);
+    describe_machine(pairs, s->node_size, s->gpus, sizeof s->gpus);
+    if (st) {
+        char ranks[96];
+        int n = ranks_on(pairs, s->node_size, dev, ranks, sizeof ranks);
+        snprintf(st->shared, sizeof st->shared, n > 1 ? "cuda:%d with ranks %s" : "no", dev,
+                 ranks);
+    }
+    free(pairs);
+}
+
+void cuda_share_setup(gcsh_ctx *ctx, int count, int dev, cuda_state *st)
+{
+    describe_sharing(ctx, dev, st);
+    if (!st)
+        return;
+    snprintf(st->nccl_hosts, sizeof st->nccl_hosts, "one per machine (no GPU shared)");
+    if (ctx->share.mode != GCSH_SHARE_OFF && ctx->share.node_size > count)
+        set_nccl_host(ctx, count, st);
+}
+
+/* Whether an MPS server serves this rank, as the driver says (the
+ * attribute is what CUDA decided for contexts on the device). */
+static const char *mps_truth(const cuda_state *st)
+{
+    int v = 0;
+    if (cuda_device_attribute(st->dev, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, &v) != 0)
+        return "unknown";
+    return v ? "yes" : "no";
+}
+
+void cuda_share_info(const gcsh_ctx *ctx, const cuda_state *st, lua_State *L)
+{
+    gcsh_set_string(L, "gpu_shared", st->shared);
+    gcsh_set_string(L, "nccl_hosts", st->nccl_hosts);
+    char mps[320];
+    snprintf(mps, sizeof mps, "%s; serves this rank: %s", ctx->share.mps, mps_truth(st));
+    gcsh_set_string(L, "mps", mps);
+}
+
+const char *cuda_no_symmetric_reason(const cuda_state *st, int comm_size)
+{
+    if (comm_size == 1)
+        return "NCCL offers no symmetric memory to a one-rank communicator";
+    if (strcmp(st->shared, "no") != 0)
+        return "NCCL offers no symmetric memory to ranks that share a GPU";
+    return "NCCL offers no symmetric memory to these ranks (it needs their GPUs on one "
+           "machine, each with direct peer access to the others)";
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# --share-gpu on a machine without a GPU (src/core/share.h): the options,
+# the host backend saying there is nothing to share, and the MPS daemon's
+# lifecycle against a stand-in nvidia-cuda-mps-control first on PATH that
+# records how it is called (one GPU made visible through GCSH_NVIDIA_PROC):
+# started once and quit at a normal exit, after Ctrl-C, after a killed rank
+# (rank 1, and rank 0, which holds the watcher's pipe); never started when a
+# server already answers, with =nomps, or with --backend host; a daemon that
+# cannot start is said once and the job runs.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# ---- options
+OUT=$("$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+expect_eq "--share-gpu on the host: runs" "$RC" 0
+expect_contains "--share-gpu on the host: the job's output" "$OUT" "[0-1] ran"
+expect_contains "--share-gpu on the host: says there is no GPU to share" "$OUT" \
+    "gcsh: --share-gpu: the host backend has no GPU to share; the ranks run on CPUs"
+OUT=$("$GCSH" -n 2 --share-gpu=nomps -e 'print("ran")' 2>&1); RC=$?
+expect_eq "--share-gpu=nomps: runs" "$RC" 0
+OUT=$(GCSH_SHARE_GPU=1 "$GCSH" -n 2 -e 'print("ran")' 2>&1); RC=$?
+expect_contains "GCSH_SHARE_GPU=1 asks for it too" "$OUT" "the host backend has no GPU to share"
+OUT=$("$GCSH" -n 2 -e 'print("ran")' 2>&1)
+expect_not_contains "without it nothing is said" "$OUT" "share"
+OUT=$(GCSH_SHARE_GPU=yes "$GCSH" -e 'print(1)' 2>&1); RC=$?
+expect_contains "GCSH_SHARE_GPU=yes is refused, naming the values" "$OUT" \
+    "GCSH_SHARE_GPU must be 1, mps, nomps or 0"
+[ "$RC" != 0 ] && pass || fail "GCSH_SHARE_GPU=yes: non-zero exit (got $RC)"
+OUT=$("$GCSH" --share-gpu=often -e 'print(1)' 2>&1); RC=$?
+expect_contains "--share-gpu=often is refused" "$OUT" "unrecognized option '--share-gpu=often'"
+[ "$RC" != 0 ] && pass || fail "--share-gpu=often: non-zero exit (got $RC)"
+OUT=$("$GCSH" --help 2>&1)
+expect_contains "--help lists --share-gpu" "$OUT" "--share-gpu "
+expect_contains "--help lists --share-gpu=nomps" "$OUT" "--share-gpu=nomps"
+
+# ---- the MPS lifecycle, against a stand-in
+mkdir -p "$TMP/bin" "$TMP/proc/0000:00:06.0"
+LOG=$TMP/mps.log
+cat >"$TMP/bin/nvidia-cuda-mps-control" <<'EOF'
+#!/bin/sh
+# stand-in: records each call; -d makes the daemon's files, quit removes the pid file
+if [ "${1:-}" = -d ]; then
+    [ -n "${MPS_FAIL:-}" ] && { echo "cannot open /dev/nvidiactl"; exit 3; }
+    echo "start $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY" >>"$MPS_LOG"
+    : >"$CUDA_MPS_PIPE_DIRECTORY/control"
+    echo 4242 >"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+    exit 0
+fi
+read -r cmd
+echo "$cmd $CUDA_MPS_PIPE_DIRECTORY" >>"$MPS_LOG"
+[ "$cmd" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+exit 0
+EOF
+chmod +x "$TMP/bin/nvidia-cuda-mps-control"
+export MPS_LOG=$LOG
+fake() { env PATH="$TMP/bin:$PATH" GCSH_NVIDIA_PROC="$TMP/proc" CUDA_MPS_PIPE_DIRECTORY= "$@"; }
+calls() { grep -c "^$1 " "$LOG" 2>/dev/null || true; }
+# gone NAME: the daemon's folder (from the log) is removed within 5 s
+gone() {
+    local dir i
+    dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+    for i in $(seq 50); do
+        [ -n "$dir" ] && [ ! -e "$dir" ] && { pass; return; }
+        sleep 0.1
+    done
+    fail "$1: the daemon's folder '$dir' is still there"
+}
+# quit_within NAME: the stand-in got "quit" within 5 s (a watcher's work)
+quit_within() {
+    local i
+    for i in $(seq 50); do
+        [ "$(calls quit)" = 1 ] && { pass; return; }
+        sleep 0.1
+    done
+    fail "$1: quit was called $(calls quit) times"; cat "$LOG" | sed 's/^/  | /'
+}
+
+: >"$LOG"
+OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+expect_eq "normal exit: status" "$RC" 0
+expect_eq "normal exit: started once" "$(calls start)" 1
+expect_eq "normal exit: quit once, before gcsh returned" "$(calls quit)" 1
+expect_contains "normal exit: the private pipe directory" "$(cat "$LOG")" "start /tmp/gcsh-mps-"
+gone "normal exit"
+expect_not_contains "normal exit: no time-slicing warning" "$OUT" "time-sliced"
+
+: >"$LOG"
+OUT=$(fake "$GCSH" -n 4 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+expect_eq "4 ranks: one daemon for the machine" "$(calls start)" 1
+expect_eq "4 ranks: quit once" "$(calls quit)" 1
+
+: >"$LOG"
+OUT=$(fake timeout -s INT 3 "$GCSH" -n 2 --share-gpu -e 'gcsh.sleep(20)' 2>&1); RC=$?
+expect_contains "Ctrl-C: the command was interrupted" "$OUT" "interrupted"
+expect_eq "Ctrl-C: started once" "$(calls start)" 1
+quit_within "Ctrl-C: quit"
+gone "Ctrl-C"
+
+: >"$LOG"
+kill_rank='if rank == R then os.execute("kill -9 " .. io.open("/proc/self/stat"):read("n")) end gcsh.sleep(10)'
+OUT=$(fake timeout 60 "$GCSH" -n 2 --share-gpu -e "${kill_rank/R/1}" 2>&1); RC=$?
+expect_eq "rank 1 killed: the job's status" "$RC" 69
+quit_within "rank 1 killed: quit"
+gone "rank 1 killed"
+
+: >"$LOG"
+OUT=$(fake timeout 60 "$GCSH" -n 2 --share-gpu -e "${kill_rank/R/0}" 2>&1); RC=$?
+[ "$RC" != 0 ] && pass || fail "rank 0 killed: non-zero status (got $RC)"
+quit_within "rank 0 killed (the watcher's pipe closes): quit"
+gone "rank 0 killed"
+
+: >"$LOG"
+OUT=$(fake "$GCSH" -n 2 --share-gpu=nomps -e 'print("ran")' 2>&1)
+expect_eq "=nomps: never started" "$(calls start)" 0
+: >"$LOG"
+OUT=$(fake "$GCSH" -n 2 --share-gpu --backend host -e 'print("ran")' 2>&1)
+expect_eq "--backend host: never started" "$(calls start)" 0
+: >"$LOG"
+OUT=$(fake "$GCSH" -n 1 --share-gpu -e 'print("ran")' 2>&1)
+expect_eq "1 rank on 1 GPU (nothing shared): never started" "$(calls start)" 0
+
+# a server that answers already: a listening socket in the user's pipe dir
+if command -v python3 >/dev/null; then
+    mkdir -p "$TMP/user-mps"
+    python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+time.sleep(60)' "$TMP/user-mps/control" &
+    SERVER=$!
+    for i in $(seq 50); do [ -S "$TMP/user-mps/control" ] && break; sleep 0.1; done
+    : >"$LOG"
+    OUT=$(env PATH="$TMP/bin:$PATH" GCSH_NVIDIA_PROC="$TMP/proc" \
+          CUDA_MPS_PIPE_DIRECTORY="$TMP/user-mps" "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
+    RC=$?
+    kill "$SERVER" 2>/dev/null
+    expect_eq "a server answers: runs" "$RC" 0
+    expect_eq "a server answers: never started, never quit" "$(cat "$LOG")" ""
+else
+    skip "python3 is not installed (the running-server case)"
+fi
+
+: >"$LOG"
+OUT=$(fake env MPS_FAIL=1 "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+expect_eq "a daemon that cannot start: the job runs" "$RC" 0
+expect_contains "a daemon that cannot start: the job's output" "$OUT" "[0-1] ran"
+expect_contains "a daemon that cannot start: said with the reason" "$OUT" \
+    "gcsh: MPS could not start: $TMP/bin/nvidia-cuda-mps-control -d failed (status 3: cannot open /dev/nvidiactl); ranks that share a GPU take turns on it (time-sliced)"
+expect_eq "a daemon that cannot start: said once" \
+    "$(grep -c 'MPS could not start' <<<"$OUT")" 1
+left=$(ls -d /tmp/gcsh-mps-* 2>/dev/null | while read -r d; do
+    [ -n "$(find "$d" -maxdepth 0 -newer "$LOG" 2>/dev/null)" ] && echo "$d"; done)
+expect_eq "a daemon that cannot start: its folder is removed" "$left" ""
+
+OUT=$(env PATH="/usr/bin:/bin" GCSH_NVIDIA_PROC="$TMP/proc" "$GCSH" -n 2 --share-gpu \
+      -e 'print("ran")' 2>&1); RC=$?
+expect_contains "no control program on PATH: said" "$OUT" \
+    "gcsh: MPS not started: nvidia-cuda-mps-control is not on PATH"
+expect_eq "no control program on PATH: the job runs" "$RC" 0
+finish
