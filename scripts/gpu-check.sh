@@ -160,17 +160,13 @@ for cfg in "${counts[@]}"; do
     done
     # the steppers' tests and every lesson (lua/tutorial), on windows of each
     # kind that works here (tests/gpu/lib/window_kind.lua makes it the
-    # default kind), and once with the default kind itself
+    # default kind; usable_kinds checks the default is the first of them)
     kinds=$(usable_kinds)
     echo "gpu-check: np=$np$tag: window kinds here: ${kinds:-none}"
-    for kind in $kinds default; do
+    for kind in $kinds; do
         for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
-            if [ "$kind" = default ]; then
-                run "$t" "$np" env LUA_PATH="$LUA_TESTS" "$BUILD/gcsh" "$t"
-            else
-                run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
-                    "$BUILD/gcsh" -l window_kind "$t"
-            fi
+            run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
+                "$BUILD/gcsh" -l window_kind "$t"
         done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"

@@ -390,7 +390,11 @@ static int launch_ranks(int argc, char **argv, const options *o, const char *con
     }
     for (; extra && *extra; extra++)
         v[n++] = (char *)*extra;
+    if (o->share != GCSH_SHARE_OFF)
+        gcsh_share_new_key(); /* the job's MPS folder: known here too */
     int code = gcsh_launch(v);
+    if (o->share != GCSH_SHARE_OFF)
+        gcsh_share_wait_gone();
     free(v);
     return code;
 }
@@ -673,14 +677,16 @@ int main(int argc, char **argv)
         }
         return launch_ranks(argc, argv, &o, extra);
     }
+
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
 
+    gcsh_ctx ctx = {0};
+    gcsh_share_prepare(&ctx.share, o.share, o.backend); /* before MPI or CUDA starts */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    gcsh_ctx ctx = {0};
     gcsh_rank_topology(&ctx);
+    gcsh_share_start(&ctx.share);
     ctx.board = gcsh_board_open(&ctx); /* collective, before any thread starts */
-    gcsh_share_start(&ctx.share, o.share, o.backend); /* before CUDA starts */
     int code = 1;
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)

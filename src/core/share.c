@@ -1,12 +1,15 @@
 /* GPUs shared by several ranks: the machine's ranks and the MPS daemon's
  * lifecycle.  See share.h. */
 #include <dirent.h>
+#include <ftw.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -175,18 +178,6 @@ static int start_watcher(gcsh_share *s, const char *root, const char *control, c
     return 0;
 }
 
-/* Ends the watcher's wait: it quits the daemon; returns when it is done. */
-static void release_watcher(gcsh_share *s)
-{
-    if (s->watcher_fd >= 0)
-        close(s->watcher_fd);
-    s->watcher_fd = -1;
-    if (s->watcher > 0)
-        while (waitpid(s->watcher, NULL, 0) < 0 && errno == EINTR)
-            ;
-    s->watcher = 0;
-}
-
 /* The first line the daemon's start printed (its own reason), or "". */
 static void first_line(const char *path, char *out, size_t len)
 {
@@ -233,35 +224,71 @@ static int start_daemon(const char *root, const char *control, char **env, const
     return snprintf(why, len, "the daemon did not come up in %.0f s", START_WAIT_S), -1;
 }
 
-/* A new folder under /tmp with pipe/ and log/ (short: the control socket's
- * path must fit sockaddr_un).  Returns 0, or -1 with nothing left. */
-static int make_folder(char *root, size_t len)
+/* Removes a folder of ours and what is in it (no link is followed). */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    char tmpl[] = "/tmp/gcsh-mps-XXXXXX", sub[300];
-    if (!mkdtemp(tmpl))
-        return -1;
-    snprintf(root, len, "%s", tmpl);
+    (void)st, (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void remove_folder(const char *root)
+{
+    nftw(root, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Whether root is a folder of this user that no one else may enter: the
+ * only kind whose pipe directory a rank will connect to. */
+static int ours(const char *root)
+{
+    struct stat st;
+    return lstat(root, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+           (st.st_mode & 077) == 0;
+}
+
+/* root with pipe/ and log/ (root is short: the control socket's path must
+ * fit sockaddr_un).  A leftover of ours under the same name (a machine
+ * that went down mid-job) is removed first; anyone else's is refused. */
+static int make_folder(const char *root, char *why, size_t len)
+{
+    if (ours(root))
+        remove_folder(root);
+    else if (access(root, F_OK) == 0)
+        return snprintf(why, len, "%s exists and is not this user's private folder", root), -1;
+    char sub[300];
     snprintf(sub, sizeof sub, "%s/pipe", root);
-    if (mkdir(sub, 0700) == 0) {
-        snprintf(sub, sizeof sub, "%s/log", root);
-        if (mkdir(sub, 0700) == 0)
-            return 0;
-        snprintf(sub, sizeof sub, "%s/pipe", root);
-        rmdir(sub);
-    }
-    int err = errno;
-    rmdir(root);
-    errno = err;
+    int ok = mkdir(root, 0700) == 0 && mkdir(sub, 0700) == 0;
+    snprintf(sub, sizeof sub, "%s/log", root);
+    if (ok && mkdir(sub, 0700) == 0)
+        return 0;
+    snprintf(why, len, "cannot make %s: %s", root, strerror(errno));
+    remove_folder(root);
     return -1;
 }
 
-/* The node's first rank: a private daemon (share.h), watched from before
- * it starts.  On success root names its folder. */
-static int start_private(gcsh_share *s, const char *control, char *root, size_t rlen, char *why,
+/* The verdict the other ranks of the machine wait for: "ok" or the reason
+ * the daemon did not start, written whole (a rename) into root/verdict. */
+static void write_verdict(const char *root, const char *text)
+{
+    char tmp[300], path[300];
+    snprintf(tmp, sizeof tmp, "%s/verdict.tmp", root);
+    snprintf(path, sizeof path, "%s/verdict", root);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    int ok = fprintf(f, "%s\n", text) > 0;
+    ok &= fclose(f) == 0;
+    if (ok)
+        rename(tmp, path);
+}
+
+/* The node's first rank: a private daemon in root (share.h), watched from
+ * before it starts; the verdict is written either way (the watcher removes
+ * the folder when the job ends). */
+static int start_private(gcsh_share *s, const char *control, const char *root, char *why,
                          size_t wlen)
 {
-    if (make_folder(root, rlen) != 0)
-        return snprintf(why, wlen, "cannot make a folder under /tmp: %s", strerror(errno)), -1;
+    if (make_folder(root, why, wlen) != 0)
+        return -1;
     char env_buf[2][320], out_path[300];
     snprintf(out_path, sizeof out_path, "%s/log/gcsh-start.txt", root);
     char **env = mps_environment(root, env_buf);
@@ -269,13 +296,10 @@ static int start_private(gcsh_share *s, const char *control, char *root, size_t 
     int rc = -1;
     if (!env || null_fd < 0 || start_watcher(s, root, control, env, null_fd) != 0) {
         snprintf(why, wlen, "cannot start its watcher: %s", strerror(errno));
-        snprintf(out_path, sizeof out_path, "%s/log", root);
-        rmdir(out_path);
-        snprintf(out_path, sizeof out_path, "%s/pipe", root);
-        rmdir(out_path);
-        rmdir(root);
-    } else if ((rc = start_daemon(root, control, env, out_path, why, wlen)) != 0) {
-        release_watcher(s); /* it removes the folder */
+        remove_folder(root);
+    } else {
+        rc = start_daemon(root, control, env, out_path, why, wlen);
+        write_verdict(root, rc == 0 ? "ok" : why);
     }
     if (null_fd >= 0)
         close(null_fd);
@@ -283,74 +307,191 @@ static int start_private(gcsh_share *s, const char *control, char *root, size_t 
     return rc;
 }
 
-/* ---- the node's decision ---------------------------------------------------------- */
+/* The other ranks of the machine: the first rank's verdict (20 s at most),
+ * from a folder that is this user's own.  0 when the daemon runs. */
+static int await_verdict(const char *root, char *why, size_t len)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/verdict", root);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = ours(root) ? fopen(path, "r") : NULL;
+        if (f) {
+            char line[256] = "";
+            if (!fgets(line, sizeof line, f))
+                line[0] = '\0';
+            fclose(f);
+            line[strcspn(line, "\n")] = '\0';
+            if (strcmp(line, "ok") == 0)
+                return 0;
+            return snprintf(why, len, "%s", line), -1;
+        }
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    return snprintf(why, len, "the machine's first rank gave no verdict in 20 s"), -1;
+}
 
-/* What the node's first rank decided, sent to the node's other ranks. */
-typedef struct decision {
-    char pipe_dir[256]; /* the private daemon's, or "" */
-    char mps[256];      /* gcsh_share.mps */
-} decision;
+/* ---- the machine's decision, before MPI_Init ----------------------------------- */
 
-static void decide(gcsh_share *s, const char *backend, decision *d)
+/* This rank's place on its machine, from the launcher's environment (MPI
+ * is not up yet); -1 when the launcher does not say. */
+static int launcher_local(int *rank, int *size)
+{
+    static const char *const names[][2] = {
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, /* Open MPI */
+        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},                       /* MPICH (Hydra) */
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *r = getenv(names[i][0]), *n = getenv(names[i][1]);
+        if (r && n && *r && *n) {
+            *rank = atoi(r);
+            *size = atoi(n);
+            return 0;
+        }
+    }
+    *rank = 0;
+    *size = 1;
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ? -1 : 0;
+}
+
+/* The job's key, the same on every rank of the job and different between
+ * jobs: GCSH_SHARE_KEY (gcsh -n sets it), else a hash of what the launcher
+ * names the job by.  -1 when nothing names it. */
+static int job_key(char *out, size_t len)
+{
+    static const char *const names[] = {"GCSH_SHARE_KEY", "PMIX_NAMESPACE",
+                                        "OMPI_MCA_ess_base_jobid", "PMI_KVSNAME", "PMI_JOBID",
+                                        "SLURM_JOB_ID", "SLURM_STEP_ID"};
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    int any = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v)
+            continue;
+        any = 1;
+        for (const char *p = v; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        h = (h ^ ';') * 0x100000001b3ull;
+    }
+    snprintf(out, len, "%016llx", (unsigned long long)h);
+    return any ? 0 : -1;
+}
+
+/* The job's folder on this machine: /tmp/gcsh-mps-UID-KEY. */
+static int job_folder(char *root, size_t len)
+{
+    char key[32];
+    if (job_key(key, sizeof key) != 0)
+        return -1;
+    snprintf(root, len, "/tmp/gcsh-mps-%u-%s", (unsigned)getuid(), key);
+    return 0;
+}
+
+/* Everything every rank of the machine decides alike: why no daemon is
+ * started (into mps, returning 0), or 1 when one must be (control names
+ * the program). */
+static int needs_daemon(gcsh_share *s, const char *backend, char *control, size_t clen)
 {
     const char *user_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
     const char *dir = user_dir && *user_dir ? user_dir : MPS_DEFAULT_PIPE_DIR;
     int gpus = visible_gpus();
-    char control[1024], why[256], root[64];
+    const char *sliced = "ranks that share a GPU take turns on it (time-sliced)";
     if (s->mode == GCSH_SHARE_OFF)
-        snprintf(d->mps, sizeof d->mps, "not asked for (one GPU per rank)");
+        snprintf(s->mps, sizeof s->mps, "not asked for (one GPU per rank)");
     else if (backend && strcmp(backend, "host") == 0)
-        snprintf(d->mps, sizeof d->mps, "not needed (--backend host)");
+        snprintf(s->mps, sizeof s->mps, "not needed (--backend host)");
     else if (gpus == 0)
-        snprintf(d->mps, sizeof d->mps, "not needed (no GPU here)");
+        snprintf(s->mps, sizeof s->mps, "not needed (no GPU here)");
     else if (gpus > 0 && s->node_size <= gpus)
-        snprintf(d->mps, sizeof d->mps, "not needed (%d ranks, %d GPUs: none shared)",
-                 s->node_size, gpus);
+        snprintf(s->mps, sizeof s->mps, "not needed (%d rank%s, %d GPUs: none shared)",
+                 s->node_size, s->node_size == 1 ? "" : "s", gpus);
     else if (server_reachable(dir))
-        snprintf(d->mps, sizeof d->mps, "a running MPS server (pipe directory %s)", dir);
+        snprintf(s->mps, sizeof s->mps, "a running MPS server (pipe directory %.180s)", dir);
     else if (s->mode == GCSH_SHARE_NOMPS)
-        snprintf(d->mps, sizeof d->mps, "off (--share-gpu=nomps): ranks that share a GPU take "
-                                        "turns on it (time-sliced)");
-    else if (find_on_path(MPS_CONTROL, control, sizeof control) != 0)
-        snprintf(d->mps, sizeof d->mps, "not started: %s is not on PATH; ranks that share a GPU "
-                                        "take turns on it (time-sliced)", MPS_CONTROL);
-    else if (start_private(s, control, root, sizeof root, why, sizeof why) != 0)
-        snprintf(d->mps, sizeof d->mps, "could not start: %.170s; ranks that share a GPU take "
-                                        "turns on it (time-sliced)", why);
-    else {
-        snprintf(d->pipe_dir, sizeof d->pipe_dir, "%s/pipe", root);
-        snprintf(d->mps, sizeof d->mps, "private MPS daemon started by gcsh (%s)", root);
-    }
+        snprintf(s->mps, sizeof s->mps, "off (--share-gpu=nomps): %s", sliced);
+    else if (find_on_path(MPS_CONTROL, control, clen) != 0)
+        snprintf(s->mps, sizeof s->mps, "not started: %s is not on PATH; %s", MPS_CONTROL, sliced);
+    else
+        return 1;
+    return 0;
 }
 
-void gcsh_share_start(gcsh_share *s, gcsh_share_mode mode, const char *backend)
+/* The machine's first rank says once when ranks will take turns on a GPU
+ * although MPS was asked for. */
+static void say_if_sliced(const gcsh_share *s)
+{
+    if (s->node_rank == 0 && s->mode == GCSH_SHARE_MPS && strstr(s->mps, "time-sliced"))
+        fprintf(stderr, "gcsh: MPS %s: a small kernel all-reduce then takes milliseconds, "
+                        "not microseconds\n", s->mps);
+}
+
+void gcsh_share_prepare(gcsh_share *s, gcsh_share_mode mode, const char *backend)
 {
     *s = (gcsh_share){.mode = mode, .node = MPI_COMM_NULL, .watcher_fd = -1};
+    char control[1024], root[96], why[256];
+    int known = launcher_local(&s->node_rank, &s->node_size) == 0;
+    if (!needs_daemon(s, backend, control, sizeof control)) {
+        say_if_sliced(s);
+        return;
+    }
+    int rc = -1;
+    if (!known || job_folder(root, sizeof root) != 0)
+        snprintf(why, sizeof why, "the launcher does not say which ranks share this machine "
+                                  "(use gcsh -n, or Open MPI's or MPICH's mpirun)");
+    else if (s->node_rank == 0)
+        rc = start_private(s, control, root, why, sizeof why);
+    else
+        rc = await_verdict(root, why, sizeof why);
+    if (rc == 0) {
+        char pipe_dir[128];
+        snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", root);
+        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir, 1);
+        s->mps_private = 1;
+        snprintf(s->mps, sizeof s->mps, "private MPS daemon started by gcsh (%s)", root);
+        return;
+    }
+    snprintf(s->mps, sizeof s->mps, "could not start: %.170s; ranks that share a GPU take "
+                                    "turns on it (time-sliced)", why);
+    say_if_sliced(s);
+}
+
+void gcsh_share_start(gcsh_share *s)
+{
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
                         &s->node);
     MPI_Comm_rank(s->node, &s->node_rank);
     MPI_Comm_size(s->node, &s->node_size);
-    decision d = {{0}, {0}};
-    if (s->node_rank == 0)
-        decide(s, backend, &d);
-    MPI_Bcast(&d, sizeof d, MPI_BYTE, 0, s->node);
-    snprintf(s->mps, sizeof s->mps, "%s", d.mps);
-    if (d.pipe_dir[0]) {
-        s->mps_private = 1;
-        setenv("CUDA_MPS_PIPE_DIRECTORY", d.pipe_dir, 1);
-    }
-    if (s->node_rank == 0 && strstr(d.mps, "time-sliced") && !strstr(d.mps, "nomps"))
-        fprintf(stderr, "gcsh: MPS %s: a small kernel all-reduce then takes milliseconds, "
-                        "not microseconds\n", d.mps);
+    /* the first rank's words for every rank of the machine */
+    MPI_Bcast(s->mps, sizeof s->mps, MPI_CHAR, 0, s->node);
 }
 
 void gcsh_share_stop(gcsh_share *s)
 {
-    if (s->node == MPI_COMM_NULL)
+    /* no wait: the watcher's quit lasts until this process, an MPS client,
+     * is gone (gcsh -n waits for the folder to go, gcsh_share_wait_gone) */
+    if (s->watcher_fd >= 0)
+        close(s->watcher_fd);
+    s->watcher_fd = -1;
+    if (s->node != MPI_COMM_NULL)
+        MPI_Comm_free(&s->node);
+}
+
+void gcsh_share_new_key(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+    char key[32];
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)v);
+    setenv("GCSH_SHARE_KEY", key, 1);
+}
+
+void gcsh_share_wait_gone(void)
+{
+    char root[96];
+    if (job_folder(root, sizeof root) != 0)
         return;
-    MPI_Barrier(s->node); /* every rank of the node let go of the GPU */
-    release_watcher(s);
-    MPI_Comm_free(&s->node);
+    for (int i = 0; i < 1000 && access(root, F_OK) == 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 }

@@ -50,17 +50,33 @@ typedef struct gcsh_share {
  * none of those. */
 int gcsh_share_parse(const char *value, gcsh_share_mode *mode);
 
-/* Every rank, after MPI_Init and before any CUDA call (the MPS client reads
- * CUDA_MPS_PIPE_DIRECTORY when CUDA starts): finds the machine's ranks and,
- * in a sharing mode, brings up MPS as above.  backend is --backend's value
- * (NULL: auto): "host" needs no GPU and no daemon.  Collective over the
- * world; never fails the job (a daemon that cannot start is said in
- * share->mps, and the ranks run time-sliced). */
-void gcsh_share_start(gcsh_share *share, gcsh_share_mode mode, const char *backend);
+/* Every rank, before MPI_Init (an MPI built with CUDA support may start
+ * CUDA in MPI_Init, and the MPS client reads CUDA_MPS_PIPE_DIRECTORY when
+ * CUDA starts): in a sharing mode, where the machine runs more ranks than
+ * it has GPUs and no MPS server answers, its first rank (the launcher's
+ * local rank 0) brings up a private daemon in /tmp/gcsh-mps-UID-KEY (KEY
+ * from the job's identity) and the others wait for its verdict there;
+ * every rank then points CUDA_MPS_PIPE_DIRECTORY at it.  backend is
+ * --backend's value (NULL: auto): "host" needs no GPU and no daemon.
+ * Never fails the job: a daemon that cannot start is said once on stderr
+ * and in share->mps, and the ranks run time-sliced. */
+void gcsh_share_prepare(gcsh_share *share, gcsh_share_mode mode, const char *backend);
 
-/* Every rank, at a normal end, after the backend let go of the GPU
- * (collective): the node's first rank quits its daemon and waits for the
- * watcher, so that no daemon outlives the job. */
+/* Every rank, after MPI_Init (collective): the machine's ranks as MPI sees
+ * them, and the first rank's words for what serves them. */
+void gcsh_share_start(gcsh_share *share);
+
+/* Every rank, at the end, after the backend let go of the GPU: the first
+ * rank releases the watcher, which quits the daemon once this process (an
+ * MPS client) is gone.  Never waits. */
 void gcsh_share_stop(gcsh_share *share);
+
+/* The launcher of gcsh -n, before it starts mpirun: a fresh random
+ * GCSH_SHARE_KEY, which names the job's folder on every rank. */
+void gcsh_share_new_key(void);
+
+/* The launcher of gcsh -n, once mpirun has ended: waits (10 s at most) for
+ * the job's folder to go, so that no daemon outlives gcsh. */
+void gcsh_share_wait_gone(void);
 
 #endif

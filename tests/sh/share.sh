@@ -82,7 +82,8 @@ OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
 expect_eq "normal exit: status" "$RC" 0
 expect_eq "normal exit: started once" "$(calls start)" 1
 expect_eq "normal exit: quit once, before gcsh returned" "$(calls quit)" 1
-expect_contains "normal exit: the private pipe directory" "$(cat "$LOG")" "start /tmp/gcsh-mps-"
+expect_eq "normal exit: the folder is gone when gcsh returns" "$(ls -d /tmp/gcsh-mps-"$(id -u)"-* 2>/dev/null | while read -r d; do [ -n "$(find "$d" -maxdepth 0 -newer "$LOG")" ] && echo "$d"; done)" ""
+expect_contains "normal exit: the private pipe directory" "$(cat "$LOG")" "start /tmp/gcsh-mps-$(id -u)-"
 gone "normal exit"
 expect_not_contains "normal exit: no time-slicing warning" "$OUT" "time-sliced"
 

@@ -30,16 +30,17 @@ static const gcsh_xfer_ops *X CUDA_TEST_UNUSED;
  * printed the skip line, MPI is finalized, and main returns 0. */
 static int cuda_test_start(int *argc, char ***argv, const char *name, int min_ranks)
 {
-    int provided;
-    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
-    gcsh_rank_topology(&ctx);
     /* GCSH_SHARE_GPU=1: ranks share GPUs, as gcsh --share-gpu (gpu-check's
-     * shared runs); before CUDA starts */
+     * shared runs); before MPI and CUDA start */
     gcsh_share_mode share = GCSH_SHARE_OFF;
     const char *v = getenv("GCSH_SHARE_GPU");
     if (v && *v && gcsh_share_parse(v, &share) != 0)
         share = GCSH_SHARE_OFF;
-    gcsh_share_start(&ctx.share, share, "cuda");
+    gcsh_share_prepare(&ctx.share, share, "cuda");
+    int provided;
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    gcsh_rank_topology(&ctx);
+    gcsh_share_start(&ctx.share);
     int any = gcsh_cuda_available(), all = 0;
     MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all || ctx.size < min_ranks) {

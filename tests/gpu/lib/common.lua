@@ -56,6 +56,9 @@ function G.kinds(c)
   for _, K in ipairs { "nccl", "vmm" } do
     if G.kind_here(c, K) then out[#out + 1] = K end
   end
+  local w = c:window(1)
+  require("harness").eq(w.kind, out[1], "a window without kind= gets the first kind that works")
+  w:free()
   return out
 end
 
