@@ -95,6 +95,67 @@ if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ]; the
 fi
 [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ] && exit 0
 
+# ---- part 8: ranks sharing one GPU (gcsh --share-gpu) -----------------------
+# nccl-tests runs the same way: every process on device 0
+# (NCCL_TESTS_DEVICE=0), a NCCL_HOSTID of its own, and the same MPS (a
+# private daemon of this script's for its runs; gcsh starts its own for
+# each job); then gcsh's bench.collective (.check off and on) against it,
+# and the kernel algorithms against NCCL from gcsh (bench.allreduce, vmm
+# windows: NCCL offers no symmetric memory to ranks sharing a GPU).  With
+# MPS (mps) and without (nomps: time-sliced, so fewer calls).  Shared-GPU
+# figures, never dedicated-GPU ones.  GCSH_BENCH_SHARED="2 4" picks the rank
+# counts.
+mps_daemon() { # start DIR | stop DIR
+    if [ "$1" = start ]; then
+        mkdir -p "$2/pipe" "$2/log"
+        CUDA_MPS_PIPE_DIRECTORY=$2/pipe CUDA_MPS_LOG_DIRECTORY=$2/log nvidia-cuda-mps-control -d
+    else
+        echo quit | CUDA_MPS_PIPE_DIRECTORY=$2/pipe nvidia-cuda-mps-control
+        for _ in $(seq 100); do [ -e "$2/pipe/nvidia-cuda-mps-control.pid" ] || break; sleep 0.1; done
+        rm -rf "$2"
+    fi
+}
+shared_bench() { # NP mps|nomps
+    local np=$1 mode=$2 max=${GCSH_BENCH_MAX:-1048576} iters=${GCSH_BENCH_ITERS:-200}
+    [ "$mode" = nomps ] && iters=20
+    local share=$([ "$mode" = mps ] && echo 1 || echo nomps) dir="" out
+    out="$OUTDIR/nccl-tests-shared-$mode-np$np.out"
+    if [ "$mode" = mps ]; then dir=$(mktemp -d /tmp/gcsh-bench-mps-XXXXXX); mps_daemon start "$dir"; fi
+    echo "== $np ranks sharing one GPU ($mode): nccl-tests all_reduce_perf -b 8 -e $max -f 8 -n $iters -w 20"
+    env ${dir:+CUDA_MPS_PIPE_DIRECTORY=$dir/pipe} "${mpi[@]}" -np "$np" -x NCCL_TESTS_DEVICE=0 \
+        ${dir:+-x CUDA_MPS_PIPE_DIRECTORY} sh -c 'NCCL_HOSTID=nccltests$OMPI_COMM_WORLD_RANK exec "$0" "$@"' \
+        "$NT/all_reduce_perf" -b 8 -e "$max" -f 8 -g 1 -n "$iters" -w 20 >"$out" 2>&1
+    grep -E '^#  *(size|\(B\))|^ +[0-9]' "$out" | head -12
+    [ -n "$dir" ] && mps_daemon stop "$dir"
+    echo "== $np ranks sharing one GPU ($mode): gcsh, the same sizes"
+    "${mpi[@]}" -np "$np" -x GCSH_SHARE_GPU="$share" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
+        local o = { op = 'allreduce', min = 8, max = $max, factor = 8, iters = $iters, warmup = 20,
+                    check = true, quiet = true }
+        local off = b.collective(o)
+        o.checked = true
+        local on = b.collective(o)
+        local ref = b.nccl_tests('$out')
+        b.compare(off, ref, { label = 'gcsh (.check off)', ref_label = 'nccl-tests' })
+        b.compare(on, ref, { label = 'gcsh (.check on)', ref_label = 'nccl-tests' })
+        print(gcsh.info().mps)
+        b.allreduce{ algos = {'nccl', 'll', 'oneshot', 'twoshot', 'ring'}, min = 8, max = 65536,
+                     factor = 8, iters = $iters, warmup = 20, kind = 'vmm',
+                     csv = '$OUTDIR/allreduce-shared-$mode-np$np.csv' }"
+}
+if [ "${GCSH_BENCH_ONLY:-}" = shared ]; then
+    build_nccl_tests || exit 1
+    read -r -a shared_counts <<<"${GCSH_BENCH_SHARED:-2 4}"
+    for mode in mps nomps; do
+        for np in "${shared_counts[@]}"; do shared_bench "$np" "$mode"; done
+    done
+    echo "== start-up: gcsh -n 4 --share-gpu -e 'comm.world()' (s), three times"
+    for _ in 1 2 3; do
+        s=$(date +%s.%N); "$GCSH" -n 4 --share-gpu -e 'comm.world()' >/dev/null 2>&1
+        awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f\n", b - a }'
+    done
+    exit 0
+fi
+
 if [ "${GCSH_BENCH_ONLY:-}" = xfer ]; then counts=(); fi
 for np in "${counts[@]}"; do
     if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = allreduce ]; then

@@ -300,6 +300,22 @@ local function sizes_of(o)
   return list
 end
 
+-- Ranks that share a GPU (--share-gpu) make slower figures than a GPU per
+-- rank: every table, CSV row and JSON file says so.  nil when no GPU is
+-- shared; else {gpu = "cuda:0 with ranks 0-3", mps = "yes"|"no"}.
+local shared_cache
+local function sharing()
+  if shared_cache == nil then
+    local info = gcsh.info()
+    local gpu = info.gpu_shared
+    shared_cache = false
+    if gpu and gpu ~= "no" then
+      shared_cache = { gpu = gpu, mps = (info.mps or ""):match("serves this rank: (%a+)") or "?" }
+    end
+  end
+  return shared_cache or nil
+end
+
 -- ---- results for other tools: csv= and json= -------------------------------
 
 local function json_module()
@@ -336,6 +352,11 @@ end
 -- opened: CSV with a header line; JSON {bench=, ranks=, backend=, rows=[...]}
 -- with each row's fields in the same order.
 local function write_outputs(files, fields, rows, bench_name, ranks)
+  local sh = sharing()
+  local shared = sh and (sh.gpu .. " MPS " .. sh.mps):gsub(",", ";") or "no"
+  fields = { table.unpack(fields) }
+  fields[#fields + 1] = { "gpu_shared", "%s" }
+  for _, r in ipairs(rows) do r.gpu_shared = shared end
   local names = {}
   for i, f in ipairs(fields) do names[i] = f[1] end
   if files.csv then
@@ -373,6 +394,10 @@ end
 -- row key}.  The header's first cell begins with nccl-tests' "# " within the
 -- same width, so columns line up.
 local function print_header(cols)
+  local sh = sharing()
+  if sh then
+    print(string.format("# shared GPU: %s (MPS: %s): not a dedicated-GPU figure", sh.gpu, sh.mps))
+  end
   for line = 1, 2 do
     local cells = {}
     for i, col in ipairs(cols) do

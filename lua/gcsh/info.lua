@@ -186,8 +186,14 @@ local LINK_TITLE = "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, =: same
 -- The link from rank i's GPU to rank j's: what rank i found between its
 -- device and the one at rank j's PCI address, on the same host.
 local function link_matrix(ranks, links, out)
-  local any = false
-  for _, l in ipairs(links) do if next(l) then any = true end end
+  -- links to other GPUs, or ranks that share a GPU (--share-gpu)
+  local any, seen = false, {}
+  for i, l in ipairs(links) do
+    local f = ranks[i]
+    local gpu = f.pci and ((f.host or "") .. "/" .. (f.node or "") .. "/" .. f.pci)
+    if next(l) or (gpu and seen[gpu]) then any = true end
+    if gpu then seen[gpu] = true end
+  end
   if not any then return end
   out[#out + 1] = LINK_TITLE
   local header = { "rank" }

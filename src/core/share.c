@@ -147,7 +147,8 @@ static char **mps_environment(const char *root, char buf[2][320])
 
 /* The watcher (share.h): reads its stdin until the first rank is gone,
  * then quits the daemon if one answers there, waits for its pid file to go
- * (10 s at most) and removes the job's folder.  $1: the folder, $2: the
+ * (10 s at most) and removes the job's folder (kept with GCSH_MPS_KEEP set,
+ * for reading the daemon's logs).  $1: the folder, $2: the
  * control program. */
 static const char watcher_script[] =
     "cat >/dev/null\n"
@@ -158,7 +159,7 @@ static const char watcher_script[] =
     "    sleep 0.1; i=$((i + 1))\n"
     "  done\n"
     "fi\n"
-    "rm -rf \"$1\"\n";
+    "[ -n \"$GCSH_MPS_KEEP\" ] || rm -rf \"$1\"\n";
 
 static int start_watcher(gcsh_share *s, const char *root, const char *control, char **env,
                          int out_fd)
@@ -490,7 +491,8 @@ void gcsh_share_new_key(void)
 void gcsh_share_wait_gone(void)
 {
     char root[96];
-    if (job_folder(root, sizeof root) != 0)
+    const char *keep = getenv("GCSH_MPS_KEEP");
+    if ((keep && *keep) || job_folder(root, sizeof root) != 0)
         return;
     for (int i = 0; i < 1000 && access(root, F_OK) == 0; i++)
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);

@@ -4,7 +4,10 @@ local H = require "harness"
 local G = require "common"
 
 H.eq(gcsh.backend, "cuda", "gcsh.backend")
-H.truthy(gcsh.device:find("^cuda:" .. gcsh.local_rank), "gcsh.device " .. gcsh.device)
+-- rank r of the machine takes GPU r, or r mod the count when ranks share
+-- GPUs (--share-gpu)
+local gpus = #gcsh.info().devices
+H.truthy(gcsh.device:find("^cuda:" .. gcsh.local_rank % gpus .. " "), "gcsh.device " .. gcsh.device)
 H.truthy(type(gcsh.nccl) == "string" and gcsh.nccl:find("^2%."), "gcsh.nccl " .. tostring(gcsh.nccl))
 
 for _, dt in ipairs(G.dtypes) do

@@ -159,7 +159,7 @@ do
                                   root = n - 1, quiet = true, csv = csv, json = json }
   if me == 0 then
     local f = assert(io.open(csv))
-    H.eq(f:read("l"), "size,count,type,redop,root,time_us,algbw,busbw,wrong,issue_us", "collective csv header")
+    H.eq(f:read("l"), "size,count,type,redop,root,time_us,algbw,busbw,wrong,issue_us,gpu_shared", "collective csv header")
     local first = f:read("l")
     H.eq(first:match("^(%d+,%d+,f32,sum," .. (n - 1) .. "),"), string.format("%d,%d,f32,sum,%d", rows[1].size, rows[1].count, n - 1), "collective csv row")
     local lines = 1

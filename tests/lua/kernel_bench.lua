@@ -29,7 +29,7 @@ H.values(sizes, { kernel.ll_max_bytes // 2, kernel.ll_max_bytes }, nil, "ll rows
 H.eq(#ll, 5, "oneshot at all three sizes, ll at two")
 if c.rank == 0 then
   local f = assert(io.open(csv))
-  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us", "csv header")
+  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us,gpu_shared", "csv header")
   local lines = 0
   for _ in f:lines() do lines = lines + 1 end
   f:close()
@@ -41,6 +41,9 @@ if c.rank == 0 then
   H.eq(doc.ranks, c.size, "json: ranks")
   H.eq(doc.backend, gcsh.backend, "json: backend")
   H.eq(#doc.rows, #rows, "json: one object per row")
+  -- figures of ranks sharing a GPU say so (--share-gpu); none here
+  H.eq(doc.rows[1].gpu_shared, gcsh.backend == "host" and "no" or doc.rows[1].gpu_shared,
+       "json: gpu_shared")
   for i, r in ipairs(rows) do
     for _, k in ipairs { "algo", "size", "count", "type", "redop", "time_us", "algbw", "busbw", "wrong", "issue_us" } do
       if math.type(r[k]) == "float" then H.near(doc.rows[i][k], r[k], 1e-9, "json row " .. i .. " " .. k)
