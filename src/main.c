@@ -486,6 +486,9 @@ static void banner(const gcsh_session *s, const gcsh_ctx *ctx)
     gcsh_coord_say(s->coord, "gcsh %s (%s) on %d rank%s, backend %s (%s); .help for help",
                    GCSH_VERSION, LUA_RELEASE, ctx->size, ctx->size == 1 ? "" : "s",
                    ctx->be->name, ctx->device);
+    if (ctx->share.gpus[0]) /* rank 0's machine; .info has every machine */
+        gcsh_coord_say(s->coord, "gcsh: GPUs shared: %s; MPS: %s", ctx->share.gpus,
+                       ctx->share.mps);
     if (s->term->hint)
         gcsh_coord_say(s->coord, "gcsh: %s", s->term->hint);
 }
