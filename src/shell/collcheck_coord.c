@@ -1,4 +1,5 @@
 /* Rank 0's side of the collective checks.  See collcheck_coord.h. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,53 @@ static int all_members_wait(const gcsh_checker *k, const fp_slot *s)
     return 1;
 }
 
+/* Whether the ranks waiting on comm wait in collectives (no send or recv:
+ * those carry no number) with different numbers. */
+static int numbers_differ(const gcsh_checker *k, uint64_t comm)
+{
+    int any = 0;
+    uint64_t first = 0;
+    for (int m = 0; m < k->size; m++) {
+        if (!waits_on(k, m, comm))
+            continue;
+        if (is_p2p(&k->slot[m].fp))
+            return 0;
+        if (any && k->slot[m].fp.seq != first)
+            return 1;
+        any = 1;
+        first = k->slot[m].fp.seq;
+    }
+    return 0;
+}
+
+/* The lowest check number among the ranks waiting on comm. */
+static uint64_t lowest_seq(const gcsh_checker *k, uint64_t comm)
+{
+    uint64_t low = UINT64_MAX;
+    for (int m = 0; m < k->size; m++)
+        if (waits_on(k, m, comm) && k->slot[m].fp.seq < low)
+            low = k->slot[m].fp.seq;
+    return low;
+}
+
+/* Every member waits, at different collectives: a member at a later check
+ * has passed the earlier ones (a rank that stalled on the check board may
+ * bring its check here after the others passed it there and went on), so
+ * the members at the lowest number compare now and those further on wait
+ * for them to come. */
+static void group_by_number(const gcsh_checker *k, const fp_slot *s, group *g)
+{
+    for (int m = 0; m < k->size; m++) {
+        if (!waits_on(k, m, s->fp.comm))
+            continue;
+        if (k->slot[m].fp.seq == s->fp.seq)
+            group_add(g, m, k);
+        else if (k->slot[m].fp.seq < s->fp.seq)
+            g->ncoming++;
+    }
+    g->complete = s->fp.seq == lowest_seq(k, s->fp.comm);
+}
+
 /* The group r waits in.  Pairs are resolved before groups (resolve), so
  * when every member waits and r is not paired, the mixture is a deadlock. */
 static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, group *g)
@@ -223,6 +271,8 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
         group_add(g, r, k);
         group_add(g, peer_of(s), k);
         g->complete = 1;
+    } else if (all_members_wait(k, s) && numbers_differ(k, s->fp.comm)) {
+        group_by_number(k, s, g);
     } else if (all_members_wait(k, s)) {
         for (int m = 0; m < k->size; m++)
             if (waits_on(k, m, s->fp.comm))

@@ -1,0 +1,121 @@
+/* Rank 0's side of the collective checks (src/shell/collcheck_coord.h),
+ * driven with fingerprints as the ranks send them: equal calls pass, a
+ * mismatch fails every member with one message, a send waiting beside a
+ * collective is a mismatch, and a rank that brings an earlier check after
+ * the others passed it on the check board and went on passes alone (the
+ * others' later check waits for it), instead of being compared with their
+ * later one. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shell/collcheck_coord.h"
+#include "unit.h"
+
+#define RANKS 4
+
+static struct {
+    int answered, ok;
+    char text[512];
+} got[RANKS];
+
+static int running(void *arg, int r) { (void)arg, (void)r; return 1; }
+static const char *where(void *arg, int r) { (void)arg, (void)r; return "running line 1"; }
+
+static void verdict(void *arg, int r, uint32_t serial, int ok, const char *text)
+{
+    (void)arg, (void)serial;
+    got[r].answered = 1;
+    got[r].ok = ok;
+    snprintf(got[r].text, sizeof got[r].text, "%s", text);
+}
+
+static const gcsh_checker_io io = {NULL, running, where, verdict, NULL};
+
+/* Rank r's fingerprint of op #seq on communicator 7 of n ranks, as sent. */
+static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int kind, int peer)
+{
+    struct {
+        uint32_t head[2];
+        gcsh_fingerprint fp;
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    msg.head[0] = (uint32_t)seq;
+    msg.head[1] = 0;
+    snprintf(msg.fp.op, sizeof msg.fp.op, "%s", op);
+    msg.fp.comm = 7;
+    msg.fp.seq = kind == GCSH_FP_COLLECTIVE ? seq : 0;
+    msg.fp.count = 4;
+    msg.fp.kind = kind;
+    msg.fp.root = peer;
+    msg.fp.dtype = msg.fp.redop = -1;
+    msg.fp.comm_rank = r;
+    msg.fp.comm_size = n;
+    CHECK(gcsh_checker_add(k, r, &msg, sizeof msg, 0.0) == 0, "add rank %d %s #%llu", r, op,
+          (unsigned long long)seq);
+}
+
+static void reset(void) { memset(got, 0, sizeof got); }
+
+int main(void)
+{
+    gcsh_checker k;
+    gcsh_checker_init(&k, 2);
+
+    /* equal calls pass */
+    reset();
+    add(&k, 0, 2, "barrier", 1, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 1, 2, "barrier", 1, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[0].answered && got[0].ok && got[1].answered && got[1].ok, "equal calls pass");
+
+    /* a mismatch at the same number fails both, with one message */
+    reset();
+    add(&k, 0, 2, "barrier", 2, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 1, 2, "allreduce", 2, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[0].answered && !got[0].ok && got[1].answered && !got[1].ok, "mismatch fails both");
+    CHECK(strstr(got[0].text, "collective mismatch") && strcmp(got[0].text, got[1].text) == 0,
+          "one mismatch message: '%s'", got[0].text);
+
+    /* rank 1 brings barrier #3 after rank 0 passed it on the board and went
+     * on to allreduce #4: rank 1 passes alone; rank 0 waits for it */
+    reset();
+    add(&k, 0, 2, "allreduce", 4, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 1, 2, "barrier", 3, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[1].answered && got[1].ok, "the late rank's earlier check passes: '%s'", got[1].text);
+    CHECK(!got[0].answered, "the rank further on waits (answered %d: '%s')", got[0].answered,
+          got[0].text);
+    CHECK(gcsh_checker_waiting(&k, 0) && !gcsh_checker_waiting(&k, 1), "who still waits");
+    add(&k, 1, 2, "allreduce", 4, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[0].answered && got[0].ok && got[1].ok, "then both pass allreduce #4");
+    gcsh_checker_destroy(&k);
+
+    /* 4 ranks: two further on, two behind at the same earlier check, which
+     * they still compare (a mismatch between them is found) */
+    gcsh_checker_init(&k, RANKS);
+    reset();
+    add(&k, 0, RANKS, "allreduce", 9, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 2, RANKS, "allreduce", 9, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 1, RANKS, "barrier", 8, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 3, RANKS, "reduce", 8, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[1].answered && !got[1].ok && got[3].answered && !got[3].ok,
+          "the two behind compare: mismatch ('%s')", got[1].text);
+    CHECK(!got[0].answered && !got[2].answered, "the two further on wait");
+    gcsh_checker_destroy(&k);
+
+    /* a send waiting beside a collective: every member waits, and that is a
+     * mismatch (the send has no number: not a rank behind) */
+    gcsh_checker_init(&k, 2);
+    reset();
+    add(&k, 0, 2, "send", 0, GCSH_FP_SEND, 1);
+    add(&k, 1, 2, "allreduce", 5, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &io, 0.0, 10.0, 0);
+    CHECK(got[0].answered && !got[0].ok && got[1].answered && !got[1].ok,
+          "a send beside a collective fails both ('%s')", got[0].text);
+    gcsh_checker_destroy(&k);
+    UNIT_END();
+}
