@@ -22,10 +22,17 @@
 # lua-dkjson), unpacked with dpkg -x into a private prefix, never into /; Lua,
 # readline and jansson link statically from it, and lua-dkjson (pure Lua, for
 # bench's json=) goes on LUA_PATH from there.  tests/gpu/repro.sh: the
-# reproducers, record/replay and a trace with GPU spans.  Each test (the C backend test and every
-# tests/gpu/*.lua, and every tests/gpu/*.sh: faults) at each rank count (2, and 4 when 4 GPUs are visible) counts
-# as one test; the last line is "N passed, N failed"; the exit code is 1 when
-# any failed.
+# reproducers, record/replay and a trace with GPU spans.
+#
+# Configurations (GCSH_GPU_RANKS overrides): one GPU: 1 rank, then 2 and 4
+# ranks sharing it ("2s", "4s": GCSH_SHARE_GPU=1, gcsh starting a private
+# MPS daemon per job, as gcsh -n N --share-gpu does; GCSH_GPU_MPS=0 for
+# none); several GPUs: 2 (and 4) ranks with a GPU each, then 4 ranks sharing
+# 2 GPUs.  Each test at each configuration counts as one; after each
+# configuration a check that no MPS daemon and no job folder is left.  Every
+# kernel algorithm runs under compute-sanitizer memcheck and synccheck at 2
+# ranks (sharing a GPU on a one-GPU machine).  The last line is "N passed, N
+# failed"; the exit code is 1 when any failed.
 set -uo pipefail
 
 # NVLink multicast stays off, whatever the caller's environment says: on
@@ -169,9 +176,8 @@ configure() {
 # The window kinds that work in this configuration ("nccl vmm", or "vmm"
 # where NCCL offers no symmetric memory: one rank, shared GPUs).
 usable_kinds() {
-    "${mpi[@]}" -np "$np" env LUA_PATH="$LUA_TESTS" "$BUILD/gcsh" -e \
-        'local k = require("common").kinds(comm.world()); if rank == 0 then print("kinds: " .. table.concat(k, " ")) end' \
-        2>&1 | sed -n 's/^\(\[0\] \)\{0,1\}kinds: //p' | tail -n 1
+    "${mpi[@]}" -np "$np" env LUA_PATH="$LUA_TESTS" "$BUILD/gcsh" tests/gpu/lib/kinds.lua 2>&1 |
+        sed -n 's/^\(\[0\] \)\{0,1\}kinds: //p' | tail -n 1
 }
 
 for cfg in "${counts[@]}"; do
@@ -189,6 +195,8 @@ for cfg in "${counts[@]}"; do
     kinds=$(usable_kinds)
     [ -n "$tag" ] && wait_no_folders
     echo "gpu-check: np=$np$tag: window kinds here: ${kinds:-none}"
+    check "window kinds found at np=$np$tag (tests/gpu/lib/kinds.lua)" \
+        "$([ -n "$kinds" ] || echo "none: the steppers and lessons cannot run")"
     for kind in $kinds; do
         for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
             run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \

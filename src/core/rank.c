@@ -73,8 +73,14 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
         }
     }
 #ifdef GCSH_HAVE_CUDA
-    else if (!want && gcsh_cuda_available())
-        be = &gcsh_cuda_backend;
+    else if (!want) {
+        /* every rank takes the same backend: cuda only where each rank has
+         * a GPU (the backend's start is collective over the machine) */
+        int here = gcsh_cuda_available(), everywhere = 0;
+        MPI_Allreduce(&here, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (everywhere)
+            be = &gcsh_cuda_backend;
+    }
 #endif
     ctx->be = be;
     int ok = be->init(ctx) == 0, all_ok = 0;

@@ -1,19 +1,18 @@
 /* GPUs shared by several ranks (--share-gpu, GCSH_SHARE_GPU): the ranks of
- * this machine, and the MPS control daemon that a job may start for them.
+ * this machine, their NCCL host identities, and the MPS server that serves
+ * them.
  *
  * Without MPS, the kernels of processes that share a GPU take turns on it
  * (time slices of milliseconds); with an MPS server they run side by side.
- * gcsh uses a server that is already reachable; otherwise, when the node
- * runs more ranks than it has GPUs, its first rank starts a private control
- * daemon (pipe and log directories of the job's own, under /tmp) before
- * any rank touches CUDA, and every rank of the node points
- * CUDA_MPS_PIPE_DIRECTORY at it.  A watcher process (its own session, so
- * that neither Ctrl-C nor mpirun's kill reaches it) holds the read end of
- * a pipe whose write end only that first rank has: when the rank ends, in
- * whatever way (normal exit, error, SIGKILL), the pipe closes and the
- * watcher quits the daemon, waits for it to go and removes the
- * directories.  gcsh never touches a daemon it did not start and never
- * changes compute mode or any other GPU setting. */
+ * Where the machine runs more ranks than it has GPUs, its first rank (the
+ * launcher's local rank 0) decides, before MPI and CUDA start: a server
+ * that answers already (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) is
+ * used, else it starts a private control daemon for the job (mps.h); the
+ * other ranks follow its verdict.  --share-gpu=nomps starts none (a server
+ * that runs anyway serves the ranks: the driver's answer is in .info).  A
+ * daemon that cannot start is said once, and the job runs time-sliced.
+ * gcsh never touches a daemon it did not start and never changes compute
+ * mode or any other GPU setting. */
 #ifndef GCSH_SHARE_H
 #define GCSH_SHARE_H
 
@@ -33,9 +32,10 @@ typedef struct gcsh_share {
      * GCSH_RANKS_PER_NODE says: GPUs and MPS servers belong to machines. */
     MPI_Comm node;
     int node_rank, node_size;
-    int mps_private; /* this job's own daemon serves the node's ranks */
-    pid_t watcher;   /* the node's first rank: the process that quits it */
-    int watcher_fd;  /* the node's first rank: closing it quits the daemon */
+    int guard_fd;   /* the machine's first rank: closing it quits the daemon (mps.h) */
+    /* The GPU count the NCCL host identities were made for (0: none made);
+     * the cuda backend checks that CUDA shows as many. */
+    int round_gpus;
     /* What serves the node's ranks, in words (.info, the banner), e.g.
      * "private MPS daemon started by gcsh", "off (--share-gpu=nomps):
      * time-sliced". */
@@ -52,11 +52,12 @@ int gcsh_share_parse(const char *value, gcsh_share_mode *mode);
 
 /* Every rank, before MPI_Init (an MPI built with CUDA support may start
  * CUDA in MPI_Init, and the MPS client reads CUDA_MPS_PIPE_DIRECTORY when
- * CUDA starts): in a sharing mode, where the machine runs more ranks than
- * it has GPUs and no MPS server answers, its first rank (the launcher's
- * local rank 0) brings up a private daemon in /tmp/gcsh-mps-UID-KEY (KEY
- * from the job's identity) and the others wait for its verdict there;
- * every rank then points CUDA_MPS_PIPE_DIRECTORY at it.  backend is
+ * CUDA starts; setenv is not safe beside MPI's threads): in a sharing
+ * mode, where the machine runs more ranks than it has GPUs, sets this
+ * rank's NCCL_HOSTID (cuda/cuda_share.c says why) and the MPS pipe
+ * directory of the first rank's verdict: a server that answers, or a
+ * private daemon in /tmp/gcsh-mps-UID-KEY (KEY from GCSH_SHARE_KEY, else
+ * the launcher's job id).  backend is
  * --backend's value (NULL: auto): "host" needs no GPU and no daemon.
  * Never fails the job: a daemon that cannot start is said once on stderr
  * and in share->mps, and the ranks run time-sliced. */
@@ -67,7 +68,7 @@ void gcsh_share_prepare(gcsh_share *share, gcsh_share_mode mode, const char *bac
 void gcsh_share_start(gcsh_share *share);
 
 /* Every rank, at the end, after the backend let go of the GPU: the first
- * rank releases the watcher, which quits the daemon once this process (an
+ * rank releases the guard (mps.h), which quits the daemon once this process (an
  * MPS client) is gone.  Never waits. */
 void gcsh_share_stop(gcsh_share *share);
 
@@ -75,7 +76,7 @@ void gcsh_share_stop(gcsh_share *share);
  * GCSH_SHARE_KEY, which names the job's folder on every rank. */
 void gcsh_share_new_key(void);
 
-/* The launcher of gcsh -n, once mpirun has ended: waits (10 s at most) for
+/* The launcher of gcsh -n, once mpirun has ended: waits (40 s at most) for
  * the job's folder to go, so that no daemon outlives gcsh. */
 void gcsh_share_wait_gone(void);
 

@@ -75,14 +75,18 @@ fail:
  * GPU) and has no query for it in 2.28, so we ask as a window would: a
  * device communicator, made and destroyed at once.  Without the support
  * NCCL refuses it at once on every rank alike, before any collective step
- * ("Communicator does not support symmetric memory!"). */
+ * and without harm to the communicator ("Communicator does not support
+ * symmetric memory!", ncclInvalidUsage).  The device communicator's window
+ * table stays allocated with the communicator: NCCL sets it up once. */
 static int probe_symmetric(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     void *dc = NULL;
     ncclResult_t r = gcsh_nccl_devcomm_create(c->comm, &dc);
     c->symmetric = r == ncclSuccess || r == ncclInProgress;
-    if (!c->symmetric)
+    if (r == ncclInvalidUsage) /* NCCL's answer: no symmetric memory here */
         return 0;
+    if (!c->symmetric) /* anything else is a failure to make the communicator */
+        return nccl_error(ctx, c->comm, __FILE__, __LINE__, "ncclDevCommCreate", r);
     if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (symmetric memory)") != 0)
         return -1;
     NCCL_TRY(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, dc));

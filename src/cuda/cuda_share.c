@@ -5,10 +5,11 @@
  * more ranks than GPUs is refused.  With --share-gpu rank r takes GPU
  * r % count.  NCCL refuses two ranks of one host on one GPU ("Duplicate GPU
  * detected"), so ranks that share a GPU must be different NCCL hosts: the
- * ranks of round k = r / count (one per GPU) get NCCL_HOSTID "HOST.gcshK".
- * Within a round NCCL connects GPUs as usual (NVLink, PCIe); between rounds
- * it uses its network transport over sockets, as between machines.  On one
- * GPU every rank is its own NCCL host.  A NCCL_HOSTID the user set stays. */
+ * ranks of round k = r / count (one per GPU) get NCCL_HOSTID "ID.gcshK"
+ * (core/share.c sets it before MPI starts).  Within a round NCCL connects
+ * GPUs as usual (NVLink, PCIe); between rounds it uses its network
+ * transport (sockets, or InfiniBand where there is some), as between
+ * machines.  On one GPU every rank is its own NCCL host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,12 @@
 int cuda_choose_device(gcsh_ctx *ctx, int count, int *dev)
 {
     const gcsh_share *s = &ctx->share;
+    if (s->round_gpus && s->round_gpus != count)
+        return gcsh_set_error(ctx,
+                              "cuda backend: CUDA shows %d GPU%s where the driver listed %d when "
+                              "the ranks were given their NCCL hosts (--share-gpu); set "
+                              "CUDA_VISIBLE_DEVICES to whole GPUs",
+                              count, count == 1 ? "" : "s", s->round_gpus);
     if (s->node_size > count && s->mode == GCSH_SHARE_OFF)
         return gcsh_set_error(ctx,
                               "cuda backend: this machine runs %d ranks but has %d visible GPU%s "
@@ -29,28 +36,6 @@ int cuda_choose_device(gcsh_ctx *ctx, int count, int *dev)
                               s->node_size, count, count == 1 ? "" : "s", count);
     *dev = s->node_rank % count;
     return 0;
-}
-
-/* NCCL_HOSTID for this rank's round (see the top), before NCCL starts. */
-static void set_nccl_host(const gcsh_ctx *ctx, int count, cuda_state *st)
-{
-    const char *mine = getenv("NCCL_HOSTID");
-    if (mine && *mine) {
-        snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
-                 "NCCL_HOSTID=%.40s, set by the user (one NCCL host for ranks sharing a GPU)",
-                 mine);
-        return;
-    }
-    char host[64] = "";
-    gethostname(host, sizeof host - 1);
-    char id[128];
-    snprintf(id, sizeof id, "%s.gcsh%d", host, ctx->share.node_rank / count);
-    setenv("NCCL_HOSTID", id, 1);
-    snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
-             count == 1 ? "each rank its own NCCL host (NCCL_HOSTID): socket transport"
-                        : "one NCCL host per round of %d ranks (NCCL_HOSTID): sockets between "
-                          "rounds",
-             count);
 }
 
 /* The world ranks of this machine on GPU dev, from the gathered (rank,
@@ -117,9 +102,16 @@ void cuda_share_setup(gcsh_ctx *ctx, int count, int dev, cuda_state *st)
     describe_sharing(ctx, dev, st);
     if (!st)
         return;
-    snprintf(st->nccl_hosts, sizeof st->nccl_hosts, "one per machine (no GPU shared)");
-    if (ctx->share.mode != GCSH_SHARE_OFF && ctx->share.node_size > count)
-        set_nccl_host(ctx, count, st);
+    if (!ctx->share.round_gpus)
+        snprintf(st->nccl_hosts, sizeof st->nccl_hosts, "one per machine (no GPU shared)");
+    else if (count == 1)
+        snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
+                 "each rank its own NCCL host (NCCL_HOSTID): NCCL's network transport between "
+                 "them");
+    else
+        snprintf(st->nccl_hosts, sizeof st->nccl_hosts,
+                 "one NCCL host per round of %d ranks (NCCL_HOSTID): NCCL's network transport "
+                 "between rounds", count);
 }
 
 /* Whether an MPS server serves this rank, as the driver says (the
@@ -141,8 +133,19 @@ void cuda_share_info(const gcsh_ctx *ctx, const cuda_state *st, lua_State *L)
     gcsh_set_string(L, "mps", mps);
 }
 
+/* Whether the environment variable name is set to "0". */
+static int turned_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
 const char *cuda_no_symmetric_reason(const cuda_state *st, int comm_size)
 {
+    if (turned_off("NCCL_WIN_ENABLE"))
+        return "NCCL_WIN_ENABLE=0 turns NCCL's symmetric memory off";
+    if (turned_off("NCCL_CUMEM_ENABLE"))
+        return "NCCL_CUMEM_ENABLE=0 turns NCCL's symmetric memory off";
     if (comm_size == 1)
         return "NCCL offers no symmetric memory to a one-rank communicator";
     if (strcmp(st->shared, "no") != 0)

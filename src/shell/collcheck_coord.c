@@ -244,7 +244,8 @@ static uint64_t lowest_seq(const gcsh_checker *k, uint64_t comm)
 
 /* Every member waits, at different collectives: a member at a later check
  * has passed the earlier ones (a rank that stalled on the check board may
- * bring its check here after the others passed it there and went on), so
+ * bring its check here after the others passed it there and went on: only
+ * with a board, where numbers advance without the coordinator), so
  * the members at the lowest number compare now and those further on wait
  * for them to come. */
 static void group_by_number(const gcsh_checker *k, const fp_slot *s, group *g)
@@ -271,7 +272,7 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
         group_add(g, r, k);
         group_add(g, peer_of(s), k);
         g->complete = 1;
-    } else if (all_members_wait(k, s) && numbers_differ(k, s->fp.comm)) {
+    } else if (io->board && all_members_wait(k, s) && numbers_differ(k, s->fp.comm)) {
         group_by_number(k, s, g);
     } else if (all_members_wait(k, s)) {
         for (int m = 0; m < k->size; m++)

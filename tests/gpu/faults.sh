@@ -90,9 +90,9 @@ interrupted_at_go() { # TAG 'lines' 'lines after': SIGINT once "go" is printed
 }
 # the kinds that work here (nccl needs NCCL's symmetric memory: not at one
 # rank, not for ranks sharing a GPU)
-KINDS=$(GCSH_TEST_FAULTS= timeout 120 "$GCSH" -n "$NP" --backend cuda -e \
-    'c = comm.world(); if rank == 0 then local k = {} for _, K in ipairs { "nccl", "vmm" } do if pcall(c.window, c, 1, "f32", { kind = K }) then k[#k + 1] = K end end print("kinds: " .. table.concat(k, " ")) end' \
-    2>&1 | sed -n 's/^\(\[0\] \)\{0,1\}kinds: //p' | tail -n 1)
+KINDS=$(LUA_PATH="$PWD/tests/lua/?.lua;$PWD/tests/gpu/lib/?.lua;${LUA_PATH:-;}" timeout 120 \
+    "$GCSH" -n "$NP" --backend cuda tests/gpu/lib/kinds.lua 2>&1 |
+    sed -n 's/^\(\[0\] \)\{0,1\}kinds: //p' | tail -n 1)
 [ -n "$KINDS" ] || fail "no window kind works here"
 for kind in $KINDS; do
     stage=$([ $kind = nccl ] && echo register || echo exchange)

@@ -4,7 +4,7 @@
 # lifecycle against a stand-in nvidia-cuda-mps-control first on PATH that
 # records how it is called (one GPU made visible through GCSH_NVIDIA_PROC):
 # started once and quit at a normal exit, after Ctrl-C, after a killed rank
-# (rank 1, and rank 0, which holds the watcher's pipe); never started when a
+# (rank 1, and rank 0, which holds the guard's pipe); never started when a
 # server already answers, with =nomps, or with --backend host; a daemon that
 # cannot start is said once and the job runs.
 cd "$(dirname "$0")/../.." || exit 1
@@ -38,23 +38,25 @@ expect_contains "--help lists --share-gpu=nomps" "$OUT" "--share-gpu=nomps"
 # ---- the MPS lifecycle, against a stand-in
 mkdir -p "$TMP/bin" "$TMP/proc/0000:00:06.0"
 LOG=$TMP/mps.log
-cat >"$TMP/bin/nvidia-cuda-mps-control" <<'EOF'
+# the stand-in gets a minimal environment from gcsh (src/core/mps.h): what it
+# needs is written into it; $TMP/fail makes -d fail, $TMP/slow makes quit
+# take 2 s, $TMP/nopid makes -d come up without its pid file
+cat >"$TMP/bin/nvidia-cuda-mps-control" <<STANDIN
 #!/bin/sh
-# stand-in: records each call; -d makes the daemon's files, quit removes the pid file
-if [ "${1:-}" = -d ]; then
-    [ -n "${MPS_FAIL:-}" ] && { echo "cannot open /dev/nvidiactl"; exit 3; }
-    echo "start $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY" >>"$MPS_LOG"
-    : >"$CUDA_MPS_PIPE_DIRECTORY/control"
-    echo 4242 >"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+if [ "\${1:-}" = -d ]; then
+    [ -e "$TMP/fail" ] && { echo "cannot open /dev/nvidiactl"; exit 3; }
+    echo "start \$CUDA_MPS_PIPE_DIRECTORY \$CUDA_MPS_LOG_DIRECTORY cvd=\${CUDA_VISIBLE_DEVICES-unset} extra=\${GCSH_TEST_EXTRA-unset}" >>"$LOG"
+    : >"\$CUDA_MPS_PIPE_DIRECTORY/control"
+    [ -e "$TMP/nopid" ] || echo 4242 >"\$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
     exit 0
 fi
 read -r cmd
-echo "$cmd $CUDA_MPS_PIPE_DIRECTORY" >>"$MPS_LOG"
-[ "$cmd" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
+[ -e "$TMP/slow" ] && sleep 2
+echo "\$cmd \$CUDA_MPS_PIPE_DIRECTORY" >>"$LOG"
+[ "\$cmd" = quit ] && rm -f "\$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
 exit 0
-EOF
+STANDIN
 chmod +x "$TMP/bin/nvidia-cuda-mps-control"
-export MPS_LOG=$LOG
 fake() { env PATH="$TMP/bin:$PATH" GCSH_NVIDIA_PROC="$TMP/proc" CUDA_MPS_PIPE_DIRECTORY= "$@"; }
 calls() { grep -c "^$1 " "$LOG" 2>/dev/null || true; }
 # gone NAME: the daemon's folder (from the log) is removed within 5 s
@@ -67,7 +69,7 @@ gone() {
     done
     fail "$1: the daemon's folder '$dir' is still there"
 }
-# quit_within NAME: the stand-in got "quit" within 5 s (a watcher's work)
+# quit_within NAME: the stand-in got "quit" within 5 s (the guard's work)
 quit_within() {
     local i
     for i in $(seq 50); do
@@ -78,8 +80,12 @@ quit_within() {
 }
 
 : >"$LOG"
+start=$SECONDS
 OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
 expect_eq "normal exit: status" "$RC" 0
+# the other rank follows the first rank's verdict at once (a missed one
+# costs its 20 s wait)
+[ $((SECONDS - start)) -lt 15 ] && pass || fail "normal exit: took $((SECONDS - start)) s"
 expect_eq "normal exit: started once" "$(calls start)" 1
 expect_eq "normal exit: quit once, before gcsh returned" "$(calls quit)" 1
 expect_eq "normal exit: the folder is gone when gcsh returns" "$(ls -d /tmp/gcsh-mps-"$(id -u)"-* 2>/dev/null | while read -r d; do [ -n "$(find "$d" -maxdepth 0 -newer "$LOG")" ] && echo "$d"; done)" ""
@@ -93,7 +99,7 @@ expect_eq "4 ranks: one daemon for the machine" "$(calls start)" 1
 expect_eq "4 ranks: quit once" "$(calls quit)" 1
 
 : >"$LOG"
-OUT=$(fake timeout -s INT 3 "$GCSH" -n 2 --share-gpu -e 'gcsh.sleep(20)' 2>&1); RC=$?
+OUT=$(fake timeout -s INT 8 "$GCSH" -n 2 --share-gpu -e 'gcsh.sleep(30)' 2>&1); RC=$?
 expect_contains "Ctrl-C: the command was interrupted" "$OUT" "interrupted"
 expect_eq "Ctrl-C: started once" "$(calls start)" 1
 quit_within "Ctrl-C: quit"
@@ -109,7 +115,7 @@ gone "rank 1 killed"
 : >"$LOG"
 OUT=$(fake timeout 60 "$GCSH" -n 2 --share-gpu -e "${kill_rank/R/0}" 2>&1); RC=$?
 [ "$RC" != 0 ] && pass || fail "rank 0 killed: non-zero status (got $RC)"
-quit_within "rank 0 killed (the watcher's pipe closes): quit"
+quit_within "rank 0 killed (the guard's pipe closes): quit"
 gone "rank 0 killed"
 
 : >"$LOG"
@@ -143,7 +149,9 @@ else
 fi
 
 : >"$LOG"
-OUT=$(fake env MPS_FAIL=1 "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+touch "$TMP/fail"
+OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+rm -f "$TMP/fail"
 expect_eq "a daemon that cannot start: the job runs" "$RC" 0
 expect_contains "a daemon that cannot start: the job's output" "$OUT" "[0-1] ran"
 expect_contains "a daemon that cannot start: said with the reason" "$OUT" \
@@ -153,6 +161,74 @@ expect_eq "a daemon that cannot start: said once" \
 left=$(ls -d /tmp/gcsh-mps-* 2>/dev/null | while read -r d; do
     [ -n "$(find "$d" -maxdepth 0 -newer "$LOG" 2>/dev/null)" ] && echo "$d"; done)
 expect_eq "a daemon that cannot start: its folder is removed" "$left" ""
+
+# the daemon gets a minimal environment: not the rank's CUDA_VISIBLE_DEVICES
+# (it would renumber the devices its clients name), nor anything else
+: >"$LOG"
+OUT=$(fake env CUDA_VISIBLE_DEVICES=0 GCSH_TEST_EXTRA=x "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
+expect_contains "the daemon's environment: no CUDA_VISIBLE_DEVICES, nothing else" "$(cat "$LOG")" \
+    "cvd=unset extra=unset"
+
+# gcsh -n returns once the daemon has quit and its folder is gone (a quit
+# that takes 2 s)
+: >"$LOG"; touch "$TMP/slow"
+OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
+expect_eq "a slow quit: done when gcsh returns" "$(calls quit)" 1
+dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+[ -n "$dir" ] && [ ! -e "$dir" ] && pass || fail "a slow quit: the folder '$dir' is gone when gcsh returns"
+rm -f "$TMP/slow"
+
+# a daemon whose pid file never comes: said, the job runs, the folder goes
+: >"$LOG"; touch "$TMP/nopid"
+OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1); RC=$?
+rm -f "$TMP/nopid"
+expect_contains "a daemon that does not come up: said" "$OUT" "the daemon did not come up in 5 s"
+expect_eq "a daemon that does not come up: the job runs" "$RC" 0
+gone "a daemon that does not come up"
+
+# GCSH_MPS_KEEP=1 keeps the folder and the daemon's logs
+: >"$LOG"
+OUT=$(fake env GCSH_MPS_KEEP=1 "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
+dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+[ -n "$dir" ] && [ -d "$dir/log" ] && pass || fail "GCSH_MPS_KEEP: the folder '$dir' is kept"
+expect_eq "GCSH_MPS_KEEP: the daemon was still quit" "$(calls quit)" 1
+[ -n "$dir" ] && rm -rf "$dir"
+
+# under a plain mpirun the folder is named by the job: one that is not this
+# user's private folder is refused at once (no wait), and the job runs
+MPIRUN=(mpirun -np 2 --oversubscribe)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+key=share-test-$$
+folder=/tmp/gcsh-mps-$(id -u)-$(printf '%s' "GCSH_SHARE_KEY$key" | python3 -c '
+import sys
+h = 0xcbf29ce484222325
+for b in sys.stdin.buffer.read(): h = ((h ^ b) * 0x100000001b3) % 2**64
+print("%016x" % h)')
+mkdir -m 0755 "$folder"
+: >"$LOG"
+start=$SECONDS
+OUT=$(fake env GCSH_SHARE_KEY="$key" GCSH_SHARE_GPU=1 timeout 60 "${MPIRUN[@]}" \
+      -x PATH -x GCSH_NVIDIA_PROC -x GCSH_SHARE_KEY -x GCSH_SHARE_GPU -x CUDA_MPS_PIPE_DIRECTORY \
+      "$GCSH" -e 'print("ran")' 2>&1); RC=$?
+rmdir "$folder"
+expect_contains "a folder not ours: said" "$OUT" "$folder exists and is not this user's private folder"
+expect_contains "a folder not ours: the job runs" "$OUT" "[0-1] ran"
+expect_eq "a folder not ours: never started" "$(calls start)" 0
+[ $((SECONDS - start)) -lt 15 ] && pass || fail "a folder not ours: refused at once (took $((SECONDS - start)) s)"
+
+# a launcher that does not say which ranks share the machine
+cat >"$TMP/nolocal" <<'NOLOCAL'
+#!/bin/sh
+unset OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE
+exec "$@"
+NOLOCAL
+chmod +x "$TMP/nolocal"
+: >"$LOG"
+OUT=$(fake env GCSH_SHARE_GPU=1 timeout 60 "${MPIRUN[@]}" -x PATH -x GCSH_NVIDIA_PROC -x GCSH_SHARE_GPU \
+      "$TMP/nolocal" "$GCSH" -e 'print("ran")' 2>&1)
+expect_contains "an unknown launcher: said" "$OUT" \
+    "MPS not started: the launcher does not say which ranks share this machine"
+expect_eq "an unknown launcher: never started" "$(calls start)" 0
 
 OUT=$(env PATH="/usr/bin:/bin" GCSH_NVIDIA_PROC="$TMP/proc" "$GCSH" -n 2 --share-gpu \
       -e 'print("ran")' 2>&1); RC=$?

@@ -109,6 +109,22 @@ CUDA_TEST_UNUSED static void win_free(gcsh_comm_impl *c, win *x)
 
 /* Runs test for each window kind, then, unless bench is NULL, bench for each
  * (figures come after every check has run). */
+/* Whether NCCL must offer symmetric memory to c: several ranks, each on a
+ * GPU of its own with peer access to another (tests/gpu/lib/common.lua
+ * says the same for the Lua tests). */
+static int nccl_expected(gcsh_comm_impl *c)
+{
+    const cuda_state *st = ctx.be_state;
+    const char *win = getenv("NCCL_WIN_ENABLE"), *cumem = getenv("NCCL_CUMEM_ENABLE");
+    int count = 0, peer = 0;
+    cudaGetDeviceCount(&count);
+    for (int d = 0; d < count && !peer; d++)
+        if (d != st->dev && cudaDeviceCanAccessPeer(&peer, st->dev, d) != cudaSuccess)
+            peer = 0;
+    return C->size(c) > 1 && strcmp(st->shared, "no") == 0 && peer &&
+           !(win && strcmp(win, "0") == 0) && !(cumem && strcmp(cumem, "0") == 0);
+}
+
 CUDA_TEST_UNUSED static void for_each_kind(gcsh_comm_impl *c,
                                            void (*test)(const char *, gcsh_comm_impl *),
                                            void (*bench)(const char *, gcsh_comm_impl *))
@@ -123,6 +139,8 @@ CUDA_TEST_UNUSED static void for_each_kind(gcsh_comm_impl *c,
         usable[i] = W->kind_usable(&ctx, c, kinds[i], why, sizeof why) == 0;
         CHECK(usable[i] || strstr(why, "kind='vmm' works"), "[%d] %s refused: '%s'", ctx.rank,
               kinds[i], why);
+        CHECK(usable[i] || strcmp(kinds[i], "nccl") != 0 || !nccl_expected(c),
+              "[%d] nccl refused where NCCL must offer symmetric memory: '%s'", ctx.rank, why);
         if (!usable[i] && ctx.rank == 0)
             printf("%s: refused here (%s): its tests are left out\n", kinds[i], why);
         if (usable[i])

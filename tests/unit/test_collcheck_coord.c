@@ -30,7 +30,16 @@ static void verdict(void *arg, int r, uint32_t serial, int ok, const char *text)
     snprintf(got[r].text, sizeof got[r].text, "%s", text);
 }
 
-static const gcsh_checker_io io = {NULL, running, where, verdict, NULL};
+/* The check board says a member not waiting here will come. */
+static int board(void *arg, int r, const gcsh_fingerprint *fp)
+{
+    (void)arg, (void)r, (void)fp;
+    return CHECK_BOARD_COMING;
+}
+
+static const gcsh_checker_io io = {NULL, running, where, verdict, board};
+/* Without a board, numbers only advance through the coordinator. */
+static const gcsh_checker_io no_board = {NULL, running, where, verdict, NULL};
 
 /* Rank r's fingerprint of op #seq on communicator 7 of n ranks, as sent. */
 static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int kind, int peer)
@@ -105,6 +114,17 @@ int main(void)
     CHECK(got[1].answered && !got[1].ok && got[3].answered && !got[3].ok,
           "the two behind compare: mismatch ('%s')", got[1].text);
     CHECK(!got[0].answered && !got[2].answered, "the two further on wait");
+    gcsh_checker_destroy(&k);
+
+    /* without a board, different numbers cannot come from a pass on it: the
+     * old rule (every member waits: compare) */
+    gcsh_checker_init(&k, 2);
+    reset();
+    add(&k, 0, 2, "allreduce", 4, GCSH_FP_COLLECTIVE, -1);
+    add(&k, 1, 2, "barrier", 3, GCSH_FP_COLLECTIVE, -1);
+    gcsh_checker_resolve(&k, &no_board, 0.0, 10.0, 0);
+    CHECK(got[0].answered && !got[0].ok && got[1].answered && !got[1].ok,
+          "no board: a mismatch ('%s')", got[0].text);
     gcsh_checker_destroy(&k);
 
     /* a send waiting beside a collective: every member waits, and that is a

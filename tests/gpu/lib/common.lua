@@ -32,10 +32,19 @@ function G.list(n, f)
   return t
 end
 
+-- Whether NCCL must offer symmetric memory to c: several ranks, each on a
+-- GPU of its own with peer access, and nothing turning it off.
+local function nccl_expected(c)
+  local info = gcsh.info()
+  return c.size > 1 and info.gpu_shared == "no" and info.p2p == "yes" and
+         os.getenv("NCCL_WIN_ENABLE") ~= "0" and os.getenv("NCCL_CUMEM_ENABLE") ~= "0"
+end
+
 -- Whether windows of kind K work on communicator c here.  Where the
 -- backend refuses K (kind "nccl" where NCCL offers no symmetric memory: one
 -- rank, ranks sharing a GPU), the refusal must say why and name "vmm", the
--- kind that works; then the caller skips K's tests, and says so.
+-- kind that works; then the caller skips K's tests, and says so.  Where
+-- NCCL must offer it (nccl_expected), a refusal fails.
 function G.kind_here(c, K)
   local ok, err = pcall(c.window, c, 1, "f32", { kind = K })
   if ok then
@@ -43,8 +52,10 @@ function G.kind_here(c, K)
     return true
   end
   local H = require "harness"
-  H.truthy(tostring(err):find("kind '" .. K .. "' does not work here: NCCL offers no symmetric " ..
-                              "memory to ", 1, true), "refusal says why: " .. tostring(err))
+  H.truthy(K == "nccl" and not nccl_expected(c),
+           "kind " .. K .. " refused where it must work: " .. tostring(err))
+  H.truthy(tostring(err):find("kind '" .. K .. "' does not work here: ", 1, true),
+           "refusal says why: " .. tostring(err))
   H.truthy(tostring(err):find("kind='vmm' works", 1, true), "refusal names vmm: " .. tostring(err))
   if c.rank == 0 then print(string.format("kind %s refused here, as it must be: %s", K, err)) end
   return false
