@@ -135,12 +135,15 @@ static void forward(launcher *l, int sig)
         l->terms++;
     }
     int stopped = l->rank0 && l->pidfd >= 0 && is_stopped(l->rank0);
-    if (sig == SIGINT && stopped && ++l->stopped_ints >= 2)
-        return end_through_mpirun(l, 128 + SIGINT, "is stopped and cannot take Ctrl-C");
-    if (sig != SIGINT && (stopped || l->terms >= 3))
-        return end_through_mpirun(l, 128 + SIGTERM,
-                                  stopped ? "is stopped and cannot take SIGTERM"
-                                          : "did not end the job after two SIGTERMs");
+    if (sig == SIGINT && stopped && ++l->stopped_ints >= 2) {
+        end_through_mpirun(l, 128 + SIGINT, "is stopped and cannot take Ctrl-C");
+        return;
+    }
+    if (sig != SIGINT && (stopped || l->terms >= 3)) {
+        end_through_mpirun(l, 128 + SIGTERM, stopped ? "is stopped and cannot take SIGTERM"
+                                                     : "did not end the job after two SIGTERMs");
+        return;
+    }
     if (stopped)
         fprintf(stderr, "gcsh: rank 0 (pid %d) is stopped: the interrupt waits until it is "
                         "continued; Ctrl-C again ends the job\n", (int)l->rank0);

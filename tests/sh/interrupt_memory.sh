@@ -39,12 +39,6 @@ bg_end() {
     wait "$BG"; RC=$?
     OUT=$(cat "$TMP/out")
 }
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
-}
 no_crash() { # NAME
     expect_not_contains "$1: no EFAULT from MPI into freed memory" "$OUT" "errno = 14"
     expect_not_contains "$1: no segfault" "$OUT" "Segmentation fault"

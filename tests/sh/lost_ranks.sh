@@ -15,21 +15,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
-}
-# session N 'lines' ACTION...: a piped session whose input stays open while
-# ACTION runs in the input's subshell (it may use $TAG); sets OUT and RC.
-session() {
-    local n=$1 lines=$2; shift 2
-    TAG=$(new_tag); TAGS+=("$TAG")
-    OUT=$( (printf '%s\n' "$lines"
-            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
-            "$@") | GCSH_TEST_TAG=$TAG timeout 90 "$GCSH" -n "$n" 2>&1); RC=$?
-}
 # gives the first lines 2 s to run, then kills RANK, then sends one more line
 kill_after_up() { # RANK [SIGNAL]
     sleep 1.5
@@ -58,15 +43,15 @@ lost_rank_said() { # NAME N VICTIM
 # ---- kill -9 while the shell is idle (at the prompt), every rank in turn
 for case in "2 0" "2 1" "4 0" "4 2" "4 3"; do
     set -- $case
-    session "$1" 'print("up")' kill_after_up "$2"
+    piped_while "$1" 'print("up")' kill_after_up "$2"
     lost_rank_said "idle, $1 ranks, rank $2" "$1" "$2"
 done
 
 # ---- during a command: rank 0 itself, and a rank the command does not run on
-session 2 'c = comm.world() c:barrier() print("up")
+piped_while 2 'c = comm.world() c:barrier() print("up")
 if rank == 1 then c:barrier() else gcsh.sleep(20) end' kill_after_up 0
 lost_rank_said "in a command, rank 0" 2 0
-session 4 '.ranks 0-1
+piped_while 4 '.ranks 0-1
 print("up")
 gcsh.sleep(20)' kill_after_up 3
 lost_rank_said "in a command, a rank it does not run on" 4 3

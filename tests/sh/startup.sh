@@ -41,12 +41,6 @@ except (socket.timeout, ConnectionResetError) as e:
     print(mode, "closed" if isinstance(e, ConnectionResetError) else "open", flush=True)
 EOF
 
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
-}
 # held N [ENV...]: starts a session whose ranks wait for $HOLD before they
 # connect; R0 is rank 0's pid once its socket is listed
 held() {

@@ -14,43 +14,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
-}
-# session N 'lines' ACTION...: a piped session whose input stays open while
-# ACTION runs in the input's subshell (it may use $TAG); sets OUT and RC.
-session() {
-    local n=$1 lines=$2; shift 2
-    TAG=$(new_tag); TAGS+=("$TAG")
-    OUT=$( (printf '%s\n' "$lines"
-            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
-            "$@") | GCSH_TEST_TAG=$TAG timeout 90 "$GCSH" -n "$n" 2>&1); RC=$?
-}
-
 # ---- a rank that does not answer: SIGSTOP, then the signals from outside
 # (rank 1 is stopped inside a collective loop)
 stopped_loop='.check off
 c = comm.world() t = tensor.new(16):fill(1) print("up") for i = 1, 1e9 do c:allreduce(t) end'
-launcher() { # the gcsh -n process of $TAG (not a rank)
-    local p
-    for p in $(tagged_pids "$TAG"); do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = gcsh ] &&
-            ! grep -qzF OMPI_COMM_WORLD_RANK "/proc/$p/environ" && echo "$p"
-    done
+stop_then() { # RANK SIGNAL: stops RANK (the loop has run 2 s), signals gcsh -n
+    sleep 2
+    kill -STOP "$(rank_pid "$TAG" "$1")"
+    kill "-$2" "$(launcher_pid "$TAG")"
 }
 two_signals() { # SIGNAL GAP: stop rank 1, then SIGNAL twice, GAP seconds apart
-    sleep 2
-    kill -STOP "$(rank_pid "$TAG" 1)"
-    kill "-$1" "$(launcher)"
+    stop_then 1 "$1"
     sleep "$2"
-    kill "-$1" "$(launcher)"
+    kill "-$1" "$(launcher_pid "$TAG")"
     sleep 5
     echo 'print("NOT-RUN")'
 }
-session 2 "$stopped_loop" two_signals TERM 2
+piped_while 2 "$stopped_loop" two_signals TERM 2
 expect_contains "SIGSTOP + SIGTERM: the stop is said" "$OUT" \
     "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after this command"
 expect_contains "SIGSTOP + 2 SIGTERM: the rank is named" "$OUT" \
@@ -61,7 +41,7 @@ expect_not_contains "SIGSTOP + 2 SIGTERM: nothing runs after" "$OUT" "NOT-RUN"
 expect_eq "SIGSTOP + 2 SIGTERM: status 143" "$RC" 143
 expect_no_procs "SIGSTOP + 2 SIGTERM: no process left (the stopped one too)" "$TAG"
 
-session 2 "$stopped_loop" two_signals INT 6
+piped_while 2 "$stopped_loop" two_signals INT 6
 expect_contains "SIGSTOP + 2 Ctrl-C: said after the first" "$OUT" \
     "gcsh: [1] has not answered for 5.0 s; Ctrl-C again ends the job"
 expect_contains "SIGSTOP + 2 Ctrl-C: the rank is named" "$OUT" \
@@ -71,15 +51,15 @@ expect_contains "SIGSTOP + 2 Ctrl-C: the job ends at once" "$OUT" \
 expect_eq "SIGSTOP + 2 Ctrl-C: status 130" "$RC" 130
 expect_no_procs "SIGSTOP + 2 Ctrl-C: no process left" "$TAG"
 
-one_term() { sleep 2; kill -STOP "$(rank_pid "$TAG" 1)"; kill -TERM "$(launcher)"; sleep 14; }
-session 2 "$stopped_loop" one_term
+one_term() { stop_then 1 TERM; sleep 14; }
+piped_while 2 "$stopped_loop" one_term
 expect_contains "SIGSTOP + SIGTERM: the grace ends the job" "$OUT" \
     "gcsh: SIGTERM's grace is over: the job ends; every rank exits with status 143"
 expect_eq "SIGSTOP + SIGTERM: status 143" "$RC" 143
 expect_no_procs "SIGSTOP + SIGTERM: no process left" "$TAG"
 
-rank0_stopped() { sleep 2; kill -STOP "$(rank_pid "$TAG" 0)"; kill -TERM "$(launcher)"; sleep 5; }
-session 2 'print("up") gcsh.sleep(30)' rank0_stopped
+rank0_stopped() { stop_then 0 TERM; sleep 5; }
+piped_while 2 'print("up") gcsh.sleep(30)' rank0_stopped
 expect_match "rank 0 stopped + SIGTERM: the launcher says so" "$OUT" \
     '^gcsh: rank 0 \(pid [0-9]+\) is stopped and cannot take SIGTERM; the job ends through mpirun$'
 expect_eq "rank 0 stopped + SIGTERM: status 143" "$RC" 143
