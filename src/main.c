@@ -79,7 +79,7 @@ static int parse_number(const char *s, double lo, double hi, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || errno || v < lo || v > hi)
+    if (end == s || *end || errno || !(v >= lo && v <= hi)) /* NaN is in no range */
         return -1;
     *out = v;
     return 0;
@@ -568,6 +568,10 @@ done:
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
+    /* gcsh -n's launcher takes the status, and every rank exits 0: mpirun
+     * ends a job at once then, and 2 s later otherwise (launch.h) */
+    if (gcsh_launcher_end(coord.launcher, code) == 0)
+        code = 0;
     gcsh_coord_quit(&coord, code);
     gcsh_session_destroy(&s);
     gcsh_coord_destroy(&coord);

@@ -864,6 +864,10 @@ end
 -- {size=, count=, type=, time_us=, algbw=, busbw=, wrong=, ip_time_us=,
 -- ip_algbw=, ip_busbw=} (out-of-place, then in-place), in file order.
 function bench.nccl_tests(path)
+  if type(path) ~= "string" then
+    error(string.format("bad argument #1 to 'bench.nccl_tests' (file name expected, got %s)",
+                        type(path)), 2)
+  end
   local f, err = io.open(path, "r")
   if not f then error("bench.nccl_tests: " .. tostring(err), 2) end
   local rows = {}

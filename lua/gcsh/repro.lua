@@ -46,6 +46,20 @@ end
 
 -- ---- the reproducer convention -------------------------------------------
 
+-- The name of v's gcsh type ("tensor", "comm") or Lua type.
+local function type_name(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and type(mt.__name) == "string" and mt.__name or type(v)
+end
+
+-- Raises fname's "bad argument" error unless v is a `want` (a gcsh type
+-- name, or "string"), as luaL_checkudata words it; optional: nil passes.
+local function check_arg(fname, i, v, want, optional)
+  if (optional and v == nil) or type_name(v) == want then return end
+  error(string.format("bad argument #%d to '%s' (%s expected, got %s)", i, fname, want,
+                      type_name(v)), 3)
+end
+
 local function say(fmt, ...)
   print(select("#", ...) > 0 and string.format(fmt, ...) or fmt)
 end
@@ -68,6 +82,12 @@ function repro.args(script_args)
 end
 
 function repro.need(req)
+  check_arg("repro.need", 1, req, "table")
+  local n = req.ranks
+  if n ~= nil and not (math.type(n) == "integer" and n >= 1) then
+    error(string.format("bad argument #1 to 'repro.need' (ranks must be a positive integer, " ..
+                        "got %s)", type(n) == "string" and string.format("%q", n) or tostring(n)), 2)
+  end
   if req.ranks and size < req.ranks then
     if rank == 0 then
       say("cannot run here: needs at least %d ranks, has %d (gcsh -n %d %s)", req.ranks, size,
@@ -125,6 +145,10 @@ function repro.verdict(c, detail, what)
 end
 
 function repro.expect(got, want, what, c)
+  check_arg("repro.expect", 1, got, "tensor")
+  check_arg("repro.expect", 2, want, "tensor")
+  check_arg("repro.expect", 3, what, "string", true)
+  check_arg("repro.expect", 4, c, "comm", true)
   local d = repro.differ(got, want)
   if c then return repro.verdict(c, d, what) end
   if d then repro.fail("%s: %s", what or "wrong result", d) end

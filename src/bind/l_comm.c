@@ -150,13 +150,25 @@ static void note_leaks_once(lua_State *L)
     lua_pop(L, 3);
 }
 
-/* Windows and signals keep their comm (comm.h): their free needs its barrier. */
+/* Windows and signals keep their comm (comm.h): their free needs its barrier.
+ * The free is collective, so it is checked (a rank that does not come is
+ * named, where NCCL would wait for it), unless the communicator is aborted
+ * (its release waits for nobody) or __close runs on an error, which the
+ * other ranks may not share (the error is what this rank reports). */
 static int comm_free(lua_State *L)
 {
     lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
-    if (lc->impl && lc->registered > 0)
+    if (!lc->impl)
+        return 0;
+    if (lc->registered > 0)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
                              "free them first", lc->registered);
+    if (!lc->chk.aborted && lua_isnoneornil(L, 2)) {
+        gcsh_fingerprint fp;
+        gcsh_fp_init(&fp, &lc->chk, "comm:free");
+        gcsh_check_enter(L, &lc->chk, &fp);
+        gcsh_check_leave(L, &lc->chk, 0);
+    }
     release(gcsh_ctx_of(L), lc);
     return 0;
 }
@@ -639,39 +651,80 @@ static int comm_recv(lua_State *L) { return collective(L, COLL_RECV); }
 /* c:agree carries strings up to this size (a control exchange, not data). */
 #define AGREE_MAX_BYTES ((size_t)16 << 20)
 
-/* c:agree(s): collective; every rank's string, in rank order (index rank+1).
- * Runs on the backend's control exchange (host memory, interruptible), so
- * it also serves show() for device memory. */
+/* What c:agree gathered: every rank's length, then the strings padded to
+ * the longest, in rank order (malloc'ed: released on every path). */
+typedef struct agreed {
+    size_t size, longest;
+    const uint64_t *lens;
+    char *all;
+} agreed;
+
+/* The second exchange of c:agree: s padded to the longest length. */
+static int exchange_strings(gcsh_ctx *ctx, lcomm *lc, const char *s, size_t len, agreed *out)
+{
+    char *padded = calloc(1, out->longest ? out->longest : 1);
+    out->all = malloc(out->size * out->longest + 1);
+    int rc = -1;
+    if (!padded || !out->all)
+        gcsh_set_error(ctx, "agree: out of host memory for %zu bytes",
+                       out->size * out->longest);
+    else {
+        memcpy(padded, s, len);
+        rc = out->longest ? ctx->be->comm->agree(ctx, lc->impl, padded, out->all, out->longest)
+                          : 0;
+    }
+    free(padded);
+    if (rc != 0) {
+        free(out->all);
+        out->all = NULL;
+    }
+    return rc;
+}
+
+static int push_agreed(lua_State *L)
+{
+    const agreed *a = lua_touserdata(L, 1);
+    lua_createtable(L, (int)a->size, 0);
+    for (size_t r = 0; r < a->size; r++) {
+        lua_pushlstring(L, a->all + r * a->longest, (size_t)a->lens[r]);
+        lua_rawseti(L, -2, (lua_Integer)r + 1);
+    }
+    return 1;
+}
+
+/* c:agree(s): collective and checked like any collective (a rank that does
+ * not come is named, not waited for); every rank's string, in rank order
+ * (index rank+1).  Runs on the backend's control exchange (host memory,
+ * interruptible), so it also serves show() for device memory. */
 static int comm_agree(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = gcsh_check_comm(L, 1);
     size_t len;
     const char *s = luaL_checklstring(L, 2, &len);
-    size_t size = (size_t)lc->size;
-    uint64_t mine = len, *lens = lua_newuserdatauv(L, size * sizeof *lens, 0);
-    if (ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine) != 0)
-        return gcsh_raise(L, ctx);
-    uint64_t longest = 0;
-    for (size_t r = 0; r < size; r++)
-        longest = lens[r] > longest ? lens[r] : longest;
-    /* every rank sees the same lengths, so this error is collective */
-    if (longest > AGREE_MAX_BYTES)
+    agreed a = {.size = (size_t)lc->size};
+    uint64_t mine = len, *lens = lua_newuserdatauv(L, a.size * sizeof *lens, 0);
+    a.lens = lens;
+    gcsh_fingerprint fp; /* the strings differ by design: only the call is compared */
+    gcsh_fp_init(&fp, &lc->chk, "agree");
+    gcsh_check_enter(L, &lc->chk, &fp);
+    int rc = ctx->be->comm->agree(ctx, lc->impl, &mine, lens, sizeof mine);
+    for (size_t r = 0; rc == 0 && r < a.size; r++)
+        a.longest = lens[r] > a.longest ? lens[r] : a.longest;
+    /* every rank sees the same lengths, so this refusal is collective */
+    int too_long = rc == 0 && a.longest > AGREE_MAX_BYTES;
+    if (rc == 0 && !too_long)
+        rc = exchange_strings(ctx, lc, s, len, &a);
+    gcsh_check_leave(L, &lc->chk, rc);
+    if (too_long)
         return luaL_error(L, "agree: a rank's string has %I bytes, more than the %I this "
                              "control exchange carries",
-                          (lua_Integer)longest, (lua_Integer)AGREE_MAX_BYTES);
-    char *padded = lua_newuserdatauv(L, longest ? longest : 1, 0);
-    char *all = lua_newuserdatauv(L, size * longest + 1, 0);
-    memset(padded, 0, longest ? longest : 1);
-    memcpy(padded, s, len);
-    if (longest && ctx->be->comm->agree(ctx, lc->impl, padded, all, longest) != 0)
-        return gcsh_raise(L, ctx);
-    lua_createtable(L, (int)size, 0);
-    for (size_t r = 0; r < size; r++) {
-        lua_pushlstring(L, all + r * longest, (size_t)lens[r]);
-        lua_rawseti(L, -2, (lua_Integer)r + 1);
-    }
-    return 1;
+                          (lua_Integer)a.longest, (lua_Integer)AGREE_MAX_BYTES);
+    lua_pushcfunction(L, push_agreed);
+    lua_pushlightuserdata(L, &a);
+    int st = lua_pcall(L, 1, 1, 0);
+    free(a.all);
+    return st == LUA_OK ? 1 : lua_error(L);
 }
 
 static const luaL_Reg meth[] = {

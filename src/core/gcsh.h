@@ -19,6 +19,7 @@ typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
 typedef struct gcsh_trace gcsh_trace;
 typedef struct gcsh_board gcsh_board;
+typedef struct gcsh_orphans gcsh_orphans;
 
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
@@ -35,14 +36,21 @@ struct gcsh_ctx {
     int loc;
     lua_State *L;               /* this rank's Lua state (worker thread only) */
     gcsh_capture *cap;          /* where print / io.write go */
-    /* Set by the rank's watcher thread when rank 0 asks for an interrupt;
-     * cleared when the next chunk starts.  Blocking waits poll it. */
+    /* Set by the rank's watcher thread when rank 0 asks for an interrupt
+     * (GCSH_INTERRUPT); cleared when the next chunk starts.  Blocking waits
+     * poll it and stop on any non-zero value.  GCSH_INTERRUPT_PEER stops
+     * only the operation in progress, on a communicator that another rank
+     * aborted (collcheck.h); the operation's end clears it. */
     atomic_int interrupt;
     /* Collective checks, whereabouts and aborts (collcheck.h); NULL in a bare
      * state (C tests), where checks are off. */
     gcsh_check *check;
     /* The check board (board.h) of rank 0's node, or NULL elsewhere. */
     gcsh_board *board;
+    /* MPI requests an interrupt or an error abandoned, and the memory they
+     * may still touch (orphans.h); made on first use, kept until the rank
+     * closes, before MPI_Finalize. */
+    gcsh_orphans *orphans;
     /* Set by a backend that met an error the process cannot recover from (a
      * sticky CUDA error): gcsh_raise then ends every rank (collcheck.h). */
     int fatal;
@@ -73,6 +81,10 @@ struct gcsh_ctx {
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };
+
+/* Values of ctx->interrupt (0: none). */
+#define GCSH_INTERRUPT 1
+#define GCSH_INTERRUPT_PEER 2
 
 static inline gcsh_ctx *gcsh_ctx_of(lua_State *L)
 {

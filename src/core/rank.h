@@ -4,7 +4,10 @@
 
 #include "core/gcsh.h"
 
-/* Fills rank/size/node facts from MPI (MPI must be initialised). */
+/* Fills rank/size/node facts from MPI (MPI must be initialised).  First it
+ * sets MPI_ERRORS_RETURN on MPI_COMM_WORLD and MPI_COMM_SELF, which every
+ * communicator gcsh makes inherits: an MPI failure becomes a Lua error, never
+ * the end of the job (MPI's default handler aborts it). */
 void gcsh_rank_topology(gcsh_ctx *ctx);
 
 /* Chooses and initialises the backend: want = "host", "cuda" or NULL (auto).

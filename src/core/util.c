@@ -40,11 +40,28 @@ char *gcsh_format_bytes(size_t bytes, char *buf, size_t len)
     return buf;
 }
 
+/* __newindex of the types that take no assignment: says so, where Lua
+ * would say "attempt to index a comm value" (upvalue 1: the type's name). */
+static int readonly_newindex(lua_State *L)
+{
+    const char *name = lua_tostring(L, lua_upvalueindex(1));
+    if (lua_type(L, 2) == LUA_TSTRING)
+        return luaL_error(L, "cannot set field '%s' of a %s (its fields are read-only)",
+                          lua_tostring(L, 2), name);
+    return luaL_error(L, "cannot set a field of a %s (its fields are read-only)", name);
+}
+
 void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const luaL_Reg *metameth,
                    lua_CFunction index)
 {
     luaL_newmetatable(L, name);
     luaL_setfuncs(L, metameth, 0);
+    if (lua_getfield(L, -1, "__newindex") == LUA_TNIL) {
+        lua_pushstring(L, name);
+        lua_pushcclosure(L, readonly_newindex, 1);
+        lua_setfield(L, -3, "__newindex");
+    }
+    lua_pop(L, 1);
     lua_newtable(L);
     luaL_setfuncs(L, meth, 0);
     lua_pushvalue(L, -1);

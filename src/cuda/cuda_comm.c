@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include "core/orphans.h"
 #include "cuda/cuda.h"
 
 static const ncclRedOp_t nccl_op[GCSH_NOPS] = {
@@ -112,6 +113,7 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
     }
     c->comm = comm;
     c->mpi = mpi;
+    MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN); /* an MPI error is a Lua error */
     NCCL_TRY(ctx, comm, ncclCommUserRank(comm, &c->rank));
     NCCL_TRY(ctx, comm, ncclCommCount(comm, &c->size));
     MPI_Comm_rank(mpi, &mpi_rank);
@@ -443,35 +445,34 @@ static int cuda_comm_aborted(gcsh_comm_impl *c)
 }
 
 /* The control exchange over the communicator's MPI twin: host memory only,
- * no GPU involved (the stream may be busy or wedged).  MPI_Iallgather is
- * polled so that an interrupt from rank 0 ends the wait; a collective that
- * cannot be completed leaves the communicator unusable, so it is aborted
- * (NCCL side too: the ranks are no longer in step). */
+ * no GPU involved (the stream may be busy or wedged).  The orphan list's
+ * exchange (core/orphans.h) polls so that an interrupt from rank 0 ends the
+ * wait, through a buffer of its own that an abandoned MPI_Iallgather may
+ * still write.  A collective that cannot be completed leaves the
+ * communicator unusable, so it is aborted (NCCL side too: the ranks are no
+ * longer in step). */
 static int cuda_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
                       size_t bytes)
 {
-    MPI_Request req;
     if (c->aborted)
         return gcsh_set_error(ctx, "communicator was aborted after an error or an interrupt; "
                                    "free it and create a new one");
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    if (MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi, &req) !=
-        MPI_SUCCESS)
-        return gcsh_set_error(ctx, "agree: MPI_Iallgather failed");
-    for (unsigned polls = 0;; polls++) {
-        int done = 0;
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return gcsh_set_error(ctx, "agree: MPI_Test failed");
-        if (done)
-            return 0;
-        if (atomic_load(&ctx->interrupt)) {
-            cuda_abort_comm(c);
-            return gcsh_set_error(ctx, "interrupted during a control exchange (agree); "
-                                       "communicator aborted, create a new one");
-        }
-        cuda_poll_pause(polls);
-    }
+    int mpi_rc;
+    int rc = gcsh_orphans_allgather(gcsh_orphans_of(ctx), c->mpi, c->size, mine, all, bytes,
+                                    &ctx->interrupt, cuda_poll_pause, &mpi_rc);
+    if (rc == 0)
+        return 0;
+    if (rc == GCSH_EXCHANGE_FAILED && mpi_rc == -1)
+        return gcsh_set_error(ctx, "agree: out of host memory for %zu bytes",
+                              bytes * (size_t)(c->size + 1));
+    cuda_abort_comm(c);
+    if (rc == GCSH_EXCHANGE_INTERRUPTED)
+        return gcsh_set_error(ctx, "interrupted during a control exchange (agree); "
+                                   "communicator aborted, create a new one");
+    return gcsh_set_error(ctx, "agree: MPI_Iallgather failed (MPI error %d); communicator "
+                               "aborted, create a new one", mpi_rc);
 }
 
 /* backend.h: for ranks inside one registration together.  The MPI twin

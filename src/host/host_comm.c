@@ -7,8 +7,11 @@
  * Every operation is posted non-blocking and waited for by polling, so that an
  * interrupt from the terminal (ctx->interrupt) can abandon a collective that
  * some rank never joined.  MPI cannot cancel a collective, so the abandoned
- * communicator is marked broken: every later operation on it fails, and its
- * buffers may still be written by MPI.
+ * communicator is marked broken (retired: every later operation on it fails,
+ * and it is never freed), and the request goes to the rank's orphan list
+ * with the memory it may still touch, which is then not freed until MPI is
+ * done with it (core/orphans.h).  An MPI error inside a collective does the
+ * same: the ranks are out of step after it.
  *
  * dtypes: f16 and bf16 reductions run through user-defined MPI ops (widen to
  * f32, reduce, round back) over an opaque 2-byte type of our own, so MPI never
@@ -34,6 +37,7 @@
 #include <mpi.h>
 
 #include "core/gcsh.h"
+#include "core/orphans.h"
 #include "host/host.h"
 
 struct gcsh_comm_impl {
@@ -168,8 +172,9 @@ fail:
 
 void gcsh_host_comm_fini(gcsh_ctx *ctx, gcsh_host_state *hs)
 {
-    (void)ctx;
-    if (hs->comm)
+    gcsh_orphans_reap(ctx->orphans);
+    /* an abandoned request may still reduce with our ops: they stay */
+    if (hs->comm && gcsh_orphans_pending(ctx->orphans) == 0)
         state_free(hs->comm);
     hs->comm = NULL;
 }
@@ -308,57 +313,107 @@ static int usable(gcsh_ctx *ctx, const gcsh_comm_impl *c)
     return 0;
 }
 
-/* Waits for *req, polling the rank's interrupt flag (see the top of the file). */
-static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
-                       MPI_Status *status)
+/* What a posted request may read and write: where its buffers are (an
+ * unused range has p == NULL) and the derived datatype it uses, if any, for
+ * the orphan list when it is abandoned. */
+typedef struct inflight {
+    gcsh_range range[GCSH_ORPHAN_RANGES];
+    MPI_Datatype type;
+} inflight;
+
+#define NOTHING_INFLIGHT ((inflight){.type = MPI_DATATYPE_NULL})
+
+/* a and b (MPI_IN_PLACE or NULL: nothing) with their lengths in bytes */
+static inflight touching(const void *a, size_t alen, const void *b, size_t blen)
 {
+    if (a == MPI_IN_PLACE)
+        a = NULL;
+    if (b == MPI_IN_PLACE)
+        b = NULL;
+    return (inflight){.range = {{a, alen}, {b, blen}}, .type = MPI_DATATYPE_NULL};
+}
+
+/* The wait for *req ends without it (see the top of the file): the
+ * communicator is retired, and the request goes to the orphan list with
+ * what it may touch; `forever`: MPI cannot say when it ends (an error
+ * inside a collective, whose parts may still run). */
+static void abandon(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const inflight *f,
+                    int forever)
+{
+    c->broken = 1;
+    if (forever && *req != MPI_REQUEST_NULL)
+        MPI_Request_free(req);
+    gcsh_orphans_adopt(gcsh_orphans_of(ctx), forever ? MPI_REQUEST_NULL : *req, f->range,
+                       GCSH_ORPHAN_RANGES, NULL, f->type);
+    *req = MPI_REQUEST_NULL;
+}
+
+/* Waits for *req, polling the rank's interrupt flag (see the top of the
+ * file).  f: what the request may touch, kept alive if it is abandoned.
+ * collective: an MPI error leaves the ranks out of step (a point-to-point
+ * request that fails is simply over). */
+static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
+                       const inflight *f, int collective, MPI_Status *status)
+{
+    gcsh_orphans_reap(ctx->orphans);
     for (;;) {
         int done = 0;
-        MPI_CALL(ctx, MPI_Test, (req, &done, status));
+        int rc = MPI_Test(req, &done, status);
+        if (rc != MPI_SUCCESS) {
+            if (collective)
+                abandon(ctx, c, req, f, 1);
+            else if (*req != MPI_REQUEST_NULL)
+                MPI_Request_free(req); /* over, with an error MPI_Test does not free */
+            return mpi_fail(ctx, what, rc, __FILE__, __LINE__);
+        }
         if (done)
             return 0;
         if (atomic_load(&ctx->interrupt)) {
-            c->broken = 1;
-            return gcsh_set_error(ctx, "%s interrupted: the communicator is abandoned (MPI may "
-                                       "still write its buffers)", what);
+            abandon(ctx, c, req, f, 0);
+            return gcsh_set_error(ctx, "%s interrupted: the communicator is abandoned (its "
+                                       "buffers are kept until MPI is done with them)", what);
         }
     }
 }
 
-static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what)
+static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
+                    const inflight *f)
 {
-    return wait_status(ctx, c, req, what, MPI_STATUS_IGNORE);
+    return wait_status(ctx, c, req, what, f, 1, MPI_STATUS_IGNORE);
 }
 
-/* Posts one non-blocking MPI call (args end with &req) and waits for it. */
-#define POST_AND_WAIT(ctx, c, fn, args)                                            \
+/* Posts one non-blocking MPI call (args end with &req) and waits for it;
+ * f: what it touches (inflight). */
+#define POST_AND_WAIT(ctx, c, f, fn, args)                                         \
     do {                                                                           \
         MPI_Request req;                                                           \
         MPI_CALL(ctx, fn, args);                                                   \
-        if (wait_for(ctx, c, &req, #fn) != 0)                                      \
+        if (wait_for(ctx, c, &req, #fn, f) != 0)                                   \
             return -1;                                                             \
-    } while (0)
-
-#define POST_AND_WAIT_GOTO(ctx, c, label, fn, args)                                \
-    do {                                                                           \
-        MPI_Request req;                                                           \
-        MPI_CALL_GOTO(ctx, label, fn, args);                                       \
-        if (wait_for(ctx, c, &req, #fn) != 0)                                      \
-            goto label;                                                            \
     } while (0)
 
 /* The whole body of a data-movement call (broadcast, allgather, alltoall,
  * send): count elements of dt as one span, one non-blocking MPI call whose
  * args use sp.n and sp.type and end with &req, a wait, and the span freed
- * whatever happened.  Returns 0 or -1 from the calling function, so it is
- * the caller's last statement, once per function (the label is its own). */
-#define POST_SPAN_AND_RETURN(ctx, c, dt, count, fn, args)                          \
+ * whatever happened (an abandoned request keeps its derived type: the
+ * orphan list frees it after the request).  f: the buffers it touches;
+ * coll: whether it is a collective (wait_status).  Returns 0 or -1 from the calling function, so it is the caller's last
+ * statement, once per function (the label is its own). */
+#define POST_SPAN_AND_RETURN(ctx, c, dt, count, f, coll, fn, args)                 \
     do {                                                                           \
         span sp;                                                                   \
         if (span_make(ctx, dt, count, &sp) != 0)                                   \
             return -1;                                                             \
+        inflight in_ = (f);                                                        \
+        in_.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;                       \
         int span_rc = -1;                                                          \
-        POST_AND_WAIT_GOTO(ctx, c, span_done, fn, args);                           \
+        MPI_Request req;                                                           \
+        MPI_CALL_GOTO(ctx, span_done, fn, args);                                   \
+        if (wait_status(ctx, c, &req, #fn, &in_, coll, MPI_STATUS_IGNORE) != 0) {  \
+            if (c->broken)                                                         \
+                sp.derived = 0; /* the orphan list owns it now */                  \
+            goto span_done;                                                        \
+        }                                                                          \
         span_rc = 0;                                                               \
     span_done:                                                                     \
         span_free(&sp);                                                            \
@@ -438,7 +493,8 @@ static int host_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (usable(ctx, c) != 0)
         return -1;
-    POST_AND_WAIT(ctx, c, MPI_Ibarrier, (c->comm, &req));
+    inflight none = NOTHING_INFLIGHT;
+    POST_AND_WAIT(ctx, c, &none, MPI_Ibarrier, (c->comm, &req));
     return 0;
 }
 
@@ -452,8 +508,10 @@ static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
     for (size_t done = 0; done < count;) {
         size_t n = min_size(count - done, s->max_count);
         const void *src = in == out ? MPI_IN_PLACE : (const char *)in + done * esize;
-        POST_AND_WAIT(ctx, c, MPI_Iallreduce, (src, (char *)out + done * esize, (int)n,
-                                               mpi_type(s, dt), mpi_op(s, dt, op), c->comm, &req));
+        char *dst = (char *)out + done * esize;
+        inflight f = touching(src, n * esize, dst, n * esize);
+        POST_AND_WAIT(ctx, c, &f, MPI_Iallreduce, (src, dst, (int)n, mpi_type(s, dt),
+                                                   mpi_op(s, dt, op), c->comm, &req));
         done += n;
     }
     if (op == GCSH_OP_AVG)
@@ -466,7 +524,8 @@ static int host_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t co
 {
     if (usable(ctx, c) != 0)
         return -1;
-    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(buf, count * gcsh_dtype_size(dt), NULL, 0),
+                         1, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
 }
 
 /* One chunk of a reduce to root: in place at the root when src == dst. */
@@ -476,8 +535,10 @@ static int reduce_chunk(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *src, void 
     const gcsh_host_comm_state *s = state_of(ctx);
     int at_root = c->rank == root;
     const void *send = at_root && src == dst ? MPI_IN_PLACE : src;
-    POST_AND_WAIT(ctx, c, MPI_Ireduce, (send, at_root ? dst : NULL, (int)n, mpi_type(s, dt),
-                                        mpi_op(s, dt, op), root, c->comm, &req));
+    size_t bytes = n * gcsh_dtype_size(dt);
+    inflight f = touching(send, bytes, at_root ? dst : NULL, bytes);
+    POST_AND_WAIT(ctx, c, &f, MPI_Ireduce, (send, at_root ? dst : NULL, (int)n, mpi_type(s, dt),
+                                            mpi_op(s, dt, op), root, c->comm, &req));
     return 0;
 }
 
@@ -505,8 +566,10 @@ static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
     if (usable(ctx, c) != 0)
         return -1;
     /* NCCL's in-place layout: my input is my block of the output */
-    int in_place = in == (const char *)out + (size_t)c->rank * count * gcsh_dtype_size(dt);
-    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Iallgather,
+    size_t bytes = count * gcsh_dtype_size(dt);
+    int in_place = in == (const char *)out + (size_t)c->rank * bytes;
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(in, bytes, out, bytes * (size_t)c->size), 1,
+                         MPI_Iallgather,
                          (in_place ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
                           &req));
 }
@@ -537,7 +600,8 @@ static int reducescatter_block(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in,
     const gcsh_host_comm_state *s = state_of(ctx);
     size_t bytes = count * gcsh_dtype_size(dt);
     int in_place = out == (const char *)in + (size_t)c->rank * bytes;
-    POST_AND_WAIT(ctx, c, MPI_Ireduce_scatter_block,
+    inflight f = touching(in, bytes * (size_t)c->size, out, bytes);
+    POST_AND_WAIT(ctx, c, &f, MPI_Ireduce_scatter_block,
                   (in_place ? MPI_IN_PLACE : in, in_place ? (void *)in : out, (int)count,
                    mpi_type(s, dt), mpi_op(s, dt, op), c->comm, &req));
     if (in_place && c->rank != 0)
@@ -563,7 +627,8 @@ static int host_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
 {
     if (usable(ctx, c) != 0)
         return -1;
-    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Ialltoall,
+    size_t bytes = count * (size_t)c->size * gcsh_dtype_size(dt);
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(in, bytes, out, bytes), 1, MPI_Ialltoall,
                          (in == out ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
                           &req));
 }
@@ -573,8 +638,8 @@ static int host_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t c
 {
     if (usable(ctx, c) != 0)
         return -1;
-    POST_SPAN_AND_RETURN(ctx, c, dt, count, MPI_Isend,
-                         (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
+    POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(buf, count * gcsh_dtype_size(dt), NULL, 0),
+                         0, MPI_Isend, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
 }
 
 static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, gcsh_dtype dt,
@@ -588,9 +653,14 @@ static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     int rc = -1, got = 0;
     MPI_Request req;
     MPI_Status status;
+    inflight f = touching(buf, count * gcsh_dtype_size(dt), NULL, 0);
+    f.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;
     MPI_CALL_GOTO(ctx, done, MPI_Irecv, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
-    if (wait_status(ctx, c, &req, "MPI_Irecv", &status) != 0)
+    if (wait_status(ctx, c, &req, "MPI_Irecv", &f, 0, &status) != 0) {
+        if (c->broken)
+            sp.derived = 0; /* the orphan list owns it now */
         goto done;
+    }
     /* a longer message fails with MPI_ERR_TRUNCATE; a shorter one must fail too */
     MPI_CALL_GOTO(ctx, done, MPI_Get_count, (&status, sp.type, &got));
     if (got != sp.n) {
@@ -603,6 +673,8 @@ done:
     return rc;
 }
 
+/* Through the orphan list's exchange (orphans.h): its buffer, not the
+ * caller's, is what an abandoned exchange may still write. */
 static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
                       size_t bytes)
 {
@@ -610,9 +682,20 @@ static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
         return -1;
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    POST_AND_WAIT(ctx, c, MPI_Iallgather,
-                  (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->comm, &req));
-    return 0;
+    int mpi_rc;
+    int rc = gcsh_orphans_allgather(gcsh_orphans_of(ctx), c->comm, c->size, mine, all, bytes,
+                                    &ctx->interrupt, NULL, &mpi_rc);
+    if (rc == 0)
+        return 0;
+    if (rc == GCSH_EXCHANGE_INTERRUPTED || mpi_rc != MPI_SUCCESS)
+        c->broken = 1; /* the request lives on, or the ranks are out of step */
+    if (rc == GCSH_EXCHANGE_INTERRUPTED)
+        return gcsh_set_error(ctx, "MPI_Iallgather interrupted: the communicator is abandoned "
+                                   "(its buffers are kept until MPI is done with them)");
+    if (mpi_rc == -1)
+        return gcsh_set_error(ctx, "agree: out of host memory for %zu bytes",
+                              bytes * (size_t)(c->size + 1));
+    return mpi_fail(ctx, "MPI_Iallgather", mpi_rc, __FILE__, __LINE__);
 }
 
 /* backend.h: for ranks inside one registration together, so a plain

@@ -1,6 +1,7 @@
 /* Host memory and the element-wise initialisers as C loops.  The values come
  * from elementwise.h, which the cuda kernels use too, so both backends write
  * the same bits. */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 
 #include "core/elementwise.h"
 #include "core/gcsh.h"
+#include "core/orphans.h"
 #include "host/host.h"
 
 /* Cache-line alignment: what vector loops and MPI like; also >= any dtype. */
@@ -46,11 +48,12 @@ static int host_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
     return 0;
 }
 
+/* A collective that an interrupt abandoned may still write this memory
+ * (orphans.h): then it is freed once MPI is done with it. */
 static void host_release(gcsh_ctx *ctx, void *p, int loc)
 {
-    (void)ctx;
     (void)loc;
-    free(p);
+    gcsh_orphans_free(ctx->orphans, p, malloc_usable_size(p), free);
 }
 
 /* Views of one storage may overlap, hence memmove. */

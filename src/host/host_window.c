@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include "core/gcsh.h"
+#include "core/orphans.h"
 #include "host/host.h"
 #include "wire/out.h"
 #include "bind/winbuild.h"
@@ -88,10 +89,11 @@ static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
 /* Frees whatever the stages made; safe on a partly made window.  MPI_Win_free
  * and MPI_Comm_free are collective over the team: every member calls this at
  * the same point, unless the communicator was aborted, when the MPI objects
- * are left to MPI_Finalize rather than wait for members that may never come. */
-static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc)
+ * are left to MPI_Finalize rather than wait for members that may never come.
+ * keep: the segment stays mapped for good (segment_in_use). */
+static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
 {
-    if (!gcsh_host_comm_ops.aborted(w->c)) {
+    if (!keep && !gcsh_host_comm_ops.aborted(w->c)) {
         if (w->locked)
             MPI_Win_unlock_all(w->win);
         if (w->win != MPI_WIN_NULL)
@@ -258,13 +260,32 @@ static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_des
 static void host_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     (void)ctx;
-    release_impl(w, desc);
+    release_impl(w, desc, 0);
+}
+
+/* Whether a collective that an interrupt abandoned (on any communicator) may
+ * still write into some slice of this segment here, on any member
+ * (core/orphans.h): MPI_Win_free would unmap memory MPI writes.  Then every
+ * member keeps the segment until exit (the window is retired).  Collective
+ * over the team, as MPI_Win_free is. */
+static int segment_in_use(gcsh_ctx *ctx, const gcsh_window_impl *w,
+                          const gcsh_window_desc *desc)
+{
+    gcsh_orphans *o = ctx->orphans;
+    gcsh_orphans_reap(o);
+    int mine = 0, any = 1;
+    for (int i = 0; i < desc->team_size && !mine; i++)
+        mine = desc->peer[i] && gcsh_orphans_touch(o, desc->peer[i], desc->alloc_bytes);
+    if (w->team == MPI_COMM_NULL ||
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, w->team) != MPI_SUCCESS)
+        return mine;
+    return any;
 }
 
 static int host_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
-    (void)ctx;
-    release_impl(w, desc);
+    int keep = !gcsh_host_comm_ops.aborted(w->c) && segment_in_use(ctx, w, desc);
+    release_impl(w, desc, keep);
     return 0;
 }
 

@@ -27,6 +27,14 @@
 /* After a rank calls os.exit, how long the other running ranks get to finish
  * (typically the same line's os.exit) before the session ends at once. */
 #define EXIT_GRACE_S 3.0
+/* A rank that has not ended its command this long after an interrupt does
+ * not answer (a frozen process, a C loop that never looks): a second Ctrl-C
+ * then ends the job at once.  (One MPI_Test of a 512 MiB all-reduce can
+ * take a second on a loaded machine: an interrupt waits for it.) */
+#define INTERRUPT_ANSWER_S 5.0
+/* After SIGTERM, ranks get this long to stop before the job ends at once
+ * (a second SIGTERM ends it at once). */
+#define TERM_GRACE_S 10.0
 
 enum { IDLE = 0, RUNNING, DONE };
 
@@ -44,6 +52,9 @@ typedef struct run_state {
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
     double exit_deadline; /* 0: no rank called os.exit */
+    double interrupted_at; /* the first interrupt of this command; 0: none */
+    int unanswered_said;   /* "has not answered the interrupt" was said */
+    double term_at;        /* SIGTERM came (0: no); the job ends TERM_GRACE_S on */
 } run_state;
 
 typedef struct coord_run {
@@ -161,6 +172,49 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     flush_output(c, 0);
     gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
     die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+}
+
+/* A rank that is not running a command sent something: nothing is expected
+ * then, so it is read and dropped; end of file means the rank is gone. */
+static void read_idle_rank(gcsh_coord *c, int r, gcsh_msg *m)
+{
+    if (gcsh_msg_recv(c->link->peer_cmd[r], m) == 0)
+        return;
+    c->lost[r] = 1;
+    gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
+    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+}
+
+int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
+{
+    struct pollfd *all = malloc((size_t)(n + c->size) * sizeof *all);
+    int *who = malloc((size_t)c->size * sizeof *who), k = 0;
+    if (!all || !who) {
+        free(all);
+        free(who);
+        return poll(p, (nfds_t)n, timeout_ms);
+    }
+    memcpy(all, p, (size_t)n * sizeof *p);
+    for (int r = 1; r < c->size; r++)
+        if (!c->lost[r]) {
+            who[k] = r;
+            all[n + k++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
+        }
+    int ready = poll(all, (nfds_t)(n + k), timeout_ms);
+    gcsh_msg m = {0};
+    for (int i = 0; ready > 0 && i < k; i++) /* before any signal: see coord.h */
+        if (all[n + i].revents & (POLLIN | POLLHUP | POLLERR))
+            read_idle_rank(c, who[i], &m);
+    gcsh_msg_free(&m);
+    memcpy(p, all, (size_t)n * sizeof *p);
+    if (ready > 0) { /* what poll would have said of p alone */
+        ready = 0;
+        for (int i = 0; i < n; i++)
+            ready += p[i].revents != 0;
+    }
+    free(all);
+    free(who);
+    return ready;
 }
 
 /* ---- what ranks are doing --------------------------------------------------- */
@@ -286,6 +340,8 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
 static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
 {
     char buf[1024], flag = INTERRUPT_ABORT;
+    if (rs->interrupted_at == 0)
+        rs->interrupted_at = gcsh_now_seconds();
     for (int r = 0; r < c->size; r++)
         if (rs->state[r] == RUNNING &&
             gcsh_msg_send(c->link->peer_ctl[r], MSG_INTERRUPT, c->seq, &flag, abort ? 1 : 0, NULL,
@@ -326,7 +382,19 @@ static void read_terminal(gcsh_coord *c, run_state *rs)
     }
 }
 
-static void note_aborted(gcsh_coord *c, const char *data, size_t len)
+/* Rank `from` aborted communicator id during the command: the ranks still
+ * running stop an operation they are in on it, which would wait for `from`
+ * forever (collcheck.h). */
+static void abort_now(gcsh_coord *c, const run_state *rs, int from, uint64_t id)
+{
+    for (int r = 0; r < c->size; r++)
+        if (r != from && rs->state[r] == RUNNING)
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_ABORT_NOW, (uint32_t)from, &id, sizeof id,
+                          NULL, 0);
+}
+
+static void note_aborted(gcsh_coord *c, const run_state *rs, int from, const char *data,
+                         size_t len)
 {
     for (size_t off = 0; off + sizeof(uint64_t) <= len; off += sizeof(uint64_t)) {
         uint64_t id;
@@ -336,6 +404,7 @@ static void note_aborted(gcsh_coord *c, const char *data, size_t len)
             known = c->aborted[i] == id;
         if (known)
             continue;
+        abort_now(c, rs, from, id);
         if (c->naborted == c->cap_aborted) {
             size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
             uint64_t *p = realloc(c->aborted, cap * sizeof *p);
@@ -407,7 +476,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         unask(rs, r);
         break;
     case MSG_ABORTED:
-        note_aborted(c, m->data, m->h.len);
+        note_aborted(c, rs, r, m->data, m->h.len);
         break;
     case MSG_PROGRESS:
         if (m->h.len == sizeof(gcsh_progress_msg))
@@ -445,6 +514,10 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
     next = earliest(next, rs->exit_deadline);
+    if (rs->interrupted_at > 0 && !rs->unanswered_said)
+        next = earliest(next, rs->interrupted_at + INTERRUPT_ANSWER_S);
+    if (rs->term_at > 0)
+        next = earliest(next, rs->term_at + TERM_GRACE_S);
     next = earliest(next, gcsh_progress_due(&c->progress));
     next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
     if (next == 0)
@@ -504,21 +577,69 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
 }
 
+/* The ranks still running an interrupted command do not answer: the job
+ * ends now, naming them (their watchers are told to exit; mpirun ends a
+ * process that cannot, such as a stopped one, when rank 0 leaves). */
+static _Noreturn void end_unanswered(gcsh_coord *c, run_state *rs, int code, const char *why)
+{
+    char ranks[1024];
+    flush_output(c, 0);
+    gcsh_coord_say(c, "gcsh: [%s] never answered the interrupt (%.1f s)",
+                   ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
+                   gcsh_now_seconds() - rs->interrupted_at);
+    die_now(c, code, why);
+}
+
+static void interrupt_running(gcsh_coord *c, run_state *rs)
+{
+    if (rs->running > 0)
+        send_interrupts(c, rs, 0);
+}
+
 /* Signals to rank 0 while a command runs: SIGINT interrupts it (Ctrl-C, or
  * gcsh -n's launcher passing on a SIGINT from outside); SIGTERM and SIGHUP
- * interrupt it too and end the session once it is over. */
+ * interrupt it too and end the session once it is over.  While a rank does
+ * not answer an interrupt, a second Ctrl-C or SIGTERM ends the job at once. */
 static void on_signals(gcsh_coord *c, run_state *rs, int mask)
 {
+    double now = gcsh_now_seconds();
+    int unanswered = rs->running > 0 && rs->interrupted_at > 0 &&
+                     now - rs->interrupted_at >= INTERRUPT_ANSWER_S;
     if (mask & GCSH_SIGMASK_TERM) {
+        if (rs->term_at > 0 && rs->running > 0)
+            end_unanswered(c, rs, GCSH_EXIT_TERM, "a second SIGTERM ends the job");
+        if (unanswered)
+            end_unanswered(c, rs, GCSH_EXIT_TERM, "SIGTERM ends the job");
         if (c->end_status < 0) {
             c->end_status = GCSH_EXIT_TERM;
             flush_output(c, 0);
             gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
                               "this command");
         }
-        send_interrupts(c, rs, 0);
+        rs->term_at = now;
+        interrupt_running(c, rs);
     } else if (mask & GCSH_SIGMASK_INT) {
-        send_interrupts(c, rs, 0);
+        if (unanswered)
+            end_unanswered(c, rs, GCSH_EXIT_INT, "a second Ctrl-C ends the job");
+        interrupt_running(c, rs);
+    }
+}
+
+/* Ranks that do not answer an interrupt: said once, then ended when the
+ * SIGTERM's grace is over. */
+static void check_unanswered(gcsh_coord *c, run_state *rs, double now)
+{
+    if (rs->running == 0 || rs->interrupted_at == 0)
+        return;
+    if (rs->term_at > 0 && now >= rs->term_at + TERM_GRACE_S)
+        end_unanswered(c, rs, GCSH_EXIT_TERM, "SIGTERM's grace is over: the job ends");
+    if (!rs->unanswered_said && now >= rs->interrupted_at + INTERRUPT_ANSWER_S) {
+        char ranks[1024];
+        rs->unanswered_said = 1;
+        flush_output(c, 0);
+        gcsh_coord_say(c, "gcsh: [%s] has not answered for %.1f s; %s again ends the job",
+                       ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
+                       now - rs->interrupted_at, rs->term_at > 0 ? "SIGTERM" : "Ctrl-C");
     }
 }
 
@@ -536,8 +657,10 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
             p[n++] = (struct pollfd){.fd = c->abort_fd, .events = POLLIN};
         }
         int first_rank = n;
+        /* every rank, running or not: one that dies while it does not run
+         * this command is reported as soon as one that does */
         for (int r = 0; r < c->size; r++)
-            if (rs->state[r] == RUNNING) {
+            if (!c->lost[r]) {
                 who[n] = r;
                 p[n++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
             }
@@ -549,10 +672,8 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
         }
         if (ready == 0)
             poll(p, (nfds_t)n, poll_timeout_ms(c, rs, gcsh_now_seconds()));
-        if (p[0].revents & POLLIN)
-            on_signals(c, rs, gcsh_sig_drain(c->sigfd));
-        if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
-            read_terminal(c, rs);
+        /* the ranks first: a rank that died is what a SIGTERM from mpirun
+         * that comes with it is about */
         for (int i = first_rank; i < n; i++) {
             if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -561,7 +682,12 @@ static void wait_for_ranks(gcsh_coord *c, run_state *rs)
             else
                 mark_lost(c, rs, who[i]);
         }
+        if (term >= 0 && (p[term].revents & (POLLIN | POLLHUP)))
+            read_terminal(c, rs);
+        if (p[0].revents & POLLIN)
+            on_signals(c, rs, gcsh_sig_drain(c->sigfd));
         on_time(c, rs, gcsh_now_seconds());
+        check_unanswered(c, rs, gcsh_now_seconds());
         if (rs->exit_deadline > 0 && gcsh_now_seconds() >= rs->exit_deadline)
             break; /* some rank left with os.exit; end_by_exit says the rest */
     }

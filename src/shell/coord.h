@@ -82,6 +82,15 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
 void gcsh_tap_init(gcsh_tap *t, int size);
 void gcsh_tap_destroy(gcsh_tap *t, int size);
 
+/* poll(2) on p[0..n) for rank 0's waits between commands (the prompt):
+ * every other rank's command channel is watched too, so a rank that dies
+ * while nobody runs anything is reported at once ("rank N is gone", the
+ * session ends with GCSH_EXIT_LOST; never returns then).  The ranks come
+ * first: when mpirun, having seen a rank die, sends rank 0 a SIGTERM, the
+ * report is the lost rank, not a stop.  Returns what poll returns for p. */
+struct pollfd;
+int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms);
+
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);
 

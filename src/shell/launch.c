@@ -1,21 +1,30 @@
 /* The launcher of `gcsh -n N` and rank 0's side of it.  See launch.h. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shell/launch.h"
+#include "wire/collcheck.h"
 
 /* "pid:token:host": the launcher's pid, a random token that rank 0 sends
  * back (so no other process can pose as rank 0), and the launcher's host
  * (a pid means nothing elsewhere). */
 #define LAUNCHER_ENV "GCSH_LAUNCHER"
+
+/* In rank 0's SIGUSR2 value: the status is the session's at its normal end
+ * (the ranks then exit 0, so that mpirun ends at once: it takes 2 s to end
+ * a job in which a process exited with another status). */
+#define DECLARE_AT_END 0x100
 
 static int set_launcher_env(int token)
 {
@@ -55,6 +64,135 @@ static int status_of(int wstatus)
     return 1;
 }
 
+/* What the launcher knows of the job while mpirun runs. */
+typedef struct launcher {
+    pid_t child;   /* mpirun */
+    int token;
+    pid_t rank0;   /* known after rank 0's hello */
+    int pidfd;     /* rank 0's, to see it end; -1: none */
+    int declared;  /* rank 0 ended the session at once with this status; -1: not */
+    int end_status; /* rank 0's session status at a normal end (the ranks exit 0); -1 */
+    int rank0_died; /* rank 0 ended without saying how: killed, crashed */
+    int ended_by;  /* the launcher ended the job through mpirun: 128 + signal; -1 */
+    int terms, stopped_ints;
+    struct timespec last_int;
+} launcher;
+
+/* The status for the user once mpirun has exited with wstatus. */
+static int final_status(const launcher *l, int wstatus)
+{
+    int mpirun = status_of(wstatus);
+    if (l->ended_by >= 0) /* whatever the ranks made of mpirun ending them */
+        return l->ended_by;
+    if (l->declared >= 0)
+        return l->declared;
+    if (l->rank0_died)
+        return GCSH_EXIT_LOST; /* the survivors' status: rank 0 is gone */
+    if (l->end_status >= 0 && mpirun == 0)
+        return l->end_status;
+    return mpirun; /* a crash after the end, or no rank 0 to tell us */
+}
+
+/* Whether process pid is stopped (SIGSTOP, SIGTSTP): it cannot take a
+ * signal until it is continued. */
+static int is_stopped(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
+    return end && (end[2] == 'T' || end[2] == 't');
+}
+
+static void end_through_mpirun(launcher *l, int status, const char *why)
+{
+    fprintf(stderr, "gcsh: rank 0 (pid %d) %s; the job ends through mpirun\n", (int)l->rank0,
+            why);
+    l->ended_by = status;
+    kill(l->child, SIGTERM);
+}
+
+/* SIGINT, SIGTERM, SIGHUP from outside: to rank 0 (the interrupt, the
+ * stop), or to mpirun before rank 0's hello, and when rank 0 cannot take
+ * them: it is stopped, or a third SIGTERM finds the job still there. */
+static void forward(launcher *l, int sig)
+{
+    if (sig == SIGINT) {
+        /* `timeout -s INT` signals its child, then the child's process
+         * group: the same SIGINT twice.  One per 0.2 s is what gets through. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double since = (double)(now.tv_sec - l->last_int.tv_sec) +
+                       1e-9 * (double)(now.tv_nsec - l->last_int.tv_nsec);
+        if (l->last_int.tv_sec && since < 0.2)
+            return;
+        l->last_int = now;
+    } else {
+        l->terms++;
+    }
+    int stopped = l->rank0 && l->pidfd >= 0 && is_stopped(l->rank0);
+    if (sig == SIGINT && stopped && ++l->stopped_ints >= 2) {
+        end_through_mpirun(l, 128 + SIGINT, "is stopped and cannot take Ctrl-C");
+        return;
+    }
+    if (sig != SIGINT && (stopped || l->terms >= 3)) {
+        end_through_mpirun(l, 128 + SIGTERM, stopped ? "is stopped and cannot take SIGTERM"
+                                                     : "did not end the job after two SIGTERMs");
+        return;
+    }
+    if (stopped)
+        fprintf(stderr, "gcsh: rank 0 (pid %d) is stopped: the interrupt waits until it is "
+                        "continued; Ctrl-C again ends the job\n", (int)l->rank0);
+    int fwd = sig == SIGINT ? SIGINT : SIGTERM; /* SIGHUP stops the session as SIGTERM */
+    if (!l->rank0 || kill(l->rank0, fwd) != 0)
+        kill(l->child, fwd); /* mpirun: it ends the job */
+}
+
+static void on_hello(launcher *l, pid_t pid)
+{
+    l->rank0 = pid;
+#ifdef SYS_pidfd_open
+    l->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+}
+
+/* SIGUSR2 from rank 0: its status, for now (DECLARE_AT_END clear) or for the
+ * normal end of the session (set). */
+static void on_declare(launcher *l, int value)
+{
+    if (value & DECLARE_AT_END)
+        l->end_status = value & 0xff;
+    else
+        l->declared = value & 0xff;
+}
+
+/* One signal; returns 1 when mpirun has exited (*status: the user's). */
+static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status)
+{
+    int sig = (int)si->ssi_signo;
+    if (sig == SIGCHLD) {
+        int wstatus;
+        if (waitpid(l->child, &wstatus, WNOHANG) != l->child)
+            return 0;
+        *status = final_status(l, wstatus);
+        return 1;
+    }
+    if (sig == SIGUSR1) {
+        if (si->ssi_code == SI_QUEUE && si->ssi_int == l->token)
+            on_hello(l, (pid_t)si->ssi_pid);
+    } else if (sig == SIGUSR2) {
+        if (l->rank0 && (pid_t)si->ssi_pid == l->rank0 && si->ssi_code == SI_QUEUE)
+            on_declare(l, si->ssi_int);
+    } else {
+        forward(l, sig);
+    }
+    return 0;
+}
+
 int gcsh_launch(char *const argv[])
 {
     static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2};
@@ -62,54 +200,37 @@ int gcsh_launch(char *const argv[])
     sigemptyset(&handled);
     for (size_t i = 0; i < sizeof handled_signals / sizeof *handled_signals; i++)
         sigaddset(&handled, handled_signals[i]);
-    sigprocmask(SIG_BLOCK, &handled, &old); /* from now on they queue for sigwaitinfo */
-    int token = random_token();
-    if (set_launcher_env(token) != 0)
+    sigprocmask(SIG_BLOCK, &handled, &old); /* from now on they queue for the signalfd */
+    launcher l = {.token = random_token(), .pidfd = -1, .declared = -1, .end_status = -1,
+                  .ended_by = -1};
+    if (set_launcher_env(l.token) != 0)
         perror("gcsh: setenv");
-    pid_t child = fork();
-    if (child < 0) {
-        perror("gcsh: fork");
+    int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
+    l.child = sfd >= 0 ? fork() : -1;
+    if (l.child < 0) {
+        perror("gcsh: cannot start mpirun");
         return 1;
     }
-    if (child == 0)
+    if (l.child == 0)
         exec_child(argv, &old);
-    setpgid(child, child); /* also here: whichever side runs first */
-
-    pid_t rank0 = 0; /* known after rank 0's hello */
-    int declared = -1;
-    /* `timeout -s INT` signals its child, then the child's process group:
-     * the same SIGINT twice.  One interrupt per 0.2 s is what gets through. */
-    struct timespec last_int = {0, 0};
+    setpgid(l.child, l.child); /* also here: whichever side runs first */
     for (;;) {
-        siginfo_t si;
-        int sig = sigwaitinfo(&handled, &si);
-        if (sig < 0)
-            continue; /* EINTR: a signal outside the set */
-        if (sig == SIGCHLD) {
-            int wstatus;
-            pid_t p = waitpid(child, &wstatus, WNOHANG);
-            if (p == child)
-                return declared >= 0 ? declared : status_of(wstatus);
-        } else if (sig == SIGUSR1) {
-            if (si.si_code == SI_QUEUE && si.si_value.sival_int == token)
-                rank0 = si.si_pid;
-        } else if (sig == SIGUSR2) {
-            if (rank0 && si.si_pid == rank0 && si.si_code == SI_QUEUE)
-                declared = si.si_value.sival_int & 0xff;
-        } else {
-            /* SIGINT stays an interrupt; SIGTERM and SIGHUP stop the session */
-            int fwd = sig == SIGINT ? SIGINT : SIGTERM;
-            if (sig == SIGINT) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double since = (double)(now.tv_sec - last_int.tv_sec) +
-                               1e-9 * (double)(now.tv_nsec - last_int.tv_nsec);
-                if (last_int.tv_sec && since < 0.2)
-                    continue;
-                last_int = now;
-            }
-            if (!rank0 || kill(rank0, fwd) != 0)
-                kill(child, fwd); /* mpirun: it ends the job */
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = l.pidfd, .events = POLLIN}};
+        if (poll(p, l.pidfd >= 0 ? 2 : 1, -1) < 0)
+            continue; /* EINTR */
+        struct signalfd_siginfo si;
+        int status;
+        /* signals first: rank 0's declaration comes before it ends */
+        while ((p[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (on_signal(&l, &si, &status))
+                return status;
+            if (poll(p, 1, 0) != 1)
+                break;
+        }
+        if (l.pidfd >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+            l.rank0_died = l.declared < 0 && l.end_status < 0;
+            close(l.pidfd);
+            l.pidfd = -1;
         }
     }
 }
@@ -141,4 +262,12 @@ void gcsh_launcher_status(int launcher, int status)
         return;
     union sigval sv = {.sival_int = status};
     sigqueue(launcher, SIGUSR2, sv);
+}
+
+int gcsh_launcher_end(int launcher, int status)
+{
+    if (launcher <= 0)
+        return -1;
+    union sigval sv = {.sival_int = (status & 0xff) | DECLARE_AT_END};
+    return sigqueue(launcher, SIGUSR2, sv);
 }

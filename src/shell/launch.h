@@ -12,7 +12,14 @@
  * Before the hello (or when rank 0 is on another host) they go to mpirun.
  * When rank 0 ends the session at once with a status of its own (a lost rank,
  * os.exit on some ranks, a device fault), it declares that status (SIGUSR2),
- * and the launcher exits with it whatever mpirun reports. */
+ * and the launcher exits with it whatever mpirun reports.  At a normal end
+ * rank 0 declares the session's status too, and every rank exits 0: mpirun
+ * takes about 2 s to end a job in which a process exited with another
+ * status (a crash after that still shows: mpirun's status then).  If rank 0
+ * ends without declaring anything (killed, crashed), the job's status is
+ * the survivors', GCSH_EXIT_LOST (the launcher watches rank 0's pid).
+ * A rank 0 that is stopped (SIGSTOP) cannot take signals: then SIGTERM, a
+ * second Ctrl-C and a third SIGTERM in any case end the job through mpirun. */
 #ifndef GCSH_LAUNCH_H
 #define GCSH_LAUNCH_H
 
@@ -29,5 +36,10 @@ int gcsh_launcher_hello(void);
 /* Rank 0 side: the session ends with `status` now, whatever mpirun will say
  * (launcher: what hello returned; 0 does nothing). */
 void gcsh_launcher_status(int launcher, int status);
+
+/* Rank 0 side, at the session's normal end: its status is `status`, and the
+ * ranks may exit 0.  Returns 0 when the launcher was told, else -1 (no
+ * launcher: the ranks exit with the status themselves). */
+int gcsh_launcher_end(int launcher, int status);
 
 #endif

@@ -279,7 +279,7 @@ static void dot_timeout(gcsh_session *s, const char *arg)
     if (*arg) {
         char *end;
         double v = strtod(arg, &end);
-        if (end == arg || *end || v < 0 || v > 1e6) {
+        if (end == arg || *end || !(v >= 0 && v <= 1e6)) { /* NaN is in no range */
             gcsh_coord_say(s->coord, "gcsh: .timeout: SECONDS must be a number 0..1e6, got '%s'",
                            arg);
             return;
@@ -577,7 +577,7 @@ static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
     while (!rl.done) {
         struct pollfd p[2] = {{.fd = tty, .events = POLLIN},
                               {.fd = s->coord->sigfd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        if (gcsh_coord_idle_poll(s->coord, p, 2, -1) < 0 && errno != EINTR)
             break;
         if (p[1].revents & POLLIN) {
             int mask = gcsh_sig_drain(s->coord->sigfd);
@@ -632,7 +632,7 @@ static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
             return GOT_EOF;
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
                               {.fd = s->coord->sigfd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        if (gcsh_coord_idle_poll(s->coord, p, 2, -1) < 0 && errno != EINTR)
             return GOT_EOF;
         if ((p[1].revents & POLLIN) && (gcsh_sig_drain(s->coord->sigfd) & GCSH_SIGMASK_TERM))
             return GOT_TERM;

@@ -15,6 +15,8 @@
 /* The status a session stopped by SIGTERM ends with (128 + SIGTERM, as a
  * shell reports a process killed by it). */
 #define GCSH_EXIT_TERM 143
+/* The status of a job ended at once by a second Ctrl-C (128 + SIGINT). */
+#define GCSH_EXIT_INT 130
 
 /* Installs SIGINT/SIGWINCH/SIGTERM/SIGHUP handlers; returns the pipe's read
  * end (or -1). */

@@ -55,6 +55,7 @@ gcsh_board *gcsh_board_open(const gcsh_ctx *ctx)
         return NULL;
     }
     memset(mine, 0, sizeof *mine);
+    MPI_Win_set_errhandler(b->win, MPI_ERRORS_RETURN); /* windows do not inherit it */
     b->comm = comm;
     MPI_Comm_size(comm, &b->n);
     b->part = calloc((size_t)b->n, sizeof *b->part);

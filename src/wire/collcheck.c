@@ -26,6 +26,9 @@
  * to the coordinator (collcheck.h): ranks that arrive together never need it;
  * a rank that is late by more waits on a socket, costing no CPU. */
 #define BOARD_SPIN_S 2e-3
+/* Communicators other ranks aborted that one command remembers at most
+ * before its end (beyond, they are aborted when the command ends). */
+#define DOOMED_MAX 32
 
 struct gcsh_check {
     int enabled;
@@ -54,6 +57,18 @@ struct gcsh_check {
     double since;
     int sampled;
     char line[160];
+    /* The published operation's communicator (a checked one), for aborts
+     * that other ranks send while it runs (gcsh_check_abort_now). */
+    int op_on_comm;
+    uint64_t op_comm;
+    /* Communicators that another rank aborted during this command, and
+     * which rank: the worker aborts them before its next use of any
+     * communicator; peer_from: who aborted the one whose operation
+     * GCSH_INTERRUPT_PEER stopped. */
+    uint64_t doomed[DOOMED_MAX];
+    int doomed_from[DOOMED_MAX];
+    int ndoomed;
+    int peer_from;
 };
 
 static double now_seconds(void)
@@ -186,11 +201,14 @@ const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len)
     return buf;
 }
 
+static void abort_doomed(gcsh_ctx *ctx);
+
 void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
 {
+    abort_doomed(gcsh_ctx_of(L));
     if (cc->aborted)
-        luaL_error(L, GCSH_ABORTED_MSG " (an interrupt or .abort tore it down; comm.world() "
-                      "makes a fresh one)");
+        luaL_error(L, GCSH_ABORTED_MSG " (an interrupt, an error or .abort tore it down; "
+                      "comm.world() makes a fresh one)");
 }
 
 static void note_aborted(gcsh_check *k, uint64_t id)
@@ -216,6 +234,42 @@ static void abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc)
     cc->aborted = 1;
     if (cc->impl && ctx->be->comm->abort)
         ctx->be->comm->abort(ctx, cc->impl);
+}
+
+/* The communicators that the watcher heard other ranks aborted, aborted
+ * here too (worker thread: the backend is not the watcher's to call). */
+static void abort_doomed(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    uint64_t ids[DOOMED_MAX];
+    pthread_mutex_lock(&k->lock);
+    int n = k->ndoomed;
+    memcpy(ids, k->doomed, (size_t)n * sizeof *ids);
+    k->ndoomed = 0;
+    pthread_mutex_unlock(&k->lock);
+    if (n)
+        gcsh_check_abort_ids(ctx, ids, (size_t)n, 0);
+}
+
+void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (k->ndoomed < DOOMED_MAX) {
+            k->doomed[k->ndoomed] = ids[i];
+            k->doomed_from[k->ndoomed++] = from;
+        }
+        int expected = 0;
+        if (k->in_op && k->op_on_comm && k->op_comm == ids[i] &&
+            atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER))
+            k->peer_from = from;
+    }
+    pthread_mutex_unlock(&k->lock);
 }
 
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
@@ -244,6 +298,7 @@ static void publish_op(gcsh_check *k, const char *text)
     k->op_lazy = k->last_lazy = 0;
     k->since = now_seconds();
     k->in_op = 1;
+    k->op_on_comm = 0;
     pthread_mutex_unlock(&k->lock);
 }
 
@@ -255,6 +310,8 @@ static void publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
     k->op_lazy = k->last_lazy = 1;
     k->since = now_seconds();
     k->in_op = 1;
+    k->op_on_comm = 1;
+    k->op_comm = fp->comm;
     pthread_mutex_unlock(&k->lock);
 }
 
@@ -366,6 +423,8 @@ void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint3
     k->enabled = check_on;
     k->chunk_seq = chunk;
     k->naborted = 0;
+    /* (k->doomed is not cleared: an abort the watcher heard may come
+     * before this, for the command about to run) */
     /* the short source Lua shows for this chunk name ("=stdin" -> "stdin") */
     const char *s = name[0] == '=' || name[0] == '@' ? name + 1 : name;
     snprintf(k->chunk, sizeof k->chunk, "%s", s);
@@ -697,33 +756,66 @@ static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
     return cc->impl && ctx->be->comm->aborted && ctx->be->comm->aborted(cc->impl);
 }
 
+/* Ends the published operation; whether GCSH_INTERRUPT_PEER stopped it
+ * (then *from: the rank that aborted its communicator).  what: the
+ * operation in words, when rc says it failed. */
+static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, size_t len,
+                           int *from)
+{
+    int expected = GCSH_INTERRUPT_PEER, peer;
+    pthread_mutex_lock(&k->lock);
+    if (rc != 0) /* words only for an error message */
+        snprintf(what, len, "%s", op_text(k));
+    k->in_op = 0;
+    peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
+    *from = k->peer_from;
+    pthread_mutex_unlock(&k->lock);
+    return peer;
+}
+
+/* cc's operation was abandoned on this rank: nobody can use cc any more.
+ * The coordinator hears it now and stops the members still inside an
+ * operation on it (they would wait for this rank forever). */
+static void abandon_comm(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc)
+{
+    abort_comm(ctx, cc);
+    if (!k)
+        return;
+    note_aborted(k, cc->id);
+    gcsh_capture_send(k->cap, MSG_ABORTED, &cc->id, sizeof cc->id);
+}
+
 void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
-    char what[128] = "";
+    char what[128] = "", cause[sizeof ctx->err];
+    int peer = 0, from = -1;
     gcsh_trace_check_leave(ctx);
-    if (k) {
-        pthread_mutex_lock(&k->lock);
-        if (rc != 0) /* words only for an error message */
-            snprintf(what, sizeof what, "%s", op_text(k));
-        k->in_op = 0;
-        pthread_mutex_unlock(&k->lock);
-    }
+    if (k)
+        peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from);
     if (rc == 0)
         return;
     if (ctx->fatal)
         gcsh_check_fatal(L, ctx);
     int interrupted = atomic_load(&ctx->interrupt);
-    if (interrupted || backend_aborted(ctx, cc)) {
-        /* the operation was abandoned on this rank: nobody can use this
-         * communicator any more (coordinator passes the id on) */
-        abort_comm(ctx, cc);
-        if (k)
-            note_aborted(k, cc->id);
-        if (interrupted)
-            gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
-                                "(comm.world() makes a fresh one)", what[0] ? what : "a collective");
+    if (!interrupted && !peer && !backend_aborted(ctx, cc))
+        raise_error(L, ctx);
+    abandon_comm(ctx, k, cc);
+    const char *op = what[0] ? what : "a collective";
+    if (interrupted)
+        gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
+                            "(comm.world() makes a fresh one)", op);
+    else if (peer)
+        gcsh_set_error(ctx, "%s: abandoned: it failed on rank %d, which aborted the "
+                            "communicator; it is aborted on every rank (comm.world() makes a "
+                            "fresh one)", op, from);
+    else {
+        snprintf(cause, sizeof cause, "%s", ctx->err);
+        gcsh_set_error(ctx, "%s: %s; the communicator is aborted on every rank (comm.world() "
+                            "makes a fresh one)%s", op, cause,
+                       k && !k->enabled ? "; .check is off, so ranks that call a collective "
+                                          "differently reach MPI" : "");
     }
     raise_error(L, ctx);
 }

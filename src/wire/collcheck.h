@@ -36,11 +36,14 @@
  * the watcher answers with that or with the Lua line the worker is running
  * (sampled by a one-shot count hook).
  *
- * Aborts.  A communicator whose operation was abandoned (an interrupt) or
- * that .abort tore down is aborted on every rank: the backend's abort, then
- * every use fails with "attempt to use an aborted communicator".  Each rank
- * reports what it aborted; the coordinator passes the ids on to every rank
- * before the next command.  comm.world() then builds a fresh world.
+ * Aborts.  A communicator whose operation was abandoned (an interrupt, an
+ * MPI error: the ranks are out of step) or that .abort tore down is aborted
+ * on every rank: the backend's abort, then every use fails with "attempt to
+ * use an aborted communicator".  A rank that abandons an operation says so
+ * at once (MSG_ABORTED); the coordinator stops the members still inside an
+ * operation on that communicator (MSG_ABORT_NOW: they would wait forever),
+ * and passes the ids on to every rank before the next command.
+ * comm.world() then builds a fresh world.
  *
  * Faults.  A backend that meets an error the process cannot recover from
  * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
@@ -162,6 +165,11 @@ void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint3
 void gcsh_check_chunk_end(gcsh_ctx *ctx);
 /* MSG_ABORT_COMMS: aborts the listed communicators, or all of them. */
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all);
+/* Watcher thread, MSG_ABORT_NOW: rank `from` aborted these communicators
+ * while this command runs.  An operation in progress on one of them stops
+ * (GCSH_INTERRUPT_PEER: it would wait for that rank forever); the worker
+ * aborts them before it next uses a communicator. */
+void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from);
 /* Watcher thread, answering MSG_WHERE.  First, holding the worker's run
  * lock while a chunk runs: arms the one-shot line sample (returns whether it
  * did).  Then: writes where the worker is into buf, waiting up to 100 ms for

@@ -2,8 +2,11 @@
  *
  * Rank 0 listens (abstract AF_UNIX socket for its node; TCP only when some
  * rank is on another host, or GCSH_CONTROL=tcp), broadcasts the addresses and
- * a random token, and accepts 2 connections per rank.  A connection must
- * present the token first, so nobody else on the machine can inject chunks. */
+ * a random token, and accepts 2 connections per rank (link_accept.c).  A
+ * connection must present the token first, so nobody else on the machine can
+ * inject chunks, and nobody can stall the start-up either.  TCP listens only
+ * on the addresses the ranks resolve rank 0's host name to (each rank tells
+ * rank 0 its own), never on every interface. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,21 +27,17 @@
 #include "wire/msg.h"
 #include "wire/link.h"
 
-#define TOKEN_LEN 16
-#define ACCEPT_SECONDS 60
+#define TOKEN_LEN GCSH_LINK_TOKEN_LEN
+#define MAX_TCP_ADDRS (GCSH_LINK_MAX_LISTEN - 1)
 
 typedef struct bootstrap {
     unsigned char token[TOKEN_LEN];
     char unix_name[64]; /* abstract name, without the leading NUL */
     char host[256];     /* rank 0's host name for TCP, "" when TCP is off */
-    int port;
+    int port;           /* the same on each of rank 0's TCP addresses */
 } bootstrap;
 
-typedef struct hello {
-    unsigned char token[TOKEN_LEN];
-    int32_t rank;
-    int32_t channel; /* 0 = command, 1 = control */
-} hello;
+typedef gcsh_hello hello;
 
 static int want_tcp(const char *host0)
 {
@@ -90,10 +89,24 @@ static int listen_unix(bootstrap *b)
     return fd;
 }
 
-static int listen_tcp(bootstrap *b)
+/* The IPv4 address this rank reaches host at (0 when it cannot resolve it). */
+static uint32_t resolve_ipv4(const char *host)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return 0;
+    uint32_t a = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo(res);
+    return a;
+}
+
+/* Listens on addr (network order) at b->port, or at a port the kernel picks
+ * when it is 0 (then b->port gets it). */
+static int listen_tcp(bootstrap *b, uint32_t addr)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = addr,
+                            .sin_port = htons((uint16_t)b->port)};
     socklen_t len = sizeof a;
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 128) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
@@ -105,23 +118,39 @@ static int listen_tcp(bootstrap *b)
     return fd;
 }
 
-static int connect_tcp(const bootstrap *b)
+/* One listening socket per distinct address in addrs[0..n) (what each rank
+ * resolved rank 0's host name to; 0: it could not), all at one port, into
+ * lfd; returns how many, or -1 (errno set). */
+static int listen_tcp_all(bootstrap *b, const uint32_t *addrs, int n, int *lfd)
 {
-    char port[16];
-    snprintf(port, sizeof port, "%d", b->port);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
-    if (getaddrinfo(b->host, port, &hints, &res) != 0)
-        return -1;
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        if (fd >= 0)
-            close(fd);
+    int k = 0;
+    for (int r = 0; r < n; r++) {
+        int seen = addrs[r] == 0;
+        for (int q = 0; q < r && !seen; q++)
+            seen = addrs[q] == addrs[r];
+        if (seen)
+            continue;
+        if (k == MAX_TCP_ADDRS) {
+            errno = EADDRNOTAVAIL;
+            return -1;
+        }
+        lfd[k] = listen_tcp(b, addrs[r]);
+        if (lfd[k] < 0)
+            return -1;
+        k++;
+    }
+    return k;
+}
+
+static int connect_tcp(const bootstrap *b, uint32_t addr)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = addr,
+                            .sin_port = htons((uint16_t)b->port)};
+    int fd = addr ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
         fd = -1;
     }
-    freeaddrinfo(res);
     if (fd >= 0)
         no_delay(fd);
     return fd;
@@ -139,12 +168,29 @@ static int connect_unix(const bootstrap *b)
     return fd;
 }
 
-/* A non-root rank opens its two channels and introduces itself. */
-static int connect_channels(gcsh_ctx *ctx, const bootstrap *b, gcsh_link *link)
+/* A test facility (GCSH_TEST_FAULTS=1): with GCSH_TEST_HOLD_CONNECT=FILE,
+ * the ranks connect only once FILE exists (at most 60 s), so that a test
+ * can knock on rank 0's door before they do (tests/sh/faults.sh). */
+static void hold_for_test(void)
+{
+    const char *faults = getenv("GCSH_TEST_FAULTS"), *file = getenv("GCSH_TEST_HOLD_CONNECT");
+    if (!faults || strcmp(faults, "1") != 0 || !file || !*file)
+        return;
+    for (int i = 0; i < 600 && access(file, F_OK) != 0; i++)
+        usleep(100 * 1000);
+}
+
+/* A non-root rank opens its two channels and introduces itself; addr: where
+ * it reaches rank 0 over TCP (b->host set), as it told rank 0. */
+static int connect_channels(gcsh_ctx *ctx, const bootstrap *b, uint32_t addr, gcsh_link *link)
 {
     int *fds[2] = {&link->cmd_fd, &link->ctl_fd};
+    hold_for_test();
     for (int ch = 0; ch < 2; ch++) {
-        int fd = b->host[0] ? connect_tcp(b) : connect_unix(b);
+        int fd = b->host[0] ? connect_tcp(b, addr) : connect_unix(b);
+        if (fd < 0 && b->host[0] && !addr)
+            return gcsh_set_error(ctx, "rank %d: cannot resolve rank 0's host name '%s'",
+                                  ctx->rank, b->host);
         if (fd < 0)
             return gcsh_set_error(ctx, "rank %d: cannot connect to rank 0's control socket: %s",
                                   ctx->rank, strerror(errno));
@@ -155,56 +201,6 @@ static int connect_channels(gcsh_ctx *ctx, const bootstrap *b, gcsh_link *link)
             return gcsh_set_error(ctx, "rank %d: control socket closed during hello", ctx->rank);
         }
         *fds[ch] = fd;
-    }
-    return 0;
-}
-
-/* Reads one hello with a deadline; returns 0 and the claimed rank/channel. */
-static int read_hello(int fd, const bootstrap *b, double deadline, hello *h)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int ms = (int)((deadline - gcsh_now_seconds()) * 1000);
-    if (ms <= 0 || poll(&p, 1, ms) != 1)
-        return -1;
-    gcsh_msg m = {0};
-    int ok = gcsh_msg_recv(fd, &m) == 0 && m.h.type == MSG_HELLO && m.h.len == sizeof *h;
-    if (ok)
-        memcpy(h, m.data, sizeof *h);
-    gcsh_msg_free(&m);
-    return ok && memcmp(h->token, b->token, TOKEN_LEN) == 0 ? 0 : -1;
-}
-
-/* Rank 0 accepts 2 channels from every other rank, rejecting strangers. */
-static int accept_channels(gcsh_ctx *ctx, const bootstrap *b, int lfd[2], gcsh_link *link)
-{
-    int expected = 2 * (ctx->size - 1), got = 0;
-    double deadline = gcsh_now_seconds() + ACCEPT_SECONDS;
-    while (got < expected) {
-        struct pollfd p[2] = {{.fd = lfd[0], .events = POLLIN}, {.fd = lfd[1], .events = POLLIN}};
-        int ms = (int)((deadline - gcsh_now_seconds()) * 1000);
-        if (ms <= 0 || poll(p, 2, ms) <= 0)
-            return gcsh_set_error(ctx, "rank 0: only %d of %d control connections arrived in %d s",
-                                  got, expected, ACCEPT_SECONDS);
-        for (int i = 0; i < 2; i++) {
-            if (!(p[i].revents & POLLIN))
-                continue;
-            int fd = accept4(lfd[i], NULL, NULL, SOCK_CLOEXEC);
-            if (fd < 0)
-                continue;
-            hello h;
-            int *slot = NULL;
-            if (read_hello(fd, b, deadline, &h) == 0 && h.rank > 0 && h.rank < ctx->size &&
-                (h.channel == 0 || h.channel == 1))
-                slot = h.channel == 0 ? &link->peer_cmd[h.rank] : &link->peer_ctl[h.rank];
-            if (!slot || *slot >= 0) {
-                close(fd); /* a stranger or a duplicate */
-                continue;
-            }
-            if (i == 1)
-                no_delay(fd);
-            *slot = fd;
-            got++;
-        }
     }
     return 0;
 }
@@ -226,28 +222,61 @@ static int rank0_self_channels(gcsh_ctx *ctx, gcsh_link *link)
     return 0;
 }
 
-static int open_rank0(gcsh_ctx *ctx, bootstrap *b, gcsh_link *link, int tcp)
+/* Rank 0's listening sockets into lfd: the Unix one first, then TCP on
+ * addrs (NULL: no TCP); how many, or -1 with ctx->err. */
+static int listen_all(gcsh_ctx *ctx, bootstrap *b, const uint32_t *addrs, int *lfd)
 {
-    int n = ctx->size;
+    int n = 0;
+    lfd[n] = listen_unix(b);
+    if (lfd[n] >= 0)
+        n++;
+    int k = n == 1 && addrs ? listen_tcp_all(b, addrs, ctx->size, lfd + 1) : 0;
+    if (n == 0 || k < 0) {
+        gcsh_set_error(ctx, "rank 0: cannot listen for control connections: %s", strerror(errno));
+        for (int i = 0; i < n; i++)
+            close(lfd[i]);
+        return -1;
+    }
+    return n + k;
+}
+
+static int open_rank0(gcsh_ctx *ctx, bootstrap *b, gcsh_link *link, const uint32_t *addrs)
+{
+    int n = ctx->size, lfd[GCSH_LINK_MAX_LISTEN];
     link->peer_cmd = malloc((size_t)n * sizeof(int));
     link->peer_ctl = malloc((size_t)n * sizeof(int));
-    for (int r = 0; r < n; r++)
+    for (int r = 0; link->peer_cmd && link->peer_ctl && r < n; r++)
         link->peer_cmd[r] = link->peer_ctl[r] = -1;
-    int lfd[2] = {listen_unix(b), tcp ? listen_tcp(b) : -1};
-    if (!tcp)
+    int nlfd = -1;
+    if (!link->peer_cmd || !link->peer_ctl)
+        gcsh_set_error(ctx, "rank 0: out of memory for the control plane");
+    else
+        nlfd = listen_all(ctx, b, addrs, lfd);
+    if (!addrs)
         b->host[0] = '\0';
-    int ok = random_bytes(b->token, TOKEN_LEN) == 0 && lfd[0] >= 0 && (!tcp || lfd[1] >= 0);
-    if (!ok)
-        gcsh_set_error(ctx, "rank 0: cannot listen for control connections: %s", strerror(errno));
+    int ok = nlfd > 0 && random_bytes(b->token, TOKEN_LEN) == 0;
+    if (!ok && nlfd > 0)
+        gcsh_set_error(ctx, "rank 0: no random bytes for the control plane's token");
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Bcast(b, sizeof *b, MPI_BYTE, 0, MPI_COMM_WORLD);
     int rc = ok ? rank0_self_channels(ctx, link) : -1;
     if (rc == 0)
-        rc = accept_channels(ctx, b, lfd, link);
-    for (int i = 0; i < 2; i++)
-        if (lfd[i] >= 0)
-            close(lfd[i]);
+        rc = gcsh_link_accept(ctx, lfd, nlfd, b->token, link);
+    for (int i = 0; i < nlfd; i++)
+        close(lfd[i]);
     return rc;
+}
+
+/* With TCP: what every rank resolves rank 0's host name to, gathered on
+ * rank 0 (addrs, size entries; NULL elsewhere), and this rank's in *mine. */
+static uint32_t *gather_addresses(gcsh_ctx *ctx, const char *host0, uint32_t *mine)
+{
+    *mine = ctx->rank > 0 ? resolve_ipv4(host0) : 0;
+    uint32_t *addrs = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *addrs) : NULL;
+    uint32_t scratch;
+    MPI_Gather(mine, 1, MPI_UINT32_T, addrs ? addrs : &scratch, 1, MPI_UINT32_T, 0,
+               MPI_COMM_WORLD);
+    return addrs;
 }
 
 int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link)
@@ -257,17 +286,18 @@ int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link)
     if (ctx->rank == 0)
         gethostname(b.host, sizeof b.host - 1);
     MPI_Bcast(b.host, sizeof b.host, MPI_CHAR, 0, MPI_COMM_WORLD);
-    int tcp = want_tcp(b.host);
+    uint32_t mine = 0, *addrs = want_tcp(b.host) ? gather_addresses(ctx, b.host, &mine) : NULL;
     int rc;
     if (ctx->rank == 0) {
-        rc = open_rank0(ctx, &b, link, tcp);
+        rc = open_rank0(ctx, &b, link, addrs);
     } else {
         int ok;
         MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
         MPI_Bcast(&b, sizeof b, MPI_BYTE, 0, MPI_COMM_WORLD);
-        rc = ok ? connect_channels(ctx, &b, link)
+        rc = ok ? connect_channels(ctx, &b, mine, link)
                 : gcsh_set_error(ctx, "rank 0 could not open its control sockets");
     }
+    free(addrs);
     int all = rc == 0, all_ok = 0;
     MPI_Allreduce(&all, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok && rc == 0)

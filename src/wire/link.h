@@ -26,4 +26,25 @@ typedef struct gcsh_link {
 int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link);
 void gcsh_link_close(gcsh_link *link, int size);
 
+/* ---- inside the set-up (link.c, link_accept.c) ------------------------------ */
+
+#define GCSH_LINK_TOKEN_LEN 16
+/* Rank 0 listens on its Unix socket and on at most this many TCP ones (one
+ * per address that the ranks reach it at). */
+#define GCSH_LINK_MAX_LISTEN 9
+
+/* What a rank sends first on each of its connections (MSG_HELLO). */
+typedef struct gcsh_hello {
+    unsigned char token[GCSH_LINK_TOKEN_LEN];
+    int32_t rank;
+    int32_t channel; /* 0 = command, 1 = control */
+} gcsh_hello;
+
+/* Rank 0: accepts two connections from every other rank on the listening
+ * sockets lfd[0..n) (lfd[0] is the Unix one) into link->peer_cmd and
+ * peer_ctl, each presenting token; anything else is dropped without
+ * stalling the others (link_accept.c).  0, or -1 with ctx->err. */
+int gcsh_link_accept(gcsh_ctx *ctx, const int *lfd, int n, const unsigned char *token,
+                     gcsh_link *link);
+
 #endif

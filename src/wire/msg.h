@@ -32,6 +32,8 @@ enum gcsh_msg_type {
     MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
     MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
     MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
+    MSG_ABORT_NOW, /* coordinator -> watcher (ctl), during a command: rank `seq`
+                    * aborted these u64 communicator ids (collcheck.h) */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */

@@ -45,7 +45,7 @@ static void interrupt_chunk(gcsh_worker *w, uint32_t seq)
 {
     pthread_mutex_lock(&w->run_lock);
     if (w->running_seq == seq && seq != 0) {
-        atomic_store(&w->ctx->interrupt, 1);
+        atomic_store(&w->ctx->interrupt, GCSH_INTERRUPT);
         lua_sethook(w->ctx->L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
     }
     pthread_mutex_unlock(&w->run_lock);
@@ -114,6 +114,9 @@ static void *watcher_main(void *arg)
                 answer_where(w);
             if (m.h.type == MSG_TRACE_FLUSH)
                 send_trace(w, gcsh_trace_snapshot);
+            if (m.h.type == MSG_ABORT_NOW)
+                gcsh_check_abort_now(w->ctx, (const uint64_t *)(void *)m.data,
+                                     m.h.len / sizeof(uint64_t), (int)m.h.seq);
         }
         gcsh_capture_flush(&w->cap);
     }
@@ -183,8 +186,12 @@ static int push_script_args(lua_State *L)
     return n;
 }
 
+/* A message on lines of its own, even after io.write("partial") (only the
+ * worker thread writes the capture, so mid_line is its to read). */
 static void capture_string(gcsh_ctx *ctx, const char *s)
 {
+    if (ctx->cap->mid_line)
+        gcsh_capture_write(ctx->cap, "\n", 1);
     gcsh_capture_write(ctx->cap, s, strlen(s));
     gcsh_capture_write(ctx->cap, "\n", 1);
 }

@@ -71,6 +71,6 @@ H.raises(function() mine:copy(tensor.new(4, "f64")) end, "copy: dtype mismatch: 
 H.raises(function() mine:copy(tensor.new(5, "f32")) end, "copy: length mismatch")
 H.raises(function() w:peer(me):copy(tensor.new(4, "i32")) end, "dtype mismatch")
 H.raises(function() mine[0] = "x" end, "bad value for tensor element 0")
-H.raises(function() w.n = 3 end, "attempt to index a window value")  -- no writable fields
+H.raises(function() w.n = 3 end, "cannot set field 'n' of a window (its fields are read-only)")
 w:free()
 print("window_errors ok")

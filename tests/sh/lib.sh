@@ -62,6 +62,31 @@ tagged_pids() {
         grep -qxzF "GCSH_TEST_TAG=$1" "$p/environ" 2>/dev/null && echo "${p#/proc/}"
     done
 }
+# rank_pid TAG RANK: the pid of rank RANK of the tagged job, if it runs.
+rank_pid() {
+    local p
+    for p in $(tagged_pids "$1"); do
+        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
+    done
+}
+# launcher_pid TAG: the tagged job's gcsh -n process (the one that is no rank).
+launcher_pid() {
+    local p
+    for p in $(tagged_pids "$1"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = gcsh ] &&
+            ! grep -qzF OMPI_COMM_WORLD_RANK "/proc/$p/environ" 2>/dev/null && echo "$p"
+    done
+}
+# piped_while N 'lines' ACTION...: a tagged piped session (TAG, added to TAGS
+# for the caller's cleanup) whose input stays open while ACTION runs in the
+# input's subshell, once rank N-1 runs; sets OUT and RC.
+piped_while() {
+    local n=$1 lines=$2 i; shift 2
+    TAG=$(new_tag); TAGS+=("$TAG")
+    OUT=$( (printf '%s\n' "$lines"
+            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
+            "$@") | GCSH_TEST_TAG=$TAG timeout -k 10 90 "$GCSH" -n "$n" 2>&1); RC=$?
+}
 # expect_no_procs NAME TAG: no tagged process is left (they get 5 s to go).
 expect_no_procs() {
     local i left
