@@ -100,41 +100,35 @@ void gcsh_coord_destroy(gcsh_coord *c)
     free(c->aborted);
 }
 
-static void say_on(gcsh_coord *c, FILE *f, const char *text)
+/* Prints a line of the shell's own on f (the progress line cleared first). */
+static void say_on(gcsh_coord *c, FILE *f, const char *fmt, va_list ap)
 {
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        return;
+    if (!f) /* gcsh_coord_say: "gcsh: ..." (after any newlines) is a diagnostic */
+        f = strncmp(text + strspn(text, "\n"), "gcsh:", 5) == 0 ? c->err : c->out;
     gcsh_progress_hide(&c->progress);
     fputs(text, f);
     fputc('\n', f);
     fflush(f);
+    free(text);
 }
 
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = NULL;
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
+    say_on(c, NULL, fmt, ap);
     va_end(ap);
-    if (!text)
-        return;
-    /* "gcsh: ..." (also after the newlines a report may start with) */
-    const char *t = text + strspn(text, "\n");
-    say_on(c, strncmp(t, "gcsh:", 5) == 0 ? c->err : c->out, text);
-    free(text);
 }
 
 void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = NULL;
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
+    say_on(c, c->err, fmt, ap);
     va_end(ap);
-    if (text)
-        say_on(c, c->err, text);
-    free(text);
 }
 
 /* Prints the ranks' text that is due (whole_lines: fold.h), clearing the

@@ -31,31 +31,32 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+static void catch_signal(int sig)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, NULL);
+}
+
 int gcsh_sig_install(void)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
         return -1;
     sig_write_fd = p[1];
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGWINCH, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    catch_signal(SIGINT);
+    catch_signal(SIGWINCH);
+    catch_signal(SIGTERM);
+    catch_signal(SIGHUP);
     return p[0];
 }
 
 void gcsh_sig_catch_job_control(void)
 {
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTSTP, &sa, NULL);
-    sigaction(SIGCONT, &sa, NULL);
+    catch_signal(SIGTSTP);
+    catch_signal(SIGCONT);
 }
 
 int gcsh_sig_drain(int fd)

@@ -6,21 +6,8 @@
 # bracketed paste; Ctrl-D at a continuation prompt drops the chunk only.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
-if ! command -v tmux >/dev/null; then
-    skip "tmux is not installed"
-    finish
-    exit
-fi
-TMP=$(mktemp -d)
-SOCK="$TMP/tmux"
-TAGS=()
-cleanup() {
-    tmux -S "$SOCK" kill-server 2>/dev/null
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+need_tmux
+tmux_setup
 
 # start_shell NAME: an interactive bash (prompt "$ ") in an 80x40 pane,
 # with gcsh's test tag in its environment.
@@ -35,14 +22,8 @@ start_shell() {
 # last_line: the last line shown that is not empty.
 last_line() { screen | grep -v '^$' | tail -n 1; }
 # wait_last TEXT SECONDS: until the last line shown is TEXT.
-wait_last() {
-    local i
-    for ((i = 0; i <= $2 * 10; i++)); do
-        [ "$(last_line)" == "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+last_is() { [ "$(last_line)" == "$1" ]; }
+wait_last() { wait_until "$2" last_is "$1"; }
 check_last() {
     if wait_last "$2" "$3"; then pass; else
         fail "$1: the last line is not '$2'"; screen | grep -v '^$' | tail -n 15 | sed 's/^/  | /'; fi
@@ -54,15 +35,9 @@ states() {
         [ "$(cat "/proc/$p/comm" 2>/dev/null)" = gcsh ] && awk '{print $3}' "/proc/$p/stat"
     done | sort | uniq -c | awk '{printf "%s%s ", $1, $2}'
 }
-# wait_states WANT SECONDS
-wait_states() {
-    local i
-    for ((i = 0; i <= $2 * 10; i++)); do
-        [ "$(states)" == "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+# wait_states WANT SECONDS: until states says WANT ("3T ").
+states_are() { [ "$(states)" == "$1" ]; }
+wait_states() { wait_until "$2" states_are "$1"; }
 
 P='gcsh[0-1]> '
 PT='gcsh[0-1]>'
