@@ -9,14 +9,16 @@ cd "$(dirname "$0")/../.." || exit 1
 need_tmux
 tmux_setup
 
-# start_shell NAME: an interactive bash (prompt "$ ") in an 80x40 pane,
-# with gcsh's test tag in its environment.
+# start_shell NAME: an interactive bash (prompt "$ ") in an 80x40 pane, in
+# a clean environment but for PATH, gcsh's test tag and the sanitizers'
+# options (make test-asan).
 start_shell() {
     S=$1
     TAG=$(new_tag); TAGS+=("$TAG")
     tm new-session -d -s "$S" -x 80 -y 40 \
         "cd '$PWD' && env -i PATH='$PATH' HOME='$TMP' TERM=screen GCSH_HISTORY= \
          GCSH_TEST_TAG='$TAG' ${OMPI_ALLOW_RUN_AS_ROOT:+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1} \
+         ${ASAN_OPTIONS:+ASAN_OPTIONS='$ASAN_OPTIONS'} ${UBSAN_OPTIONS:+UBSAN_OPTIONS='$UBSAN_OPTIONS'} \
          PS1='$ ' bash --norc --noprofile -i"
 }
 # last_line: the last line shown that is not empty.
