@@ -1,5 +1,6 @@
 # gcsh build.  `make` builds build/gcsh; `make run` starts it on 2 ranks;
-# `make test` runs every test.  Both install missing Debian packages first.
+# `make test` runs every test.  Both check what they need first: anything
+# missing is installed where apt-get is, listed elsewhere (make deps).
 #
 # The cuda backend is built when nvcc and nccl.h are found (CUDA=0 disables it,
 # CUDA=1 insists).  The binary still runs on machines without a GPU or driver:
@@ -25,18 +26,28 @@ READLINE_LIBS ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/libreadline.a -l:libtinf
 # jansson (trace files) links statically from the unpacked libjansson-dev
 JANSSON_LIBS ?= $(LUA_PREFIX)/usr/lib/x86_64-linux-gnu/libjansson.a
 else
-LUA_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
-LUA_LIBS   ?= $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+# Lua 5.4's pkg-config name: lua5.4 (Debian, Ubuntu), lua-5.4 (some), lua
+# (Fedora, where it is 5.4)
+LUA_PC     := $(firstword $(foreach p,lua5.4 lua-5.4 lua54 lua,\
+                $(shell pkg-config --exists $(p) 2>/dev/null && echo $(p))))
+LUA_CFLAGS ?= $(if $(LUA_PC),$(shell pkg-config --cflags $(LUA_PC)),-I/usr/include/lua5.4)
+LUA_LIBS   ?= $(if $(LUA_PC),$(shell pkg-config --libs $(LUA_PC)),-llua5.4)
 endif
 READLINE_LIBS ?= -lreadline
 JANSSON_LIBS ?= $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
+# What gcsh needs to build: GCSH_CFLAGS, GCSH_LDFLAGS, GCSH_LDLIBS (and
+# GCSH_NVCCFLAGS below).  The user's CFLAGS, CPPFLAGS, LDFLAGS, LDLIBS and
+# NVCCFLAGS (from the command line or the environment, as in any Makefile:
+# make CFLAGS="-O2 -march=native") come
+# after them, so they add to what gcsh needs and win where they disagree
+# (an -O level), and never replace the include paths.
 WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
 SAN       ?=
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS)
-LDFLAGS   += $(SAN)
-LDLIBS    += $(LUA_LIBS) $(READLINE_LIBS) $(JANSSON_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
+GCSH_CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Isrc $(MPI_CFLAGS) $(LUA_CFLAGS)
+GCSH_LDFLAGS := $(SAN)
+GCSH_LDLIBS  := $(LUA_LIBS) $(READLINE_LIBS) $(JANSSON_LIBS) $(MPI_LIBS) -lpthread -lm -ldl
 
 # ---- cuda detection -------------------------------------------------------
 ifeq ($(CUDA),)
@@ -57,48 +68,58 @@ CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/cuda/*.c)
 CU_SRCS   += $(wildcard kernels/*.cu)
-CFLAGS    += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
-NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
-             -Isrc -Ikernels -I$(CUDA_HOME)/include -DGCSH_HAVE_CUDA
+GCSH_CFLAGS += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
+GCSH_NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
+                  -Isrc -Ikernels -I$(CUDA_HOME)/include -DGCSH_HAVE_CUDA
 # cudart is linked statically so the binary starts without a driver; NCCL is
 # found through the rpath.
-LDLIBS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart_static -lrt -lstdc++
+GCSH_LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart_static -lrt -lstdc++
 endif
 
 OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
-.PHONY: all deps run test test-asan bench clean install uninstall
+.PHONY: all deps deps-test print-deps-flags run test test-asan bench clean install uninstall
 all: $(BUILD)/gcsh
 
 $(BUILD)/gcsh: $(OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $^ $(GCSH_LDLIBS) $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
+	$(NVCC) $(GCSH_NVCCFLAGS) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(DEPS)
 
+# What is missing: installed with apt-get where there is one, else listed
+# with each distribution's package names (scripts/install-deps.sh).
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh build
+
+deps-test:
+	@bash scripts/install-deps.sh test
+
+# The flags the dependency check compiles with: the ones found above.
+print-deps-flags:
+	@echo "LUA_CFLAGS='$(LUA_CFLAGS)' LUA_LIBS='$(LUA_LIBS)'"
+	@echo "READLINE_LIBS='$(READLINE_LIBS)' JANSSON_LIBS='$(JANSSON_LIBS)'"
 
 run: deps
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/gcsh -n 2
 
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory all
 	@bash tests/run.sh $(BUILD)/gcsh
 
 # The host test set under AddressSanitizer and UndefinedBehaviorSanitizer.
 ASAN_FLAGS := BUILD=build-asan CUDA=0 OPT="-O1 -g -fno-omit-frame-pointer" \
               SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-test-asan: deps
+test-asan: deps-test
 	@$(MAKE) --no-print-directory $(ASAN_FLAGS) all unit
 	@ASAN_OPTIONS=detect_leaks=0 GCSH_MAKE_FLAGS='$(ASAN_FLAGS)' bash tests/run.sh build-asan/gcsh
 
@@ -137,4 +158,5 @@ LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
 unit: $(UNIT_BINS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
+	$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -Itests/unit $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(LIB_OBJS) $(GCSH_LDLIBS) $(LDLIBS)

@@ -16,10 +16,12 @@
 #include <mpi.h>
 
 #include "wire/board.h"
+#include "shell/cmdline.h"
 #include "shell/coord.h"
 #include "shell/launch.h"
 #include "wire/msg.h"
 #include "core/rank.h"
+#include "core/share.h"
 #include "shell/record.h"
 #include "shell/repl.h"
 #include "shell/sigint.h"
@@ -28,27 +30,40 @@
 #include "shell/term.h"
 #include "trace/trace_coord.h"
 
+/* The status of a command line gcsh cannot use (an unknown option, a bad
+ * value, -n under mpirun): one constant, so that it changes in one place. */
+#define GCSH_EXIT_USAGE 1
+
+/* -e stat and -l mod, in command-line order. */
+typedef struct action {
+    char kind; /* 'e' or 'l' */
+    const char *val;
+} action;
+
 /* What the command line asked for. */
 typedef struct options {
     int interactive;   /* -i */
     int version;       /* -v */
     int help;          /* -h */
     int quiet;         /* -q */
+    int warnings;      /* -W */
     int nranks;        /* -n N, 0 when absent */
     const char *backend;
-    gcsh_share_mode share;  /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
+    gcsh_share_mode share; /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
     double timeout;
-    int first_action;  /* argv index of the first -e/-l, or 0 */
-    int script;        /* argv index of the script, or 0 */
+    gcsh_tag_mode tag; /* --tag */
+    action *actions;   /* -e and -l, [argc] */
+    int nactions;
     int has_exec;      /* some -e was given */
-    /* Options that gcsh -n hands to mpirun, as given ("--hostfile", "f"). */
-    const char *mpirun_args[32];
-    int n_mpirun_args;
+    int script;        /* argv index of the script, or 0 */
+    /* What gcsh -n hands to mpirun, in order ("--hostfile", "f", "-x",
+     * "FOO=1", ...), each string owned here. */
+    char **mpirun_args;
+    int n_mpirun_args, cap_mpirun_args;
     const char *first_mpirun_option; /* for the error when -n is missing */
-    /* argv indices of -n and of the options for mpirun: the launcher takes
-     * them (with their values) out of what the ranks get. */
-    int launcher_at[34];
-    int n_launcher_at;
+    /* [argc]: argv entries of -n and of the options for mpirun, which the
+     * launcher takes out of what the ranks get. */
+    char *launcher_only;
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
     const char *trace;  /* --trace FILE */
@@ -56,23 +71,16 @@ typedef struct options {
     char replay_backend[64];
 } options;
 
+static void options_free(options *o)
+{
+    for (int i = 0; i < o->n_mpirun_args; i++)
+        free(o->mpirun_args[i]);
+    free(o->mpirun_args);
+    free(o->actions);
+    free(o->launcher_only);
+}
+
 /* ---- the option table ----------------------------------------------------- */
-
-typedef struct option_row option_row;
-
-/* Applies an option; val is its argument (NULL for a flag), at its argv
- * index.  Returns 0, or -1 when val is not what the row needs. */
-typedef int (*option_fn)(options *o, const option_row *row, const char *val, int at);
-
-struct option_row {
-    const char *name;  /* "-e" */
-    const char *alias; /* "--version", or NULL */
-    const char *arg;   /* the argument's name in --help, NULL for a flag */
-    const char *need;  /* what the argument must be, for the error message */
-    int to_mpirun;     /* 1: for gcsh -n, passed to mpirun (never reaches the ranks) */
-    option_fn apply;
-    const char *help;  /* one line in --help */
-};
 
 static int parse_number(const char *s, double lo, double hi, double *out)
 {
@@ -85,74 +93,73 @@ static int parse_number(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-static int opt_exec(options *o, const option_row *row, const char *val, int at)
+static int opt_exec(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)val;
-    if (!o->first_action)
-        o->first_action = at;
+    (void)val2;
+    options *o = target;
+    o->actions[o->nactions++] = (action){row->name[1], val};
     o->has_exec |= row->name[1] == 'e';
     return 0;
 }
 
-static int opt_flag(options *o, const option_row *row, const char *val, int at)
+static int opt_flag(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)val, (void)at;
+    (void)val, (void)val2;
+    options *o = target;
     switch (row->name[1]) {
     case 'i': o->interactive = 1; break;
     case 'q': o->quiet = 1; break;
     case 'v': o->version = 1; break;
     case 'h': o->help = 1; break;
+    case 'W': o->warnings = 1; break;
     }
     return 0;
 }
 
-static int opt_ranks(options *o, const option_row *row, const char *val, int at)
+static int opt_ranks(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)row, (void)at;
+    (void)row, (void)val2;
     double v;
     if (parse_number(val, 1, 4096, &v) != 0 || v != (int)v)
         return -1;
-    o->nranks = (int)v;
+    ((options *)target)->nranks = (int)v;
     return 0;
 }
 
-static int opt_backend(options *o, const option_row *row, const char *val, int at)
+static int opt_backend(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)row, (void)at;
-    o->backend = val;
+    (void)row, (void)val2;
+    ((options *)target)->backend = val;
     return 0;
 }
 
-static int opt_timeout(options *o, const option_row *row, const char *val, int at)
+static int opt_timeout(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)row, (void)at;
-    return parse_number(val, 0, 1e6, &o->timeout);
+    (void)row, (void)val2;
+    return parse_number(val, 0, 1e6, &((options *)target)->timeout);
 }
 
-static int opt_mpirun(options *o, const option_row *row, const char *val, int at)
+static int opt_tag(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)at;
-    if (o->n_mpirun_args + 2 > (int)(sizeof o->mpirun_args / sizeof *o->mpirun_args))
-        return -1;
-    if (!o->first_mpirun_option)
-        o->first_mpirun_option = row->name;
-    o->mpirun_args[o->n_mpirun_args++] = row->name;
-    o->mpirun_args[o->n_mpirun_args++] = val;
-    return 0;
-}
-
-/* --share-gpu (MPS) and --share-gpu=nomps. */
-static int opt_share(options *o, const option_row *row, const char *val, int at)
-{
-    (void)val, (void)at;
-    const char *eq = strchr(row->name, '=');
-    return gcsh_share_parse(eq ? eq + 1 : NULL, &o->share);
+    (void)row, (void)val2;
+    return gcsh_tag_parse(val, &((options *)target)->tag);
 }
 
 /* --record, --replay, --trace FILE. */
-static int opt_file(options *o, const option_row *row, const char *val, int at)
+/* --share-gpu (MPS) and --share-gpu=nomps. */
+static int opt_share(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    (void)at;
+    (void)row, (void)val2;
+    options *o = target;
+    if (val && strcmp(val, "nomps") != 0)
+        return -1;
+    return gcsh_share_parse(val, &o->share);
+}
+
+static int opt_file(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)val2;
+    options *o = target;
     if (!val[0])
         return -1;
     const char *n = row->name;
@@ -161,76 +168,126 @@ static int opt_file(options *o, const option_row *row, const char *val, int at)
     return 0;
 }
 
+/* Appends words to what mpirun gets; the first option's name is kept for
+ * the error when -n is missing. */
+static void add_mpirun_words(options *o, const char *option, const char *const *words, int n)
+{
+    if (o->n_mpirun_args + n > o->cap_mpirun_args) {
+        o->cap_mpirun_args = 2 * o->cap_mpirun_args + n + 8;
+        o->mpirun_args = realloc(o->mpirun_args,
+                                 (size_t)o->cap_mpirun_args * sizeof *o->mpirun_args);
+    }
+    for (int i = 0; i < n; i++)
+        o->mpirun_args[o->n_mpirun_args++] = strdup(words[i]);
+    if (!o->first_mpirun_option)
+        o->first_mpirun_option = option;
+}
+
+/* --host, --map-by, --mca and the like: the option and its values, as given. */
+static int opt_mpirun(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    if (!val[0])
+        return -1;
+    const char *words[3] = {row->name, val, val2};
+    add_mpirun_words(target, row->name, words, val2 ? 3 : 2);
+    return 0;
+}
+
 /* mpirun says nothing under --quiet about a host file it cannot read. */
-static int opt_hostfile(options *o, const option_row *row, const char *val, int at)
+static int opt_hostfile(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     if (access(val, R_OK) != 0)
         return -1;
-    return opt_mpirun(o, row, val, at);
+    return opt_mpirun(target, row, val, val2);
+}
+
+/* -x VAR or -x VAR=value: mpirun exports it to every rank. */
+static int opt_export(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    size_t name = strcspn(val, "=");
+    if (name == 0 || !(val[0] == '_' || (val[0] >= 'A' && val[0] <= 'Z') ||
+                       (val[0] >= 'a' && val[0] <= 'z')))
+        return -1;
+    for (size_t i = 1; i < name; i++)
+        if (!(val[i] == '_' || (val[i] >= '0' && val[i] <= '9') || (val[i] >= 'A' && val[i] <= 'Z') ||
+              (val[i] >= 'a' && val[i] <= 'z')))
+            return -1;
+    return opt_mpirun(target, row, val, val2);
+}
+
+/* --mpirun-args "words": anything else for mpirun, split as a shell would. */
+static int opt_mpirun_words(void *target, const gcsh_option *row, const char *val,
+                            const char *val2)
+{
+    (void)val2;
+    char **words, err[200];
+    int n = gcsh_split_words(val, &words, err, sizeof err);
+    if (n <= 0) {
+        if (n == 0)
+            free(words);
+        return -1;
+    }
+    add_mpirun_words(target, row->name, (const char *const *)words, n);
+    free(words);
+    return 0;
 }
 
 /* Every option: parsing, --help and the man page's list follow this table
- * (tests/sh/cli.sh checks that gcsh.1 names each one).  Add a row. */
-static const option_row option_table[] = {
-    {"-e", NULL, "stat", "argument", 0, opt_exec, "run the Lua statement stat on every rank"},
-    {"-l", NULL, "mod", "argument", 0, opt_exec,
+ * (tests/sh/cli.sh checks that gcsh.1 names each one).  Add a row:
+ *   {"--name", alias or NULL, OPT_FLAG | OPT_VALUE | OPT_OPTIONAL | OPT_PAIR,
+ *    value's name in --help, what the value must be, 1 if gcsh -n takes it,
+ *    apply function, one line of help}.
+ * An optional value is written only as --name=value: the row
+ *   {"--share-gpu", NULL, OPT_OPTIONAL, "[=nomps]", "nothing or =nomps", 0, fn, "..."}
+ * takes `--share-gpu` (fn gets val NULL) and `--share-gpu=nomps`. */
+static const gcsh_option option_table[] = {
+    {"-e", NULL, OPT_VALUE, "stat", "a Lua statement", 0, opt_exec,
+     "run the Lua statement stat on every rank (-estat too)"},
+    {"-l", NULL, OPT_VALUE, "mod", "a module name", 0, opt_exec,
      "mod = require(\"mod\") on every rank (-l g=mod: g = ...)"},
-    {"-i", NULL, NULL, NULL, 0, opt_flag, "interactive after the script (prompts on a pipe too)"},
-    {"-q", NULL, NULL, NULL, 0, opt_flag, "no banner"},
-    {"-v", "--version", NULL, NULL, 0, opt_flag, "versions of gcsh, Lua, MPI, NCCL, CUDA"},
-    {"-h", "--help", NULL, NULL, 0, opt_flag, "this text"},
-    {"-n", NULL, "N", "a rank count 1..4096", 0, opt_ranks,
+    {"-i", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag,
+     "interactive after the script (prompts on a pipe too)"},
+    {"-q", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag, "no banner"},
+    {"-W", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag, "turn warnings on (warn(), on stderr)"},
+    {"-v", "--version", OPT_FLAG, NULL, NULL, 0, opt_flag,
+     "versions of gcsh, Lua, MPI, NCCL, CUDA"},
+    {"-h", "--help", OPT_FLAG, NULL, NULL, 0, opt_flag, "this text"},
+    {"-n", "-np", OPT_VALUE, "N", "a rank count 1..4096", 1, opt_ranks,
      "start N ranks under mpirun (gcsh stays their parent)"},
-    {"--backend", NULL, "B", "host or cuda", 0, opt_backend,
+    {"--backend", NULL, OPT_VALUE, "B", "host or cuda", 0, opt_backend,
      "host or cuda (default: cuda when a GPU is visible)"},
-    {"--share-gpu", NULL, NULL, NULL, 0, opt_share,
-     "ranks share the GPUs round-robin, with MPS"},
-    {"--share-gpu=nomps", NULL, NULL, NULL, 0, opt_share,
-     "the same without MPS (time-sliced)"},
-    {"--timeout", NULL, "S", "seconds 0..1e6", 0, opt_timeout,
+    {"--share-gpu", NULL, OPT_OPTIONAL, "[=nomps]", "nothing or =nomps", 0, opt_share,
+     "ranks share GPUs round-robin; MPS unless =nomps"},
+    {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
-    {"--record", NULL, "FILE", "a file name", 0, opt_file,
+    {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
+     "[0-1] before lines: always (default), never, or auto"},
+    {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "write the session's lines and output to FILE (a script)"},
-    {"--replay", NULL, "FILE", "a file name", 0, opt_file,
+    {"--replay", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "rerun a recording; exit 1 at the first difference"},
-    {"--trace", NULL, "FILE", "a file name", 0, opt_file,
+    {"--trace", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "trace every rank's lines and calls (Chrome JSON)"},
-    {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
+    {"--hostfile", NULL, OPT_VALUE, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
-    {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
+    {"--host", "-H", OPT_VALUE, "LIST", "a host list", 1, opt_mpirun,
      "with -n: mpirun's host list (host1:2,host2:2)"},
-    {"--map-by", NULL, "SPEC", "a mapping", 1, opt_mpirun,
+    {"--map-by", NULL, OPT_VALUE, "SPEC", "a mapping", 1, opt_mpirun,
      "with -n: mpirun's rank mapping (slot, node, ...)"},
-    {NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {"-x", NULL, OPT_VALUE, "VAR[=V]", "an environment variable name (VAR or VAR=value)", 1,
+     opt_export, "with -n: set VAR in every rank's environment"},
+    {"--mca", NULL, OPT_PAIR, "KEY VALUE", "a key and a value", 1, opt_mpirun,
+     "with -n: an MCA parameter for mpirun and the ranks"},
+    {"--mpirun-args", NULL, OPT_VALUE, "'ARGS'", "mpirun's arguments, quoted as one word", 1,
+     opt_mpirun_words, "with -n: more arguments for mpirun"},
+    {NULL, NULL, 0, NULL, NULL, 0, NULL, NULL},
 };
 
-static const option_row *find_option(const char *a)
+/* A command line gcsh cannot use: one line naming the problem. */
+static int usage_error(const char *problem)
 {
-    for (const option_row *r = option_table; r->name; r++)
-        if (strcmp(a, r->name) == 0 || (r->alias && strcmp(a, r->alias) == 0))
-            return r;
-    return NULL;
-}
-
-/* The option list of --help and of the usage message, from the table. */
-static void print_option_list(FILE *f)
-{
-    for (const option_row *r = option_table; r->name; r++) {
-        char head[64];
-        snprintf(head, sizeof head, "%s%s%s%s%s", r->name, r->alias ? ", " : "",
-                 r->alias ? r->alias : "", r->arg ? " " : "", r->arg ? r->arg : "");
-        fprintf(f, "  %-22s %s\n", head, r->help);
-    }
-    fprintf(f, "  %-22s %s\n  %-22s %s\n", "--", "stop handling options", "-",
-            "run stdin as a script");
-}
-
-static void usage(const char *prog, const char *problem)
-{
-    if (problem)
-        fprintf(stderr, "%s: %s\n", prog, problem);
-    fprintf(stderr, "usage: %s [options] [script [args]]\n", prog);
-    print_option_list(stderr);
+    fprintf(stderr, "gcsh: %s (gcsh --help lists the options)\n", problem);
+    return -1;
 }
 
 static int has_folder(const char *dir, const char *sub)
@@ -246,10 +303,11 @@ static void print_help(const char *prog)
     printf("gcsh %s: a Lua shell for GPU collectives, one process per MPI rank\n"
            "usage: %s [options] [script [args]]\n"
            "Without a script or -e, lines are read from the terminal or stdin and run\n"
-           "on every rank; each rank's output comes back folded by rank range.\n\n"
+           "on every rank; each rank's output comes back folded by rank range\n"
+           "(program output on stdout, errors on stderr).\n\n"
            "Options:\n",
            GCSH_VERSION, prog);
-    print_option_list(stdout);
+    gcsh_cmdline_print(option_table, stdout);
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -264,52 +322,29 @@ static void print_help(const char *prog)
     printf("Manual:    man gcsh; `.help` and `help(x)` at the prompt\n");
 }
 
-/* Returns 0, or -1 after printing usage. */
+/* Returns 0, or -1 after saying what is wrong. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.timeout = 10};
+    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS};
+    o->actions = calloc((size_t)argc, sizeof *o->actions);
     const char *env_share = getenv("GCSH_SHARE_GPU");
     if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
-        return usage(argv[0], "GCSH_SHARE_GPU must be 1, mps, nomps or 0"), -1;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || strcmp(a, "-") == 0)
-            break;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        const option_row *row = find_option(a);
-        char msg[160];
-        if (!row) {
-            snprintf(msg, sizeof msg, "unrecognized option '%s'", a);
-            return usage(argv[0], msg), -1;
-        }
-        const char *val = NULL;
-        int at = i;
-        if (row->arg && ++i >= argc)
-            val = NULL;
-        else if (row->arg)
-            val = argv[i];
-        if ((row->arg && !val) || row->apply(o, row, val, at) != 0) {
-            snprintf(msg, sizeof msg, "'%s' needs %s", a, row->need ? row->need : "no argument");
-            return usage(argv[0], msg), -1;
-        }
-        if ((row->to_mpirun || row->apply == opt_ranks) &&
-            o->n_launcher_at < (int)(sizeof o->launcher_at / sizeof *o->launcher_at))
-            o->launcher_at[o->n_launcher_at++] = at;
-    }
-    o->script = i < argc ? i : 0;
+        return usage_error("GCSH_SHARE_GPU must be 1, mps, nomps or 0");
+    gcsh_cmdline cl;
+    int rc = gcsh_cmdline_parse(option_table, argc, argv, o, &cl);
+    o->launcher_only = cl.launcher_only; /* kept past the parse */
+    if (rc != 0)
+        return usage_error(cl.error);
+    o->script = cl.operand < argc ? cl.operand : 0;
     if (o->n_mpirun_args && !o->nranks) {
         char msg[160];
         snprintf(msg, sizeof msg, "'%s' goes with -n N (gcsh passes it to mpirun)",
                  o->first_mpirun_option);
-        return usage(argv[0], msg), -1;
+        return usage_error(msg);
     }
-    if (o->replay && (o->script || o->first_action || o->interactive || o->record))
-        return usage(argv[0], "'--replay' runs the recording alone (no script, -e, -l, -i or "
-                              "--record with it)"), -1;
+    if (o->replay && (o->script || o->nactions || o->interactive || o->record))
+        return usage_error("'--replay' runs the recording alone (no script, -e, -l, -i or "
+                           "--record with it)");
     return 0;
 }
 
@@ -341,16 +376,6 @@ static void versions_text(char *buf, size_t len)
 
 /* ---- gcsh -n: mpirun under the launcher ------------------------------------- */
 
-/* Whether argv[i] is an option that the launcher takes: -n N and the
- * options for mpirun (parse_options noted where they are). */
-static int launcher_option(const options *o, int i)
-{
-    for (int k = 0; k < o->n_launcher_at; k++)
-        if (o->launcher_at[k] == i)
-            return 1;
-    return 0;
-}
-
 /* gcsh -n N ...: runs `mpirun -np N <flags this machine needs> gcsh ...
  * <extra>` as a child (launch.h). */
 static int launch_ranks(int argc, char **argv, const options *o, const char *const *extra)
@@ -381,13 +406,9 @@ static int launch_ranks(int argc, char **argv, const options *o, const char *con
     for (int i = 0; i < o->n_mpirun_args; i++)
         v[n++] = (char *)o->mpirun_args[i];
     v[n++] = self;
-    for (int i = 1; i < argc; i++) {
-        if (launcher_option(o, i)) {
-            i++; /* and its value */
-            continue;
-        }
-        v[n++] = argv[i];
-    }
+    for (int i = 1; i < argc; i++)
+        if (!o->launcher_only[i]) /* -n and mpirun's options stay here */
+            v[n++] = argv[i];
     for (; extra && *extra; extra++)
         v[n++] = (char *)*extra;
     if (o->share != GCSH_SHARE_OFF)
@@ -455,16 +476,12 @@ static int run_script(gcsh_session *s, const char *path)
 }
 
 /* -e and -l in command-line order; stops at the first failure (as lua.c). */
-static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
+static int run_actions(gcsh_session *s, const options *o)
 {
-    int end = o->script ? o->script : argc;
-    for (int i = o->first_action; i && i < end; i++) {
-        int is_e = strcmp(argv[i], "-e") == 0, is_l = strcmp(argv[i], "-l") == 0;
-        if (!is_e && !is_l)
-            continue;
-        const char *val = argv[++i];
+    for (int i = 0; i < o->nactions; i++) {
+        const char *val = o->actions[i].val;
         char buf[1024];
-        if (is_l) {
+        if (o->actions[i].kind == 'l') {
             const char *eq = strchr(val, '=');
             if (eq)
                 snprintf(buf, sizeof buf, "%.*s = require(%s%s%s)", (int)(eq - val), val, "\"",
@@ -514,15 +531,19 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
 }
 
 /* Everything rank 0's terminal thread does; returns the exit code. */
-static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, const options *o)
+static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options *o)
 {
-    gcsh_term term;
-    gcsh_term_open(&term, o->interactive);
     int sigfd = gcsh_sig_install();
+    int streams[2];
+    int launcher = gcsh_launcher_hello(streams); /* signals from outside now reach us */
+    gcsh_term term;
+    gcsh_term_open(&term, o->interactive, streams, launcher);
+    if (term.editing) /* Ctrl-Z gives the terminal back first (term.h) */
+        gcsh_sig_catch_job_control();
     gcsh_coord coord;
-    gcsh_coord_init(&coord, ctx, link, sigfd, term.out);
-    coord.launcher = gcsh_launcher_hello(); /* signals from outside now reach us */
-    coord.progress.tty = term.out_tty;      /* progress lines only on a terminal */
+    gcsh_coord_init(&coord, ctx, link, sigfd, term.out, term.err, o->tag);
+    coord.launcher = launcher;
+    coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;
@@ -547,7 +568,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         code = 1;
         goto done;
     }
-    code = run_actions(&s, argc, argv, o);
+    code = run_actions(&s, o);
     if (code == 0 && o->script && !s.quit)
         code = run_script(&s, argv[o->script]);
     int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
@@ -587,7 +608,7 @@ static void *worker_thread(void *w)
 
 /* ---- every rank ---------------------------------------------------------- */
 
-static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
+static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
 {
     gcsh_link link;
     if (gcsh_link_open(ctx, &link) != 0) {
@@ -595,6 +616,8 @@ static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
         return 1;
     }
     gcsh_worker *w = gcsh_worker_start(ctx, link.cmd_fd, link.ctl_fd);
+    if (o->warnings)
+        lua_warning(ctx->L, "@on", 0); /* as lua -W: the worker's warn() hears it */
     int code;
     if (ctx->rank == 0) {
         pthread_t t;
@@ -603,7 +626,7 @@ static int run_rank(gcsh_ctx *ctx, int argc, char **argv, const options *o)
         pthread_sigmask(SIG_BLOCK, &all, &old); /* signals are the terminal's */
         pthread_create(&t, NULL, worker_thread, w);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        code = rank0_main(ctx, &link, argc, argv, o);
+        code = rank0_main(ctx, &link, argv, o);
         pthread_join(t, NULL);
     } else {
         code = gcsh_worker_loop(w);
@@ -654,41 +677,12 @@ static int first_process(void)
     return !r || atoi(r) == 0;
 }
 
-int main(int argc, char **argv)
+/* One rank of MPI: set up, run, finish.  Returns the exit status. */
+static int rank_main(int argc, char **argv, const options *o)
 {
-    options o;
-    const char *extra[3] = {NULL, NULL, NULL};
-    if (parse_options(argc, argv, &o) != 0)
-        return 1;
-    if (o.help) {
-        if (first_process())
-            print_help(argv[0]);
-        return 0;
-    }
-    if (o.version && !o.first_action && !o.script && !o.interactive) {
-        char v[1024]; /* nothing else to do: no ranks to start */
-        versions_text(v, sizeof v);
-        if (first_process())
-            puts(v);
-        return 0;
-    }
-    if (o.replay) {
-        int rc = replay_setup(&o, extra);
-        if (rc != 0)
-            return rc;
-    }
-    if (o.nranks) {
-        if (gcsh_under_mpirun()) {
-            fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
-            return 1;
-        }
-        return launch_ranks(argc, argv, &o, extra);
-    }
-
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
-
     gcsh_ctx ctx = {0};
-    gcsh_share_prepare(&ctx.share, o.share, o.backend); /* before MPI or CUDA starts */
+    gcsh_share_prepare(&ctx.share, o->share, o->backend); /* before MPI or CUDA starts */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     gcsh_rank_topology(&ctx);
@@ -698,19 +692,60 @@ int main(int argc, char **argv)
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: this MPI lacks MPI_THREAD_SERIALIZED\n");
-    } else if (gcsh_rank_backend(&ctx, o.backend) != 0) {
+    } else if (gcsh_rank_backend(&ctx, o->backend) != 0) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: %s\n", ctx.err);
     } else if (!gcsh_rank_lua(&ctx)) {
         fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
     } else {
         say_nothing_to_share(&ctx);
-        set_arg_table(ctx.L, argc, argv, o.script);
-        code = run_rank(&ctx, argc, argv, &o);
+        set_arg_table(ctx.L, argc, argv, o->script);
+        code = run_rank(&ctx, argv, o);
     }
     gcsh_rank_close(&ctx);
     gcsh_share_stop(&ctx.share);
     gcsh_board_close(ctx.board);
     MPI_Finalize();
+    return code;
+}
+
+/* What the command line asks for, once it parsed: help, versions, ranks
+ * under mpirun, or this rank.  Returns the exit status. */
+static int run_command_line(int argc, char **argv, options *o)
+{
+    const char *extra[3] = {NULL, NULL, NULL};
+    if (o->help) {
+        if (first_process())
+            print_help(argv[0]);
+        return 0;
+    }
+    if (o->version && !o->nactions && !o->script && !o->interactive) {
+        char v[1024]; /* nothing else to do: no ranks to start */
+        versions_text(v, sizeof v);
+        if (first_process())
+            puts(v);
+        return 0;
+    }
+    if (o->replay) {
+        int rc = replay_setup(o, extra);
+        if (rc != 0)
+            return rc;
+    }
+    if (o->nranks) {
+        if (gcsh_under_mpirun()) {
+            fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
+            return GCSH_EXIT_USAGE;
+        }
+        return launch_ranks(argc, argv, o, extra);
+    }
+    return rank_main(argc, argv, o);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int code = parse_options(argc, argv, &o) == 0 ? run_command_line(argc, argv, &o)
+                                                  : GCSH_EXIT_USAGE;
+    options_free(&o);
     return code;
 }

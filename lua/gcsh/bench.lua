@@ -348,22 +348,28 @@ local function open_outputs(o, who)
   return files
 end
 
--- Writes rows (fields: {{name, csv format}, ...}) to the files open_outputs
--- opened: CSV with a header line; JSON {bench=, ranks=, backend=, rows=[...]}
--- with each row's fields in the same order.
-local function write_outputs(files, fields, rows, bench_name, ranks)
+-- A CSV cell: a number as the JSON file writes it (dkjson writes Lua's
+-- tostring, 14 significant digits), so both files hold the same values.
+local function csv_cell(v)
+  if type(v) == "number" then return (tostring(v):gsub(",", ".")) end
+  return tostring(v)
+end
+
+-- Writes rows (fields: the names, in column order) to the files
+-- open_outputs opened: CSV with a header line; JSON {bench=, ranks=,
+-- backend=, rows=[...]} with each row's fields in the same order.  Every
+-- row ends with gpu_shared (sharing()).
+local function write_outputs(files, names, rows, bench_name, ranks)
   local sh = sharing()
   local shared = sh and (sh.gpu .. " MPS " .. sh.mps):gsub(",", ";") or "no"
-  fields = { table.unpack(fields) }
-  fields[#fields + 1] = { "gpu_shared", "%s" }
+  names = { table.unpack(names) }
+  names[#names + 1] = "gpu_shared"
   for _, r in ipairs(rows) do r.gpu_shared = shared end
-  local names = {}
-  for i, f in ipairs(fields) do names[i] = f[1] end
   if files.csv then
     files.csv:write(table.concat(names, ","), "\n")
     for _, r in ipairs(rows) do
       local cells = {}
-      for i, f in ipairs(fields) do cells[i] = string.format(f[2], r[f[1]]) end
+      for i, name in ipairs(names) do cells[i] = csv_cell(r[name]) end
       files.csv:write(table.concat(cells, ","), "\n")
     end
     files.csv:close()
@@ -499,9 +505,7 @@ local function bench_size(spec, o, size)
 end
 
 local COLLECTIVE_FIELDS = {
-  { "size", "%d" }, { "count", "%d" }, { "type", "%s" }, { "redop", "%s" }, { "root", "%d" },
-  { "time_us", "%.3f" }, { "algbw", "%.4f" }, { "busbw", "%.4f" }, { "wrong", "%d" },
-  { "issue_us", "%.3f" },
+  "size", "count", "type", "redop", "root", "time_us", "algbw", "busbw", "wrong", "issue_us",
 }
 
 function bench.collective(opts)
@@ -691,9 +695,7 @@ local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" 
   { { "issue", "(us)", 9, ".2f", "issue_us" } })
 
 local ALLREDUCE_FIELDS = {
-  { "algo", "%s" }, { "size", "%d" }, { "count", "%d" }, { "type", "%s" }, { "redop", "%s" },
-  { "time_us", "%.3f" }, { "algbw", "%.4f" }, { "busbw", "%.4f" }, { "wrong", "%d" },
-  { "issue_us", "%.3f" },
+  "algo", "size", "count", "type", "redop", "time_us", "algbw", "busbw", "wrong", "issue_us",
 }
 
 local function human(bytes)
@@ -703,28 +705,35 @@ local function human(bytes)
   return string.format("%d %s", bytes, units[u])
 end
 
--- One bar per algorithm per size, 50 columns wide at the scale's maximum.
+-- A chart's number: three significant digits, whole numbers from 1000 on
+-- (0.00406, 12.3, 325, 1234), so small sizes do not all read 0.00.
+local function chart_number(v)
+  return string.format(v >= 1000 and "%.0f" or "%.3g", v)
+end
+
+-- One bar per algorithm per size.  Sizes differ by orders of magnitude, so
+-- each size has its own scale: 50 columns for its best busbw (or its
+-- slowest time), the others in proportion, each with its value.
 function bench.chart(rows, metric)
   metric = metric or "busbw"
+  local field = metric == "time" and "time_us" or "busbw"
   local WIDTH, sizes, by_size = 50, {}, {}
-  local global_max = 0
   for _, r in ipairs(rows) do
     if not by_size[r.size] then by_size[r.size] = {}; sizes[#sizes + 1] = r.size end
     table.insert(by_size[r.size], r)
-    global_max = math.max(global_max, r[metric == "time" and "time_us" or "busbw"])
   end
-  print(string.format("# %s per algorithm (%s)", metric == "time" and "time (us), bars relative to the slowest at each size" or "busbw (GB/s)", rows[1] and rows[1].type or ""))
+  print(string.format("# %s per algorithm (%s); at each size, bars relative to the %s there",
+                      metric == "time" and "time (us)" or "busbw (GB/s)",
+                      rows[1] and rows[1].type or "", metric == "time" and "slowest" or "best"))
   for _, size in ipairs(sizes) do
-    local group, max = by_size[size], global_max
-    if metric == "time" then
-      max = 0
-      for _, r in ipairs(group) do max = math.max(max, r.time_us) end
-    end
+    local group, max = by_size[size], 0
+    for _, r in ipairs(group) do max = math.max(max, r[field]) end
     print(human(size))
     for _, r in ipairs(group) do
-      local v = metric == "time" and r.time_us or r.busbw
+      local v = r[field]
       local bar = max > 0 and math.floor(v / max * WIDTH + 0.5) or 0
-      print(string.format("  %-10s %s %.2f", r.algo, string.rep("#", math.max(bar, v > 0 and 1 or 0)), v))
+      print(string.format("  %-10s %s %s", r.algo, string.rep("#", math.max(bar, v > 0 and 1 or 0)),
+                          chart_number(v)))
     end
   end
 end

@@ -1,6 +1,10 @@
 -- gcsh.help: the Lua API, one table (API below) with every type's and
--- module's functions as one-line signatures.  `.help tensor` at the prompt
--- and help(x) in Lua print a topic; help() lists the topics.
+-- module's functions as one-line signatures, and Lua's standard library
+-- (gcsh.help_std).  `.help tensor` at the prompt and help(x) in Lua print a
+-- topic; help() lists the topics.  help(x) answers for any value: a gcsh
+-- type or module by its topic, a function by its name and signature (found
+-- by identity in the modules and libraries), a Lua function by its
+-- parameters and where it was defined, anything else by its type.
 --
 -- tests/lua/help_api.lua checks this table against the bindings: every
 -- method of every type (the metatables' __methods) and every function of
@@ -205,40 +209,132 @@ local API = {
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },
-      { "show(x [, c])", "a window, tensor or signals of every rank, as one table" },
-      { "help([x])", "this help: a topic name or a value" },
+      { "show(x [, c])", "x of every rank as one table (windows, tensors, signals: elements)" },
+      { "help([x])", "this help, for any value, topic or function name" },
     },
   },
 }
 M.API = API
 
+local STD = require "gcsh.help_std"
+M.STD = STD
+
+-- Where help looks a function up by identity: {table, the prefix its rows
+-- use, topic}.  gcsh's modules, then Lua's libraries; _G last (its basic
+-- functions, and gcsh's global show and help).
+local function places()
+  local list = {}
+  for _, p in ipairs {
+    { "tensor", "tensor." }, { "comm", "comm." }, { "kernel", "kernel." }, { "gcsh", "gcsh." },
+    { "step", "step." }, { "repro", "repro." }, { "coroutine", "coroutine." },
+    { "package", "package." }, { "string", "string." }, { "utf8", "utf8." },
+    { "table", "table." }, { "math", "math." }, { "io", "io." }, { "os", "os." },
+    { "debug", "debug." } } do
+    local t = rawget(_G, p[1])
+    if type(t) == "table" then list[#list + 1] = { t, p[2], p[1] } end
+  end
+  for mod, topic in pairs { ["gcsh.bench"] = "bench", ["gcsh.winstage"] = "winstage" } do
+    if package.loaded[mod] then list[#list + 1] = { package.loaded[mod], topic .. ".", topic } end
+  end
+  list[#list + 1] = { gcsh and gcsh.debug or {}, "gcsh.debug.", "gcsh" }
+  list[#list + 1] = { _G, "", "_G" }
+  return list
+end
+
+-- The topic table of a name (gcsh's API first, then Lua's).
+local function topic_table(name) return API[name] or STD[name] end
+
 -- Which topic a value belongs to: its type's name, or the module it is.
 local function topic_of(x)
   if x == nil then return nil end
-  if type(x) == "string" then return x end
+  if type(x) == "string" then return topic_table(x) and x or nil end
   local mt = getmetatable(x)
   if type(mt) == "table" and type(mt.__name) == "string" then
-    local name = mt.__name == "stepper" and "step" or mt.__name
-    if API[name] then return name end
+    local name = mt.__name == "stepper" and "step" or mt.__name == "FILE*" and "file" or mt.__name
+    if topic_table(name) then return name end
   end
-  for name, mod in pairs({ tensor = rawget(_G, "tensor"), comm = rawget(_G, "comm"),
-                           kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
-                           bench = package.loaded["gcsh.bench"],
-                           repro = package.loaded["gcsh.repro"],
-                           step = rawget(_G, "step"),
-                           winstage = package.loaded["gcsh.winstage"] }) do
-    if x == mod then return name end
+  for _, p in ipairs(places()) do
+    if x == p[1] then return p[3] end
   end
   return nil
 end
 
 local function topics()
-  local names = {}
+  local names, lua = {}, {}
   for name in pairs(API) do names[#names + 1] = name end
+  for name in pairs(STD) do lua[#lua + 1] = name end
   table.sort(names)
-  return names
+  table.sort(lua)
+  return table.concat(names, " "), table.concat(lua, " ")
 end
 
+-- Whether a row's signature is about `name`: "math.ceil(x) math.floor(x)"
+-- is about math.ceil and math.floor, not about x (what is in brackets is
+-- the arguments).
+local function row_names(sig, name)
+  local outside = sig:gsub("%b()", " "):gsub("%b{}", " "):gsub("%b[]", " ")
+  for word in outside:gmatch("[%w_.:]+") do
+    if word == name then return true end
+  end
+  return false
+end
+
+-- The rows about `name` ("string.format", "print", "t:fill"), of one topic
+-- (`only`) or of the first that has any; and that topic.
+local function rows_naming(name, only)
+  for _, set in ipairs { API, STD } do
+    local names = {}
+    for tname in pairs(set) do names[#names + 1] = tname end
+    table.sort(names) -- the same answer every time
+    for _, tname in ipairs(names) do
+      local found = {}
+      for _, r in ipairs(set[tname].rows) do
+        if (not only or only == tname) and row_names(r[1], name) then found[#found + 1] = r end
+      end
+      if #found > 0 then return found, tname end
+    end
+  end
+  return {}, nil
+end
+
+-- The letter a topic's method rows use ("t" in "t:fill(v)").
+local function method_letter(topic)
+  for _, r in ipairs(topic_table(topic).rows) do
+    local letter = r[1]:match("^(%a+):")
+    if letter then return letter end
+  end
+  return "x"
+end
+
+-- A function's name where help can find it, and its topic when that is
+-- known: "string.format", "print", "gcsh.sleep", "t:fill" (a method of a
+-- gcsh type), "f:write" (a file's).
+local function name_of(f)
+  -- a function may have several names (math.atan is math.atan2 in builds
+  -- that keep Lua 5.2's): one with a row wins, then the shortest
+  local best, best_row
+  for _, p in ipairs(places()) do
+    for k, v in pairs(p[1]) do
+      if v == f and type(k) == "string" then
+        local name, row = p[2] .. k, #rows_naming(p[2] .. k) > 0
+        if not best or (row and not best_row) or (row == best_row and #name < #best) then
+          best, best_row = name, row
+        end
+      end
+    end
+    if best then return best end
+  end
+  for tname, mt in pairs(debug.getregistry()) do
+    local topic = tname == "FILE*" and "file" or tname
+    local methods = type(mt) == "table" and (mt.__methods or (topic == "file" and mt.__index))
+    if type(methods) == "table" and type(tname) == "string" and topic_table(topic) then
+      for k, v in pairs(methods) do
+        if v == f then return method_letter(topic) .. ":" .. k, topic end
+      end
+    end
+  end
+  return nil
+end
 -- .help prints on rank 0's terminal (80 columns); help(x) prints on ranks,
 -- whose lines get a "[0-7] " prefix.
 M.WIDTH, M.RANK_WIDTH = 80, 72
@@ -262,38 +358,126 @@ local function row_lines(sig, what, col, width, out)
   out[#out + 1] = line
 end
 
--- The text of a topic (a name, or a value whose type or module has one),
--- width columns wide (default M.WIDTH).
-function M.text(x, width)
-  width = width or M.WIDTH
-  local name = topic_of(x)
-  if x == nil or x == "" then
-    return "help(x) or .help TOPIC, a topic: " .. table.concat(topics(), " ")
-  end
-  local t = name and API[name]
-  if not t then
-    error(string.format("help: no topic for %s (topics: %s)",
-                        type(x) == "string" and ("'" .. x .. "'") or type(x),
-                        table.concat(topics(), " ")), 2)
-  end
-  local out, line = {}, name .. ":"
-  for word in t.what:gmatch("%S+") do -- the title, wrapped with an indent of 2
-    if #line + 1 + #word > width then
+-- A title (wrapped at width, then indented by 2) and rows.
+local function format_rows(title, rows, width)
+  local out, line = {}, ""
+  for word in title:gmatch("%S+") do
+    if #line > 0 and #line + 1 + #word > width then
       out[#out + 1] = line
       line = "  " .. word
     else
-      line = line .. " " .. word
+      line = line == "" and word or line .. " " .. word
     end
   end
   out[#out + 1] = line
   local col = 0
-  for _, r in ipairs(t.rows) do col = math.max(col, #r[1] + 4) end
+  for _, r in ipairs(rows) do col = math.max(col, #r[1] + 4) end
   col = math.min(col, 32)
-  for _, r in ipairs(t.rows) do row_lines(r[1], r[2], col, width, out) end
+  for _, r in ipairs(rows) do row_lines(r[1], r[2], col, width, out) end
   return table.concat(out, "\n")
 end
 
--- help([x]): prints the topic of x (on every rank that runs it).
-function M.help(x) print(M.text(x, M.RANK_WIDTH)) end
+local function topics_line()
+  local gcsh_topics, lua_topics = topics()
+  return "help(x) or .help TOPIC, a topic: " .. gcsh_topics .. "; Lua's: " .. lua_topics
+         .. "; or a function, help(print), or any value"
+end
+
+-- The rows naming a function, under its topic's title; nil when none does.
+local function named_text(name, width, topic)
+  local rows, found = rows_naming(name, topic)
+  if #rows == 0 then return nil end
+  return format_rows(name .. ": " .. topic_table(found).what, rows, width)
+end
+
+-- A function help has no row for: a Lua function's parameters and where it
+-- was defined; a C function's name, if it has one.
+local function function_text(f, name, width)
+  local info = debug.getinfo(f, "Su")
+  if info.what == "C" then
+    return (name or "function") .. ": a C function; help has no row for it"
+  end
+  local params = {}
+  for i = 1, info.nparams do params[i] = debug.getlocal(f, i) end
+  if info.isvararg then params[#params + 1] = "..." end
+  local sig = (name or "function") .. "(" .. table.concat(params, ", ") .. "): "
+  return format_rows(string.format("%sa Lua function defined at %s:%d", sig, info.short_src,
+                                   info.linedefined), {}, width)
+end
+
+local function keys_text(t)
+  local n, keys = #t, {}
+  for k in pairs(t) do
+    if not (math.type(k) == "integer" and k >= 1 and k <= n) then keys[#keys + 1] = tostring(k) end
+  end
+  table.sort(keys)
+  local shown = {}
+  for i = 1, math.min(#keys, 8) do shown[i] = keys[i] end
+  local more = #keys > 8 and string.format(", ... (%d keys)", #keys) or ""
+  return string.format("a table: %d item%s in its array part%s%s%s", n, n == 1 and "" or "s",
+                       #keys > 0 and "; keys " or "", table.concat(shown, ", "), more)
+end
+
+-- Any other value, by its type.
+local function value_text(x, width)
+  local t = type(x)
+  if t == "nil" then return "nil: no value (help() lists the topics)" end
+  if t == "boolean" then return tostring(x) .. ": a boolean" end
+  if t == "number" then
+    return tostring(x) .. ": a number, " .. (math.type(x) == "integer" and "an integer" or "a float")
+  end
+  if t == "string" then
+    local shown = #x > 40 and string.format("%q...", x:sub(1, 40)) or string.format("%q", x)
+    return format_rows(string.format("%s: a string of %d byte%s, not the name of a help topic or "
+                                     .. "function.  %s", shown, #x, #x == 1 and "" or "s",
+                                     topics_line()), {}, width)
+  end
+  if t == "thread" then return "a coroutine, " .. coroutine.status(x) end
+  if t == "table" then return keys_text(x) end
+  local mt = getmetatable(x)
+  local name = type(mt) == "table" and type(mt.__name) == "string" and mt.__name
+  return "a userdata" .. (name and (" of type " .. name) or "") .. "; help has no topic for it"
+end
+
+-- The help of any value: a topic (a gcsh type or module, a Lua library, or
+-- its name), a function by its name and signature, anything else by its
+-- type; never an error.  width: columns (default M.WIDTH).
+function M.describe(x, width)
+  width = width or M.WIDTH
+  local topic = topic_of(x)
+  if topic then
+    local t = topic_table(topic)
+    return format_rows(topic .. ": " .. t.what, t.rows, width)
+  end
+  if type(x) == "string" then return named_text(x, width) or value_text(x, width) end
+  if type(x) == "function" then
+    local name, in_topic = name_of(x)
+    return name and named_text(name, width, in_topic) or function_text(x, name, width)
+  end
+  return value_text(x, width)
+end
+
+-- .help [TOPIC]: the topics, a topic, or a function by its name
+-- (".help string.format"); a name help does not know is an error, said
+-- with the topics.  For any other value, what describe says.
+function M.text(x, width)
+  width = width or M.WIDTH
+  if x == nil or x == "" then return format_rows(topics_line(), {}, width) end
+  if type(x) == "string" and not topic_of(x) and not named_text(x, width) then
+    local gcsh_topics, lua_topics = topics()
+    error(string.format("help: no topic or function named '%s' (topics: %s; Lua's: %s)", x,
+                        gcsh_topics, lua_topics), 2)
+  end
+  return M.describe(x, width)
+end
+
+-- help([x]): prints it on every rank that runs it; help() lists the topics.
+function M.help(...)
+  if select("#", ...) == 0 then
+    print(M.text(nil, M.RANK_WIDTH))
+  else
+    print(M.describe((...), M.RANK_WIDTH))
+  end
+end
 
 return M

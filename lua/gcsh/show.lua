@@ -1,8 +1,10 @@
 -- show(x [, c]): one table on rank 0 of what every rank holds.
 --
 -- x is a window (each rank's own slice), a tensor (each rank's tensor, e.g.
--- a peer view w:peer(r)) or signals (each rank's words).  Collective: every
--- rank of the object's communicator calls it (for a tensor, c or the world);
+-- a peer view w:peer(r)) or signals (each rank's words); any other value
+-- shows as the prompt prints it, one row per rank (a value of several lines:
+-- each different text once, under its ranks).  Collective: every rank of
+-- the object's communicator calls it (for other values, c or the world);
 -- rows travel to rank 0 through c:agree, the backend's host-memory exchange,
 -- so it works for device memory too.  Only rank 0 prints.
 --
@@ -56,7 +58,7 @@ local function source(x, c)
       value = function(i) return format_value(x[i], x.dtype) end,
     }
   end
-  error("show: window, tensor or signals expected, got " .. kind, 3)
+  return nil
 end
 
 -- The indices shown for length n: all, or the ends around a gap (nil).
@@ -86,7 +88,9 @@ local function render(title, cols, rows, wheres)
   local header = { "rank" }
   if wheres then header[2] = "where" end
   local first_data = #header + 1
-  for _, i in ipairs(cols) do header[#header + 1] = i and ("[" .. i .. "]") or "..." end
+  for _, i in ipairs(cols) do
+    header[#header + 1] = type(i) == "string" and i or i and ("[" .. i .. "]") or "..."
+  end
   local grid = { header }
   local marked = false
   for r, cells in ipairs(rows) do
@@ -111,7 +115,7 @@ local function render(title, cols, rows, wheres)
   for _, line in ipairs(grid) do
     local parts = {}
     for k, cell in ipairs(line) do
-      local left = wheres and k == 2
+      local left = (wheres and k == 2) or type(cols[k - first_data + 1]) == "string"
       parts[k] = string.format(left and "%-" .. width[k] .. "s" or "%" .. width[k] .. "s", cell)
     end
     out[#out + 1] = (table.concat(parts, "  "):gsub("%s+$", ""))
@@ -120,8 +124,35 @@ local function render(title, cols, rows, wheres)
   return table.concat(out, "\n")
 end
 
+-- Any other value: each rank's text as the prompt prints it (gcsh.pretty).
+local function format_any(x, c)
+  c = c or comm.world()
+  local texts = c:agree(require("gcsh.pretty").format(x))
+  local title = string.format("%s on %d rank%s", type_of(x), #texts, #texts == 1 and "" or "s")
+  local multiline = false
+  for _, t in ipairs(texts) do multiline = multiline or t:find("\n", 1, true) ~= nil end
+  if not multiline then
+    local rows = {}
+    for r, t in ipairs(texts) do rows[r] = { t } end
+    return render(title, { "value" }, rows, nil)
+  end
+  local out, done = { title }, {}
+  for r, t in ipairs(texts) do
+    if not done[r] then
+      local ranks = {}
+      for q = r, #texts do
+        if texts[q] == t then ranks[#ranks + 1] = q - 1; done[q] = true end
+      end
+      out[#out + 1] = "rank" .. (#ranks > 1 and "s " or " ") .. require("gcsh.repro").ranges(ranks) .. ":"
+      out[#out + 1] = "  " .. t:gsub("\n", "\n  ")
+    end
+  end
+  return table.concat(out, "\n")
+end
+
 function M.format(x, c)
   local src = source(x, c)
+  if not src then return format_any(x, c) end
   local lens = src.comm:agree(tostring(src.n))
   local n = 0
   for _, s in ipairs(lens) do n = math.max(n, tonumber(s)) end
@@ -141,8 +172,9 @@ end
 
 function M.show(x, c)
   local text = M.format(x, c)
-  local src_comm = (type_of(x) == "tensor") and (c or comm.world()) or x.comm
-  if src_comm.rank == 0 then print(text) end
+  local kind = type_of(x)
+  local shown = (kind == "window" or kind == "signals") and x.comm or c or comm.world()
+  if shown.rank == 0 then print(text) end
 end
 
 return M

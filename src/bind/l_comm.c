@@ -45,6 +45,7 @@
 #include "bind/comm.h"
 #include "core/gcsh.h"
 #include "bind/tensor.h"
+#include "wire/out.h"
 
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
@@ -139,11 +140,17 @@ static void note_leaks_once(lua_State *L)
     lua_getfield(L, -1, "count");
     lua_getfield(L, -2, "noted");
     if (lua_tointeger(L, -2) > 0 && !lua_toboolean(L, -1)) {
-        fprintf(stderr,
-                "gcsh: note (rank %d): a comm was garbage-collected without :free(); its "
-                "communicator is leaked, because freeing is collective and __gc never does it "
-                "(use c:free() or `local c <close> = ...`)\n",
-                gcsh_ctx_of(L)->rank);
+        gcsh_ctx *ctx = gcsh_ctx_of(L);
+        char note[400];
+        int k = snprintf(note, sizeof note,
+                         "gcsh: note (rank %d): a comm was garbage-collected without :free(); "
+                         "its communicator is leaked, because freeing is collective and __gc "
+                         "never does it (use c:free() or `local c <close> = ...`)\n",
+                         ctx->rank);
+        if (ctx->cap) /* with the rank's other errors, folded on rank 0's stderr */
+            gcsh_capture_write(ctx->cap, GCSH_STDERR, note, (size_t)k);
+        else
+            fputs(note, stderr);
         lua_pushboolean(L, 1);
         lua_setfield(L, -4, "noted");
     }

@@ -1,5 +1,6 @@
-/* The shell's own Lua plumbing on every rank: print and io.stdout/io.stderr
- * go to the rank's output capture, and gcsh.sleep sleeps interruptibly. */
+/* The shell's own Lua plumbing on every rank: print, io.stdout, io.stderr
+ * and warn() go to the rank's output capture (program output and errors
+ * apart), and gcsh.sleep sleeps interruptibly. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static int shell_print(lua_State *L)
     luaL_pushresult(&b);
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
-    gcsh_capture_write(gcsh_ctx_of(L)->cap, s, len);
+    gcsh_capture_write(gcsh_ctx_of(L)->cap, GCSH_STDOUT, s, len);
     return 0;
 }
 
@@ -45,12 +46,49 @@ static int no_close(lua_State *L)
     return 2;
 }
 
-static void push_capture_file(lua_State *L, gcsh_capture *cap)
+static void push_capture_file(lua_State *L, gcsh_capture *cap, int stream)
 {
     luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
     p->closef = &no_close;
-    p->f = gcsh_capture_file(cap);
+    p->f = gcsh_capture_file(cap, stream);
     luaL_setmetatable(L, LUA_FILEHANDLE);
+}
+
+/* warn() as lauxlib's, into the capture's error stream: "@on" and "@off"
+ * switch it (off at start, as in lua.c), a message in pieces (tocont) is
+ * one line "Lua warning: ...". */
+typedef struct warn_state {
+    gcsh_capture *cap;
+    int on, midway; /* warnings shown; a message is being continued */
+} warn_state;
+
+static void shell_warn(void *ud, const char *msg, int tocont)
+{
+    warn_state *w = ud;
+    if (!w->midway && msg[0] == '@') { /* a control message */
+        if (strcmp(msg, "@on") == 0)
+            w->on = 1;
+        else if (strcmp(msg, "@off") == 0)
+            w->on = 0;
+        return;
+    }
+    if (w->on && !w->midway)
+        gcsh_capture_write(w->cap, GCSH_STDERR, "Lua warning: ", 13);
+    if (w->on)
+        gcsh_capture_write(w->cap, GCSH_STDERR, msg, strlen(msg));
+    if (w->on && !tocont)
+        gcsh_capture_write(w->cap, GCSH_STDERR, "\n", 1);
+    w->midway = tocont;
+}
+
+/* The warn state lives in a userdata kept in the registry (the state's
+ * own memory, freed with it). */
+static void install_warn(lua_State *L, gcsh_capture *cap)
+{
+    warn_state *w = lua_newuserdatauv(L, sizeof *w, 0);
+    *w = (warn_state){.cap = cap};
+    lua_setfield(L, LUA_REGISTRYINDEX, "gcsh.warn");
+    lua_setwarnf(L, shell_warn, w);
 }
 
 /* gcsh.sleep(seconds): sleeps in short slices so that an interrupt from rank
@@ -238,13 +276,14 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "exit");
     lua_pop(L, 1);
     lua_getglobal(L, "io");
-    push_capture_file(L, cap);
+    push_capture_file(L, cap, GCSH_STDOUT);
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, "_IO_output"); /* io.write's default file */
     lua_setfield(L, -2, "stdout");
-    push_capture_file(L, cap);
+    push_capture_file(L, cap, GCSH_STDERR);
     lua_setfield(L, -2, "stderr");
     lua_pop(L, 1);
+    install_warn(L, cap);
     lua_getglobal(L, "gcsh");
     lua_pushcfunction(L, shell_sleep);
     lua_setfield(L, -2, "sleep");

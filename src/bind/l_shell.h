@@ -6,8 +6,8 @@
 
 #include "wire/out.h"
 
-/* Routes print, io.write, io.stdout and io.stderr of L into cap, and adds
- * gcsh.sleep. */
+/* Routes print, io.write, io.stdout (program output), io.stderr and warn()
+ * (errors) of L into cap, and adds gcsh.sleep and the shell's functions. */
 void gcsh_shell_install(lua_State *L, gcsh_capture *cap);
 
 #endif

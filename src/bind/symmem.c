@@ -739,8 +739,8 @@ static void describe_object(const gcsh_symobj *o, char *buf, size_t len)
 static void say(gcsh_ctx *ctx, const char *line)
 {
     if (ctx->cap) {
-        gcsh_capture_write(ctx->cap, line, strlen(line));
-        gcsh_capture_write(ctx->cap, "\n", 1);
+        gcsh_capture_write(ctx->cap, GCSH_STDERR, line, strlen(line));
+        gcsh_capture_write(ctx->cap, GCSH_STDERR, "\n", 1);
     } else {
         fprintf(stderr, "gcsh: rank %d: %s\n", ctx->rank, line);
     }

@@ -19,6 +19,9 @@ int gcsh_cuda_available(void)
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
+/* What --version and --backend cuda say when there is no driver. */
+#define NO_DRIVER "no NVIDIA driver on this machine"
+
 /* "13.0" from 13000: the CUDA version encoding. */
 static void cuda_version_string(int v, char *buf, size_t len)
 {
@@ -42,7 +45,26 @@ void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len)
     if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
         cuda_version_string(v, driver, len);
     else
-        snprintf(driver, len, "none (no NVIDIA driver on this machine)");
+        snprintf(driver, len, "none (%s)", NO_DRIVER);
+}
+
+/* Why the CUDA runtime cannot run here, in the words --version uses.
+ * Without any driver, cudaGetDeviceCount says "CUDA driver version is
+ * insufficient for CUDA runtime version", which reads as an old driver. */
+static void no_gpu_reason(cudaError_t e, char *buf, size_t len)
+{
+    int driver = 0, runtime = 0;
+    char d[16], r[16];
+    if (cudaDriverGetVersion(&driver) != cudaSuccess || driver <= 0) {
+        snprintf(buf, len, "%s", NO_DRIVER);
+    } else if (e == cudaErrorInsufficientDriver && cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+        cuda_version_string(driver, d, sizeof d);
+        cuda_version_string(runtime, r, sizeof r);
+        snprintf(buf, len, "the NVIDIA driver (CUDA %s) is older than the CUDA runtime gcsh was "
+                           "built with (%s)", d, r);
+    } else {
+        snprintf(buf, len, "%s", cudaGetErrorString(e));
+    }
 }
 
 static void state_free(cuda_state *st)
@@ -92,8 +114,12 @@ static int cuda_init(gcsh_ctx *ctx)
     int chosen = e == cudaSuccess && cuda_choose_device(ctx, count, &dev) == 0;
     cuda_state *st = chosen ? calloc(1, sizeof *st) : NULL;
     cuda_share_setup(ctx, count, st ? dev : -1, st);
-    if (e != cudaSuccess)
-        return gcsh_set_error(ctx, "cuda backend: no usable GPU: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        char why[200];
+        no_gpu_reason(e, why, sizeof why);
+        return gcsh_set_error(ctx, "cuda backend: no usable GPU: %s (--backend host runs on the "
+                                   "CPUs)", why);
+    }
     if (!chosen)
         return -1;
     if (!st)

@@ -62,13 +62,14 @@ typedef struct coord_run {
     run_state *rs;
 } coord_run;
 
-void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out)
+void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out,
+                     FILE *err, gcsh_tag_mode tag)
 {
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
-                      .abort_fd = -1, .end_status = -1};
+                      .err = err, .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
-    gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
-    gcsh_progress_init(&c->progress, out, ctx->size);
+    gcsh_fold_init(&c->fold, ctx->size, out, err, tag);
+    gcsh_progress_init(&c->progress, err, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
 }
 
@@ -90,13 +91,14 @@ void gcsh_tap_destroy(gcsh_tap *t, int size)
     *t = (gcsh_tap){0};
 }
 
-/* A rank's output: folded for the terminal, and kept by a tap. */
-static void take_output(gcsh_coord *c, int r, const char *s, size_t n)
+/* A rank's output on one stream: folded for the terminal, and kept by a
+ * tap (both streams in the order written). */
+static void take_output(gcsh_coord *c, int r, int stream, const char *s, size_t n)
 {
     if (c->tap)
         gcsh_text_append(&c->tap->out[r], s, n);
     if (!c->tap || !c->tap->quiet)
-        gcsh_fold_add(&c->fold, r, s, n);
+        gcsh_fold_add(&c->fold, r, stream, s, n);
 }
 
 void gcsh_coord_destroy(gcsh_coord *c)
@@ -109,15 +111,35 @@ void gcsh_coord_destroy(gcsh_coord *c)
     free(c->aborted);
 }
 
+/* Prints a line of the shell's own on f (the progress line cleared first). */
+static void say_on(gcsh_coord *c, FILE *f, const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        return;
+    if (!f) /* gcsh_coord_say: "gcsh: ..." (after any newlines) is a diagnostic */
+        f = strncmp(text + strspn(text, "\n"), "gcsh:", 5) == 0 ? c->err : c->out;
+    gcsh_progress_hide(&c->progress);
+    fputs(text, f);
+    fputc('\n', f);
+    fflush(f);
+    free(text);
+}
+
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...)
 {
-    gcsh_progress_hide(&c->progress);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(c->out, fmt, ap);
+    say_on(c, NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', c->out);
-    fflush(c->out);
+}
+
+void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say_on(c, c->err, fmt, ap);
+    va_end(ap);
 }
 
 /* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
@@ -366,7 +388,12 @@ static void read_terminal(gcsh_coord *c, run_state *rs)
         return;
     }
     for (ssize_t i = 0; i < n;) {
+        /* a line ends at a newline, or at a carriage return that came in
+         * while readline had the terminal (repl.c) */
         char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+        char *cr = memchr(buf + i, '\r', (size_t)(n - i));
+        if (cr && (!nl || cr < nl))
+            nl = cr;
         size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : (size_t)(n - i);
         const char *line = buf + i;
         size_t a = 0, b = len;
@@ -439,7 +466,8 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     double now = gcsh_now_seconds();
     switch (m->h.type) {
     case MSG_OUT:
-        take_output(c, r, m->data, m->h.len);
+    case MSG_ERR:
+        take_output(c, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -458,7 +486,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             if (rs->exit_deadline == 0)
                 rs->exit_deadline = now + EXIT_GRACE_S;
         }
-        take_output(c, r, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        take_output(c, r, GCSH_STDOUT, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);
@@ -487,7 +515,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         break;
     case MSG_FATAL:
         flush_output(c, 0);
-        fputs(m->data, c->out);
+        fputs(m->data, c->err);
         die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
     }
 }
@@ -602,6 +630,15 @@ static void interrupt_running(gcsh_coord *c, run_state *rs)
  * not answer an interrupt, a second Ctrl-C or SIGTERM ends the job at once. */
 static void on_signals(gcsh_coord *c, run_state *rs, int mask)
 {
+    if ((mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT)) && c->job_control) {
+        double stopped = gcsh_now_seconds();
+        flush_output(c, 0);
+        c->job_control(c->job_arg, mask);
+        double was = gcsh_now_seconds() - stopped; /* time stopped is no hang */
+        rs->next_report += was;
+        if (rs->interrupted_at > 0)
+            rs->interrupted_at += was;
+    }
     double now = gcsh_now_seconds();
     int unanswered = rs->running > 0 && rs->interrupted_at > 0 &&
                      now - rs->interrupted_at >= INTERRUPT_ANSWER_S;
@@ -783,6 +820,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
+    gcsh_fold_begin(&c->fold);
     gcsh_progress_begin(&c->progress, rs.start);
     if (c->progress.tty)
         flags |= CHUNK_PROGRESS;

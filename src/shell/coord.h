@@ -31,7 +31,8 @@ typedef struct gcsh_coord {
     uint32_t seq;      /* chunks sent so far */
     double timeout;    /* seconds before a hang report; 0 = never */
     int sigfd;         /* self-pipe of SIGINT */
-    FILE *out;         /* where rank output and reports go */
+    FILE *out;         /* where program output and the shell's answers go */
+    FILE *err;         /* where errors and the shell's diagnostics go */
     gcsh_fold fold;
     gcsh_progress progress; /* the progress line while a command runs */
     char *lost;        /* per rank: its connection closed */
@@ -50,6 +51,10 @@ typedef struct gcsh_coord {
      * unrecoverable fault): gives the terminal back. */
     void (*on_exit)(void *arg);
     void *exit_arg;
+    /* Ctrl-Z or SIGCONT while a command runs (GCSH_SIGMASK_TSTP, _CONT):
+     * the session stops the job and takes the terminal back (repl.c). */
+    void (*job_control)(void *arg, int mask);
+    void *job_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
     /* The pid of gcsh -n's launcher, told the status when the session ends
@@ -71,7 +76,8 @@ typedef struct gcsh_run_result {
     double seconds;
 } gcsh_run_result;
 
-void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out);
+void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out,
+                     FILE *err, gcsh_tag_mode tag);
 void gcsh_coord_destroy(gcsh_coord *c);
 
 /* Runs src on every rank r with targets[r] != 0 and waits for all of them. */
@@ -94,7 +100,11 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);
 
-/* Prints a coordinator message (no rank prefix) and flushes. */
+/* Prints a line of the shell's own (no rank prefix) and flushes: a
+ * diagnostic, which starts with "gcsh: ", on stderr (coord->err), an answer
+ * to a command ("ranks 0-1", a lesson's text) on stdout (coord->out). */
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same on stderr whatever it starts with (a Lua syntax error). */
+void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -1,4 +1,5 @@
 /* The launcher of `gcsh -n N` and rank 0's side of it.  See launch.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "shell/launch.h"
+#include "shell/launch_streams.h"
 #include "wire/collcheck.h"
 
 /* "pid:token:host": the launcher's pid, a random token that rank 0 sends
@@ -70,6 +72,7 @@ typedef struct launcher {
     int token;
     pid_t rank0;   /* known after rank 0's hello */
     int pidfd;     /* rank 0's, to see it end; -1: none */
+    int streams;   /* listening socket for rank 0's hello (launch_streams.h), or -1 */
     int declared;  /* rank 0 ended the session at once with this status; -1: not */
     int end_status; /* rank 0's session status at a normal end (the ranks exit 0); -1 */
     int rank0_died; /* rank 0 ended without saying how: killed, crashed */
@@ -152,12 +155,21 @@ static void forward(launcher *l, int sig)
         kill(l->child, fwd); /* mpirun: it ends the job */
 }
 
+/* Rank 0's hello (SIGUSR1 with the token): we watch its pid, and it gets
+ * our stdout and stderr. */
 static void on_hello(launcher *l, pid_t pid)
 {
+    if (l->rank0)
+        return;
     l->rank0 = pid;
 #ifdef SYS_pidfd_open
     l->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
+    if (l->streams >= 0) {
+        gcsh_streams_send(l->streams, l->rank0);
+        close(l->streams);
+        l->streams = -1;
+    }
 }
 
 /* SIGUSR2 from rank 0: its status, for now (DECLARE_AT_END clear) or for the
@@ -168,6 +180,51 @@ static void on_declare(launcher *l, int value)
         l->end_status = value & 0xff;
     else
         l->declared = value & 0xff;
+}
+
+/* Sends sig to every process whose parent is `parent`: the ranks mpirun
+ * started on this host. */
+static void signal_children(pid_t parent, int sig)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], stat[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+        if (f)
+            fclose(f);
+        stat[n] = '\0';
+        const char *after = strrchr(stat, ')'); /* "pid (comm) state ppid ..." */
+        char state;
+        int ppid;
+        if (after && sscanf(after + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+            kill((pid_t)atoi(e->d_name), sig);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Job control.  Ctrl-Z reaches rank 0 (it owns the terminal), which gives the
+ * terminal back and sends us SIGTSTP; a SIGTSTP from anyone else comes here
+ * directly.  The ranks on this host (mpirun's children, rank 0 among them)
+ * are stopped, then the launcher stops itself: that is what the user's shell
+ * waits for, so it reports the job stopped and takes the terminal.  `fg` or
+ * `bg` continues the launcher, which continues them: rank 0 takes the
+ * terminal again if the job is in the foreground (term.h).  Only the
+ * launcher signals them, so each stop has one continue.  mpirun itself waits
+ * on; ranks on other hosts finish what they run and wait for the others. */
+static void on_job_control(launcher *l, int sig)
+{
+    int to_ranks = sig == SIGTSTP ? SIGSTOP : SIGCONT;
+    signal_children(l->child, to_ranks);
+    if (l->rank0)
+        kill(l->rank0, to_ranks);
+    if (sig == SIGTSTP)
+        kill(getpid(), SIGSTOP);
 }
 
 /* One signal; returns 1 when mpirun has exited (*status: the user's). */
@@ -187,6 +244,8 @@ static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status
     } else if (sig == SIGUSR2) {
         if (l->rank0 && (pid_t)si->ssi_pid == l->rank0 && si->ssi_code == SI_QUEUE)
             on_declare(l, si->ssi_int);
+    } else if (sig == SIGTSTP || sig == SIGCONT) {
+        on_job_control(l, sig);
     } else {
         forward(l, sig);
     }
@@ -195,16 +254,18 @@ static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status
 
 int gcsh_launch(char *const argv[])
 {
-    static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2};
+    static const int handled_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGCHLD,
+                                          SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
     sigset_t handled, old;
     sigemptyset(&handled);
     for (size_t i = 0; i < sizeof handled_signals / sizeof *handled_signals; i++)
         sigaddset(&handled, handled_signals[i]);
     sigprocmask(SIG_BLOCK, &handled, &old); /* from now on they queue for the signalfd */
-    launcher l = {.token = random_token(), .pidfd = -1, .declared = -1, .end_status = -1,
-                  .ended_by = -1};
+    launcher l = {.token = random_token(), .pidfd = -1, .streams = -1, .declared = -1,
+                  .end_status = -1, .ended_by = -1};
     if (set_launcher_env(l.token) != 0)
         perror("gcsh: setenv");
+    l.streams = gcsh_streams_listen(l.token);
     int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
     l.child = sfd >= 0 ? fork() : -1;
     if (l.child < 0) {
@@ -237,8 +298,9 @@ int gcsh_launch(char *const argv[])
 
 /* ---- rank 0 ----------------------------------------------------------------- */
 
-int gcsh_launcher_hello(void)
+int gcsh_launcher_hello(int streams[2])
 {
+    streams[0] = streams[1] = -1;
     const char *v = getenv(LAUNCHER_ENV);
     if (!v)
         return 0;
@@ -253,7 +315,10 @@ int gcsh_launcher_hello(void)
     if (!here)
         return 0;
     union sigval sv = {.sival_int = token};
-    return sigqueue(pid, SIGUSR1, sv) == 0 ? pid : 0;
+    if (sigqueue(pid, SIGUSR1, sv) != 0)
+        return 0;
+    gcsh_streams_take(pid, token, streams);
+    return pid;
 }
 
 void gcsh_launcher_status(int launcher, int status)

@@ -19,7 +19,14 @@
  * ends without declaring anything (killed, crashed), the job's status is
  * the survivors', GCSH_EXIT_LOST (the launcher watches rank 0's pid).
  * A rank 0 that is stopped (SIGSTOP) cannot take signals: then SIGTERM, a
- * second Ctrl-C and a third SIGTERM in any case end the job through mpirun. */
+ * second Ctrl-C and a third SIGTERM in any case end the job through mpirun.
+ * After the hello the launcher hands rank 0 its own stdout and stderr
+ * (launch_streams.h), so that rank 0 prints where the user's command line
+ * points them, program output and errors in order.
+ * Job control: a SIGTSTP (from rank 0 after Ctrl-Z, or from anyone) stops
+ * the ranks on this host and then the launcher, so the user's shell sees the
+ * job stopped; SIGCONT (fg, bg) continues them (term.h says what rank 0 does
+ * about the terminal). */
 #ifndef GCSH_LAUNCH_H
 #define GCSH_LAUNCH_H
 
@@ -29,9 +36,10 @@
 int gcsh_launch(char *const argv[]);
 
 /* Rank 0 side, after its signal handlers are installed: tells the launcher
- * (if any, and on this host) where rank 0 is.  Returns the launcher's pid,
- * or 0 when there is none to tell. */
-int gcsh_launcher_hello(void);
+ * (if any, and on this host) where rank 0 is, and takes the launcher's
+ * stdout and stderr into streams[0] and streams[1] (-1 each when it could
+ * not).  Returns the launcher's pid, or 0 when there is none to tell. */
+int gcsh_launcher_hello(int streams[2]);
 
 /* Rank 0 side: the session ends with `status` now, whatever mpirun will say
  * (launcher: what hello returned; 0 does nothing). */

@@ -3,7 +3,8 @@
  * Long work reports its progress: Lua calls gcsh.progress(done, total
  * [, label]) on any rank (bench over many sizes, lessons), C code
  * gcsh_capture_progress (out.h); the reports reach rank 0 with the output.
- * Rank 0 shows, when its output is a terminal and the command has run for
+ * Rank 0 shows, when its stderr is a terminal (as curl or pv do: the output
+ * can go to a file meanwhile) and the command has run for
  * half a second, one line that the next output or the command's end clears:
  *
  *   bench.allreduce [##########..........] 12/24  3.4 s

@@ -25,10 +25,26 @@
 
 /* ---- session --------------------------------------------------------------- */
 
+/* Ctrl-Z while a command runs: the job stops; continued in the background
+ * (bg) the command runs on, and the next prompt waits for fg (repl.c's
+ * wait_foreground). */
+static void command_job_control(void *arg, int mask)
+{
+    gcsh_session *s = arg;
+    if ((mask & GCSH_SIGMASK_TSTP) && gcsh_term_suspend(s->term) != 0) {
+        gcsh_coord_say(s->coord, "gcsh: Ctrl-Z stops a session started with gcsh -n N; "
+                                 "under a plain mpirun the job cannot stop as one");
+        return;
+    }
+    gcsh_term_resume(s->term);
+}
+
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
     *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
     s->syntax = luaL_newstate();
+    coord->job_control = command_job_control;
+    coord->job_arg = s;
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
 }
@@ -39,6 +55,8 @@ void gcsh_session_destroy(gcsh_session *s)
     s->rec = NULL;
     gcsh_lesson_close(s);
     gcsh_text_free(&s->inbuf);
+    gcsh_text_free(&s->pasted);
+    gcsh_text_free(&s->shown);
     if (s->fmt)
         lua_close(s->fmt);
     lua_close(s->syntax);
@@ -50,7 +68,7 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
 {
     /* .abort is read from a terminal only: a pipe's next lines are the next
      * commands, not an answer to this one */
-    s->coord->abort_fd = s->term->editing ? fileno(s->term->in) : -1;
+    s->coord->abort_fd = s->term->editing && gcsh_term_holds(s->term) ? fileno(s->term->in) : -1;
     if (s->check_on)
         flags |= CHUNK_CHECK;
     gcsh_coord_run(s->coord, s->targets, flags, name, src, len, res);
@@ -71,7 +89,7 @@ int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t
                       uint32_t flags)
 {
     if (luaL_loadbuffer(s->syntax, src, len, name) != LUA_OK) {
-        gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+        gcsh_coord_error(s->coord, "%s", lua_tostring(s->syntax, -1));
         lua_settop(s->syntax, 0);
         s->failures++;
         return -1;
@@ -115,7 +133,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
         return INCOMPLETE;
     }
     if (st != LUA_OK) {
-        gcsh_coord_say(s->coord, "%s", msg);
+        gcsh_coord_error(s->coord, "%s", msg);
         snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
@@ -526,11 +544,91 @@ static struct {
     int done, eof;
 } rl;
 
+/* ---- pasted lines -----------------------------------------------------------
+ *
+ * Lines pasted at the prompt arrive together.  Without bracketed paste,
+ * readline reads the first line; the rest waits in the terminal's input
+ * queue, unechoed.  It must not stay there while the line runs: the terminal
+ * goes back to line mode, and the coordinator's .abort reader would take it
+ * as typed ahead (with carriage returns for line ends, never seen as lines).
+ * So the line handler drains it into s->pasted, and the next prompts take it
+ * first, a line at a time, inserted as text (a tab stays a tab) after the
+ * prompt and accepted: each line shows, runs in order and enters the history,
+ * as if typed.  A line readline hands over with several in it (a bracketed
+ * paste, a chunk recalled from the history) is on the screen already: its
+ * lines after the first go to s->shown, and run one by one without being
+ * shown again, so that every one runs (a failing line does not stop the
+ * others, as typed lines would not). */
+
+static int pasted_left(const gcsh_session *s)
+{
+    return s->pasted.len > s->pasted_at;
+}
+
+/* What is in the terminal's queue now, unread, after what was pasted. */
+static void drain_terminal(gcsh_session *s)
+{
+    int fd = fileno(s->term->in);
+    char buf[4096];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        if (!pasted_left(s))
+            s->pasted.len = s->pasted_at = 0;
+        gcsh_text_append(&s->pasted, buf, (size_t)n);
+    }
+}
+
+/* A line that holds several: the first is the line, the others go to
+ * s->shown, before anything shown earlier is read. */
+static void split_shown(gcsh_session *s, char *line)
+{
+    size_t n = strcspn(line, "\n\r");
+    if (!line[n])
+        return;
+    gcsh_text rest = {0};
+    gcsh_text_append(&rest, line + n + 1, strlen(line + n + 1));
+    if (rest.len && rest.s[rest.len - 1] != '\n' && rest.s[rest.len - 1] != '\r')
+        gcsh_text_append(&rest, "\n", 1); /* Enter accepted it: its last line too */
+    gcsh_text_append(&rest, s->shown.s ? s->shown.s : "", s->shown.len);
+    gcsh_text_free(&s->shown);
+    s->shown = rest;
+    line[n] = '\0';
+}
+
+/* The next pasted line into readline's buffer after the prompt; a whole
+ * one is accepted at once, a last unfinished one is left to edit. */
+static void take_pasted(gcsh_session *s)
+{
+    const char *p = s->pasted.s + s->pasted_at;
+    size_t left = s->pasted.len - s->pasted_at;
+    size_t n = 0;
+    while (n < left && p[n] != '\r' && p[n] != '\n')
+        n++;
+    char *text = strndup(p, n);
+    rl_insert_text(text);
+    free(text);
+    rl_redisplay();
+    if (n == left) {
+        s->pasted_at = s->pasted.len;
+        return;
+    }
+    n += p[n] == '\r' && n + 1 < left && p[n + 1] == '\n' ? 2 : 1;
+    s->pasted_at += n;
+    rl_execute_next('\n'); /* Enter */
+    rl_callback_read_char();
+}
+
 static void on_line(char *line)
 {
     rl.line = line;
     rl.eof = line == NULL;
     rl.done = 1;
+    drain_terminal(rl.s); /* before line mode would echo it */
+    if (line)
+        split_shown(rl.s, line);
     rl_callback_handler_remove(); /* terminal back to normal while a command runs */
 }
 
@@ -567,33 +665,66 @@ static char **on_complete(const char *text, int start, int end)
     return out;
 }
 
+/* ---- job control at the prompt ---------------------------------------------- */
+
+/* Until the job is in the foreground: in the background (bg) a prompt
+ * cannot be read, so the job stops again until `fg`. */
+static void wait_foreground(gcsh_session *s)
+{
+    while (!gcsh_term_resume(s->term)) {
+        gcsh_coord_say(s->coord, "gcsh: the prompt needs the terminal: the job stops until fg");
+        if (gcsh_term_suspend(s->term) != 0)
+            break;
+    }
+}
+
+/* Ctrl-Z at the prompt, or the job continued: readline lets go of the
+ * terminal while the job is stopped; once it is back in the foreground the
+ * prompt and the line being edited show again, as they were. */
+static void prompt_job_control(gcsh_session *s, int mask)
+{
+    if (!(mask & GCSH_SIGMASK_TSTP) && gcsh_term_resume(s->term) &&
+        gcsh_term_holds(s->term))
+        return; /* continued, the terminal ours all along: nothing to redo */
+    rl_cleanup_after_signal();
+    if (mask & GCSH_SIGMASK_TSTP) {
+        fputc('\n', rl_outstream);
+        fflush(rl_outstream);
+        if (gcsh_term_suspend(s->term) != 0)
+            gcsh_coord_say(s->coord, "gcsh: Ctrl-Z stops a session started with gcsh -n N; "
+                                     "under a plain mpirun the job cannot stop as one");
+    }
+    wait_foreground(s);
+    rl_reset_after_signal();
+    rl_forced_update_display();
+}
+
 static enum got read_edited(gcsh_session *s, const char *prompt, char **line)
 {
     rl.s = s;
     rl.done = rl.eof = 0;
     rl.line = NULL;
+    wait_foreground(s); /* a command run in the background (bg) has ended */
     rl_callback_handler_install(prompt, on_line);
+    if (pasted_left(s))
+        take_pasted(s);
     int tty = fileno(s->term->in);
     while (!rl.done) {
         struct pollfd p[2] = {{.fd = tty, .events = POLLIN},
                               {.fd = s->coord->sigfd, .events = POLLIN}};
         if (gcsh_coord_idle_poll(s->coord, p, 2, -1) < 0 && errno != EINTR)
             break;
-        if (p[1].revents & POLLIN) {
-            int mask = gcsh_sig_drain(s->coord->sigfd);
-            if (mask & GCSH_SIGMASK_WINCH)
-                rl_resize_terminal();
-            if (mask & GCSH_SIGMASK_TERM) {
-                rl_crlf();
-                rl_callback_handler_remove();
-                return GOT_TERM;
-            }
-            if (mask & GCSH_SIGMASK_INT) { /* Ctrl-C at the prompt clears the line */
+        int mask = p[1].revents & POLLIN ? gcsh_sig_drain(s->coord->sigfd) : 0;
+        if (mask & GCSH_SIGMASK_WINCH)
+            rl_resize_terminal();
+        if (mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT))
+            prompt_job_control(s, mask);
+        if (mask & (GCSH_SIGMASK_TERM | GCSH_SIGMASK_INT)) {
+            if (mask & GCSH_SIGMASK_INT) /* Ctrl-C at the prompt clears the line */
                 rl_replace_line("", 0);
-                rl_crlf();
-                rl_callback_handler_remove();
-                return GOT_INTERRUPT;
-            }
+            rl_crlf();
+            rl_callback_handler_remove();
+            return mask & GCSH_SIGMASK_TERM ? GOT_TERM : GOT_INTERRUPT;
         }
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
             rl_callback_read_char();
@@ -648,11 +779,15 @@ static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
     return GOT_LINE;
 }
 
-/* A whole line typed ahead while a command ran (coord.c), if any. */
-static int take_typeahead(gcsh_session *s, char **line)
+/* A whole line of t, taken off its front.  A line ends at a newline, or
+ * at a carriage return (Enter, as it comes in while readline has the
+ * terminal). */
+static int take_text_line(gcsh_text *t, char **line)
 {
-    gcsh_text *t = &s->coord->typeahead;
     char *nl = t->len ? memchr(t->s, '\n', t->len) : NULL;
+    char *cr = t->len ? memchr(t->s, '\r', t->len) : NULL;
+    if (cr && (!nl || cr < nl))
+        nl = cr;
     if (!nl)
         return 0;
     size_t n = (size_t)(nl - t->s);
@@ -666,7 +801,11 @@ static int take_typeahead(gcsh_session *s, char **line)
 static enum got read_line(gcsh_session *s, int continuation, char **line)
 {
     char prompt[600];
-    if (take_typeahead(s, line)) /* the terminal echoed it already */
+    /* on the screen already: the rest of a line of several lines, or lines
+     * typed while a command ran (the terminal echoed them); pasted keys came
+     * before the latter */
+    if (take_text_line(&s->shown, line) ||
+        (!pasted_left(s) && take_text_line(&s->coord->typeahead, line)))
         return GOT_LINE;
     gcsh_session_prompt(s, continuation, prompt, sizeof prompt);
     return s->term->editing ? read_edited(s, prompt, line) : read_plain(s, prompt, line);
@@ -812,6 +951,15 @@ void gcsh_repl(gcsh_session *s)
             s->quit = 1;
             break;
         }
+        if (g == GOT_EOF && chunk && s->term->editing) {
+            /* Ctrl-D at ">>": the unfinished chunk is dropped, as Ctrl-C drops
+             * a line; the session goes on (lua5.4 does the same) */
+            fputc('\n', rl_outstream);
+            fflush(rl_outstream);
+            free(chunk);
+            chunk = NULL;
+            continue;
+        }
         if (g == GOT_EOF)
             break;
         if (g == GOT_INTERRUPT) {
@@ -841,7 +989,7 @@ void gcsh_repl(gcsh_session *s)
         size_t len;
         const char *text = lua_tolstring(s->syntax, -1, &len);
         if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
-            gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
+            gcsh_coord_error(s->coord, "%s", lua_tostring(s->syntax, -1));
             s->failures++;
         }
         lua_settop(s->syntax, 0);

@@ -29,6 +29,11 @@ typedef struct gcsh_session {
     gcsh_recorder *rec; /* .record / --record: where lines are recorded, or NULL */
     char syntax_msg[512]; /* the last line's syntax error */
     gcsh_text inbuf;   /* piped input read but not yet taken as lines */
+    /* Keys that arrived with a line at the terminal (a paste), not read or
+     * echoed yet: the prompt takes them first, as if typed (repl.c). */
+    gcsh_text pasted;
+    size_t pasted_at;  /* bytes of `pasted` taken so far */
+    gcsh_text shown;   /* lines on the screen already, to run before those */
     int in_eof;        /* the pipe or file has ended */
     gcsh_lesson *lesson; /* the lesson .next goes through, or NULL */
 } gcsh_session;

@@ -213,10 +213,10 @@ static void say_block(gcsh_coord *c, const char *title, const gcsh_text *t)
 {
     gcsh_coord_say(c, "gcsh:   %s:", title);
     if (t->len)
-        fprintf(c->out, "%s", t->s);
+        fprintf(c->err, "%s", t->s);
     else
-        gcsh_coord_say(c, "(nothing)");
-    fflush(c->out);
+        gcsh_coord_error(c, "(nothing)");
+    fflush(c->err);
 }
 
 typedef struct entry {

@@ -6,11 +6,15 @@
 #define GCSH_SIG_INT 'I'
 #define GCSH_SIG_WINCH 'W'
 #define GCSH_SIG_TERM 'T'
+#define GCSH_SIG_TSTP 'Z'
+#define GCSH_SIG_CONT 'C'
 
 /* What gcsh_sig_drain returns, or'ed. */
 #define GCSH_SIGMASK_INT 1   /* SIGINT: interrupt the command (Ctrl-C) */
 #define GCSH_SIGMASK_WINCH 2 /* SIGWINCH: the terminal changed size */
 #define GCSH_SIGMASK_TERM 4  /* SIGTERM, SIGHUP: interrupt and end the session */
+#define GCSH_SIGMASK_TSTP 8  /* SIGTSTP: Ctrl-Z, suspend the job (term.h) */
+#define GCSH_SIGMASK_CONT 16 /* SIGCONT: the job was continued (fg, bg) */
 
 /* The status a session stopped by SIGTERM ends with (128 + SIGTERM, as a
  * shell reports a process killed by it). */
@@ -21,6 +25,14 @@
 /* Installs SIGINT/SIGWINCH/SIGTERM/SIGHUP handlers; returns the pipe's read
  * end (or -1). */
 int gcsh_sig_install(void);
+/* Catches SIGTSTP and SIGCONT too (rank 0 edits lines on a terminal): the
+ * terminal is given back before the job stops, taken again after. */
+void gcsh_sig_catch_job_control(void);
+/* Calls stop(arg), which makes someone stop this process (SIGSTOP), and
+ * returns once the process was continued (SIGCONT), however the stop and
+ * the continue interleave with stop's own return.  Needs
+ * gcsh_sig_catch_job_control. */
+void gcsh_sig_stop_and_wait(void (*stop)(void *arg), void *arg);
 /* Reads every pending signal byte; returns a GCSH_SIGMASK_* bitmask. */
 int gcsh_sig_drain(int fd);
 

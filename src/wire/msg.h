@@ -11,8 +11,8 @@
 enum gcsh_msg_type {
     MSG_HELLO = 1, /* worker -> coordinator on connect: token, rank, channel */
     MSG_CHUNK,     /* coordinator -> worker: u32 flags, u32 namelen, name, source */
-    MSG_OUT,       /* worker -> coordinator: captured text */
-    MSG_DONE,      /* worker -> coordinator: u32 status, then captured text */
+    MSG_OUT,       /* worker -> coordinator: captured program output (stdout) */
+    MSG_DONE,      /* worker -> coordinator: u32 status, then captured stdout text */
     MSG_INTERRUPT, /* coordinator -> watcher: interrupt chunk `seq` */
     MSG_QUIT,      /* coordinator -> worker: leave the loop */
     /* Checks and whereabouts (collcheck.h) */
@@ -34,6 +34,7 @@ enum gcsh_msg_type {
     MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
     MSG_ABORT_NOW, /* coordinator -> watcher (ctl), during a command: rank `seq`
                     * aborted these u64 communicator ids (collcheck.h) */
+    MSG_ERR,       /* worker -> coordinator: captured errors (stderr) */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */

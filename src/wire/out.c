@@ -34,6 +34,24 @@ void gcsh_text_free(gcsh_text *t)
     *t = (gcsh_text){0};
 }
 
+/* ---- segments -------------------------------------------------------------- */
+
+int gcsh_segment_note(gcsh_segment **seg, size_t *nseg, size_t *capseg, size_t at, int stream)
+{
+    if (*nseg && (*seg)[*nseg - 1].stream == stream)
+        return 0;
+    if (*nseg == *capseg) {
+        size_t cap = *capseg ? 2 * *capseg : 4;
+        gcsh_segment *p = realloc(*seg, cap * sizeof *p);
+        if (!p)
+            return -1;
+        *seg = p;
+        *capseg = cap;
+    }
+    (*seg)[(*nseg)++] = (gcsh_segment){at, stream};
+    return 0;
+}
+
 /* ---- capture ------------------------------------------------------------- */
 
 void gcsh_capture_init(gcsh_capture *c, int fd, size_t limit)
@@ -45,50 +63,76 @@ void gcsh_capture_init(gcsh_capture *c, int fd, size_t limit)
 void gcsh_capture_destroy(gcsh_capture *c)
 {
     free(c->buf);
+    free(c->seg);
     pthread_mutex_destroy(&c->lock);
 }
 
-/* Sends the buffer: MSG_OUT pieces, then the last piece as `type`. */
-static void send_locked(gcsh_capture *c, uint32_t type, const void *head, size_t hlen)
+/* Sends bytes [from, to) of the buffer as messages of their stream, at most
+ * CAPTURE_MAX_MESSAGE bytes each. */
+static void send_run(gcsh_capture *c, int stream, size_t from, size_t to)
 {
-    size_t off = 0;
-    while (!c->broken && c->len - off > CAPTURE_MAX_MESSAGE) {
-        if (gcsh_msg_send(c->fd, MSG_OUT, c->seq, c->buf + off, CAPTURE_MAX_MESSAGE, NULL, 0) != 0)
+    uint32_t type = stream == GCSH_STDERR ? MSG_ERR : MSG_OUT;
+    while (!c->broken && from < to) {
+        size_t n = to - from < CAPTURE_MAX_MESSAGE ? to - from : CAPTURE_MAX_MESSAGE;
+        if (gcsh_msg_send(c->fd, type, c->seq, c->buf + from, n, NULL, 0) != 0)
             c->broken = 1;
-        off += CAPTURE_MAX_MESSAGE;
+        from += n;
     }
-    if (!c->broken &&
-        gcsh_msg_send(c->fd, type, c->seq, head, hlen, c->buf + off, c->len - off) != 0)
-        c->broken = 1;
-    c->len = 0;
 }
 
-void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n)
+/* Sends the buffer, run by run in order; with MSG_DONE (head: the status)
+ * a last stdout run of up to CAPTURE_MAX_MESSAGE bytes travels in the DONE
+ * itself, as most commands' only output does. */
+static void send_locked(gcsh_capture *c, uint32_t type, const void *head, size_t hlen)
+{
+    size_t tail = c->len; /* where the DONE's own text starts */
+    if (type == MSG_DONE && c->nseg && c->seg[c->nseg - 1].stream == GCSH_STDOUT) {
+        tail = c->seg[c->nseg - 1].at;
+        if (c->len - tail > CAPTURE_MAX_MESSAGE)
+            tail = c->len - CAPTURE_MAX_MESSAGE;
+    }
+    for (size_t i = 0; i < c->nseg; i++) {
+        size_t from = c->seg[i].at, to = i + 1 < c->nseg ? c->seg[i + 1].at : c->len;
+        send_run(c, c->seg[i].stream, from, to < tail ? to : tail);
+    }
+    if (type == MSG_DONE && !c->broken &&
+        gcsh_msg_send(c->fd, MSG_DONE, c->seq, head, hlen, c->buf + tail, c->len - tail) != 0)
+        c->broken = 1;
+    c->len = 0;
+    c->nseg = 0;
+}
+
+/* Appends to the buffer (the caller holds the lock and minds the cap);
+ * returns the bytes kept. */
+static size_t append_locked(gcsh_capture *c, int stream, const char *s, size_t n)
+{
+    if (c->len + n > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + n)
+            cap *= 2;
+        char *p = realloc(c->buf, cap);
+        if (!p)
+            return 0;
+        c->buf = p;
+        c->cap = cap;
+    }
+    if (gcsh_segment_note(&c->seg, &c->nseg, &c->capseg, c->len, stream) != 0)
+        return 0;
+    memcpy(c->buf + c->len, s, n);
+    c->len += n;
+    return n;
+}
+
+void gcsh_capture_write(gcsh_capture *c, int stream, const char *s, size_t n)
 {
     pthread_mutex_lock(&c->lock);
     size_t room = c->kept < c->limit ? c->limit - c->kept : 0;
     size_t take = n < room ? n : room;
-    c->dropped += n - take;
-    c->kept += take;
-    if (take) {
-        if (c->len + take > c->cap) {
-            size_t cap = c->cap ? c->cap : 4096;
-            while (cap < c->len + take)
-                cap *= 2;
-            char *p = realloc(c->buf, cap);
-            if (!p) {
-                c->dropped += take;
-                take = 0;
-            } else {
-                c->buf = p;
-                c->cap = cap;
-            }
-        }
-        memcpy(c->buf + c->len, s, take);
-        c->len += take;
-        if (take)
-            c->mid_line = s[take - 1] != '\n';
-    }
+    size_t kept = take ? append_locked(c, stream, s, take) : 0;
+    c->dropped += n - kept;
+    c->kept += kept;
+    if (kept)
+        c->mid_line = s[kept - 1] != '\n';
     if (c->running && c->len >= CAPTURE_INLINE_FLUSH)
         send_locked(c, MSG_OUT, NULL, 0);
     pthread_mutex_unlock(&c->lock);
@@ -147,20 +191,12 @@ int gcsh_capture_send(gcsh_capture *c, uint32_t type, const void *p, size_t len)
 int gcsh_capture_done(gcsh_capture *c, uint32_t status)
 {
     pthread_mutex_lock(&c->lock);
-    if (c->dropped) {
+    if (c->dropped) { /* the note always gets through, past the cap */
         char note[160];
-        int k = snprintf(note, sizeof note,
-                         "%sgcsh: output capped at %zu bytes; %zu bytes dropped\n",
-                         c->mid_line ? "\n" : "", c->limit, c->dropped);
-        /* the note always gets through, past the cap */
-        size_t need = c->len + (size_t)k;
-        char *p = need > c->cap ? realloc(c->buf, need) : c->buf;
-        if (p) {
-            c->buf = p;
-            c->cap = need > c->cap ? need : c->cap;
-            memcpy(c->buf + c->len, note, (size_t)k);
-            c->len += (size_t)k;
-        }
+        int mid = c->mid_line && c->nseg && c->seg[c->nseg - 1].stream == GCSH_STDERR;
+        int k = snprintf(note, sizeof note, "%sgcsh: output capped at %zu bytes; %zu bytes dropped\n",
+                         mid ? "\n" : "", c->limit, c->dropped);
+        append_locked(c, GCSH_STDERR, note, (size_t)k);
     }
     c->running = 0;
     send_locked(c, MSG_DONE, &status, sizeof status);
@@ -169,59 +205,43 @@ int gcsh_capture_done(gcsh_capture *c, uint32_t status)
     return broken ? -1 : 0;
 }
 
+/* A FILE* of one stream: fopencookie passes the cookie only, so each stream
+ * has its own. */
+typedef struct capture_stream {
+    gcsh_capture *c;
+    int stream;
+} capture_stream;
+
 static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
 {
-    gcsh_capture_write(cookie, buf, size);
+    capture_stream *cs = cookie;
+    gcsh_capture_write(cs->c, cs->stream, buf, size);
     return (ssize_t)size;
 }
 
-FILE *gcsh_capture_file(gcsh_capture *c)
+static int cookie_close(void *cookie)
 {
-    cookie_io_functions_t io = {.write = cookie_write};
-    FILE *f = fopencookie(c, "w", io);
-    if (f)
-        setvbuf(f, NULL, _IONBF, 0); /* ordering with print() must hold */
+    free(cookie);
+    return 0;
+}
+
+FILE *gcsh_capture_file(gcsh_capture *c, int stream)
+{
+    capture_stream *cs = malloc(sizeof *cs);
+    if (!cs)
+        return NULL;
+    *cs = (capture_stream){c, stream};
+    cookie_io_functions_t io = {.write = cookie_write, .close = cookie_close};
+    FILE *f = fopencookie(cs, "w", io);
+    if (!f) {
+        free(cs);
+        return NULL;
+    }
+    setvbuf(f, NULL, _IONBF, 0); /* ordering with print() must hold */
     return f;
 }
 
-/* ---- folding -------------------------------------------------------------- */
-
-void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, int prefix)
-{
-    f->nranks = nranks;
-    f->pending = calloc((size_t)nranks, sizeof *f->pending);
-    f->out = out;
-    f->prefix = prefix;
-}
-
-void gcsh_fold_destroy(gcsh_fold *f)
-{
-    for (int r = 0; r < f->nranks; r++)
-        gcsh_text_free(&f->pending[r]);
-    free(f->pending);
-    f->pending = NULL;
-}
-
-void gcsh_fold_add(gcsh_fold *f, int rank, const char *s, size_t n)
-{
-    gcsh_text_append(&f->pending[rank], s, n);
-}
-
-size_t gcsh_fold_bytes(const gcsh_fold *f)
-{
-    size_t n = 0;
-    for (int r = 0; r < f->nranks; r++)
-        n += f->pending[r].len;
-    return n;
-}
-
-int gcsh_fold_pending(const gcsh_fold *f)
-{
-    for (int r = 0; r < f->nranks; r++)
-        if (f->pending[r].len)
-            return 1;
-    return 0;
-}
+/* ---- folded text (rank 0; the folding itself is fold.c) -------------------- */
 
 char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
 {
@@ -243,71 +263,6 @@ char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
         i = j + 1;
     }
     return buf;
-}
-
-/* How much of rank r's pending text a flush takes. */
-static size_t flushable(const gcsh_text *t, int whole_lines)
-{
-    if (!whole_lines)
-        return t->len;
-    size_t n = t->len;
-    while (n > 0 && t->s[n - 1] != '\n')
-        n--;
-    return n;
-}
-
-static void print_block(gcsh_fold *f, const char *label, const char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        const char *nl = memchr(s + i, '\n', n - i);
-        size_t end = nl ? (size_t)(nl - s) : n;
-        if (f->prefix)
-            fprintf(f->out, "[%s] ", label);
-        fwrite(s + i, 1, end - i, f->out);
-        fputc('\n', f->out);
-        i = end + 1;
-    }
-}
-
-static void drop_front(gcsh_text *t, size_t n)
-{
-    memmove(t->s, t->s + n, t->len - n);
-    t->len -= n;
-    if (t->s)
-        t->s[t->len] = '\0';
-}
-
-void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
-{
-    int n = f->nranks;
-    size_t *take = calloc((size_t)n, sizeof *take);
-    int *group = malloc((size_t)n * sizeof *group);
-    char *done = calloc((size_t)n, 1);
-    char label[4096];
-    for (int r = 0; r < n; r++)
-        take[r] = flushable(&f->pending[r], whole_lines);
-    for (int r = 0; r < n; r++) {
-        if (done[r] || take[r] == 0)
-            continue;
-        int g = 0;
-        for (int q = r; q < n; q++) {
-            if (!done[q] && take[q] == take[r] &&
-                memcmp(f->pending[q].s, f->pending[r].s, take[r]) == 0) {
-                group[g++] = q;
-                done[q] = 1;
-            }
-        }
-        gcsh_format_ranks(group, g, label, sizeof label);
-        print_block(f, label, f->pending[r].s, take[r]);
-    }
-    for (int r = 0; r < n; r++)
-        if (take[r])
-            drop_front(&f->pending[r], take[r]);
-    fflush(f->out);
-    free(take);
-    free(group);
-    free(done);
 }
 
 void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const *texts,

@@ -1,12 +1,19 @@
 /* Output: per-rank capture (workers) and rank-range folding (rank 0).
  *
- * Workers: everything Lua writes (print, io.write, io.stderr, error messages)
- * goes into a capture buffer that is shipped to rank 0 while the chunk runs
- * (by the watcher thread, at least every 100 ms) and with the chunk's DONE.
- * Output beyond a per-command cap is dropped and counted.
+ * Workers: everything Lua writes goes into a capture buffer, on one of two
+ * streams: program output (print, io.write, io.stdout) and errors (error
+ * messages and tracebacks, io.stderr, warn(), gcsh's own notes).  The buffer
+ * is shipped to rank 0 while the chunk runs (by the watcher thread, at least
+ * every 100 ms) and with the chunk's DONE, each stream's runs in the order
+ * they were written (MSG_OUT, MSG_ERR).  Output beyond a per-command cap is
+ * dropped and counted.
  *
  * Rank 0: text from each rank accumulates per rank; a flush prints ranks whose
- * text is identical once, under a rank range ("[0-2,5] 42", dshbak -c). */
+ * text is identical once, under a rank range ("[0-2,5] 42", dshbak -c),
+ * program output on rank 0's stdout and errors on its stderr, in the order
+ * the rank wrote them.  Texts that differ only in the addresses Lua prints
+ * ("function: 0x55d0c3a4b2c0") fold too, the differing addresses shown as
+ * 0x…; the tag mode says when lines get their "[ranks] " prefix. */
 #ifndef GCSH_OUT_H
 #define GCSH_OUT_H
 
@@ -16,12 +23,28 @@
 
 #include "wire/msg.h"
 
+/* The two streams of a rank's output. */
+enum { GCSH_STDOUT = 0, GCSH_STDERR = 1 };
+
+/* Where a run of one stream starts in a buffer (the run goes on to the next
+ * segment's start or the buffer's end). */
+typedef struct gcsh_segment {
+    size_t at;
+    int stream;
+} gcsh_segment;
+
+/* Notes that text of `stream` starts at `at` (the buffer's end), unless the
+ * last run is of that stream already.  Returns 0, or -1 out of memory. */
+int gcsh_segment_note(gcsh_segment **seg, size_t *nseg, size_t *capseg, size_t at, int stream);
+
 /* ---- capture (every rank) ------------------------------------------------ */
 
 struct gcsh_capture {
     pthread_mutex_t lock; /* also serialises sends on fd */
     char *buf;
     size_t len, cap;
+    gcsh_segment *seg;    /* the streams' runs in buf; seg[0].at == 0 when len */
+    size_t nseg, capseg;
     size_t limit;   /* bytes kept per command */
     size_t kept;    /* bytes kept this command */
     size_t dropped; /* bytes dropped this command */
@@ -40,7 +63,8 @@ typedef struct gcsh_capture gcsh_capture;
 
 void gcsh_capture_init(gcsh_capture *c, int fd, size_t limit);
 void gcsh_capture_destroy(gcsh_capture *c);
-void gcsh_capture_write(gcsh_capture *c, const char *s, size_t n);
+/* Appends n bytes of stream (GCSH_STDOUT or GCSH_STDERR). */
+void gcsh_capture_write(gcsh_capture *c, int stream, const char *s, size_t n);
 /* A command starts; progress: rank 0 shows progress lines for it. */
 void gcsh_capture_begin(gcsh_capture *c, uint32_t seq, int progress);
 /* Sends what is buffered as MSG_OUT (watcher thread, during a chunk). */
@@ -54,8 +78,8 @@ int gcsh_capture_done(gcsh_capture *c, uint32_t status);
  * watcher's next flush sends it, so a tight loop may report every step.
  * Does nothing unless this command's progress is shown (begin's flag). */
 void gcsh_capture_progress(gcsh_capture *c, uint64_t done, uint64_t total, const char *label);
-/* A FILE* whose writes go to the capture (for io.stdout / io.stderr). */
-FILE *gcsh_capture_file(gcsh_capture *c);
+/* A FILE* whose writes go to the capture's stream (io.stdout, io.stderr). */
+FILE *gcsh_capture_file(gcsh_capture *c, int stream);
 
 /* ---- folding (rank 0) ---------------------------------------------------- */
 
@@ -64,16 +88,37 @@ typedef struct gcsh_text {
     size_t len, cap;
 } gcsh_text;
 
+/* When folded lines get their "[0-2,5] " prefix (--tag): always; never
+ * (mpirun's habit, pdsh -N); auto: program output is left bare while one
+ * rank alone has printed in the command (errors are always tagged).  At one
+ * rank, never. */
+typedef enum gcsh_tag_mode { GCSH_TAG_ALWAYS, GCSH_TAG_NEVER, GCSH_TAG_AUTO } gcsh_tag_mode;
+
+/* "always", "never", "auto": 0 and *mode set, else -1. */
+int gcsh_tag_parse(const char *s, gcsh_tag_mode *mode);
+
+/* One rank's text not yet printed, with its streams' runs. */
+typedef struct gcsh_pending {
+    gcsh_text text;
+    gcsh_segment *seg; /* seg[0].at == 0 when text.len */
+    size_t nseg, capseg;
+} gcsh_pending;
+
 typedef struct gcsh_fold {
     int nranks;
-    gcsh_text *pending; /* per rank, not yet printed */
-    FILE *out;
-    int prefix;         /* print "[ranks] " before lines (off for 1 rank) */
+    gcsh_pending *pending; /* per rank */
+    FILE *out[2];       /* GCSH_STDOUT, GCSH_STDERR */
+    gcsh_tag_mode tag;
+    char *printed;      /* per rank: printed program output in this command */
+    int nprinted;
+    int addresses_said; /* the note on 0x… was printed (once a session) */
 } gcsh_fold;
 
-void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, int prefix);
+void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, FILE *err, gcsh_tag_mode tag);
 void gcsh_fold_destroy(gcsh_fold *f);
-void gcsh_fold_add(gcsh_fold *f, int rank, const char *s, size_t n);
+/* A command starts: --tag=auto counts the ranks that print from here. */
+void gcsh_fold_begin(gcsh_fold *f);
+void gcsh_fold_add(gcsh_fold *f, int rank, int stream, const char *s, size_t n);
 /* Whether any rank has text waiting. */
 int gcsh_fold_pending(const gcsh_fold *f);
 /* Bytes waiting, all ranks together. */

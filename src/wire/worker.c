@@ -186,14 +186,12 @@ static int push_script_args(lua_State *L)
     return n;
 }
 
-/* A message on lines of its own, even after io.write("partial") (only the
- * worker thread writes the capture, so mid_line is its to read). */
-static void capture_string(gcsh_ctx *ctx, const char *s)
+/* An error message, a line on the rank's error stream (rank 0 ends a
+ * partial line of the other stream before it: fold.c). */
+static void capture_error(gcsh_ctx *ctx, const char *s)
 {
-    if (ctx->cap->mid_line)
-        gcsh_capture_write(ctx->cap, "\n", 1);
-    gcsh_capture_write(ctx->cap, s, strlen(s));
-    gcsh_capture_write(ctx->cap, "\n", 1);
+    gcsh_capture_write(ctx->cap, GCSH_STDERR, s, strlen(s));
+    gcsh_capture_write(ctx->cap, GCSH_STDERR, "\n", 1);
 }
 
 /* Whether the value at idx is a table without a text of its own (no
@@ -247,7 +245,7 @@ static void print_results(lua_State *L, int first)
     lua_getglobal(L, "print");
     lua_insert(L, first);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
-        capture_string(gcsh_ctx_of(L),
+        capture_error(gcsh_ctx_of(L),
                        lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
 }
 
@@ -275,7 +273,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     }
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        capture_string(w->ctx, msg ? msg : "(error object is not a string)");
+        capture_error(w->ctx, msg ? msg : "(error object is not a string)");
     }
     lua_settop(L, base);
     return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR;

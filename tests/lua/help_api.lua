@@ -75,13 +75,84 @@ H.truthy(help.text(kernel):find("kernel.allreduce(w", 1, true), "help(kernel)")
 H.truthy(help.text("gcsh"):find("gcsh.progress(done, total", 1, true), "help('gcsh')")
 H.truthy(help.text():find("topic: bench comm gcsh kernel", 1, true), "help() lists the topics")
 H.truthy(help.text(repro):find("^repro: "), "help(repro)")
-H.raises(function() help.text("nope") end, "help: no topic for 'nope' (topics: bench comm", "unknown topic")
-H.raises(function() help.text(42) end, "help: no topic for number", "a value without a topic")
-for topic in pairs(help.API) do
-  for line in help.text(topic, help.RANK_WIDTH):gmatch("[^\n]+") do
-    H.truthy(#line <= help.RANK_WIDTH, "help " .. topic .. " fits: " .. line)
+H.raises(function() help.text("nope") end,
+         "help: no topic or function named 'nope' (topics: bench comm", ".help of an unknown name")
+H.truthy(help.text("string.format"):find("string.format(formatstring, ...)", 1, true), ".help a function")
+for _, set in ipairs { help.API, help.STD } do
+  for topic in pairs(set) do
+    for line in help.text(topic, help.RANK_WIDTH):gmatch("[^\n]+") do
+      H.truthy(#line <= help.RANK_WIDTH, "help " .. topic .. " fits: " .. line)
+    end
   end
 end
+
+-- ---- help(x) answers for every value, never with an error
+-- Every global, and every function of every library and module: a function
+-- by its name and signature (its row names it), a table by its topic or
+-- what is in it.
+local checked = 0
+-- keys: the names v has in its table (one function can have two: math.atan
+-- is math.atan2 where Lua 5.2's names are kept); help names one of them
+local function answers(name, v, keys)
+  local ok, text = pcall(help.describe, v, help.RANK_WIDTH)
+  H.truthy(ok and type(text) == "string", "help(" .. name .. "): " .. tostring(text))
+  if ok and type(v) == "function" then
+    local named = false
+    for _, key in ipairs(keys) do
+      named = named or text:find(key .. "(", 1, true) or text:find(key .. ":", 1, true)
+    end
+    H.truthy(named, "help(" .. name .. ") names it: " .. text)
+  end
+  checked = checked + 1
+end
+local function names_in(t, v)
+  local keys = {}
+  for k, x in pairs(t) do if x == v and type(k) == "string" then keys[#keys + 1] = k end end
+  return keys
+end
+for gname, g in pairs(_G) do
+  answers(gname, g, { gname })
+  if type(g) == "table" and g ~= _G and g ~= package.loaded then
+    for k, v in pairs(g) do
+      if type(k) == "string" then answers(gname .. "." .. k, v, names_in(g, v)) end
+    end
+  end
+end
+H.truthy(checked > 150, "every global and library function was asked (" .. checked .. ")")
+-- Lua's standard library: every function has a row, every row a function
+for lib, t in pairs(help.STD) do
+  local mod = lib == "_G" and _G or lib == "file" and getmetatable(io.stdout).__index or _G[lib]
+  local prefix = (lib == "_G" and "") or (lib == "file" and "f:") or (lib .. ".")
+  for _, row in ipairs(t.rows) do
+    local outside = row[1]:gsub("%b()", " "):gsub("%b[]", " ")
+    for name in outside:gmatch("[%w_.:]+") do
+      H.truthy(mod[name:sub(#prefix + 1)] ~= nil, "the row " .. row[1] .. " names something that exists")
+    end
+  end
+  for k, v in pairs(mod) do
+    if type(v) == "function" then
+      local text, named = help.describe(v), false
+      for _, key in ipairs(names_in(mod, v)) do
+        named = named or text:find("^" .. (prefix .. key):gsub("%.", "%%.") .. ":")
+      end
+      H.truthy(named, "help(" .. prefix .. k .. ") has its row: " .. text)
+    end
+  end
+end
+-- values by their type
+H.eq(help.describe(42), "42: a number, an integer", "help(42)")
+H.eq(help.describe(2.5), "2.5: a number, a float", "help(2.5)")
+H.eq(help.describe(true), "true: a boolean", "help(true)")
+H.eq(help.describe(nil), "nil: no value (help() lists the topics)", "help(nil)")
+H.eq(help.describe({ 1, 2, x = 3 }), "a table: 2 items in its array part; keys x", "help(a table)")
+H.truthy(help.describe("nope"):find('^"nope": a string of 4 bytes, not the name of a help topic or function'), "help('nope')")
+H.truthy(help.describe(print):find("^print: Lua's basic functions"), "help(print)")
+H.truthy(help.describe(gcsh.sleep):find("gcsh.sleep(s)", 1, true), "help(gcsh.sleep)")
+H.truthy(help.describe(tensor.new(1).fill):find("^t:fill: "), "help(a method)")
+H.truthy(help.describe(io.stdout.write):find("^f:write: "), "help(a file's method)")
+local function my_function(a, b, ...) return a, b end
+H.truthy(help.describe(my_function):find("^function%(a, b, ...%): a Lua function defined at "), "help(a Lua function)")
+H.truthy(help.describe(coroutine.create(print)):find("^a coroutine, suspended"), "help(a coroutine)")
 
 -- ---- gcsh.pretty: tables as the prompt prints them
 H.eq(pretty.format({ 1, 2, 3 }), "{1, 2, 3}", "an array")

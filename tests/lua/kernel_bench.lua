@@ -30,13 +30,26 @@ H.eq(#ll, 5, "oneshot at all three sizes, ll at two")
 if c.rank == 0 then
   local f = assert(io.open(csv))
   H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us,gpu_shared", "csv header")
-  local lines = 0
-  for _ in f:lines() do lines = lines + 1 end
+  local cells = {}
+  for line in f:lines() do
+    local row = {}
+    for cell in (line .. ","):gmatch("([^,]*),") do row[#row + 1] = cell end
+    cells[#cells + 1] = row
+  end
   f:close()
-  H.eq(lines, #rows, "one csv line per row")
+  H.eq(#cells, #rows, "one csv line per row")
   f = assert(io.open(json))
-  local doc = require("dkjson").decode(f:read("a"))
+  local text = f:read("a")
+  local doc = require("dkjson").decode(text)
   f:close()
+  -- CSV with JSON's precision: each busbw cell is the JSON file's text
+  local json_busbw = {}
+  for v in text:gmatch('"busbw":%s*([^,\n}]+)') do json_busbw[#json_busbw + 1] = v end
+  H.eq(#json_busbw, #rows, "json: a busbw per row")
+  for i = 1, #rows do
+    H.eq(cells[i][8], json_busbw[i], "csv row " .. i .. " busbw as json writes it")
+    H.near(tonumber(cells[i][8]), rows[i].busbw, 1e-12 * rows[i].busbw, "csv row " .. i .. " busbw, 14 digits")
+  end
   H.eq(doc.bench, "allreduce", "json: bench")
   H.eq(doc.ranks, c.size, "json: ranks")
   H.eq(doc.backend, gcsh.backend, "json: backend")
@@ -66,6 +79,24 @@ H.eq(t.auto_vs_best, nil, "no auto rows: auto / best is n/a")
 H.raises(function() bench.allreduce_targets({}) end,
          "bench.allreduce_targets: rows must be the non-empty list that bench.allreduce returns (got an empty table)", "no rows")
 H.raises(function() bench.allreduce_targets() end, "(got nil)", "nil rows")
+
+-- the chart: each size on its own scale, values with three significant
+-- digits, so small sizes do not read 0.00
+local chart_rows = {
+  { algo = "a", size = 8, type = "f32", busbw = 0.00406, time_us = 10 },
+  { algo = "b", size = 8, type = "f32", busbw = 0.00203, time_us = 20 },
+  { algo = "a", size = 1 << 30, type = "f32", busbw = 325.0, time_us = 3300 },
+  { algo = "b", size = 1 << 30, type = "f32", busbw = 162.5, time_us = 6600 },
+}
+local printed, real_print = {}, print
+print = function(s) printed[#printed + 1] = s end -- luacheck: ignore
+bench.chart(chart_rows, "busbw")
+print = real_print -- luacheck: ignore
+H.eq(printed[1], "# busbw (GB/s) per algorithm (f32); at each size, bars relative to the best there", "chart title")
+H.eq(printed[2], "8 B", "chart: a size")
+H.eq(printed[3], "  a          " .. string.rep("#", 50) .. " 0.00406", "chart: the best at 8 B, full width, its value")
+H.eq(printed[4], "  b          " .. string.rep("#", 25) .. " 0.00203", "chart: half of it, half the width")
+H.eq(printed[6], "  a          " .. string.rep("#", 50) .. " 325", "chart: 1 GiB on its own scale")
 
 -- csv=/json= that cannot be written fail at once, on every rank alike
 H.raises(function() bench.allreduce { algos = { "oneshot" }, min = 4, max = 4, csv = "/nonexistent/x.csv", quiet = true } end,

@@ -52,7 +52,29 @@ H.truthy(ttext:find("tensor (" .. n .. " i32): each rank's", 1, true), ttext)
 
 -- show prints only on rank 0 and returns nothing
 H.eq(select("#", show(w)), 0, "show returns nothing")
-H.raises(function() show(42) end, "show: window, tensor or signals expected, got number")
+
+-- any other value: each rank's text as the prompt prints it, a row a rank
+local want = { string.format("number on %d rank%s", n, n == 1 and "" or "s"), "rank  value" }
+for r = 0, n - 1 do want[#want + 1] = string.format("%4d  %d%s", r, r, r > 0 and "*" or "") end
+if n > 1 then want[#want + 1] = "(* = differs from the most common value in its column)" end
+H.eq(S.format(me, c), table.concat(want, "\n"), "show(a number)")
+H.eq(S.format(nil, c):match("^[^\n]*"), string.format("nil on %d rank%s", n, n == 1 and "" or "s"), "show(nil)")
+for _, v in ipairs { true, "text", { 1, a = 2 }, print, io.stdout, coroutine.create(print), c } do
+  local ok, text = pcall(S.format, v, c)
+  H.truthy(ok and text:find("^%S+ on " .. n .. " rank"), "show(a " .. type(v) .. "): " .. tostring(text))
+end
+-- values of several lines: each different text once, under its ranks
+local long = S.format({ string.rep("x", 70), odd = me % 2 == 1 }, c)
+H.truthy(long:find("\nrank" .. (n > 2 and "s 0,2" or " 0") .. ":\n  {\n", 1, true), long)
+H.eq(select("#", show(42)), 0, "show(42) returns nothing")
+-- every global, in one order on every rank (show is collective)
+local names = {}
+for name in pairs(_G) do names[#names + 1] = name end
+table.sort(names)
+for _, name in ipairs(names) do
+  local ok, text = pcall(S.format, _G[name], c)
+  H.truthy(ok and text:find(" on " .. n .. " rank"), "show(" .. name .. "): " .. tostring(text))
+end
 s:free()
 w:free()
 print("window_show ok")

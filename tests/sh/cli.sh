@@ -130,8 +130,9 @@ expect_eq "-v -e: then -e runs" "$(tail -n 1 <<<"$OUT")" "[0-1] e"
 OUT=$(timeout 60 "$GCSH" --help 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "--help: exit 0, nothing on stderr" "$RC:$(cat "$TMP/err")" "0:"
 expect_match "--help: usage" "$OUT" '^usage: .*gcsh \[options\] \[script \[args\]\]$'
-for opt in "-e stat" "-l mod" "-i " "-q " "-v, --version" "-h, --help" "-n N" "--backend B" \
-           "--timeout S" "--hostfile FILE" "--host, -H LIST" "--map-by SPEC" "-- " "- "; do
+for opt in "-e stat" "-l mod" "-i " "-q " "-W " "-v, --version" "-h, --help" "-n, -np N" \
+           "--backend B" "--timeout S" "--tag WHEN" "--hostfile FILE" "--host, -H LIST" \
+           "--map-by SPEC" "-x VAR\[=V\]" "--mca KEY VALUE" "--mpirun-args 'ARGS'" "-- " "- "; do
     expect_match "--help lists '$opt'" "$OUT" "^  ${opt//-/\\-}"
 done
 for dot in .help .info .ranks .timeout .time .check .abort .quit; do
@@ -186,26 +187,63 @@ run -n 2 --timeout soon -e 'print(1)'
 expect_contains "--timeout bad value" "$OUT" "'--timeout' needs seconds 0..1e6"
 expect_eq "--timeout bad value: exit 1" "$RC" 1
 
-# ---- bad options and -n values: usage on stderr, exit 1
+# ---- bad options and -n values: one line on stderr naming it, exit 1
 OUT=$(timeout 60 "$GCSH" --bogus 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "unknown option: nothing on stdout" "$OUT" ""
 expect_eq "unknown option: exit 1" "$RC" 1
-expect_contains "unknown option: names it" "$(cat "$TMP/err")" "unrecognized option '--bogus'"
-expect_match "unknown option: usage" "$(cat "$TMP/err")" '^usage: .*gcsh \[options\] \[script \[args\]\]$'
-OUT=$(timeout 60 "$GCSH" -n 2 -x 2>"$TMP/err" </dev/null); RC=$?
+expect_eq "unknown option: one line naming it and --help" "$(cat "$TMP/err")" \
+    "gcsh: unrecognized option '--bogus' (gcsh --help lists the options)"
+OUT=$(timeout 60 "$GCSH" -n 2 -Z 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "unknown option with -n: exit 1, nothing on stdout" "$RC:$OUT" "1:"
-expect_contains "unknown option with -n: usage" "$(cat "$TMP/err")" "unrecognized option '-x'"
+expect_eq "unknown option with -n: one line" "$(cat "$TMP/err")" \
+    "gcsh: unrecognized option '-Z' (gcsh --help lists the options)"
 for bad in 0 x 1.5 -2 ""; do
     OUT=$(timeout 60 "$GCSH" -n "$bad" -e 'print(1)' 2>"$TMP/err" </dev/null); RC=$?
     expect_eq "-n '$bad': exit 1, nothing run" "$RC:$OUT" "1:"
-    expect_contains "-n '$bad': message" "$(cat "$TMP/err")" "'-n' needs a rank count 1..4096"
+    expect_eq "-n '$bad': one line" "$(cat "$TMP/err")" \
+        "gcsh: '-n' needs a rank count 1..4096, got '$bad' (gcsh --help lists the options)"
 done
 OUT=$(timeout 60 "$GCSH" -n 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "-n without a value: exit 1" "$RC" 1
-expect_contains "-n without a value: usage" "$(cat "$TMP/err")" "usage:"
+expect_eq "-n without a value: one line" "$(cat "$TMP/err")" \
+    "gcsh: '-n' needs a rank count 1..4096 (gcsh --help lists the options)"
 run -e
-expect_contains "-e without a value" "$OUT" "'-e' needs argument"
+expect_eq "-e without a value" "$OUT" "gcsh: '-e' needs a Lua statement (gcsh --help lists the options)"
 expect_eq "-e without a value: exit 1" "$RC" 1
+run --version=2
+expect_eq "a flag given a value" "$OUT:$RC" "gcsh: '--version' takes no value (got '2') (gcsh --help lists the options):1"
+run -n 2 --mca btl
+expect_eq "--mca needs two values" "$OUT:$RC" "gcsh: '--mca' needs a key and a value (gcsh --help lists the options):1"
+run -n 2 -x 1BAD=2
+expect_eq "-x: a bad name" "$OUT:$RC" "gcsh: '-x' needs an environment variable name (VAR or VAR=value), got '1BAD=2' (gcsh --help lists the options):1"
+run -n 2 --mpirun-args '--bind-to "core'
+expect_eq "--mpirun-args: an unclosed quote" "$OUT:$RC" "gcsh: '--mpirun-args' needs mpirun's arguments, quoted as one word, got '--bind-to \"core' (gcsh --help lists the options):1"
+
+# ---- options as lua and mpirun users type them
+run -np 2 -e 'print(size)'
+expect_eq "-np 2" "$OUT:$RC" "[0-1] 2:0"
+run -n2 -e 'print(size)'
+expect_eq "-n2" "$OUT:$RC" "[0-1] 2:0"
+run -n 2 '-eprint("attached", rank)'
+expect_eq "-estat" "$OUT" "[0] attached${T}0
+[1] attached${T}1"
+run --backend=host -n 2 --timeout=0 -e 'print(gcsh.backend)'
+expect_eq "--opt=value" "$OUT:$RC" "[0-1] host:0"
+run -n 2 -- -e 'print(1)'
+expect_eq "-- ends the options: -e is the script" "$OUT:$RC" "gcsh: cannot open -e: No such file or directory:1"
+export LUA_PATH="$TMP/lib/?.lua;;"
+mkdir -p "$TMP/lib"
+printf 'return { n = 7 }\n' >"$TMP/lib/seven.lua"
+run -n 2 -lseven -e 'print(seven.n)'
+expect_eq "-lmod" "$OUT:$RC" "[0-1] 7:0"
+unset LUA_PATH
+OUT=$(FROM_HERE=here timeout 60 "$GCSH" -n 2 -x FOO=1 -x FROM_HERE -x BAR=a=b \
+      -e 'print(os.getenv("FOO"), os.getenv("FROM_HERE"), os.getenv("BAR"))' 2>&1 </dev/null); RC=$?
+expect_eq "-x VAR=v and -x VAR: in every rank's environment" "$OUT:$RC" "[0-1] 1${T}here${T}a=b:0"
+run -x FOO=1 -e 'print(1)'
+expect_eq "-x without -n" "$OUT:$RC" "gcsh: '-x' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options):1"
+run -W -e 'warn("watch out")'
+expect_eq "-W: warnings on" "$OUT:$RC" "Lua warning: watch out:0"
 
 # ---- -n's options for mpirun: handed to mpirun, never to the ranks
 cat >"$TMP/mpirun" <<EOF
@@ -233,11 +271,20 @@ expect_contains "an -e whose value looks like an option: its value" "$(tr '\n' '
 run -n 2 "$TMP/args.lua" --hostfile nowhere
 expect_contains "after the script, --hostfile is the script's" "$OUT" "[0] 0${T}2${T}args.lua${T}--hostfile${T}nowhere"
 run --hostfile "$TMP/hosts" -e 'print(1)'
-expect_eq "--hostfile without -n" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' goes with -n N (gcsh passes it to mpirun)"
+expect_eq "--hostfile without -n" "$RC:$OUT" "1:gcsh: '--hostfile' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options)"
 run -n 2 --hostfile "$TMP/no-such-hosts" -e 'print(1)'
-expect_eq "--hostfile unreadable" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' needs a readable host file"
+expect_eq "--hostfile unreadable" "$RC:$OUT" "1:gcsh: '--hostfile' needs a readable host file, got '$TMP/no-such-hosts' (gcsh --help lists the options)"
 run -n 2 --map-by
 expect_contains "--map-by without a value" "$OUT" "'--map-by' needs a mapping"
+# --mca, -x and --mpirun-args reach mpirun, in order, split as a shell would
+OUT=$(GCSH_MPIRUN="$TMP/mpirun" timeout 60 "$GCSH" -n 2 --mca btl_base_verbose 0 -x FOO=1 \
+      --mpirun-args "--report-state-on-timeout -x 'BAR=two words'" --map-by=slot \
+      -e 'print(os.getenv("BAR"))' 2>&1 </dev/null); RC=$?
+expect_eq "--mpirun-args: the ranks run" "$OUT:$RC" "[0-1] two words:0"
+ARGS=$(tr '\n' '|' <"$TMP/mpirun.args")
+expect_contains "mpirun got --mca k v, -x, the split words, --map-by=slot" "$ARGS" \
+    "|--mca|btl_base_verbose|0|-x|FOO=1|--report-state-on-timeout|-x|BAR=two words|--map-by|slot|"
+expect_eq "the ranks' own arguments, without mpirun's" "${ARGS#*"$(readlink -f "$GCSH")|"}" "-e|print(os.getenv(\"BAR\"))|"
 
 # ---- os.exit: the session ends on every rank with that status, said when not all called it
 OUT=$(printf '%s\n' 'if rank == 1 then os.exit(5) end' 'print("never")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?

@@ -5,16 +5,7 @@
 # (Ctrl-C, .abort) through a real pseudo-terminal (tmux, as term.sh).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
-TMP=$(mktemp -d)
-SOCK="$TMP/tmux"
-TAGS=()
-cleanup() {
-    command -v tmux >/dev/null && tmux -S "$SOCK" kill-server 2>/dev/null
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+tmux_setup
 T=$'\t'
 
 # ---- mismatched collectives: caught before MPI runs, same error everywhere

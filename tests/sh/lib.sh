@@ -100,9 +100,29 @@ expect_no_procs() {
     kill $left 2>/dev/null
 }
 # ---- driving gcsh in a real terminal: a tmux pane on the caller's own tmux
-# server.  The caller sets SOCK (the server's socket), TAGS=() (start adds the
-# tag of each gcsh, for the caller's cleanup to kill) and optionally HIST (the
-# history file; unset, gcsh keeps none).  Waits poll every 0.1 s.
+# server.  tmux_setup makes TMP, SOCK (the server's socket) and TAGS=()
+# (start adds the tag of each gcsh) and, on exit, kills the server and the
+# tagged processes and removes TMP; the caller may set HIST (the history
+# file; unset, gcsh keeps none).  Waits poll every 0.1 s.
+tmux_setup() {
+    TMP=$(mktemp -d)
+    SOCK="$TMP/tmux"
+    TAGS=()
+    trap tmux_cleanup EXIT
+}
+tmux_cleanup() {
+    command -v tmux >/dev/null && tmux -S "$SOCK" kill-server 2>/dev/null
+    local t p
+    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
+    rm -rf "$TMP"
+}
+# need_tmux: a skipped test, and the end of the script, without tmux.
+need_tmux() {
+    command -v tmux >/dev/null && return 0
+    skip "tmux is not installed"
+    finish
+    exit
+}
 tm() { tmux -S "$SOCK" "$@"; }
 S=""   # the session being driven
 # start NAME ARGS...: gcsh ARGS in a new 250x50 pane; the pane then shows EXIT=code.
@@ -116,6 +136,16 @@ screen() { tm capture-pane -p -J -N -S - -t "$S" 2>/dev/null | sed -e 's/ *$//';
 # keys TEXT [KEY...]: types TEXT literally, then presses the named keys (Enter, Tab, C-c).
 keys() { tm send-keys -t "$S" -l -- "$1"; shift; [ $# -eq 0 ] || tm send-keys -t "$S" "$@"; }
 press() { tm send-keys -t "$S" "$@"; }
+# wait_until SECONDS COMMAND...: until COMMAND succeeds (0), or 1 after SECONDS.
+wait_until() {
+    local i n=$(( ${1%.*} * 10 ))
+    shift
+    for ((i = 0; i <= n; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # wait_for TEXT SECONDS [COUNT]: until COUNT lines of the screen hold TEXT.
 wait_for() {
     local i n=$(( ${2%.*} * 10 )) want=${3:-1}

@@ -228,13 +228,12 @@ expect_eq "no report under the timeout" "$OUT" ""
 # ---- what Lua writes is captured: print, io.write, io.stdout, io.stderr
 OUT=$(printf '%s\n' 'do io.write("w\n") io.stderr:write("e\n") io.stdout:write("o\n") print("p") end' \
     'do io.stderr:write("x", rank, "\n") end' | timeout 60 "$GCSH" -n 2 2>"$TMP/err"); RC=$?
-expect_eq "io.write/io.stderr captured in order" "$OUT" "[0-1] w
-[0-1] e
+expect_eq "io.write, io.stdout, print: program output, in order" "$OUT" "[0-1] w
 [0-1] o
-[0-1] p
+[0-1] p"
+expect_eq "io.stderr: on gcsh's stderr, folded" "$(cat "$TMP/err")" "[0-1] e
 [0] x0
 [1] x1"
-expect_eq "nothing on gcsh's own stderr" "$(cat "$TMP/err")" ""
 expect_eq "capture: exit 0" "$RC" 0
 
 # ---- output without a trailing newline still ends its line
@@ -321,7 +320,10 @@ expect_contains ".help tensor: a method" "$OUT" "  t:fill(v)                    
 expect_contains "help(c): the comm topic, on every rank" "$OUT" "[0-1] comm: communicators and their collectives"
 expect_contains "help(c): a method" "$OUT" "[0-1]   c:barrier()                   wait for every rank of c"
 gcsh_pipe 2 '.help nothing'
-expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic for 'nothing' (topics: bench comm gcsh kernel multicast repro signals step tensor timer window winstage xfer)"
+expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic or function named 'nothing' (topics: bench comm gcsh kernel multicast repro signals step tensor timer window winstage xfer; Lua's: _G coroutine debug file io math os package string table utf8)"
+gcsh_pipe 2 '.help string.format'
+expect_eq ".help a function by name" "$(head -n 2 <<<"$OUT")" "string.format: string manipulation (section 6.4); s:method(...) works too
+  string.format(formatstring, ...)"
 
 # progress lines only on a terminal: nothing in a pipe, even for long work
 gcsh_pipe 2 'for i = 1, 12 do gcsh.progress(i, 12, "demo") gcsh.sleep(0.1) end print("done")

@@ -3,21 +3,8 @@
 # send-keys and read back with capture-pane.  Waits poll every 0.1 s.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
-if ! command -v tmux >/dev/null; then
-    skip "tmux is not installed"
-    finish
-    exit
-fi
-TMP=$(mktemp -d)
-SOCK="$TMP/tmux"   # a tmux server of our own, gone with $TMP
-TAGS=()
-cleanup() {
-    tmux -S "$SOCK" kill-server 2>/dev/null
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+need_tmux
+tmux_setup   # a tmux server of our own, gone with $TMP
 
 # prompts PROMPT: how many lines are PROMPT, alone or followed by a blank and
 # what was typed there (count before a command, then wait for one more).

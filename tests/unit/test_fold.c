@@ -1,0 +1,182 @@
+/* Rank 0's folding (src/wire/fold.c): two streams per rank in the order
+ * written, addresses that differ folded as 0x…, the note said once, the tag
+ * modes.  Output goes to memory streams. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/out.h"
+#include "unit.h"
+
+/* A fold over n ranks that prints into two memory streams. */
+typedef struct sink {
+    gcsh_fold f;
+    FILE *out, *err;
+    char *obuf, *ebuf;
+    size_t olen, elen;
+} sink;
+
+static void sink_open(sink *k, int n, gcsh_tag_mode tag)
+{
+    memset(k, 0, sizeof *k);
+    k->out = open_memstream(&k->obuf, &k->olen);
+    k->err = open_memstream(&k->ebuf, &k->elen);
+    gcsh_fold_init(&k->f, n, k->out, k->err, tag);
+    gcsh_fold_begin(&k->f);
+}
+
+static void add(sink *k, int rank, int stream, const char *s)
+{
+    gcsh_fold_add(&k->f, rank, stream, s, strlen(s));
+}
+
+/* Flushes everything; k->obuf, k->ebuf hold what was printed. */
+static void flush(sink *k)
+{
+    gcsh_fold_flush(&k->f, 0);
+    fflush(k->out);
+    fflush(k->err);
+}
+
+static void sink_close(sink *k)
+{
+    gcsh_fold_destroy(&k->f);
+    fclose(k->out);
+    fclose(k->err);
+    free(k->obuf);
+    free(k->ebuf);
+}
+
+/* Both streams to one place: the order between them holds. */
+static void test_one_place(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *both = open_memstream(&buf, &len);
+    gcsh_fold f;
+    gcsh_fold_init(&f, 2, both, both, GCSH_TAG_ALWAYS);
+    gcsh_fold_begin(&f);
+    const char *seq[][2] = {{"o", "a\n"}, {"e", "b\n"}, {"o", "c\n"}};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++)
+            gcsh_fold_add(&f, r, seq[i][0][0] == 'e' ? GCSH_STDERR : GCSH_STDOUT, seq[i][1], 2);
+    gcsh_fold_flush(&f, 0);
+    fflush(both);
+    CHECK(strcmp(buf, "[0-1] a\n[0-1] b\n[0-1] c\n") == 0, "one place, in order: %s", buf);
+    gcsh_fold_destroy(&f);
+    fclose(both);
+    free(buf);
+}
+
+static void test_streams(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "start\n");
+    add(&k, 0, GCSH_STDERR, "oops");      /* no newline: the stream change ends it */
+    add(&k, 0, GCSH_STDOUT, "end\n");
+    add(&k, 1, GCSH_STDOUT, "start\n");
+    add(&k, 1, GCSH_STDERR, "oops");
+    add(&k, 1, GCSH_STDOUT, "end\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] start\n[0-1] end\n") == 0, "stdout: %s", k.obuf);
+    CHECK(strcmp(k.ebuf, "[0-1] oops\n") == 0, "stderr: %s", k.ebuf);
+    sink_close(&k);
+
+    /* same text, different streams: no folding across them */
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "x\n");
+    add(&k, 1, GCSH_STDERR, "x\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0] x\n") == 0 && strcmp(k.ebuf, "[1] x\n") == 0, "%s|%s", k.obuf,
+          k.ebuf);
+    sink_close(&k);
+
+    /* whole lines only: an unfinished line waits, on its stream */
+    sink_open(&k, 1, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDERR, "done\npart");
+    gcsh_fold_flush(&k.f, 1);
+    fflush(k.err);
+    CHECK(strcmp(k.ebuf, "done\n") == 0, "whole lines: %s", k.ebuf);
+    add(&k, 0, GCSH_STDERR, "ial\n");
+    flush(&k);
+    CHECK(strcmp(k.ebuf, "done\npartial\n") == 0, "the rest, one rank untagged: %s", k.ebuf);
+    sink_close(&k);
+}
+
+static void test_addresses(void)
+{
+    sink k;
+    sink_open(&k, 3, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "{f = function: 0x55d0c3a4b2c0, g = table: 0x1234567}\n");
+    add(&k, 1, GCSH_STDOUT, "{f = function: 0x7fd0c3a4b2c0aa, g = table: 0x1234567}\n");
+    add(&k, 2, GCSH_STDOUT, "{f = function: 0x55d0c3a4bfff, g = table: 0x1234567}\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-2] {f = function: 0x\xe2\x80\xa6, g = table: 0x1234567}\n") == 0,
+          "differing addresses as 0x…, the same one kept: %s", k.obuf);
+    CHECK(strstr(k.ebuf, "gcsh: 0x\xe2\x80\xa6 is an address that differs between the ranks") == k.ebuf,
+          "the note: %s", k.ebuf);
+    size_t said = k.elen;
+    add(&k, 0, GCSH_STDOUT, "thread: 0x5500001111\n");
+    add(&k, 1, GCSH_STDOUT, "thread: 0x5500002222\n");
+    add(&k, 2, GCSH_STDOUT, "thread: 0x5500001111\n");
+    flush(&k);
+    CHECK(strstr(k.obuf, "[0-2] thread: 0x\xe2\x80\xa6\n") != NULL, "again: %s", k.obuf);
+    CHECK(k.elen == said, "the note once: %s", k.ebuf);
+    /* a hex number the program prints is no address: it never folds */
+    add(&k, 0, GCSH_STDOUT, "checksum: 0x1111111111\n");
+    add(&k, 1, GCSH_STDOUT, "checksum: 0x2222222222\n");
+    add(&k, 2, GCSH_STDOUT, "checksum: 0x1111111111\n");
+    flush(&k);
+    CHECK(strstr(k.obuf, "[0,2] checksum: 0x1111111111\n[1] checksum: 0x2222222222\n") != NULL,
+          "checksums: %s", k.obuf);
+    /* other differences keep ranks apart, addresses shown as they are */
+    add(&k, 0, GCSH_STDOUT, "table: 0x5500001111 0\n");
+    add(&k, 1, GCSH_STDOUT, "table: 0x5500002222 1\n");
+    flush(&k);
+    CHECK(strstr(k.obuf, "[0] table: 0x5500001111 0\n[1] table: 0x5500002222 1\n") != NULL,
+          "not only addresses: %s", k.obuf);
+    sink_close(&k);
+}
+
+static void test_tags(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_NEVER);
+    add(&k, 0, GCSH_STDOUT, "a\n");
+    add(&k, 1, GCSH_STDOUT, "b\n");
+    add(&k, 1, GCSH_STDERR, "e\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "a\nb\n") == 0 && strcmp(k.ebuf, "e\n") == 0, "never: %s|%s", k.obuf,
+          k.ebuf);
+    sink_close(&k);
+
+    sink_open(&k, 3, GCSH_TAG_AUTO);
+    add(&k, 2, GCSH_STDOUT, "# table\n");
+    add(&k, 2, GCSH_STDERR, "warning\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "# table\n") == 0, "auto: one rank's output bare: %s", k.obuf);
+    CHECK(strcmp(k.ebuf, "[2] warning\n") == 0, "auto: errors tagged: %s", k.ebuf);
+    add(&k, 0, GCSH_STDOUT, "late\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "# table\n[0] late\n") == 0, "auto: tagged once a second rank printed: %s",
+          k.obuf);
+    gcsh_fold_begin(&k.f); /* the next command counts again */
+    add(&k, 1, GCSH_STDOUT, "next\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "# table\n[0] late\nnext\n") == 0, "auto: per command: %s", k.obuf);
+    sink_close(&k);
+
+    gcsh_tag_mode m;
+    CHECK(gcsh_tag_parse("auto", &m) == 0 && m == GCSH_TAG_AUTO, "parse auto");
+    CHECK(gcsh_tag_parse("sometimes", &m) == -1, "parse a bad one");
+}
+
+int main(void)
+{
+    test_one_place();
+    test_streams();
+    test_addresses();
+    test_tags();
+    UNIT_END();
+}
