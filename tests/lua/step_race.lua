@@ -96,10 +96,11 @@ st = fresh({ algo = "ring" })
 H.eq(st:run({ quiet = true }), true, "a stepper without race options afterwards")
 st:free()
 
--- Two-shot has one step: a late rank's stores still land, but the ranks that
--- finished first held the old chunk when they finished, so run says false
+-- Two-shot's all-gather (step 2) late: a late rank's stores still land,
+-- but the ranks that finished first held the old chunk when they finished,
+-- so run says false
 if k >= 2 then
-  local st = fresh({ algo = "twoshot", skip = "barrier", delay = { rank = 1, ms = LATE_MS } })
+  local st = fresh({ algo = "twoshot", skip = "barrier", delay = { rank = 1, ms = LATE_MS, step = 2 } })
   H.eq(st:run({ quiet = true }), false, "twoshot without its barrier, one rank late")
   H.truthy(#st.wrong > 0, "twoshot: wrong cells noted")
   text_has(st, "without the barrier, a read of the result at that moment is wrong", "twoshot")
