@@ -581,7 +581,7 @@ end
 
 -- Whether places are one place (first, or slot) of every rank's buffer.
 local function every_rank(places, k)
-  if #places ~= k or k < 2 then return false end
+  if #places ~= k or k < 3 then return false end -- two are clearer by name
   local seen = {}
   for _, p in ipairs(places) do
     if type(p.peer) ~= "number" or p.first ~= places[1].first or p.slot ~= places[1].slot then

@@ -36,8 +36,8 @@ lesson.expect(g, function(i) return i // 2 end,
               "rank r's two elements sit at 2r and 2r+1")
 
 --- Other reductions
--- The op is the third argument's place: sum (the default), prod, min, max,
--- avg.
+-- The reduction is c:allreduce's second argument, after the tensor: sum
+-- (the default), prod, min, max, avg.
 m = tensor.new(1):fill(rank)
 c:allreduce(m, "max")
 lesson.expect(m, size - 1, "the largest rank")
@@ -47,6 +47,8 @@ lesson.expect(m, size - 1, "the largest rank")
 -- rank, with one all-reduce (hint: every rank fills in its own element and
 -- leaves zeros elsewhere).  Check it:
 --     check_ranks(mine)
+-- A wrong answer gets one line: a wrong element, its dtype, how many are
+-- wrong and on which ranks.
 function check_ranks(x)
   lesson.grade(x, function(i) return i end, "element i is i on every rank")
 end

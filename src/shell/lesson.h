@@ -34,6 +34,9 @@
 void gcsh_dot_lessons(gcsh_session *s, const char *arg);
 void gcsh_dot_lesson(gcsh_session *s, const char *arg);
 void gcsh_dot_next(gcsh_session *s, const char *arg);
+void gcsh_dot_again(gcsh_session *s, const char *arg);
+void gcsh_dot_prev(gcsh_session *s, const char *arg);
+void gcsh_dot_part(gcsh_session *s, const char *arg);
 
 /* Frees the open lesson (gcsh_session_destroy calls it). */
 void gcsh_lesson_close(gcsh_session *s);
