@@ -31,6 +31,11 @@
 --                                  yet: NAME is "6" (a string), want 6 (a
 --                                  number)"
 --
+-- Text:
+--   lesson.wrap(text [, width])    text broken at spaces into lines of at
+--                                  most width (72: 80 columns after the
+--                                  shell's "[0-7] " and a margin)
+--
 -- Rank counts and figures:
 --   lesson.needs(n)                says (once) when the lesson needs more
 --                                  ranks than it has; true when it has them
@@ -265,6 +270,26 @@ function M.answer(name, got, want, right)
     return true
   end
   raise("not yet: " .. first.text .. where_wrong(ranks, first))
+end
+
+-- ---- text ------------------------------------------------------------------------------
+
+function M.wrap(text, width)
+  width = width or 72
+  local lines = {}
+  for para in (tostring(text) .. "\n"):gmatch("(.-)\n") do
+    local line = ""
+    for word in para:gmatch("%S+") do
+      if line ~= "" and #line + 1 + #word > width then
+        lines[#lines + 1] = line
+        line = "  " .. word
+      else
+        line = line == "" and word or line .. " " .. word
+      end
+    end
+    lines[#lines + 1] = line
+  end
+  return table.concat(lines, "\n")
 end
 
 -- ---- rank counts and figures ------------------------------------------------------------

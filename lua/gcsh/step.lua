@@ -7,7 +7,8 @@
 --   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct"}])
 --   st = step.window(c, n [, dtype [, opts]])     (gcsh/step_window.lua)
 --
---   st:next([k])   k steps (default 1) in one call, each printed as a diagram
+--   st:next([k])   k steps (default 1; 0: none) in one call, each printed as a
+--                  diagram
 --   st:run([{quiet=true}])  to the end; true when every rank's result equals
 --                  the communicator's own collective (c:allreduce, ...)
 --   st:reset()     data, signals and step count back to the start
@@ -582,9 +583,10 @@ local RACE_NOTE = {
 
 function Stepper:next(k)
   local fname = "next"
-  k = k == nil and 1 or check_int(fname, "k (steps)", k, 1, math.maxinteger)
+  k = k == nil and 1 or check_int(fname, "k (steps)", k, 0, math.maxinteger)
   begin(self, fname)
   local x = self._
+  if k == 0 and x.steps > 0 then return end -- st:next(st.steps - st.step) at the end
   if x.steps == 0 then
     self.text = say(x, { x.view.title .. ": no steps: one rank holds every result already "
                          .. "(run it on 2 ranks or more)" })

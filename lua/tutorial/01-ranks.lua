@@ -32,7 +32,7 @@ print(rank % 2 == 0 and "even rank" or "odd rank")
 -- group prints both lines under its own prefix.  The line they share is no
 -- longer folded across all of them.  (Each line you type is a command; so
 -- is each statement a lesson's part runs.)
-print("the same text on every rank"); print(rank % 2 == 0 and "even" or "odd")
+print("the same text"); print(rank % 2 == 0 and "even" or "odd")
 
 --- A checkpoint
 -- Lessons check what they compute.  A checkpoint prints "checkpoint: ..."

@@ -28,7 +28,9 @@ lesson.check(info.alloc_bytes >= info.bytes
 
 --- My slice, and show
 -- w:tensor() is my slice as a tensor.  show(w) prints every rank's slice in
--- one table on rank 0 (it is collective: every rank takes part).
+-- one table on rank 0 (it is collective: every rank takes part).  A * would
+-- mark a value that differs from its column's most common one; here every
+-- rank's value differs, so no value is the most common.
 w:tensor():fill(rank * 100)
 c:barrier()
 show(w)

@@ -24,8 +24,8 @@ lesson.check(w:peer(right)[3] == right * 100 + 3,
 --- Look at every slice
 -- show(w) gathers every slice into one table on rank 0; show(w:peer(right))
 -- shows, for every rank, the view it has of its right neighbour.  A * marks
--- a value that differs from the most common one in its column; where every
--- rank's value differs, as here, that is the first row's.
+-- a value that differs from the most common one in its column; here every
+-- rank's value differs, no value is the most common, and none is marked.
 show(w)
 show(w:peer(right))
 

@@ -59,6 +59,7 @@ st = step.allreduce(w, {algo = "oneshot"})
 st:next()
 
 --- The second step
+-- After the barrier, each rank copies its sum from tmp into its own slice.
 st:next()
 lesson.check(st:run({quiet = true}),
              "the stepped one-shot equals c:allreduce")
@@ -106,6 +107,7 @@ w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "ll"})
 st:next()
 st:next()
-lesson.check(st:run({quiet = true}), "the stepped ll equals c:allreduce")
+lesson.check(st:run({quiet = true}),
+             "the stepped ll equals c:allreduce")
 st:free()
 w:free()

@@ -26,11 +26,12 @@ lesson.check(last.first + last.count == n,
 
 --- Step it
 -- Two steps, one per phase.  Reduce-scatter: every rank loads its chunk
--- from every slice and stores the sum into its own slice (r*.c0 means
--- chunk 0 of every rank).  All-gather: every rank stores its reduced chunk
--- into the same chunk of every other slice.  The kernel does both phases in
--- one pass over each element, with no barrier between them: only rank r
--- touches chunk r.  The stepper stops between them so that you see both.
+-- from every slice and stores the sum into its own slice (from 3 ranks on,
+-- r*.c0 means chunk 0 of every rank).  All-gather: every rank stores its
+-- reduced chunk into the same chunk of every other slice.  The kernel does
+-- both phases in one pass over each element, with no barrier between them:
+-- only rank r touches chunk r.  The stepper stops between them so that you
+-- see both.
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "twoshot"})
 st:next()

@@ -12,7 +12,7 @@ w = c:window(n, "f32")
 w:tensor():fill(rank + 1)
 c:barrier()
 m = w:multicast()
-print("mode " .. m.mode .. ": " .. m:why())
+print(lesson.wrap("mode " .. m.mode .. ": " .. m:why()))
 
 --- ld_reduce
 -- m:ld_reduce(out) gives every element's sum over every slice, in one call.

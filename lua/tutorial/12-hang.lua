@@ -14,7 +14,7 @@ c = comm.world()
 -- gets the same error, naming which ranks passed what.  "#N" counts the
 -- collectives on that communicator.
 ok, err = pcall(c.allreduce, c, tensor.new(rank == 0 and 5 or 4))
-print(err)
+print(lesson.wrap(err))
 caught = not ok and err:find("collective mismatch", 1, true) ~= nil
 lesson.check(size == 1 or caught,
              "the mismatch is an error on every rank")
@@ -34,7 +34,7 @@ ok, err = pcall(function()
   if rank == size - 1 then c:allreduce(tensor.new(1))
   else c:barrier() end
 end)
-print(err)
+print(lesson.wrap(err))
 caught = not ok and err:find("barrier", 1, true) ~= nil
 lesson.check(size == 1 or caught, "the error names both calls")
 
@@ -68,7 +68,7 @@ ok, err = pcall(function()
   if rank == size - 1 then gcsh.sleep(2) end
   c:barrier()
 end)
-print(ok and "the barrier completed" or err)
+print(lesson.wrap(ok and "the barrier completed" or err))
 lesson.check(ok or err:find("barrier", 1, true) ~= nil,
              "a slow rank: a late barrier, or an error naming it")
 

@@ -28,7 +28,7 @@ lesson.check(tree:run({quiet = true}),
 w:tensor():fill(1 << rank)
 chain = step.broadcast(w, 0, {algo = "ring"})
 lesson.check(chain:run(), "the ring broadcast equals c:broadcast")
-print(string.format("%d ranks: the tree took %d steps, the chain %d",
+print(string.format("size %d: tree %d steps, chain %d",
                     size, tree.steps, chain.steps))
 
 --- exercise: How many steps?

@@ -17,11 +17,14 @@ c = comm.world()
 -- n bytes of data take ceil(n / 8) LL lines of 16 bytes: twice the bytes
 -- (a little more when n is no multiple of 8).  LL128 takes ceil(n / 120)
 -- lines of 128 bytes; simple moves the n bytes and a flag per chunk.
+function ll(n) return 16 * ((n + 7) // 8) end
+function ll128(n) return 128 * ((n + 119) // 120) end
 for _, n in ipairs({ 4, 8, 100, 4096, 65536 }) do
-  print(string.format("%6d B of data: LL stores %6d B, LL128 %6d B", n,
-                      16 * ((n + 7) // 8), 128 * ((n + 119) // 120)))
+  print(string.format("%6d B of data: LL stores %6d B, LL128 %6d B",
+                      n, ll(n), ll128(n)))
 end
-lesson.check(16 * ((4096 + 7) // 8) == 2 * 4096, "LL stores twice the data's bytes")
+lesson.check(ll(4096) == 2 * 4096,
+             "LL stores twice the data's bytes")
 
 --- A late rank, and no barrier
 -- The flags do the barrier's job.  Here the last rank sleeps 0.2 s before
@@ -43,37 +46,36 @@ w:free()
 
 --- Measured here: ll against oneshot
 -- bench.allreduce times both, in place, from 8 B to 64 KiB (the most an
--- ll call takes: kernel.ll_max_bytes).  Under the table: at which sizes
--- each was the faster, here.  Where ll wins, the synchronisation one-shot
--- pays costs more than moving twice the bytes; where one-shot wins, the
--- other way round.  (With more ranks than cores, the ranks take turns on
--- the cores, and the times measure that as much as the protocols.)
+-- ll call takes: kernel.ll_max_bytes); then the sizes where ll was the
+-- faster, here.  Where ll wins, the synchronisation one-shot pays costs
+-- more than moving twice the bytes; where one-shot wins, the other way
+-- round.  (With more ranks than cores, the ranks take turns on the cores,
+-- and the times measure that as much as the protocols.)
 rows = bench.allreduce{algos = {"oneshot", "ll"}, min = 8,
                        max = kernel.ll_max_bytes, factor = 8,
-                       iters = 20, warmup = 3, chart = false}
-faster = {oneshot = {}, ll = {}}
-do
-  local time = {}
-  for _, r in ipairs(rows) do
-    time[r.size] = time[r.size] or {}
-    time[r.size][r.algo] = r.time_us
+                       iters = 20, warmup = 3, quiet = true}
+time, ll_wins, wrong = {}, {}, 0
+for _, r in ipairs(rows) do
+  time[r.size .. r.algo], wrong = r.time_us, wrong + r.wrong
+end
+for _, r in ipairs(rows) do
+  if r.algo == "ll" and r.time_us < time[r.size .. "oneshot"] then
+    ll_wins[#ll_wins + 1] = r.size
   end
+end
+if rank == 0 then
+  print("    size (B)  oneshot (us)  ll (us)")
   for _, r in ipairs(rows) do
-    local t = time[r.size]
-    if r.algo == "ll" and t.oneshot then
-      local best = t.ll < t.oneshot and "ll" or "oneshot"
-      table.insert(faster[best], r.size)
+    if r.algo == "ll" then
+      print(string.format("%12d %13.2f %8.2f", r.size,
+                          time[r.size .. "oneshot"], r.time_us))
     end
   end
 end
-print("ll was the faster at: " .. (table.concat(faster.ll, ", ") ~= ""
-      and table.concat(faster.ll, ", ") .. " B" or "no size"))
-print("oneshot at: " .. (table.concat(faster.oneshot, ", ") ~= ""
-      and table.concat(faster.oneshot, ", ") .. " B" or "no size"))
+print("ll was the faster at: " .. (#ll_wins > 0
+      and table.concat(ll_wins, ", ") .. " B" or "no size"))
 print("measured on " .. lesson.measured_on())
-wrong = 0
-for _, r in ipairs(rows) do wrong = wrong + r.wrong end
-lesson.check(wrong == 0, "every element of every size right, both ways")
+lesson.check(wrong == 0, "every size right, both ways")
 
 --- On GPUs: NCCL's own protocols
 -- On the cuda backend, c:allreduce is NCCL's, and NCCL_PROTO limits the
@@ -83,11 +85,10 @@ lesson.check(wrong == 0, "every element of every size right, both ways")
 --     NCCL_PROTO=Simple gcsh -n 4
 -- each running bench.allreduce{algos = {"nccl"}, max = 1 << 20}.  On the
 -- host backend c:allreduce is MPI's: NCCL_PROTO changes nothing there.
-proto = os.getenv("NCCL_PROTO")
 if gcsh.backend == "cuda" then
-  print("NCCL_PROTO is " .. (proto or "not set: NCCL chooses per call"))
-  nccl_rows = bench.allreduce{algos = {"nccl"}, min = 8, max = 1 << 20,
-                              factor = 8, iters = 20, warmup = 3, chart = false}
+  print("NCCL_PROTO is " .. (os.getenv("NCCL_PROTO") or "not set"))
+  nccl_rows = bench.allreduce{algos = {"nccl"}, min = 8,
+                              max = 1 << 20, factor = 8}
   print("measured on " .. lesson.measured_on())
 else
   print("host backend: no NCCL here; on GPUs, start gcsh as above")
@@ -104,10 +105,9 @@ function check_ll_bytes(fn)
   local got = lesson.call_each(fn, "ll_bytes", calls)
   local first = #sizes
   for i, n in ipairs(sizes) do -- the first one it gets wrong
-    if got[i] ~= 16 * ((n + 7) // 8) then first = i; break end
+    if got[i] ~= ll(n) then first = i; break end
   end
-  local n = sizes[first]
-  lesson.answer(string.format("ll_bytes(%d)", n), got[first], 16 * ((n + 7) // 8),
+  lesson.answer(string.format("ll_bytes(%d)", sizes[first]), got[first], ll(sizes[first]),
                 "16 bytes per 8 of data, rounded up")
 end
 

@@ -18,20 +18,22 @@ lesson = require "gcsh.lesson"
 -- device in brackets, then the subsystem's text): the function, the bytes
 -- it moves, the algorithm, the protocol, and the channels it spreads over,
 -- first..last.  parse_choice takes such a line apart.
-line = "gpu7:2741:2741 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING"
-       .. " proto LL channel{Lo..Hi}={0..1}"
+line = "gpu7:2741:2741 [0] NCCL INFO AllReduce: 4096 Bytes -> " ..
+       "Algo RING proto LL channel{Lo..Hi}={0..1}"
+CHOICE = "NCCL INFO (%a+): (%d+) Bytes %-> Algo (%S+) proto (%S+) "
+         .. "channel{Lo..Hi}={(%d+)..(%d+)}"
 function parse_choice(text)
-  local coll, bytes, algo, proto, lo, hi = text:match(
-    "NCCL INFO (%a+): (%d+) Bytes %-> Algo (%S+) proto (%S+) channel{Lo..Hi}={(%d+)..(%d+)}")
+  local coll, bytes, algo, proto, lo, hi = text:match(CHOICE)
   if not coll then return nil end
-  return { coll = coll, bytes = tonumber(bytes), algo = algo, proto = proto,
-           channels = tonumber(hi) - tonumber(lo) + 1 }
+  return { coll = coll, bytes = tonumber(bytes), algo = algo,
+           proto = proto, channels = hi - lo + 1 }
 end
 choice = parse_choice(line)
-print(string.format("%s of %d B: %s with %s on %d channels", choice.coll,
-                    choice.bytes, choice.algo, choice.proto, choice.channels))
+print(string.format("%s of %d B: %s with %s on %d channels",
+                    choice.coll, choice.bytes, choice.algo,
+                    choice.proto, choice.channels))
 lesson.check(choice.algo == "RING" and choice.channels == 2,
-             "the line names the algorithm, the protocol and 2 channels")
+             "the line names the algorithm, protocol, 2 channels")
 
 --- The model, by hand
 -- At init the table's lines read, per function, latency/bandwidth for each
@@ -41,10 +43,13 @@ lesson.check(choice.algo == "RING" and choice.channels == 2,
 -- lowest latency (LL), large ones to the highest bandwidth (SIMPLE), and
 -- here LL128 wins in between.
 model = {
-  RING = { LL = { 6.8, 12.0 }, LL128 = { 14.0, 120.0 }, SIMPLE = { 22.0, 160.0 } },
-  TREE = { LL = { 8.5, 8.0 }, LL128 = { 17.0, 50.0 }, SIMPLE = { 28.0, 120.0 } },
+  -- latency (us), bandwidth (GB/s)
+  RING = { LL = { 6.8, 12 }, LL128 = { 14, 120 },
+           SIMPLE = { 22, 160 } },
+  TREE = { LL = { 8.5, 8 }, LL128 = { 17, 50 },
+           SIMPLE = { 28, 120 } },
 }
-function cost(entry, bytes) return entry[1] + bytes / (1000 * entry[2]) end
+function cost(e, bytes) return e[1] + bytes / (1000 * e[2]) end
 function cheapest(table_, bytes)
   local best, algo, proto = math.huge, nil, nil
   for _, a in ipairs({ "RING", "TREE" }) do
@@ -82,7 +87,7 @@ end
 
 --- solution
 function crossover(a, b)
-  -- a[1] + n / (1000 a[2]) >= b[1] + n / (1000 b[2]), solved for n
+  -- a[1] + n / (1000 a[2]) = b[1] + n / (1000 b[2]), solved for n
   local n = (b[1] - a[1]) * 1000 / (1 / a[2] - 1 / b[2])
   return math.ceil(n)
 end
@@ -97,38 +102,46 @@ check_crossover(crossover)
 -- this part runs all-reduces of 1 KiB to 64 MiB and prints what rank 0's
 -- NCCL logged for each.  On the host backend there is no NCCL: the part
 -- says so.
-function nccl_log_path()
+function first_line(path)
+  local f = io.open(path)
+  if not f then return "?" end
+  local text = f:read("l")
+  f:close()
+  return text
+end
+function nccl_log_path() -- NCCL_DEBUG_FILE, %h and %p filled in
   local pattern = os.getenv("NCCL_DEBUG_FILE")
   if not pattern then return nil end
-  local stat = io.open("/proc/self/stat")
-  local pid = stat and stat:read("n")
-  if stat then stat:close() end
-  local host = io.open("/proc/sys/kernel/hostname")
-  local name = (host and host:read("l") or "?"):match("^[^.]*") -- as NCCL cuts it
-  if host then host:close() end
-  return (pattern:gsub("%%h", name):gsub("%%p", tostring(pid)))
+  local pid = first_line("/proc/self/stat"):match("^%d+")
+  local host = first_line("/proc/sys/kernel/hostname")
+  host = host:match("^[^.]*") -- NCCL cuts the name there too
+  return (pattern:gsub("%%h", host):gsub("%%p", pid))
 end
 function logged_choices(path)
   local found, f = {}, io.open(path)
   if not f then return found end
-  for text in f:lines() do found[#found + 1] = parse_choice(text) end
+  for text in f:lines() do
+    found[#found + 1] = parse_choice(text)
+  end
   f:close()
   return found
 end
+live = gcsh.backend == "cuda" and nccl_log_path()
+       and os.getenv("NCCL_DEBUG_SUBSYS") == "TUNING"
 if gcsh.backend ~= "cuda" then
-  print("host backend: NCCL chooses only on the cuda backend (start gcsh as above)")
-elseif os.getenv("NCCL_DEBUG_SUBSYS") ~= "TUNING" or not nccl_log_path() then
-  print("start gcsh with the three NCCL_ variables above to see NCCL's choices")
+  print("host backend: NCCL chooses only on the cuda backend")
+elseif not live then
+  print("start gcsh with the NCCL_ variables above to see them")
 else
   c = comm.world()
   for _, bytes in ipairs({ 1024, 64 * 1024, 1 << 20, 64 << 20 }) do
     c:allreduce(tensor.new(bytes // 4))
   end
   gcsh.sync()
-  if rank == 0 then
-    for _, ch in ipairs(logged_choices(nccl_log_path())) do
-      print(string.format("%s %10d B: %s %s on %d channels", ch.coll, ch.bytes,
-                          ch.algo, ch.proto, ch.channels))
-    end
+  local path = nccl_log_path()
+  local choices = rank == 0 and logged_choices(path) or {}
+  for _, ch in ipairs(choices) do
+    print(string.format("%s %10d B: %s %s on %d channels", ch.coll,
+                        ch.bytes, ch.algo, ch.proto, ch.channels))
   end
 end

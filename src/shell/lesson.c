@@ -435,11 +435,32 @@ static int complete(gcsh_session *s, const char *chunk)
     return !incomplete;
 }
 
+/* The indentation of the line at p. */
+static size_t indent_of(const char *p)
+{
+    return (size_t)(skip_space(p) - p);
+}
+
+/* Whether the next line with text after p (the start of a line) is
+ * indented deeper than `indent`: then it continues the statement above it
+ * ("x = a\n    .. b"), which compiles without it. */
+static int continues(const char *p, size_t indent)
+{
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        if (!blank_span(p, n))
+            return indent_of(p) > indent;
+        p += n + (p[n] == '\n');
+    }
+    return 0;
+}
+
 /* Runs a block's code the way typing it at the prompt would: line by line,
  * each complete statement a command of its own (so each command's output
- * folds on its own), comment lines joining the next statement.  An
- * exercise's block (its check) is one command, unechoed.  Stops at the
- * first command that fails; returns -1 then, else 0. */
+ * folds on its own), comment lines joining the next statement, lines
+ * indented deeper joining the statement above them.  An exercise's block
+ * (its check) is one command, unechoed.  Stops at the first command that
+ * fails; returns -1 then, else 0. */
 static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum run_mode mode)
 {
     if (!b->has_code)
@@ -448,17 +469,20 @@ static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum
         mode = UNECHOED;
     gcsh_text cmd = {0};
     int line = 1, first = 0, rc = 0;
+    size_t indent = 0;
     for (const char *p = b->code; *p && rc == 0; line++) {
         size_t n = strcspn(p, "\n");
         if (cmd.len || !blank_span(p, n)) {
-            if (!cmd.len)
+            if (!cmd.len) {
                 first = line;
+                indent = indent_of(p);
+            }
             gcsh_text_append(&cmd, p, n);
             text_str(&cmd, "\n");
         }
         p += n + (p[n] == '\n');
-        int last = *p == '\0';
-        if (cmd.len && (last || (!b->exercise && !only_comments(cmd.s) && complete(s, cmd.s)))) {
+        int whole = !b->exercise && !only_comments(cmd.s ? cmd.s : "") && !continues(p, indent);
+        if (cmd.len && (*p == '\0' || (whole && complete(s, cmd.s)))) {
             trim_end(cmd.s);
             cmd.len = strlen(cmd.s);
             if (run_command(s, l, first, cmd.s, mode) != 0)
