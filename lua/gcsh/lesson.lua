@@ -128,10 +128,10 @@ local function wrong_ranks(all)
   return ranks, first
 end
 
--- " (on rank 1)", " (every rank)" or " (on rank 1; ranks 1,3 are wrong)".
+-- "" (every rank: the shell's fold says so), " (rank 1)" or " (on rank 1;
+-- ranks 1,3 are wrong)".
 local function where_wrong(ranks, first)
-  if size == 1 then return "" end
-  if #ranks == size then return " (every rank)" end
+  if #ranks == size then return "" end
   if #ranks == 1 then return string.format(" (rank %d)", first.rank) end
   return string.format(" (on rank %d; ranks %s are wrong)", first.rank, ranges(ranks))
 end
@@ -335,7 +335,11 @@ end
 local FREE_ROUND = { stepper = 1, multicast = 1, xfer = 1, winstage = 1, persistent = 1, graph = 1,
                      signals = 2, window = 2 }
 
-local made, known, before = {}, {}, nil
+-- made: what the lesson made, {name=, object=, round=}, holding the object
+-- weakly: the lesson's globals keep it; one the learner dropped is garbage
+-- (and reported so at the command's end), not kept alive here.
+local WEAK_OBJECT, WEAK_KEYS = { __mode = "v" }, { __mode = "k" }
+local made, known, before = {}, setmetatable({}, WEAK_KEYS), nil
 
 function M.track_begin()
   before = {}
@@ -353,7 +357,8 @@ function M.track_end()
   table.sort(names) -- the same order on every rank
   for _, name in ipairs(names) do
     local v = rawget(_G, name)
-    made[#made + 1] = { name = name, object = v, round = FREE_ROUND[type_name(v)] }
+    made[#made + 1] = setmetatable({ name = name, object = v, round = FREE_ROUND[type_name(v)] },
+                                   WEAK_OBJECT)
     known[v] = true
   end
   before = nil
@@ -372,14 +377,15 @@ function M.free_made()
   for round = 1, 2 do
     for i = #made, 1, -1 do
       local m = made[i]
-      if m.round == round then
-        if live(m.object) then freed[#freed + 1] = m.name end
-        pcall(m.object.free, m.object)
-        if rawget(_G, m.name) == m.object then rawset(_G, m.name, nil) end
+      local object = m.object
+      if m.round == round and object ~= nil then
+        if live(object) then freed[#freed + 1] = m.name end
+        pcall(object.free, object)
+        if rawget(_G, m.name) == object then rawset(_G, m.name, nil) end
       end
     end
   end
-  made, known = {}, {}
+  made, known = {}, setmetatable({}, WEAK_KEYS)
   if #freed > 0 then
     table.sort(freed)
     print("freed what the lesson made: " .. table.concat(freed, ", "))

@@ -61,7 +61,8 @@ s:free()
 
 --- A collective gives up
 -- A collective's check waits too, but only .timeout seconds: then the ranks
--- that came get an error naming the one that did not, instead of a hang.
+-- that came get an error naming the one that did not, instead of a hang
+-- (and the late one, when it comes, one saying the others have gone).
 -- With `.timeout 1` this barrier fails that way; with the default 10 s it
 -- completes after 2 s.
 ok, err = pcall(function()

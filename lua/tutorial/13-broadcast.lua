@@ -27,8 +27,9 @@ lesson.check(tree:run({quiet = true}),
 -- steps win.
 w:tensor():fill(1 << rank)
 chain = step.broadcast(w, 0, {algo = "ring"})
-lesson.check(chain:run(), "the ring broadcast equals c:broadcast")
-print(string.format("size %d: tree %d steps, chain %d",
+ok = chain:run()
+lesson.check(ok, "the ring broadcast equals c:broadcast")
+print(string.format("steps at size %d: tree %d, chain %d",
                     size, tree.steps, chain.steps))
 
 --- exercise: How many steps?

@@ -406,7 +406,7 @@ CLAIMS[13] = function(part)
     { "13.1: every doubling is shown: ceil(log2 N) steps", steps == want, p1 },
     { "13.1: each step doubles the ranks that hold the data", doubling, p1 },
     { "13.2: the chain takes N-1 steps",
-      shows(part(2), ALL, string.format("size %d: tree %d steps, chain %d", N, want, N - 1)), part(2) },
+      shows(part(2), ALL, string.format("steps at size %d: tree %d, chain %d", N, want, N - 1)), part(2) },
     { "13.4: the solution is right", has(part(4), "right: ceil(log2 n)"), part(4) },
   }
 end
@@ -460,6 +460,13 @@ local function common_claims(text, l)
          and not walk:find("stack traceback"), name .. ": every part runs, every checkpoint holds", walk)
   local last = l.nums_after
   result(has(walk, last), name .. ": the end says what comes next", walk:sub(-600))
+  -- every checkpoint and right answer is one line over every rank
+  local split = nil
+  for line in walk:gmatch("[^\n]+") do
+    local ranks = line:match("^%[([%d,%-]+)%] checkpoint: ") or line:match("^%[([%d,%-]+)%] right: ")
+    if ranks and ranks ~= ALL then split = line end
+  end
+  result(not split, name .. ": every checkpoint folds into one line over every rank", split)
   -- every echoed command fits 80 columns
   local wide = nil
   for line in walk:gmatch("[^\n]+") do
@@ -472,15 +479,19 @@ local function common_claims(text, l)
                and fb:match("^%[" .. ALL:gsub("%-", "%%-") .. "%] not yet: ") ~= nil
     result(ok, name .. ": a wrong answer is one folded line, at most 3 at 80 columns, no traceback", fb)
   end
+  -- a part shown after its needs ran: no error, no failed checkpoint
+  local function clean(t)
+    return not has(t, "stopped at that error") and not has(t, "stack traceback")
+           and not t:find("%] checkpoint FAILED") and not has(t, "failed while part")
+  end
   local nav = between(text, "nav " .. num)
-  result(has(nav, "(the introduction and part 1 ran first, quietly)") and has(nav, "\n[" .. num .. ".2] "),
-         name .. ": .part 2 runs what it needs first, then shows part 2", nav)
+  result(has(nav, "(the introduction and part 1 ran first, quietly)") and has(nav, "\n[" .. num .. ".2] ")
+         and clean(nav), name .. ": .part 2 runs what it needs first, then shows part 2", nav)
   local prev = between(text, "prev " .. num)
-  result(has(prev, "(the introduction's code ran first, quietly)") and has(prev, "\n[" .. num .. ".1] "),
-         name .. ": .prev shows part 1", prev)
+  result(has(prev, "(the introduction's code ran first, quietly)") and has(prev, "\n[" .. num .. ".1] ")
+         and clean(prev), name .. ": .prev shows part 1", prev)
   local again = between(text, "again " .. num)
-  result(has(again, "\n[" .. num .. ".1] ") and not again:find("stopped at that error"),
-         name .. ": .again shows part 1 again", again)
+  result(has(again, "\n[" .. num .. ".1] ") and clean(again), name .. ": .again shows part 1 again", again)
   local reopen = between(text, "reopen " .. num)
   result(has(reopen, "Lesson " .. num .. ": ") and not has(reopen, "garbage-collected")
          and not has(reopen, "stack traceback"), name .. ": reopened, it leaves no unfreed object", reopen)
