@@ -588,8 +588,8 @@ function Stepper:next(k)
   local x = self._
   if k == 0 and x.steps > 0 then return end -- st:next(st.steps - st.step) at the end
   if x.steps == 0 then
-    self.text = say(x, { x.view.title .. ": no steps: one rank holds every result already "
-                         .. "(run it on 2 ranks or more)" })
+    self.text = say(x, { x.view.title .. ": no steps",
+                         "  one rank holds every result already: run it on 2 ranks or more" })
     return
   end
   if x.step >= x.steps then

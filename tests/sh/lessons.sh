@@ -106,7 +106,8 @@ for num in 5 8 13; do
     else pass; fi
 done
 expect_contains "a stepper on 1 rank says why it has no steps" "$OUT" \
-    "tree broadcast from r0 of 4 i32 on 1 rank: no steps: one rank holds every result already (run it on 2 ranks or more)"
+    "tree broadcast from r0 of 4 i32 on 1 rank: no steps
+  one rank holds every result already: run it on 2 ranks or more"
 
 # ---- exercise feedback: a value that is no function, an error in the
 # learner's code (its traceback, on the ranks where it happened), a wrong
