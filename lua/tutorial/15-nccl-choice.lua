@@ -1,7 +1,8 @@
 -- What NCCL chose for a call, and why
 -- For every collective call NCCL chooses an algorithm (RING, TREE, NVLS,
--- COLLNET_DIRECT, COLLNET_CHAIN, PAT), a protocol (LL, LL128, SIMPLE) and
--- how many channels run it (each a CUDA block with its own ring or tree).
+-- NVLS_TREE, COLLNET_DIRECT, COLLNET_CHAIN, PAT), a protocol (LL, LL128,
+-- SIMPLE) and how many channels run it (each a CUDA block with its own
+-- ring or tree).
 -- Its model: at init it sets, for each function, algorithm and protocol, a
 -- latency in us and a bandwidth in GB/s from the topology it found; a
 -- call of n bytes costs latency + n / (1000 * bandwidth) us, and NCCL
