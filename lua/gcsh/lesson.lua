@@ -211,7 +211,10 @@ function M.call(fn, name, ...)
   local all = verdicts(mine)
   local ranks, first = wrong_ranks(all)
   if not first then return table.unpack(res, 2, res.n) end
-  if mine == "error" then error(res[2], 0) end -- this rank's own error, as it happened
+  if mine == "error" then -- this rank's own error, with the traceback from where it happened
+    if type(res[2]) == "string" then raise(res[2]) end
+    error(res[2], 0)
+  end
   if first.text == "error" then
     raise(string.format("not yet: %s failed on rank%s %s (its error is shown there)",
                         name, #ranks > 1 and "s" or "", ranges(ranks)))
@@ -232,6 +235,9 @@ end
 local function grade_verdict(t, want)
   if type_name(t) ~= "tensor" then
     return string.format("your answer is %s%s, want a tensor", show_value(t), kind_note(t))
+  end
+  if type_name(want) == "tensor" and #want ~= #t then
+    return string.format("your tensor has %d elements, want %d", #t, #want)
   end
   local list, count = wrong_elements(t, want)
   if count == 0 then return "" end

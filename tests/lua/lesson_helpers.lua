@@ -38,6 +38,8 @@ H.eq(text, "not yet: twos: [0] is 2.5, want 2 (10 of 10 f32 elements wrong)" .. 
 H.truthy(own, "a wrong answer has no traceback")
 text = raised(function() lesson.grade(nil, 2, "twos") end)
 H.eq(text, "not yet: twos: your answer is nil, want a tensor" .. EVERY, "grade of no tensor")
+text = raised(function() lesson.grade(tensor.new(3, "i32"), t, "four") end)
+H.eq(text, "not yet: four: your tensor has 3 elements, want 4", "grade: the length")
 text = raised(function() lesson.grade("x", 2, "twos") end)
 H.eq(text, 'not yet: twos: your answer is "x" (a string), want a tensor' .. EVERY, "grade: a string")
 if k >= 3 then
@@ -69,6 +71,7 @@ text, own = raised(function() lesson.call(function() if me == 0 then error("my b
 if me == 0 then
   H.truthy(text:find("my bug", 1, true) and text:find("stack traceback:", 1, true),
            "call: the learner's error keeps its traceback: " .. text)
+  H.truthy(own, "call: the traceback is the text: the shell adds none")
 else
   H.eq(text, "not yet: my_fn failed on rank 0 (its error is shown there)", "call: the other ranks")
 end

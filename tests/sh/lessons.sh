@@ -121,6 +121,7 @@ check_oneshot(function(w, out) if rank == 2 then out:arange(3, 3) end end)"
 expect_contains "no function: one line" "$OUT" "[0-2] not yet: you passed nil, want a function (define my_oneshot first)"
 expect_contains "an error in the learner's code: its message" "$OUT" "[1] stdin:1: my bug"
 expect_contains "an error in the learner's code: its traceback" "$OUT" "[1] stack traceback:"
+expect_eq "one traceback, from where the error happened" "$(grep -c '^\[1\] stack traceback:' <<<"$OUT")" 1
 expect_contains "the other ranks: one line" "$OUT" "[0,2] not yet: my_oneshot failed on rank 1 (its error is shown there)"
 expect_contains "a wrong tensor: the first wrong rank's element, dtype, count, ranks" "$OUT" \
     "[0-2] not yet: your one-shot equals c:allreduce: [0] is 0, want 3 (8 of 8 f32 elements wrong) (on rank 0; ranks 0-1 are wrong)"
