@@ -719,7 +719,7 @@ local function new(fname, coll, w, root, opts)
             multicast = x.multicast }
   if o.algo == "ll" then
     x.llw = c:window(2 * k * o.n, w.dtype)
-    x.ll_mine = x.llw:tensor()
+    x.ll_mine = x.llw:tensor():fill(0) -- no flag yet (the start's gather waits for all)
     local ll_peers = {}
     for r = 0, k - 1 do ll_peers[r] = x.llw:peer(r) end
     x.ctx.ll = { peers = ll_peers, n = o.n, flag = LL_FLAG }

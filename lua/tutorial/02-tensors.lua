@@ -7,8 +7,10 @@ lesson = require "gcsh.lesson"
 c = comm.world()
 
 --- A tensor
--- tensor.new(n [, dtype]) makes n zeros (f32 unless you name a dtype);
--- :arange(start) counts up from start.  Indexing is 0-based, as in C.
+-- tensor.new(n [, dtype]) makes n elements (f32 unless you name a dtype)
+-- whose values are whatever the memory held until you write them: :fill(v)
+-- sets every one, :arange(start) counts up from start.  Indexing is
+-- 0-based, as in C.
 t = tensor.new(8):arange(rank * 8)
 print(t)
 print("t[3] = " .. t[3] .. ", #t = " .. #t .. ", dtype " .. t.dtype)

@@ -117,7 +117,7 @@ gcsh_pipe 3 ".lesson 6
 .next
 check_oneshot(nil)
 check_oneshot(function(w, out) if rank == 1 then error('my bug') end end)
-check_oneshot(function(w, out) if rank == 2 then out:arange(3, 3) end end)"
+check_oneshot(function(w, out) if rank == 2 then out:arange(3, 3) else out:fill(0) end end)"
 expect_contains "no function: one line" "$OUT" "[0-2] not yet: you passed nil, want a function (define my_oneshot first)"
 expect_contains "an error in the learner's code: its message" "$OUT" "[1] stdin:1: my bug"
 expect_contains "an error in the learner's code: its traceback" "$OUT" "[1] stack traceback:"
