@@ -379,23 +379,26 @@ local function live(v)
 end
 
 function M.free_made()
-  local freed = {}
+  local freed, kept = {}, {}
   for round = 1, 2 do
     for i = #made, 1, -1 do
       local m = made[i]
       local object = m.object
       if m.round == round and object ~= nil then
-        if live(object) then freed[#freed + 1] = m.name end
-        pcall(object.free, object)
-        if rawget(_G, m.name) == object then rawset(_G, m.name, nil) end
+        local was_live = live(object)
+        local ok, err = pcall(object.free, object)
+        if not ok then kept[#kept + 1] = m.name .. " (" .. tostring(err) .. ")"
+        elseif was_live then freed[#freed + 1] = m.name end
+        if ok and rawget(_G, m.name) == object then rawset(_G, m.name, nil) end
       end
     end
   end
   made, known = {}, setmetatable({}, WEAK_KEYS)
-  if #freed > 0 then
-    table.sort(freed)
-    print("freed what the lesson made: " .. table.concat(freed, ", "))
-  end
+  table.sort(freed)
+  local said = {}
+  if #freed > 0 then said[1] = "freed what the lesson made: " .. table.concat(freed, ", ") end
+  if #kept > 0 then said[#said + 1] = "could not free: " .. table.concat(kept, "; ") end
+  if #said > 0 then print(table.concat(said, "\n")) end
 end
 
 return M
