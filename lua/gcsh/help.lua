@@ -151,19 +151,19 @@ local API = {
   step = {
     what = "steppers: a collective one step at a time, every rank's buffers between",
     rows = {
-      { "step.allreduce(w [, {algo=, op=}])", "algo ring, oneshot, twoshot, multicast" },
+      { "step.allreduce(w [, {algo=, op=}])", "algo ring, oneshot, twoshot, multicast, ll" },
       { "step.reduce_scatter(w [, {algo=, op=}])", "algo ring, direct" },
       { "step.allgather(w [, {algo=}])", "algo ring, direct" },
       { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
       { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
       { "step.algos", "each collective's algorithms" },
-      { "st:next([k])", "k steps (default 1), each printed as a diagram" },
+      { "st:next([k])", "k steps (default 1; 0: none), each a diagram" },
       { "st:run([{quiet=true}])", "to the end: true when the result is right" },
       { "st:reset()", "data, signals and step count back to the start" },
       { "st:show()", "the buffers now" },
       { "st:free()", "the stepper's signals and buffers (collective)" },
       { "st.step st.steps st.algo st.coll", "where it is, of how many steps, what it runs" },
-      { "{skip=, delay={rank=, ms=}}", "race options: a late rank, a barrier left out" },
+      { "{skip=, delay={rank=, ms= [, step=1]}}", "race options: a late rank, a barrier left out" },
     },
   },
   winstage = {
@@ -192,6 +192,23 @@ local API = {
       { "repro.write_script(path, case, s)", "a standalone script for one case" },
       { "repro.bytes(dtype)", "the size of one element" },
       { "repro.ranges(list)", "{0, 1, 2, 5} -> \"0-2,5\"" },
+    },
+  },
+  lesson = {
+    what = "checks for the lessons (require \"gcsh.lesson\"): lua/tutorial, .lesson N",
+    rows = {
+      { "lesson.check(ok, what)", "a checkpoint: \"checkpoint: what\", or one FAILED line" },
+      { "lesson.expect(t, want, what)", "every element of t is want (number, i -> v, tensor)" },
+      { "lesson.call(fn, name, ...)", "the learner's fn on every rank; not a function, or an error: one line" },
+      { "lesson.call_each(fn, name, calls)", "fn(table.unpack(calls[i])) for each i, as one call" },
+      { "lesson.grade(t, want, what)", "a tensor answer (collective): right, or one line" },
+      { "lesson.answer(name, got, want, right)", "a value answer (collective): its value and type" },
+      { "lesson.needs(n)", "say when the lesson has fewer than n ranks" },
+      { "lesson.wrap(text [, width=72])", "text in lines that fit 80 columns after the prefix" },
+      { "lesson.shared_gpu()", "the backend's info says the GPU is shared (--share-gpu)" },
+      { "lesson.measured_on()", "where figures come from: the CPUs, the GPU, a shared GPU" },
+      { "lesson.track_begin() lesson.track_end()", "(the shell) note what a part's code made" },
+      { "lesson.free_made()", "(the shell) free what the lesson made, newest first" },
     },
   },
   gcsh = {
@@ -233,7 +250,8 @@ local function places()
     local t = rawget(_G, p[1])
     if type(t) == "table" then list[#list + 1] = { t, p[2], p[1] } end
   end
-  for mod, topic in pairs { ["gcsh.bench"] = "bench", ["gcsh.winstage"] = "winstage" } do
+  for mod, topic in pairs { ["gcsh.bench"] = "bench", ["gcsh.winstage"] = "winstage",
+                            ["gcsh.lesson"] = "lesson" } do
     if package.loaded[mod] then list[#list + 1] = { package.loaded[mod], topic .. ".", topic } end
   end
   list[#list + 1] = { gcsh and gcsh.debug or {}, "gcsh.debug.", "gcsh" }

@@ -1,22 +1,142 @@
--- Checkpoints and exercise checks for the lessons in lua/tutorial/.
+-- Checkpoints, exercise checks and housekeeping for the lessons in
+-- lua/tutorial/ (each a plain script too: `gcsh -n 4 lua/tutorial/08-ring.lua`).
 --
 --   lesson = require "gcsh.lesson"
---   lesson.check(ok, what)              a checkpoint: "checkpoint: what" when
---                                       ok, else an error on that rank
---   lesson.expect(t, want, what)        every element of tensor t equals want
---                                       (a number, a 0-based function i -> v,
---                                       or a tensor); floats within 1e-3
---   lesson.grade(t, want, what)         the same for an exercise: "right:
---                                       what", or an error "not yet: what:
---                                       [3] is 5, want 6; ..." naming the
---                                       wrong elements (at most 6 of them)
 --
--- Each rank checks its own data; identical lines fold into one, so a
--- passing checkpoint prints "[0-3] checkpoint: ..." once.
+-- Checkpoints (the lesson checks itself; each rank its own data):
+--   lesson.check(ok, what)         "checkpoint: what" when ok, else one line,
+--                                  "checkpoint FAILED at FILE:LINE: what"
+--   lesson.expect(t, want, what)   every element of tensor t equals want (a
+--                                  number, a 0-based function i -> v, or a
+--                                  tensor); floats within 1e-3
+--
+-- Exercises (collective: every rank calls them, and every rank raises the
+-- same one line, so a wrong answer is one folded line, without a traceback):
+--   lesson.call(fn, name, ...)     runs the learner's function fn(...) on
+--                                  every rank; a value that is no function,
+--                                  or an error on some rank, is "not yet"
+--                                  (the error itself keeps its traceback on
+--                                  the ranks where it happened); returns
+--                                  fn's results
+--   lesson.call_each(fn, name, calls)
+--                                  fn(table.unpack(calls[i])) for every i,
+--                                  as one lesson.call: a list of the first
+--                                  results
+--   lesson.grade(t, want, what)    a tensor answer: "right: what", or "not
+--                                  yet: what: on rank 0, [3] is 5, want 6
+--                                  (...)" naming a wrong element, its dtype,
+--                                  how many are wrong and on which ranks
+--   lesson.answer(name, got, want, right)
+--                                  a value answer: "right: RIGHT", or "not
+--                                  yet: NAME is "6" (a string), want 6 (a
+--                                  number)"
+--
+-- Text:
+--   lesson.wrap(text [, width])    text broken at spaces into lines of at
+--                                  most width (72: 80 columns after the
+--                                  shell's "[0-7] " and a margin)
+--
+-- Rank counts and figures:
+--   lesson.needs(n)                says (once) when the lesson needs more
+--                                  ranks than it has; true when it has them
+--   lesson.measured_on()           where a figure this rank measures comes
+--                                  from, as a phrase: the CPUs (host), the
+--                                  GPU, or a GPU shared with other ranks
+--   lesson.shared_gpu()            true when the backend's info (gpu_shared) says the
+--                                  GPU is shared (gcsh -n 4 --share-gpu)
+--
+-- The shell's lesson runner (src/shell/lesson.c) calls, on every rank:
+--   lesson.track_begin() / lesson.track_end()   around a part's code: the
+--                                  windows, signals, steppers, multicast
+--                                  objects and transfers it left in globals
+--                                  are the lesson's
+--   lesson.free_made()             frees them (collective, newest first,
+--                                  users before what they use) and clears
+--                                  their globals; prints what it freed
 local M = {}
 
 local SHOWN = 6
 local FLOAT = { f64 = true, f32 = true, f16 = true, bf16 = true }
+
+-- ---- errors without a traceback ------------------------------------------------
+
+-- A message raised as an error object with a text of its own: the shell
+-- prints its text, and no traceback (as lua.c does).
+local Feedback = { __tostring = function(e) return e.text end }
+
+local function raise(text)
+  error(setmetatable({ text = text }, Feedback), 0)
+end
+
+-- "08-ring.lua:23": where the caller's caller is.
+local function caller_line(level)
+  local info = debug.getinfo(level + 1, "Sl")
+  if not info then return "?" end
+  return info.short_src:match("[^/]*$") .. ":" .. (info.currentline or 0)
+end
+
+-- ---- values as text -------------------------------------------------------------
+
+local function format_number(v)
+  if math.type(v) == "float" then return string.format("%.7g", v) end
+  return tostring(v)
+end
+
+local function type_name(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and type(mt.__name) == "string" and mt.__name or type(v)
+end
+
+-- A value as a learner would recognise it: 6, "6", nil, a tensor(i32, 8).
+local function show_value(v)
+  local kind = type(v)
+  if kind == "string" then return string.format("%q", v) end
+  if kind == "number" then return format_number(v) end
+  if kind == "nil" or kind == "boolean" then return tostring(v) end
+  if type_name(v) == "tensor" then return string.format("a tensor(%s, %d)", v.dtype, #v) end
+  return "a " .. type_name(v)
+end
+
+-- "(a string)", "(a number)", "" for nil and tensors (their text says it).
+local function kind_note(v)
+  local kind = type_name(v)
+  if kind == "nil" or kind == "tensor" then return "" end
+  local article = kind:match("^[aeiou]") and "an" or "a"
+  return string.format(" (%s %s)", article, kind)
+end
+
+-- ---- every rank's verdict, one line ----------------------------------------------
+
+-- "0-2,5" for a list of ranks.
+local ranges = require("gcsh.repro").ranges
+
+-- Every rank's verdict string ("" for right), gathered on every rank.
+local function verdicts(mine)
+  if size == 1 then return { mine } end
+  return comm.world():agree(mine)
+end
+
+-- The ranks whose verdict is not "", and the first of those verdicts.
+local function wrong_ranks(all)
+  local ranks, first = {}, nil
+  for r, v in ipairs(all) do
+    if v ~= "" then
+      ranks[#ranks + 1] = r - 1
+      first = first or { rank = r - 1, text = v }
+    end
+  end
+  return ranks, first
+end
+
+-- "" (every rank: the shell's fold says so), " (rank 1)" or " (on rank 1;
+-- ranks 1,3 are wrong)".
+local function where_wrong(ranks, first)
+  if #ranks == size then return "" end
+  if #ranks == 1 then return string.format(" (rank %d)", first.rank) end
+  return string.format(" (on rank %d; ranks %s are wrong)", first.rank, ranges(ranks))
+end
+
+-- ---- checkpoints -------------------------------------------------------------------
 
 local function want_at(want, i)
   local kind = type(want)
@@ -30,46 +150,266 @@ local function same(a, b, float)
   return a == b
 end
 
-local function format_value(v)
-  if math.type(v) == "float" then return string.format("%.7g", v) end
-  return tostring(v)
-end
-
--- The wrong elements of t as "[3] is 5, want 6", and how many there are.
+-- The wrong elements of t: a list of {i, got, want} (at most SHOWN), and
+-- how many there are.
 local function wrong_elements(t, want)
   local float, got = FLOAT[t.dtype], t:totable()
-  local parts, count = {}, 0
+  local list, count = {}, 0
   for i = 0, #t - 1 do
     local w = want_at(want, i)
     if not same(got[i + 1], w, float) then
       count = count + 1
-      if #parts < SHOWN then
-        parts[#parts + 1] = string.format("[%d] is %s, want %s", i, format_value(got[i + 1]), format_value(w))
-      end
+      if #list < SHOWN then list[#list + 1] = { i, got[i + 1], w } end
     end
   end
-  if count > SHOWN then parts[#parts + 1] = string.format("... (%d wrong of %d)", count, #t) end
-  return table.concat(parts, "; "), count
+  return list, count
+end
+
+local function elements_text(list)
+  local parts = {}
+  for _, e in ipairs(list) do
+    parts[#parts + 1] = string.format("[%d] is %s, want %s", e[1], format_number(e[2]), format_number(e[3]))
+  end
+  return table.concat(parts, "; ")
 end
 
 function M.check(ok, what)
-  if not ok then error("checkpoint FAILED on rank " .. rank .. ": " .. what, 2) end
+  if not ok then raise("checkpoint FAILED at " .. caller_line(2) .. ": " .. what) end
   print("checkpoint: " .. what)
 end
 
 function M.expect(t, want, what)
-  local wrong, count = wrong_elements(t, want)
-  if count > 0 then error("checkpoint FAILED on rank " .. rank .. ": " .. what .. ": " .. wrong, 2) end
+  local list, count = wrong_elements(t, want)
+  if count > 0 then
+    local more = count > #list and string.format(" (%d of %d wrong)", count, #t) or ""
+    raise(string.format("checkpoint FAILED at %s: %s: %s%s", caller_line(2), what,
+                        elements_text(list), more))
+  end
   print("checkpoint: " .. what)
 end
 
-function M.grade(t, want, what)
-  if type(t) ~= "userdata" or not t.dtype then
-    error("not yet: " .. what .. ": your function should give a tensor, it gave " .. type(t), 2)
+-- ---- exercises -------------------------------------------------------------------------
+
+-- xpcall's handler: the learner's error with its traceback, as the shell
+-- shows any error (a feedback object stays one line).
+local function with_traceback(e)
+  if getmetatable(e) == Feedback then return e end
+  return debug.traceback(tostring(e), 2)
+end
+
+function M.call(fn, name, ...)
+  local mine = ""
+  if type(fn) ~= "function" then
+    mine = string.format("not yet: you passed %s%s, want a function (define %s first)",
+                         show_value(fn), kind_note(fn), name)
   end
-  local wrong, count = wrong_elements(t, want)
-  if count > 0 then error("not yet: " .. what .. " (rank " .. rank .. "): " .. wrong, 2) end
-  print("right: " .. what)
+  local res = { n = 0 }
+  if mine == "" then
+    res = table.pack(xpcall(fn, with_traceback, ...))
+    if not res[1] then mine = "error" end
+  end
+  local all = verdicts(mine)
+  local ranks, first = wrong_ranks(all)
+  if not first then return table.unpack(res, 2, res.n) end
+  if mine == "error" then -- this rank's own error, with the traceback from where it happened
+    if type(res[2]) == "string" then raise(res[2]) end
+    error(res[2], 0)
+  end
+  if first.text == "error" then
+    raise(string.format("not yet: %s failed on rank%s %s (its error is shown there)",
+                        name, #ranks > 1 and "s" or "", ranges(ranks)))
+  end
+  raise(first.text)
+end
+
+function M.call_each(fn, name, calls)
+  if type(fn) ~= "function" then return M.call(fn, name) end
+  return M.call(function()
+    local out = {}
+    for i, args in ipairs(calls) do out[i] = fn(table.unpack(args)) end
+    return out
+  end, name)
+end
+
+-- This rank's verdict on a tensor answer: "" when right.
+local function grade_verdict(t, want)
+  if type_name(t) ~= "tensor" then
+    return string.format("your answer is %s%s, want a tensor", show_value(t), kind_note(t))
+  end
+  if type_name(want) == "tensor" and #want ~= #t then
+    return string.format("your tensor has %d elements, want %d", #t, #want)
+  end
+  local list, count = wrong_elements(t, want)
+  if count == 0 then return "" end
+  local e = list[1]
+  return string.format("[%d] is %s, want %s (%d of %d %s elements wrong)", e[1], format_number(e[2]),
+                       format_number(e[3]), count, #t, t.dtype)
+end
+
+function M.grade(t, want, what)
+  local all = verdicts(grade_verdict(t, want))
+  local ranks, first = wrong_ranks(all)
+  if not first then
+    print("right: " .. what)
+    return true
+  end
+  raise(string.format("not yet: %s: %s%s", what, first.text, where_wrong(ranks, first)))
+end
+
+local function same_value(got, want)
+  if type(got) ~= type(want) then return false end
+  if type(want) == "number" and math.type(want) == "float" then
+    return math.abs(got - want) <= 1e-9 * math.max(1, math.abs(want))
+  end
+  return got == want
+end
+
+function M.answer(name, got, want, right)
+  local mine = ""
+  if not same_value(got, want) then
+    mine = string.format("%s is %s%s, want %s%s", name, show_value(got), kind_note(got),
+                         show_value(want), kind_note(want))
+  end
+  local ranks, first = wrong_ranks(verdicts(mine))
+  if not first then
+    print("right: " .. right)
+    return true
+  end
+  raise("not yet: " .. first.text .. where_wrong(ranks, first))
+end
+
+-- ---- text ------------------------------------------------------------------------------
+
+function M.wrap(text, width)
+  width = width or 72
+  local lines = {}
+  for para in (tostring(text) .. "\n"):gmatch("(.-)\n") do
+    local line = ""
+    for word in para:gmatch("%S+") do
+      if line ~= "" and #line + 1 + #word > width then
+        lines[#lines + 1] = line
+        line = "  " .. word
+      else
+        line = line == "" and word or line .. " " .. word
+      end
+    end
+    lines[#lines + 1] = line
+  end
+  return table.concat(lines, "\n")
+end
+
+-- ---- rank counts and figures ------------------------------------------------------------
+
+function M.needs(n)
+  if size >= n then return true end
+  print(string.format("note: this lesson needs %d ranks or more to show what it teaches; with %d "
+                      .. "it runs what it can (start gcsh -n 4)", n, size))
+  return false
+end
+
+-- The backend's info field gpu_shared ("no", or "cuda:0 with ranks 0-3"
+-- with --share-gpu; absent on the host backend), read defensively: a
+-- missing field, or one that says no, is not shared.
+function M.shared_gpu()
+  local ok, info = pcall(gcsh.info)
+  if not ok or type(info) ~= "table" then return false end
+  local v = info.gpu_shared
+  if v == nil or v == false then return false end
+  if v == true then return true end
+  local word = tostring(v):lower():match("^%s*(%w*)")
+  return not (word == "" or word == "no" or word == "0" or word == "false" or word == "off"
+              or word == "none")
+end
+
+-- Whether an MPS server serves this rank (gcsh.info().mps says what the
+-- driver decided).
+local function mps_serves()
+  local ok, info = pcall(gcsh.info)
+  return ok and type(info) == "table" and tostring(info.mps or ""):find("serves this rank: yes",
+                                                                          1, true) ~= nil
+end
+
+function M.measured_on()
+  if gcsh.backend ~= "cuda" then
+    return "this machine's CPUs (host backend: memory copies, not NVLink)"
+  end
+  local device = tostring(gcsh.device or "the GPU")
+  if M.shared_gpu() and mps_serves() then
+    return device .. ", shared with other ranks (--share-gpu, MPS): they split its SMs and "
+           .. "memory, so times are not a GPU each"
+  elseif M.shared_gpu() then
+    return device .. ", shared with other ranks (--share-gpu, no MPS): the ranks take turns "
+           .. "on it, so times are far longer than with a GPU each"
+  end
+  return device .. ", one per rank"
+end
+
+-- ---- what a lesson made -------------------------------------------------------------------
+
+-- Types whose objects a lesson frees, and in which round: what uses a
+-- window or signals (steppers, multicast objects, transfers, staged
+-- registrations) before the windows and signals themselves.
+local FREE_ROUND = { stepper = 1, multicast = 1, xfer = 1, winstage = 1, persistent = 1, graph = 1,
+                     signals = 2, window = 2 }
+
+-- made: what the lesson made, {name=, object=, round=}, holding the object
+-- weakly: the lesson's globals keep it; one the learner dropped is garbage
+-- (and reported so at the command's end), not kept alive here.
+local WEAK_OBJECT, WEAK_KEYS = { __mode = "v" }, { __mode = "k" }
+local made, known, before = {}, setmetatable({}, WEAK_KEYS), nil
+
+function M.track_begin()
+  before = {}
+  for _, v in pairs(_G) do before[v] = true end
+end
+
+function M.track_end()
+  if not before then return end
+  local names = {}
+  for name, v in pairs(_G) do
+    if type(name) == "string" and not before[v] and not known[v] and FREE_ROUND[type_name(v)] then
+      names[#names + 1] = name
+    end
+  end
+  table.sort(names) -- the same order on every rank
+  for _, name in ipairs(names) do
+    local v = rawget(_G, name)
+    made[#made + 1] = setmetatable({ name = name, object = v, round = FREE_ROUND[type_name(v)] },
+                                   WEAK_OBJECT)
+    known[v] = true
+  end
+  before = nil
+end
+
+-- Whether an object still holds what it was made for (its text says
+-- "freed" or "cancelled" once it does not).
+local function live(v)
+  local ok, text = pcall(tostring, v)
+  if not ok then return false end
+  return not (text:find("%(freed%)$") or text:find(", freed%)$") or text:find("%(cancelled%)$"))
+end
+
+function M.free_made()
+  local freed, kept = {}, {}
+  for round = 1, 2 do
+    for i = #made, 1, -1 do
+      local m = made[i]
+      local object = m.object
+      if m.round == round and object ~= nil then
+        local was_live = live(object)
+        local ok, err = pcall(object.free, object)
+        if not ok then kept[#kept + 1] = m.name .. " (" .. tostring(err) .. ")"
+        elseif was_live then freed[#freed + 1] = m.name end
+        if ok and rawget(_G, m.name) == object then rawset(_G, m.name, nil) end
+      end
+    end
+  end
+  made, known = {}, setmetatable({}, WEAK_KEYS)
+  table.sort(freed)
+  local said = {}
+  if #freed > 0 then said[1] = "freed what the lesson made: " .. table.concat(freed, ", ") end
+  if #kept > 0 then said[#said + 1] = "could not free: " .. table.concat(kept, "; ") end
+  if #said > 0 then print(table.concat(said, "\n")) end
 end
 
 return M

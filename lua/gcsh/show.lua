@@ -74,12 +74,16 @@ local function columns(n)
   return cols
 end
 
+-- The value more of the cells hold than any other, or nil when none is
+-- (every value once, or a tie): then no cell is marked.
 local function most_common(cells)
-  local count, best, best_count = {}, nil, 0
+  local count, best, best_count, tied = {}, nil, 0, false
   for _, v in ipairs(cells) do
     count[v] = (count[v] or 0) + 1
-    if count[v] > best_count then best, best_count = v, count[v] end
+    if count[v] > best_count then best, best_count, tied = v, count[v], false
+    elseif count[v] == best_count and v ~= best then tied = true end
   end
+  if tied then return nil end
   return best
 end
 
@@ -103,7 +107,7 @@ local function render(title, cols, rows, wheres)
     local common = most_common(column)
     for r = 1, #rows do
       local cell = column[r]
-      if i and cell ~= common and cell ~= "" then cell = cell .. "*"; marked = true end
+      if i and common and cell ~= common and cell ~= "" then cell = cell .. "*"; marked = true end
       grid[r + 1][first_data + k - 1] = cell
     end
   end

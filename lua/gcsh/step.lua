@@ -1,13 +1,14 @@
 -- step: run a collective one step at a time and look at every rank's buffer
 -- between steps.
 --
---   st = step.allreduce(w [, {algo="ring"|"oneshot"|"twoshot"|"multicast", op="sum"}])
+--   st = step.allreduce(w [, {algo="ring"|"oneshot"|"twoshot"|"multicast"|"ll", op="sum"}])
 --   st = step.reduce_scatter(w [, {algo="ring"|"direct", op="sum"}])
 --   st = step.allgather(w [, {algo="ring"|"direct"}])
 --   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct"}])
 --   st = step.window(c, n [, dtype [, opts]])     (gcsh/step_window.lua)
 --
---   st:next([k])   k steps (default 1) in one call, each printed as a diagram
+--   st:next([k])   k steps (default 1; 0: none) in one call, each printed as a
+--                  diagram
 --   st:run([{quiet=true}])  to the end; true when every rank's result equals
 --                  the communicator's own collective (c:allreduce, ...)
 --   st:reset()     data, signals and step count back to the start
@@ -27,9 +28,20 @@
 -- are read from the buffers (step_diagram.lua).  Steppers run on windows
 -- whose team is their whole communicator (one node).
 --
+-- Every phase is a step of its own.  Two-shot's kernel reduces chunk r
+-- and stores it into every slice in one pass (only rank r touches chunk r:
+-- no barrier between); the stepper shows the pass as its two phases,
+-- reduce-scatter (into r's own slice) then all-gather (to the others).
+-- Multicast likewise: ld_reduce (into the rank's scratch row, "tmp"), then
+-- store.  algo="ll" (kll.h; no plan: kernel.plan has none for it) is a
+-- store with flags (each rank's region, a flag beside every element, into
+-- its slot of every rank's ll area: the stepper's own, a window of 2 k n
+-- elements) and a reduce as the flags arrive (each rank waits for each
+-- slot's flags, then reduces its slots in order); no barrier.
+--
 -- Races: delay={rank=r, ms=m [, step=s]} makes rank r sleep m ms before its
--- move (at step s, or at every step); the barriers make the others wait,
--- and the result is right.  skip= takes the synchronisation away from the
+-- move at step s (step 1 when not given); the barriers make the others
+-- wait, and the result is right.  skip= takes the synchronisation away from the
 -- late rank at the steps where it is late: skip="barrier", it leaves out
 -- the barriers after that step (it neither signals nor waits, and the
 -- others wait only for each other); skip="signal", it signals "done"
@@ -49,7 +61,7 @@ local D = require("gcsh.step_diagram")
 local M = {}
 
 local ALGOS = {
-  allreduce = { "ring", "oneshot", "twoshot", "multicast" },
+  allreduce = { "ring", "oneshot", "twoshot", "multicast", "ll" },
   reduce_scatter = { "ring", "direct" },
   allgather = { "ring", "direct" },
   broadcast = { "tree", "ring", "direct" },
@@ -66,6 +78,9 @@ local WRONG_SHOWN = 8
 local DELAY_MAX_MS = 600000
 -- signal slots: the plan's barriers, the stepper's own
 local PLAN_SLOT, OWN_SLOT = 0, 1
+local ELEMENT_BYTES = { f64 = 8, i64 = 8, f32 = 4, i32 = 4, u32 = 4, f16 = 2, bf16 = 2, u8 = 1, i8 = 1 }
+-- the flag the ll stepper's stores carry (its area is cleared at reset)
+local LL_FLAG = 1
 
 local Stepper = {}
 Stepper.__index = Stepper
@@ -134,7 +149,7 @@ local function check_delay(fname, d, size)
     fail(fname, "delay.ms must be a number 0..%d, got %s", DELAY_MAX_MS, tostring(d.ms))
   end
   out.ms = d.ms
-  if d.step ~= nil then out.step = check_int(fname, "delay.step", d.step, 1, math.maxinteger) end
+  out.step = d.step == nil and 1 or check_int(fname, "delay.step", d.step, 1, math.maxinteger)
   return out
 end
 
@@ -152,6 +167,19 @@ local function check_window(fname, w)
     fail(fname, "the window's team (%d ranks) is not its whole communicator (%d ranks): "
          .. "steppers run on one node's ranks (make the window on c:split of one node)",
          #w.team, w.size)
+  end
+end
+
+-- ll: no barrier to take away, and at most the kernel's bytes per rank.
+local function check_ll(fname, o, w)
+  if o.skip then
+    fail(fname, "skip= has nothing to take from ll: it has no barrier, its flags are the "
+         .. "synchronisation (delay= still makes a rank late)")
+  end
+  local bytes = o.n * ELEMENT_BYTES[w.dtype]
+  if bytes > kernel.ll_max_bytes then
+    fail(fname, "ll moves at most %d bytes per rank (kernel.ll_max_bytes), got n=%d of %s (%d bytes)",
+         kernel.ll_max_bytes, o.n, w.dtype, bytes)
   end
 end
 
@@ -174,12 +202,12 @@ local function read_options(fname, coll, w, opts)
   o.n = check_int(fname, "n", opts.n or (w.n - o.offset), 1, w.n - o.offset)
   if opts.skip ~= nil then o.skip = check_choice(fname, "skip", opts.skip, SKIPS) end
   if opts.delay ~= nil then o.delay = check_delay(fname, opts.delay, w.size) end
+  if o.algo == "ll" then check_ll(fname, o, w) end
   return o
 end
 
 -- NVLink multicast (mode nvls) has no 16-bit loads and stores: every
 -- chunk must start and end on 4 bytes (the emulation takes any).
-local ELEMENT_BYTES = { f64 = 8, i64 = 8, f32 = 4, i32 = 4, u32 = 4, f16 = 2, bf16 = 2, u8 = 1, i8 = 1 }
 local function check_multicast_units(fname, mc, plan, dtype)
   if mc.mode ~= "nvls" then return end
   local es = ELEMENT_BYTES[dtype]
@@ -211,6 +239,72 @@ local function group_steps(plan)
     end
   end
   return groups, lead
+end
+
+-- Two-shot's and multicast's move, as the two phases the kernel does in
+-- one pass: the reduction of chunk r (into r's own slice; for multicast an
+-- ld_reduce into r's scratch buffer), then its store into the others
+-- (multicast: one st into every slice).  Returns the two moves (the
+-- second nil when no other slice takes it).
+local function split_move(m, algo, offset)
+  if algo == "multicast" then
+    local scratch = { peer = "tmp", first = m.src[1].first - offset }
+    return { rank = m.rank, op = "reduce", via = "multicast", count = m.count, src = m.src, dst = { scratch } },
+           { rank = m.rank, op = "copy", via = "multicast", count = m.count, src = { scratch }, dst = m.dst }
+  end
+  local own, others = { peer = m.rank, first = m.src[1].first }, {}
+  for _, d in ipairs(m.dst) do if d.peer ~= m.rank then others[#others + 1] = d end end
+  local gather = #others > 0 and { rank = m.rank, op = "copy", count = m.count, src = { own }, dst = others }
+  return { rank = m.rank, op = "reduce", count = m.count, src = m.src, dst = { own } }, gather or nil
+end
+
+local PHASES = { twoshot = { "reduce-scatter", "all-gather" }, multicast = { "ld_reduce", "store" } }
+
+-- Every phase its own step: two-shot's and multicast's fused move split in
+-- two (the plan's barriers after the second); a tree broadcast's steps
+-- named by the ranks that hold the data.
+local function phase_steps(groups, coll, algo, k, offset)
+  if coll == "broadcast" and algo == "tree" then
+    for s, g in ipairs(groups) do
+      g.phase = string.format("%d ranks hold it", math.min(1 << s, k))
+    end
+  end
+  local names = coll == "allreduce" and PHASES[algo]
+  if not names then return groups end
+  local out = {}
+  for _, g in ipairs(groups) do
+    local first, second = {}, {}
+    for _, m in ipairs(g.moves) do
+      local a, b = split_move(m, algo, offset)
+      first[#first + 1] = a
+      second[#second + 1] = b
+    end
+    out[#out + 1] = { moves = first, phase = names[1], after = 0 }
+    if #second > 0 then out[#out + 1] = { moves = second, phase = names[2], after = 0 } end
+    out[#out].after = g.after
+  end
+  return out
+end
+
+-- The ll all-reduce (kll.h) as steps of the plan's shape: every rank
+-- stores its region with flags into its slot of every rank's ll area;
+-- every rank reduces its slots as their flags arrive.  No barrier.
+local function ll_plan(k, n, offset)
+  local store, reduce = {}, {}
+  for r = 0, k - 1 do
+    local slots, mine = {}, {}
+    for p = 0, k - 1 do
+      slots[#slots + 1] = { peer = p, slot = r }
+      mine[#mine + 1] = { peer = r, slot = p }
+    end
+    local region = { peer = r, first = offset }
+    store[#store + 1] = { rank = r, op = "copy", via = "ll", count = n, src = { region }, dst = slots }
+    reduce[#reduce + 1] = { rank = r, op = "reduce", via = "ll", count = n, src = mine, dst = { region } }
+  end
+  return { coll = "allreduce", algo = "ll", n = n, offset = offset, steps = {
+    { kind = "move", phase = "store with flags", moves = store },
+    { kind = "move", phase = "reduce as flags arrive", moves = reduce },
+  } }
 end
 
 local function uses_tmp(plan)
@@ -360,6 +454,11 @@ end
 
 -- ---- steps ---------------------------------------------------------------------------
 
+-- This rank's buffers the diagram samples, by row kind.
+local function buffers(x)
+  return { slice = x.mine, tmp = x.tmp, ll = x.ll_mine }
+end
+
 local function do_step(x, s)
   local g = x.groups[s]
   if s == 1 then for _ = 1, x.lead do plan_barrier(x, 0, false) end end
@@ -374,7 +473,7 @@ local function do_step(x, s)
   -- without races, every rank's step is over before anyone samples, and
   -- every rank has sampled before anyone goes on: the picture is exact
   if not x.skip then own_barrier(x) end
-  local samples = D.pack(D.sample(x.layout, x.me, x.mine, x.tmp))
+  local samples = D.pack(D.sample(x.layout, x.me, buffers(x)))
   if not x.skip then own_barrier(x) end
   return samples
 end
@@ -410,6 +509,7 @@ local function restore(x)
   x.c:barrier() -- nobody signals again before every word is zero
   x.region:copy(x.init)
   if x.tmp then x.tmp:fill(0) end
+  if x.ll_mine then x.ll_mine:fill(0) end
   x.count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0 }
   x.step = 0
   x.hist = { [0] = x.hist[0] }
@@ -483,9 +583,15 @@ local RACE_NOTE = {
 
 function Stepper:next(k)
   local fname = "next"
-  k = k == nil and 1 or check_int(fname, "k (steps)", k, 1, math.maxinteger)
+  k = k == nil and 1 or check_int(fname, "k (steps)", k, 0, math.maxinteger)
   begin(self, fname)
   local x = self._
+  if k == 0 and x.steps > 0 then return end -- st:next(st.steps - st.step) at the end
+  if x.steps == 0 then
+    self.text = say(x, { x.view.title .. ": no steps",
+                         "  one rank holds every result already: run it on 2 ranks or more" })
+    return
+  end
   if x.step >= x.steps then
     local lines = { string.format("%s: at step %d of %d already (st:reset() starts again)",
                                   x.view.title, x.step, x.steps) }
@@ -538,8 +644,9 @@ end
 function Stepper:show()
   begin(self, "show")
   local x = self._
-  local by_rank = gather(x, { D.pack(D.sample(x.layout, x.me, x.mine, x.tmp)) })
+  local by_rank = gather(x, { D.pack(D.sample(x.layout, x.me, buffers(x))) })
   local state = state_from(x, by_rank, 1)
+  D.carry_sets(x.view, x.hist[x.step], state)
   local hist = { [x.step] = state }
   local lines = D.state_lines(x.view, hist, x.step)
   self.cells = D.cell_texts(x.view, state)
@@ -552,7 +659,8 @@ function Stepper:free()
   x.freed = true
   if x.multicast then x.multicast:free() end
   x.sig:free()
-  for _, t in ipairs({ x.init, x.ref, x.tmp, x.scratch }) do if t then t:free() end end
+  if x.llw then x.llw:free() end
+  for _, t in ipairs({ x.init, x.ref, x.tmp }) do if t then t:free() end end
 end
 Stepper.__close = Stepper.free
 
@@ -581,37 +689,49 @@ local function new(fname, coll, w, root, opts)
   check_window(fname, w)
   local o = read_options(fname, coll, w, opts)
   local c, k, me = w.comm, w.size, w.rank
-  local plan = kernel.plan(w, { coll = coll, algo = o.algo, n = o.n, offset = o.offset,
-                                root = root or 0, out = false })
+  local plan
+  if o.algo == "ll" then plan = ll_plan(k, o.n, o.offset)
+  else
+    plan = kernel.plan(w, { coll = coll, algo = o.algo, n = o.n, offset = o.offset,
+                            root = root or 0, out = false })
+  end
   local x = {
     coll = coll, algo = o.algo, op = o.op, root = root, n = o.n, offset = o.offset,
     dtype = w.dtype, skip = o.skip, delay = o.delay, c = c, k = k, me = me, plan = plan,
     dirty = false, count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0 }, step = 0,
   }
   x.groups, x.lead = group_steps(plan)
+  x.groups = phase_steps(x.groups, coll, o.algo, k, o.offset)
   x.steps = #x.groups
   x.everyone = range(0, k - 1)
   x.mine = w:tensor()
   x.region = x.mine:view(o.offset, o.n)
   x.init = tensor.new(o.n, w.dtype):copy(x.region)
-  if uses_tmp(plan) then x.tmp = tensor.new(o.n, w.dtype):fill(0) end
+  if uses_tmp(plan) or o.algo == "multicast" then x.tmp = tensor.new(o.n, w.dtype):fill(0) end
   if o.algo == "multicast" then
     x.multicast = w:multicast()
     check_multicast_units(fname, x.multicast, plan, w.dtype)
-    x.scratch = tensor.new(o.n, w.dtype)
   end
   x.sig = c:signals(2)
   local peers = {}
   for r = 0, k - 1 do peers[r] = w:peer(r) end
-  x.ctx = { k = k, me = me, op = o.op, peers = peers, tmp = x.tmp, multicast = x.multicast,
-            scratch = x.scratch }
+  x.ctx = { k = k, me = me, op = o.op, dtype = w.dtype, peers = peers, tmp = x.tmp,
+            multicast = x.multicast }
+  if o.algo == "ll" then
+    x.llw = c:window(2 * k * o.n, w.dtype)
+    x.ll_mine = x.llw:tensor():fill(0) -- no flag yet (the start's gather waits for all)
+    local ll_peers = {}
+    for r = 0, k - 1 do ll_peers[r] = x.llw:peer(r) end
+    x.ctx.ll = { peers = ll_peers, n = o.n, flag = LL_FLAG }
+  end
   x.ref_first, x.ref_count, x.ref, x.ref_name = reference(x)
-  x.layout = D.layout(plan, k, x.tmp ~= nil)
+  x.layout = D.layout(plan, k, { tmp = x.tmp ~= nil, ll = x.llw ~= nil })
   x.view = { layout = x.layout, k = k, dtype = w.dtype, op = o.op, steps = x.steps,
-             multicast = x.multicast ~= nil, title = title(coll, o, w, root) }
-  local start = gather(x, { D.pack(D.sample(x.layout, me, x.mine, x.tmp)) })
+             title = title(coll, o, w, root) }
+  local start = gather(x, { D.pack(D.sample(x.layout, me, buffers(x))) })
   x.hist = { [0] = state_from(x, start, 1) }
   x.view.bits = D.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
+  D.start_sets(x.view, x.hist[0])
   local st = setmetatable({ _ = x, step = 0, steps = x.steps, algo = o.algo, coll = coll,
                             window = w, wrong = {} }, Stepper)
   st.cells = D.cell_texts(x.view, x.hist[0])

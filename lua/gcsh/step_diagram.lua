@@ -10,6 +10,17 @@
 -- the ranks whose data it holds: 11 (binary 1011) is "0-1,3".  Otherwise a
 -- cell shows its first value.
 --
+-- A cell whose data holds some rank's bits twice (a race: a rank added
+-- data it already had) reads as the ranks it holds with the extra ones
+-- after a +: "0-3+1" is every rank once and rank 1 once more.  The bits
+-- alone cannot tell 2 + 2 from 4, so the diagram follows the moves: a
+-- cell's set is what the move that wrote it made of its sources' sets.
+--
+-- Rows: every rank's slice; its scratch buffer ("r0 tmp": one-shot's sum,
+-- multicast's ld_reduce result); for the ll algorithm its ll area ("r0
+-- ll"), one cell per slot, each with the flags it holds ("f1": every
+-- element carries flag 1, "f0": none arrived).
+--
 -- Marks: * the cell changed in this step; ! the cell is wrong: it does not
 -- hold what this step's moves make of what their sources held after the
 -- step before (a read that came before the peer's write, or after its next
@@ -40,9 +51,10 @@ local function whole_region(plan)
   return true
 end
 
--- The rows (every rank's slice, then every rank's scratch buffer when the
--- plan uses one) and the cells of a row, for a plan over k ranks.
-function D.layout(plan, k, uses_tmp)
+-- The rows and the cells of each row, for a plan over k ranks.  opts.tmp:
+-- every rank's scratch buffer gets a row (the plan's chunks); opts.ll:
+-- every rank's ll area gets a row of k slot cells.
+function D.layout(plan, k, opts)
   local L = { k = k, rows = {}, cells = {}, offset = plan.offset, n = plan.n }
   if whole_region(plan) or not plan.chunks then
     L.cells[1] = { first = plan.offset, count = plan.n, label = "" }
@@ -51,36 +63,63 @@ function D.layout(plan, k, uses_tmp)
       L.cells[i] = { first = ch.first, count = ch.count, label = "c" .. (i - 1) }
     end
   end
-  for r = 0, k - 1 do L.rows[#L.rows + 1] = { rank = r, tmp = false, label = "r" .. r } end
-  if uses_tmp then
-    for r = 0, k - 1 do L.rows[#L.rows + 1] = { rank = r, tmp = true, label = "r" .. r .. " tmp" } end
+  local function add_rows(kind, suffix, cells)
+    for r = 0, k - 1 do
+      L.rows[#L.rows + 1] = { rank = r, kind = kind, tmp = kind == "tmp", ll = kind == "ll",
+                              label = "r" .. r .. suffix, cells = cells }
+    end
+  end
+  add_rows("slice", "", L.cells)
+  if opts.tmp then add_rows("tmp", " tmp", L.cells) end
+  if opts.ll then
+    L.ll_cells = {}
+    for s = 0, k - 1 do L.ll_cells[s + 1] = { slot = s, count = plan.n, label = "s" .. s } end
+    add_rows("ll", " ll", L.ll_cells)
   end
   L.row_of = {}
-  for i, row in ipairs(L.rows) do L.row_of[(row.tmp and "t" or "s") .. row.rank] = i end
+  for i, row in ipairs(L.rows) do L.row_of[row.kind:sub(1, 1) .. row.rank] = i end
   return L
 end
+
+-- Where element i of slot s sits in a stepper's ll area (step_move.lua).
+D.ll_index = require("gcsh.step_move").ll_index
 
 -- The index in a row's tensor of a cell's first element (tmp holds the
 -- region from 0; a slice at its absolute place).
 local function cell_start(L, row, cell)
+  if row.ll then return D.ll_index(L.n, cell.slot, 0) end
   return row.tmp and cell.first - L.offset or cell.first
 end
 
 -- ---- samples -----------------------------------------------------------------
 
--- This rank's samples: first and last element of every cell of its rows,
--- in row then cell order (false for an empty cell).
-function D.sample(L, me, slice, tmp)
+-- The lowest and highest flag of count elements of an ll area from first.
+local function flag_range(t, first, count)
+  local v = t:view(first, 2 * count):totable()
+  local lo, hi = v[2], v[2]
+  for i = 4, #v, 2 do lo, hi = math.min(lo, v[i]), math.max(hi, v[i]) end
+  return lo, hi
+end
+
+-- This rank's samples: first and last element of every cell of its rows
+-- (false for an empty cell), and for an ll slot its lowest and highest
+-- flag, in row then cell order.  bufs: slice, tmp, ll (this rank's).
+function D.sample(L, me, bufs)
   local out = {}
   for _, row in ipairs(L.rows) do
     if row.rank == me then
-      local t = row.tmp and tmp or slice
-      for _, cell in ipairs(L.cells) do
+      local t = bufs[row.kind]
+      for _, cell in ipairs(row.cells) do
         if cell.count == 0 then
           out[#out + 1] = false; out[#out + 1] = false
         else
           local i = cell_start(L, row, cell)
-          out[#out + 1] = t[i]; out[#out + 1] = t[i + cell.count - 1]
+          local last = row.ll and D.ll_index(L.n, cell.slot, cell.count - 1) or i + cell.count - 1
+          out[#out + 1] = t[i]; out[#out + 1] = t[last]
+        end
+        if row.ll then
+          local lo, hi = flag_range(t, cell_start(L, row, cell), cell.count)
+          out[#out + 1] = lo; out[#out + 1] = hi
         end
       end
     end
@@ -115,17 +154,23 @@ function D.unpack(text)
 end
 
 -- One state of every buffer, from every rank's samples (by[r + 1]):
--- state[row][cell] = {first value, last value}, or false for an empty cell.
+-- state[row][cell] = {first value, last value [, flags = {lo, hi}]}, or
+-- false for an empty cell.
 function D.state(L, by)
   local state, pos = {}, {}
   for i, row in ipairs(L.rows) do
     local s = by[row.rank + 1]
     local p = pos[row.rank] or 1
     state[i] = {}
-    for c = 1, #L.cells do
+    for c = 1, #row.cells do
       local a, b = s[p], s[p + 1]
-      state[i][c] = a ~= false and a ~= nil and { a, b } or false
+      local cell = a ~= false and a ~= nil and { a, b } or false
       p = p + 2
+      if row.ll then
+        if cell then cell.flags = { s[p], s[p + 1] } end
+        p = p + 2
+      end
+      state[i][c] = cell
     end
     pos[row.rank] = p
   end
@@ -139,7 +184,7 @@ end
 function D.bits_mode(L, start, op, dtype)
   if (op and op ~= "sum") or L.k > (BITS[dtype] or 0) then return false end
   for i, row in ipairs(L.rows) do
-    if not row.tmp then
+    if row.kind == "slice" then
       for c = 1, #L.cells do
         local v = start[i][c]
         if v and (v[1] ~= 2 ^ row.rank or v[2] ~= 2 ^ row.rank) then return false end
@@ -189,11 +234,92 @@ function D.text(view, v)
   return value_text(v, view.dtype)
 end
 
+-- ---- sets of ranks, with repeats ---------------------------------------------------
+--
+-- A cell's contributors as counts by rank ({[0] = 1, [1] = 2}: rank 0's data
+-- once, rank 1's twice), for bits mode.
+
+local function set_of_mask(mask, k)
+  local set = {}
+  for r = 0, k - 1 do if mask >> r & 1 == 1 then set[r] = 1 end end
+  return set
+end
+
+-- The set a value names when read as bits, or nil.
+local function decode(view, v)
+  if not view.bits then return nil end
+  local m = mask_of(v, view.k)
+  return m and set_of_mask(m, view.k) or nil
+end
+
+-- What a move makes of its sources' sets: a copy keeps the set, a sum adds
+-- them up; nil when some source's set is unknown.
+local function move_set(m, sets, n)
+  for i = 1, n do if not sets[i] then return nil end end
+  if m.op == "copy" then return sets[1] end
+  local out = {}
+  for i = 1, n do for r, count in pairs(sets[i]) do out[r] = (out[r] or 0) + count end end
+  return out
+end
+
+-- The ranks a set holds more than once, as "1" or "1, 2".
+local function repeated(set, k)
+  local twice = {}
+  for r = 0, k - 1 do if (set[r] or 0) > 1 then twice[#twice + 1] = tostring(r) end end
+  return table.concat(twice, ", ")
+end
+
+-- "0-2,5", or "0-3+1" (rank 1 once more), "-" for none.
+local function set_text(set, k)
+  local mask, extra = 0, {}
+  for r = 0, k - 1 do
+    local count = set[r] or 0
+    if count > 0 then mask = mask | (1 << r) end
+    for _ = 2, count do extra[#extra + 1] = tostring(r) end
+  end
+  local t = mask == 0 and "-" or ranks_text(mask, k)
+  if #extra > 0 then t = t .. "+" .. table.concat(extra, "+") end
+  return t
+end
+
+-- What a cell holds, as text: its set when known, else its first value.
+local function holds_text(view, cell)
+  if cell.set then return set_text(cell.set, view.k) end
+  return D.text(view, cell[1])
+end
+
+local function flags_text(view, flags)
+  local lo, hi = value_text(flags[1], view.dtype), value_text(flags[2], view.dtype)
+  return lo == hi and "f" .. lo or "f" .. lo .. "-" .. hi
+end
+
 local function cell_text(view, cell)
   if not cell then return "" end
-  local t = D.text(view, cell[1])
+  local t = holds_text(view, cell)
   if not D.same(view, cell[1], cell[2]) then t = t .. "~" end
+  if cell.flags then t = t .. " " .. flags_text(view, cell.flags) end
   return t
+end
+
+-- The sets of a state read afresh (st:show): a cell that holds what it held
+-- in `known` (the state after the same step) keeps its set; the others
+-- read as their bits.
+function D.carry_sets(view, known, state)
+  for r, row in ipairs(state) do
+    for c, cell in ipairs(row) do
+      local k = known and known[r][c]
+      if cell then
+        cell.set = k and k.set and D.same(view, k[1], cell[1]) and k.set or decode(view, cell[1])
+      end
+    end
+  end
+end
+
+-- The sets of a first state: every cell's bits.
+function D.start_sets(view, state)
+  for _, row in ipairs(state) do
+    for _, cell in ipairs(row) do if cell then cell.set = decode(view, cell[1]) end end
+  end
 end
 
 -- ---- judging ---------------------------------------------------------------------
@@ -233,6 +359,10 @@ end
 -- The (row, cell) a place of a move names; exec is the rank doing the move
 -- (its tmp).  nil when the place is outside every cell.
 local function locate(L, loc, exec)
+  if loc.slot ~= nil then -- a slot of a rank's ll area
+    local row = L.row_of["l" .. tostring(loc.peer)]
+    return row, row and loc.slot + 1 or nil
+  end
   local row = L.row_of[(loc.peer == "tmp" and "t" .. exec) or ("s" .. tostring(loc.peer))]
   if not row then return nil end
   local at = L.rows[row].tmp and loc.first + L.offset or loc.first
@@ -289,7 +419,8 @@ end
 -- Why a written cell holds `got`: the sources that, read as they were
 -- after another step, give it.  Tried: each source alone; then every
 -- source of another rank at once (the executing rank reads its own slice
--- at its own time).
+-- at its own time).  Returns the note and the step each source was read
+-- after (versions[j]).
 local function explain(view, hist, s, m, srcs, got)
   for _, src in ipairs(srcs) do if not src.row then return nil end end
   local last = #hist
@@ -299,7 +430,9 @@ local function explain(view, hist, s, m, srcs, got)
         local versions = {}
         for i = 1, #srcs do versions[i] = i == j and t or s - 1 end
         local v = combined(view, hist, m, srcs, versions)
-        if v ~= nil and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, { j }, t) end
+        if v ~= nil and D.same(view, v, got) then
+          return stale_read(view, hist, s, m, srcs, { j }, t), versions
+        end
       end
     end
   end
@@ -313,17 +446,17 @@ local function explain(view, hist, s, m, srcs, got)
         if not own and a and b and not D.same(view, a[1], b[1]) then stale[#stale + 1] = j end
       end
       local v = #stale > 0 and combined(view, hist, m, srcs, versions)
-      if v and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, stale, t) end
+      if v and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, stale, t), versions end
     end
   end
   return nil
 end
 
--- "r1.c3", "r0.tmp.c1", "r2" (a whole-region cell).
+-- "r1.c3", "r0.tmp.c1", "r2" (a whole-region cell), "r1.ll.s0".
 local function cell_name(L, r, c)
   local row = L.rows[r]
-  local base = "r" .. row.rank .. (row.tmp and ".tmp" or "")
-  return L.cells[c].label ~= "" and (base .. "." .. L.cells[c].label) or base
+  local base = "r" .. row.rank .. (row.tmp and ".tmp" or row.ll and ".ll" or "")
+  return row.cells[c].label ~= "" and (base .. "." .. row.cells[c].label) or base
 end
 
 local function place_name(view, loc, exec)
@@ -332,50 +465,94 @@ local function place_name(view, loc, exec)
   return loc.peer == "tmp" and ("r" .. exec .. ".tmp") or ("r" .. tostring(loc.peer))
 end
 
--- What step s did to every cell: marks[row][cell] = {changed=, wrong=,
--- expected=} and notes (one line per wrong written cell).
-function D.judge(view, hist, s, moves)
+-- Whether two states of a cell hold the same (values and flags).
+local function same_cell(view, a, b)
+  if not (a and b and D.same(view, a[1], b[1]) and D.same(view, a[2], b[2])) then return false end
+  if not a.flags then return true end
+  return b.flags and a.flags[1] == b.flags[1] and a.flags[2] == b.flags[2]
+end
+
+-- What each move of step s should have written: expected[row][cell] =
+-- {value=, set=} (value nil: unknown) and writer[row][cell] = {move=,
+-- srcs=}.
+local function expectations(view, prev, moves)
   local L = view.layout
-  local prev, cur = hist[s - 1], hist[s]
   local expected, writer = {}, {}
   for r = 1, #L.rows do expected[r], writer[r] = {}, {} end
   for _, m in ipairs(moves) do
-    local srcs, values = {}, {}
+    local srcs, values, sets, known = {}, {}, {}, true
     for i, loc in ipairs(m.src) do
       local row, c = locate(L, loc, m.rank)
       srcs[i] = { row = row, cell = c, name = place_name(view, loc, m.rank) }
       local v = row and prev[row][c]
-      values[i] = v and v[1]
+      values[i], sets[i] = v and v[1], v and v.set
+      known = known and values[i] ~= nil
     end
-    local want = nil
-    if #values == #m.src and values[1] ~= nil then
-      want = m.op == "copy" and values[1] or D.combine(view.op or "sum", values, view.dtype)
+    local want = { set = move_set(m, sets, #m.src) }
+    if known then
+      want.value = m.op == "copy" and values[1] or D.combine(view.op or "sum", values, view.dtype)
     end
     for _, loc in ipairs(m.dst) do
       local row, c = locate(L, loc, m.rank)
       if row then expected[row][c] = want; writer[row][c] = { move = m, srcs = srcs } end
     end
   end
+  return expected, writer
+end
+
+-- The note on a wrong cell, and the set it holds (from the reads that
+-- explain it, when some do).
+local function wrong_note(view, hist, s, r, c, want, w)
+  local L, now = view.layout, hist[s][r][c]
+  local why, versions = nil, nil
+  if w then why, versions = explain(view, hist, s, w.move, w.srcs, now[1])
+  else why = "no move of this step writes it" end
+  if versions then
+    local sets = {}
+    for j, src in ipairs(w.srcs) do
+      -- a read after a later step: that state's sets are not made yet
+      local cell = hist[versions[j]][src.row][src.cell]
+      sets[j] = cell.set or decode(view, cell[1])
+    end
+    now.set = move_set(w.move, sets, #w.srcs)
+  else
+    now.set = decode(view, now[1])
+  end
+  local twice = ""
+  if now.set and repeated(now.set, view.k) ~= "" then
+    local who = repeated(now.set, view.k)
+    twice = string.format(" (rank%s %s's data twice)", who:find(",") and "s" or "", who)
+  elseif view.bits and not now.set then
+    twice = " (no set of ranks: some rank's data was added twice)"
+  end
+  local expect = want.set and set_text(want.set, view.k) or D.text(view, want.value)
+  local what = string.format("! step %d: %s holds %s%s, expected %s", s, cell_name(L, r, c),
+                             holds_text(view, now), twice, expect)
+  return why and (what .. ": " .. why) or what
+end
+
+-- What step s did to every cell: marks[row][cell] = {changed=, wrong=,
+-- expected=} and notes (one line per wrong written cell).  Sets each
+-- cell's set (what it holds, in bits mode) in hist[s].
+function D.judge(view, hist, s, moves)
+  local L = view.layout
+  local prev, cur = hist[s - 1], hist[s]
+  local expected, writer = expectations(view, prev, moves)
   local marks, notes = {}, {}
   for r, row in ipairs(L.rows) do
     marks[r] = {}
-    for c = 1, #L.cells do
+    for c = 1, #row.cells do
       local before, now = prev[r][c], cur[r][c]
       local mark = { changed = false, wrong = false }
       if now then
-        mark.changed = not (before and D.same(view, before[1], now[1]) and D.same(view, before[2], now[2]))
-        local want = expected[r][c]
-        if want == nil and not writer[r][c] then want = before and before[1] end
-        if want ~= nil and not D.same(view, now[1], want) then
-          mark.wrong, mark.expected = true, want
-          local twice = view.bits and not mask_of(now[1], view.k)
-                        and " (no set of ranks: some rank's data was added twice)" or ""
-          local what = string.format("! step %d: %s holds %s%s, expected %s", s, cell_name(L, r, c),
-                                     D.text(view, now[1]), twice, D.text(view, want))
-          local w = writer[r][c]
-          local why = w and explain(view, hist, s, w.move, w.srcs, now[1])
-                      or (not w and "no move of this step writes it") or nil
-          notes[#notes + 1] = why and (what .. ": " .. why) or what
+        mark.changed = not same_cell(view, before, now)
+        local w = writer[r][c]
+        local want = w and expected[r][c] or { value = before and before[1], set = before and before.set }
+        if want.value ~= nil and not D.same(view, now[1], want.value) then
+          mark.wrong, mark.expected = true, want.value
+          notes[#notes + 1] = wrong_note(view, hist, s, r, c, want, w)
+        else
+          now.set = want.value ~= nil and want.set or decode(view, now[1])
         end
       end
       marks[r][c] = mark
@@ -402,61 +579,93 @@ local function pack_columns(words, indent)
   return lines
 end
 
+-- Whether places are one place (first, or slot) of every rank's buffer.
+local function every_rank(places, k)
+  if #places ~= k or k < 3 then return false end -- two are clearer by name
+  local seen = {}
+  for _, p in ipairs(places) do
+    if type(p.peer) ~= "number" or p.first ~= places[1].first or p.slot ~= places[1].slot then
+      return false
+    end
+    seen[p.peer] = true
+  end
+  for r = 0, k - 1 do if not seen[r] then return false end end
+  return true
+end
+
+-- Whether places are every slot of one rank's ll area.
+local function every_slot(places, k)
+  if #places ~= k or k < 2 then return false end
+  for i, p in ipairs(places) do
+    if p.slot ~= i - 1 or p.peer ~= places[1].peer then return false end
+  end
+  return true
+end
+
+-- The ranks of places that are one place of several ranks' buffers, as a
+-- mask; nil when they are not.
+local function same_place_ranks(places)
+  local mask = 0
+  for _, p in ipairs(places) do
+    if type(p.peer) ~= "number" or p.first ~= places[1].first or p.slot ~= places[1].slot
+       or mask >> p.peer & 1 == 1 then
+      return nil
+    end
+    mask = mask | (1 << p.peer)
+  end
+  return mask
+end
+
+-- "r*.c0" (every rank's c0), "r0.ll.s*" (every slot of r0), "r1-3.c0", or
+-- the names.
 local function places_text(view, places, exec)
   local L = view.layout
-  if #places == L.k and #places > 1 then
-    local all, seen = true, {}
-    for _, p in ipairs(places) do
-      if type(p.peer) ~= "number" or p.first ~= places[1].first then all = false end
-      seen[p.peer] = true
-    end
-    for r = 0, L.k - 1 do all = all and seen[r] or false end
-    if all then
-      local name = place_name(view, places[1], exec)
-      return (name:gsub("^r%d+", "r*"))
-    end
+  if every_rank(places, L.k) then
+    return (place_name(view, places[1], exec):gsub("^r%d+", "r*"))
+  end
+  if every_slot(places, L.k) then
+    return (place_name(view, places[1], exec):gsub("s0$", "s*"))
+  end
+  local mask = same_place_ranks(places)
+  if mask and #places >= 3 then -- "r1-3.c0", "r{0,2-3}.c1"
+    local ranks = ranks_text(mask, L.k)
+    if ranks:find(",") then ranks = "{" .. ranks .. "}" end
+    return (place_name(view, places[1], exec):gsub("^r%d+", "r" .. ranks))
   end
   local names = {}
   for i, p in ipairs(places) do names[i] = place_name(view, p, exec) end
   return table.concat(names, " ")
 end
 
--- "r1: sum(r0.c3, r1.c3) -> r1.c3", "r2: r1 -> r2".
+-- "r1: sum(r0.c3, r1.c3) -> r1.c3", "r2: r1 -> r2"; through a multicast
+-- address "r0: ld_reduce sum(r*.c0) -> r0.tmp.c0", "r0: st r0.tmp.c0 ->
+-- r*.c0"; ll: "r0: r0 + flag -> r*.ll.s0", "r0: sum(r0.ll.s*) -> r0".
 function D.move_text(view, m)
-  local src
-  if m.op == "copy" then
-    src = places_text(view, m.src, m.rank)
-  else
-    local names = {}
-    if #m.src == view.layout.k and places_text(view, m.src, m.rank):find("^r%*") then
-      names[1] = places_text(view, m.src, m.rank)
-    else
-      for i, p in ipairs(m.src) do names[i] = place_name(view, p, m.rank) end
-    end
-    src = (view.op or "sum") .. "(" .. table.concat(names, ", ") .. ")"
+  local src = places_text(view, m.src, m.rank)
+  if m.op ~= "copy" then
+    if not src:find("*", 1, true) then src = src:gsub(" ", ", ") end
+    src = (view.op or "sum") .. "(" .. src .. ")"
   end
   local dst = places_text(view, m.dst, m.rank)
-  if view.multicast and m.op == "reduce" and dst:find("^r%*") then
-    -- one load-reduce and one store through the multicast address
-    return string.format("r%d: ld_reduce %s, st -> %s", m.rank, src, dst)
+  if m.via == "multicast" then
+    return string.format("r%d: %s %s -> %s", m.rank, m.op == "copy" and "st" or "ld_reduce", src, dst)
   end
+  if m.via == "ll" and m.op == "copy" then src = src .. " + flag" end
   return string.format("r%d: %s -> %s", m.rank, src, dst)
 end
 
--- The grid of one state, with marks; folds columns past WIDTH.
-function D.grid(view, state, marks)
+-- The grid of the rows `rows` (indices into L.rows) that share `cells`,
+-- with marks; folds columns past WIDTH.
+local function grid_section(view, state, marks, cells, rows, label_w)
   local L = view.layout
-  local label_w = 0
-  for _, row in ipairs(L.rows) do label_w = math.max(label_w, #row.label) end
-  local texts, col_w = {}, {}
-  local heads = {}
-  for c, cell in ipairs(L.cells) do
+  local texts, col_w, heads = {}, {}, {}
+  for c, cell in ipairs(cells) do
     heads[c] = cell.label ~= "" and cell.label or string.format("[%d,%d)", cell.first, cell.first + cell.count)
     col_w[c] = #heads[c]
   end
-  for r = 1, #L.rows do
+  for _, r in ipairs(rows) do
     texts[r] = {}
-    for c = 1, #L.cells do
+    for c = 1, #cells do
       local m = marks and marks[r][c] or {}
       local t = cell_text(view, state[r][c]) .. (m.wrong and "!" or m.changed and "*" or "")
       texts[r][c] = t
@@ -464,20 +673,42 @@ function D.grid(view, state, marks)
     end
   end
   local lines, c0 = {}, 1
-  while c0 <= #L.cells do
+  while c0 <= #cells do
     local used, c1 = 2 + label_w, c0
-    while c1 <= #L.cells and (c1 == c0 or used + 2 + col_w[c1] <= WIDTH) do
+    while c1 <= #cells and (c1 == c0 or used + 2 + col_w[c1] <= WIDTH) do
       used = used + 2 + col_w[c1]; c1 = c1 + 1
     end
     local head = { string.rep(" ", 2 + label_w) }
     for c = c0, c1 - 1 do head[#head + 1] = string.format("  %-" .. col_w[c] .. "s", heads[c]) end
     lines[#lines + 1] = (table.concat(head):gsub("%s+$", ""))
-    for r, row in ipairs(L.rows) do
-      local parts = { string.format("  %-" .. label_w .. "s", row.label) }
+    for _, r in ipairs(rows) do
+      local parts = { string.format("  %-" .. label_w .. "s", L.rows[r].label) }
       for c = c0, c1 - 1 do parts[#parts + 1] = string.format("  %-" .. col_w[c] .. "s", texts[r][c]) end
       lines[#lines + 1] = (table.concat(parts):gsub("%s+$", ""))
     end
     c0 = c1
+  end
+  return lines
+end
+
+-- The grid of one state, with marks: a section per set of cells (the
+-- buffers' chunks, then the ll areas' slots).
+function D.grid(view, state, marks)
+  local L = view.layout
+  local label_w, sections, order = 0, {}, {}
+  for r, row in ipairs(L.rows) do
+    label_w = math.max(label_w, #row.label)
+    if not sections[row.cells] then
+      sections[row.cells] = {}
+      order[#order + 1] = row.cells
+    end
+    table.insert(sections[row.cells], r)
+  end
+  local lines = {}
+  for _, cells in ipairs(order) do
+    for _, l in ipairs(grid_section(view, state, marks, cells, sections[cells], label_w)) do
+      lines[#lines + 1] = l
+    end
   end
   return lines
 end
@@ -490,8 +721,11 @@ function D.legend(view, marks)
     and string.format("  cells: the ranks whose data %s holds (from its values: r put 2^r)",
                       whole and "a buffer" or "a chunk")
     or string.format("  cells: the first value of each %s", whole and "buffer" or "chunk") }
-  if marks == "changed" then lines[2] = "  * changed in this step" end
-  if marks == "wrong" then lines[2] = "  * changed in this step   ! wrong: a read came too early or too late" end
+  if view.layout.ll_cells then
+    lines[#lines + 1] = "  ll sS: what rank S stored in this rank's slot S; fF: the flags it holds"
+  end
+  if marks == "changed" then lines[#lines + 1] = "  * changed in this step" end
+  if marks == "wrong" then lines[#lines + 1] = "  * changed in this step   ! wrong: a read came too early or too late" end
   return lines
 end
 
@@ -550,7 +784,7 @@ function D.cell_texts(view, state)
   local out = {}
   for r, row in ipairs(view.layout.rows) do
     out[row.label] = {}
-    for c = 1, #view.layout.cells do out[row.label][c] = cell_text(view, state[r][c]) end
+    for c = 1, #row.cells do out[row.label][c] = cell_text(view, state[r][c]) end
   end
   return out
 end

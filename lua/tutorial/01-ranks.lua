@@ -5,8 +5,10 @@
 -- printed it.  This lesson runs on any number of ranks; 4 shows the most.
 --
 -- Throughout the lessons: `.next` shows the next part and runs its code on
--- every rank, exactly as if you had typed it.  Try things at the prompt in
--- between: a variable you make is there for the next part.
+-- every rank, one statement at a time, exactly as if you had typed it.  Try
+-- things at the prompt in between: a variable you make is there for the
+-- next part.  `.again` runs the current part again, `.prev` goes back one,
+-- `.part N` jumps to part N (running what it needs first, quietly).
 lesson = require "gcsh.lesson"
 
 --- Every rank runs the line
@@ -18,13 +20,24 @@ print("hello from rank " .. rank .. " of " .. size)
 -- When ranks print the same text, it comes back once, under the range of
 -- ranks that printed it: [0-3] means ranks 0, 1, 2 and 3.  This is the
 -- `dshbak -c` convention from cluster shells: a hundred ranks that agree
--- take one line, and the one that disagrees stands out.
+-- take one line, and the one that disagrees stands out.  The second line
+-- splits the ranks in two groups, each under its own prefix.
 print("the same text on every rank")
 print(rank % 2 == 0 and "even rank" or "odd rank")
 
+--- A command's output folds as a whole
+-- The shell compares what each rank printed during one command, all of it
+-- at once.  Here one command prints two lines: the first is the same on
+-- every rank, the second is not, so the ranks' outputs differ and each
+-- group prints both lines under its own prefix.  The line they share is no
+-- longer folded across all of them.  (Each line you type is a command; so
+-- is each statement a lesson's part runs.)
+print("the same text"); print(rank % 2 == 0 and "even" or "odd")
+
 --- A checkpoint
 -- Lessons check what they compute.  A checkpoint prints "checkpoint: ..."
--- when it holds, and fails loudly, on the ranks where it does not.
+-- when it holds; where it does not, it prints one line, "checkpoint FAILED
+-- at" the lesson's file and line, on the ranks where it failed.
 lesson.check(rank >= 0 and rank < size, "rank is 0 .. size-1")
 
 --- Choosing ranks
@@ -37,12 +50,10 @@ if rank == size - 1 then print("only the last rank says this") end
 -- Every rank can compute the same value on its own.  Write code that sets
 -- `my_sum` to 0 + 1 + ... + (size - 1) on every rank, then check it:
 --     check_sum(my_sum)
+-- A wrong answer gets one line saying what it got and what it wants.
 function check_sum(v)
   local want = size * (size - 1) // 2
-  if v ~= want then
-    error(string.format("not yet: my_sum is %s, want %d", tostring(v), want), 2)
-  end
-  print("right: the ranks add up to " .. want)
+  lesson.answer("my_sum", v, want, "the ranks add up to " .. want)
 end
 
 --- solution

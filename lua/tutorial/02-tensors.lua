@@ -7,8 +7,10 @@ lesson = require "gcsh.lesson"
 c = comm.world()
 
 --- A tensor
--- tensor.new(n [, dtype]) makes n zeros (f32 unless you name a dtype);
--- :arange(start) counts up from start.  Indexing is 0-based, as in C.
+-- tensor.new(n [, dtype]) makes n elements (f32 unless you name a dtype)
+-- whose values are whatever the memory held until you write them: :fill(v)
+-- sets every one, :arange(start) counts up from start.  Indexing is
+-- 0-based, as in C.
 t = tensor.new(8):arange(rank * 8)
 print(t)
 print("t[3] = " .. t[3] .. ", #t = " .. #t .. ", dtype " .. t.dtype)
@@ -36,8 +38,8 @@ lesson.expect(g, function(i) return i // 2 end,
               "rank r's two elements sit at 2r and 2r+1")
 
 --- Other reductions
--- The op is the third argument's place: sum (the default), prod, min, max,
--- avg.
+-- The reduction is c:allreduce's second argument, after the tensor: sum
+-- (the default), prod, min, max, avg.
 m = tensor.new(1):fill(rank)
 c:allreduce(m, "max")
 lesson.expect(m, size - 1, "the largest rank")
@@ -47,6 +49,8 @@ lesson.expect(m, size - 1, "the largest rank")
 -- rank, with one all-reduce (hint: every rank fills in its own element and
 -- leaves zeros elsewhere).  Check it:
 --     check_ranks(mine)
+-- A wrong answer gets one line: a wrong element, its dtype, how many are
+-- wrong and on which ranks.
 function check_ranks(x)
   lesson.grade(x, function(i) return i end, "element i is i on every rank")
 end

@@ -28,16 +28,20 @@ lesson.check(info.alloc_bytes >= info.bytes
 
 --- My slice, and show
 -- w:tensor() is my slice as a tensor.  show(w) prints every rank's slice in
--- one table on rank 0 (it is collective: every rank takes part).
+-- one table on rank 0 (it is collective: every rank takes part).  A * would
+-- mark a value that differs from its column's most common one; here every
+-- rank's value differs, so no value is the most common.
 w:tensor():fill(rank * 100)
 c:barrier()
 show(w)
 
 --- Registration, stage by stage
 -- step.window(c, n) does the registration one stage per step and prints
--- what really happened on every rank: allocation, the handle exchange,
--- each peer's mapping, the check that every rank agrees.  (Builds without
--- it say so.)
+-- what really happened on every rank: the check that every rank asks for
+-- the same window, the allocation, each peer's mapping.  (Builds without it
+-- say so.)  The addresses are each process's own: every rank maps the same
+-- memory at a place of its own choosing, so the numbers differ from rank to
+-- rank; within each rank's mapping the slices sit one after another.
 if step.window then
   reg = step.window(c, 8, "i32")
   reg:run()

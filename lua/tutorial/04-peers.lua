@@ -24,7 +24,8 @@ lesson.check(w:peer(right)[3] == right * 100 + 3,
 --- Look at every slice
 -- show(w) gathers every slice into one table on rank 0; show(w:peer(right))
 -- shows, for every rank, the view it has of its right neighbour.  A * marks
--- a value that differs from the most common one in its column.
+-- a value that differs from the most common one in its column; here every
+-- rank's value differs, no value is the most common, and none is marked.
 show(w)
 show(w:peer(right))
 
@@ -46,7 +47,7 @@ function check_copy_left(fn)
   w:tensor():arange(rank * 100)
   c:barrier()
   local out = tensor.new(8, "i32")
-  fn(w, out)
+  lesson.call(fn, "copy_left", w, out)
   c:barrier()
   lesson.grade(out, function(i) return left * 100 + i end,
                "out holds the left neighbour's slice")

@@ -4,14 +4,15 @@
 -- r of every slice (all-gather).  Each rank now loads and stores only about
 -- 2 * (N-1)/N * n elements instead of (N-1) * n: the large-message choice.
 lesson = require "gcsh.lesson"
+lesson.needs(2)
 c = comm.world()
-n = 4 * size + 2
+n = 4 * size + 1
 w = c:window(n, "i32")
 
 --- Chunks
 -- kernel.plan(w, {...}) is the plan the kernels execute; its chunks say
--- which part each rank owns.  n = 4 * size + 2 is not a multiple of size:
--- the first n % size ranks get one element more.
+-- which part each rank owns.  n = 4 * size + 1 is not a multiple of size:
+-- the first n % size ranks (here rank 0) get one element more.
 plan = kernel.plan(w, {coll = "allreduce", algo = "twoshot"})
 if rank == 0 then
   for r, ch in ipairs(plan.chunks) do
@@ -24,10 +25,16 @@ lesson.check(last.first + last.count == n,
              "the chunks cover the buffer")
 
 --- Step it
--- One step: every rank reduces its chunk from every slice (r*.c0 means
--- chunk 0 of every rank) and stores it into every slice.
+-- Two steps, one per phase.  Reduce-scatter: every rank loads its chunk
+-- from every slice and stores the sum into its own slice (from 3 ranks on,
+-- r*.c0 means chunk 0 of every rank).  All-gather: every rank stores its
+-- reduced chunk into the same chunk of every other slice.  The kernel does
+-- both phases in one pass over each element, with no barrier between them:
+-- only rank r touches chunk r.  The stepper stops between them so that you
+-- see both.
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "twoshot"})
+st:next()
 st:next()
 lesson.check(st:run({quiet = true}),
              "the stepped two-shot equals c:allreduce")
@@ -44,7 +51,7 @@ function check_twoshot(fn)
   local ref = tensor.new(n, "i32"):copy(w:tensor())
   c:allreduce(ref)
   c:barrier()
-  fn(w)
+  lesson.call(fn, "my_twoshot", w)
   lesson.grade(w:tensor(), ref,
                "every slice holds the sum after your two-shot")
 end

@@ -12,7 +12,7 @@ w = c:window(n, "f32")
 w:tensor():fill(rank + 1)
 c:barrier()
 m = w:multicast()
-print("mode " .. m.mode .. ": " .. m:why())
+print(lesson.wrap("mode " .. m.mode .. ": " .. m:why()))
 
 --- ld_reduce
 -- m:ld_reduce(out) gives every element's sum over every slice, in one call.
@@ -32,10 +32,14 @@ lesson.expect(w:tensor():view(6, 2), -1,
               "rank 0's one st reached every slice")
 
 --- Stepped
--- The multicast all-reduce moves data as two-shot does; each rank's move is
--- one ld_reduce of its chunk and one st of the result.
+-- The multicast all-reduce moves data as two-shot does, in two steps.
+-- ld_reduce: every rank loads its chunk through the multicast address,
+-- which sums it over every slice, into a scratch buffer of its own (the
+-- rows "r0 tmp"; in the kernel, registers).  store: one st puts it into
+-- that chunk of every slice at once.
 w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "multicast"})
+st:next()
 st:next()
 lesson.check(st:run({quiet = true}),
              "the stepped multicast all-reduce equals c:allreduce")
@@ -51,7 +55,7 @@ function check_mc(fn)
   local ref = tensor.new(n):copy(w:tensor())
   c:allreduce(ref)
   c:barrier()
-  fn(w, m)
+  lesson.call(fn, "my_mc_allreduce", w, m)
   c:barrier()
   lesson.grade(w:tensor(), ref,
                "every slice holds the sum after your multicast all-reduce")

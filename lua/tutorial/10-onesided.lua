@@ -17,12 +17,15 @@ c:barrier()
 -- starts it; once the data has landed, the peer's word slot goes up by 1.
 -- The receiver waits for its word, then reads.  x:wait{cpu=true} waits
 -- here until the transfer is done (a plain x:wait() only orders the rank's
--- GPU stream after it, and returns at once).
+-- GPU stream after it, and returns at once).  One command (do ... end), so
+-- that the signal, not the shell's wait between lines, tells the receiver.
 src = tensor.new(4, "i32"):fill(rank + 1)
 x = w:put(right, src, 0, {signal = {s, 0}})
-x:post()
-x:wait{cpu = true}
-s:wait(0, 1)
+do
+  x:post()
+  x:wait{cpu = true}
+  s:wait(0, 1)
+end
 lesson.expect(w:tensor():view(0, 4), left + 1,
               "my left neighbour's put landed before its signal")
 
@@ -45,9 +48,11 @@ tens = tensor.new(2, "i32"):fill(10 * (rank + 1))
 twenties = tensor.new(2, "i32"):fill(20 * (rank + 1))
 pieces = {{tens, 4}, {twenties, 6}}
 v = w:putv(right, pieces, {signal = {s, 1}})
-v:post()
-v:wait{cpu = true}
-s:wait(1, 1)
+do
+  v:post()
+  v:wait{cpu = true}
+  s:wait(1, 1)
+end
 lesson.expect(w:tensor():view(4, 4),
               function(i)
                 return (i < 2 and 10 or 20) * (left + 1)
@@ -57,15 +62,17 @@ lesson.expect(w:tensor():view(4, 4),
 --- exercise: Pass it on
 -- Write pass_right(w, s, t): put the tensor t (4 i32) into the right
 -- neighbour's slice at offset 0, with a signal on slot 0 of s.  The check
--- resets the signals, calls it, waits for its own slot 0 and looks at what
--- arrived from the left:
+-- resets the signals, calls it, waits (up to 2 s) for its own slot 0 and
+-- looks at what arrived from the left:
 --     check_pass(pass_right)
 function check_pass(fn)
   s:reset()
   c:barrier()
   local t = tensor.new(4, "i32"):fill(7 * rank)
-  fn(w, s, t)
-  s:wait(0, 1)
+  lesson.call(fn, "pass_right", w, s, t)
+  pcall(s.wait, s, {slot = 0, value = 1, timeout = 2})
+  lesson.answer("my signal word 0, 2 s after your put,", s:read(0), 1,
+                "the signal arrived")
   lesson.grade(w:tensor():view(0, 4), 7 * left,
                "the left neighbour's tensor arrived, signalled")
   c:barrier()

@@ -5,39 +5,49 @@
 -- (chain) passes it along: N-1 steps, but each rank sends only once, which
 -- pipelines well for large buffers.
 lesson = require "gcsh.lesson"
+lesson.needs(2)
 c = comm.world()
 w = c:window(4, "i32")
 
 --- The tree
--- Rank r starts with 2^r, so a cell names whose data a rank holds; at the
--- end every rank holds the root's.
+-- Rank r starts with 2^r, so a cell names whose data a rank holds.  Each
+-- step, every rank that holds the root's data copies it to one that does
+-- not: the ranks holding it double, 1, 2, 4, ..., so ceil(log2 N) steps
+-- reach every rank.  Each step's title says how many hold it after it.
 w:tensor():fill(1 << rank)
 tree = step.broadcast(w, 0, {algo = "tree"})
-tree:next()
+tree:next(tree.steps)
 lesson.check(tree:run({quiet = true}),
              "the tree broadcast equals c:broadcast")
 
 --- The chain
+-- The chain passes the data along, one rank further each step: N-1 steps.
+-- Each rank sends once, so with a large buffer cut into pieces, every link
+-- is busy at once (pipelining); for one small buffer the tree's fewer
+-- steps win.
 w:tensor():fill(1 << rank)
 chain = step.broadcast(w, 0, {algo = "ring"})
-lesson.check(chain:run(), "the ring broadcast equals c:broadcast")
+ok = chain:run()
+lesson.check(ok, "the ring broadcast equals c:broadcast")
+print(string.format("steps at size %d: tree %d, chain %d",
+                    size, tree.steps, chain.steps))
 
 --- exercise: How many steps?
 -- Write tree_steps(n): the number of steps of a binomial-tree broadcast on
 -- n ranks (the ranks holding the data double each step).  Check it:
 --     check_tree_steps(tree_steps)
 function check_tree_steps(fn)
-  for n = 1, 64 do
-    local want = 0
-    while (1 << want) < n do want = want + 1 end
-    if fn(n) ~= want then
-      error(string.format("not yet: tree_steps(%d) gave %s, want %d", n,
-                          tostring(fn(n)), want), 2)
-    end
+  local calls = {}
+  for n = 1, 64 do calls[n] = { n } end
+  local got = lesson.call_each(fn, "tree_steps", calls)
+  local first, want = 64, 6
+  for n = 1, 64 do -- the first n it gets wrong, else 64
+    local expect = 0
+    while (1 << expect) < n do expect = expect + 1 end
+    if got[n] ~= expect then first, want = n, expect; break end
   end
-  lesson.check(tree.steps == fn(size),
-               "the stepper took tree_steps(size) steps")
-  print("right: ceil(log2 n)")
+  lesson.answer(string.format("tree_steps(%d)", first), got[first], want, "ceil(log2 n)")
+  lesson.check(tree.steps == fn(size), "the stepper took tree_steps(size) steps")
 end
 
 --- solution

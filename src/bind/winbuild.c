@@ -84,7 +84,7 @@ void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
     } else if (even) {
         char size[32];
         gcsh_format_bytes((size_t)step, size, sizeof size);
-        snprintf(buf, len, "member i at member 0's slice + i x %s", size);
+        snprintf(buf, len, "member i at member 0's slice + i x %s, in each rank's own mapping", size);
     } else {
         size_t used = (size_t)snprintf(buf, len, "from member 0's slice:");
         for (int i = 1; i < d->team_size && used < len; i++)

@@ -216,7 +216,7 @@ static int stage_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d
              "MPI_Comm_split by node: team %s on node %d (%d of %d ranks)\n"
              "MPI_Win_allocate_shared: one segment, %s per member\n"
              "MPI_Win_lock_all: passive access for the window's life\n"
-             "my slice at %p",
+             "my slice at %p (in my own address space)",
              team, ctx->node, desc->team_size, gcsh_host_comm_ops.size(w->c), size, w->mine);
     return 0;
 }

@@ -1,10 +1,13 @@
-/* Lessons in the shell: .lessons, .lesson N, .next.  See lesson.h. */
+/* Lessons in the shell: .lessons, .lesson N, .next, .again, .prev,
+ * .part N.  See lesson.h. */
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <lauxlib.h>
 
 #include "shell/lesson.h"
 #include "core/rank.h"
@@ -28,7 +31,8 @@ struct gcsh_lesson {
     int number;
     block *blocks; /* blocks[0]: the introduction */
     int nblocks;
-    int next; /* the block .next shows */
+    int next;  /* the block .next shows */
+    int shown; /* the block shown last (0: the introduction): .again's */
 };
 
 typedef struct entry {
@@ -70,6 +74,15 @@ static void trim_end(char *s)
 static int blank(const char *line)
 {
     return *skip_space(line) == '\0';
+}
+
+/* Whether the n characters at p are blank. */
+static int blank_span(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t')
+            return 0;
+    return 1;
 }
 
 /* ---- the lesson files ------------------------------------------------------------ */
@@ -159,14 +172,35 @@ static int list_lessons(entry **out)
     return n;
 }
 
-/* The lesson that arg names: its number ("8"), or a part of its file name
- * ("ring").  Returns its index in v, or -1. */
-static int find_lesson(const entry *v, int n, const char *arg)
+/* Whether the file name holds arg, ignoring case ("Ring" finds 08-ring.lua). */
+static int name_has(const char *file, const char *arg)
+{
+    size_t n = strlen(arg);
+    for (const char *p = file; *p; p++)
+        if (strncasecmp(p, arg, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The lessons that arg names: its number ("8"), or a part of their file
+ * name ("ring").  Fills match[] (indices into v, at most n) and returns how
+ * many there are. */
+static int find_lessons(const entry *v, int n, const char *arg, int *match)
 {
     char *end;
     long number = strtol(arg, &end, 10);
+    int is_number = *end == '\0' && end != arg, found = 0;
     for (int i = 0; i < n; i++)
-        if (*end == '\0' && end != arg ? v[i].number == number : strstr(v[i].file, arg) != NULL)
+        if (is_number ? v[i].number == number : name_has(v[i].file, arg))
+            match[found++] = i;
+    return found;
+}
+
+/* The index in v of the lesson after the one numbered `number`, or -1. */
+static int lesson_after(const entry *v, int n, int number)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].number > number)
             return i;
     return -1;
 }
@@ -267,7 +301,12 @@ static gcsh_lesson *load_lesson(const entry *e, char *err, size_t errlen)
     return l;
 }
 
-/* ---- showing and running ------------------------------------------------------------- */
+/* ---- running a part's code -------------------------------------------------------- */
+
+/* How a part's code runs: shown as typed (each command echoed, then its
+ * output), run without its echo (an exercise's check), or quietly (what
+ * .part runs first: output kept, and shown only when a command fails). */
+enum run_mode { SHOWN, UNECHOED, QUIET };
 
 static void say_prose(gcsh_session *s, const char *prose)
 {
@@ -275,25 +314,19 @@ static void say_prose(gcsh_session *s, const char *prose)
         gcsh_coord_say(s->coord, "%s", prose);
 }
 
-/* The code as typed at the prompt ("gcsh[0-3]> ", then "gcsh[0-3]>> "). */
-static void echo_code(gcsh_session *s, const char *code)
+/* A command as typed at the prompt: "gcsh[0-3]> " on its first line,
+ * "gcsh[0-3]>> " on the others. */
+static void echo_command(gcsh_session *s, const char *text)
 {
-    char prompt[64];
-    snprintf(prompt, sizeof prompt, "gcsh[0-%d]>", s->coord->size - 1);
-    if (s->coord->size == 1)
-        snprintf(prompt, sizeof prompt, "gcsh[0]>");
-    const char *p = code;
-    while (*p == '\n') /* the padding that keeps the file's line numbers */
-        p++;
-    int first = 1;
+    char first[64], more[64];
+    gcsh_session_prompt(s, 0, first, sizeof first);
+    gcsh_session_prompt(s, 1, more, sizeof more);
     gcsh_text out = {0};
-    while (*p) {
+    for (const char *p = text; *p;) {
         size_t n = strcspn(p, "\n");
-        text_str(&out, prompt);
-        text_str(&out, first ? " " : "> ");
+        text_str(&out, p == text ? first : more);
         gcsh_text_append(&out, p, n);
         text_str(&out, "\n");
-        first = 0;
         p += n + (p[n] == '\n');
     }
     if (out.len) {
@@ -303,24 +336,272 @@ static void echo_code(gcsh_session *s, const char *code)
     free(out.s);
 }
 
-/* Runs a block's code on every rank (whatever .ranks says: a lesson's
- * collectives need them all), echoed as typed, except an exercise's: that
- * only defines the check the prose names. */
-static void run_code(gcsh_session *s, const gcsh_lesson *l, const block *b)
+/* A rank's kept output, printed folded as it would have been. */
+static void show_kept(gcsh_session *s, const gcsh_tap *tap)
+{
+    for (int r = 0; r < s->coord->size; r++)
+        if (tap->out[r].len)
+            gcsh_fold_add(&s->coord->fold, r, tap->out[r].s, tap->out[r].len);
+    gcsh_fold_flush(&s->coord->fold, 0);
+}
+
+/* Runs src on every rank with its output kept in tap (initialised here;
+ * the caller destroys it), not printed.  Returns the ranks where it failed
+ * (-1: it did not compile). */
+static int run_kept(gcsh_session *s, const char *name, const char *src, gcsh_tap *tap)
+{
+    gcsh_tap_init(tap, s->coord->size);
+    tap->quiet = 1;
+    gcsh_tap *outer = s->coord->tap; /* .record's, if any: this is no typed line */
+    int time_on = s->time_on;
+    s->coord->tap = tap;
+    s->time_on = 0;
+    int failed = gcsh_session_exec(s, name, src, strlen(src), 0);
+    s->coord->tap = outer;
+    s->time_on = time_on;
+    return failed;
+}
+
+/* Runs one of gcsh.lesson's housekeeping calls on every rank, quietly;
+ * rank 0's output (the same on every rank) is said without a prefix. */
+static void housekeeping(gcsh_session *s, const char *call)
+{
+    char src[160];
+    snprintf(src, sizeof src, "require('gcsh.lesson').%s()", call);
+    gcsh_tap tap;
+    int failed = run_kept(s, "=(lesson)", src, &tap);
+    if (failed) {
+        show_kept(s, &tap);
+    } else if (tap.out[0].len) {
+        char *text = strndup(tap.out[0].s, tap.out[0].len);
+        trim_end(text);
+        gcsh_coord_say(s->coord, "(%s)", text);
+        free(text);
+    }
+    gcsh_tap_destroy(&tap, s->coord->size);
+}
+
+/* Runs a command (text, starting on the file's line `line`) on every rank:
+ * padded with newlines so that errors name the lesson file's lines.
+ * Returns the ranks where it failed. */
+static int run_command(gcsh_session *s, const gcsh_lesson *l, int line, const char *text,
+                       enum run_mode mode)
+{
+    gcsh_text src = {0};
+    for (int i = 1; i < line; i++)
+        text_str(&src, "\n");
+    text_str(&src, text);
+    char name[NAME_MAX_LEN + 2];
+    snprintf(name, sizeof name, "=%s", l->file);
+    int failed;
+    if (mode == QUIET) {
+        gcsh_tap tap;
+        failed = run_kept(s, name, src.s, &tap);
+        if (failed > 0)
+            show_kept(s, &tap);
+        gcsh_tap_destroy(&tap, s->coord->size);
+    } else {
+        if (mode == SHOWN)
+            echo_command(s, text);
+        failed = gcsh_session_exec(s, name, src.s, src.len, 0);
+    }
+    free(src.s);
+    return failed;
+}
+
+/* Whether the text is only blank and comment lines. */
+static int only_comments(const char *text)
+{
+    for (const char *p = text; *p;) {
+        const char *q = skip_space(p);
+        if (*q != '\n' && *q != '\0' && strncmp(q, "--", 2) != 0)
+            return 0;
+        p = q + strcspn(q, "\n");
+        p += *p == '\n';
+    }
+    return 1;
+}
+
+/* Whether the chunk is a whole command, as the prompt decides: it compiles,
+ * or fails for another reason than ending too soon (then running it shows
+ * the error). */
+static int complete(gcsh_session *s, const char *chunk)
+{
+    int st = luaL_loadbuffer(s->syntax, chunk, strlen(chunk), "=lesson");
+    size_t mlen = 0;
+    const char *msg = st == LUA_OK ? NULL : lua_tolstring(s->syntax, -1, &mlen);
+    int incomplete = st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0;
+    lua_settop(s->syntax, 0);
+    return !incomplete;
+}
+
+/* The indentation of the line at p. */
+static size_t indent_of(const char *p)
+{
+    return (size_t)(skip_space(p) - p);
+}
+
+/* Whether the next line with text after p (the start of a line) is
+ * indented deeper than `indent`: then it continues the statement above it
+ * ("x = a\n    .. b"), which compiles without it. */
+static int continues(const char *p, size_t indent)
+{
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        if (!blank_span(p, n))
+            return indent_of(p) > indent;
+        p += n + (p[n] == '\n');
+    }
+    return 0;
+}
+
+/* Runs a block's code the way typing it at the prompt would: line by line,
+ * each complete statement a command of its own (so each command's output
+ * folds on its own), comment lines joining the next statement, lines
+ * indented deeper joining the statement above them.  An exercise's block
+ * (its check) is one command, unechoed.  Stops at the first command that
+ * fails; returns -1 then, else 0. */
+static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum run_mode mode)
 {
     if (!b->has_code)
-        return;
-    if (!b->exercise)
-        echo_code(s, b->code);
+        return 0;
+    if (b->exercise && mode == SHOWN)
+        mode = UNECHOED;
+    gcsh_text cmd = {0};
+    int line = 1, first = 0, rc = 0;
+    size_t indent = 0;
+    for (const char *p = b->code; *p && rc == 0; line++) {
+        size_t n = strcspn(p, "\n");
+        if (cmd.len || !blank_span(p, n)) {
+            if (!cmd.len) {
+                first = line;
+                indent = indent_of(p);
+            }
+            gcsh_text_append(&cmd, p, n);
+            text_str(&cmd, "\n");
+        }
+        p += n + (p[n] == '\n');
+        int whole = !b->exercise && !only_comments(cmd.s ? cmd.s : "") && !continues(p, indent);
+        if (cmd.len && (*p == '\0' || (whole && complete(s, cmd.s)))) {
+            trim_end(cmd.s);
+            cmd.len = strlen(cmd.s);
+            if (run_command(s, l, first, cmd.s, mode) != 0)
+                rc = -1;
+            free(cmd.s);
+            cmd = (gcsh_text){0};
+        }
+    }
+    free(cmd.s);
+    return rc;
+}
+
+/* Runs a block on every rank (whatever .ranks says: a lesson's collectives
+ * need them all), inside the housekeeping that notes what it made. */
+static int run_part(gcsh_session *s, const gcsh_lesson *l, const block *b, enum run_mode mode)
+{
+    if (!b->has_code)
+        return 0;
     int n = s->coord->size;
     char *saved = malloc((size_t)n);
     memcpy(saved, s->targets, (size_t)n);
     memset(s->targets, 1, (size_t)n);
-    char name[NAME_MAX_LEN + 2];
-    snprintf(name, sizeof name, "=%s", l->file);
-    gcsh_session_exec(s, name, b->code, strlen(b->code), 0);
+    housekeeping(s, "track_begin");
+    int rc = run_block(s, l, b, mode);
+    housekeeping(s, "track_end");
     memcpy(s->targets, saved, (size_t)n);
     free(saved);
+    return rc;
+}
+
+/* Frees, on every rank, what the lesson's parts made. */
+static void free_made(gcsh_session *s)
+{
+    int n = s->coord->size;
+    char *saved = malloc((size_t)n);
+    memcpy(saved, s->targets, (size_t)n);
+    memset(s->targets, 1, (size_t)n);
+    housekeeping(s, "free_made");
+    memcpy(s->targets, saved, (size_t)n);
+    free(saved);
+}
+
+/* ---- parts ------------------------------------------------------------------------------ */
+
+/* What comes after a lesson: "; .lesson 9 opens the next one", or that it
+ * is the last. */
+static void next_lesson_text(const gcsh_lesson *l, char *buf, size_t len)
+{
+    entry *v;
+    int n = list_lessons(&v);
+    int i = lesson_after(v, n, l->number);
+    if (i < 0)
+        snprintf(buf, len, ", the last lesson");
+    else
+        snprintf(buf, len, "; .lesson %d opens the next one", v[i].number);
+    free(v);
+}
+
+static void show_part(gcsh_session *s, gcsh_lesson *l, int i)
+{
+    block *b = &l->blocks[i];
+    gcsh_coord_say(s->coord, "\n[%d.%d] %s", l->number, i, b->title);
+    say_prose(s, b->prose);
+    l->shown = i;
+    l->next = i + 1;
+    if (run_part(s, l, b, SHOWN) != 0) {
+        gcsh_coord_say(s->coord, "(part %d.%d stopped at that error; .again runs it again)",
+                       l->number, i);
+        return;
+    }
+    if (b->exercise) {
+        gcsh_coord_say(s->coord, "(your turn: answer at the prompt and check it; .next shows "
+                                 "the solution)");
+    } else if (l->next >= l->nblocks) {
+        char after[64];
+        next_lesson_text(l, after, sizeof after);
+        gcsh_coord_say(s->coord, "(end of lesson %d%s)", l->number, after);
+    }
+}
+
+static void show_introduction(gcsh_session *s, gcsh_lesson *l)
+{
+    l->next = 1;
+    l->shown = 0;
+    gcsh_coord_say(s->coord, "Lesson %d: %s", l->number, l->title);
+    say_prose(s, l->blocks[0].prose);
+    run_part(s, l, &l->blocks[0], SHOWN);
+    gcsh_coord_say(s->coord, "(%d parts; .next shows the first)", l->nblocks - 1);
+}
+
+/* Part `part` of the open lesson, after freeing what the lesson made and
+ * running, quietly, the introduction and the parts before it (what the
+ * part needs). */
+static void goto_part(gcsh_session *s, int part)
+{
+    gcsh_lesson *l = s->lesson;
+    free_made(s);
+    if (part == 0) {
+        show_introduction(s, l);
+        return;
+    }
+    for (int i = 0; i < part; i++) {
+        if (run_part(s, l, &l->blocks[i], QUIET) != 0) {
+            gcsh_coord_say(s->coord,
+                           "gcsh: %s of lesson %d failed while part %d was made ready (its output "
+                           "is above)",
+                           i ? "a part" : "the introduction", l->number, part);
+            l->next = i;
+            l->shown = i - 1;
+            return;
+        }
+    }
+    if (part == 1)
+        gcsh_coord_say(s->coord, "(the introduction's code ran first, quietly)");
+    else if (part == 2)
+        gcsh_coord_say(s->coord, "(the introduction and part 1 ran first, quietly)");
+    else
+        gcsh_coord_say(s->coord, "(the introduction and parts 1-%d ran first, quietly)", part - 1);
+    show_part(s, l, part);
 }
 
 /* ---- the dot-commands ------------------------------------------------------------------- */
@@ -371,6 +652,24 @@ static void say_where(gcsh_session *s)
                        l->number, l->title, l->next, l->nblocks - 1);
 }
 
+/* "'shot' matches 2 lessons" and the list, when a name is not enough. */
+static void say_matches(gcsh_session *s, const char *arg, const entry *v, const int *match,
+                        int found)
+{
+    gcsh_text out = {0};
+    char line[TITLE_MAX + 64];
+    snprintf(line, sizeof line, "gcsh: .lesson: '%.40s' matches %d lessons:", arg, found);
+    text_str(&out, line);
+    for (int i = 0; i < found; i++) {
+        snprintf(line, sizeof line, "\n  %2d  %s", v[match[i]].number, v[match[i]].title);
+        text_str(&out, line);
+    }
+    snprintf(line, sizeof line, "\n(.lesson %d opens the first)", v[match[0]].number);
+    text_str(&out, line);
+    gcsh_coord_say(s->coord, "%s", out.s);
+    free(out.s);
+}
+
 void gcsh_dot_lesson(gcsh_session *s, const char *arg)
 {
     if (!*arg) {
@@ -379,49 +678,90 @@ void gcsh_dot_lesson(gcsh_session *s, const char *arg)
     }
     entry *v;
     int n = list_lessons(&v);
-    int i = find_lesson(v, n, arg);
-    if (i < 0) {
-        gcsh_coord_say(s->coord, "gcsh: .lesson: no lesson '%s' (.lessons lists them)", arg);
+    int *match = malloc((size_t)(n ? n : 1) * sizeof *match);
+    int found = find_lessons(v, n, arg, match);
+    if (found != 1) {
+        if (found == 0)
+            gcsh_coord_say(s->coord, "gcsh: .lesson: no lesson '%s' (.lessons lists them)", arg);
+        else
+            say_matches(s, arg, v, match, found);
+        free(match);
         free(v);
         return;
     }
     char err[PATH_LEN];
-    gcsh_lesson *l = load_lesson(&v[i], err, sizeof err);
+    gcsh_lesson *l = load_lesson(&v[match[0]], err, sizeof err);
+    free(match);
     free(v);
     if (!l) {
         gcsh_coord_say(s->coord, "gcsh: .lesson: %s", err);
         return;
     }
+    if (s->lesson)
+        free_made(s);
     gcsh_lesson_close(s);
     s->lesson = l;
-    l->next = 1;
-    gcsh_coord_say(s->coord, "Lesson %d: %s", l->number, l->title);
-    say_prose(s, l->blocks[0].prose);
-    run_code(s, l, &l->blocks[0]);
-    gcsh_coord_say(s->coord, "(%d parts; .next shows the first)", l->nblocks - 1);
+    show_introduction(s, l);
 }
 
 void gcsh_dot_next(gcsh_session *s, const char *arg)
 {
     (void)arg;
     gcsh_lesson *l = s->lesson;
-    if (!l || l->next >= l->nblocks) {
-        if (l)
-            gcsh_coord_say(s->coord, "lesson %d is done: .lesson %d opens the next one "
-                                     "(.lessons lists them)",
-                           l->number, l->number + 1);
-        else
-            say_where(s);
+    if (!l) {
+        say_where(s);
         return;
     }
-    block *b = &l->blocks[l->next];
-    gcsh_coord_say(s->coord, "\n[%d.%d] %s", l->number, l->next, b->title);
-    say_prose(s, b->prose);
-    l->next++;
-    run_code(s, l, b);
-    if (b->exercise)
-        gcsh_coord_say(s->coord, "(your turn: answer at the prompt and check it; .next shows "
-                                 "the solution)");
-    else if (l->next >= l->nblocks)
-        gcsh_coord_say(s->coord, "(end of lesson %d)", l->number);
+    if (l->next >= l->nblocks) {
+        char after[64];
+        next_lesson_text(l, after, sizeof after);
+        gcsh_coord_say(s->coord, "lesson %d is done%s (.lessons lists them)", l->number, after);
+        return;
+    }
+    show_part(s, l, l->next);
+}
+
+/* An open lesson, or NULL (said). */
+static gcsh_lesson *open_lesson(gcsh_session *s, const char *cmd)
+{
+    if (!s->lesson)
+        gcsh_coord_say(s->coord, "gcsh: %s: no lesson is open (.lesson N opens one)", cmd);
+    return s->lesson;
+}
+
+void gcsh_dot_again(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    gcsh_lesson *l = open_lesson(s, ".again");
+    if (l)
+        goto_part(s, l->shown);
+}
+
+void gcsh_dot_prev(gcsh_session *s, const char *arg)
+{
+    (void)arg;
+    gcsh_lesson *l = open_lesson(s, ".prev");
+    if (!l)
+        return;
+    if (l->shown < 1) {
+        gcsh_coord_say(s->coord, "gcsh: .prev: the introduction comes first (.next shows part 1)");
+        return;
+    }
+    goto_part(s, l->shown - 1);
+}
+
+void gcsh_dot_part(gcsh_session *s, const char *arg)
+{
+    gcsh_lesson *l = open_lesson(s, ".part");
+    if (!l)
+        return;
+    char *end;
+    long part = strtol(arg, &end, 10);
+    if (!*arg || *end || part < 0 || part >= l->nblocks) {
+        gcsh_coord_say(s->coord, "gcsh: .part: N is a part of lesson %d: 1..%d (0: the "
+                                 "introduction), got '%.40s'",
+                       l->number, l->nblocks - 1, arg);
+        return;
+    }
+    goto_part(s, (int)part);
 }

@@ -6,6 +6,7 @@ local H = require "harness"
 local help = require "gcsh.help"
 local pretty = require "gcsh.pretty"
 local bench = require "gcsh.bench"
+local lesson = require "gcsh.lesson"
 
 -- The names a topic's rows mention: "t:fill(v)" -> methods.fill,
 -- "kernel.reduce(...)" -> fields.reduce (for the topic kernel).
@@ -38,7 +39,7 @@ H.truthy(types >= 7, "the types were found (" .. types .. ")")
 
 -- every module: its functions
 local modules = { tensor = tensor, comm = comm, kernel = kernel, gcsh = gcsh, bench = bench,
-                  repro = repro, step = step }
+                  repro = repro, step = step, lesson = lesson }
 for topic, mod in pairs(modules) do
   local _, functions = mentioned(topic)
   for k, v in pairs(mod) do

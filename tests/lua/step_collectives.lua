@@ -18,10 +18,12 @@ local function ceil_log2(v)
   return s
 end
 
--- The number of steps each algorithm takes (a move step per ring step or
--- tree level; direct and one-shot moves in one or two steps).
+-- The number of steps each algorithm takes: a step per phase (a ring step,
+-- a tree level; one-shot's reduce and store, two-shot's reduce-scatter and
+-- all-gather, multicast's ld_reduce and store, ll's store with flags and
+-- reduce).  One rank has no all-gather to do in two-shot.
 local STEPS = {
-  allreduce = { ring = 2 * (k - 1), oneshot = 2, twoshot = 1, multicast = 1 },
+  allreduce = { ring = 2 * (k - 1), oneshot = 2, twoshot = k > 1 and 2 or 1, multicast = 2, ll = 2 },
   reduce_scatter = { ring = k - 1, direct = 1 },
   allgather = { ring = k - 1, direct = k > 1 and 1 or 0 },
   broadcast = { tree = ceil_log2(k), ring = k - 1, direct = k > 1 and 1 or 0 },

@@ -58,7 +58,7 @@ wf:free()
 
 -- a stepper's own calls
 local st = step.allreduce(w)
-refused(function() st:next(0) end, "next: k (steps) must be 1..", "next(0)")
+refused(function() st:next(-1) end, "next: k (steps) must be 0..", "next(-1)")
 refused(function() st:next("x") end, "next: k (steps) must be an integer", "next('x')")
 refused(function() st:run(true) end, "run: options must be a table, got boolean", "run(true)")
 refused(function() st:run({ loud = true }) end, "run: unknown option 'loud' (valid: quiet)", "run option")

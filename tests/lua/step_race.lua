@@ -96,14 +96,63 @@ st = fresh({ algo = "ring" })
 H.eq(st:run({ quiet = true }), true, "a stepper without race options afterwards")
 st:free()
 
--- Two-shot has one step: a late rank's stores still land, but the ranks that
--- finished first held the old chunk when they finished, so run says false
+-- Two-shot's all-gather (step 2) late: a late rank's stores still land,
+-- but the ranks that finished first held the old chunk when they finished,
+-- so run says false
 if k >= 2 then
-  local st = fresh({ algo = "twoshot", skip = "barrier", delay = { rank = 1, ms = LATE_MS } })
+  local st = fresh({ algo = "twoshot", skip = "barrier", delay = { rank = 1, ms = LATE_MS, step = 2 } })
   H.eq(st:run({ quiet = true }), false, "twoshot without its barrier, one rank late")
   H.truthy(#st.wrong > 0, "twoshot: wrong cells noted")
   text_has(st, "without the barrier, a read of the result at that moment is wrong", "twoshot")
   st:free()
+end
+
+-- A rank's data counted twice reads as that rank twice ("1+1"), not as
+-- the rank its bits would name (2 + 2 is 4, rank 2's bit): at 2 ranks the
+-- late rank 1 adds rank 0's copy of its own chunk to itself.
+if k == 2 then
+  local st = fresh({ algo = "ring", skip = "signal", delay = { rank = 1, ms = LATE_MS, step = 1 } })
+  H.eq(st:run({ quiet = true }), false, "twice: the race")
+  local all = table.concat(st.wrong, "\n")
+  H.truthy(all:find("r1.c1 holds 1+1 (rank 1's data twice), expected 0,1", 1, true), "twice: " .. all)
+  H.truthy(all:find("r0.c1 holds 1, expected 1+1", 1, true), "twice, expected: " .. all)
+  H.eq(st.cells.r1[2], "1+1", "twice: the cell")
+  st:free()
+end
+
+-- Whatever the race, a note names what a cell holds and what it should
+-- hold as sets of ranks ("0-2+1"), never as raw values: bits that name
+-- no set are followed through the moves that made them.
+if k >= 2 then
+  local steps = 2 * (k - 1)
+  for _, skip in ipairs({ "signal", "barrier" }) do
+    for _, late in ipairs({ 1, k - 1 }) do
+      for s = 1, math.min(3, steps) do
+        local st = fresh({ algo = "ring", skip = skip, delay = { rank = late, ms = 60, step = s } })
+        st:run({ quiet = true })
+        for _, note in ipairs(st.wrong) do
+          local holds, expected = note:match("holds (%S+).*, expected ([^:]+):")
+          local set = "^[%d,%-+]+$"
+          H.truthy(holds and holds:match(set) and expected:match(set),
+                   string.format("%s, rank %d late at step %d: sets in '%s'", skip, late, s, note))
+        end
+        st:free()
+      end
+    end
+  end
+end
+
+-- A delay without step= makes the rank late at step 1 only: the same
+-- race as step = 1, note for note.
+if k >= 3 then
+  local a = fresh({ algo = "ring", skip = "signal", delay = { rank = 1, ms = LATE_MS } })
+  a:run({ quiet = true })
+  local b = fresh({ algo = "ring", skip = "signal", delay = { rank = 1, ms = LATE_MS, step = 1 } })
+  b:run({ quiet = true })
+  H.eq(table.concat(a.wrong, "\n"), table.concat(b.wrong, "\n"), "delay without step= is step 1")
+  H.truthy(#a.wrong > 0, "delay at step 1: a race")
+  a:free()
+  b:free()
 end
 
 w:free()
