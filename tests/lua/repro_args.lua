@@ -10,7 +10,8 @@ H.raises(function() repro.expect(tensor.new(2), tensor.new(2), 7) end,
          "bad argument #3 to 'repro.expect' (string expected, got number)")
 H.raises(function() repro.expect(tensor.new(2), tensor.new(2), "x", {}) end,
          "bad argument #4 to 'repro.expect' (comm expected, got table)")
-H.eq(repro.expect(tensor.new(2), tensor.new(2), "equal", comm.world()), true, "equal tensors pass")
+H.eq(repro.expect(tensor.new(2):fill(1), tensor.new(2):fill(1), "equal", comm.world()), true,
+     "equal tensors pass")
 
 H.raises(function() repro.need{ranks = "x"} end,
          "bad argument #1 to 'repro.need' (ranks must be a positive integer, got \"x\")")
