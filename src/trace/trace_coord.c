@@ -5,6 +5,7 @@
  * ranks' watcher threads (the worker may be stuck in a collective), asked
  * on the control channel. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,10 @@ static void free_tracer(gcsh_tracer *t)
 static long write_file(gcsh_coord *c, const char *why)
 {
     gcsh_tracer *t = c->tracer;
-    long spans = gcsh_trace_write(t->path, t->size, t->blob, t->len, why);
+    char err[PATH_MAX + 200];
+    long spans = gcsh_trace_write(t->path, t->size, t->blob, t->len, why, err, sizeof err);
     if (spans < 0)
-        gcsh_coord_say(c, "gcsh: trace: cannot write %s: %s", t->path, strerror(errno));
+        gcsh_coord_say(c, "gcsh: trace: %s", err);
     return spans;
 }
 
@@ -136,8 +138,10 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     t->blob = calloc((size_t)c->size, sizeof *t->blob);
     t->len = calloc((size_t)c->size, sizeof *t->len);
     t->asked = calloc((size_t)c->size, 1);
-    if (gcsh_trace_write(path, t->size, t->blob, t->len, "tracing: nothing written yet") < 0) {
-        gcsh_coord_say(c, "gcsh: .trace: cannot write %s: %s", path, strerror(errno));
+    char err[PATH_MAX + 200];
+    if (gcsh_trace_write(path, t->size, t->blob, t->len, "tracing: nothing written yet", err,
+                         sizeof err) < 0) {
+        gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
         return -1;
     }

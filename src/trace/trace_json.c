@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "core/kplan.h"
+#include "core/safefile.h"
 #include "trace/trace_json.h"
 
 typedef struct rank_data {
@@ -369,7 +370,7 @@ static int open_blob(rank_data *d, const void *blob, size_t len)
 }
 
 long gcsh_trace_write(const char *path, int size, void *const *blobs, const size_t *lens,
-                      const char *note)
+                      const char *note, char *err, size_t elen)
 {
     rank_data *d = calloc((size_t)size, sizeof *d);
     long spans = 0;
@@ -384,11 +385,10 @@ long gcsh_trace_write(const char *path, int size, void *const *blobs, const size
     }
     if (base == INT64_MAX)
         base = 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = f ? 0 : -1;
-    if (f) {
+    gcsh_file w;
+    int rc = gcsh_file_open(&w, path, err, elen);
+    if (rc == 0) {
+        FILE *f = w.f;
         int first = 1;
         rc |= fputs("{\"traceEvents\":[\n", f) < 0;
         for (int r = 0; r < size && rc == 0; r++)
@@ -401,16 +401,12 @@ long gcsh_trace_write(const char *path, int size, void *const *blobs, const size
         rc |= json_dumpf(o, f, JSON_COMPACT) != 0;
         json_decref(o);
         rc |= fputs("}\n", f) < 0;
-        rc |= fclose(f) != 0;
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = -1;
-        if (rc != 0)
-            remove(tmp);
+        if (rc != 0 && !w.err)
+            w.err = errno ? errno : EIO;
+        rc = gcsh_file_commit(&w, err, elen);
     }
-    int saved = errno;
     for (int r = 0; r < size; r++)
         free(d[r].order);
     free(d);
-    errno = saved;
     return rc == 0 ? spans : -1;
 }
