@@ -237,6 +237,13 @@ static void print_help(const char *prog)
            "Options:\n",
            GCSH_VERSION, prog);
     print_option_list(stdout);
+    printf("\nExit status, as `git bisect run` reads it:\n"
+           "  0    every command succeeded\n"
+           "  1    the script or a line failed: an error, a wrong result (os.exit(1))\n"
+           "  125  cannot test here: too few ranks, no GPU, a missing script, a syntax\n"
+           "       error, an unknown API or module, a file gcsh could not write\n"
+           "  128  a usage error (a bad option or file name): a bisect stops\n"
+           "  also 69 a rank was lost, 70 a device fault, 143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -423,15 +430,15 @@ static int run_script(gcsh_session *s, const char *path)
 {
     size_t len;
     char *src = read_script(path, &len);
-    if (!src) {
+    if (!src) { /* git bisect's "cannot test": a commit without the script */
         gcsh_coord_say(s->coord, "gcsh: cannot open %s: %s", path, strerror(errno));
-        return 1;
+        return GCSH_EXIT_SKIP;
     }
     char name[PATH_MAX + 2];
     snprintf(name, sizeof name, strcmp(path, "-") == 0 ? "=stdin" : "@%s", path);
     int failed = gcsh_session_exec(s, name, src, len, CHUNK_SCRIPT);
     free(src);
-    return failed != 0;
+    return failed != 0 ? gcsh_session_status(s) : 0;
 }
 
 /* -e and -l in command-line order; stops at the first failure (as lua.c). */
@@ -454,7 +461,7 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
             val = buf;
         }
         if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
-            return 1;
+            return gcsh_session_status(s);
         if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
     }
@@ -485,7 +492,7 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
                                  "(gcsh --replay %s starts %d)",
                        o->replay, o->replay_ranks, o->replay_ranks == 1 ? "" : "s", ctx->size,
                        o->replay, o->replay_ranks);
-        return 2;
+        return GCSH_EXIT_SKIP;
     }
     return gcsh_replay(s, o->replay); /* os.exit in it: matched or not, like any line */
 }
@@ -512,16 +519,14 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         versions_text(v, sizeof v);
         gcsh_coord_say(&coord, "%s", v);
     }
-    if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
-        code = 1;
+    if (o->trace && (code = gcsh_tracer_start(&coord, o->trace)) != 0)
         goto done;
-    }
     if (o->replay) {
         code = replay_main(&s, ctx, o);
         goto done;
     }
     if (o->record && !(s.rec = gcsh_record_open(&s, o->record))) {
-        code = 1;
+        code = GCSH_EXIT_USAGE; /* a file name it refuses */
         goto done;
     }
     code = run_actions(&s, argc, argv, o);
@@ -534,7 +539,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
         s.failures = 0;
         gcsh_repl(&s);
         /* a piped session fails if any of its chunks failed (as sqlite3) */
-        code = !term.interactive && s.failures ? 1 : 0;
+        code = !term.interactive ? gcsh_session_status(&s) : 0;
     }
     if (s.exit_code >= 0) /* os.exit */
         code = s.exit_code;
@@ -545,11 +550,19 @@ done:
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
-    gcsh_coord_quit(&coord, code);
+    /* Under gcsh -n the launcher exits with the status rank 0 declares, and
+     * every rank ends toward mpirun with 0: mpirun takes one or two seconds
+     * more to tear a job down after a non-zero exit. */
+    int process_code = code;
+    if (coord.launcher) {
+        gcsh_launcher_status(coord.launcher, code);
+        process_code = 0;
+    }
+    gcsh_coord_quit(&coord, process_code);
     gcsh_session_destroy(&s);
     gcsh_coord_destroy(&coord);
     gcsh_term_close(&term);
-    return code;
+    return process_code;
 }
 
 static void *worker_thread(void *w)
@@ -595,7 +608,7 @@ static int replay_setup(options *o, const char **extra)
     if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
                            sizeof o->replay_backend, err, sizeof err) != 0) {
         fprintf(stderr, "gcsh: --replay: %s\n", err);
-        return 2;
+        return GCSH_EXIT_SKIP;
     }
     if (!o->backend) {
         o->backend = o->replay_backend;
@@ -624,7 +637,7 @@ int main(int argc, char **argv)
     options o;
     const char *extra[3] = {NULL, NULL, NULL};
     if (parse_options(argc, argv, &o) != 0)
-        return 1;
+        return GCSH_EXIT_USAGE;
     if (o.help) {
         if (first_process())
             print_help(argv[0]);
@@ -645,7 +658,7 @@ int main(int argc, char **argv)
     if (o.nranks) {
         if (gcsh_under_mpirun()) {
             fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
-            return 1;
+            return GCSH_EXIT_USAGE;
         }
         return launch_ranks(argc, argv, &o, extra);
     }
@@ -656,13 +669,15 @@ int main(int argc, char **argv)
     gcsh_ctx ctx = {0};
     gcsh_rank_topology(&ctx);
     ctx.board = gcsh_board_open(&ctx); /* collective, before any thread starts */
-    int code = 1;
+    int code = 1, be = -1;
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: this MPI lacks MPI_THREAD_SERIALIZED\n");
-    } else if (gcsh_rank_backend(&ctx, o.backend) != 0) {
+    } else if ((be = gcsh_rank_backend(&ctx, o.backend)) != 0) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: %s\n", ctx.err);
+        /* an unknown name is a usage error; no GPU here: cannot test */
+        code = be == -2 ? GCSH_EXIT_USAGE : GCSH_EXIT_SKIP;
     } else if (!gcsh_rank_lua(&ctx)) {
         fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
     } else {

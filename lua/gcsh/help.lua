@@ -174,11 +174,15 @@ local API = {
     },
   },
   repro = {
-    what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot run here",
+    what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot test here, "
+      .. "128 stop (as git bisect run reads them)",
     rows = {
-      { "repro.args([script_args])", "{bug = true|false}; an unknown argument: usage, exit 2" },
-      { "repro.need{ranks=}", "exit 125, saying why, where the script cannot run" },
+      { "repro.args([script_args])", "{bug = true|false}; an unknown argument: usage, exit 128" },
+      { "repro.need{ranks=, gpu=}", "exit 125, saying why, where the script cannot run" },
       { "repro.fail(fmt, ...)", "print what went wrong, exit 1" },
+      { "repro.skip(fmt, ...)", "print why it cannot be tested here, exit 125 (bisect skips)" },
+      { "repro.abort(fmt, ...)", "print why, exit 128 (a bisect stops)" },
+      { "repro.SKIP repro.USAGE", "125 and 128" },
       { "repro.expect(got, want, what [, c])", "compare two tensors; fail naming elements" },
       { "repro.verdict(c, detail, what)", "collective: exit 1 everywhere if a rank failed" },
       { "repro.refused(fn, what)", "run the buggy call; gcsh's refusal: print, exit 1" },
@@ -212,6 +216,13 @@ local API = {
 }
 M.API = API
 
+local function modules()
+  return { tensor = rawget(_G, "tensor"), comm = rawget(_G, "comm"),
+           kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
+           bench = package.loaded["gcsh.bench"], repro = package.loaded["gcsh.repro"],
+           step = rawget(_G, "step"), winstage = package.loaded["gcsh.winstage"] }
+end
+
 -- Which topic a value belongs to: its type's name, or the module it is.
 local function topic_of(x)
   if x == nil then return nil end
@@ -221,13 +232,28 @@ local function topic_of(x)
     local name = mt.__name == "stepper" and "step" or mt.__name
     if API[name] then return name end
   end
-  for name, mod in pairs({ tensor = rawget(_G, "tensor"), comm = rawget(_G, "comm"),
-                           kernel = rawget(_G, "kernel"), gcsh = rawget(_G, "gcsh"),
-                           bench = package.loaded["gcsh.bench"],
-                           repro = package.loaded["gcsh.repro"],
-                           step = rawget(_G, "step"),
-                           winstage = package.loaded["gcsh.winstage"] }) do
+  for name, mod in pairs(modules()) do
     if x == mod then return name end
+  end
+  return nil
+end
+
+-- A function of a module (help(repro.sweep)): "topic.name" and the rows
+-- that name it, or nil.
+local function function_rows(f)
+  if type(f) ~= "function" then return nil end
+  for topic, mod in pairs(modules()) do
+    for key, v in pairs(type(mod) == "table" and mod or {}) do
+      if v == f and API[topic] then
+        local full, rows = topic .. "." .. key, {}
+        for _, r in ipairs(API[topic].rows) do
+          if r[1]:find(full, 1, true) and not r[1]:find(full .. "[%w_]") then
+            rows[#rows + 1] = r
+          end
+        end
+        if #rows > 0 then return full, rows end
+      end
+    end
   end
   return nil
 end
@@ -271,6 +297,11 @@ function M.text(x, width)
     return "help(x) or .help TOPIC, a topic: " .. table.concat(topics(), " ")
   end
   local t = name and API[name]
+  if not t then -- a function of a module: its own rows
+    local full, rows = function_rows(x)
+    if full then name, t = full, { what = "(help(\"" .. full:match("^[^.]+") .. "\") for the rest)",
+                                    rows = rows } end
+  end
   if not t then
     error(string.format("help: no topic for %s (topics: %s)",
                         type(x) == "string" and ("'" .. x .. "'") or type(x),

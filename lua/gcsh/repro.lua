@@ -3,11 +3,17 @@
 --
 -- The reproducer convention is git bisect run's: without arguments a script
 -- runs the correct pattern and exits 0; with --bug it runs the buggy one,
--- says what went wrong and exits 1; it exits 125 when it cannot run here.
+-- says what went wrong and exits 1; it exits 125 when it cannot test here
+-- (bisect skips the commit) and 128 on a usage error (bisect stops).  gcsh
+-- itself exits 125 on a harness error: a missing script, a syntax error, a
+-- missing module, a call of a function that does not exist.
 --
---   local opt = repro.args()          {bug = true|false}; an unknown argument: usage, exit 2
---   repro.need{ranks = 2}             exit 125 (with the reason) below 2 ranks
+--   local opt = repro.args()          {bug = true|false}; an unknown argument: usage, exit 128
+--   repro.need{ranks = 2, gpu = true} exit 125 (with the reason) below 2 ranks, or
+--                                     without the cuda backend
 --   repro.fail(fmt, ...)              print what went wrong, exit 1
+--   repro.skip(fmt, ...)              print why this cannot be tested here, exit 125
+--   repro.abort(fmt, ...)             print why the bisect must stop, exit 128
 --   repro.expect(got, want, what [, c])  compare two tensors; repro.fail naming the
 --                                     elements.  With c (collective): every rank of c
 --                                     exits 1 when any differs, the others quietly
@@ -50,6 +56,9 @@ local function say(fmt, ...)
   print(select("#", ...) > 0 and string.format(fmt, ...) or fmt)
 end
 
+-- The exit statuses (README "Exit statuses"; gcsh's own in src/core/gcsh.h).
+repro.SKIP, repro.USAGE = 125, 128
+
 function repro.args(script_args)
   local a = script_args or arg or {}
   local opt = { bug = false }
@@ -61,25 +70,51 @@ function repro.args(script_args)
         say("%s: unknown argument '%s' (usage: gcsh -n N %s [--bug])", a[0] or "repro",
             tostring(a[i]), a[0] or "script.lua")
       end
-      os.exit(2)
+      os.exit(repro.USAGE)
     end
   end
   return opt
 end
 
 function repro.need(req)
+  if type(req) ~= "table" then error("need: expects a table {ranks=, gpu=}", 2) end
+  for k in pairs(req) do
+    if k ~= "ranks" and k ~= "gpu" then
+      error(string.format("need: unknown requirement '%s' (valid: ranks gpu)", tostring(k)), 2)
+    end
+  end
+  if req.ranks ~= nil and math.type(req.ranks) ~= "integer" then
+    error("need: ranks must be an integer, got " .. tostring(req.ranks), 2)
+  end
   if req.ranks and size < req.ranks then
     if rank == 0 then
       say("cannot run here: needs at least %d ranks, has %d (gcsh -n %d %s)", req.ranks, size,
           req.ranks, arg and arg[0] or "script.lua")
     end
-    os.exit(125)
+    os.exit(repro.SKIP)
+  end
+  if req.gpu and gcsh.backend ~= "cuda" then
+    if rank == 0 then
+      say("cannot run here: needs GPUs (the cuda backend); this session runs on %s",
+          gcsh.backend)
+    end
+    os.exit(repro.SKIP)
   end
 end
 
 function repro.fail(fmt, ...)
   say(fmt, ...)
   os.exit(1)
+end
+
+function repro.skip(fmt, ...)
+  say("cannot test here: " .. fmt, ...)
+  os.exit(repro.SKIP)
+end
+
+function repro.abort(fmt, ...)
+  say("stop: " .. fmt, ...)
+  os.exit(repro.USAGE)
 end
 
 local function value_text(v, dtype)

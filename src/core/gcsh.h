@@ -14,6 +14,16 @@
 
 #define GCSH_VERSION "0.1.0"
 
+/* Exit statuses as `git bisect run` reads them (contract; README "Exit
+ * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
+ * these two.  (69, 70 and 143 are in collcheck.h and sigint.h.) */
+#define GCSH_EXIT_SKIP 125  /* cannot test here: too few ranks, no GPU, a harness
+                               error (a missing script, a syntax error, an unknown
+                               API, a failed require), a file that could not be
+                               written; bisect skips the commit */
+#define GCSH_EXIT_USAGE 128 /* a usage error (a bad option, a refused file name):
+                               bisect stops */
+
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
 typedef struct gcsh_trace gcsh_trace;

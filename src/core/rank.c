@@ -69,7 +69,7 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
                            "; this build has no cuda backend"
 #endif
             );
-            return -1;
+            return -2;
         }
     }
 #ifdef GCSH_HAVE_CUDA

@@ -43,6 +43,7 @@ typedef struct run_state {
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    char *harness;      /* per rank: its error was CHUNK_HARNESS (cannot run here) */
     double exit_deadline; /* 0: no rank called os.exit */
 } run_state;
 
@@ -383,6 +384,8 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 c->tap->varies = 1;
             rs->status[r] &= ~CHUNK_VARIES;
         }
+        rs->harness[r] = (rs->status[r] & CHUNK_HARNESS) != 0;
+        rs->status[r] &= ~CHUNK_HARNESS;
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
@@ -654,6 +657,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
+    rs.harness = calloc((size_t)c->size, 1);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -672,6 +676,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
+        res->harness += rs.harness[r];
         exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
         if (c->tap) {
@@ -694,6 +699,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.where);
     free(rs.asked);
     free(rs.exit_status);
+    free(rs.harness);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

@@ -57,6 +57,8 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
+    if (res->failed && res->harness)
+        s->harness_failures++;
     if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
         s->exit_code = res->exit_code;
         s->quit = 1;
@@ -67,6 +69,13 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }
 
+int gcsh_session_status(const gcsh_session *s)
+{
+    if (s->failures == 0)
+        return 0;
+    return s->failures > s->harness_failures ? 1 : GCSH_EXIT_SKIP;
+}
+
 int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
                       uint32_t flags)
 {
@@ -74,6 +83,7 @@ int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t
         gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
         lua_settop(s->syntax, 0);
         s->failures++;
+        s->harness_failures++;
         return -1;
     }
     lua_settop(s->syntax, 0);
@@ -119,6 +129,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
         snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
+        s->harness_failures++;
         return SYNTAX_ERROR;
     }
     lua_settop(S, 0);
@@ -843,6 +854,7 @@ void gcsh_repl(gcsh_session *s)
         if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
             gcsh_coord_say(s->coord, "%s", lua_tostring(s->syntax, -1));
             s->failures++;
+            s->harness_failures++;
         }
         lua_settop(s->syntax, 0);
     }

@@ -24,6 +24,8 @@ typedef struct gcsh_session {
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (collcheck.h) */
     int failures;      /* chunks that failed on some rank */
+    int harness_failures; /* of those, chunks that could not run here: a syntax
+                          error, a missing module, an unknown API (CHUNK_HARNESS) */
     int quit;          /* .quit was typed, or a chunk called os.exit */
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     gcsh_recorder *rec; /* .record / --record: where lines are recorded, or NULL */
@@ -49,6 +51,11 @@ void gcsh_session_destroy(gcsh_session *s);
  * runs.  Returns the number of ranks where it failed (-1: syntax error). */
 int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
                       uint32_t flags);
+
+/* The status the failures so far give (README "Exit statuses"): 0 none,
+ * 1 some chunk failed on its own, GCSH_EXIT_SKIP when every failure was a
+ * chunk that could not run here (git bisect's "cannot test"). */
+int gcsh_session_status(const gcsh_session *s);
 
 /* Runs a complete typed chunk as the prompt does ("=expr", values
  * printed); res (or NULL) gets what it gave, released with

@@ -143,7 +143,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
                          sizeof err) < 0) {
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
-        return -1;
+        return GCSH_EXIT_USAGE;
     }
     c->tracer = t;
     char *answered = calloc((size_t)c->size, 1);
@@ -160,7 +160,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
         stop_all(c);
         free_tracer(t);
         c->tracer = NULL;
-        return -1;
+        return GCSH_EXIT_SKIP;
     }
     gcsh_coord_say(c, "tracing to %s", path);
     return 0;

@@ -9,7 +9,8 @@ typedef struct gcsh_tracer gcsh_tracer;
 
 /* Between commands: every rank starts tracing (ctx->be becomes the traced
  * table, clocks are measured); path is written at once (an empty trace),
- * so an unwritable one is refused here.  0, or -1 after saying why. */
+ * so an unwritable one is refused here.  0, or after saying why the exit
+ * status it gives: GCSH_EXIT_USAGE (the file is refused), GCSH_EXIT_SKIP. */
 int gcsh_tracer_start(gcsh_coord *c, const char *path);
 /* Between commands: every rank stops, and the file is written with all
  * their spans.  Nothing when tracing is off. */

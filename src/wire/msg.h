@@ -59,6 +59,10 @@ enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, C
  * machine's facts, so its output may differ between runs (replays do not
  * compare it). */
 #define CHUNK_VARIES 0x10000u
+/* A flag of the DONE status word with CHUNK_ERROR: the error says the chunk
+ * cannot run on this gcsh (a missing module, a call of a name that does not
+ * exist), not that it found a bug: git bisect's "cannot test" (worker.c). */
+#define CHUNK_HARNESS 0x20000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

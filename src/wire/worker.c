@@ -244,6 +244,27 @@ static void print_results(lua_State *L, int first)
                        lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
 }
 
+/* Whether an error message (its first line) says the chunk cannot run on
+ * this gcsh rather than that it found a bug: a module that is missing or
+ * does not compile, a call of a global, field or method that does not
+ * exist, a global table that does not (an API of another version).  Lua's
+ * own wording, stable across 5.4. */
+static int harness_error(const char *msg)
+{
+    static const char *const says[] = {
+        "attempt to call a nil value (global '", "attempt to call a nil value (field '",
+        "attempt to call a nil value (method '", "attempt to index a nil value (global '",
+        "module '", "error loading module '", NULL};
+    size_t n = strcspn(msg, "\n");
+    for (const char *const *p = says; *p; p++) {
+        const char *at = strstr(msg, *p);
+        if (at && (size_t)(at - msg) < n &&
+            (strncmp(*p, "module '", 8) != 0 || strstr(at, "' not found") != NULL))
+            return 1;
+    }
+    return 0;
+}
+
 static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
                           size_t len)
 {
@@ -266,12 +287,14 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
         return CHUNK_ERROR;
     }
+    uint32_t harness = 0;
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         capture_string(w->ctx, msg ? msg : "(error object is not a string)");
+        harness = msg && harness_error(msg) ? CHUNK_HARNESS : 0;
     }
     lua_settop(L, base);
-    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR;
+    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | harness;
 }
 
 static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
@@ -308,7 +331,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;
     lua_sethook(w->ctx->L, NULL, 0, 0);
-    if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
+    if (atomic_exchange(&w->ctx->interrupt, 0) && CHUNK_STATUS(status) == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
     if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */
         status = CHUNK_EXIT_WORD(w->ctx->exit_code);

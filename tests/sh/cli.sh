@@ -84,7 +84,7 @@ expect_eq "-e failure stops" "$OUT" "[0-1] one
 expect_eq "-e failure: exit 1" "$RC" 1
 run -n 2 -e 'x = = 1' -e 'print("after")'
 expect_eq "-e syntax error once, stops" "$OUT" "(command line):1: unexpected symbol near '='"
-expect_eq "-e syntax error: exit 1" "$RC" 1
+expect_eq "-e syntax error: exit 125 (cannot test)" "$RC" 125
 run -n 2 -e 'print("before", rank)' "$TMP/args.lua" z
 expect_eq "-e before a script" "$(head -n 2 <<<"$OUT")" "[0] before${T}0
 [1] before${T}1"
@@ -106,7 +106,7 @@ expect_eq "-l g=mod" "$OUT" "[0] tmod on 0${T}nil
 run -n 2 -l no_such_module_here -e 'print("ran")'
 expect_contains "-l unknown module" "$OUT" "module 'no_such_module_here' not found"
 expect_not_contains "-l unknown module stops" "$OUT" "ran"
-expect_eq "-l unknown module: exit 1" "$RC" 1
+expect_eq "-l unknown module: exit 125 (cannot test)" "$RC" 125
 unset LUA_PATH
 
 # ---- -v/--version, -h/--help, -q, -i
@@ -167,16 +167,16 @@ expect_eq "-q piped" "$OUT" "[0-1] piped"
 run -n 2 --backend bogus
 expect_match "--backend bogus" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
 expect_eq "--backend bogus: said once" "$(grep -c "unknown backend" <<<"$OUT")" 1
-expect_eq "--backend bogus: exit 1" "$RC" 1
+expect_eq "--backend bogus: exit 128 (usage)" "$RC" 128
 no_mpi_noise "--backend bogus" "$OUT"
 run --backend bogus
 expect_match "--backend bogus, 1 rank" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
-expect_eq "--backend bogus, 1 rank: exit 1" "$RC" 1
+expect_eq "--backend bogus, 1 rank: exit 128" "$RC" 128
 run -n 2 --backend host -e 'print("host ok")'
 expect_eq "--backend host" "$OUT" "[0-1] host ok"
 run -n 2 --backend
 expect_contains "--backend without a value" "$OUT" "'--backend' needs host or cuda"
-expect_eq "--backend without a value: exit 1" "$RC" 1
+expect_eq "--backend without a value: exit 128" "$RC" 128
 
 run -n 2 --timeout 0.3 -e 'if rank == 0 then gcsh.sleep(0.8) end print("done")'
 expect_match "--timeout" "$OUT" '^gcsh: 0\.[3-7] s: done \[1\], still running \[0\]; waiting \(Ctrl-C interrupts\)$'
@@ -184,28 +184,28 @@ expect_eq "--timeout: it kept waiting" "$(tail -n 1 <<<"$OUT")" "[0] done"
 expect_eq "--timeout: exit 0" "$RC" 0
 run -n 2 --timeout soon -e 'print(1)'
 expect_contains "--timeout bad value" "$OUT" "'--timeout' needs seconds 0..1e6"
-expect_eq "--timeout bad value: exit 1" "$RC" 1
+expect_eq "--timeout bad value: exit 128" "$RC" 128
 
-# ---- bad options and -n values: usage on stderr, exit 1
+# ---- bad options and -n values: usage on stderr, exit 128 (a bisect stops)
 OUT=$(timeout 60 "$GCSH" --bogus 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "unknown option: nothing on stdout" "$OUT" ""
-expect_eq "unknown option: exit 1" "$RC" 1
+expect_eq "unknown option: exit 128" "$RC" 128
 expect_contains "unknown option: names it" "$(cat "$TMP/err")" "unrecognized option '--bogus'"
 expect_match "unknown option: usage" "$(cat "$TMP/err")" '^usage: .*gcsh \[options\] \[script \[args\]\]$'
 OUT=$(timeout 60 "$GCSH" -n 2 -x 2>"$TMP/err" </dev/null); RC=$?
-expect_eq "unknown option with -n: exit 1, nothing on stdout" "$RC:$OUT" "1:"
+expect_eq "unknown option with -n: exit 128, nothing on stdout" "$RC:$OUT" "128:"
 expect_contains "unknown option with -n: usage" "$(cat "$TMP/err")" "unrecognized option '-x'"
 for bad in 0 x 1.5 -2 ""; do
     OUT=$(timeout 60 "$GCSH" -n "$bad" -e 'print(1)' 2>"$TMP/err" </dev/null); RC=$?
-    expect_eq "-n '$bad': exit 1, nothing run" "$RC:$OUT" "1:"
+    expect_eq "-n '$bad': exit 128, nothing run" "$RC:$OUT" "128:"
     expect_contains "-n '$bad': message" "$(cat "$TMP/err")" "'-n' needs a rank count 1..4096"
 done
 OUT=$(timeout 60 "$GCSH" -n 2>"$TMP/err" </dev/null); RC=$?
-expect_eq "-n without a value: exit 1" "$RC" 1
+expect_eq "-n without a value: exit 128" "$RC" 128
 expect_contains "-n without a value: usage" "$(cat "$TMP/err")" "usage:"
 run -e
 expect_contains "-e without a value" "$OUT" "'-e' needs argument"
-expect_eq "-e without a value: exit 1" "$RC" 1
+expect_eq "-e without a value: exit 128" "$RC" 128
 
 # ---- -n's options for mpirun: handed to mpirun, never to the ranks
 cat >"$TMP/mpirun" <<EOF
@@ -233,9 +233,9 @@ expect_contains "an -e whose value looks like an option: its value" "$(tr '\n' '
 run -n 2 "$TMP/args.lua" --hostfile nowhere
 expect_contains "after the script, --hostfile is the script's" "$OUT" "[0] 0${T}2${T}args.lua${T}--hostfile${T}nowhere"
 run --hostfile "$TMP/hosts" -e 'print(1)'
-expect_eq "--hostfile without -n" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' goes with -n N (gcsh passes it to mpirun)"
+expect_eq "--hostfile without -n" "$RC:$(head -n 1 <<<"$OUT")" "128:$GCSH: '--hostfile' goes with -n N (gcsh passes it to mpirun)"
 run -n 2 --hostfile "$TMP/no-such-hosts" -e 'print(1)'
-expect_eq "--hostfile unreadable" "$RC:$(head -n 1 <<<"$OUT")" "1:$GCSH: '--hostfile' needs a readable host file"
+expect_eq "--hostfile unreadable" "$RC:$(head -n 1 <<<"$OUT")" "128:$GCSH: '--hostfile' needs a readable host file"
 run -n 2 --map-by
 expect_contains "--map-by without a value" "$OUT" "'--map-by' needs a mapping"
 
@@ -295,14 +295,14 @@ printf '#!/bin/false\nprint(debug.getinfo(1, "l").currentline, select("#", ...))
 run -n 2 "$TMP/bang2.lua" one
 expect_eq "#! script runs" "$OUT" "[0-1] 2${T}1"
 
-# ---- a syntax error in a script: once, exit 1, nothing ran
+# ---- a syntax error in a script: once, exit 125 (cannot test), nothing ran
 printf 'print("ran")\nlocal x = = 2\n' >"$TMP/syntax.lua"
 run -n 2 "$TMP/syntax.lua"
 expect_eq "script syntax error once" "$OUT" "$TMP/syntax.lua:2: unexpected symbol near '='"
-expect_eq "script syntax error: exit 1" "$RC" 1
+expect_eq "script syntax error: exit 125" "$RC" 125
 run -n 2 "$TMP/no-such-script.lua"
 expect_eq "missing script" "$OUT" "gcsh: cannot open $TMP/no-such-script.lua: No such file or directory"
-expect_eq "missing script: exit 1" "$RC" 1
+expect_eq "missing script: exit 125" "$RC" 125
 
 # ---- -n inside mpirun is refused; a script under plain mpirun works
 if command -v mpirun >/dev/null; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The reproducers (lua/examples): exit 0 plain, 1 with --bug and their
-# message, 125 where they cannot run (one rank), 2 on an unknown argument;
+# message, 125 where they cannot run (one rank), 128 on an unknown argument;
 # repro.sweep's out= script; os.exit's statuses.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -52,7 +52,7 @@ for c in "${cases[@]}"; do
 done
 
 run -n 2 lua/examples/off_by_one.lua --bgu
-expect_eq "unknown argument: exit 2" "$RC" 2
+expect_eq "unknown argument: exit 128 (usage)" "$RC" 128
 expect_contains "unknown argument: usage" "$OUT" "unknown argument '--bgu' (usage: gcsh -n N lua/examples/off_by_one.lua [--bug])"
 
 # ---- repro.sweep's out= script: the smallest case, standalone
