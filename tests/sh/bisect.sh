@@ -51,6 +51,20 @@ expect_eq "an unknown option: 128" "$RC" 128
 run -n 2 --timeout
 expect_eq "an option without its value: 128" "$RC" 128
 
+# A failing run ends as fast as a passing one: mpirun sees every rank exit
+# 0 (it takes a second or two more to tear down a job after a non-zero exit)
+# while gcsh -n exits with the status rank 0 declared.
+cat >"$TMP/mpirun" <<EOF
+#!/bin/sh
+mpirun "\$@"; echo \$? >"$TMP/mpirun.status"
+EOF
+chmod +x "$TMP/mpirun"
+OUT=$(GCSH_MPIRUN=$TMP/mpirun timeout 60 "$GCSH" -n 2 -e 'error("boom")' 2>&1 </dev/null); RC=$?
+expect_eq "a failing run: gcsh -n exits 1" "$RC" 1
+expect_eq "a failing run: mpirun saw every rank exit 0" "$(cat "$TMP/mpirun.status")" 0
+OUT=$(GCSH_MPIRUN=$TMP/mpirun timeout 60 "$GCSH" -n 2 syntax.lua 2>&1 </dev/null); RC=$?
+expect_eq "a syntax error: gcsh -n exits 125, mpirun saw 0" "$RC:$(cat "$TMP/mpirun.status")" "125:0"
+
 # ---- repro's own choices
 run -n 2 -e 'repro.skip("no %s here", "NVLink")'
 expect_eq "repro.skip: 125" "$RC" 125
