@@ -37,6 +37,7 @@ typedef struct options {
     int nranks;        /* -n N, 0 when absent */
     const char *backend;
     double timeout;
+    int timeout_set;   /* --timeout was given: collective checks fail after it */
     int first_action;  /* argv index of the first -e/-l, or 0 */
     int script;        /* argv index of the script, or 0 */
     int has_exec;      /* some -e was given */
@@ -125,6 +126,7 @@ static int opt_backend(options *o, const option_row *row, const char *val, int a
 static int opt_timeout(options *o, const option_row *row, const char *val, int at)
 {
     (void)row, (void)at;
+    o->timeout_set = 1;
     return parse_number(val, 0, 1e6, &o->timeout);
 }
 
@@ -508,6 +510,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     coord.launcher = gcsh_launcher_hello(); /* signals from outside now reach us */
     coord.progress.tty = term.out_tty;      /* progress lines only on a terminal */
     coord.timeout = o->timeout;
+    coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;
     gcsh_session s;

@@ -206,6 +206,7 @@ local API = {
       { "gcsh.wtime()", "seconds on the host's clock" },
       { "gcsh.sync()", "wait for the rank's stream" },
       { "gcsh.check([on])", ".check for this rank, for the rest of the command" },
+      { "gcsh.timeout(s)", "as .timeout s: reports every s, collective checks fail after s" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },

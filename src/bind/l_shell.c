@@ -12,6 +12,7 @@
 
 #include "wire/collcheck.h"
 #include "core/gcsh.h"
+#include "wire/msg.h"
 #include "wire/out.h"
 #include "bind/l_shell.h"
 #include "bind/winbuild.h"
@@ -117,6 +118,22 @@ static int shell_check(lua_State *L)
         gcsh_check_set_enabled(ctx, lua_toboolean(L, 1));
     lua_pushboolean(L, was);
     return 1;
+}
+
+/* gcsh.timeout(seconds): as .timeout at the prompt, from a script: a hang
+ * report every `seconds`, and collective checks that wait longer than that
+ * for a rank that is alive fail, naming where it is (without it, a script
+ * keeps waiting for a slow rank).  0: neither.  Rank 0's coordinator holds
+ * the setting: every rank may call it, the last call wins; it holds for
+ * the rest of the session. */
+static int shell_timeout(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->cap)
+        gcsh_capture_send(ctx->cap, MSG_TIMEOUT, &s, sizeof s);
+    return 0;
 }
 
 /* gcsh.varies(): this command's output depends on timing or the machine
@@ -256,6 +273,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "progress");
     lua_pushcfunction(L, shell_varies);
     lua_setfield(L, -2, "varies");
+    lua_pushcfunction(L, shell_timeout);
+    lua_setfield(L, -2, "timeout");
     lua_pushcfunction(L, shell_check_counts);
     lua_setfield(L, -2, "check_counts");
     lua_createtable(L, 0, 1);

@@ -412,6 +412,14 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
         break;
+    case MSG_TIMEOUT: /* gcsh.timeout(s) in the chunk: as .timeout s */
+        if (m->h.len == sizeof(double)) {
+            double v;
+            memcpy(&v, m->data, sizeof v);
+            c->timeout = c->limit = v;
+            rs->next_report = v > 0 ? now + v : 0;
+        }
+        break;
     case MSG_PROGRESS:
         if (m->h.len == sizeof(gcsh_progress_msg))
             gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
@@ -449,7 +457,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
     next = earliest(next, rs->probe_until);
     next = earliest(next, rs->exit_deadline);
     next = earliest(next, gcsh_progress_due(&c->progress));
-    next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
+    next = earliest(next, gcsh_checker_deadline(&c->checker, c->limit));
     if (next == 0)
         return 3600 * 1000;
     return next <= now ? 0 : (int)((next - now) * 1000) + 1;
@@ -487,19 +495,19 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
         flush_output(c, 0);
-    gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
+    gcsh_checker_resolve(&c->checker, &io, now, c->limit, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
         rs->next_report = now + c->timeout;
         start_probe(c, rs, now);
     }
-    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
+    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->limit))
         start_probe(c, rs, now);
     show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
-        gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 1);
+        gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);
         rs->report_due = 0;
         rs->probe_until = 0;
         for (int r = 0; r < c->size; r++)

@@ -29,7 +29,12 @@ typedef struct gcsh_coord {
     gcsh_link *link;
     int size;
     uint32_t seq;      /* chunks sent so far */
-    double timeout;    /* seconds before a hang report; 0 = never */
+    double timeout;    /* seconds between hang reports; 0 = never */
+    /* Seconds a collective check waits for a member that is alive but has
+     * not come before it fails, naming where that member is; 0: it keeps
+     * waiting (reported every .timeout) until the member comes or Ctrl-C.
+     * Set only by the user: --timeout, .timeout, gcsh.timeout(). */
+    double limit;
     int sigfd;         /* self-pipe of SIGINT */
     FILE *out;         /* where rank output and reports go */
     gcsh_fold fold;

@@ -295,10 +295,12 @@ static void dot_timeout(gcsh_session *s, const char *arg)
                            arg);
             return;
         }
-        s->coord->timeout = v;
+        s->coord->timeout = s->coord->limit = v;
     }
     gcsh_coord_say(s->coord, "timeout %g s%s", s->coord->timeout,
-                   s->coord->timeout > 0 ? "" : " (never report)");
+                   s->coord->timeout <= 0 ? " (never report)"
+                   : s->coord->limit <= 0 ? " (reports only: collective checks keep waiting)"
+                                          : "");
 }
 
 static void dot_time(gcsh_session *s, const char *arg)
@@ -448,7 +450,7 @@ static const gcsh_dot dot_commands[] = {
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",
      "after this long, report where running ranks are, and\n"
-     "                    fail collective checks still waiting (0: never)",
+     "                    (once set) fail collective checks still waiting (0: never)",
      dot_timeout},
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",

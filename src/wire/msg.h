@@ -32,6 +32,7 @@ enum gcsh_msg_type {
     MSG_TRACE_FLUSH, /* coordinator -> watcher (ctl): answer TRACE_DATA with a copy */
     MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
     MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
+    MSG_TIMEOUT,   /* worker -> coordinator: a double, gcsh.timeout(s): as .timeout s */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
