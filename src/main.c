@@ -52,6 +52,7 @@ typedef struct options {
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
     const char *trace;  /* --trace FILE */
+    int keep_going;     /* --keep-going: a replay runs past differences */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
 } options;
@@ -154,6 +155,13 @@ static int opt_file(options *o, const option_row *row, const char *val, int at)
     return 0;
 }
 
+static int opt_keep_going(options *o, const option_row *row, const char *val, int at)
+{
+    (void)row, (void)val, (void)at;
+    o->keep_going = 1;
+    return 0;
+}
+
 /* mpirun says nothing under --quiet about a host file it cannot read. */
 static int opt_hostfile(options *o, const option_row *row, const char *val, int at)
 {
@@ -184,6 +192,8 @@ static const option_row option_table[] = {
      "rerun a recording; exit 1 at the first difference"},
     {"--trace", NULL, "FILE", "a file name", 0, opt_file,
      "trace every rank's lines and calls (Chrome JSON)"},
+    {"--keep-going", NULL, NULL, NULL, 0, opt_keep_going,
+     "with --replay: run past differences and list them all"},
     {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
@@ -300,10 +310,22 @@ static int parse_options(int argc, char **argv, options *o)
                  o->first_mpirun_option);
         return usage(argv[0], msg), -1;
     }
-    if (o->replay && (o->script || o->first_action || o->interactive || o->record))
-        return usage(argv[0], "'--replay' runs the recording alone (no script, -e, -l, -i or "
-                              "--record with it)"), -1;
     return 0;
+}
+
+/* --replay runs a recording alone; --keep-going goes with it.  One line
+ * each, not the whole usage: the options themselves were fine.  0, or -1
+ * after saying why. */
+static int replay_alone(const options *o, const char *prog)
+{
+    const char *why = NULL;
+    if (o->replay && (o->script || o->first_action || o->interactive || o->record))
+        why = "'--replay' runs the recording alone (no script, -e, -l, -i or --record with it)";
+    else if (o->keep_going && !o->replay)
+        why = "'--keep-going' goes with --replay FILE";
+    if (why)
+        fprintf(stderr, "%s: %s; %s --help lists the options\n", prog, why, prog);
+    return why ? -1 : 0;
 }
 
 /* ---- versions ------------------------------------------------------------- */
@@ -428,8 +450,9 @@ static char *read_script(const char *path, size_t *len)
     return buf;
 }
 
-static int run_script(gcsh_session *s, const char *path)
+static int run_script(gcsh_session *s, int argc, char **argv, int at)
 {
+    const char *path = argv[at];
     size_t len;
     char *src = read_script(path, &len);
     if (!src) { /* git bisect's "cannot test": a commit without the script */
@@ -438,7 +461,9 @@ static int run_script(gcsh_session *s, const char *path)
     }
     char name[PATH_MAX + 2];
     snprintf(name, sizeof name, strcmp(path, "-") == 0 ? "=stdin" : "@%s", path);
-    int failed = gcsh_session_exec(s, name, src, len, CHUNK_SCRIPT);
+    gcsh_chunk k = {.name = name, .src = src, .len = len, .flags = CHUNK_SCRIPT,
+                    .args = (const char *const *)argv + at + 1, .nargs = argc - at - 1};
+    int failed = gcsh_session_run(s, &k, NULL);
     free(src);
     return failed != 0 ? gcsh_session_status(s) : 0;
 }
@@ -462,7 +487,8 @@ static int run_actions(gcsh_session *s, int argc, char **argv, const options *o)
                 snprintf(buf, sizeof buf, "%s = require(\"%s\")", val, val);
             val = buf;
         }
-        if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
+        gcsh_chunk k = {.name = "=(command line)", .src = val, .len = strlen(val)};
+        if (gcsh_session_run(s, &k, NULL) != 0)
             return gcsh_session_status(s);
         if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
@@ -496,7 +522,8 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
                        o->replay, o->replay_ranks);
         return GCSH_EXIT_SKIP;
     }
-    return gcsh_replay(s, o->replay); /* os.exit in it: matched or not, like any line */
+    /* os.exit in it: matched or not, like any line */
+    return gcsh_replay(s, o->replay, o->keep_going);
 }
 
 /* Everything rank 0's terminal thread does; returns the exit code. */
@@ -534,7 +561,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     }
     code = run_actions(&s, argc, argv, o);
     if (code == 0 && o->script && !s.quit)
-        code = run_script(&s, argv[o->script]);
+        code = run_script(&s, argc, argv, o->script);
     int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
     if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
@@ -549,7 +576,12 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     if (coord.end_status >= 0) /* SIGTERM, os.exit */
         code = coord.end_status;
 done:
-    gcsh_tracer_stop(&coord);
+    /* a recording or a trace that could not be written: the session could
+     * not do what it was asked (said already) */
+    int unwritten = gcsh_session_record_off(&s) != 0;
+    unwritten |= gcsh_tracer_stop(&coord) != 0;
+    if (unwritten && code == 0)
+        code = GCSH_EXIT_SKIP;
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
@@ -639,7 +671,7 @@ int main(int argc, char **argv)
 {
     options o;
     const char *extra[3] = {NULL, NULL, NULL};
-    if (parse_options(argc, argv, &o) != 0)
+    if (parse_options(argc, argv, &o) != 0 || replay_alone(&o, argv[0]) != 0)
         return GCSH_EXIT_USAGE;
     if (o.help) {
         if (first_process())

@@ -29,6 +29,17 @@ typedef struct gcsh_check gcsh_check;
 typedef struct gcsh_trace gcsh_trace;
 typedef struct gcsh_board gcsh_board;
 
+/* gcsh.wtime's tape (record.h): while a recorded chunk runs (CHUNK_TAPE)
+ * the values gcsh.wtime returned, sent to rank 0 with the chunk's end; for
+ * a replayed one (MSG_TAPE), the values it returns in turn, then the clock
+ * again.  So a replay sees the times the recording saw. */
+enum gcsh_tape_mode { GCSH_TAPE_OFF, GCSH_TAPE_RECORD, GCSH_TAPE_PLAY };
+typedef struct gcsh_tape {
+    double *v;
+    size_t n, cap, next;
+    int mode; /* enum gcsh_tape_mode */
+} gcsh_tape;
+
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
     int local_rank, local_size; /* on this node (or GCSH_RANKS_PER_NODE group) */
@@ -71,6 +82,7 @@ struct gcsh_ctx {
      * its output may differ between runs (CHUNK_VARIES).  Reset when a
      * chunk starts; set by gcsh.varies() and the functions that do. */
     int output_varies;
+    gcsh_tape tape;             /* gcsh.wtime's, for record and replay (above) */
     /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
      * traced copy of the backend's table; trace_store outlives it (the
      * watcher thread copies from it) until the rank closes. */

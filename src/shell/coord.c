@@ -2,6 +2,8 @@
 #include <ctype.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,7 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
                       .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
+    c->lost_why = calloc((size_t)ctx->size, sizeof *c->lost_why);
     gcsh_fold_init(&c->fold, ctx->size, out, ctx->size > 1);
     gcsh_progress_init(&c->progress, out, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
@@ -68,13 +71,17 @@ void gcsh_tap_init(gcsh_tap *t, int size)
     t->out = calloc((size_t)size, sizeof *t->out);
     t->status = calloc((size_t)size, sizeof *t->status);
     t->ran = calloc((size_t)size, 1);
+    t->tape = calloc((size_t)size, sizeof *t->tape);
 }
 
 void gcsh_tap_destroy(gcsh_tap *t, int size)
 {
-    for (int r = 0; t->out && r < size; r++)
+    for (int r = 0; t->out && r < size; r++) {
         gcsh_text_free(&t->out[r]);
+        gcsh_text_free(&t->tape[r]);
+    }
     free(t->out);
+    free(t->tape);
     free(t->status);
     free(t->ran);
     *t = (gcsh_tap){0};
@@ -96,6 +103,7 @@ void gcsh_coord_destroy(gcsh_coord *c)
     gcsh_checker_destroy(&c->checker);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
+    free(c->lost_why);
     free(c->aborted);
 }
 
@@ -134,22 +142,50 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
 
 /* ---- ending the session at once -------------------------------------------- */
 
+/* The statuses of the ranks that are done, into the tap (record.h): at the
+ * end of a command, or as the session ends at once. */
+static void fill_tap(gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; c->tap && r < c->size; r++)
+        if (rs->state[r] == DONE) {
+            c->tap->status[r] = rs->status[r];
+            c->tap->ran[r] = 1;
+        }
+}
+
 /* Every other rank exits with `code` (their watchers do it, whatever their
  * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
- * a device is lost, and finalising could hang. */
-static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
+ * a device is lost, and finalising could hang.  on_end first: the recorder
+ * keeps the line that was running, a replay compares how it ended. */
+static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why)
 {
     flush_output(c, 0);
     gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
-    gcsh_launcher_status(c->launcher, code);
+    fill_tap(c, rs);
+    int status = c->on_end ? c->on_end(c->end_arg, code, why) : code;
+    gcsh_launcher_status(c->launcher, status);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
     if (c->on_exit)
         c->on_exit(c->exit_arg);
     fflush(NULL);
-    _exit(code);
+    _exit(status);
+}
+
+/* How rank r ended, once its connection closed: the signal its crash
+ * handler reported on the control channel (worker.c), or only that. */
+static void why_lost(gcsh_coord *c, int r)
+{
+    gcsh_msg_header h;
+    struct pollfd p = {.fd = c->link->peer_ctl[r], .events = POLLIN};
+    if (poll(&p, 1, 0) == 1 && recv(p.fd, &h, sizeof h, MSG_DONTWAIT) == (ssize_t)sizeof h &&
+        h.type == MSG_CRASH && h.seq > 0 && h.seq < 65)
+        snprintf(c->lost_why[r], sizeof c->lost_why[r], "killed by signal %u: %s",
+                 (unsigned)h.seq, strsignal((int)h.seq));
+    else
+        snprintf(c->lost_why[r], sizeof c->lost_why[r], "its connection to rank 0 closed");
 }
 
 static void mark_lost(gcsh_coord *c, run_state *rs, int r)
@@ -160,8 +196,9 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
     flush_output(c, 0);
-    gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
-    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+    why_lost(c, r);
+    gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
+    die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it");
 }
 
 /* ---- what ranks are doing --------------------------------------------------- */
@@ -412,6 +449,10 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABORTED:
         note_aborted(c, m->data, m->h.len);
         break;
+    case MSG_TAPE:
+        if (c->tap)
+            gcsh_text_append(&c->tap->tape[r], m->data, m->h.len);
+        break;
     case MSG_TIMEOUT: /* gcsh.timeout(s) in the chunk: as .timeout s */
         if (m->h.len == sizeof(double)) {
             double v;
@@ -430,7 +471,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_FATAL:
         flush_output(c, 0);
         fputs(m->data, c->out);
-        die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
+        die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
     }
 }
 
@@ -643,7 +684,7 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
         if (rs->running > 0) {
             snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
                      ranks_where(c, rs, RUNNING, running, sizeof running));
-            die_now(c, code, why);
+            die_now(c, rs, code, why);
         }
         if (n < c->size || !same)
             gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
@@ -687,11 +728,8 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         res->harness += rs.harness[r];
         exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
-        if (c->tap) {
-            c->tap->status[r] = rs.status[r];
-            c->tap->ran[r] = 1;
-        }
     }
+    fill_tap(c, &rs);
     if (res->interrupted || rs.abort_all)
         say_interrupted(c, &rs);
     if (rs.abort_all)
@@ -708,6 +746,12 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.asked);
     free(rs.exit_status);
     free(rs.harness);
+}
+
+void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n)
+{
+    if (!c->lost[r])
+        gcsh_msg_send(c->link->peer_cmd[r], MSG_TAPE, c->seq, v, n * sizeof *v, NULL, 0);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

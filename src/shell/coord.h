@@ -20,6 +20,8 @@ typedef struct gcsh_tap {
     gcsh_text *out;    /* [size] */
     uint32_t *status;  /* [size]: CHUNK_OK, CHUNK_ERROR, ... (ranks that ran) */
     char *ran;         /* [size]: the command was sent to this rank */
+    gcsh_text *tape;   /* [size]: what gcsh.wtime returned there, as doubles
+                          (a chunk run with CHUNK_TAPE) */
     int varies;        /* some rank's output depends on timing or the machine */
     int quiet;
 } gcsh_tap;
@@ -40,6 +42,8 @@ typedef struct gcsh_coord {
     gcsh_fold fold;
     gcsh_progress progress; /* the progress line while a command runs */
     char *lost;        /* per rank: its connection closed */
+    char (*lost_why)[64]; /* per rank: how, as far as rank 0 knows ("killed by
+                          signal 11: Segmentation fault") */
     gcsh_checker checker; /* fingerprints ranks wait on (collcheck_coord.h) */
     /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
      * a piped session, whose next lines belong to later commands). */
@@ -55,6 +59,12 @@ typedef struct gcsh_coord {
      * unrecoverable fault): gives the terminal back. */
     void (*on_exit)(void *arg);
     void *exit_arg;
+    /* Called as the session ends at once (a lost rank, a device fault,
+     * os.exit while other ranks ran), once the tap holds what the command
+     * gave: the recorder keeps the line that was running and how it ended,
+     * a replay compares that ending.  Returns the status to end with. */
+    int (*on_end)(void *arg, int status, const char *why);
+    void *end_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
     /* The pid of gcsh -n's launcher, told the status when the session ends
@@ -88,6 +98,10 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
 /* A tap for every rank (empty), and its release. */
 void gcsh_tap_init(gcsh_tap *t, int size);
 void gcsh_tap_destroy(gcsh_tap *t, int size);
+
+/* Between commands: rank r's gcsh.wtime returns these n values in turn in
+ * the next command (a replay of a recorded line, record.h). */
+void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n);
 
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);

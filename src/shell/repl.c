@@ -25,9 +25,34 @@
 
 /* ---- session --------------------------------------------------------------- */
 
+/* coord's on_end: the session ends at once (a lost rank, a device fault).
+ * A replay compares that ending with the recording's; the recorder keeps
+ * the line that was running and how it ended. */
+static int session_on_end(void *arg, int status, const char *why)
+{
+    gcsh_session *s = arg;
+    int end = s->replay ? gcsh_replay_ending(s, status, why) : status;
+    if (s->rec) {
+        gcsh_recorder *r = s->rec;
+        s->rec = NULL;
+        if (gcsh_record_ending(r, s, status, why) != 0 && end == 0)
+            end = GCSH_EXIT_SKIP;
+    }
+    return end;
+}
+
+int gcsh_session_record_off(gcsh_session *s)
+{
+    gcsh_recorder *r = s->rec;
+    s->rec = NULL;
+    return gcsh_record_close(r, s->coord);
+}
+
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
     *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
+    coord->on_end = session_on_end;
+    coord->end_arg = s;
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     memset(s->targets, 1, (size_t)coord->size);
@@ -35,8 +60,7 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
-    gcsh_record_close(s->rec);
-    s->rec = NULL;
+    gcsh_session_record_off(s);
     gcsh_lesson_close(s);
     gcsh_text_free(&s->inbuf);
     if (s->fmt)
@@ -412,25 +436,31 @@ static void dot_record(gcsh_session *s, const char *arg)
         gcsh_record_say(s->rec, s->coord);
         return;
     }
-    gcsh_record_close(s->rec);
-    s->rec = NULL;
-    if (strcmp(arg, "off") == 0)
-        gcsh_coord_say(s->coord, "record off");
-    else
+    int was = s->rec != NULL;
+    if (gcsh_session_record_off(s) != 0) { /* said; the session fails as a failed write does */
+        s->failures++;
+        s->harness_failures++;
+    }
+    if (strcmp(arg, "off") != 0)
         s->rec = gcsh_record_open(s, arg);
+    else if (!was)
+        gcsh_record_say(NULL, s->coord);
 }
 
 /* .trace FILE | off | (nothing: where) */
 static void dot_trace(gcsh_session *s, const char *arg)
 {
-    if (!*arg)
+    int off = strcmp(arg, "off") == 0, rc = 0;
+    if (!*arg || (off && !s->coord->tracer))
         gcsh_tracer_say(s->coord);
-    else if (strcmp(arg, "off") != 0)
-        gcsh_tracer_start(s->coord, arg);
-    else if (s->coord->tracer)
-        gcsh_tracer_stop(s->coord);
+    else if (off)
+        rc = gcsh_tracer_stop(s->coord);
     else
-        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
+        rc = gcsh_tracer_start(s->coord, arg);
+    if (rc != 0) { /* a file refused or not written (said): the session fails */
+        s->failures++;
+        s->harness_failures++;
+    }
 }
 
 static void dot_quit(gcsh_session *s, const char *arg)
@@ -769,7 +799,8 @@ static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_
         res->ran = 1;
     }
     gcsh_run_result rr;
-    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS | (s->rec ? CHUNK_TAPE : 0),
+                 &rr);
     s->coord->tap = NULL;
     if (res)
         res->exit_code = rr.exit_code;
@@ -796,11 +827,59 @@ static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
     if (!s->rec)
         return session_line(s, chunk, NULL);
     gcsh_line_result res;
+    gcsh_chunk typed = {.name = "=stdin", .src = chunk, .len = strlen(chunk),
+                        .flags = CHUNK_PRINT_RESULTS};
+    s->running = &typed; /* kept if the session ends during it (session_on_end) */
+    s->running_res = &res;
     enum compiled c = session_line(s, chunk, &res);
-    if (c != INCOMPLETE)
+    s->running = NULL;
+    s->running_res = NULL;
+    if (c != INCOMPLETE && s->rec)
         gcsh_record_line(s->rec, s, chunk, &res);
     gcsh_line_result_free(s, &res);
     return c;
+}
+
+int gcsh_session_run(gcsh_session *s, const gcsh_chunk *k, gcsh_line_result *res)
+{
+    gcsh_line_result mine;
+    if (!res && s->rec)
+        res = &mine;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    int failed = -1;
+    if (luaL_loadbuffer(s->syntax, k->src, k->len, k->name) != LUA_OK) {
+        const char *msg = lua_tostring(s->syntax, -1);
+        gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
+        lua_settop(s->syntax, 0);
+        s->failures++;
+        s->harness_failures++;
+        if (res)
+            res->syntax_error = 1;
+    } else {
+        lua_settop(s->syntax, 0);
+        if (res) {
+            gcsh_tap_init(&res->tap, s->coord->size);
+            s->coord->tap = &res->tap;
+            res->ran = 1;
+        }
+        s->running = k;
+        s->running_res = res;
+        gcsh_run_result rr;
+        run_compiled(s, k->name, k->src, k->len, k->flags | (s->rec ? CHUNK_TAPE : 0), &rr);
+        s->running = NULL;
+        s->running_res = NULL;
+        s->coord->tap = NULL;
+        if (res)
+            res->exit_code = rr.exit_code;
+        failed = rr.failed;
+    }
+    if (s->rec)
+        gcsh_record_chunk(s->rec, s, k, res);
+    if (res == &mine)
+        gcsh_line_result_free(s, res);
+    return failed;
 }
 
 void gcsh_repl(gcsh_session *s)

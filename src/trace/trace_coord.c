@@ -166,17 +166,18 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     return 0;
 }
 
-void gcsh_tracer_stop(gcsh_coord *c)
+int gcsh_tracer_stop(gcsh_coord *c)
 {
     gcsh_tracer *t = c->tracer;
     if (!t)
-        return;
+        return 0;
     long spans = stop_all(c);
     if (spans >= 0)
         gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->path, spans, t->size,
                        t->size == 1 ? "" : "s");
     free_tracer(t);
     c->tracer = NULL;
+    return spans >= 0 ? 0 : -1;
 }
 
 void gcsh_tracer_say(gcsh_coord *c)

@@ -13,8 +13,9 @@ typedef struct gcsh_tracer gcsh_tracer;
  * status it gives: GCSH_EXIT_USAGE (the file is refused), GCSH_EXIT_SKIP. */
 int gcsh_tracer_start(gcsh_coord *c, const char *path);
 /* Between commands: every rank stops, and the file is written with all
- * their spans.  Nothing when tracing is off. */
-void gcsh_tracer_stop(gcsh_coord *c);
+ * their spans.  0, or -1 after saying why the file could not be written.
+ * Nothing (0) when tracing is off. */
+int gcsh_tracer_stop(gcsh_coord *c);
 /* Says where the trace goes, or that it is off. */
 void gcsh_tracer_say(gcsh_coord *c);
 

@@ -33,6 +33,11 @@ enum gcsh_msg_type {
     MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
     MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
     MSG_TIMEOUT,   /* worker -> coordinator: a double, gcsh.timeout(s): as .timeout s */
+    MSG_CRASH,     /* watcher's signal handler -> coordinator (ctl), seq = the signal that
+                    * is killing the rank (worker.c); no payload */
+    MSG_TAPE,      /* worker -> coordinator: the doubles gcsh.wtime returned in a chunk
+                    * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
+                    * values it returns in the next chunk (a replay, record.h) */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
@@ -49,6 +54,7 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 #define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
+#define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */

@@ -33,6 +33,40 @@ struct gcsh_worker {
     uint32_t running_seq; /* 0 when idle */
 };
 
+/* ---- a rank that crashes says how -------------------------------------------
+ *
+ * A fatal signal (a segfault in a backend, an abort, a kill -SEGV) would
+ * end the rank with only a closed connection for rank 0 to see.  The
+ * handler writes MSG_CRASH with the signal on the control channel (nothing
+ * else writes toward rank 0 there), then hands the signal to the handler it
+ * replaced (Open MPI's backtrace, or the default): rank 0 then says "rank 1
+ * is gone (killed by signal 11: Segmentation fault)".  Signal-handler state,
+ * set once when the worker starts (src/DESIGN.md allows it). */
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define NCRASH (sizeof crash_signals / sizeof *crash_signals)
+static int crash_fd = -1;
+static struct sigaction crash_old[NCRASH];
+
+static void on_crash(int sig)
+{
+    gcsh_msg_header h = {.type = MSG_CRASH, .seq = (uint32_t)sig, .len = 0};
+    ssize_t n = write(crash_fd, &h, sizeof h);
+    (void)n;
+    for (size_t i = 0; i < NCRASH; i++)
+        if (crash_signals[i] == sig)
+            sigaction(sig, &crash_old[i], NULL);
+    raise(sig); /* delivered to the old handler once this one returns */
+}
+
+static void report_crashes(int ctl_fd)
+{
+    crash_fd = ctl_fd;
+    struct sigaction sa = {.sa_handler = on_crash};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NCRASH; i++)
+        sigaction(crash_signals[i], &sa, &crash_old[i]);
+}
+
 /* As lua.c's lstop: raise an error at the next Lua instruction. */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
@@ -145,6 +179,8 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
         return NULL;
     }
     gcsh_shell_install(ctx->L, &w->cap);
+    if (ctx->rank != 0) /* rank 0's own end is the session's */
+        report_crashes(ctl_fd);
     /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
     sigset_t all, old;
     sigfillset(&all);
@@ -297,6 +333,24 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | harness;
 }
 
+/* MSG_TAPE between chunks: the next chunk's gcsh.wtime returns these (a
+ * replay of a recorded line, gcsh.h). */
+static void play_tape(gcsh_tape *tp, const char *data, size_t len)
+{
+    size_t n = len / sizeof(double);
+    if (n > tp->cap) {
+        double *p = realloc(tp->v, n * sizeof *p);
+        if (!p)
+            return;
+        tp->v = p;
+        tp->cap = n;
+    }
+    memcpy(tp->v, data, n * sizeof(double));
+    tp->n = n;
+    tp->next = 0;
+    tp->mode = GCSH_TAPE_PLAY;
+}
+
 static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
 {
     uint32_t hdr[2];
@@ -324,7 +378,16 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     w->running_seq = m->h.seq;
     pthread_mutex_unlock(&w->run_lock);
 
+    gcsh_tape *tape = &w->ctx->tape;
+    if (flags & CHUNK_TAPE) { /* recorded: keep what gcsh.wtime returns */
+        tape->mode = GCSH_TAPE_RECORD;
+        tape->n = tape->next = 0;
+    }
     uint32_t status = run_chunk(w, flags, name, src, len);
+    if (tape->mode == GCSH_TAPE_RECORD) /* before DONE: the coordinator keeps it with the line */
+        gcsh_capture_send(&w->cap, MSG_TAPE, tape->v, tape->n * sizeof *tape->v);
+    tape->mode = GCSH_TAPE_OFF;
+    tape->n = tape->next = 0;
     /* windows and signals collected without :free() during the command */
     gcsh_symmem_note_garbage(w->ctx->L);
 
@@ -365,6 +428,10 @@ int gcsh_worker_loop(gcsh_worker *w)
             send_trace(w, gcsh_trace_stop);
             continue;
         }
+        if (m.h.type == MSG_TAPE) {
+            play_tape(&w->ctx->tape, m.data, m.h.len);
+            continue;
+        }
         if (m.h.type != MSG_CHUNK)
             continue; /* e.g. the verdict of a check that an interrupt gave up */
         uint32_t status = serve_chunk(w, &m);
@@ -382,6 +449,8 @@ void gcsh_worker_stop(gcsh_worker *w)
     /* The watcher leaves when rank 0 closes the control channel or sends QUIT. */
     pthread_join(w->watcher, NULL);
     gcsh_check_close(w->ctx);
+    free(w->ctx->tape.v);
+    w->ctx->tape = (gcsh_tape){0};
     w->ctx->cap = NULL;
     gcsh_capture_destroy(&w->cap);
     pthread_mutex_destroy(&w->run_lock);

@@ -101,7 +101,7 @@ expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"n
 
 # bad arguments
 OUT=$(timeout 60 "$GCSH" -n 2 --trace /nonexistent/dir/t.json -e 'print(1)' </dev/null 2>&1); RC=$?
-expect_eq "--trace unwritable: exit 1" "$RC" 1
+expect_eq "--trace unwritable: exit 128 (a usage error)" "$RC" 128
 expect_contains "--trace unwritable: named" "$OUT" "gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory"
 expect_not_contains "--trace unwritable: nothing ran" "$OUT" "[0-1] 1"
 OUT=$(timeout 60 "$GCSH" --trace </dev/null 2>&1)
