@@ -307,9 +307,11 @@ local function json_module()
   return ok and json or nil
 end
 
--- Opens o.csv and o.json on the communicator's rank 0 before anything is
--- timed, so that a bad path or a missing JSON module fails at once, and on
--- every rank alike (rank 0's verdict goes round with c:agree).
+-- Checks o.csv and o.json on the communicator's rank 0 before anything is
+-- timed, so that a refused path or a missing JSON module fails at once, and
+-- on every rank alike (rank 0's verdict goes round with c:agree).  The
+-- files are written whole at the end (gcsh.write_file: beside the target,
+-- then renamed), so a failed bench leaves an earlier file as it was.
 local function open_outputs(o, who)
   local files, problem = {}, ""
   if o.comm.rank == 0 then
@@ -319,33 +321,36 @@ local function open_outputs(o, who)
     end
     for _, kind in ipairs { "csv", "json" } do
       if o[kind] and problem == "" then
-        local f, err = io.open(o[kind], "w")
-        if f then files[kind] = f else problem = kind .. "=: " .. err end
+        local ok, err = gcsh.check_file(o[kind])
+        if ok then files[kind] = o[kind] else problem = kind .. "=: " .. err end
       end
     end
   end
   problem = o.comm:agree(problem)[1]
-  if problem ~= "" then
-    for _, f in pairs(files) do f:close() end
-    error(who .. ": " .. problem, 3)
-  end
+  if problem ~= "" then error(who .. ": " .. problem, 3) end
+  files.who = who
   return files
 end
 
+local function write_checked(files, path, text)
+  local ok, err = gcsh.write_file(path, text)
+  if not ok then error(files.who .. ": " .. err, 0) end
+end
+
 -- Writes rows (fields: {{name, csv format}, ...}) to the files open_outputs
--- opened: CSV with a header line; JSON {bench=, ranks=, backend=, rows=[...]}
--- with each row's fields in the same order.
+-- checked: CSV with a header line; JSON {bench=, ranks=, backend=, rows=[...]}
+-- with each row's fields in the same order.  A failed write is an error.
 local function write_outputs(files, fields, rows, bench_name, ranks)
   local names = {}
   for i, f in ipairs(fields) do names[i] = f[1] end
   if files.csv then
-    files.csv:write(table.concat(names, ","), "\n")
+    local lines = { table.concat(names, ",") }
     for _, r in ipairs(rows) do
       local cells = {}
       for i, f in ipairs(fields) do cells[i] = string.format(f[2], r[f[1]]) end
-      files.csv:write(table.concat(cells, ","), "\n")
+      lines[#lines + 1] = table.concat(cells, ",")
     end
-    files.csv:close()
+    write_checked(files, files.csv, table.concat(lines, "\n") .. "\n")
   end
   if files.json then
     local order = { "bench", "ranks", "backend", "rows" }
@@ -355,10 +360,10 @@ local function write_outputs(files, fields, rows, bench_name, ranks)
       clean[i] = {}
       for _, name in ipairs(names) do clean[i][name] = r[name] end
     end
-    files.json:write(json_module().encode({ bench = bench_name, ranks = ranks,
-                                            backend = gcsh.backend, rows = clean },
-                                          { indent = true, keyorder = order }), "\n")
-    files.json:close()
+    write_checked(files, files.json,
+                  json_module().encode({ bench = bench_name, ranks = ranks,
+                                         backend = gcsh.backend, rows = clean },
+                                       { indent = true, keyorder = order }) .. "\n")
   end
 end
 

@@ -207,6 +207,8 @@ local API = {
       { "gcsh.sync()", "wait for the rank's stream" },
       { "gcsh.check([on])", ".check for this rank, for the rest of the command" },
       { "gcsh.timeout(s)", "as .timeout s: reports every s, collective checks fail after s" },
+      { "gcsh.write_file(path, text)", "write a whole file safely: true, or nil and why" },
+      { "gcsh.check_file(path)", "true when gcsh may write path, else nil and why" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },

@@ -1,5 +1,6 @@
 /* The shell's own Lua plumbing on every rank: print and io.stdout/io.stderr
  * go to the rank's output capture, and gcsh.sleep sleeps interruptibly. */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "wire/collcheck.h"
 #include "core/gcsh.h"
+#include "core/safefile.h"
 #include "wire/msg.h"
 #include "wire/out.h"
 #include "bind/l_shell.h"
@@ -134,6 +136,40 @@ static int shell_timeout(lua_State *L)
     if (ctx->cap)
         gcsh_capture_send(ctx->cap, MSG_TIMEOUT, &s, sizeof s);
     return 0;
+}
+
+/* gcsh.check_file(path): true when gcsh may write path (safefile.h: absent
+ * or a regular file, not a link, in a folder that exists), else nil and
+ * why, as io.open answers. */
+static int shell_check_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char err[PATH_MAX + 200];
+    if (gcsh_file_check(path, err, sizeof err) != 0) {
+        luaL_pushfail(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* gcsh.write_file(path, text): the whole file at once, the way gcsh writes
+ * every file (safefile.h): true, or nil and why (a refused target, a full
+ * disk), and the target is left as it was. */
+static int shell_write_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t n;
+    const char *text = luaL_checklstring(L, 2, &n);
+    char err[PATH_MAX + 200];
+    if (gcsh_file_write_all(path, text, n, err, sizeof err) != 0) {
+        luaL_pushfail(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 /* gcsh.varies(): this command's output depends on timing or the machine
@@ -275,6 +311,10 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "varies");
     lua_pushcfunction(L, shell_timeout);
     lua_setfield(L, -2, "timeout");
+    lua_pushcfunction(L, shell_check_file);
+    lua_setfield(L, -2, "check_file");
+    lua_pushcfunction(L, shell_write_file);
+    lua_setfield(L, -2, "write_file");
     lua_pushcfunction(L, shell_check_counts);
     lua_setfield(L, -2, "check_counts");
     lua_createtable(L, 0, 1);

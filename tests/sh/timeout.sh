@@ -7,6 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+T=$'\t'
 
 cat >"$TMP/slow.lua" <<'EOF'
 local c = comm.world()
@@ -47,4 +48,23 @@ expect_match "gcsh.timeout(1): rank 0's check fails" "$OUT" '^\[0\] .*limited\.l
 expect_match "gcsh.timeout(1): reports every second" "$OUT" '^gcsh: 1\.[0-9] s: done \[\], still running \[0-1\]'
 OUT=$(timeout 60 "$GCSH" -n 2 -e 'gcsh.timeout(-1)' 2>&1 </dev/null); RC=$?
 expect_contains "gcsh.timeout: bounds" "$OUT" "bad argument #1 to 'timeout' (seconds must be 0..1e6)"
+# two ranks waiting for each other in collectives on different communicators
+# can never meet: both checks fail at once, each naming where the other
+# waits, with no limit set (a sweep's rank that gave up on a case meets
+# this), and the ranks stay in step
+cat >"$TMP/cross.lua" <<'EOF'
+local a = comm.world()
+local b = a:split(0)
+local t = tensor.new(4):fill(rank + 1)
+local ok, err = pcall(function()
+  if rank == 0 then return a:allreduce(t) else return b:allreduce(t) end
+end)
+print(ok, err)
+print(a:allreduce(t)[0], b:allreduce(t)[0])
+EOF
+OUT=$(timeout 60 "$GCSH" -n 2 "$TMP/cross.lua" 2>&1 </dev/null); RC=$?
+expect_eq "a cycle of waits: exit 0" "$RC" 0
+expect_match "a cycle of waits: rank 0's check fails at once" "$OUT" '^\[0\] false	.*cross\.lua:5: allreduce #2: \[0\] waited 0\.[0-9] s for \[1\]: \[1\] in allreduce #1 on comm [0-9a-f]+ \(waiting for the others, 0\.[0-9] s\)$'
+expect_match "a cycle of waits: rank 1's too" "$OUT" '^\[1\] false	.*cross\.lua:5: allreduce #1 on comm [0-9a-f]+: \[1\] waited 0\.[0-9] s for \[0\]: \[0\] in allreduce #2 \(waiting for the others, 0\.[0-9] s\)$'
+expect_all_ranks "a cycle of waits: the ranks stay in step" "$OUT" "3.0${T}6.0" 2
 finish
