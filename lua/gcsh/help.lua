@@ -187,7 +187,10 @@ local API = {
       { "repro.verdict(c, detail, what)", "collective: exit 1 everywhere if a rank failed" },
       { "repro.refused(fn, what)", "run the buggy call; gcsh's refusal: print, exit 1" },
       { "repro.differ(got, want [, opts])", "nil when equal, else what differs" },
-      { "repro.sweep{candidate=, reference=, n=, ...}", "a grid of cases; the smallest failing" },
+      { "repro.sweep{candidate=, reference=, n=, ...}",
+        "a grid of cases (offset= dtype= op= ranks=); the smallest failing, shrunk over n, "
+        .. "dtype, op, offset and ranks; .kinds: each kind of failure; out=FILE: a standalone "
+        .. "script with every global and upvalue it needs" },
       { "repro.check(case, candidate, reference [, opts])", "one case of a sweep" },
       { "repro.write_script(path, case, s)", "a standalone script for one case" },
       { "repro.bytes(dtype)", "the size of one element" },

@@ -301,6 +301,34 @@ static int harness_error(const char *msg)
     return 0;
 }
 
+/* The last KEPT_CHUNKS sources of chunks with no file behind them (typed
+ * at the prompt, -e: names "=..."), in registry["gcsh.chunks"] as a ring
+ * {n = chunks kept so far, size = KEPT_CHUNKS, [1 + i % size] = source}:
+ * repro.sweep's out= finds there the text of a function defined at the
+ * prompt (lua/gcsh/repro_script.lua). */
+#define KEPT_CHUNKS 512
+static void keep_source(lua_State *L, const char *name, const char *src, size_t len)
+{
+    if (name[0] != '=')
+        return;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "gcsh.chunks") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, KEPT_CHUNKS, 2);
+        lua_pushinteger(L, KEPT_CHUNKS);
+        lua_setfield(L, -2, "size");
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "gcsh.chunks");
+    }
+    lua_getfield(L, -1, "n");
+    lua_Integer n = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    lua_pushlstring(L, src, len);
+    lua_rawseti(L, -2, (n - 1) % KEPT_CHUNKS + 1);
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "n");
+    lua_pop(L, 1);
+}
+
 static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
                           size_t len)
 {
@@ -308,6 +336,8 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     int base = lua_gettop(L);
     lua_pushcfunction(L, msghandler);
     int st = luaL_loadbuffer(L, src, len, name);
+    if (st == LUA_OK)
+        keep_source(L, name, src, len);
     if (st == LUA_OK) {
         int nargs = (flags & CHUNK_SCRIPT) ? push_script_args(L) : 0;
         st = lua_pcall(L, nargs, LUA_MULTRET, base + 1);
