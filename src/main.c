@@ -26,6 +26,7 @@
 #include "wire/link.h"
 #include "wire/worker.h"
 #include "shell/term.h"
+#include "trace/flight.h"
 #include "trace/trace_coord.h"
 
 /* What the command line asked for. */
@@ -52,6 +53,7 @@ typedef struct options {
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
     const char *trace;  /* --trace FILE */
+    const char *flight; /* --flight FILE */
     int keep_going;     /* --keep-going: a replay runs past differences */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
@@ -155,6 +157,14 @@ static int opt_file(options *o, const option_row *row, const char *val, int at)
     return 0;
 }
 
+/* --flight FILE: where the flight recorder writes on its own. */
+static int opt_flight(options *o, const option_row *row, const char *val, int at)
+{
+    (void)row, (void)at;
+    o->flight = val;
+    return val[0] ? 0 : -1;
+}
+
 static int opt_keep_going(options *o, const option_row *row, const char *val, int at)
 {
     (void)row, (void)val, (void)at;
@@ -194,6 +204,8 @@ static const option_row option_table[] = {
      "trace every rank's lines and calls (Chrome JSON)"},
     {"--keep-going", NULL, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
+    {"--flight", NULL, "FILE", "a file name", 0, opt_flight,
+     "where the flight recorder writes every rank's last calls"},
     {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,
@@ -538,6 +550,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, int argc, char **argv, con
     coord.progress.tty = term.out_tty;      /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
+    coord.flight_path = o->flight;
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;
     gcsh_session s;
@@ -713,13 +726,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "gcsh: %s\n", ctx.err);
         /* an unknown name is a usage error; no GPU here: cannot test */
         code = be == -2 ? GCSH_EXIT_USAGE : GCSH_EXIT_SKIP;
-    } else if (!gcsh_rank_lua(&ctx)) {
-        fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
     } else {
-        set_arg_table(ctx.L, argc, argv, o.script);
-        code = run_rank(&ctx, argc, argv, &o);
+        ctx.flight = gcsh_flight_open(&ctx); /* collective, as the board */
+        if (!gcsh_rank_lua(&ctx) || gcsh_trace_init(&ctx) != 0) {
+            fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
+        } else {
+            set_arg_table(ctx.L, argc, argv, o.script);
+            code = run_rank(&ctx, argc, argv, &o);
+        }
     }
     gcsh_rank_close(&ctx);
+    gcsh_flight_close(ctx.flight); /* collective, as its opening */
     gcsh_board_close(ctx.board);
     MPI_Finalize();
     return code;

@@ -27,6 +27,7 @@
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
 typedef struct gcsh_trace gcsh_trace;
+typedef struct gcsh_flight gcsh_flight;
 typedef struct gcsh_board gcsh_board;
 
 /* gcsh.wtime's tape (record.h): while a recorded chunk runs (CHUNK_TAPE)
@@ -83,11 +84,15 @@ struct gcsh_ctx {
      * chunk starts; set by gcsh.varies() and the functions that do. */
     int output_varies;
     gcsh_tape tape;             /* gcsh.wtime's, for record and replay (above) */
-    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
-     * traced copy of the backend's table; trace_store outlives it (the
-     * watcher thread copies from it) until the rank closes. */
+    /* Tracing (trace.h): trace_store records every call (the flight
+     * recorder's and the trace's) while ctx->be is its copy of the
+     * backend's table; ctx->trace is set while spans are kept (.trace);
+     * trace_store lives until the rank closes (the watcher copies from it). */
     gcsh_trace *trace;
     gcsh_trace *trace_store;
+    /* The flight recorder (flight.h): this rank's last calls, in memory
+     * rank 0 can read; NULL when GCSH_FLIGHT_CALLS=0. */
+    gcsh_flight *flight;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

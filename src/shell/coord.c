@@ -101,6 +101,7 @@ void gcsh_coord_destroy(gcsh_coord *c)
     gcsh_fold_destroy(&c->fold);
     gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
+    gcsh_flight_out_free(c);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
     free(c->lost_why);
@@ -161,6 +162,9 @@ static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, cons
 {
     flush_output(c, 0);
     gcsh_tracer_snapshot(c, why); /* where every rank stopped */
+    char when[300];
+    snprintf(when, sizeof when, "as the session ended (%s)", why);
+    gcsh_flight_dump(c, when); /* a dead rank's ring too: rank 0 reads it */
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     fill_tap(c, rs);
     int status = c->on_end ? c->on_end(c->end_arg, code, why) : code;
@@ -314,6 +318,7 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
     gcsh_tracer_request(c); /* the trace file shows where each rank is */
+    gcsh_flight_request(c, "at a hang report: calls still running then are unfinished");
     free(ranks);
     free(text);
     free(v);
@@ -467,6 +472,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         break;
     case MSG_TRACE_DATA:
         gcsh_tracer_take(c, r, m->data, m->h.len);
+        break;
+    case MSG_FLIGHT_DATA:
+        gcsh_flight_take(c, r, m->data, m->h.len);
         break;
     case MSG_FATAL:
         flush_output(c, 0);
@@ -730,8 +738,10 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
         res->lost += c->lost[r] && targets[r];
     }
     fill_tap(c, &rs);
-    if (res->interrupted || rs.abort_all)
+    if (res->interrupted || rs.abort_all) {
         say_interrupted(c, &rs);
+        gcsh_flight_dump(c, rs.abort_all ? "after .abort" : "after an interrupt");
+    }
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);

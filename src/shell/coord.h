@@ -67,6 +67,10 @@ typedef struct gcsh_coord {
     void *end_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
+    /* The flight recorder's file (trace_coord.h): --flight FILE, or NULL
+     * for the default; the dump being written. */
+    const char *flight_path;
+    struct gcsh_flight_out *flight_out;
     /* The pid of gcsh -n's launcher, told the status when the session ends
      * at once (launch.h); 0 when there is none. */
     int launcher;

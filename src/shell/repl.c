@@ -1,5 +1,6 @@
 /* Rank 0's session and line loop.  See repl.h. */
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -463,6 +464,27 @@ static void dot_trace(gcsh_session *s, const char *arg)
     }
 }
 
+/* .flight FILE | (nothing: where automatic dumps go) */
+static void dot_flight(gcsh_session *s, const char *arg)
+{
+    char buf[PATH_MAX];
+    if (!*arg) {
+        gcsh_coord_say(s->coord, "the flight recorder %s: %s (.flight FILE writes it now)",
+                       s->coord->ctx->flight ? "writes at a hang report, a crash, an interrupt to"
+                                             : "is off (GCSH_FLIGHT_CALLS=0); it would write to",
+                       gcsh_flight_path(s->coord, buf, sizeof buf));
+        return;
+    }
+    long calls = gcsh_flight_write(s->coord, arg, "at .flight");
+    if (calls >= 0)
+        gcsh_coord_say(s->coord, "flight recorder written to %s: %ld calls from %d rank%s", arg,
+                       calls, s->coord->size, s->coord->size == 1 ? "" : "s");
+    else { /* said: the session fails as a failed write does */
+        s->failures++;
+        s->harness_failures++;
+    }
+}
+
 static void dot_quit(gcsh_session *s, const char *arg)
 {
     (void)arg;
@@ -493,6 +515,10 @@ static const gcsh_dot dot_commands[] = {
      "trace every rank's lines and calls to FILE (Chrome JSON:\n"
      "                    Perfetto opens it); off writes it",
      dot_trace},
+    {"flight", "FILE", ".flight [FILE]",
+     "write every rank's last calls to FILE now (the flight\n"
+     "                    recorder, a trace file); no FILE: where it writes on its own",
+     dot_flight},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",

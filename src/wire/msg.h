@@ -33,6 +33,8 @@ enum gcsh_msg_type {
     MSG_TRACE_DATA, /* worker or watcher -> coordinator: a gcsh_trace_blob (empty: not tracing) */
     MSG_PROGRESS,  /* worker -> coordinator: a gcsh_progress_msg (gcsh.progress) */
     MSG_TIMEOUT,   /* worker -> coordinator: a double, gcsh.timeout(s): as .timeout s */
+    MSG_FLIGHT_FLUSH, /* coordinator -> watcher (ctl): answer FLIGHT_DATA (flight.h) */
+    MSG_FLIGHT_DATA,  /* watcher -> coordinator: the rank's flight recorder as a trace blob */
     MSG_CRASH,     /* watcher's signal handler -> coordinator (ctl), seq = the signal that
                     * is killing the rank (worker.c); no payload */
     MSG_TAPE,      /* worker -> coordinator: the doubles gcsh.wtime returned in a chunk

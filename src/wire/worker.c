@@ -16,6 +16,7 @@
 #include "bind/l_shell.h"
 #include "wire/worker.h"
 #include "bind/symmem.h"
+#include "trace/flight.h"
 #include "trace/trace.h"
 
 #define FLUSH_EVERY_MS 100
@@ -117,6 +118,16 @@ static void send_trace(gcsh_worker *w, void *(*take)(gcsh_ctx *, size_t *))
     free(blob);
 }
 
+/* MSG_FLIGHT_FLUSH: the rank's flight recorder, which rank 0 cannot read
+ * itself (a rank on another node). */
+static void send_flight(gcsh_worker *w)
+{
+    size_t len = 0;
+    void *blob = gcsh_flight_blob(w->ctx->flight, w->ctx->rank, &len);
+    gcsh_capture_send(&w->cap, MSG_FLIGHT_DATA, blob, blob ? len : 0);
+    free(blob);
+}
+
 /* MSG_TRACE_ON: collective over MPI (the clock offset), then ACK. */
 static void start_trace(gcsh_worker *w)
 {
@@ -148,6 +159,8 @@ static void *watcher_main(void *arg)
                 answer_where(w);
             if (m.h.type == MSG_TRACE_FLUSH)
                 send_trace(w, gcsh_trace_snapshot);
+            if (m.h.type == MSG_FLIGHT_FLUSH)
+                send_flight(w);
         }
         gcsh_capture_flush(&w->cap);
     }
@@ -399,8 +412,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
 
     gcsh_capture_begin(&w->cap, m->h.seq, (flags & CHUNK_PROGRESS) != 0);
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
-    if (w->ctx->trace)
-        gcsh_trace_chunk_begin(w->ctx, src, len);
+    gcsh_trace_chunk_begin(w->ctx, src, len); /* the flight recorder's, and the trace's */
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
     w->ctx->exit_code = -1;
@@ -430,8 +442,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
         status = CHUNK_EXIT_WORD(w->ctx->exit_code);
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
-    if (w->ctx->trace)
-        gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
+    gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
     return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
 }
 
