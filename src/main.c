@@ -205,7 +205,7 @@ static const option_row option_table[] = {
     {"--keep-going", NULL, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
     {"--flight", NULL, "FILE", "a file name", 0, opt_flight,
-     "where the flight recorder writes every rank's last calls"},
+     "the flight recorder's file (every rank's last calls)"},
     {"--hostfile", NULL, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", "LIST", "a host list", 1, opt_mpirun,

@@ -437,8 +437,12 @@ local function write_out(s, plan, f)
   local problem = ""
   if s.comm.rank == 0 then
     local ok, text = pcall(script.text, s.out, f, plan, s)
-    local written, why = ok and gcsh.write_file(s.out, text)
-    if not written then problem = ok and why or tostring(text) end
+    if not ok then
+      problem = tostring(text)
+    else
+      local written, why = gcsh.write_file(s.out, text)
+      if not written then problem = why end
+    end
   end
   local all = s.comm:agree(problem)
   for r = 1, #all do

@@ -156,15 +156,18 @@ static void fill_tap(gcsh_coord *c, const run_state *rs)
 
 /* Every other rank exits with `code` (their watchers do it, whatever their
  * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
- * a device is lost, and finalising could hang.  on_end first: the recorder
- * keeps the line that was running, a replay compares how it ended. */
-static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why)
+ * a device is lost, and finalising could hang.  A crash (a lost rank, a
+ * device fault) writes the flight recorder's file.  on_end first: the
+ * recorder keeps the line that was running, a replay compares how it ended. */
+static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why,
+                              int crash)
 {
     flush_output(c, 0);
     gcsh_tracer_snapshot(c, why); /* where every rank stopped */
     char when[300];
     snprintf(when, sizeof when, "as the session ended (%s)", why);
-    gcsh_flight_dump(c, when); /* a dead rank's ring too: rank 0 reads it */
+    if (crash) /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it */
+        gcsh_flight_dump(c, when);
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     fill_tap(c, rs);
     int status = c->on_end ? c->on_end(c->end_arg, code, why) : code;
@@ -202,7 +205,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     flush_output(c, 0);
     why_lost(c, r);
     gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
-    die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it");
+    die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
 }
 
 /* ---- what ranks are doing --------------------------------------------------- */
@@ -479,7 +482,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_FATAL:
         flush_output(c, 0);
         fputs(m->data, c->out);
-        die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
+        die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from", 1);
     }
 }
 
@@ -692,7 +695,7 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
         if (rs->running > 0) {
             snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
                      ranks_where(c, rs, RUNNING, running, sizeof running));
-            die_now(c, rs, code, why);
+            die_now(c, rs, code, why, 0);
         }
         if (n < c->size || !same)
             gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,

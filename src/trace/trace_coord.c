@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/safefile.h"
 #include "wire/msg.h"
 #include "trace/flight.h"
 #include "trace/trace_coord.h"
@@ -180,14 +181,18 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
 {
     if (c->tracer)
         gcsh_tracer_stop(c);
+    char err[PATH_MAX + 200];
+    if (gcsh_file_check(path, err, sizeof err) != 0) { /* a name gcsh refuses */
+        gcsh_coord_say(c, "gcsh: .trace: %s", err);
+        return GCSH_EXIT_USAGE;
+    }
     gcsh_tracer *t = calloc(1, sizeof *t);
     set_init(&t->b, c->size, path);
-    char err[PATH_MAX + 200];
     if (gcsh_trace_write(path, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
-                         sizeof err) < 0) {
+                         sizeof err) < 0) { /* a full disk, a folder not writable */
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
-        return GCSH_EXIT_USAGE;
+        return GCSH_EXIT_SKIP;
     }
     c->tracer = t;
     char *answered = calloc((size_t)c->size, 1);

@@ -66,7 +66,7 @@ H.raises(function() bench.allreduce_targets() end, "(got nil)", "nil rows")
 
 -- csv=/json= that cannot be written fail at once, on every rank alike
 H.raises(function() bench.allreduce { algos = { "oneshot" }, min = 4, max = 4, csv = "/nonexistent/x.csv", quiet = true } end,
-         "bench.allreduce: csv=: /nonexistent/x.csv: No such file or directory", "csv= in a missing folder")
+         "bench.allreduce: csv=: cannot write /nonexistent/x.csv: No such file or directory", "csv= in a missing folder")
 H.raises(function() bench.allreduce { algos = { "oneshot" }, min = 4, max = 4, json = 42 } end,
          "json must be a file name", "json= not a string")
 do -- no JSON module: a clear error before anything runs

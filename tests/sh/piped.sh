@@ -164,7 +164,7 @@ ranks 1,3"
 expect_eq ".ranks: exit 0 (bad lists are not failed chunks)" "$RC" 0
 
 # ---- dot-commands: unknown, .help, .time, .timeout, .quit
-USAGE='usage: .help [TOPIC] | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .record [FILE|off] | .trace [FILE|off] | .abort (while a command runs) | .lessons | .lesson [N] | .next | .quit'
+USAGE='usage: .help [TOPIC] | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .record [FILE|off] | .trace [FILE|off] | .flight [FILE] | .abort (while a command runs) | .lessons | .lesson [N] | .next | .quit'
 gcsh_pipe 2 '.foo
 .x 1 2
 .help

@@ -97,13 +97,15 @@ expect_contains "the final file: the barrier's flow" "$C" "flow barrier #1: rank
 
 # a device fault ends the session: the file says where each rank was
 F=$TMP/fatal.json
-OUT=$(printf '%s\n' 'c = comm.world()' 'if rank == 1 then gcsh.debug.inject("fatal") end c:barrier()' |
+# (rank 1 faults once rank 0 is on its way into the barrier: it signalled)
+OUT=$(printf '%s\n' 'c = comm.world() s = c:signals(1)' \
+      'if rank == 1 then s:wait(0, 1) gcsh.sleep(0.3) gcsh.debug.inject("fatal") else s:add(1, 0, 1) end c:barrier()' |
       GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
 expect_eq "fault: exit 70" "$RC" 70
 expect_contains "fault: written" "$OUT" "gcsh: trace written to $F (a device fault cannot be recovered from)"
 C=$($CHECK "$F" 2 2>&1); RC=$?
 expect_eq "fault: the file loads" "$RC" 0
-expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"name":"check barrier #1 (unfinished)","cat":"control","pid":0'
+expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"name":"check barrier #2 (unfinished)","cat":"control","pid":0'
 
 # the cap keeps each rank's most recent spans and says how many it dropped
 F=$TMP/cap.json
