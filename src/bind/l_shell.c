@@ -138,20 +138,25 @@ static int shell_timeout(lua_State *L)
     return 0;
 }
 
-/* gcsh.check_file(path): true when gcsh may write path (safefile.h: absent
- * or a regular file, not a link, in a folder that exists), else nil and
- * why, as io.open answers. */
-static int shell_check_file(lua_State *L)
+/* true, or (as io.open answers) nil and why. */
+static int file_answer(lua_State *L, int rc, const char *err)
 {
-    const char *path = luaL_checkstring(L, 1);
-    char err[PATH_MAX + 200];
-    if (gcsh_file_check(path, err, sizeof err) != 0) {
+    if (rc != 0) {
         luaL_pushfail(L);
         lua_pushstring(L, err);
         return 2;
     }
     lua_pushboolean(L, 1);
     return 1;
+}
+
+/* gcsh.check_file(path): true when gcsh may write path (safefile.h: absent
+ * or a regular file, not a link, in a folder that exists), else nil and
+ * why. */
+static int shell_check_file(lua_State *L)
+{
+    char err[PATH_MAX + 200];
+    return file_answer(L, gcsh_file_check(luaL_checkstring(L, 1), err, sizeof err), err);
 }
 
 /* gcsh.write_file(path, text): the whole file at once, the way gcsh writes
@@ -163,13 +168,7 @@ static int shell_write_file(lua_State *L)
     size_t n;
     const char *text = luaL_checklstring(L, 2, &n);
     char err[PATH_MAX + 200];
-    if (gcsh_file_write_all(path, text, n, err, sizeof err) != 0) {
-        luaL_pushfail(L);
-        lua_pushstring(L, err);
-        return 2;
-    }
-    lua_pushboolean(L, 1);
-    return 1;
+    return file_answer(L, gcsh_file_write_all(path, text, n, err, sizeof err), err);
 }
 
 /* gcsh.varies(): this command's output depends on timing or the machine
@@ -298,25 +297,15 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     push_capture_file(L, cap);
     lua_setfield(L, -2, "stderr");
     lua_pop(L, 1);
+    static const luaL_Reg gcsh_funcs[] = {
+        {"sleep", shell_sleep},           {"info", shell_info},
+        {"check", shell_check},           {"progress", shell_progress},
+        {"varies", shell_varies},         {"timeout", shell_timeout},
+        {"check_file", shell_check_file}, {"write_file", shell_write_file},
+        {"check_counts", shell_check_counts}, {NULL, NULL},
+    };
     lua_getglobal(L, "gcsh");
-    lua_pushcfunction(L, shell_sleep);
-    lua_setfield(L, -2, "sleep");
-    lua_pushcfunction(L, shell_info);
-    lua_setfield(L, -2, "info");
-    lua_pushcfunction(L, shell_check);
-    lua_setfield(L, -2, "check");
-    lua_pushcfunction(L, shell_progress);
-    lua_setfield(L, -2, "progress");
-    lua_pushcfunction(L, shell_varies);
-    lua_setfield(L, -2, "varies");
-    lua_pushcfunction(L, shell_timeout);
-    lua_setfield(L, -2, "timeout");
-    lua_pushcfunction(L, shell_check_file);
-    lua_setfield(L, -2, "check_file");
-    lua_pushcfunction(L, shell_write_file);
-    lua_setfield(L, -2, "write_file");
-    lua_pushcfunction(L, shell_check_counts);
-    lua_setfield(L, -2, "check_counts");
+    luaL_setfuncs(L, gcsh_funcs, 0);
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, debug_inject);
     lua_setfield(L, -2, "inject");

@@ -97,19 +97,29 @@ static void copy_expected(lua_State *L, int e)
     }
 }
 
+/* An entry of kind with its ranks, name (or NULL), source and the
+ * expectations at index e. */
+static void collect(lua_State *L, const char *kind, const char *ranks, const char *name,
+                    const char *src, int e)
+{
+    lua_createtable(L, 0, 12);
+    copy_expected(L, e);
+    lua_pushstring(L, ranks);
+    lua_setfield(L, -2, "ranks");
+    if (name) {
+        lua_pushstring(L, name);
+        lua_setfield(L, -2, "name");
+    }
+    lua_pushstring(L, src);
+    lua_setfield(L, -2, "src");
+    add_entry(L, kind);
+}
+
 /* line(N, ranks, source [, {out=, failed=, varies=, syntax=, exit=, wtime=, ended=}]) */
 static int collect_line(lua_State *L)
 {
     luaL_checkinteger(L, 2);
-    const char *ranks = luaL_checkstring(L, 3);
-    const char *src = luaL_checkstring(L, 4);
-    lua_createtable(L, 0, 12);
-    copy_expected(L, 5);
-    lua_pushstring(L, ranks);
-    lua_setfield(L, -2, "ranks");
-    lua_pushstring(L, src);
-    lua_setfield(L, -2, "src");
-    add_entry(L, "line");
+    collect(L, "line", luaL_checkstring(L, 3), NULL, luaL_checkstring(L, 4), 5);
     return 0;
 }
 
@@ -117,18 +127,7 @@ static int collect_line(lua_State *L)
 static int collect_chunk(lua_State *L)
 {
     luaL_checkinteger(L, 1);
-    const char *ranks = luaL_checkstring(L, 2);
-    const char *name = luaL_checkstring(L, 3);
-    const char *src = luaL_checkstring(L, 4);
-    lua_createtable(L, 0, 12);
-    copy_expected(L, 5);
-    lua_pushstring(L, ranks);
-    lua_setfield(L, -2, "ranks");
-    lua_pushstring(L, name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, src);
-    lua_setfield(L, -2, "src");
-    add_entry(L, "chunk");
+    collect(L, "chunk", luaL_checkstring(L, 2), luaL_checkstring(L, 3), luaL_checkstring(L, 4), 5);
     return 0;
 }
 
