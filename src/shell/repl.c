@@ -469,10 +469,10 @@ static void dot_flight(gcsh_session *s, const char *arg)
 {
     char buf[PATH_MAX];
     if (!*arg) {
-        gcsh_coord_say(s->coord, "the flight recorder %s: %s (.flight FILE writes it now)",
-                       s->coord->ctx->flight ? "writes at a hang report, a crash, an interrupt to"
-                                             : "is off (GCSH_FLIGHT_CALLS=0); it would write to",
-                       gcsh_flight_path(s->coord, buf, sizeof buf));
+        gcsh_coord_say(s->coord, "flight recorder: %s\n  %s; .flight FILE writes one now",
+                       gcsh_flight_path(s->coord, buf, sizeof buf),
+                       s->coord->ctx->flight ? "written at a hang report, a crash, an interrupt"
+                                             : "off (GCSH_FLIGHT_CALLS=0)");
         return;
     }
     long calls = gcsh_flight_write(s->coord, arg, "at .flight");

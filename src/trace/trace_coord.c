@@ -427,8 +427,7 @@ long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
 
 static void say_dump(gcsh_coord *c, const char *path)
 {
-    gcsh_coord_say(c, "gcsh: the last calls of every rank: %s (the flight recorder; Perfetto "
-                      "opens it)", path);
+    gcsh_coord_say(c, "gcsh: flight recorder: %s (every rank's last calls)", path);
 }
 
 void gcsh_flight_dump(gcsh_coord *c, const char *why)

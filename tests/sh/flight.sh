@@ -36,8 +36,8 @@ for e in json.load(open(sys.argv[1]))["traceEvents"]:
 print("yes" if ok and last else "no")
 ' "$1"
 }
-# dumped OUT: the file the last "the last calls of every rank: FILE" names
-dumped() { sed -n 's/^gcsh: the last calls of every rank: \(.*\) (the flight recorder.*/\1/p' <<<"$1" | tail -n 1; }
+# dumped OUT: the file the last "gcsh: flight recorder: FILE (...)" names
+dumped() { sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/\1/p" <<<"$1" | tail -n 1; }
 
 for n in 1 2 4; do
   last=$((n - 1))
@@ -49,13 +49,13 @@ for n in 1 2 4; do
         'if rank == size - 1 then gcsh.sleep(6) end c:barrier()' |
         timeout 60 "$GCSH" -n "$n" --flight "$F" >"$TMP/hang.out" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do grep -q 'the last calls of every rank' "$TMP/hang.out" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q "every rank's last calls" "$TMP/hang.out" && break; sleep 0.1; done
   cp "$F" "$F.first" 2>/dev/null
   wait $pid; RC=$?
   OUT=$(cat "$TMP/hang.out")
   expect_eq "$n ranks: a hang, no --trace: exit 0" "$RC" 0
-  expect_contains "$n ranks: a hang report says where the last calls are" "$OUT" "gcsh: the last calls of every rank: $F (the flight recorder; Perfetto opens it)"
-  expect_eq "$n ranks: said once per command" "$(grep -c 'the last calls of every rank' <<<"$OUT")" 1
+  expect_contains "$n ranks: a hang report says where the last calls are" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
+  expect_eq "$n ranks: said once per command" "$(grep -c "every rank's last calls" <<<"$OUT")" 1
   C=$($CHECK "$F.first" "$n" 2>&1); RC=$?
   expect_eq "$n ranks: the hang's file loads and checks out" "$RC" 0
   printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
@@ -86,7 +86,7 @@ for n in 1 2 4; do
   OUT=$(printf '%s\n' 'c = comm.world()' 'while true do end' 'print("after")' |
         timeout -s INT 3 "$GCSH" -n "$n" 2>&1); RC=$?
   expect_contains "$n ranks: Ctrl-C: said after the interrupt" "$OUT" "gcsh: interrupted [0$([ "$n" -gt 1 ] && echo "-$last")]
-gcsh: the last calls of every rank: "
+gcsh: flight recorder: "
   F=$(dumped "$OUT")
   C=$($CHECK "${F:-/dev/null}" "$n" 2>&1); RC=$?
   expect_eq "$n ranks: the interrupt's file checks out" "$RC" 0
@@ -98,7 +98,7 @@ F=$TMP/killed.json
 OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' 'if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) end c:barrier()' |
       timeout 60 "$GCSH" -n 2 --flight "$F" 2>&1); RC=$?
 expect_eq "a killed rank: exit 69" "$RC" 69
-expect_contains "a killed rank: said" "$OUT" "gcsh: the last calls of every rank: $F"
+expect_contains "a killed rank: said" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
 # (a ring keeps a Lua line's first 71 bytes)
 S=$(span 'if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) (unfinished)' "$F")
 expect_contains "a killed rank: its last line, from its ring" "$S" 'rank 1: {"source": "if rank == 1 then os.execute(\"kill -9 $PPID\") gcsh.sleep(30) end c:barr", "state": "running", "unfinished": true}'
@@ -115,7 +115,8 @@ expect_contains ".flight FILE: another node's rank, between commands" "$S" 'rank
 
 # ---- .flight, GCSH_FLIGHT_CALLS, refused files
 OUT=$(printf '%s\n' '.flight' '.flight /dev/full' 'print("still here")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
-expect_contains ".flight: where it writes" "$OUT" "the flight recorder writes at a hang report, a crash, an interrupt to: $TMP/gcsh-flight-"
+expect_match ".flight: where it writes" "$OUT" "^flight recorder: $TMP/gcsh-flight-[0-9]+\.json$"
+expect_contains ".flight: when" "$OUT" "  written at a hang report, a crash, an interrupt; .flight FILE writes one now"
 expect_contains ".flight /dev/full: refused" "$OUT" "gcsh: flight recorder: cannot write /dev/full: it is a character device; gcsh writes only regular files"
 expect_contains ".flight: the shell goes on" "$OUT" "[0-1] still here"
 expect_eq ".flight /dev/full: the session fails (125)" "$RC" 125

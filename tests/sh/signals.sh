@@ -44,7 +44,7 @@ gcsh: interrupting [0-1]
 [0-1] stack traceback:
 [0-1] ${T}stdin:1: in main chunk
 gcsh: interrupted [0-1]
-gcsh: the last calls of every rank: $TMP/flight.json (the flight recorder; Perfetto opens it)
+gcsh: flight recorder: $TMP/flight.json (every rank's last calls)
 [0] after${T}0
 [1] after${T}1"
 expect_eq "timeout -s INT: timeout's status" "$RC" 124
