@@ -535,6 +535,7 @@ static void run_chunk_entry(gcsh_session *s, lua_State *L, int t, const entry *e
         gcsh_record_quiet(s->coord, set.s, &quiet);
         gcsh_tap_destroy(&quiet, s->coord->size);
     }
+    play_tapes(s, L, t); /* after the quiet chunk, which would take them */
     gcsh_chunk k = {.name = e->name, .src = e->src, .len = strlen(e->src), .args = args,
                     .nargs = nargs, .flags = e->name[0] == '@' ? CHUNK_SCRIPT : 0};
     gcsh_session_run(s, &k, res);
@@ -583,12 +584,13 @@ static int replay_entry(gcsh_session *s, lua_State *L, gcsh_replayer *rp)
         gcsh_session_dot(s, e.src);
         return 0;
     }
-    play_tapes(s, L, t);
     gcsh_line_result res;
-    if (strcmp(kind, "chunk") == 0)
+    if (strcmp(kind, "chunk") == 0) {
         run_chunk_entry(s, L, t, &e, &res);
-    else
+    } else {
+        play_tapes(s, L, t);
         gcsh_session_line(s, e.src, &res);
+    }
     rp->expect_status = -1;
     int rc = compare(s, rp->path, &e, &res);
     rp->varied += rc == 0 && res.ran && (e.varies || res.tap.varies);

@@ -234,6 +234,16 @@ expect_eq "random and clocks: the replay matches" "$RC" 0
 expect_contains "random and clocks: every line compared" "$OUT" "gcsh: replay: 7 lines of $TMP/rnd.lua match"
 expect_not_contains "random and clocks: nothing left uncompared" "$OUT" "varies between runs"
 
+cat >"$TMP/timed.lua" <<'EOF'
+local t0 = gcsh.wtime()
+gcsh.sleep(0.01)
+print(string.format("%.9f", gcsh.wtime() - t0))
+EOF
+OUT=$(timeout 60 "$GCSH" -n 2 --record "$TMP/timed_rec.lua" "$TMP/timed.lua" 2>&1 </dev/null); RC=$?
+OUT=$(timeout 60 "$GCSH" --replay "$TMP/timed_rec.lua" 2>&1 </dev/null); RC=$?
+expect_eq "a script printing a time it measured: the replay matches" "$RC" 0
+expect_contains "a script printing a time: compared" "$OUT" "gcsh: replay: 1 line of $TMP/timed_rec.lua matches"
+
 # ---- a rank killed during --record: its line is kept, with how the session ended
 KILL='if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) end print("three")'
 OUT=$(printf '%s\n' 'x = 1' 'print("two", rank)' "$KILL" 'print("never")' |
