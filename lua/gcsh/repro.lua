@@ -33,7 +33,8 @@
 --     every rank; the ranks agree on each case's verdict (collective: every
 --     rank of c calls sweep with the same grid), through a checked
 --     collective first, so that a rank whose candidate raised before a
---     collective frees the others at once.  case.comm is the communicator
+--     collective frees the others at once (with .check on; off, they wait
+--     in that collective until Ctrl-C or a limit).  case.comm is the communicator
 --     to use: c, or with ranks= the first case.size ranks of c (the others
 --     sit the case out).  The smallest failing case is then shrunk: shorter
 --     lengths than the grid's (each with every dtype and op), then smaller
