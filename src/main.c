@@ -28,11 +28,8 @@
 #include "wire/link.h"
 #include "wire/worker.h"
 #include "shell/term.h"
+#include "trace/flight.h"
 #include "trace/trace_coord.h"
-
-/* The status of a command line gcsh cannot use (an unknown option, a bad
- * value, -n under mpirun): one constant, so that it changes in one place. */
-#define GCSH_EXIT_USAGE 1
 
 /* -e stat and -l mod, in command-line order. */
 typedef struct action {
@@ -51,6 +48,7 @@ typedef struct options {
     const char *backend;
     gcsh_share_mode share; /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
     double timeout;
+    int timeout_set;   /* --timeout was given: collective checks fail after it */
     gcsh_tag_mode tag; /* --tag */
     action *actions;   /* -e and -l, [argc] */
     int nactions;
@@ -67,6 +65,8 @@ typedef struct options {
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
     const char *trace;  /* --trace FILE */
+    const char *flight; /* --flight FILE */
+    int keep_going;     /* --keep-going: a replay runs past differences */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
 } options;
@@ -136,7 +136,9 @@ static int opt_backend(void *target, const gcsh_option *row, const char *val, co
 static int opt_timeout(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)row, (void)val2;
-    return parse_number(val, 0, 1e6, &((options *)target)->timeout);
+    options *o = target;
+    o->timeout_set = 1;
+    return parse_number(val, 0, 1e6, &o->timeout);
 }
 
 static int opt_tag(void *target, const gcsh_option *row, const char *val, const char *val2)
@@ -146,6 +148,22 @@ static int opt_tag(void *target, const gcsh_option *row, const char *val, const 
 }
 
 /* --record, --replay, --trace FILE. */
+/* --flight FILE: where the flight recorder writes on its own. */
+static int opt_flight(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)row, (void)val2;
+    ((options *)target)->flight = val;
+    return val[0] ? 0 : -1;
+}
+
+static int opt_keep_going(void *target, const gcsh_option *row, const char *val,
+                          const char *val2)
+{
+    (void)row, (void)val, (void)val2;
+    ((options *)target)->keep_going = 1;
+    return 0;
+}
+
 /* --share-gpu (MPS) and --share-gpu=nomps. */
 static int opt_share(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
@@ -268,6 +286,10 @@ static const gcsh_option option_table[] = {
      "rerun a recording; exit 1 at the first difference"},
     {"--trace", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "trace every rank's lines and calls (Chrome JSON)"},
+    {"--keep-going", NULL, OPT_FLAG, NULL, NULL, 0, opt_keep_going,
+     "with --replay: run past differences and list them all"},
+    {"--flight", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_flight,
+     "the flight recorder's file (every rank's last calls)"},
     {"--hostfile", NULL, OPT_VALUE, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", OPT_VALUE, "LIST", "a host list", 1, opt_mpirun,
@@ -308,6 +330,14 @@ static void print_help(const char *prog)
            "Options:\n",
            GCSH_VERSION, prog);
     gcsh_cmdline_print(option_table, stdout);
+    printf("\nExit status, as `git bisect run` reads it:\n"
+           "  0    every command succeeded\n"
+           "  1    the script or a line failed: an error, a wrong result (os.exit(1))\n"
+           "  125  cannot test here: too few ranks, no GPU, a missing script, a syntax\n"
+           "       error, an unknown API or module, a file gcsh could not write\n"
+           "  128  a usage error (a bad option or file name): a bisect stops\n"
+           "  also 69 a rank was lost, 70 a device fault, 130 a second Ctrl-C,\n"
+           "  143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -345,6 +375,8 @@ static int parse_options(int argc, char **argv, options *o)
     if (o->replay && (o->script || o->nactions || o->interactive || o->record))
         return usage_error("'--replay' runs the recording alone (no script, -e, -l, -i or "
                            "--record with it)");
+    if (o->keep_going && !o->replay)
+        return usage_error("'--keep-going' goes with --replay FILE");
     return 0;
 }
 
@@ -460,19 +492,25 @@ static char *read_script(const char *path, size_t *len)
     return buf;
 }
 
-static int run_script(gcsh_session *s, const char *path)
+static int run_script(gcsh_session *s, char **argv, int at)
 {
+    const char *path = argv[at];
     size_t len;
     char *src = read_script(path, &len);
-    if (!src) {
+    if (!src) { /* git bisect's "cannot test": a commit without the script */
         gcsh_coord_say(s->coord, "gcsh: cannot open %s: %s", path, strerror(errno));
-        return 1;
+        return GCSH_EXIT_SKIP;
     }
+    int nargs = 0;
+    while (argv[at + 1 + nargs])
+        nargs++;
     char name[PATH_MAX + 2];
     snprintf(name, sizeof name, strcmp(path, "-") == 0 ? "=stdin" : "@%s", path);
-    int failed = gcsh_session_exec(s, name, src, len, CHUNK_SCRIPT);
+    gcsh_chunk k = {.name = name, .src = src, .len = len, .flags = CHUNK_SCRIPT,
+                    .args = (const char *const *)argv + at + 1, .nargs = nargs};
+    int failed = gcsh_session_run(s, &k, NULL);
     free(src);
-    return failed != 0;
+    return failed != 0 ? gcsh_session_status(s) : 0;
 }
 
 /* -e and -l in command-line order; stops at the first failure (as lua.c). */
@@ -490,8 +528,9 @@ static int run_actions(gcsh_session *s, const options *o)
                 snprintf(buf, sizeof buf, "%s = require(\"%s\")", val, val);
             val = buf;
         }
-        if (gcsh_session_exec(s, "=(command line)", val, strlen(val), 0) != 0)
-            return 1;
+        gcsh_chunk k = {.name = "=(command line)", .src = val, .len = strlen(val)};
+        if (gcsh_session_run(s, &k, NULL) != 0)
+            return gcsh_session_status(s);
         if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
     }
@@ -525,9 +564,10 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
                                  "(gcsh --replay %s starts %d)",
                        o->replay, o->replay_ranks, o->replay_ranks == 1 ? "" : "s", ctx->size,
                        o->replay, o->replay_ranks);
-        return 2;
+        return GCSH_EXIT_SKIP;
     }
-    return gcsh_replay(s, o->replay); /* os.exit in it: matched or not, like any line */
+    /* os.exit in it: matched or not, like any line */
+    return gcsh_replay(s, o->replay, o->keep_going);
 }
 
 /* Everything rank 0's terminal thread does; returns the exit code. */
@@ -545,6 +585,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.launcher = launcher;
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
+    coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
+    coord.flight_path = o->flight;
     coord.on_exit = give_back_terminal;
     coord.exit_arg = &term;
     gcsh_session s;
@@ -556,21 +598,19 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
         versions_text(v, sizeof v);
         gcsh_coord_say(&coord, "%s", v);
     }
-    if (o->trace && gcsh_tracer_start(&coord, o->trace) != 0) {
-        code = 1;
+    if (o->trace && (code = gcsh_tracer_start(&coord, o->trace)) != 0)
         goto done;
-    }
     if (o->replay) {
         code = replay_main(&s, ctx, o);
         goto done;
     }
     if (o->record && !(s.rec = gcsh_record_open(&s, o->record))) {
-        code = 1;
+        code = GCSH_EXIT_USAGE; /* a file name it refuses */
         goto done;
     }
     code = run_actions(&s, o);
     if (code == 0 && o->script && !s.quit)
-        code = run_script(&s, argv[o->script]);
+        code = run_script(&s, argv, o->script);
     int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
     if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
@@ -578,14 +618,19 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
         s.failures = 0;
         gcsh_repl(&s);
         /* a piped session fails if any of its chunks failed (as sqlite3) */
-        code = !term.interactive && s.failures ? 1 : 0;
+        code = !term.interactive ? gcsh_session_status(&s) : 0;
     }
     if (s.exit_code >= 0) /* os.exit */
         code = s.exit_code;
     if (coord.end_status >= 0) /* SIGTERM, os.exit */
         code = coord.end_status;
 done:
-    gcsh_tracer_stop(&coord);
+    /* a recording or a trace that could not be written: the session could
+     * not do what it was asked (said already) */
+    int unwritten = gcsh_session_record_off(&s) != 0;
+    unwritten |= gcsh_tracer_stop(&coord) != 0;
+    if (unwritten && code == 0)
+        code = GCSH_EXIT_SKIP;
     for (int r = 0; r < ctx->size; r++)
         if (coord.lost[r])
             code = code ? code : 1;
@@ -645,7 +690,7 @@ static int replay_setup(options *o, const char **extra)
     if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
                            sizeof o->replay_backend, err, sizeof err) != 0) {
         fprintf(stderr, "gcsh: --replay: %s\n", err);
-        return 2;
+        return GCSH_EXIT_SKIP;
     }
     if (!o->backend) {
         o->backend = o->replay_backend;
@@ -688,21 +733,27 @@ static int rank_main(int argc, char **argv, const options *o)
     gcsh_rank_topology(&ctx);
     gcsh_share_start(&ctx.share);
     ctx.board = gcsh_board_open(&ctx); /* collective, before any thread starts */
-    int code = 1;
+    int code = 1, be = -1;
     if (provided < MPI_THREAD_SERIALIZED) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: this MPI lacks MPI_THREAD_SERIALIZED\n");
-    } else if (gcsh_rank_backend(&ctx, o->backend) != 0) {
+    } else if ((be = gcsh_rank_backend(&ctx, o->backend)) != 0) {
         if (ctx.rank == 0)
             fprintf(stderr, "gcsh: %s\n", ctx.err);
-    } else if (!gcsh_rank_lua(&ctx)) {
-        fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
+        /* an unknown name is a usage error; no GPU here: cannot test */
+        code = be == -2 ? GCSH_EXIT_USAGE : GCSH_EXIT_SKIP;
     } else {
-        say_nothing_to_share(&ctx);
-        set_arg_table(ctx.L, argc, argv, o->script);
-        code = run_rank(&ctx, argv, o);
+        ctx.flight = gcsh_flight_open(&ctx); /* collective, as the board */
+        if (!gcsh_rank_lua(&ctx) || gcsh_trace_init(&ctx) != 0) {
+            fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
+        } else {
+            say_nothing_to_share(&ctx);
+            set_arg_table(ctx.L, argc, argv, o->script);
+            code = run_rank(&ctx, argv, o);
+        }
     }
     gcsh_rank_close(&ctx);
+    gcsh_flight_close(ctx.flight); /* collective, as its opening */
     gcsh_share_stop(&ctx.share);
     gcsh_board_close(ctx.board);
     MPI_Finalize();

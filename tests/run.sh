@@ -16,6 +16,10 @@ export GCSH_HISTORY=""            # tests never touch the user's history
 export OMPI_MCA_rmaps_base_oversubscribe=1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="${RANKS:-1 2 4}"
+# the flight recorder writes to $TMPDIR at an interrupt, a hang report or a
+# crash: into a folder of this run's own, removed at the end
+export TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
+trap 'rm -rf "$TMPDIR"' EXIT
 PER_TEST_TIMEOUT="${PER_TEST_TIMEOUT:-180}"
 
 passed=0 failed=0 skipped=0

@@ -323,9 +323,11 @@ local function json_module()
   return ok and json or nil
 end
 
--- Opens o.csv and o.json on the communicator's rank 0 before anything is
--- timed, so that a bad path or a missing JSON module fails at once, and on
--- every rank alike (rank 0's verdict goes round with c:agree).
+-- Checks o.csv and o.json on the communicator's rank 0 before anything is
+-- timed, so that a refused path or a missing JSON module fails at once, and
+-- on every rank alike (rank 0's verdict goes round with c:agree).  The
+-- files are written whole at the end (gcsh.write_file: beside the target,
+-- then renamed), so a failed bench leaves an earlier file as it was.
 local function open_outputs(o, who)
   local files, problem = {}, ""
   if o.comm.rank == 0 then
@@ -335,17 +337,20 @@ local function open_outputs(o, who)
     end
     for _, kind in ipairs { "csv", "json" } do
       if o[kind] and problem == "" then
-        local f, err = io.open(o[kind], "w")
-        if f then files[kind] = f else problem = kind .. "=: " .. err end
+        local ok, err = gcsh.check_file(o[kind])
+        if ok then files[kind] = o[kind] else problem = kind .. "=: " .. err end
       end
     end
   end
   problem = o.comm:agree(problem)[1]
-  if problem ~= "" then
-    for _, f in pairs(files) do f:close() end
-    error(who .. ": " .. problem, 3)
-  end
+  if problem ~= "" then error(who .. ": " .. problem, 3) end
+  files.who = who
   return files
+end
+
+local function write_checked(files, path, text)
+  local ok, err = gcsh.write_file(path, text)
+  if not ok then error(files.who .. ": " .. err, 0) end
 end
 
 -- A CSV cell: a number as the JSON file writes it (dkjson writes Lua's
@@ -356,9 +361,9 @@ local function csv_cell(v)
 end
 
 -- Writes rows (fields: the names, in column order) to the files
--- open_outputs opened: CSV with a header line; JSON {bench=, ranks=,
+-- open_outputs checked: CSV with a header line; JSON {bench=, ranks=,
 -- backend=, rows=[...]} with each row's fields in the same order.  Every
--- row ends with gpu_shared (sharing()).
+-- row ends with gpu_shared (sharing()).  A failed write is an error.
 local function write_outputs(files, names, rows, bench_name, ranks)
   local sh = sharing()
   local shared = sh and (sh.gpu .. " MPS " .. sh.mps):gsub(",", ";") or "no"
@@ -366,13 +371,13 @@ local function write_outputs(files, names, rows, bench_name, ranks)
   names[#names + 1] = "gpu_shared"
   for _, r in ipairs(rows) do r.gpu_shared = shared end
   if files.csv then
-    files.csv:write(table.concat(names, ","), "\n")
+    local lines = { table.concat(names, ",") }
     for _, r in ipairs(rows) do
       local cells = {}
       for i, name in ipairs(names) do cells[i] = csv_cell(r[name]) end
-      files.csv:write(table.concat(cells, ","), "\n")
+      lines[#lines + 1] = table.concat(cells, ",")
     end
-    files.csv:close()
+    write_checked(files, files.csv, table.concat(lines, "\n") .. "\n")
   end
   if files.json then
     local order = { "bench", "ranks", "backend", "rows" }
@@ -382,10 +387,10 @@ local function write_outputs(files, names, rows, bench_name, ranks)
       clean[i] = {}
       for _, name in ipairs(names) do clean[i][name] = r[name] end
     end
-    files.json:write(json_module().encode({ bench = bench_name, ranks = ranks,
-                                            backend = gcsh.backend, rows = clean },
-                                          { indent = true, keyorder = order }), "\n")
-    files.json:close()
+    write_checked(files, files.json,
+                  json_module().encode({ bench = bench_name, ranks = ranks,
+                                         backend = gcsh.backend, rows = clean },
+                                       { indent = true, keyorder = order }) .. "\n")
   end
 end
 

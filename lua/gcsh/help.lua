@@ -178,16 +178,23 @@ local API = {
     },
   },
   repro = {
-    what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot run here",
+    what = "reproducers (lua/examples): exit 0 correct, 1 with --bug, 125 cannot test here, "
+      .. "128 stop (as git bisect run reads them)",
     rows = {
-      { "repro.args([script_args])", "{bug = true|false}; an unknown argument: usage, exit 2" },
-      { "repro.need{ranks=}", "exit 125, saying why, where the script cannot run" },
+      { "repro.args([script_args])", "{bug = true|false}; an unknown argument: usage, exit 128" },
+      { "repro.need{ranks=, gpu=}", "exit 125, saying why, where the script cannot run" },
       { "repro.fail(fmt, ...)", "print what went wrong, exit 1" },
+      { "repro.skip(fmt, ...)", "print why it cannot be tested here, exit 125 (bisect skips)" },
+      { "repro.abort(fmt, ...)", "print why, exit 128 (a bisect stops)" },
+      { "repro.SKIP repro.USAGE", "125 and 128" },
       { "repro.expect(got, want, what [, c])", "compare two tensors; fail naming elements" },
       { "repro.verdict(c, detail, what)", "collective: exit 1 everywhere if a rank failed" },
       { "repro.refused(fn, what)", "run the buggy call; gcsh's refusal: print, exit 1" },
       { "repro.differ(got, want [, opts])", "nil when equal, else what differs" },
-      { "repro.sweep{candidate=, reference=, n=, ...}", "a grid of cases; the smallest failing" },
+      { "repro.sweep{candidate=, reference=, n=, ...}",
+        "a grid of cases (offset= dtype= op= ranks=); the smallest failing, shrunk over n, "
+        .. "dtype, op, offset and ranks; .kinds: each kind of failure; out=FILE: a standalone "
+        .. "script with every global and upvalue it needs" },
       { "repro.check(case, candidate, reference [, opts])", "one case of a sweep" },
       { "repro.write_script(path, case, s)", "a standalone script for one case" },
       { "repro.bytes(dtype)", "the size of one element" },
@@ -223,6 +230,9 @@ local API = {
       { "gcsh.wtime()", "seconds on the host's clock" },
       { "gcsh.sync()", "wait for the rank's stream" },
       { "gcsh.check([on])", ".check for this rank, for the rest of the command" },
+      { "gcsh.timeout(s)", "as .timeout s: reports every s, collective checks fail after s" },
+      { "gcsh.write_file(path, text)", "write a whole file safely: true, or nil and why" },
+      { "gcsh.check_file(path)", "true when gcsh may write path, else nil and why" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },
@@ -276,6 +286,7 @@ local function topic_of(x)
   end
   return nil
 end
+
 
 local function topics()
   local names, lua = {}, {}

@@ -15,3 +15,10 @@ do
   os.date = function(fmt, t) if t == nil then gcsh.varies() end return date(fmt, t) end
 end
 step = require("gcsh.step")
+-- The globals every fresh rank has, so that repro.sweep's out= tells the
+-- user's own globals apart (lua/gcsh/repro_script.lua).
+do
+  local names = {}
+  for k in pairs(_G) do names[k] = true end
+  debug.getregistry()["gcsh.builtins"] = names
+end

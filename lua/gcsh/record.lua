@@ -4,8 +4,9 @@
 -- (its values printed), an error printed with its traceback without ending
 -- the script.  line.dot(N, ranks, ".check off") does what it can in a
 -- script (.check: gcsh.check on every rank; the others only change the
--- prompt's state).  The expectations are for gcsh --replay, which compares;
--- this only reruns.
+-- prompt's state); line.chunk(N, ranks, name, source, expected) reruns a
+-- script or -e with its arguments; line.finish(N) closes the file.  The
+-- expectations are for gcsh --replay, which compares; this only reruns.
 local M = {}
 
 local function in_ranks(list, r)
@@ -59,6 +60,39 @@ local function dot(_, ranks, text)
   if cmd == "check" and (arg == "on" or arg == "off") then gcsh.check(arg == "on") end
 end
 
+-- line.chunk(N, ranks, name, source, expected): a script or -e of the
+-- recorded session, with its arguments, as the command line ran it.
+local function chunk(_, ranks, name, src, expected)
+  if not in_ranks(ranks, rank) then return end
+  if expected and expected.syntax then
+    if rank == 0 then print(expected.syntax) end
+    return
+  end
+  local f, err = load(src, name)
+  if not f then
+    if rank == 0 then print(err) end
+    return
+  end
+  local args = expected and expected.args or {}
+  local ok, msg = xpcall(f, handler, table.unpack(args))
+  if not ok then print(msg) end
+end
+
+-- math.random on every rank as the recording had it: seeded with (seed,
+-- rank), and math.randomseed() without a seed gives (seed + k, rank) for
+-- its k-th call, so a replay draws the same numbers.  (gcsh --record and
+-- --replay send this to every rank; a plain rerun calls it from script.)
+local plain_randomseed = math.randomseed
+function M.seed(seed)
+  local k = 0
+  plain_randomseed(seed, rank)
+  math.randomseed = function(...)
+    if select("#", ...) > 0 then return plain_randomseed(...) end
+    k = k + 1
+    return plain_randomseed(seed + k, rank)
+  end
+end
+
 -- local line = require("gcsh.record").script{ranks = N, backend = "host"}
 function M.script(header)
   if size ~= header.ranks then
@@ -72,7 +106,8 @@ function M.script(header)
     print(string.format("note: recorded on the %s backend, running on %s: output will differ "
                         .. "where it names the device", header.backend, gcsh.backend))
   end
-  return setmetatable({ dot = dot }, {
+  if header.seed then M.seed(header.seed) end
+  return setmetatable({ dot = dot, chunk = chunk, finish = function() end }, {
     __call = function(_, _, ranks, src, expected)
       if in_ranks(ranks, rank) then run_line(src, expected) end
     end,

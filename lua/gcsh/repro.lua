@@ -3,11 +3,17 @@
 --
 -- The reproducer convention is git bisect run's: without arguments a script
 -- runs the correct pattern and exits 0; with --bug it runs the buggy one,
--- says what went wrong and exits 1; it exits 125 when it cannot run here.
+-- says what went wrong and exits 1; it exits 125 when it cannot test here
+-- (bisect skips the commit) and 128 on a usage error (bisect stops).  gcsh
+-- itself exits 125 on a harness error: a missing script, a syntax error, a
+-- missing module, a call of a function that does not exist.
 --
---   local opt = repro.args()          {bug = true|false}; an unknown argument: usage, exit 2
---   repro.need{ranks = 2}             exit 125 (with the reason) below 2 ranks
+--   local opt = repro.args()          {bug = true|false}; an unknown argument: usage, exit 128
+--   repro.need{ranks = 2, gpu = true} exit 125 (with the reason) below 2 ranks, or
+--                                     without the cuda backend
 --   repro.fail(fmt, ...)              print what went wrong, exit 1
+--   repro.skip(fmt, ...)              print why this cannot be tested here, exit 125
+--   repro.abort(fmt, ...)             print why the bisect must stop, exit 128
 --   repro.expect(got, want, what [, c])  compare two tensors; repro.fail naming the
 --                                     elements.  With c (collective): every rank of c
 --                                     exits 1 when any differs, the others quietly
@@ -18,19 +24,29 @@
 --                                     for floats), else what differs, as text
 --
 --   case = repro.sweep{candidate = f, reference = g, n = {...}, offset = {0},
---                      dtype = {"f32"}, op = {"sum"}, comm = c, out = FILE,
---                      rtol =, atol =, shrink = 64, quiet = false}
+--                      dtype = {"f32"}, op = {"sum"}, ranks = {k, ...}, comm = c,
+--                      out = FILE, rtol =, atol =, shrink = 256, quiet = false}
 --     Calls candidate(case) and reference(case) for every case {n=, offset=,
---     dtype=, op=} of the grid (smallest n first, then offset, then the
---     dtypes and ops in the order given) and compares the tensors they return,
---     on every rank; the ranks agree on each case's verdict through c:agree
---     (collective: every rank of c calls sweep with the same grid).  The
---     smallest failing case is then shrunk: smaller lengths than the grid's
---     (1, 2, ... up to `shrink` of them), then smaller offsets.  Returns nil
---     when every case passes, else the case with `detail` (what differed, on
---     the lowest failing rank), `ranks` (the failing ranks, "0,2-3") and
---     `failed` / `cases` (counts over the grid).  With out=FILE, rank 0
---     writes a standalone script that reproduces just that case.
+--     dtype=, op=, size=, comm=} of the grid (smallest n first, then offset,
+--     then rank count, then the dtypes and ops in gcsh's order, whatever
+--     order they are listed in) and compares the tensors they return, on
+--     every rank; the ranks agree on each case's verdict (collective: every
+--     rank of c calls sweep with the same grid), through a checked
+--     collective first, so that a rank whose candidate raised before a
+--     collective frees the others at once (with .check on; off, they wait
+--     in that collective until Ctrl-C or a limit).  case.comm is the communicator
+--     to use: c, or with ranks= the first case.size ranks of c (the others
+--     sit the case out).  The smallest failing case is then shrunk: shorter
+--     lengths than the grid's (each with every dtype and op), then smaller
+--     offsets, then (with ranks=) fewer ranks, at most `shrink` tries.
+--     Returns nil when every case passes, else the case with `detail` (what
+--     differed, on the lowest rank whose error is its own rather than a
+--     check naming another rank), `ranks` (those ranks, "0,2-3"), `failed`
+--     / `cases` (counts over the grid) and `kinds` (the smallest case of
+--     each distinct kind of failure, the shrunk one first).  With out=FILE,
+--     rank 0 writes a standalone script of just that case, with every
+--     global and upvalue its functions need (gcsh.repro_script); what it
+--     cannot carry is an error before the sweep runs.
 --   repro.check(case, candidate, reference)   one case (the script above uses it)
 local repro = {}
 
@@ -64,6 +80,9 @@ local function say(fmt, ...)
   print(select("#", ...) > 0 and string.format(fmt, ...) or fmt)
 end
 
+-- The exit statuses (README "Exit statuses"; gcsh's own in src/core/gcsh.h).
+repro.SKIP, repro.USAGE = 125, 128
+
 function repro.args(script_args)
   local a = script_args or arg or {}
   local opt = { bug = false }
@@ -75,7 +94,7 @@ function repro.args(script_args)
         say("%s: unknown argument '%s' (usage: gcsh -n N %s [--bug])", a[0] or "repro",
             tostring(a[i]), a[0] or "script.lua")
       end
-      os.exit(2)
+      os.exit(repro.USAGE)
     end
   end
   return opt
@@ -83,6 +102,12 @@ end
 
 function repro.need(req)
   check_arg("repro.need", 1, req, "table")
+  for k in pairs(req) do
+    if k ~= "ranks" and k ~= "gpu" then
+      error(string.format("bad argument #1 to 'repro.need' (unknown requirement '%s' (valid: " ..
+                          "ranks gpu))", tostring(k)), 2)
+    end
+  end
   local n = req.ranks
   if n ~= nil and not (math.type(n) == "integer" and n >= 1) then
     error(string.format("bad argument #1 to 'repro.need' (ranks must be a positive integer, " ..
@@ -93,13 +118,30 @@ function repro.need(req)
       say("cannot run here: needs at least %d ranks, has %d (gcsh -n %d %s)", req.ranks, size,
           req.ranks, arg and arg[0] or "script.lua")
     end
-    os.exit(125)
+    os.exit(repro.SKIP)
+  end
+  if req.gpu and gcsh.backend ~= "cuda" then
+    if rank == 0 then
+      say("cannot run here: needs GPUs (the cuda backend); this session runs on %s",
+          gcsh.backend)
+    end
+    os.exit(repro.SKIP)
   end
 end
 
 function repro.fail(fmt, ...)
   say(fmt, ...)
   os.exit(1)
+end
+
+function repro.skip(fmt, ...)
+  say("cannot test here: " .. fmt, ...)
+  os.exit(repro.SKIP)
+end
+
+function repro.abort(fmt, ...)
+  say("stop: " .. fmt, ...)
+  os.exit(repro.USAGE)
 end
 
 local function value_text(v, dtype)
@@ -166,33 +208,49 @@ end
 
 -- ---- the sweep -----------------------------------------------------------
 
+local script = require("gcsh.repro_script")
+local case_text = script.case_text
+
 local function check_list(o, key, default, kind)
   local v = o[key]
   if v == nil then return default end
   if type(v) ~= "table" or #v == 0 then
     error(string.format("sweep: %s must be a non-empty list of %s", key, kind), 3)
   end
+  local least = (key == "n" or key == "ranks") and 1 or 0
   for i, x in ipairs(v) do
-    local ok = kind == "integers" and math.type(x) == "integer" and x >= (key == "n" and 1 or 0)
+    local ok = kind == "integers" and math.type(x) == "integer" and x >= least
                or kind == "names" and type(x) == "string"
     if not ok then
       error(string.format("sweep: %s[%d] = %s is not %s", key, i, tostring(x),
-                          key == "n" and "an integer >= 1" or kind == "integers"
-                          and "an integer >= 0" or "a name"), 3)
+                          kind == "names" and "a name" or "an integer >= " .. least), 3)
     end
   end
   return v
 end
 
 local KNOWN = { candidate = 1, reference = 1, n = 1, offset = 1, dtype = 1, op = 1, comm = 1,
-                out = 1, rtol = 1, atol = 1, shrink = 1, quiet = 1 }
+                out = 1, rtol = 1, atol = 1, shrink = 1, quiet = 1, ranks = 1 }
+-- The grid and the shrinking go through dtypes and ops in this order,
+-- whatever order the options list them in, so the answer does not depend
+-- on it.
+local DTYPE_ORDER = { "f32", "f64", "f16", "bf16", "i32", "i64", "u32", "u8", "i8" }
+local OP_ORDER = { "sum", "prod", "min", "max", "avg" }
+
+local function in_order(list, order)
+  local rank_of, out = {}, {}
+  for i, x in ipairs(order) do rank_of[x] = i end
+  for _, x in ipairs(list) do out[#out + 1] = x end
+  table.sort(out, function(a, b) return (rank_of[a] or 99) < (rank_of[b] or 99) end)
+  return out
+end
 
 local function sweep_options(o)
   if type(o) ~= "table" then error("sweep: expects a table {candidate=, reference=, n=, ...}", 3) end
   for k in pairs(o) do
     if not KNOWN[k] then
       error(string.format("sweep: unknown option '%s' (valid: candidate reference n offset "
-                          .. "dtype op comm out rtol atol shrink quiet)", tostring(k)), 3)
+                          .. "dtype op ranks comm out rtol atol shrink quiet)", tostring(k)), 3)
     end
   end
   for _, k in ipairs { "candidate", "reference" } do
@@ -203,26 +261,52 @@ local function sweep_options(o)
   end
   local n = check_list(o, "n", nil, "integers")
   if not n then error("sweep: n = {lengths...} is required", 3) end
+  local c = o.comm or comm.world()
   local s = {
-    candidate = o.candidate, reference = o.reference, n = n,
+    candidate = o.candidate, reference = o.reference, n = n, comm = c,
     offset = check_list(o, "offset", { 0 }, "integers"),
-    dtype = check_list(o, "dtype", { "f32" }, "names"),
-    op = check_list(o, "op", { "sum" }, "names"),
-    comm = o.comm, out = o.out, rtol = o.rtol, atol = o.atol,
-    shrink = o.shrink or 64, quiet = o.quiet,
+    dtype = in_order(check_list(o, "dtype", { "f32" }, "names"), DTYPE_ORDER),
+    op = in_order(check_list(o, "op", { "sum" }, "names"), OP_ORDER),
+    ranks = check_list(o, "ranks", nil, "integers"),
+    out = o.out, rtol = o.rtol, atol = o.atol, shrink = o.shrink or 256, quiet = o.quiet,
   }
   for _, d in ipairs(s.dtype) do
     if not BYTES[d] then error("sweep: unknown dtype '" .. d .. "'", 3) end
   end
+  for _, k in ipairs(s.ranks or {}) do
+    if k > c.size then
+      error(string.format("sweep: ranks[] = %d is more than the communicator's %d", k, c.size), 3)
+    end
+  end
   if s.out ~= nil and type(s.out) ~= "string" then error("sweep: out must be a file name", 3) end
   return s
+end
+
+-- The communicator of a case at k ranks (ranks= given): the first k ranks
+-- of the sweep's; the others sit the case out (nil).  Made once per k.
+local function case_comm(s, k)
+  if not s.ranks or k == s.comm.size then return s.comm end
+  s.subs = s.subs or {}
+  if not s.subs[k] then
+    s.subs[k] = { comm = s.comm:split(s.comm.rank < k and 0 or 1) }
+  end
+  return s.comm.rank < k and s.subs[k].comm or nil
+end
+
+-- An error that only reports another rank's trouble (a collective check
+-- naming a rank that failed, went elsewhere or never came), not this
+-- rank's own: a sweep reports the rank whose error is its own.
+local function symptom(detail)
+  return detail:find("collective mismatch: ", 1, true) or detail:find("send/recv mismatch: ", 1, true)
+         or detail:find("%] waited %d+%.%d s for %[") ~= nil
 end
 
 -- Runs one case on this rank: nil when candidate matches reference, else
 -- what differed (an error in either counts as a difference).
 local function run_case(s, case)
   local function call(f, what)
-    local ok, t = pcall(f, { n = case.n, offset = case.offset, dtype = case.dtype, op = case.op })
+    local ok, t = pcall(f, { n = case.n, offset = case.offset, dtype = case.dtype, op = case.op,
+                             size = case.size, comm = case.comm })
     if not ok then return nil, what .. " raised: " .. tostring(t) end
     if getmetatable(t) == nil or getmetatable(t).__name ~= "tensor" then
       return nil, what .. " returned " .. type(t) .. ", not a tensor"
@@ -237,23 +321,44 @@ local function run_case(s, case)
   return repro.differ(got, want, s)
 end
 
-local function case_text(case)
-  return string.format("n=%d offset=%d %s %s", case.n, case.offset, case.dtype, case.op)
+-- Every rank's pass/fail on a case, through a checked collective: a rank
+-- whose candidate gave up before a collective arrives here while the
+-- others still wait in that collective, and the collective checks fail
+-- them at once (a mismatch, or a cycle of waits).  They then come here
+-- too: a few tries gather everyone.
+local function gather_flags(c, failed)
+  local mine, all = tensor.from({ failed and 1 or 0 }, "i32"), tensor.new(c.size, "i32")
+  local err
+  for _ = 1, 4 do
+    local ok, e = pcall(c.allgather, c, mine, all)
+    if ok then return all end
+    err = e
+  end
+  error("sweep: the ranks could not agree on a case's verdict: " .. tostring(err), 0)
 end
 
 -- The verdict of every rank on one case: nil when all passed, else the
--- failing ranks ("0,2") and the lowest failing rank's detail.
-local function agree_case(s, c, case)
-  local detail = run_case(s, case)
-  local all = c:agree(detail or "")
-  local ranks, first = {}, nil
+-- failing ranks ("0,2") and the detail of the lowest rank whose error is
+-- its own (not a check naming another rank), else of the lowest failing.
+local function agree_case(s, case)
+  local c = s.comm
+  case.comm = case_comm(s, case.size)
+  local detail = case.comm and run_case(s, case) or nil
+  local flags = gather_flags(c, detail ~= nil)
+  local any = false
+  for r = 0, c.size - 1 do any = any or flags[r] ~= 0 end
+  if not any then return nil end
+  case.comm = nil
+  local all = c:agree(detail and ((symptom(detail) and "s" or "o") .. detail) or "")
+  local own, failing, first = {}, {}, nil
   for r = 1, #all do
     if all[r] ~= "" then
-      ranks[#ranks + 1] = r - 1
-      first = first or all[r]
+      failing[#failing + 1] = r - 1
+      if all[r]:sub(1, 1) == "o" then own[#own + 1] = r - 1 end
     end
   end
-  if #ranks == 0 then return nil end
+  local ranks = #own > 0 and own or failing
+  first = all[ranks[1] + 1]:sub(2)
   return repro.ranges(ranks), first
 end
 
@@ -272,14 +377,18 @@ end
 local function grid(s)
   local n = { table.unpack(s.n) }
   local off = { table.unpack(s.offset) }
+  local ranks = { table.unpack(s.ranks or { s.comm.size }) }
   table.sort(n)
   table.sort(off)
+  table.sort(ranks)
   local cases = {}
   for _, ni in ipairs(n) do
     for _, oi in ipairs(off) do
-      for _, d in ipairs(s.dtype) do
-        for _, op in ipairs(s.op) do
-          cases[#cases + 1] = { n = ni, offset = oi, dtype = d, op = op }
+      for _, k in ipairs(ranks) do
+        for _, d in ipairs(s.dtype) do
+          for _, op in ipairs(s.op) do
+            cases[#cases + 1] = { n = ni, offset = oi, dtype = d, op = op, size = k }
+          end
         end
       end
     end
@@ -287,61 +396,121 @@ local function grid(s)
   return cases
 end
 
--- Smaller lengths, then smaller offsets, than the failing case f (those
--- the grid did not try); returns the smallest that still fails.
-local function shrink(s, c, f, tried)
+-- A kind of failure: its detail without the numbers ("# of # elements
+-- differ" is one kind, "candidate raised: ...index #..." another).
+local function kind_of(detail)
+  return (detail:gsub("%-?%d+%.?%d*", "#"))
+end
+
+-- Smaller cases than f: shorter lengths (every dtype and op at each),
+-- then smaller offsets, then fewer ranks (with ranks= only); the smallest
+-- that still fails, within s.shrink tries.
+local function shrink(s, f, tried)
   local budget = s.shrink
   local function try(case)
+    case.size = case.size or f.size
     if tried[case_text(case)] or budget <= 0 then return false end
+    tried[case_text(case)] = true
     budget = budget - 1
-    local ranks, detail = agree_case(s, c, case)
+    local ranks, detail = agree_case(s, case)
     if not ranks then return false end
     case.ranks, case.detail = ranks, detail
     f = case
     return true
   end
+  local function each_kind(n, off, k)
+    for _, d in ipairs(s.dtype) do
+      for _, op in ipairs(s.op) do
+        if try({ n = n, offset = off, dtype = d, op = op, size = k }) then return true end
+      end
+    end
+    return false
+  end
   for n = 1, f.n - 1 do
-    if try({ n = n, offset = f.offset, dtype = f.dtype, op = f.op }) then break end
+    if each_kind(n, f.offset, f.size) then break end
   end
   for off = 0, f.offset - 1 do
     if try({ n = f.n, offset = off, dtype = f.dtype, op = f.op }) then break end
   end
+  for k = 1, s.ranks and f.size - 1 or 0 do
+    if try({ n = f.n, offset = f.offset, dtype = f.dtype, op = f.op, size = k }) then break end
+  end
   return f
+end
+
+-- out=: what the script needs is gathered, and the file checked, before
+-- any case runs (on every rank alike: a problem is an error everywhere).
+local function plan_out(s)
+  if not s.out then return nil end
+  local ok, plan = pcall(script.plan, s.candidate, s.reference)
+  local problem = ok and "" or tostring(plan)
+  if ok and s.comm.rank == 0 then
+    local fine, why = gcsh.check_file(s.out)
+    if not fine then problem = why end
+  end
+  local all = s.comm:agree(problem)
+  for r = 1, #all do
+    if all[r] ~= "" then error("sweep: out=" .. s.out .. ": " .. all[r], 3) end
+  end
+  return plan
+end
+
+local function write_out(s, plan, f)
+  local problem = ""
+  if s.comm.rank == 0 then
+    local ok, text = pcall(script.text, s.out, f, plan, s)
+    if not ok then
+      problem = tostring(text)
+    else
+      local written, why = gcsh.write_file(s.out, text)
+      if not written then problem = why end
+    end
+  end
+  local all = s.comm:agree(problem)
+  for r = 1, #all do
+    if all[r] ~= "" then error("sweep: out=" .. s.out .. ": " .. all[r], 3) end
+  end
+end
+
+local function say_result(s, f, kinds)
+  if s.quiet or s.comm.rank ~= 0 then return end
+  say("sweep: %d of %d cases fail; smallest: %s on [%s]: %s", f.failed, f.cases, case_text(f),
+      f.ranks, f.detail)
+  for i = 2, #kinds do
+    say("sweep: another kind of failure, smallest %s on [%s]: %s", case_text(kinds[i]),
+        kinds[i].ranks, kinds[i].detail)
+  end
 end
 
 function repro.sweep(o)
   local s = sweep_options(o)
-  local c = s.comm or comm.world()
+  local plan = plan_out(s)
   local cases = grid(s)
-  local smallest, failed, tried = nil, 0, {}
+  local smallest, failed, tried, kinds, seen = nil, 0, {}, {}, {}
   for _, case in ipairs(cases) do
     tried[case_text(case)] = true
-    local ranks, detail = agree_case(s, c, case)
+    local ranks, detail = agree_case(s, case)
     if ranks then
       failed = failed + 1
-      if not smallest then
-        smallest = case; case.ranks = ranks; case.detail = detail
+      case.ranks, case.detail = ranks, detail
+      smallest = smallest or case
+      if not seen[kind_of(detail)] then
+        seen[kind_of(detail)] = true
+        kinds[#kinds + 1] = case
       end
     end
   end
   if not smallest then
-    if not s.quiet and c.rank == 0 then say("sweep: all %d cases pass", #cases) end
+    if not s.quiet and s.comm.rank == 0 then say("sweep: all %d cases pass", #cases) end
     return nil
   end
-  local f = shrink(s, c, smallest, tried)
+  local f = shrink(s, smallest, tried)
   f.failed, f.cases = failed, #cases
-  if not s.quiet and c.rank == 0 then
-    say("sweep: %d of %d cases fail; smallest: %s on [%s]: %s", failed, #cases, case_text(f),
-        f.ranks, f.detail)
-  end
-  if s.out then
-    local ok, err = true, nil
-    if c.rank == 0 then ok, err = pcall(repro.write_script, s.out, f, s) end
-    local all = c:agree(ok and "" or tostring(err))
-    for r = 1, #all do
-      if all[r] ~= "" then error("sweep: out=" .. s.out .. ": " .. all[r], 2) end
-    end
-  end
+  kinds[1] = f -- the first kind, shrunk
+  f.kinds = kinds
+  say_result(s, f, kinds)
+  if plan then write_out(s, plan, f) end
+  f.comm = nil
   return f
 end
 
@@ -353,127 +522,12 @@ function repro.check(case, candidate, reference, opts)
   return true
 end
 
--- ---- the standalone script of one case ----------------------------------
-
--- The source text of function f: the lines it was defined on, cut to the
--- one function expression they hold.
-local function function_text(f, what)
-  local info = debug.getinfo(f, "S")
-  if info.what ~= "Lua" or info.source:sub(1, 1) ~= "@" then
-    error(string.format("%s was not defined in a file (%s): its source is not available; "
-                        .. "define it in a script", what, info.short_src), 0)
-  end
-  local lines, i = {}, 0
-  local fh = io.open(info.source:sub(2), "r")
-  if not fh then error(what .. ": cannot read " .. info.source:sub(2), 0) end
-  for line in fh:lines() do
-    i = i + 1
-    if i >= info.linedefined and i <= info.lastlinedefined then lines[#lines + 1] = line end
-  end
-  fh:close()
-  local text = table.concat(lines, "\n")
-  -- the function expression: from a 'function' keyword to an 'end' keyword
-  -- that make one loadable expression (a name after 'function' is dropped)
-  local starts, ends = {}, {}
-  for p in text:gmatch("()function%f[^%w_]") do starts[#starts + 1] = p end
-  for p in text:gmatch("%f[%w_]end()%f[^%w_]") do ends[#ends + 1] = p end
-  for _, a in ipairs(starts) do
-    for k = #ends, 1, -1 do
-      local body = text:sub(a, ends[k] - 1)
-      body = body:gsub("^function%s+[%w_%.]+%s*%(", "function(", 1)
-      if load("return " .. body, "=text", "t") then return body end
-    end
-  end
-  error(what .. ": cannot find its function text in " .. info.short_src, 0)
-end
-
-local function literal(v)
-  local t = type(v)
-  if t == "number" and math.type(v) == "integer" then return string.format("%d", v) end
-  if t == "number" then return string.format("%.17g", v) end
-  if t == "string" or t == "boolean" or t == "nil" then return string.format("%q", v) end
-  if t == "table" then
-    local parts = {}
-    for k, x in pairs(v) do
-      parts[#parts + 1] = "[" .. literal(k) .. "] = " .. literal(x)
-    end
-    table.sort(parts)
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  error("a " .. t, 0)
-end
-
--- Collects f's upvalues (and theirs) into decl: name -> text, in order.
-local function collect(f, what, decl, seen)
-  for i = 1, math.huge do
-    local name, v = debug.getupvalue(f, i)
-    if not name then break end
-    local id = debug.upvalueid(f, i)
-    if name == "_ENV" or seen[id] then goto continue end
-    if decl.ids[name] and decl.ids[name] ~= id then
-      error(string.format("%s: two different upvalues are named '%s'", what, name), 0)
-    end
-    seen[id] = true
-    decl.ids[name] = id
-    decl.order[#decl.order + 1] = name
-    if type(v) == "function" then
-      decl.text[name] = function_text(v, "upvalue '" .. name .. "' of " .. what)
-      collect(v, "upvalue '" .. name .. "'", decl, seen)
-    elseif v ~= nil and _G[name] == v then
-      decl.text[name] = name -- a local alias of a global
-    else
-      local ok, lit = pcall(literal, v)
-      if not ok then
-        error(string.format("%s uses upvalue '%s' (%s), which a script cannot rebuild: "
-                            .. "make it inside the function or pass it through the case",
-                            what, name, lit), 0)
-      end
-      decl.text[name] = lit
-    end
-    ::continue::
-  end
-end
-
+-- The standalone script of one case (the sweep's out=): its text is in
+-- gcsh.repro_script.
 function repro.write_script(path, case, s)
-  local decl = { ids = {}, order = {}, text = {} }
-  local seen = {}
-  local cand = function_text(s.candidate, "candidate")
-  local ref = function_text(s.reference, "reference")
-  collect(s.candidate, "candidate", decl, seen)
-  collect(s.reference, "reference", decl, seen)
-  local out = {
-    "-- Written by repro.sweep (gcsh " .. gcsh.version .. ", backend " .. gcsh.backend .. ", "
-      .. size .. " ranks): the smallest case",
-    "-- where candidate differs from reference: " .. case_text(case) .. " on ranks " .. case.ranks
-      .. ".",
-    "--   " .. case.detail,
-    "-- Run it: gcsh -n " .. size .. " " .. path
-      .. "   (exit 0: candidate matches; 1: it does not; 125: wrong rank count)",
-    "if size ~= " .. size .. " then",
-    "  if rank == 0 then print(\"found at " .. size .. " ranks: run gcsh -n " .. size .. " "
-      .. path .. "\") end",
-    "  os.exit(125)",
-    "end",
-    "local case = {n = " .. case.n .. ", offset = " .. case.offset .. ", dtype = "
-      .. string.format("%q", case.dtype) .. ", op = " .. string.format("%q", case.op) .. "}",
-  }
-  if #decl.order > 0 then
-    out[#out + 1] = "local " .. table.concat(decl.order, ", ")
-    for _, name in ipairs(decl.order) do
-      out[#out + 1] = name .. " = " .. decl.text[name]
-    end
-  end
-  out[#out + 1] = "local candidate = " .. cand
-  out[#out + 1] = "local reference = " .. ref
-  out[#out + 1] = "repro.check(case, candidate, reference, " .. literal({ rtol = s.rtol, atol = s.atol })
-    .. ")"
-  out[#out + 1] = "print(\"" .. case_text(case) .. ": candidate matches reference\")"
-  local text = table.concat(out, "\n") .. "\n"
-  assert(load(text, "=" .. path, "t"))
-  local fh, err = io.open(path, "w")
-  if not fh then error(err, 0) end
-  fh:write(text)
-  fh:close()
+  local text = script.text(path, case, script.plan(s.candidate, s.reference), s)
+  local ok, err = gcsh.write_file(path, text)
+  if not ok then error(err, 0) end
   return path
 end
 

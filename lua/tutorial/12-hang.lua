@@ -60,11 +60,11 @@ lesson.check(s:read(0) == 1,
 s:free()
 
 --- A collective gives up
--- A collective's check waits too, but only .timeout seconds: then the ranks
--- that came get an error naming the one that did not, instead of a hang
--- (and the late one, when it comes, one saying the others have gone).
--- With `.timeout 1` this barrier fails that way; with the default 10 s it
--- completes after 2 s.
+-- A collective's check waits too; once you set a limit (`.timeout S`, or
+-- --timeout S and gcsh.timeout(S) for scripts) only that long: then the
+-- ranks that came get an error naming the one that did not, instead of a
+-- hang.  With `.timeout 1` this barrier fails that way; with no limit set
+-- (the default) it completes after 2 s.
 ok, err = pcall(function()
   if rank == size - 1 then gcsh.sleep(2) end
   c:barrier()

@@ -1,6 +1,7 @@
 /* The shell's own Lua plumbing on every rank: print, io.stdout, io.stderr
  * and warn() go to the rank's output capture (program output and errors
  * apart), and gcsh.sleep sleeps interruptibly. */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include "wire/collcheck.h"
 #include "core/gcsh.h"
+#include "core/safefile.h"
+#include "wire/msg.h"
 #include "wire/out.h"
 #include "bind/l_shell.h"
 #include "bind/winbuild.h"
@@ -157,6 +160,55 @@ static int shell_check(lua_State *L)
     return 1;
 }
 
+/* gcsh.timeout(seconds): as .timeout at the prompt, from a script: a hang
+ * report every `seconds`, and collective checks that wait longer than that
+ * for a rank that is alive fail, naming where it is (without it, a script
+ * keeps waiting for a slow rank).  0: neither.  Rank 0's coordinator holds
+ * the setting: every rank may call it, the last call wins; it holds for
+ * the rest of the session. */
+static int shell_timeout(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->cap)
+        gcsh_capture_send(ctx->cap, MSG_TIMEOUT, &s, sizeof s);
+    return 0;
+}
+
+/* true, or (as io.open answers) nil and why. */
+static int file_answer(lua_State *L, int rc, const char *err)
+{
+    if (rc != 0) {
+        luaL_pushfail(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* gcsh.check_file(path): true when gcsh may write path (safefile.h: absent
+ * or a regular file, not a link, in a folder that exists), else nil and
+ * why. */
+static int shell_check_file(lua_State *L)
+{
+    char err[PATH_MAX + 200];
+    return file_answer(L, gcsh_file_check(luaL_checkstring(L, 1), err, sizeof err), err);
+}
+
+/* gcsh.write_file(path, text): the whole file at once, the way gcsh writes
+ * every file (safefile.h): true, or nil and why (a refused target, a full
+ * disk), and the target is left as it was. */
+static int shell_write_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t n;
+    const char *text = luaL_checklstring(L, 2, &n);
+    char err[PATH_MAX + 200];
+    return file_answer(L, gcsh_file_write_all(path, text, n, err, sizeof err), err);
+}
+
 /* gcsh.varies(): this command's output depends on timing or the machine
  * (a replay records it and does not compare it, record.h). */
 static int shell_varies(lua_State *L)
@@ -284,19 +336,15 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_setfield(L, -2, "stderr");
     lua_pop(L, 1);
     install_warn(L, cap);
+    static const luaL_Reg gcsh_funcs[] = {
+        {"sleep", shell_sleep},           {"info", shell_info},
+        {"check", shell_check},           {"progress", shell_progress},
+        {"varies", shell_varies},         {"timeout", shell_timeout},
+        {"check_file", shell_check_file}, {"write_file", shell_write_file},
+        {"check_counts", shell_check_counts}, {NULL, NULL},
+    };
     lua_getglobal(L, "gcsh");
-    lua_pushcfunction(L, shell_sleep);
-    lua_setfield(L, -2, "sleep");
-    lua_pushcfunction(L, shell_info);
-    lua_setfield(L, -2, "info");
-    lua_pushcfunction(L, shell_check);
-    lua_setfield(L, -2, "check");
-    lua_pushcfunction(L, shell_progress);
-    lua_setfield(L, -2, "progress");
-    lua_pushcfunction(L, shell_varies);
-    lua_setfield(L, -2, "varies");
-    lua_pushcfunction(L, shell_check_counts);
-    lua_setfield(L, -2, "check_counts");
+    luaL_setfuncs(L, gcsh_funcs, 0);
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, debug_inject);
     lua_setfield(L, -2, "inject");

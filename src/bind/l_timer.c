@@ -10,6 +10,8 @@
  * it; so releasing a timer that was never stopped (:free(), __gc, __close)
  * ends it and drops the reading.  That is local, so __gc may do it.
  */
+#include <stdlib.h>
+
 #include <lauxlib.h>
 #include <mpi.h>
 
@@ -69,10 +71,30 @@ static int timer_tostring(lua_State *L)
     return 1;
 }
 
+/* gcsh.wtime(): the clock, or what the tape says (gcsh.h): a recorded
+ * chunk keeps what it read, a replayed one reads the recording's values;
+ * any other reading makes the output vary (a replay shows, not compares). */
 static int wtime(lua_State *L)
 {
-    gcsh_ctx_of(L)->output_varies = 1;
-    lua_pushnumber(L, MPI_Wtime());
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_tape *tp = &ctx->tape;
+    double t = MPI_Wtime();
+    if (tp->mode == GCSH_TAPE_PLAY && tp->next < tp->n) {
+        t = tp->v[tp->next++];
+    } else if (tp->mode == GCSH_TAPE_RECORD && (tp->n < tp->cap || tp->cap < (1u << 20))) {
+        if (tp->n == tp->cap) {
+            size_t cap = tp->cap ? 2 * tp->cap : 64;
+            double *p = realloc(tp->v, cap * sizeof *p);
+            if (!p)
+                return luaL_error(L, "gcsh.wtime: out of memory for the recording's tape");
+            tp->v = p;
+            tp->cap = cap;
+        }
+        tp->v[tp->n++] = t;
+    } else {
+        ctx->output_varies = 1;
+    }
+    lua_pushnumber(L, t);
     return 1;
 }
 

@@ -88,6 +88,7 @@ typedef struct plan_args {
     int sig_arg;            /* stack index of the signals userdata, or 0 */
     uint64_t *signal;
     uint64_t signal_value;
+    size_t signal_slot;
     size_t nseg;
     gcsh_xfer_seg *seg;     /* scratch userdata on the stack */
     seg_meta *meta;
@@ -240,6 +241,7 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     size_t slot = read_signal_field(L, sig, 2, arg, "slot", -1, (lua_Integer)s->n - 1);
     a->signal_value = read_signal_field(L, sig, 3, arg, "value", 1, LUA_MAXINTEGER);
     a->sig = s;
+    a->signal_slot = slot;
     a->signal = (uint64_t *)s->desc.peer[member] + slot;
     lua_remove(L, sig); /* the signals userdata stays, for the handle's user value */
     a->sig_arg = lua_gettop(L);
@@ -408,7 +410,8 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
         gcsh_storage_ref(x->local[i]);
         x->bytes += a->seg[i].bytes;
     }
-    gcsh_xfer_plan plan = {a->engine, a->nseg, a->seg, a->signal, a->signal_value};
+    gcsh_xfer_plan plan = {a->engine, a->nseg, a->seg, a->signal, a->signal_value, a->peer,
+                           a->sig ? a->sig->desc.trace_id : 0, a->sig ? (int64_t)a->signal_slot : -1};
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (xfer_ops(L)->prepare(ctx, &plan, &x->impl) != 0) {
         x->impl = NULL;

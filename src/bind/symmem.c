@@ -503,6 +503,7 @@ void gcsh_sym_check_stage(lua_State *L, int comm_idx, gcsh_symobj *o, gcsh_sym_p
     lcomm *lc = lua_touserdata(L, comm_idx);
     gcsh_sym_agree(L, lc, p); /* raises unless every rank proposed p, with no problem */
     o->seq = p->seq;
+    o->desc.trace_id = lc->chk.id * 0x9e3779b97f4a7c15ull + o->seq; /* equal on every rank */
     lua_pushvalue(L, comm_idx);
     o->comm_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lc->registered++;

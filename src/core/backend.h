@@ -141,6 +141,10 @@ typedef struct gcsh_window_desc {
     void **peer;          /* [team_size]: each member's slice, mapped here */
     void *peer_table_dev; /* device copy of peer[] for kernels (cuda), else NULL */
     char handle[192];     /* the backend's handles, for w:info() */
+    /* Set by the binding once every rank agreed on the window: an id equal
+     * on every member (its communicator's and its sequence number), by
+     * which traces link a signal set or add to the wait it releases. */
+    uint64_t trace_id;
 } gcsh_window_desc;
 
 enum gcsh_cmp { GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ, GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT };
@@ -345,6 +349,11 @@ typedef struct gcsh_xfer_plan {
     const gcsh_xfer_seg *seg;   /* host array; prepare copies what it keeps */
     uint64_t *signal;           /* a signal word (8-byte aligned), or NULL */
     uint64_t signal_value;
+    /* For traces (the backend ignores them): the peer's rank in the
+     * communicator, and the signal's signals (its trace_id) and slot. */
+    int peer;
+    uint64_t signal_obj;
+    int64_t signal_slot;
 } gcsh_xfer_plan;
 
 typedef struct gcsh_xfer_impl gcsh_xfer_impl;

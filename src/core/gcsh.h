@@ -15,11 +15,33 @@
 
 #define GCSH_VERSION "0.1.0"
 
+/* Exit statuses as `git bisect run` reads them (contract; README "Exit
+ * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
+ * these two.  (69, 70 and 143 are in collcheck.h and sigint.h.) */
+#define GCSH_EXIT_SKIP 125  /* cannot test here: too few ranks, no GPU, a harness
+                               error (a missing script, a syntax error, an unknown
+                               API, a failed require), a file that could not be
+                               written; bisect skips the commit */
+#define GCSH_EXIT_USAGE 128 /* a usage error (a bad option, a refused file name):
+                               bisect stops */
+
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
 typedef struct gcsh_trace gcsh_trace;
+typedef struct gcsh_flight gcsh_flight;
 typedef struct gcsh_board gcsh_board;
 typedef struct gcsh_orphans gcsh_orphans;
+
+/* gcsh.wtime's tape (record.h): while a recorded chunk runs (CHUNK_TAPE)
+ * the values gcsh.wtime returned, sent to rank 0 with the chunk's end; for
+ * a replayed one (MSG_TAPE), the values it returns in turn, then the clock
+ * again.  So a replay sees the times the recording saw. */
+enum gcsh_tape_mode { GCSH_TAPE_OFF, GCSH_TAPE_RECORD, GCSH_TAPE_PLAY };
+typedef struct gcsh_tape {
+    double *v;
+    size_t n, cap, next;
+    int mode; /* enum gcsh_tape_mode */
+} gcsh_tape;
 
 struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
@@ -73,11 +95,16 @@ struct gcsh_ctx {
      * its output may differ between runs (CHUNK_VARIES).  Reset when a
      * chunk starts; set by gcsh.varies() and the functions that do. */
     int output_varies;
-    /* Tracing (trace.h): on while ctx->trace is set, when ctx->be is the
-     * traced copy of the backend's table; trace_store outlives it (the
-     * watcher thread copies from it) until the rank closes. */
+    gcsh_tape tape;             /* gcsh.wtime's, for record and replay (above) */
+    /* Tracing (trace.h): trace_store records every call (the flight
+     * recorder's and the trace's) while ctx->be is its copy of the
+     * backend's table; ctx->trace is set while spans are kept (.trace);
+     * trace_store lives until the rank closes (the watcher copies from it). */
     gcsh_trace *trace;
     gcsh_trace *trace_store;
+    /* The flight recorder (flight.h): this rank's last calls, in memory
+     * rank 0 can read; NULL when GCSH_FLIGHT_CALLS=0. */
+    gcsh_flight *flight;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

@@ -75,7 +75,8 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
                            "; this build has no cuda backend"
 #endif
             );
-            return -1;
+            /* cuda in a build without it cannot run here; another name is a usage error */
+            return strcmp(want, "cuda") == 0 ? -1 : -2;
         }
     }
 #ifdef GCSH_HAVE_CUDA

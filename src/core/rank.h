@@ -11,7 +11,8 @@
 void gcsh_rank_topology(gcsh_ctx *ctx);
 
 /* Chooses and initialises the backend: want = "host", "cuda" or NULL (auto).
- * Returns 0, or -1 with ctx->err set (collective: every rank agrees). */
+ * Returns 0, or with ctx->err set (collective: every rank agrees) -2 when
+ * want names no backend, -1 when the backend cannot start here. */
 int gcsh_rank_backend(gcsh_ctx *ctx, const char *want);
 
 /* Creates the rank's Lua state with the standard libraries, gcsh's libraries

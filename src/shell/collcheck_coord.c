@@ -385,6 +385,44 @@ static int doomed(const gcsh_checker *k, const gcsh_checker_io *io, const group 
     return 0;
 }
 
+static group group_new(int size);
+static void group_free(group *g);
+static int cmp_int(const void *a, const void *b);
+
+/* Whether g waits for a member that waits, in a check on another
+ * communicator, for a member that waits ... for one of g's own ranks: a
+ * cycle that no arrival can end, since a rank waits in one check at a time
+ * (rank 1 gave up on a sweep's case and went to its next collective while
+ * rank 0 still waits in the case's).  Every rank is looked at once. */
+static int deadlocked(const gcsh_checker *k, const gcsh_checker_io *io, const group *g)
+{
+    int found = 0, n = 0;
+    char *seen = calloc((size_t)k->size, 1);
+    int *todo = malloc((size_t)k->size * sizeof *todo);
+    for (int i = 0; i < g->nmissing; i++)
+        if (k->slot[g->missing[i]].present && !seen[g->missing[i]]) {
+            seen[g->missing[i]] = 1;
+            todo[n++] = g->missing[i];
+        }
+    group h = group_new(k->size);
+    while (n > 0 && !found) {
+        find_group(k, io, todo[--n], &h);
+        for (int i = 0; i < h.nmissing && !found; i++) {
+            int m = h.missing[i];
+            for (int j = 0; j < g->n && !found; j++)
+                found = g->ranks[j] == m;
+            if (!found && k->slot[m].present && !seen[m]) {
+                seen[m] = 1;
+                todo[n++] = m;
+            }
+        }
+    }
+    group_free(&h);
+    free(seen);
+    free(todo);
+    return found;
+}
+
 static int failed(const gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now,
                   double timeout)
 {
@@ -398,7 +436,8 @@ static int failed(const gcsh_checker *k, const gcsh_checker_io *io, const group 
 /* "barrier #5: [0,2] waited 10.0 s for [1,3]: [1] finished the command; [3] running ..."
  * or, when the waiting ranks are in different calls,
  * "[0-1] barrier #2, [3] allreduce #2 f32 x3 sum: waited 1.1 s for [2]: ..." */
-static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now)
+static void fail_text(const gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now,
+                      gcsh_text *msg_out)
 {
     char label[1024];
     char (*text)[DESC_LEN] = malloc((size_t)(g->n + g->nmissing) * sizeof *text);
@@ -437,9 +476,49 @@ static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *
         fold_texts(&msg, g->missing, g->nmissing, where, "; ");
     else /* members unknown: the backend could not tell them */
         gcsh_text_append(&msg, "the other members never arrived", 31);
+    *msg_out = msg;
+    free(text);
+}
+
+static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now)
+{
+    gcsh_text msg = {0};
+    fail_text(k, io, g, now, &msg);
     answer(k, io, g, 0, msg.s);
     gcsh_text_free(&msg);
-    free(text);
+}
+
+/* Every group in a cycle of waits (deadlocked) fails in one pass, each
+ * message saying where the others wait: answering one group first would
+ * take its ranks out of the others' view.  Returns whether any failed. */
+static int fail_deadlocks(gcsh_checker *k, const gcsh_checker_io *io, double now)
+{
+    group g = group_new(k->size);
+    int *first = malloc((size_t)k->size * sizeof *first), n = 0;
+    gcsh_text *msg = calloc((size_t)k->size, sizeof *msg);
+    for (int r = 0; r < k->size; r++) {
+        if (!k->slot[r].present)
+            continue;
+        find_group(k, io, r, &g);
+        int lowest = 1;
+        for (int i = 0; i < g.n; i++)
+            lowest &= g.ranks[i] >= r;
+        if (!lowest || g.complete || g.ncoming > 0 || !deadlocked(k, io, &g))
+            continue;
+        qsort(g.ranks, (size_t)g.n, sizeof *g.ranks, cmp_int);
+        qsort(g.missing, (size_t)g.nmissing, sizeof *g.missing, cmp_int);
+        fail_text(k, io, &g, now, &msg[n]);
+        first[n++] = r;
+    }
+    for (int i = 0; i < n; i++) {
+        find_group(k, io, first[i], &g);
+        answer(k, io, &g, 0, msg[i].s);
+        gcsh_text_free(&msg[i]);
+    }
+    group_free(&g);
+    free(first);
+    free(msg);
+    return n > 0;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -476,7 +555,7 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
         return;
     group g = group_new(k->size);
     for (int changed = 1; changed;) {
-        changed = 0;
+        changed = fail_deadlocks(k, io, now);
         for (int r = 0; r < k->size; r++) /* pairs first: see find_group */
             if (k->slot[r].present && paired(k, r)) {
                 find_group(k, io, r, &g);

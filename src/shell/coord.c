@@ -2,6 +2,8 @@
 #include <ctype.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,7 @@ typedef struct run_state {
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    char *harness;      /* per rank: its error was CHUNK_HARNESS (cannot run here) */
     double exit_deadline; /* 0: no rank called os.exit */
     double interrupted_at; /* the first interrupt of this command; 0: none */
     int unanswered_said;   /* "has not answered the interrupt" was said */
@@ -68,6 +71,7 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
                       .err = err, .abort_fd = -1, .end_status = -1};
     c->lost = calloc((size_t)ctx->size, 1);
+    c->lost_why = calloc((size_t)ctx->size, sizeof *c->lost_why);
     gcsh_fold_init(&c->fold, ctx->size, out, err, tag);
     gcsh_progress_init(&c->progress, err, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
@@ -79,13 +83,17 @@ void gcsh_tap_init(gcsh_tap *t, int size)
     t->out = calloc((size_t)size, sizeof *t->out);
     t->status = calloc((size_t)size, sizeof *t->status);
     t->ran = calloc((size_t)size, 1);
+    t->tape = calloc((size_t)size, sizeof *t->tape);
 }
 
 void gcsh_tap_destroy(gcsh_tap *t, int size)
 {
-    for (int r = 0; t->out && r < size; r++)
+    for (int r = 0; t->out && r < size; r++) {
         gcsh_text_free(&t->out[r]);
+        gcsh_text_free(&t->tape[r]);
+    }
     free(t->out);
+    free(t->tape);
     free(t->status);
     free(t->ran);
     *t = (gcsh_tap){0};
@@ -106,8 +114,10 @@ void gcsh_coord_destroy(gcsh_coord *c)
     gcsh_fold_destroy(&c->fold);
     gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
+    gcsh_flight_out_free(c);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
+    free(c->lost_why);
     free(c->aborted);
 }
 
@@ -166,22 +176,56 @@ static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, cha
 
 /* ---- ending the session at once -------------------------------------------- */
 
+/* The statuses of the ranks that are done, into the tap (record.h): at the
+ * end of a command, or as the session ends at once. */
+static void fill_tap(gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; c->tap && rs && r < c->size; r++) /* no rs: between commands */
+        if (rs->state[r] == DONE) {
+            c->tap->status[r] = rs->status[r];
+            c->tap->ran[r] = 1;
+        }
+}
+
 /* Every other rank exits with `code` (their watchers do it, whatever their
  * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
- * a device is lost, and finalising could hang. */
-static _Noreturn void die_now(gcsh_coord *c, int code, const char *why)
+ * a device is lost, and finalising could hang.  A crash (a lost rank, a
+ * device fault) writes the flight recorder's file.  on_end first: the
+ * recorder keeps the line that was running, a replay compares how it ended. */
+static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why,
+                              int crash)
 {
     flush_output(c, 0);
     gcsh_tracer_snapshot(c, why); /* where every rank stopped */
+    char when[300];
+    snprintf(when, sizeof when, "as the session ended (%s)", why);
+    if (crash) /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it */
+        gcsh_flight_dump(c, when);
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
-    gcsh_launcher_status(c->launcher, code);
+    fill_tap(c, rs);
+    int status = c->on_end ? c->on_end(c->end_arg, code, why) : code;
+    gcsh_launcher_status(c->launcher, status);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
     if (c->on_exit)
         c->on_exit(c->exit_arg);
     fflush(NULL);
-    _exit(code);
+    _exit(status);
+}
+
+/* How rank r ended, once its connection closed: the signal its crash
+ * handler reported on the control channel (worker.c), or only that. */
+static void why_lost(gcsh_coord *c, int r)
+{
+    gcsh_msg_header h;
+    struct pollfd p = {.fd = c->link->peer_ctl[r], .events = POLLIN};
+    if (poll(&p, 1, 0) == 1 && recv(p.fd, &h, sizeof h, MSG_DONTWAIT) == (ssize_t)sizeof h &&
+        h.type == MSG_CRASH && h.seq > 0 && h.seq < 65)
+        snprintf(c->lost_why[r], sizeof c->lost_why[r], "killed by signal %u: %s",
+                 (unsigned)h.seq, strsignal((int)h.seq));
+    else
+        snprintf(c->lost_why[r], sizeof c->lost_why[r], "its connection to rank 0 closed");
 }
 
 static void mark_lost(gcsh_coord *c, run_state *rs, int r)
@@ -192,8 +236,9 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
     flush_output(c, 0);
-    gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
-    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+    why_lost(c, r);
+    gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
+    die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
 }
 
 /* A rank that is not running a command sent something: nothing is expected
@@ -203,8 +248,9 @@ static void read_idle_rank(gcsh_coord *c, int r, gcsh_msg *m)
     if (gcsh_msg_recv(c->link->peer_cmd[r], m) == 0)
         return;
     c->lost[r] = 1;
-    gcsh_coord_say(c, "gcsh: rank %d is gone (its connection to rank 0 closed)", r);
-    die_now(c, GCSH_EXIT_LOST, "the session cannot go on without it");
+    why_lost(c, r);
+    gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
+    die_now(c, NULL, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
 }
 
 int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
@@ -352,6 +398,7 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
     gcsh_tracer_request(c); /* the trace file shows where each rank is */
+    gcsh_flight_request(c, "at a hang report: calls still running then are unfinished");
     free(ranks);
     free(text);
     free(v);
@@ -480,6 +527,8 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 c->tap->varies = 1;
             rs->status[r] &= ~CHUNK_VARIES;
         }
+        rs->harness[r] = (rs->status[r] & CHUNK_HARNESS) != 0;
+        rs->status[r] &= ~CHUNK_HARNESS;
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
@@ -506,6 +555,18 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABORTED:
         note_aborted(c, rs, r, m->data, m->h.len);
         break;
+    case MSG_TAPE:
+        if (c->tap)
+            gcsh_text_append(&c->tap->tape[r], m->data, m->h.len);
+        break;
+    case MSG_TIMEOUT: /* gcsh.timeout(s) in the chunk: as .timeout s */
+        if (m->h.len == sizeof(double)) {
+            double v;
+            memcpy(&v, m->data, sizeof v);
+            c->timeout = c->limit = v;
+            rs->next_report = v > 0 ? now + v : 0;
+        }
+        break;
     case MSG_PROGRESS:
         if (m->h.len == sizeof(gcsh_progress_msg))
             gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
@@ -513,10 +574,13 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_TRACE_DATA:
         gcsh_tracer_take(c, r, m->data, m->h.len);
         break;
+    case MSG_FLIGHT_DATA:
+        gcsh_flight_take(c, r, m->data, m->h.len);
+        break;
     case MSG_FATAL:
         flush_output(c, 0);
         fputs(m->data, c->err);
-        die_now(c, GCSH_EXIT_FATAL, "a device fault cannot be recovered from");
+        die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from", 1);
     }
 }
 
@@ -547,7 +611,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
     if (rs->term_at > 0)
         next = earliest(next, rs->term_at + TERM_GRACE_S);
     next = earliest(next, gcsh_progress_due(&c->progress));
-    next = earliest(next, gcsh_checker_deadline(&c->checker, c->timeout));
+    next = earliest(next, gcsh_checker_deadline(&c->checker, c->limit));
     if (next == 0)
         return 3600 * 1000;
     return next <= now ? 0 : (int)((next - now) * 1000) + 1;
@@ -585,19 +649,19 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
         flush_output(c, 0);
-    gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 0);
+    gcsh_checker_resolve(&c->checker, &io, now, c->limit, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
         rs->next_report = now + c->timeout;
         start_probe(c, rs, now);
     }
-    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->timeout))
+    if (gcsh_checker_needs_probe(&c->checker, &io, now, c->limit))
         start_probe(c, rs, now);
     show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
-        gcsh_checker_resolve(&c->checker, &io, now, c->timeout, 1);
+        gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);
         rs->report_due = 0;
         rs->probe_until = 0;
         for (int r = 0; r < c->size; r++)
@@ -615,7 +679,7 @@ static _Noreturn void end_unanswered(gcsh_coord *c, run_state *rs, int code, con
     gcsh_coord_say(c, "gcsh: [%s] never answered the interrupt (%.1f s)",
                    ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
                    gcsh_now_seconds() - rs->interrupted_at);
-    die_now(c, code, why);
+    die_now(c, rs, code, why, 0);
 }
 
 static void interrupt_running(gcsh_coord *c, run_state *rs)
@@ -795,7 +859,7 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
         if (rs->running > 0) {
             snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
                      ranks_where(c, rs, RUNNING, running, sizeof running));
-            die_now(c, code, why);
+            die_now(c, rs, code, why, 0);
         }
         if (n < c->size || !same)
             gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
@@ -817,6 +881,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
+    rs.harness = calloc((size_t)c->size, 1);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -836,15 +901,15 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
+        res->harness += rs.harness[r];
         exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
-        if (c->tap) {
-            c->tap->status[r] = rs.status[r];
-            c->tap->ran[r] = 1;
-        }
     }
-    if (res->interrupted || rs.abort_all)
+    fill_tap(c, &rs);
+    if (res->interrupted || rs.abort_all) {
         say_interrupted(c, &rs);
+        gcsh_flight_dump(c, rs.abort_all ? "after .abort" : "after an interrupt");
+    }
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
@@ -858,6 +923,13 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.where);
     free(rs.asked);
     free(rs.exit_status);
+    free(rs.harness);
+}
+
+void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n)
+{
+    if (!c->lost[r])
+        gcsh_msg_send(c->link->peer_cmd[r], MSG_TAPE, c->seq, v, n * sizeof *v, NULL, 0);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

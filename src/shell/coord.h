@@ -20,6 +20,8 @@ typedef struct gcsh_tap {
     gcsh_text *out;    /* [size] */
     uint32_t *status;  /* [size]: CHUNK_OK, CHUNK_ERROR, ... (ranks that ran) */
     char *ran;         /* [size]: the command was sent to this rank */
+    gcsh_text *tape;   /* [size]: what gcsh.wtime returned there, as doubles
+                          (a chunk run with CHUNK_TAPE) */
     int varies;        /* some rank's output depends on timing or the machine */
     int quiet;
 } gcsh_tap;
@@ -29,13 +31,20 @@ typedef struct gcsh_coord {
     gcsh_link *link;
     int size;
     uint32_t seq;      /* chunks sent so far */
-    double timeout;    /* seconds before a hang report; 0 = never */
+    double timeout;    /* seconds between hang reports; 0 = never */
+    /* Seconds a collective check waits for a member that is alive but has
+     * not come before it fails, naming where that member is; 0: it keeps
+     * waiting (reported every .timeout) until the member comes or Ctrl-C.
+     * Set only by the user: --timeout, .timeout, gcsh.timeout(). */
+    double limit;
     int sigfd;         /* self-pipe of SIGINT */
     FILE *out;         /* where program output and the shell's answers go */
     FILE *err;         /* where errors and the shell's diagnostics go */
     gcsh_fold fold;
     gcsh_progress progress; /* the progress line while a command runs */
     char *lost;        /* per rank: its connection closed */
+    char (*lost_why)[64]; /* per rank: how, as far as rank 0 knows ("killed by
+                          signal 11: Segmentation fault") */
     gcsh_checker checker; /* fingerprints ranks wait on (collcheck_coord.h) */
     /* Rank 0's terminal while a command runs, for `.abort` (-1: none, as in
      * a piped session, whose next lines belong to later commands). */
@@ -55,8 +64,18 @@ typedef struct gcsh_coord {
      * the session stops the job and takes the terminal back (repl.c). */
     void (*job_control)(void *arg, int mask);
     void *job_arg;
+    /* Called as the session ends at once (a lost rank, a device fault,
+     * os.exit while other ranks ran), once the tap holds what the command
+     * gave: the recorder keeps the line that was running and how it ended,
+     * a replay compares that ending.  Returns the status to end with. */
+    int (*on_end)(void *arg, int status, const char *why);
+    void *end_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
+    /* The flight recorder's file (trace_coord.h): --flight FILE, or NULL
+     * for the default; the dump being written. */
+    const char *flight_path;
+    struct gcsh_flight_out *flight_out;
     /* The pid of gcsh -n's launcher, told the status when the session ends
      * at once (launch.h); 0 when there is none. */
     int launcher;
@@ -70,6 +89,8 @@ typedef struct gcsh_run_result {
     int aborted;       /* .abort tore the communicators down */
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
+    int harness;       /* ranks whose error says the chunk cannot run here (a
+                          missing module, an unknown API: CHUNK_HARNESS) */
     int lost;          /* ranks whose connection closed meanwhile */
     int exit_code;     /* os.exit on some rank: the session's status (the first
                           non-zero one by rank, else 0); -1 when none */
@@ -96,6 +117,9 @@ void gcsh_tap_destroy(gcsh_tap *t, int size);
  * report is the lost rank, not a stop.  Returns what poll returns for p. */
 struct pollfd;
 int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms);
+/* Between commands: rank r's gcsh.wtime returns these n values in turn in
+ * the next command (a replay of a recorded line, record.h). */
+void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n);
 
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);

@@ -1,21 +1,27 @@
 /* Recording a session as a replayable script.  See record.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
+#include "core/safefile.h"
 #include "wire/msg.h"
 #include "shell/record.h"
 
 extern char **environ;
 
 struct gcsh_recorder {
-    FILE *f;
+    gcsh_file file;  /* the temporary beside the recording (safefile.h) */
     char *path;
-    int lines; /* entries written: the next one's number is lines + 1 */
+    int lines;       /* entries written: the next one's number is lines + 1 */
+    int failed;      /* a write failed (said): the recording is lost */
+    char replaces[160]; /* what FILE held, when it is a recording replaced at the end */
 };
 
 /* ---- Lua strings and folded text (shared with replay.c) -------------------- */
@@ -139,6 +145,19 @@ void gcsh_fold_groups(gcsh_text *out, int size, const gcsh_text *texts, const ch
 
 /* ---- the header ------------------------------------------------------------ */
 
+void gcsh_record_quiet(gcsh_coord *c, const char *src, gcsh_tap *tap)
+{
+    char *all = malloc((size_t)c->size);
+    memset(all, 1, (size_t)c->size);
+    gcsh_tap_init(tap, c->size);
+    tap->quiet = 1;
+    c->tap = tap;
+    gcsh_run_result res;
+    gcsh_coord_run(c, all, 0, "=record", src, strlen(src), &res);
+    c->tap = NULL;
+    free(all);
+}
+
 /* Every rank's device (and CUDA versions), asked with a quiet command. */
 static const char DEVICE_PROBE[] =
     "local ok, i = pcall(gcsh.info)\n"
@@ -147,32 +166,24 @@ static const char DEVICE_PROBE[] =
     "    tostring(i.runtime_version), tostring(i.driver_version)) or ''\n"
     "print(gcsh.device .. cuda)\n";
 
-static void write_devices(FILE *f, gcsh_coord *c)
+static void write_devices(gcsh_recorder *r, gcsh_coord *c)
 {
-    char *all = malloc((size_t)c->size);
-    memset(all, 1, (size_t)c->size);
     gcsh_tap tap;
-    gcsh_tap_init(&tap, c->size);
-    tap.quiet = 1;
-    c->tap = &tap;
-    gcsh_run_result res;
-    gcsh_coord_run(c, all, 0, "=record", DEVICE_PROBE, sizeof DEVICE_PROBE - 1, &res);
-    c->tap = NULL;
-    for (int r = 0; r < c->size; r++) /* one line each: drop the newline */
-        if (tap.out[r].len && tap.out[r].s[tap.out[r].len - 1] == '\n')
-            tap.out[r].s[--tap.out[r].len] = '\0';
+    gcsh_record_quiet(c, DEVICE_PROBE, &tap);
+    for (int k = 0; k < c->size; k++) /* one line each: drop the newline */
+        if (tap.out[k].len && tap.out[k].s[tap.out[k].len - 1] == '\n')
+            tap.out[k].s[--tap.out[k].len] = '\0';
     gcsh_text folded = {0};
     gcsh_fold_groups(&folded, c->size, tap.out, tap.ran, NULL);
     const char *p = folded.s ? folded.s : "";
     while (*p) { /* "-- device [0-1] cpu" per group */
         const char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        fprintf(f, "-- device %.*s\n", (int)n, p);
+        gcsh_file_printf(&r->file, "-- device %.*s\n", (int)n, p);
         p += n + (nl != NULL);
     }
     gcsh_text_free(&folded);
     gcsh_tap_destroy(&tap, c->size);
-    free(all);
 }
 
 /* Variables that change what gcsh, NCCL or CUDA do (GCSH_HISTORY and the
@@ -185,9 +196,20 @@ static int behaviour_env(const char *kv)
            strncmp(kv, "CUDA_VISIBLE_DEVICES=", 21) == 0;
 }
 
-static void write_header(FILE *f, gcsh_session *s, const char *path)
+/* The seed math.random gets on every rank (with the rank), for the
+ * recording and its replays alike. */
+static long long new_seed(void)
+{
+    unsigned v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (unsigned)time(NULL) ^ (unsigned)getpid();
+    return (long long)(v & 0x7fffffff);
+}
+
+static void write_header(gcsh_recorder *r, gcsh_session *s, const char *path, long long seed)
 {
     gcsh_ctx *ctx = s->coord->ctx;
+    gcsh_file *f = &r->file;
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int mlen = 0;
     MPI_Get_library_version(mpi, &mlen);
@@ -195,39 +217,114 @@ static void write_header(FILE *f, gcsh_session *s, const char *path)
     time_t now = time(NULL);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    fprintf(f, "#!/usr/bin/env gcsh\n");
-    fprintf(f, "-- gcsh recording (format %d): %d rank%s, backend %s\n", GCSH_RECORD_FORMAT,
-            ctx->size, ctx->size == 1 ? "" : "s", ctx->be->name);
-    fprintf(f, "-- Replay and compare every line's output: gcsh --replay %s\n", path);
-    fprintf(f, "-- Rerun as a plain script:                 gcsh -n %d %s\n", ctx->size, path);
-    fprintf(f, "-- Recorded %s with gcsh %s, %s, %s\n", when, GCSH_VERSION, LUA_RELEASE, mpi);
-    write_devices(f, s->coord);
+    gcsh_file_printf(f, "#!/usr/bin/env gcsh\n");
+    gcsh_file_printf(f, "-- gcsh recording (format %d): %d rank%s, backend %s\n",
+                     GCSH_RECORD_FORMAT, ctx->size, ctx->size == 1 ? "" : "s", ctx->be->name);
+    gcsh_file_printf(f, "-- Replay and compare every line's output: gcsh --replay %s\n", path);
+    gcsh_file_printf(f, "-- Rerun as a plain script:                 gcsh -n %d %s\n", ctx->size,
+                     path);
+    gcsh_file_printf(f, "-- Recorded %s with gcsh %s, %s, %s\n", when, GCSH_VERSION, LUA_RELEASE,
+                     mpi);
+    write_devices(r, s->coord);
     for (char **e = environ; *e; e++)
         if (behaviour_env(*e))
-            fprintf(f, "-- env %s\n", *e);
-    fprintf(f, "-- Data: :rand() without a seed is seeded with the rank, so at %d ranks every\n"
-               "-- tensor gets the values it had when this was recorded.\n",
-            ctx->size);
-    fprintf(f, "-- Each line(N, ranks, source, expected) below is one line of the session: it\n"
-               "-- runs on those ranks; out is what each rank group printed (varies: read a\n"
-               "-- clock or an address, so not compared), failed the ranks that raised an error.\n");
-    fprintf(f, "local line = require(\"gcsh.record\").script { ranks = %d, backend = \"%s\" }\n\n",
-            ctx->size, ctx->be->name);
+            gcsh_file_printf(f, "-- env %s\n", *e);
+    gcsh_file_printf(f, "-- Data: :rand() without a seed is seeded with the rank, so at %d ranks "
+                        "every\n-- tensor gets the values it had when this was recorded; "
+                        "math.random is seeded\n-- with (seed, rank), and gcsh.wtime returns "
+                        "on replay what it returned here.\n", ctx->size);
+    gcsh_file_printf(f, "-- Each line(N, ranks, source, expected) below is one line of the "
+                        "session: it\n-- runs on those ranks; out is what each rank group "
+                        "printed (varies: read a\n-- clock or an address, so not compared), "
+                        "failed the ranks that raised an error.\n");
+    gcsh_file_printf(f, "local line = require(\"gcsh.record\").script { ranks = %d, backend = "
+                        "\"%s\", seed = %lld }\n\n", ctx->size, ctx->be->name, seed);
+}
+
+/* Whether FILE holds a gcsh recording; what it is, into what. */
+static int is_recording(const char *path, char *what, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    char line[512], when[64] = "";
+    int format = 0, ranks = 0, lines = 0, found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        found |= sscanf(line, "-- gcsh recording (format %d): %d rank", &format, &ranks) == 2;
+        if (sscanf(line, "-- Recorded %63[0-9: -]", when) == 1)
+            for (size_t k = strlen(when); k && when[k - 1] == ' ';)
+                when[--k] = '\0';
+        lines += strncmp(line, "line(", 5) == 0 || strncmp(line, "line.dot(", 9) == 0 ||
+                 strncmp(line, "line.chunk(", 11) == 0;
+    }
+    if (f)
+        fclose(f);
+    if (found)
+        snprintf(what, len, "a recording of %d line%s at %d rank%s%s%s", lines,
+                 lines == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s", when[0] ? ", made " : "",
+                 when);
+    return found;
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+/* Flushes what is written to the temporary; a failure stops the recording
+ * (said once) and counts as a failure of the session: it cannot do what
+ * it was asked (GCSH_EXIT_SKIP, gcsh_session_status). */
+static void flush_checked(gcsh_recorder *r, gcsh_session *s)
+{
+    if (r->failed || gcsh_file_flush(&r->file) == 0)
+        return;
+    r->failed = 1;
+    gcsh_coord_say(s->coord, "gcsh: .record: cannot write %s: %s; the recording stopped (%s is "
+                             "left as it was)", r->path, strerror(r->file.err), r->path);
+    s->failures++;
+    s->harness_failures++;
+}
+
+static void write_text(gcsh_recorder *r, gcsh_session *s, const gcsh_text *t)
+{
+    if (r->failed)
+        return;
+    gcsh_file_write(&r->file, t->s ? t->s : "", t->len);
+    flush_checked(r, s);
 }
 
 gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        gcsh_coord_say(s->coord, "gcsh: .record: cannot write %s: %s", path, strerror(errno));
+    char err[PATH_MAX + 200], replaces[160] = "";
+    if (gcsh_file_check(path, err, sizeof err) != 0) {
+        gcsh_coord_say(s->coord, "gcsh: .record: %s", err);
+        return NULL;
+    }
+    if (access(path, F_OK) == 0 && !is_recording(path, replaces, sizeof replaces)) {
+        gcsh_coord_say(s->coord, "gcsh: .record: %s exists and is not a gcsh recording: gcsh does "
+                                 "not replace it (remove it, or record to another name)", path);
         return NULL;
     }
     gcsh_recorder *r = calloc(1, sizeof *r);
-    r->f = f;
+    if (gcsh_file_open(&r->file, path, err, sizeof err) != 0) {
+        gcsh_coord_say(s->coord, "gcsh: .record: %s", err);
+        free(r);
+        return NULL;
+    }
     r->path = strdup(path);
-    write_header(f, s, path);
-    fflush(f);
-    gcsh_coord_say(s->coord, "recording to %s", path);
+    snprintf(r->replaces, sizeof r->replaces, "%s", replaces);
+    long long seed = new_seed();
+    write_header(r, s, path, seed);
+    char src[96];
+    gcsh_tap tap;
+    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)", seed);
+    gcsh_record_quiet(s->coord, src, &tap);
+    gcsh_tap_destroy(&tap, s->coord->size);
+    flush_checked(r, s);
+    if (r->failed) {
+        gcsh_record_close(r, s->coord);
+        return NULL;
+    }
+    if (replaces[0])
+        gcsh_coord_say(s->coord, "recording to %s (it replaces %s when the recording ends)", path,
+                       replaces);
+    else
+        gcsh_coord_say(s->coord, "recording to %s", path);
     return r;
 }
 
@@ -240,23 +337,42 @@ void gcsh_record_say(const gcsh_recorder *r, gcsh_coord *c)
         gcsh_coord_say(c, "not recording (.record FILE starts)");
 }
 
-void gcsh_record_close(gcsh_recorder *r)
+static void release(gcsh_recorder *r)
 {
-    if (!r)
-        return;
-    fclose(r->f);
+    gcsh_file_discard(&r->file);
     free(r->path);
     free(r);
 }
 
-/* ---- entries ---------------------------------------------------------------- */
-
-static void write_text(gcsh_recorder *r, const gcsh_text *t)
+int gcsh_record_close(gcsh_recorder *r, gcsh_coord *c)
 {
-    fwrite(t->s ? t->s : "", 1, t->len, r->f);
+    if (!r)
+        return 0;
+    char err[PATH_MAX + 200];
+    int rc = -1;
+    if (r->failed) {
+        /* said when it failed */
+    } else if (r->lines == 0) {
+        gcsh_coord_say(c, "gcsh: .record: nothing was recorded: %s not written%s", r->path,
+                       r->replaces[0] ? " (the recording there is kept)" : "");
+    } else {
+        gcsh_file_printf(&r->file, "\n-- The recording ends here: %d line%s (a file without this "
+                                   "line was cut short).\nline.finish(%d)\n",
+                         r->lines, r->lines == 1 ? "" : "s", r->lines);
+        rc = gcsh_file_commit(&r->file, err, sizeof err);
+        if (rc == 0)
+            gcsh_coord_say(c, "recording written to %s: %d line%s", r->path, r->lines,
+                           r->lines == 1 ? "" : "s");
+        else
+            gcsh_coord_say(c, "gcsh: .record: %s", err);
+    }
+    release(r);
+    return rc;
 }
 
-/* "1,3": the ranks that ran and ended with an error or an interrupt. */
+/* ---- entries ---------------------------------------------------------------- */
+
+/* "1,3": the ranks that ran and ended with status want. */
 static int failed_ranks(const gcsh_tap *tap, int size, uint32_t want, char *buf, size_t len)
 {
     int *list = malloc((size_t)size * sizeof *list), n = 0;
@@ -270,71 +386,198 @@ static int failed_ranks(const gcsh_tap *tap, int size, uint32_t want, char *buf,
 
 /* An interrupted line is kept as a comment: rerun, it would run to its end
  * (or forever) where the session stopped it. */
-static void write_interrupted(gcsh_recorder *r, const char *chunk)
+static void write_interrupted(gcsh_recorder *r, gcsh_session *s, const char *chunk)
 {
-    fprintf(r->f, "-- interrupted (Ctrl-C), not replayed:\n");
+    gcsh_text e = {0};
+    append_str(&e, "-- interrupted (Ctrl-C), not replayed:\n");
     for (const char *p = chunk; *p;) {
         size_t n = strcspn(p, "\n");
-        fprintf(r->f, "--   %.*s\n", (int)n, p);
+        append_str(&e, "--   ");
+        gcsh_text_append(&e, p, n);
+        append_str(&e, "\n");
         p += n + (p[n] == '\n');
     }
-    fputc('\n', r->f);
+    append_str(&e, "\n");
+    write_text(r, s, &e);
+    gcsh_text_free(&e);
+}
+
+/* ", key = " between the fields of the expected table. */
+static void field(gcsh_text *e, const char **sep, const char *key)
+{
+    append_str(e, *sep);
+    append_str(e, key);
+    append_str(e, " = ");
+    *sep = ", ";
+}
+
+/* wtime = {[0] = {t, ...}, [1] = {...}}: what gcsh.wtime returned on each rank. */
+static void append_tape(gcsh_text *e, const char **sep, const gcsh_tap *tap, int size)
+{
+    int any = 0;
+    for (int r = 0; r < size && !any; r++)
+        any = tap->tape[r].len >= sizeof(double);
+    if (!any)
+        return;
+    field(e, sep, "wtime");
+    append_str(e, "{");
+    const char *rsep = "";
+    char num[40];
+    for (int r = 0; r < size; r++) {
+        size_t n = tap->tape[r].len / sizeof(double);
+        if (!n)
+            continue;
+        snprintf(num, sizeof num, "%s[%d] = {", rsep, r);
+        append_str(e, num);
+        for (size_t i = 0; i < n; i++) {
+            double v;
+            memcpy(&v, tap->tape[r].s + i * sizeof v, sizeof v);
+            snprintf(num, sizeof num, "%s%.17g", i ? ", " : "", v);
+            append_str(e, num);
+        }
+        append_str(e, "}");
+        rsep = ", ";
+    }
+    append_str(e, "}");
+}
+
+/* How the session ended at once during this line. */
+typedef struct ending {
+    int status;
+    const char *why;
+    char lost[256];
+} ending;
+
+/* The expected table: what the line gave (and how it ended), or nothing. */
+static void append_expected(gcsh_text *e, gcsh_session *s, const gcsh_line_result *res,
+                            const gcsh_chunk *k, const ending *end)
+{
+    int size = s->coord->size;
+    char failed[1024], buf[1200];
+    gcsh_text folded = {0};
+    if (res->ran)
+        gcsh_fold_groups(&folded, size, res->tap.out, res->tap.ran, NULL);
+    int nfailed = res->ran ? failed_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
+    size_t before = e->len;
+    const char *sep = "";
+    append_str(e, ", {");
+    if (k && k->nargs) {
+        field(e, &sep, "args");
+        append_str(e, "{");
+        for (int i = 0; i < k->nargs; i++) {
+            append_str(e, i ? ", " : "");
+            quoted(e, k->args[i], strlen(k->args[i]));
+        }
+        append_str(e, "}");
+    }
+    if (res->syntax_error) {
+        field(e, &sep, "syntax");
+        gcsh_lua_string(e, s->syntax_msg, strlen(s->syntax_msg));
+    }
+    if (nfailed) {
+        field(e, &sep, "failed");
+        snprintf(buf, sizeof buf, "\"%s\"", failed);
+        append_str(e, buf);
+    }
+    if (res->exit_code >= 0) {
+        field(e, &sep, "exit");
+        snprintf(buf, sizeof buf, "%d", res->exit_code);
+        append_str(e, buf);
+    }
+    if (res->ran && res->tap.varies) {
+        field(e, &sep, "varies");
+        append_str(e, "true");
+    }
+    if (res->ran)
+        append_tape(e, &sep, &res->tap, size);
+    if (end) {
+        field(e, &sep, "ended");
+        snprintf(buf, sizeof buf, "{status = %d, lost = \"%s\", why = ", end->status, end->lost);
+        append_str(e, buf);
+        gcsh_lua_string(e, end->why, strlen(end->why));
+        append_str(e, "}");
+    }
+    if (folded.len) {
+        field(e, &sep, "out");
+        gcsh_lua_string(e, folded.s, folded.len);
+    }
+    if (*sep)
+        append_str(e, "}");
+    else
+        e->len = before; /* nothing to expect */
+    gcsh_text_free(&folded);
+}
+
+/* One entry: line(N, ranks, src, ...) or line.chunk(N, ranks, name, src, ...). */
+static void write_entry(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k, const char *src,
+                        const gcsh_line_result *res, const ending *end)
+{
+    char ranks[1024], failed[1024];
+    gcsh_session_targets(s, ranks, sizeof ranks);
+    if (!end && res->ran &&
+        failed_ranks(&res->tap, s->coord->size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
+        write_interrupted(r, s, src);
+        return;
+    }
+    gcsh_text e = {0};
+    char head[1200];
+    snprintf(head, sizeof head, k ? "line.chunk(%d, \"%s\", " : "line(%d, \"%s\", ", ++r->lines,
+             ranks);
+    append_str(&e, head);
+    if (k) {
+        quoted(&e, k->name, strlen(k->name));
+        append_str(&e, ", ");
+    }
+    gcsh_lua_string(&e, src, strlen(src));
+    append_expected(&e, s, res, k, end);
+    append_str(&e, ")\n");
+    write_text(r, s, &e);
+    gcsh_text_free(&e);
 }
 
 void gcsh_record_line(gcsh_recorder *r, gcsh_session *s, const char *chunk,
                       const gcsh_line_result *res)
 {
-    int size = s->coord->size;
-    char ranks[1024], failed[1024];
-    gcsh_session_targets(s, ranks, sizeof ranks);
-    if (res->ran && failed_ranks(&res->tap, size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
-        write_interrupted(r, chunk);
-        return;
+    write_entry(r, s, NULL, chunk, res, NULL);
+}
+
+void gcsh_record_chunk(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k,
+                       const gcsh_line_result *res)
+{
+    gcsh_text src = {0};
+    gcsh_text_append(&src, k->src, k->len);
+    write_entry(r, s, k, src.s ? src.s : "", res, NULL);
+    gcsh_text_free(&src);
+}
+
+int gcsh_record_ending(gcsh_recorder *r, gcsh_session *s, int status, const char *why)
+{
+    const gcsh_chunk *k = s->running;
+    gcsh_coord *c = s->coord;
+    gcsh_text text = {0}; /* "rank 1: killed by signal 11: ...; why" */
+    ending end = {.status = status};
+    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
+    for (int q = 0; q < c->size; q++) {
+        if (!c->lost[q])
+            continue;
+        list[n++] = q;
+        char part[128];
+        snprintf(part, sizeof part, "rank %d: %s; ", q, c->lost_why[q]);
+        append_str(&text, part);
     }
-    gcsh_text e = {0};
-    char head[1200];
-    snprintf(head, sizeof head, "line(%d, \"%s\", ", ++r->lines, ranks);
-    append_str(&e, head);
-    gcsh_lua_string(&e, chunk, strlen(chunk));
-    gcsh_text folded = {0};
-    if (res->ran)
-        gcsh_fold_groups(&folded, size, res->tap.out, res->tap.ran, NULL);
-    int nfailed = res->ran ? failed_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
-    if (res->syntax_error || folded.len || nfailed || res->exit_code >= 0) {
-        append_str(&e, ", {");
-        const char *sep = "";
-        if (res->syntax_error) {
-            append_str(&e, "syntax = ");
-            gcsh_lua_string(&e, s->syntax_msg, strlen(s->syntax_msg));
-            sep = ", ";
-        }
-        if (nfailed) {
-            snprintf(head, sizeof head, "%sfailed = \"%s\"", sep, failed);
-            append_str(&e, head);
-            sep = ", ";
-        }
-        if (res->exit_code >= 0) {
-            snprintf(head, sizeof head, "%sexit = %d", sep, res->exit_code);
-            append_str(&e, head);
-            sep = ", ";
-        }
-        if (res->ran && res->tap.varies) {
-            append_str(&e, sep);
-            append_str(&e, "varies = true");
-            sep = ", ";
-        }
-        if (folded.len) {
-            append_str(&e, sep);
-            append_str(&e, "out = ");
-            gcsh_lua_string(&e, folded.s, folded.len);
-        }
-        append_str(&e, "}");
+    append_str(&text, why);
+    gcsh_format_ranks(list, n, end.lost, sizeof end.lost);
+    free(list);
+    end.why = text.s;
+    if (k && s->running_res) {
+        int script = !(k->flags & CHUNK_PRINT_RESULTS); /* not a typed line */
+        gcsh_text src = {0};
+        gcsh_text_append(&src, k->src, k->len);
+        write_entry(r, s, script ? k : NULL, src.s ? src.s : "", s->running_res, &end);
+        gcsh_text_free(&src);
     }
-    append_str(&e, ")\n");
-    write_text(r, &e);
-    fflush(r->f);
-    gcsh_text_free(&e);
-    gcsh_text_free(&folded);
+    gcsh_text_free(&text);
+    return gcsh_record_close(r, c);
 }
 
 void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line)
@@ -355,7 +598,6 @@ void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line)
     append_str(&e, head);
     gcsh_lua_string(&e, line, strlen(line));
     append_str(&e, ")\n");
-    write_text(r, &e);
-    fflush(r->f);
+    write_text(r, s, &e);
     gcsh_text_free(&e);
 }

@@ -1,47 +1,83 @@
 /* Recording a session and replaying it (rank 0).
  *
  * gcsh --record FILE and .record FILE write every following line of the
- * session (typed or piped, dot-commands included) to FILE as a gcsh script:
- * a header (versions, backend, ranks, devices, the environment that changes
- * behaviour, how to replay it), then one call per line with the ranks it ran
- * on, and what each rank group printed, which ranks failed, and whether the
- * output varies between runs (it read a clock, an address, the machine's
- * facts: CHUNK_VARIES).  The file is a plain script too: gcsh -n N FILE reruns
- * it through lua/gcsh/record.lua, which runs each line on its ranks as the
- * prompt would.
+ * session (typed or piped, dot-commands included), and the script and -e
+ * chunks the command line runs, to FILE as a gcsh script: a header
+ * (versions, backend, ranks, devices, the environment that changes
+ * behaviour, the seed of math.random, how to replay it), then one call per
+ * line with the ranks it ran on, what each rank group printed, which ranks
+ * failed, whether the output varies between runs (it read a clock, an
+ * address, the machine's facts: CHUNK_VARIES), the values gcsh.wtime
+ * returned on each rank, and, for a line that ended the session at once (a
+ * rank lost, a device fault), how it ended; then a closing line with the
+ * number of lines, so a file cut short is told from a whole one.  The file
+ * is a plain script too: gcsh -n N FILE reruns it through
+ * lua/gcsh/record.lua, which runs each line on its ranks as the prompt
+ * would.
  *
- * gcsh --replay FILE reruns the lines through the prompt's own runner and
+ * The file is written through safefile.h: it grows in a temporary beside
+ * FILE and takes FILE's place when the recording ends (.record off, the
+ * session's end, or the line that ended the session at once).  A recording
+ * with no line is refused and FILE left as it was; an existing FILE is
+ * replaced only when it is itself a recording, and that is said; a failed
+ * write is an error, and FILE is left as it was.
+ *
+ * gcsh --replay FILE reruns the lines through the prompt's own runner, with
+ * math.random seeded and gcsh.wtime returning the recorded values, and
  * compares each with the recording: the first line whose output (or failed
- * ranks, or syntax error) differs is reported with the ranks, what was
- * expected and what came, and the replay exits 1; 0 when every line
- * matches.  Varying output is shown, not compared.
+ * ranks, or syntax error, or ending) differs is reported with the ranks,
+ * what was expected and what came, and the replay exits 1 (with
+ * --keep-going it runs on and lists every line that differed); 0 when every
+ * line matches, a recorded ending included.  Varying output is shown, not
+ * compared.  An empty recording, or one without its closing line, is
+ * refused (GCSH_EXIT_SKIP).
  *
- * The format (version 1), one call per line, long strings for text:
+ * The format (version 2; version 1 files replay too), one call per line,
+ * long strings for text:
+ *   local line = require("gcsh.record").script{ranks = 2, backend = "host", seed = S}
  *   line(N, "0-1", [==[source]==] [, {out = [==[folded output]==],
- *        failed = "1", varies = true, syntax = [==[message]==], exit = 3}])
- *   line.dot(N, "0-1", [==[.check off]==]) */
+ *        failed = "1", varies = true, syntax = [==[message]==], exit = 3,
+ *        wtime = {[0] = {t, ...}, ...},
+ *        ended = {status = 69, lost = "1", why = [==[...]==]}}])
+ *   line.chunk(N, "0-1", "@file.lua", [==[source]==] [, {args = {...}, ...}])
+ *   line.dot(N, "0-1", [==[.check off]==])
+ *   line.finish(N) */
 #ifndef GCSH_RECORD_H
 #define GCSH_RECORD_H
 
 #include "shell/repl.h"
 
-#define GCSH_RECORD_FORMAT 1
+#define GCSH_RECORD_FORMAT 2 /* written; 1 and 2 are read */
 
 typedef struct gcsh_recorder gcsh_recorder;
 
-/* Creates FILE and writes its header (a quiet command asks every rank for
- * its device).  NULL after saying why (an unwritable file). */
+/* Starts a recording to FILE: its header (a quiet command asks every rank
+ * for its device, another seeds math.random).  NULL after saying why (a
+ * refused or unwritable file, a file that is no recording). */
 gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path);
 /* Says where the session is recorded, or that it is not. */
 void gcsh_record_say(const gcsh_recorder *r, gcsh_coord *c);
-/* Closes FILE (NULL: nothing). */
-void gcsh_record_close(gcsh_recorder *r);
+/* Ends the recording: its closing line, then FILE takes its place.  0, or
+ * -1 after saying why (nothing was recorded, a write failed): FILE is left
+ * as it was.  NULL: nothing, 0. */
+int gcsh_record_close(gcsh_recorder *r, gcsh_coord *c);
 
 /* A typed chunk and what it gave (gcsh_session_line). */
 void gcsh_record_line(gcsh_recorder *r, gcsh_session *s, const char *chunk,
                       const gcsh_line_result *res);
+/* A script or -e chunk and what it gave (gcsh_session_run). */
+void gcsh_record_chunk(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k,
+                       const gcsh_line_result *res);
 /* A dot-command line, before it runs.  .record itself is not recorded. */
 void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line);
+/* The session ends at once during the running line (s->running): that line
+ * with what it gave so far and how it ended (the status, the lost ranks,
+ * why), then the recording ends (gcsh_record_close). */
+int gcsh_record_ending(gcsh_recorder *r, gcsh_session *s, int status, const char *why);
+
+/* A quiet command on every rank (its output kept in tap, not printed),
+ * between the session's commands: the recorder's and the replay's set-up. */
+void gcsh_record_quiet(gcsh_coord *c, const char *src, gcsh_tap *tap);
 
 /* ---- replay ----------------------------------------------------------------- */
 
@@ -50,8 +86,13 @@ void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line);
 int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
                        size_t elen);
 /* Replays FILE through the session; returns the exit status (0: every line
- * matched; 1: a difference, reported; 2: FILE unreadable or malformed). */
-int gcsh_replay(gcsh_session *s, const char *path);
+ * matched; 1: a difference, reported; GCSH_EXIT_SKIP: FILE unreadable,
+ * malformed, empty or cut short).  keep_going: run past differences and
+ * list them all. */
+int gcsh_replay(gcsh_session *s, const char *path, int keep_going);
+/* The session ends at once during a replay (coord's on_end): a match when
+ * the running line was recorded ending that way.  Returns the status. */
+int gcsh_replay_ending(gcsh_session *s, int status, const char *why);
 
 /* Shared by both: a long-bracket or quoted Lua string of text (the level of
  * '=' chosen so that the text cannot close it). */

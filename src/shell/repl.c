@@ -1,5 +1,6 @@
 /* Rank 0's session and line loop.  See repl.h. */
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -39,9 +40,34 @@ static void command_job_control(void *arg, int mask)
     gcsh_term_resume(s->term);
 }
 
+/* coord's on_end: the session ends at once (a lost rank, a device fault).
+ * A replay compares that ending with the recording's; the recorder keeps
+ * the line that was running and how it ended. */
+static int session_on_end(void *arg, int status, const char *why)
+{
+    gcsh_session *s = arg;
+    int end = s->replay ? gcsh_replay_ending(s, status, why) : status;
+    if (s->rec) {
+        gcsh_recorder *r = s->rec;
+        s->rec = NULL;
+        if (gcsh_record_ending(r, s, status, why) != 0 && end == 0)
+            end = GCSH_EXIT_SKIP;
+    }
+    return end;
+}
+
+int gcsh_session_record_off(gcsh_session *s)
+{
+    gcsh_recorder *r = s->rec;
+    s->rec = NULL;
+    return gcsh_record_close(r, s->coord);
+}
+
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
     *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
+    coord->on_end = session_on_end;
+    coord->end_arg = s;
     s->syntax = luaL_newstate();
     coord->job_control = command_job_control;
     coord->job_arg = s;
@@ -51,8 +77,7 @@ void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_
 
 void gcsh_session_destroy(gcsh_session *s)
 {
-    gcsh_record_close(s->rec);
-    s->rec = NULL;
+    gcsh_session_record_off(s);
     gcsh_lesson_close(s);
     gcsh_text_free(&s->inbuf);
     gcsh_text_free(&s->pasted);
@@ -75,6 +100,8 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
+    if (res->failed && res->harness)
+        s->harness_failures++;
     if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
         s->exit_code = res->exit_code;
         s->quit = 1;
@@ -85,6 +112,13 @@ static void run_compiled(gcsh_session *s, const char *name, const char *src, siz
         gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
 }
 
+int gcsh_session_status(const gcsh_session *s)
+{
+    if (s->failures == 0)
+        return 0;
+    return s->failures > s->harness_failures ? 1 : GCSH_EXIT_SKIP;
+}
+
 int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
                       uint32_t flags)
 {
@@ -92,6 +126,7 @@ int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t
         gcsh_coord_error(s->coord, "%s", lua_tostring(s->syntax, -1));
         lua_settop(s->syntax, 0);
         s->failures++;
+        s->harness_failures++;
         return -1;
     }
     lua_settop(s->syntax, 0);
@@ -137,6 +172,7 @@ static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **sr
         snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
         lua_settop(S, 0);
         s->failures++;
+        s->harness_failures++;
         return SYNTAX_ERROR;
     }
     lua_settop(S, 0);
@@ -302,10 +338,12 @@ static void dot_timeout(gcsh_session *s, const char *arg)
                            arg);
             return;
         }
-        s->coord->timeout = v;
+        s->coord->timeout = s->coord->limit = v;
     }
     gcsh_coord_say(s->coord, "timeout %g s%s", s->coord->timeout,
-                   s->coord->timeout > 0 ? "" : " (never report)");
+                   s->coord->timeout <= 0 ? " (never report)"
+                   : s->coord->limit <= 0 ? " (reports only: collective checks keep waiting)"
+                                          : "");
 }
 
 static void dot_time(gcsh_session *s, const char *arg)
@@ -417,25 +455,52 @@ static void dot_record(gcsh_session *s, const char *arg)
         gcsh_record_say(s->rec, s->coord);
         return;
     }
-    gcsh_record_close(s->rec);
-    s->rec = NULL;
-    if (strcmp(arg, "off") == 0)
-        gcsh_coord_say(s->coord, "record off");
-    else
+    int was = s->rec != NULL;
+    if (gcsh_session_record_off(s) != 0) { /* said; the session fails as a failed write does */
+        s->failures++;
+        s->harness_failures++;
+    }
+    if (strcmp(arg, "off") != 0)
         s->rec = gcsh_record_open(s, arg);
+    else if (!was)
+        gcsh_record_say(NULL, s->coord);
 }
 
 /* .trace FILE | off | (nothing: where) */
 static void dot_trace(gcsh_session *s, const char *arg)
 {
-    if (!*arg)
+    int off = strcmp(arg, "off") == 0, rc = 0;
+    if (!*arg || (off && !s->coord->tracer))
         gcsh_tracer_say(s->coord);
-    else if (strcmp(arg, "off") != 0)
-        gcsh_tracer_start(s->coord, arg);
-    else if (s->coord->tracer)
-        gcsh_tracer_stop(s->coord);
+    else if (off)
+        rc = gcsh_tracer_stop(s->coord);
     else
-        gcsh_coord_say(s->coord, "not tracing (.trace FILE starts)");
+        rc = gcsh_tracer_start(s->coord, arg);
+    if (rc != 0) { /* a file refused or not written (said): the session fails */
+        s->failures++;
+        s->harness_failures++;
+    }
+}
+
+/* .flight FILE | (nothing: where automatic dumps go) */
+static void dot_flight(gcsh_session *s, const char *arg)
+{
+    char buf[PATH_MAX];
+    if (!*arg) {
+        gcsh_coord_say(s->coord, "flight recorder: %s\n  %s; .flight FILE writes one now",
+                       gcsh_flight_path(s->coord, buf, sizeof buf),
+                       s->coord->ctx->flight ? "written at a hang report, a crash, an interrupt"
+                                             : "off (GCSH_FLIGHT_CALLS=0)");
+        return;
+    }
+    long calls = gcsh_flight_write(s->coord, arg, "at .flight");
+    if (calls >= 0)
+        gcsh_coord_say(s->coord, "flight recorder written to %s: %ld calls from %d rank%s", arg,
+                       calls, s->coord->size, s->coord->size == 1 ? "" : "s");
+    else { /* said: the session fails as a failed write does */
+        s->failures++;
+        s->harness_failures++;
+    }
 }
 
 static void dot_quit(gcsh_session *s, const char *arg)
@@ -455,7 +520,7 @@ static const gcsh_dot dot_commands[] = {
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",
      "after this long, report where running ranks are, and\n"
-     "                    fail collective checks still waiting (0: never)",
+     "                    (once set) fail collective checks still waiting (0: never)",
      dot_timeout},
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
@@ -468,6 +533,10 @@ static const gcsh_dot dot_commands[] = {
      "trace every rank's lines and calls to FILE (Chrome JSON:\n"
      "                    Perfetto opens it); off writes it",
      dot_trace},
+    {"flight", "FILE", ".flight [FILE]",
+     "write every rank's last calls to FILE now (the flight\n"
+     "                    recorder, a trace file); no FILE: where it writes on its own",
+     dot_flight},
     {"abort", "", ".abort (while a command runs)",
      "typed while a command runs: interrupt it and abort\n"
      "                    every communicator (comm.world() makes a fresh one)",
@@ -899,7 +968,8 @@ static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_
         res->ran = 1;
     }
     gcsh_run_result rr;
-    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS, &rr);
+    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS | (s->rec ? CHUNK_TAPE : 0),
+                 &rr);
     s->coord->tap = NULL;
     if (res)
         res->exit_code = rr.exit_code;
@@ -926,11 +996,59 @@ static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
     if (!s->rec)
         return session_line(s, chunk, NULL);
     gcsh_line_result res;
+    gcsh_chunk typed = {.name = "=stdin", .src = chunk, .len = strlen(chunk),
+                        .flags = CHUNK_PRINT_RESULTS};
+    s->running = &typed; /* kept if the session ends during it (session_on_end) */
+    s->running_res = &res;
     enum compiled c = session_line(s, chunk, &res);
-    if (c != INCOMPLETE)
+    s->running = NULL;
+    s->running_res = NULL;
+    if (c != INCOMPLETE && s->rec)
         gcsh_record_line(s->rec, s, chunk, &res);
     gcsh_line_result_free(s, &res);
     return c;
+}
+
+int gcsh_session_run(gcsh_session *s, const gcsh_chunk *k, gcsh_line_result *res)
+{
+    gcsh_line_result mine;
+    if (!res && s->rec)
+        res = &mine;
+    if (res)
+        *res = (gcsh_line_result){.exit_code = -1};
+    int failed = -1;
+    if (luaL_loadbuffer(s->syntax, k->src, k->len, k->name) != LUA_OK) {
+        const char *msg = lua_tostring(s->syntax, -1);
+        gcsh_coord_say(s->coord, "%s", msg);
+        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
+        lua_settop(s->syntax, 0);
+        s->failures++;
+        s->harness_failures++;
+        if (res)
+            res->syntax_error = 1;
+    } else {
+        lua_settop(s->syntax, 0);
+        if (res) {
+            gcsh_tap_init(&res->tap, s->coord->size);
+            s->coord->tap = &res->tap;
+            res->ran = 1;
+        }
+        s->running = k;
+        s->running_res = res;
+        gcsh_run_result rr;
+        run_compiled(s, k->name, k->src, k->len, k->flags | (s->rec ? CHUNK_TAPE : 0), &rr);
+        s->running = NULL;
+        s->running_res = NULL;
+        s->coord->tap = NULL;
+        if (res)
+            res->exit_code = rr.exit_code;
+        failed = rr.failed;
+    }
+    if (s->rec)
+        gcsh_record_chunk(s->rec, s, k, res);
+    if (res == &mine)
+        gcsh_line_result_free(s, res);
+    return failed;
 }
 
 void gcsh_repl(gcsh_session *s)
@@ -995,6 +1113,7 @@ void gcsh_repl(gcsh_session *s)
         if (luaL_loadbuffer(s->syntax, text, len, "=stdin") != LUA_OK) {
             gcsh_coord_error(s->coord, "%s", lua_tostring(s->syntax, -1));
             s->failures++;
+            s->harness_failures++;
         }
         lua_settop(s->syntax, 0);
     }

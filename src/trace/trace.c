@@ -1,11 +1,15 @@
-/* Traces, every rank's side: spans of Lua lines, checks and backend calls,
- * GPU marks, the clock offset to rank 0, and the blob shipped to rank 0.
+/* Every rank's recorder: calls, Lua lines, collectives and their checks,
+ * into the flight recorder (always, flight.h) and, while tracing, into the
+ * spans shipped to rank 0 (with GPU marks, the clock offset, the blob).
  * See trace.h.
  *
- * The worker thread records; the watcher thread may copy what is recorded
- * at any time (a flush during a hang), so the lists are behind one mutex,
- * taken twice per call (uncontended: tens of ns).  Calls still running are
- * on a small stack that a copy includes, marked unfinished. */
+ * The worker thread records.  The flight recorder needs no lock (its ring
+ * is written under per-slot sequence numbers).  Spans are behind one mutex,
+ * taken twice per call while tracing (uncontended: tens of ns), because
+ * the watcher thread may copy them at any time (a flush during a hang);
+ * calls still running are on a small stack that a copy includes, marked
+ * unfinished.  Spans are a ring of the most recent GCSH_TRACE_EVENTS: the
+ * oldest are dropped, and counted. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,16 +17,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <lauxlib.h>
 #include <mpi.h>
 
+#include "trace/flight.h"
 #include "trace/trace.h"
 
 #define MAX_DEPTH 16            /* calls running inside each other, Lua line included */
+#define MAX_COLLS 8             /* collectives open inside each other */
 #define MAX_EVENTS_DEFAULT ((size_t)1 << 20)
 #define LINE_TEXT_MAX 240       /* bytes of a Lua line kept */
 #define SYNC_ROUNDS 10          /* clock ping-pongs per rank */
 #define SYNC_TAG 0x7ace
 #define LABELS 32               /* collective names kept for reuse */
+#define WHERES 1024             /* Lua file:line strings kept for reuse (a hash table) */
+#define XFER_NOTES 64           /* transfers whose peer and signal a later post names */
 
 typedef struct trace_event {
     gcsh_trace_rec rec;
@@ -35,22 +44,37 @@ typedef struct anchor {
     int64_t host;   /* the host clock when the mark was recorded (the stream idle) */
 } anchor;
 
+/* A record open on the rank (a Lua line, a collective, a check): its
+ * flight recorder slot, its span (while tracing), its collective's name. */
+typedef struct open_call {
+    gcsh_trace_rec rec;
+    int fslot, span;
+    char label[24];
+} open_call;
+
+/* What a prepared transfer will do, for its posts (trace_wrap.c). */
+typedef struct xfer_note {
+    const void *x;
+    gcsh_trace_rec d;
+} xfer_note;
+
 struct gcsh_trace {
     gcsh_trace_tables tables;
     const gcsh_backend *plain;
+    int installed;          /* ctx->be is tables.be */
     pthread_mutex_t lock;
-    int on;
-    trace_event *ev;
-    size_t n, cap, max, dropped;
+    int on;                 /* spans are kept (.trace) */
+    trace_event *ev;        /* the ring of spans: n of them from head */
+    size_t head, n, cap, max, dropped;
     char *pool;
     size_t plen, pcap;
+    struct { uint32_t hash, at; } where[WHERES];
     trace_event open[MAX_DEPTH];
     int depth;
-    /* the collective the calls belong to, between check_end and check_leave */
-    int in_coll;
-    uint64_t comm, seq;
-    int32_t comm_rank, comm_size;
-    uint32_t label;
+    /* the collectives open (check_begin to check_leave), innermost last;
+     * the calls in between belong to the innermost that passed its check */
+    open_call coll[MAX_COLLS];
+    int ncoll, in_coll;
     struct { char name[24]; uint32_t at; } labels[LABELS];
     int nlabels;
     anchor *anchors;
@@ -58,9 +82,16 @@ struct gcsh_trace {
     int cur_anchor;
     int64_t offset, rtt;
     char host[64];
+    uint64_t calls;         /* call numbers given so far */
+    pthread_t lua_thread;   /* the worker's: where Lua lines are asked */
+    int lua_known;
+    xfer_note xfers[XFER_NOTES];
+    int nxfers;
+    open_call lua_line;     /* the chunk running, for the flight recorder */
+    open_call check;        /* the check running */
 };
 
-static int64_t now_ns(void)
+int64_t gcsh_trace_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -74,7 +105,7 @@ static gcsh_trace_rec blank_rec(void)
 
 const gcsh_backend *gcsh_trace_plain(const gcsh_ctx *ctx)
 {
-    return ctx->trace ? ctx->trace->plain : ctx->be;
+    return ctx->trace_store ? ctx->trace_store->plain : ctx->be;
 }
 
 /* ---- strings ----------------------------------------------------------------- */
@@ -115,33 +146,111 @@ static uint32_t label_of(gcsh_trace *t, const char *name)
     return at;
 }
 
-/* ---- spans ------------------------------------------------------------------- */
-
-static void append(gcsh_trace *t, const trace_event *e)
+/* A Lua file:line, kept once (a hash table of the pool's copies).  Lock held. */
+static uint32_t where_of(gcsh_trace *t, const char *s)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 1024;
-        if (cap > t->max)
-            cap = t->max;
-        trace_event *p = t->n < cap ? realloc(t->ev, cap * sizeof *p) : NULL;
-        if (!p) {
-            t->dropped++;
-            if (e->m0 && t->plain->mem->mark_free)
-                t->plain->mem->mark_free(NULL, e->m0);
-            if (e->m1 && t->plain->mem->mark_free)
-                t->plain->mem->mark_free(NULL, e->m1);
-            return;
+    if (!s[0])
+        return 0;
+    uint32_t h = 2166136261u;
+    for (const char *p = s; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    for (uint32_t i = 0; i < WHERES; i++) {
+        uint32_t k = (h + i) % WHERES;
+        if (t->where[k].at == 0) {
+            t->where[k].hash = h;
+            t->where[k].at = pool_add(t, s, strlen(s));
+            return t->where[k].at;
         }
-        t->ev = p;
-        t->cap = cap;
+        if (t->where[k].hash == h && strcmp(t->pool + t->where[k].at - 1, s) == 0)
+            return t->where[k].at;
     }
-    t->ev[t->n++] = *e;
+    return pool_add(t, s, strlen(s));
 }
 
-/* Opens a span: on the stack of running calls (a copy sees it). */
-static int push(gcsh_trace *t, const trace_event *e)
+/* Copies s into buf (len bytes, cut, always terminated); cheaper than
+ * snprintf on every call. */
+static void copy_text(char *buf, size_t len, const char *s)
+{
+    size_t n = strnlen(s, len - 1);
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+}
+
+/* The Lua file:line that made the running call ("repro.lua:12"): the
+ * first Lua frame above the binding, asked only on the worker thread (the
+ * one running ctx->L); "" elsewhere. */
+static void lua_where(gcsh_ctx *ctx, gcsh_trace *t, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!t->lua_known || !ctx->L || !pthread_equal(pthread_self(), t->lua_thread))
+        return;
+    lua_Debug ar;
+    for (int level = 1; level < 6 && lua_getstack(ctx->L, level, &ar); level++) {
+        if (!lua_getinfo(ctx->L, "Sl", &ar))
+            return;
+        if (ar.currentline > 0) { /* "short_src:line", without snprintf's cost */
+            copy_text(buf, len - 12, ar.short_src);
+            char digits[12], *d = digits + sizeof digits;
+            *--d = '\0';
+            for (int v = ar.currentline; v > 0; v /= 10)
+                *--d = (char)('0' + v % 10);
+            size_t n = strlen(buf);
+            buf[n] = ':';
+            memcpy(buf + n + 1, d, (size_t)(digits + sizeof digits - d));
+            return;
+        }
+    }
+}
+
+/* ---- spans ------------------------------------------------------------------- */
+
+static void free_marks(gcsh_trace *t, const trace_event *e)
+{
+    void (*mark_free)(gcsh_ctx *, void *) = t->plain->mem->mark_free;
+    if (e->m0 && mark_free)
+        mark_free(NULL, e->m0);
+    if (e->m1 && mark_free)
+        mark_free(NULL, e->m1);
+}
+
+/* Keeps a finished span: the ring grows to max, then the oldest goes.
+ * Lock held. */
+static void append(gcsh_trace *t, const trace_event *e)
+{
+    if (t->n == t->cap && t->cap < t->max) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        cap = cap > t->max ? t->max : cap;
+        trace_event *p = realloc(t->ev, cap * sizeof *p);
+        if (p) { /* head is 0 until the ring is full */
+            t->ev = p;
+            t->cap = cap;
+        }
+    }
+    if (t->n < t->cap) {
+        t->ev[(t->head + t->n++) % t->cap] = *e;
+        return;
+    }
+    if (t->cap == 0) { /* no memory at all */
+        t->dropped++;
+        free_marks(t, e);
+        return;
+    }
+    free_marks(t, &t->ev[t->head]); /* the oldest makes room */
+    t->ev[t->head] = *e;
+    t->head = (t->head + 1) % t->cap;
+    t->dropped++;
+}
+
+/* Opens a span: on the stack of running calls (a copy sees it), with its
+ * strings put in the pool (label, where: may be empty; a Lua line's text:
+ * n bytes, or NULL).  e->rec gets their offsets. */
+static int push(gcsh_trace *t, trace_event *e, const char *label, const char *where,
+                const char *line, size_t n)
 {
     pthread_mutex_lock(&t->lock);
+    e->rec.label = label && label[0] ? label_of(t, label) : 0;
+    e->rec.where = where ? where_of(t, where) : 0;
+    e->rec.text = line ? pool_add(t, line, n < LINE_TEXT_MAX ? n : LINE_TEXT_MAX) : 0;
     int slot = t->depth < MAX_DEPTH ? t->depth++ : -1;
     if (slot >= 0)
         t->open[slot] = *e;
@@ -149,7 +258,7 @@ static int push(gcsh_trace *t, const trace_event *e)
     return slot;
 }
 
-/* Closes the span opened in slot: off the stack, into the list. */
+/* Closes the span opened in slot: off the stack, into the ring. */
 static void pop(gcsh_trace *t, int slot, const trace_event *e)
 {
     pthread_mutex_lock(&t->lock);
@@ -167,169 +276,307 @@ static void *mark(gcsh_trace *t, gcsh_ctx *ctx)
     return m;
 }
 
+/* ---- records: the flight recorder always, spans while tracing ------------- */
+
+/* The innermost collective that passed its check: the calls until
+ * check_leave belong to it. */
+static const open_call *collective(const gcsh_trace *t)
+{
+    return t->in_coll && t->ncoll > 0 ? &t->coll[t->ncoll - 1] : NULL;
+}
+
+static void in_collective(const gcsh_trace *t, gcsh_trace_rec *r, const char **label)
+{
+    const open_call *c = collective(t);
+    *label = "";
+    if (!c)
+        return;
+    r->comm = c->rec.comm;
+    r->seq = c->rec.seq;
+    r->comm_rank = c->rec.comm_rank;
+    r->comm_size = c->rec.comm_size;
+    *label = c->label;
+}
+
+/* Starts a record that is not a backend call (a Lua line, a collective, a
+ * check): its call number, the time, its flight recorder slot and, while
+ * tracing, its span.  line: a Lua line's text (n bytes), else NULL. */
+static void open_rec(gcsh_ctx *ctx, gcsh_trace *t, open_call *o, const char *where,
+                     const char *line, size_t n)
+{
+    o->rec.id = ++t->calls;
+    o->rec.t0 = gcsh_trace_now();
+    char text[80];
+    if (line)
+        copy_text(text, n + 1 < sizeof text ? n + 1 : sizeof text, line);
+    o->fslot = ctx->flight ? gcsh_flight_begin(ctx->flight, &o->rec, o->label,
+                                               line ? text : where)
+                           : -1;
+    o->span = -1;
+    if (t->on) {
+        trace_event e = {.rec = o->rec, .anchor = -1};
+        o->span = push(t, &e, o->label, where, line, n);
+        o->rec = e.rec;
+    }
+}
+
+static void close_rec(gcsh_ctx *ctx, gcsh_trace *t, open_call *o, int failed)
+{
+    int64_t t1 = gcsh_trace_now();
+    if (o->fslot >= 0)
+        gcsh_flight_end(ctx->flight, o->fslot, o->rec.id, t1,
+                        failed ? GCSH_CALL_FAILED : GCSH_CALL_DONE);
+    if (t->on) {
+        trace_event e = {.rec = o->rec, .anchor = -1};
+        e.rec.t1 = t1;
+        e.rec.failed = failed != 0;
+        pop(t, o->span, &e);
+    }
+    o->fslot = o->span = -1;
+}
+
 void gcsh_trace_call_begin(gcsh_ctx *ctx, gcsh_trace_call *call, uint32_t op, unsigned flags)
 {
-    gcsh_trace *t = ctx->trace;
+    gcsh_trace *t = ctx->trace_store;
     gcsh_trace_rec *r = &call->rec;
+    const char *label;
+    char where[64];
     r->op = op;
     r->track = GCSH_TRACK_CALLS;
-    if (t->in_coll) {
-        r->comm = t->comm;
-        r->seq = t->seq;
-        r->comm_rank = t->comm_rank;
-        r->comm_size = t->comm_size;
-        r->label = t->label;
+    in_collective(t, r, &label);
+    where[0] = '\0';
+    if (t->on || !(flags & GCSH_TRACE_MEM))
+        lua_where(ctx, t, where, sizeof where);
+    r->id = ++t->calls;
+    call->flags = flags;
+    call->slot = -1;
+    call->m0 = t->on && (flags & GCSH_TRACE_GPU) ? mark(t, ctx) : NULL;
+    r->t0 = gcsh_trace_now();
+    call->fslot = ctx->flight ? gcsh_flight_begin(ctx->flight, r, label, where) : -1;
+    if (t->on) {
+        trace_event e = {.rec = *r, .m0 = call->m0, .anchor = t->cur_anchor};
+        call->slot = push(t, &e, label, where, NULL, 0);
+        call->rec = e.rec;
     }
-    call->m0 = (flags & GCSH_TRACE_GPU) ? mark(t, ctx) : NULL;
-    r->t0 = now_ns();
-    trace_event e = {.rec = *r, .m0 = call->m0, .anchor = t->cur_anchor};
-    call->slot = push(t, &e);
 }
 
 void gcsh_trace_call_end(gcsh_ctx *ctx, gcsh_trace_call *call, int rc)
 {
-    gcsh_trace *t = ctx->trace;
+    gcsh_trace *t = ctx->trace_store;
+    /* a memory call in the flight recorder alone keeps its start only: a
+     * clock read is most of what recording it costs */
+    int timed = t->on || !(call->flags & GCSH_TRACE_MEM);
+    int64_t t1 = timed ? gcsh_trace_now() : call->rec.t0;
+    if (call->fslot >= 0) {
+        /* where work runs off the calling thread (a backend with marks:
+         * cuda), a GPU call is only issued when it returns */
+        int queued = (call->flags & GCSH_TRACE_GPU) && t->plain->mem->mark;
+        gcsh_flight_end(ctx->flight, call->fslot, call->rec.id, t1,
+                        rc ? GCSH_CALL_FAILED : queued ? GCSH_CALL_ISSUED : GCSH_CALL_DONE);
+        if (rc == 0 && (call->flags & GCSH_TRACE_SYNC))
+            gcsh_flight_synced(ctx->flight, call->rec.id);
+    }
+    if (!t->on)
+        return;
     trace_event e = {.rec = call->rec, .m0 = call->m0, .anchor = t->cur_anchor};
-    e.rec.t1 = now_ns();
+    e.rec.t1 = t1;
     e.rec.failed = rc != 0;
     if (call->m0)
         e.m1 = mark(t, ctx);
     pop(t, call->slot, &e);
 }
 
-/* ---- Lua lines and checks ------------------------------------------------------ */
+/* ---- Lua lines and collectives ------------------------------------------------ */
+
+/* A GPU anchor per command while tracing: the stream is idle between
+ * commands (each ends with a sync), so its mark passes at once. */
+static void new_anchor(gcsh_ctx *ctx, gcsh_trace *t)
+{
+    t->cur_anchor = -1;
+    void *m = NULL;
+    if (!t->on || !t->plain->mem->mark || t->plain->mem->mark(ctx, &m) != 0)
+        return;
+    pthread_mutex_lock(&t->lock);
+    if (t->nanchors == t->capanchors) {
+        size_t cap = t->capanchors ? 2 * t->capanchors : 64;
+        anchor *p = realloc(t->anchors, cap * sizeof *p);
+        if (p) {
+            t->anchors = p;
+            t->capanchors = cap;
+        }
+    }
+    if (t->nanchors < t->capanchors) {
+        t->anchors[t->nanchors] = (anchor){.mark = m, .host = gcsh_trace_now()};
+        t->cur_anchor = (int)t->nanchors++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (t->cur_anchor < 0)
+        t->plain->mem->mark_free(ctx, m);
+}
 
 void gcsh_trace_chunk_begin(gcsh_ctx *ctx, const char *src, size_t len)
 {
-    gcsh_trace *t = ctx->trace;
+    gcsh_trace *t = ctx->trace_store;
     if (!t)
         return;
-    /* a GPU anchor per command: the stream is idle between commands (each
-     * ends with a sync), so its mark passes at once */
-    t->cur_anchor = -1;
-    void *m = NULL;
-    if (t->plain->mem->mark && t->plain->mem->mark(ctx, &m) == 0) {
-        pthread_mutex_lock(&t->lock);
-        if (t->nanchors == t->capanchors) {
-            size_t cap = t->capanchors ? 2 * t->capanchors : 64;
-            anchor *p = realloc(t->anchors, cap * sizeof *p);
-            if (p) {
-                t->anchors = p;
-                t->capanchors = cap;
-            }
-        }
-        if (t->nanchors < t->capanchors) {
-            t->anchors[t->nanchors] = (anchor){.mark = m, .host = now_ns()};
-            t->cur_anchor = (int)t->nanchors++;
-        }
-        pthread_mutex_unlock(&t->lock);
-        if (t->cur_anchor < 0)
-            t->plain->mem->mark_free(ctx, m);
-    }
+    t->lua_thread = pthread_self(); /* the worker's: where Lua lines are asked */
+    t->lua_known = 1;
+    new_anchor(ctx, t);
     if (len > 7 && memcmp(src, "return ", 7) == 0) { /* the prompt's "=expr" form */
         src += 7;
         len -= 7;
     }
-    trace_event e = {.rec = blank_rec(), .anchor = -1};
-    e.rec.op = gcsh_trace_op_lua();
-    e.rec.track = GCSH_TRACK_LUA;
-    pthread_mutex_lock(&t->lock);
-    e.rec.text = pool_add(t, src, len < LINE_TEXT_MAX ? len : LINE_TEXT_MAX);
-    pthread_mutex_unlock(&t->lock);
-    e.rec.t0 = now_ns();
-    push(t, &e);
+    t->lua_line = (open_call){.rec = blank_rec()};
+    t->lua_line.rec.op = gcsh_trace_op_lua();
+    t->lua_line.rec.track = GCSH_TRACK_LUA;
+    open_rec(ctx, t, &t->lua_line, NULL, src, len);
 }
 
 void gcsh_trace_chunk_end(gcsh_ctx *ctx, int failed)
 {
-    gcsh_trace *t = ctx->trace;
+    gcsh_trace *t = ctx->trace_store;
     if (!t)
         return;
+    /* what an error left open (a check, a collective whose call raised)
+     * closes with it, innermost first */
+    if (t->check.fslot >= 0 || t->check.span >= 0)
+        close_rec(ctx, t, &t->check, 1);
+    while (t->ncoll > 0)
+        close_rec(ctx, t, &t->coll[--t->ncoll], 1);
+    int64_t t1 = gcsh_trace_now();
+    if (t->lua_line.fslot >= 0)
+        gcsh_flight_end(ctx->flight, t->lua_line.fslot, t->lua_line.rec.id, t1,
+                        failed ? GCSH_CALL_FAILED : GCSH_CALL_DONE);
+    t->lua_line.fslot = -1;
     pthread_mutex_lock(&t->lock);
-    /* the Lua line is the bottom of the stack; calls an error left open
-     * (none should) are closed with it */
-    while (t->depth > 0) {
+    while (t->on && t->depth > 0) { /* the Lua line is the bottom of the stack */
         trace_event e = t->open[--t->depth];
-        e.rec.t1 = now_ns();
+        e.rec.t1 = t1;
         e.rec.failed = e.rec.track == GCSH_TRACK_LUA ? failed != 0 : 1;
         append(t, &e);
     }
+    t->depth = 0;
     t->in_coll = 0;
     pthread_mutex_unlock(&t->lock);
 }
 
 int gcsh_trace_check_begin(gcsh_ctx *ctx, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
 {
-    gcsh_trace *t = ctx->trace;
-    if (!t || !gcsh_check_enabled(ctx))
-        return -1; /* .check off: no exchange, no span */
-    trace_event e = {.rec = blank_rec(), .anchor = -1};
-    e.rec.op = gcsh_trace_op_check();
-    e.rec.track = GCSH_TRACK_CALLS;
-    e.rec.comm = cc->id;
-    e.rec.seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
-    e.rec.comm_rank = cc->rank;
-    e.rec.comm_size = cc->size;
-    pthread_mutex_lock(&t->lock);
-    e.rec.label = label_of(t, fp->op);
-    pthread_mutex_unlock(&t->lock);
-    e.rec.t0 = now_ns();
-    return push(t, &e);
+    gcsh_trace *t = ctx->trace_store;
+    if (!t || t->ncoll == MAX_COLLS)
+        return -1;
+    char where[64];
+    lua_where(ctx, t, where, sizeof where);
+    open_call *c = &t->coll[t->ncoll++];
+    *c = (open_call){.rec = blank_rec()};
+    c->rec.op = gcsh_trace_op_coll();
+    c->rec.track = GCSH_TRACK_CALLS;
+    c->rec.comm = cc->id;
+    c->rec.seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
+    c->rec.comm_rank = cc->rank;
+    c->rec.comm_size = cc->size;
+    c->rec.peer = fp->kind != GCSH_FP_COLLECTIVE ? fp->root : -1;
+    copy_text(c->label, sizeof c->label, fp->op);
+    t->in_coll = 0;
+    open_rec(ctx, t, c, where, NULL, 0);
+    if (!gcsh_check_enabled(ctx))
+        return -1; /* .check off: no exchange, no check span */
+    t->check = (open_call){.rec = c->rec};
+    t->check.rec.op = gcsh_trace_op_check();
+    copy_text(t->check.label, sizeof t->check.label, fp->op);
+    open_rec(ctx, t, &t->check, where, NULL, 0);
+    return 0;
 }
 
 void gcsh_trace_check_end(gcsh_ctx *ctx, int token, const gcsh_comm_check *cc,
                           const gcsh_fingerprint *fp, int rc)
 {
-    gcsh_trace *t = ctx->trace;
+    gcsh_trace *t = ctx->trace_store;
+    (void)cc;
     if (!t)
         return;
-    pthread_mutex_lock(&t->lock);
-    if (token >= 0 && token == t->depth - 1) {
-        trace_event e = t->open[--t->depth];
-        e.rec.t1 = now_ns();
-        e.rec.failed = rc != 0;
-        append(t, &e);
+    if (token >= 0)
+        close_rec(ctx, t, &t->check, rc != 0);
+    if (t->ncoll == 0)
+        return;
+    if (rc != 0) { /* a failed check: no collective runs */
+        close_rec(ctx, t, &t->coll[--t->ncoll], 1);
+        t->in_coll = 0;
+        return;
     }
-    if (rc == 0) {
-        t->in_coll = 1;
-        t->comm = cc->id;
-        t->seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
-        t->comm_rank = cc->rank;
-        t->comm_size = cc->size;
-        t->label = label_of(t, fp->op);
-    }
-    pthread_mutex_unlock(&t->lock);
+    t->coll[t->ncoll - 1].rec.seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
+    t->in_coll = 1;
 }
 
 void gcsh_trace_check_leave(gcsh_ctx *ctx)
 {
-    if (ctx->trace)
-        ctx->trace->in_coll = 0;
+    gcsh_trace *t = ctx->trace_store;
+    if (!t || t->ncoll == 0)
+        return;
+    close_rec(ctx, t, &t->coll[--t->ncoll], 0);
+    t->in_coll = t->ncoll > 0; /* back in the outer collective, if any */
+}
+
+/* ---- transfers: what a post does was said when it was prepared ------------- */
+
+void gcsh_trace_xfer_note(gcsh_ctx *ctx, const void *x, const gcsh_trace_rec *d)
+{
+    gcsh_trace *t = ctx->trace_store;
+    if (!t || !x)
+        return;
+    int k = t->nxfers < XFER_NOTES ? t->nxfers++ : (int)(t->calls % XFER_NOTES);
+    t->xfers[k] = (xfer_note){.x = x, .d = *d};
+}
+
+void gcsh_trace_xfer_recall(gcsh_ctx *ctx, const void *x, gcsh_trace_rec *d)
+{
+    gcsh_trace *t = ctx->trace_store;
+    for (int k = 0; t && k < t->nxfers; k++)
+        if (t->xfers[k].x == x) {
+            d->peer = t->xfers[k].d.peer;
+            d->bytes = t->xfers[k].d.bytes;
+            d->obj = t->xfers[k].d.obj;
+            d->slot = t->xfers[k].d.slot;
+            d->value = t->xfers[k].d.value;
+            return;
+        }
+}
+
+void gcsh_trace_xfer_forget(gcsh_ctx *ctx, const void *x)
+{
+    gcsh_trace *t = ctx->trace_store;
+    for (int k = 0; t && k < t->nxfers; k++)
+        if (t->xfers[k].x == x)
+            t->xfers[k] = t->xfers[--t->nxfers];
 }
 
 /* ---- the clock -------------------------------------------------------------- */
 
-/* Rank 0's clock minus mine, from the ping-pong with the least round trip.
- * Collective over MPI_COMM_WORLD; rank 0 answers each rank in turn. */
-static void measure_offset(gcsh_ctx *ctx, int64_t *offset, int64_t *rtt)
+/* Rank 0 answers each rank that asks (one on another host), in turn; the
+ * ping-pong with the least round trip gives the offset. */
+void gcsh_trace_clock(gcsh_ctx *ctx, const char *host, int64_t *offset, int64_t *rtt)
 {
+    char host0[64] = "";
+    snprintf(host0, sizeof host0, "%s", host);
+    MPI_Bcast(host0, (int)sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int away = strcmp(host0, host) != 0;
+    int *who = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *who) : NULL;
+    MPI_Gather(&away, 1, MPI_INT, who, 1, MPI_INT, 0, MPI_COMM_WORLD);
     *offset = 0;
     *rtt = -1;
-    if (ctx->rank == 0) {
-        for (int r = 1; r < ctx->size; r++)
-            for (int k = 0; k < SYNC_ROUNDS; k++) {
-                int64_t v;
-                MPI_Recv(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                v = now_ns();
-                MPI_Send(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD);
-            }
-        return;
-    }
-    for (int k = 0; k < SYNC_ROUNDS; k++) {
-        int64_t t1 = now_ns(), t0;
+    for (int r = 1; ctx->rank == 0 && r < ctx->size; r++)
+        for (int k = 0; who[r] && k < SYNC_ROUNDS; k++) {
+            int64_t v;
+            MPI_Recv(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            v = gcsh_trace_now();
+            MPI_Send(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD);
+        }
+    free(who);
+    for (int k = 0; ctx->rank != 0 && away && k < SYNC_ROUNDS; k++) {
+        int64_t t1 = gcsh_trace_now(), t0;
         MPI_Send(&t1, 1, MPI_INT64_T, 0, SYNC_TAG, MPI_COMM_WORLD);
         MPI_Recv(&t0, 1, MPI_INT64_T, 0, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        int64_t t2 = now_ns();
+        int64_t t2 = gcsh_trace_now();
         if (*rtt < 0 || t2 - t1 < *rtt) {
             *rtt = t2 - t1;
             *offset = t0 - (t1 + t2) / 2;
@@ -337,19 +584,7 @@ static void measure_offset(gcsh_ctx *ctx, int64_t *offset, int64_t *rtt)
     }
 }
 
-/* Ranks on rank 0's host read the same monotonic clock: their offset is 0
- * (a measured one would only add the ping-pong's asymmetry). */
-static void sync_clock(gcsh_ctx *ctx, gcsh_trace *t)
-{
-    char host0[sizeof t->host];
-    memcpy(host0, t->host, sizeof host0);
-    MPI_Bcast(host0, (int)sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
-    measure_offset(ctx, &t->offset, &t->rtt);
-    if (strcmp(host0, t->host) == 0)
-        t->offset = 0;
-}
-
-/* ---- start, stop, copies ---------------------------------------------------- */
+/* ---- init, start, stop, copies ------------------------------------------------- */
 
 static size_t max_events(void)
 {
@@ -358,29 +593,45 @@ static size_t max_events(void)
     return v > 0 ? (size_t)v : MAX_EVENTS_DEFAULT;
 }
 
+/* ctx->be is the recording table (or the backend's own again). */
+static void install(gcsh_ctx *ctx, gcsh_trace *t, int on)
+{
+    ctx->be = on ? &t->tables.be : t->plain;
+    t->installed = on;
+}
+
+int gcsh_trace_init(gcsh_ctx *ctx)
+{
+    if (ctx->trace_store)
+        return 0;
+    gcsh_trace *t = calloc(1, sizeof *t);
+    if (!t)
+        return gcsh_set_error(ctx, "trace: out of host memory");
+    pthread_mutex_init(&t->lock, NULL);
+    t->plain = ctx->be;
+    t->cur_anchor = -1;
+    t->check.fslot = t->check.span = t->lua_line.fslot = t->lua_line.span = -1;
+    gethostname(t->host, sizeof t->host - 1);
+    gcsh_trace_wrap(&t->tables, t->plain);
+    ctx->trace_store = t;
+    install(ctx, t, ctx->flight != NULL);
+    return 0;
+}
+
 int gcsh_trace_start(gcsh_ctx *ctx)
 {
+    if (gcsh_trace_init(ctx) != 0)
+        return -1;
     gcsh_trace *t = ctx->trace_store;
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t)
-            return gcsh_set_error(ctx, "trace: out of host memory");
-        pthread_mutex_init(&t->lock, NULL);
-        ctx->trace_store = t;
-    }
     if (ctx->trace)
         return 0; /* already on */
-    t->plain = ctx->be;
-    gcsh_trace_wrap(&t->tables, t->plain);
     t->max = max_events();
-    t->cur_anchor = -1;
-    gethostname(t->host, sizeof t->host - 1);
-    sync_clock(ctx, t);
+    gcsh_trace_clock(ctx, t->host, &t->offset, &t->rtt);
     pthread_mutex_lock(&t->lock);
     t->on = 1;
     pthread_mutex_unlock(&t->lock);
     ctx->trace = t;
-    ctx->be = &t->tables.be;
+    install(ctx, t, 1);
     return 0;
 }
 
@@ -403,7 +654,8 @@ static void resolve_gpu(gcsh_ctx *ctx, gcsh_trace *t, const trace_event *e, gcsh
     out->g1 = out->g0 >= 0 ? gpu_time(ctx, t, e->anchor, e->m1) : -1;
 }
 
-/* The blob of what is recorded, running calls included.  Lock held. */
+/* The blob of what is recorded, oldest span first, running calls
+ * included.  Lock held. */
 static void *build_blob(gcsh_ctx *ctx, gcsh_trace *t, int final, size_t *len)
 {
     size_t nrec = t->n + (size_t)t->depth;
@@ -412,15 +664,16 @@ static void *build_blob(gcsh_ctx *ctx, gcsh_trace *t, int final, size_t *len)
     if (!p)
         return NULL;
     gcsh_trace_blob *b = (gcsh_trace_blob *)(void *)p;
-    *b = (gcsh_trace_blob){.rank = ctx->rank, .final = final, .now = now_ns(),
+    *b = (gcsh_trace_blob){.rank = ctx->rank, .final = final, .now = gcsh_trace_now(),
                            .offset = t->offset, .rtt = t->rtt, .nrec = nrec, .npool = t->plen,
                            .dropped = t->dropped};
     snprintf(b->host, sizeof b->host, "%s", t->host);
     snprintf(b->device, sizeof b->device, "%s", ctx->device);
     gcsh_trace_rec *rec = (gcsh_trace_rec *)(void *)(p + sizeof *b);
     for (size_t i = 0; i < t->n; i++) {
-        rec[i] = t->ev[i].rec;
-        resolve_gpu(ctx, t, &t->ev[i], &rec[i]);
+        const trace_event *e = &t->ev[(t->head + i) % t->cap];
+        rec[i] = e->rec;
+        resolve_gpu(ctx, t, e, &rec[i]);
     }
     for (int i = 0; i < t->depth; i++) { /* still running: t1 = -1 */
         rec[t->n + (size_t)i] = t->open[i].rec;
@@ -445,16 +698,12 @@ void *gcsh_trace_snapshot(gcsh_ctx *ctx, size_t *len)
     return blob;
 }
 
-/* Forgets everything recorded (marks released).  Lock held. */
+/* Forgets every span (marks released).  Lock held. */
 static void clear(gcsh_ctx *ctx, gcsh_trace *t)
 {
     void (*mark_free)(gcsh_ctx *, void *) = t->plain ? t->plain->mem->mark_free : NULL;
-    for (size_t i = 0; mark_free && i < t->n; i++) {
-        if (t->ev[i].m0)
-            mark_free(ctx, t->ev[i].m0);
-        if (t->ev[i].m1)
-            mark_free(ctx, t->ev[i].m1);
-    }
+    for (size_t i = 0; i < t->n; i++)
+        free_marks(t, &t->ev[(t->head + i) % t->cap]);
     for (size_t i = 0; mark_free && i < t->nanchors; i++)
         mark_free(ctx, t->anchors[i].mark);
     free(t->ev);
@@ -463,9 +712,9 @@ static void clear(gcsh_ctx *ctx, gcsh_trace *t)
     t->ev = NULL;
     t->anchors = NULL;
     t->pool = NULL;
-    t->n = t->cap = t->plen = t->pcap = t->nanchors = t->capanchors = t->dropped = 0;
+    t->n = t->head = t->cap = t->plen = t->pcap = t->nanchors = t->capanchors = t->dropped = 0;
+    memset(t->where, 0, sizeof t->where);
     t->depth = t->nlabels = 0;
-    t->in_coll = 0;
     t->cur_anchor = -1;
 }
 
@@ -474,13 +723,17 @@ void *gcsh_trace_stop(gcsh_ctx *ctx, size_t *len)
     gcsh_trace *t = ctx->trace;
     if (!t)
         return NULL;
-    ctx->be = t->plain;
     ctx->trace = NULL;
+    install(ctx, t, ctx->flight != NULL);
     pthread_mutex_lock(&t->lock);
     void *blob = build_blob(ctx, t, 1, len);
     t->on = 0;
     clear(ctx, t);
     pthread_mutex_unlock(&t->lock);
+    /* records still open keep their flight recorder slots, not their spans */
+    t->lua_line.span = t->check.span = -1;
+    for (int i = 0; i < t->ncoll; i++)
+        t->coll[i].span = -1;
     return blob;
 }
 
@@ -489,10 +742,8 @@ void gcsh_trace_free(gcsh_ctx *ctx)
     gcsh_trace *t = ctx->trace_store;
     if (!t)
         return;
-    if (ctx->trace) {
-        ctx->be = t->plain;
-        ctx->trace = NULL;
-    }
+    ctx->trace = NULL;
+    install(ctx, t, 0);
     pthread_mutex_lock(&t->lock);
     t->on = 0;
     clear(ctx, t);

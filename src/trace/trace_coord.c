@@ -1,68 +1,105 @@
-/* Rank 0's side of tracing.  See trace_coord.h.
+/* Rank 0's side of tracing and of the flight recorder.  See trace_coord.h.
  *
  * Starting and stopping happen between commands, on the command channel,
  * which every worker reads in order; copies during a command come from the
  * ranks' watcher threads (the worker may be stuck in a collective), asked
- * on the control channel. */
+ * on the control channel.  The flight recorder's rings of the ranks on rank
+ * 0's node are read directly (flight.h); only the others are asked. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/safefile.h"
 #include "wire/msg.h"
+#include "trace/flight.h"
 #include "trace/trace_coord.h"
 #include "trace/trace_json.h"
 
 #define ANSWER_WAIT_S 30.0   /* starting (a clock ping-pong) and stopping */
 #define SNAPSHOT_WAIT_S 2.0  /* a copy from a rank that may be stuck */
 
-struct gcsh_tracer {
+/* Each rank's latest blob (trace.h) for one file, and which ranks were
+ * asked for one and have not answered yet. */
+typedef struct blob_set {
     char *path;
     int size;
-    void **blob;  /* each rank's latest spans */
+    void **blob;
     size_t *len;
-    char *asked;  /* a copy was asked of this rank during the command, not yet come */
+    char *asked;
     int nasked;
+} blob_set;
+
+struct gcsh_tracer {
+    blob_set b;
 };
 
-static void keep(gcsh_tracer *t, int r, const char *data, size_t len)
+/* The flight recorder's file being written (during a hang report the other
+ * nodes' ranks answer later: written again as they do). */
+struct gcsh_flight_out {
+    blob_set b;
+    char why[160];
+    uint32_t said;  /* the command (coord seq) whose dump was said, 0: none */
+};
+
+static void set_init(blob_set *b, int size, const char *path)
 {
-    if (len == 0)
-        return; /* that rank is not tracing */
-    void *copy = malloc(len);
-    if (!copy)
+    *b = (blob_set){.path = strdup(path), .size = size};
+    b->blob = calloc((size_t)size, sizeof *b->blob);
+    b->len = calloc((size_t)size, sizeof *b->len);
+    b->asked = calloc((size_t)size, 1);
+}
+
+static void set_free(blob_set *b)
+{
+    for (int r = 0; r < b->size; r++)
+        free(b->blob[r]);
+    free(b->blob);
+    free(b->len);
+    free(b->asked);
+    free(b->path);
+    *b = (blob_set){0};
+}
+
+/* Takes blob as rank r's (owned from now on; NULL or empty: nothing). */
+static void set_take(blob_set *b, int r, void *blob, size_t len)
+{
+    if (!blob || len == 0) {
+        free(blob);
         return;
-    memcpy(copy, data, len);
-    free(t->blob[r]);
-    t->blob[r] = copy;
-    t->len[r] = len;
+    }
+    free(b->blob[r]);
+    b->blob[r] = blob;
+    b->len[r] = len;
 }
 
-static void free_tracer(gcsh_tracer *t)
+static void keep(blob_set *b, int r, const char *data, size_t len)
 {
-    for (int r = 0; r < t->size; r++)
-        free(t->blob[r]);
-    free(t->blob);
-    free(t->len);
-    free(t->asked);
-    free(t->path);
-    free(t);
+    void *copy = len ? malloc(len) : NULL;
+    if (copy)
+        memcpy(copy, data, len);
+    set_take(b, r, copy, len);
 }
 
-static long write_file(gcsh_coord *c, const char *why)
+/* Writes the set's file; the spans written, or -1 after saying why not. */
+static long write_set(gcsh_coord *c, blob_set *b, const char *what, const char *why)
 {
-    gcsh_tracer *t = c->tracer;
-    long spans = gcsh_trace_write(t->path, t->size, t->blob, t->len, why);
+    char err[PATH_MAX + 200];
+    long spans = gcsh_trace_write(b->path, b->size, b->blob, b->len, why, err, sizeof err);
     if (spans < 0)
-        gcsh_coord_say(c, "gcsh: trace: cannot write %s: %s", t->path, strerror(errno));
+        gcsh_coord_say(c, "gcsh: %s: %s", what, err);
     return spans;
 }
 
 /* Reads each live rank's command channel until its message of type want
  * (others are dropped: between commands none come), for at most wait
- * seconds.  answered[r] says who did; data goes to keep(). */
+ * seconds.  answered[r] says who did; data goes to the set (DATA
+ * messages) or ok[] (ACK). */
 static void collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
-                    uint32_t *ok)
+                    uint32_t *ok, blob_set *set)
 {
     int n = c->size, left = 0;
     for (int r = 0; r < n; r++)
@@ -91,8 +128,8 @@ static void collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
                 answered[r] = 1;
                 left--;
             }
-            if (m.h.type == want && want == MSG_TRACE_DATA)
-                keep(c->tracer, r, m.data, m.h.len);
+            if (m.h.type == want && want != MSG_TRACE_ACK && set)
+                keep(set, r, m.data, m.h.len);
             if (m.h.type == want && want == MSG_TRACE_ACK && ok && m.h.len >= sizeof *ok)
                 memcpy(&ok[r], m.data, sizeof *ok);
             if (m.h.type == want && want == MSG_TRACE_ACK && ok && !ok[r] &&
@@ -107,21 +144,35 @@ static void collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
     free(who);
 }
 
-/* Sends type on every live rank's command (or control) channel. */
-static void tell_all(gcsh_coord *c, uint32_t type, int control)
+/* Sends type on every live rank's command (or control) channel, or only to
+ * the ranks with only[r] set. */
+static void tell_all(gcsh_coord *c, uint32_t type, int control, const char *only)
 {
     for (int r = 0; r < c->size; r++)
-        if (!c->lost[r])
+        if (!c->lost[r] && (!only || only[r]))
             gcsh_msg_send(control ? c->link->peer_ctl[r] : c->link->peer_cmd[r], type, c->seq,
                           NULL, 0, NULL, 0);
+}
+
+/* ---- traces ---------------------------------------------------------------------- */
+
+static void free_tracer(gcsh_tracer *t)
+{
+    set_free(&t->b);
+    free(t);
+}
+
+static long write_file(gcsh_coord *c, const char *why)
+{
+    return write_set(c, &c->tracer->b, "trace", why);
 }
 
 /* Stops every rank and writes what they send; returns the spans written. */
 static long stop_all(gcsh_coord *c)
 {
     char *answered = calloc((size_t)c->size, 1);
-    tell_all(c, MSG_TRACE_OFF, 0);
-    collect(c, MSG_TRACE_DATA, ANSWER_WAIT_S, answered, NULL);
+    tell_all(c, MSG_TRACE_OFF, 0, NULL);
+    collect(c, MSG_TRACE_DATA, ANSWER_WAIT_S, answered, NULL, &c->tracer->b);
     free(answered);
     return write_file(c, NULL);
 }
@@ -130,22 +181,24 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
 {
     if (c->tracer)
         gcsh_tracer_stop(c);
+    char err[PATH_MAX + 200];
+    if (gcsh_file_check(path, err, sizeof err) != 0) { /* a name gcsh refuses */
+        gcsh_coord_say(c, "gcsh: .trace: %s", err);
+        return GCSH_EXIT_USAGE;
+    }
     gcsh_tracer *t = calloc(1, sizeof *t);
-    t->path = strdup(path);
-    t->size = c->size;
-    t->blob = calloc((size_t)c->size, sizeof *t->blob);
-    t->len = calloc((size_t)c->size, sizeof *t->len);
-    t->asked = calloc((size_t)c->size, 1);
-    if (gcsh_trace_write(path, t->size, t->blob, t->len, "tracing: nothing written yet") < 0) {
-        gcsh_coord_say(c, "gcsh: .trace: cannot write %s: %s", path, strerror(errno));
+    set_init(&t->b, c->size, path);
+    if (gcsh_trace_write(path, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
+                         sizeof err) < 0) { /* a full disk, a folder not writable */
+        gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
-        return -1;
+        return GCSH_EXIT_SKIP;
     }
     c->tracer = t;
     char *answered = calloc((size_t)c->size, 1);
     uint32_t *ok = calloc((size_t)c->size, sizeof *ok);
-    tell_all(c, MSG_TRACE_ON, 0);
-    collect(c, MSG_TRACE_ACK, ANSWER_WAIT_S, answered, ok);
+    tell_all(c, MSG_TRACE_ON, 0, NULL);
+    collect(c, MSG_TRACE_ACK, ANSWER_WAIT_S, answered, ok, NULL);
     int all = 1;
     for (int r = 0; r < c->size; r++)
         all &= c->lost[r] || ok[r];
@@ -156,29 +209,47 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
         stop_all(c);
         free_tracer(t);
         c->tracer = NULL;
-        return -1;
+        return GCSH_EXIT_SKIP;
     }
     gcsh_coord_say(c, "tracing to %s", path);
     return 0;
 }
 
-void gcsh_tracer_stop(gcsh_coord *c)
+/* Spans the ranks dropped (the oldest, past GCSH_TRACE_EVENTS each). */
+static unsigned long long dropped(const blob_set *b)
+{
+    unsigned long long n = 0;
+    for (int r = 0; r < b->size; r++)
+        if (b->blob[r] && b->len[r] >= sizeof(gcsh_trace_blob))
+            n += ((const gcsh_trace_blob *)b->blob[r])->dropped;
+    return n;
+}
+
+int gcsh_tracer_stop(gcsh_coord *c)
 {
     gcsh_tracer *t = c->tracer;
     if (!t)
-        return;
+        return 0;
     long spans = stop_all(c);
-    if (spans >= 0)
-        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->path, spans, t->size,
-                       t->size == 1 ? "" : "s");
+    unsigned long long gone = dropped(&t->b);
+    const char *cap = getenv("GCSH_TRACE_EVENTS");
+    if (spans >= 0 && gone)
+        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s; %llu older span%s "
+                          "dropped (each rank keeps its most recent %s: GCSH_TRACE_EVENTS)",
+                       t->b.path, spans, t->b.size, t->b.size == 1 ? "" : "s", gone,
+                       gone == 1 ? "" : "s", cap && atoll(cap) > 0 ? cap : "1048576");
+    else if (spans >= 0)
+        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
+                       t->b.size, t->b.size == 1 ? "" : "s");
     free_tracer(t);
     c->tracer = NULL;
+    return spans >= 0 ? 0 : -1;
 }
 
 void gcsh_tracer_say(gcsh_coord *c)
 {
     if (c->tracer)
-        gcsh_coord_say(c, "tracing to %s (.trace off writes it)", c->tracer->path);
+        gcsh_coord_say(c, "tracing to %s (.trace off writes it)", c->tracer->b.path);
     else
         gcsh_coord_say(c, "not tracing (.trace FILE starts)");
 }
@@ -193,35 +264,212 @@ void gcsh_tracer_request(gcsh_coord *c)
     gcsh_tracer *t = c->tracer;
     if (!t)
         return;
-    if (t->nasked > 0)
+    if (t->b.nasked > 0)
         write_file(c, HANG_NOTE);
-    t->nasked = 0;
+    t->b.nasked = 0;
     for (int r = 0; r < c->size; r++) {
-        t->asked[r] = !c->lost[r] &&
-                      gcsh_msg_send(c->link->peer_ctl[r], MSG_TRACE_FLUSH, c->seq, NULL, 0, NULL, 0) == 0;
-        t->nasked += t->asked[r];
+        t->b.asked[r] = !c->lost[r] && gcsh_msg_send(c->link->peer_ctl[r], MSG_TRACE_FLUSH, c->seq,
+                                                     NULL, 0, NULL, 0) == 0;
+        t->b.nasked += t->b.asked[r];
     }
 }
 
 void gcsh_tracer_take(gcsh_coord *c, int rank, const char *data, size_t len)
 {
     gcsh_tracer *t = c->tracer;
-    if (!t || !t->asked[rank])
+    if (!t || !t->b.asked[rank])
         return;
-    keep(t, rank, data, len);
-    t->asked[rank] = 0;
-    if (--t->nasked == 0)
+    keep(&t->b, rank, data, len);
+    t->b.asked[rank] = 0;
+    if (--t->b.nasked == 0)
         write_file(c, HANG_NOTE);
+}
+
+/* A rank that died left its spans up to its last copy (if one was asked);
+ * its flight recorder, which rank 0 still reads, has its last calls: the
+ * ones after that copy are added to it. */
+static void add_flight_calls(gcsh_coord *c, blob_set *b, int r)
+{
+    size_t flen = 0;
+    void *fblob = gcsh_flight_blob(c->ctx->flight, r, &flen);
+    if (!fblob)
+        return;
+    const gcsh_trace_blob *fb = fblob;
+    if (!b->blob[r]) {
+        set_take(b, r, fblob, flen);
+        return;
+    }
+    const gcsh_trace_blob *old = b->blob[r];
+    const gcsh_trace_rec *orec = (const void *)((const char *)old + sizeof *old);
+    const gcsh_trace_rec *frec = (const void *)((const char *)fb + sizeof *fb);
+    uint64_t last = 0;
+    for (uint64_t i = 0; i < old->nrec; i++)
+        last = orec[i].id > last && orec[i].t1 >= 0 ? orec[i].id : last;
+    size_t bytes = b->len[r] + flen;
+    char *p = malloc(bytes);
+    gcsh_trace_blob *nb = (gcsh_trace_blob *)(void *)p;
+    *nb = *old;
+    nb->now = fb->now;
+    gcsh_trace_rec *rec = (gcsh_trace_rec *)(void *)(p + sizeof *nb);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < old->nrec; i++) /* its finished spans, as copied */
+        if (orec[i].t1 >= 0)
+            rec[n++] = orec[i];
+    uint32_t shift = (uint32_t)old->npool; /* the flight recorder's strings go after */
+    for (uint64_t i = 0; i < fb->nrec; i++)
+        if (frec[i].id > last) {
+            rec[n] = frec[i];
+            rec[n].text += rec[n].text ? shift : 0;
+            rec[n].label += rec[n].label ? shift : 0;
+            rec[n].where += rec[n].where ? shift : 0;
+            n++;
+        }
+    nb->nrec = n;
+    nb->npool = old->npool + fb->npool;
+    memcpy(rec + n, (const char *)old + sizeof *old + old->nrec * sizeof *orec, old->npool);
+    memcpy((char *)(rec + n) + old->npool, (const char *)fb + sizeof *fb + fb->nrec * sizeof *frec,
+           fb->npool);
+    free(fblob);
+    set_take(b, r, p, sizeof *nb + n * sizeof *rec + nb->npool);
 }
 
 void gcsh_tracer_snapshot(gcsh_coord *c, const char *why)
 {
     if (!c->tracer)
         return;
+    blob_set *b = &c->tracer->b;
     char *answered = calloc((size_t)c->size, 1);
-    tell_all(c, MSG_TRACE_FLUSH, 1);
-    collect(c, MSG_TRACE_DATA, SNAPSHOT_WAIT_S, answered, NULL);
+    tell_all(c, MSG_TRACE_FLUSH, 1, NULL);
+    collect(c, MSG_TRACE_DATA, SNAPSHOT_WAIT_S, answered, NULL, b);
     free(answered);
-    if (write_file(c, why) >= 0)
-        gcsh_coord_say(c, "gcsh: trace written to %s (%s)", c->tracer->path, why);
+    char note[512];
+    snprintf(note, sizeof note, "%s", why);
+    for (int r = 0; r < c->size; r++)
+        if (c->lost[r] && gcsh_flight_readable(c->ctx->flight, r)) {
+            add_flight_calls(c, b, r);
+            size_t k = strlen(note);
+            snprintf(note + k, sizeof note - k, "; rank %d died: its last calls are from its flight "
+                                                "recorder", r);
+        }
+    if (write_file(c, note) >= 0)
+        gcsh_coord_say(c, "gcsh: trace written to %s (%s)", b->path, why);
+}
+
+/* ---- the flight recorder's file ------------------------------------------------------ */
+
+const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len)
+{
+    if (c->flight_path)
+        return c->flight_path;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(buf, len, "%s/gcsh-flight-%d.json", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    return buf;
+}
+
+/* The rings rank 0 reads itself, into the set; *remote: ranks to ask. */
+static void read_rings(gcsh_coord *c, blob_set *b, char *remote, int *nremote)
+{
+    *nremote = 0;
+    for (int r = 0; r < c->size; r++) {
+        size_t len = 0;
+        remote[r] = 0;
+        if (gcsh_flight_readable(c->ctx->flight, r)) {
+            void *blob = gcsh_flight_blob(c->ctx->flight, r, &len);
+            set_take(b, r, blob, len);
+        } else if (!c->lost[r]) {
+            remote[r] = 1;
+            ++*nremote;
+        }
+    }
+}
+
+static struct gcsh_flight_out *flight_out(gcsh_coord *c, const char *path)
+{
+    struct gcsh_flight_out *f = c->flight_out;
+    if (f && strcmp(f->b.path, path) != 0) {
+        set_free(&f->b);
+        free(f);
+        f = c->flight_out = NULL;
+    }
+    if (!f) {
+        f = c->flight_out = calloc(1, sizeof *f);
+        set_init(&f->b, c->size, path);
+    }
+    return f;
+}
+
+long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
+{
+    if (!c->ctx->flight) {
+        gcsh_coord_say(c, "gcsh: .flight: the flight recorder is off (GCSH_FLIGHT_CALLS=0)");
+        return -1;
+    }
+    char buf[PATH_MAX];
+    if (!path)
+        path = gcsh_flight_path(c, buf, sizeof buf);
+    struct gcsh_flight_out *f = flight_out(c, path);
+    char *remote = calloc((size_t)c->size, 1);
+    int nremote;
+    read_rings(c, &f->b, remote, &nremote);
+    if (nremote) { /* between commands, or the session ending: the others answer at once */
+        char *answered = calloc((size_t)c->size, 1);
+        for (int r = 0; r < c->size; r++)
+            answered[r] = !remote[r];
+        tell_all(c, MSG_FLIGHT_FLUSH, 1, remote);
+        collect(c, MSG_FLIGHT_DATA, SNAPSHOT_WAIT_S, answered, NULL, &f->b);
+        free(answered);
+    }
+    free(remote);
+    snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
+                                    "written %s", gcsh_flight_size(c->ctx->flight), why);
+    return write_set(c, &f->b, "flight recorder", f->why);
+}
+
+static void say_dump(gcsh_coord *c, const char *path)
+{
+    gcsh_coord_say(c, "gcsh: flight recorder: %s (every rank's last calls)", path);
+}
+
+void gcsh_flight_dump(gcsh_coord *c, const char *why)
+{
+    char buf[PATH_MAX];
+    const char *path = gcsh_flight_path(c, buf, sizeof buf);
+    if (c->ctx->flight && gcsh_flight_write(c, path, why) >= 0)
+        say_dump(c, path);
+}
+
+void gcsh_flight_request(gcsh_coord *c, const char *why)
+{
+    if (!c->ctx->flight)
+        return;
+    char buf[PATH_MAX];
+    struct gcsh_flight_out *f = flight_out(c, gcsh_flight_path(c, buf, sizeof buf));
+    read_rings(c, &f->b, f->b.asked, &f->b.nasked);
+    tell_all(c, MSG_FLIGHT_FLUSH, 1, f->b.asked);
+    snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
+                                    "written %s", gcsh_flight_size(c->ctx->flight), why);
+    if (write_set(c, &f->b, "flight recorder", f->why) >= 0 && f->said != c->seq) {
+        f->said = c->seq;
+        say_dump(c, f->b.path);
+    }
+}
+
+void gcsh_flight_take(gcsh_coord *c, int rank, const char *data, size_t len)
+{
+    struct gcsh_flight_out *f = c->flight_out;
+    if (!f || !f->b.asked[rank])
+        return;
+    keep(&f->b, rank, data, len);
+    f->b.asked[rank] = 0;
+    if (--f->b.nasked == 0)
+        write_set(c, &f->b, "flight recorder", f->why);
+}
+
+void gcsh_flight_out_free(gcsh_coord *c)
+{
+    if (!c->flight_out)
+        return;
+    set_free(&c->flight_out->b);
+    free(c->flight_out);
+    c->flight_out = NULL;
 }

@@ -4,6 +4,7 @@
  * reached it.  Every event object is built and printed by jansson; only the
  * fixed frame around the event list is written here. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <jansson.h>
 
 #include "core/kplan.h"
+#include "core/safefile.h"
 #include "trace/trace_json.h"
 
 typedef struct rank_data {
@@ -110,6 +112,8 @@ static json_t *span_name(const rank_data *d, const gcsh_trace_rec *r, const char
     }
     if (r->op == gcsh_trace_op_check())
         snprintf(name, sizeof name, "check %s", coll);
+    else if (r->op == gcsh_trace_op_coll())
+        snprintf(name, sizeof name, "%s", coll[0] ? coll : "collective");
     else if (r->algo >= 0 && r->coll >= 0)
         snprintf(name, sizeof name, "kern.%s.%s", gcsh_kcoll_name((enum gcsh_kcoll)r->coll),
                  gcsh_kalgo_name((enum gcsh_kalgo)r->algo));
@@ -120,6 +124,28 @@ static json_t *span_name(const rank_data *d, const gcsh_trace_rec *r, const char
     return json_string(name);
 }
 
+static const char *const STATES[] = {"", "running", "issued", "done", "failed"};
+static const char *const CMPS[] = {">=", ">", "==", "~=", "<=", "<"};
+
+/* Symmetric memory: the object (a window's or signals' id, equal on every
+ * rank), a signal's slot, value and comparison, the word's owner. */
+static void symmetric_args(json_t *a, const gcsh_trace_rec *r)
+{
+    char id[24];
+    if (r->obj) {
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)r->obj);
+        json_object_set_new(a, "object", json_string(id));
+    }
+    if (r->slot >= 0)
+        json_object_set_new(a, "slot", json_integer((json_int_t)r->slot));
+    if (r->slot >= 0 || r->value)
+        json_object_set_new(a, "value", json_integer((json_int_t)r->value));
+    if (r->cmp >= 0 && r->cmp < 6)
+        json_object_set_new(a, "cmp", json_string(CMPS[r->cmp]));
+    if (r->cmp >= 0 && r->comm_rank >= 0)
+        json_object_set_new(a, "rank", json_integer(r->comm_rank)); /* whose word it waits on */
+}
+
 static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char *coll, int open)
 {
     json_t *a = json_object();
@@ -128,6 +154,14 @@ static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char
         if (text)
             json_object_set_new(a, "source", text_json(text, strlen(text)));
     }
+    const char *where = pool_str(d, r->where);
+    if (where)
+        json_object_set_new(a, "lua", text_json(where, strlen(where)));
+    if (r->state && r->state < 5) {
+        json_object_set_new(a, "state", json_string(STATES[r->state]));
+        json_object_set_new(a, "call", json_integer((json_int_t)r->id));
+    }
+    symmetric_args(a, r);
     if (r->bytes)
         json_object_set_new(a, "bytes", json_integer((json_int_t)r->bytes));
     if (r->dtype >= 0)
@@ -266,9 +300,12 @@ static int emit_slices(FILE *f, const rank_data *d, int64_t base, int *first)
     return rc;
 }
 
-/* Flow arrows: each collective's first call on every rank that made it,
- * linked in the order the ranks reached it (the last one is the straggler). */
-static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *first)
+/* Flow arrows: each collective's first call on every rank that made it
+ * (the collective's own span, from its check on), linked in the order the
+ * ranks reached it (the last one is the straggler).  A check that failed
+ * does not count (the collective runs at the next attempt). */
+static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *first,
+                      json_int_t *flow_id)
 {
     size_t n = 0, cap = 0;
     flow_point *p = NULL;
@@ -279,6 +316,7 @@ static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *
         for (uint64_t k = 0; k < d[r].b->nrec; k++) {
             const gcsh_trace_rec *x = &d[r].rec[d[r].order[k]];
             if (x->track != GCSH_TRACK_CALLS || !x->seq || x->op == gcsh_trace_op_check() ||
+                (x->op == gcsh_trace_op_coll() && x->failed) ||
                 (x->comm == last_comm && x->seq == last_seq))
                 continue;
             last_comm = x->comm;
@@ -297,7 +335,7 @@ static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *
     if (n)
         qsort(p, n, sizeof *p, by_collective);
     int rc = 0;
-    json_int_t id = 0;
+    json_int_t id = *flow_id;
     for (size_t i = 0; i < n && rc == 0;) {
         size_t j = i;
         while (j < n && p[j].comm == p[i].comm && p[j].seq == p[i].seq)
@@ -324,6 +362,117 @@ static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *
         i = j;
     }
     free(p);
+    *flow_id = id;
+    return rc;
+}
+
+/* A signal operation, for the flows from what releases a wait to the wait:
+ * the word it is about (object, owner's rank, slot) and a time. */
+typedef struct signal_point {
+    uint64_t obj;
+    int64_t slot, ts;
+    int32_t owner;
+    int rank;
+} signal_point;
+
+static int by_word(const void *a, const void *b)
+{
+    const signal_point *x = a, *y = b;
+    if (x->obj != y->obj)
+        return x->obj < y->obj ? -1 : 1;
+    if (x->owner != y->owner)
+        return x->owner < y->owner ? -1 : 1;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int same_word(const signal_point *x, const signal_point *y)
+{
+    return x->obj == y->obj && x->owner == y->owner && x->slot == y->slot;
+}
+
+static json_t *flow_event(const char *ph, json_int_t id, const char *name, const signal_point *p)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "ph", json_string(ph));
+    json_object_set_new(e, "id", json_integer(id));
+    json_object_set_new(e, "name", json_string(name));
+    json_object_set_new(e, "cat", json_string("signal"));
+    json_object_set_new(e, "pid", json_integer(p->rank));
+    json_object_set_new(e, "tid", json_integer(GCSH_TRACK_CALLS));
+    json_object_set_new(e, "ts", json_real(us(p->ts)));
+    json_object_set_new(e, "bp", json_string("e"));
+    return e;
+}
+
+/* Collects the signal operations of every rank: what sets or adds to a
+ * word (s:set, s:add, a put with a signal), at its start; the waits that
+ * ended, at their end (want: 1 or 2, gcsh_trace_op_signal). */
+static size_t signal_points(const rank_data *d, int size, int64_t base, int want,
+                            signal_point **out)
+{
+    size_t n = 0, cap = 0;
+    signal_point *p = NULL;
+    for (int r = 0; r < size; r++)
+        for (uint64_t k = 0; d[r].b && k < d[r].b->nrec; k++) {
+            const gcsh_trace_rec *x = &d[r].rec[k];
+            if (gcsh_trace_op_signal(x->op) != want || !x->obj || x->slot < 0 || x->failed ||
+                (want == 2 && x->t1 < 0))
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                signal_point *q = realloc(p, cap * sizeof *q);
+                if (!q)
+                    break;
+                p = q;
+            }
+            /* a wait's point: just inside its end (its slice holds it
+             * whatever the rounding to microseconds) */
+            int64_t in = (x->t1 - x->t0) / 2 < 1000 ? (x->t1 - x->t0) / 2 : 1000;
+            p[n++] = (signal_point){.obj = x->obj, .slot = x->slot, .rank = r,
+                                    .owner = want == 1 ? x->peer : x->comm_rank,
+                                    .ts = (want == 1 ? x->t0 : x->t1 - in) + d[r].b->offset - base};
+        }
+    *out = p;
+    return n;
+}
+
+/* Flow arrows from the set, add or put that released each wait (the last
+ * one on that word before the wait ended) to the wait's end. */
+static int emit_signal_flows(FILE *f, const rank_data *d, int size, int64_t base, int *first,
+                             json_int_t *flow_id)
+{
+    signal_point *rel, *wait;
+    size_t nrel = signal_points(d, size, base, 1, &rel);
+    size_t nwait = signal_points(d, size, base, 2, &wait);
+    if (nrel > 1)
+        qsort(rel, nrel, sizeof *rel, by_word);
+    int rc = 0;
+    for (size_t i = 0; i < nwait && rc == 0; i++) {
+        const signal_point *best = NULL;
+        size_t lo = 0, hi = nrel; /* the first release not before wait i's word */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            signal_point key = wait[i];
+            key.ts = INT64_MIN;
+            if (by_word(&rel[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; k < nrel && same_word(&rel[k], &wait[i]) && rel[k].ts <= wait[i].ts; k++)
+            best = &rel[k];
+        if (!best)
+            continue;
+        char name[48];
+        snprintf(name, sizeof name, "signal slot %lld", (long long)wait[i].slot);
+        ++*flow_id;
+        rc |= emit(f, flow_event("s", *flow_id, name, best), first);
+        rc |= emit(f, flow_event("f", *flow_id, name, &wait[i]), first);
+    }
+    free(rel);
+    free(wait);
     return rc;
 }
 
@@ -369,7 +518,7 @@ static int open_blob(rank_data *d, const void *blob, size_t len)
 }
 
 long gcsh_trace_write(const char *path, int size, void *const *blobs, const size_t *lens,
-                      const char *note)
+                      const char *note, char *err, size_t elen)
 {
     rank_data *d = calloc((size_t)size, sizeof *d);
     long spans = 0;
@@ -384,33 +533,31 @@ long gcsh_trace_write(const char *path, int size, void *const *blobs, const size
     }
     if (base == INT64_MAX)
         base = 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = f ? 0 : -1;
-    if (f) {
+    gcsh_file w;
+    int rc = gcsh_file_open(&w, path, err, elen);
+    if (rc == 0) {
+        FILE *f = w.f;
         int first = 1;
         rc |= fputs("{\"traceEvents\":[\n", f) < 0;
         for (int r = 0; r < size && rc == 0; r++)
             if (d[r].b)
                 rc |= emit_process(f, &d[r], &first) | emit_slices(f, &d[r], base, &first);
+        json_int_t flow_id = 0;
         if (rc == 0)
-            rc |= emit_flows(f, d, size, base, &first);
+            rc |= emit_flows(f, d, size, base, &first, &flow_id);
+        if (rc == 0)
+            rc |= emit_signal_flows(f, d, size, base, &first, &flow_id);
         rc |= fputs("\n],\"otherData\":", f) < 0;
         json_t *o = other_data(d, size, note);
         rc |= json_dumpf(o, f, JSON_COMPACT) != 0;
         json_decref(o);
         rc |= fputs("}\n", f) < 0;
-        rc |= fclose(f) != 0;
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = -1;
-        if (rc != 0)
-            remove(tmp);
+        if (rc != 0 && !w.err)
+            w.err = errno ? errno : EIO;
+        rc = gcsh_file_commit(&w, err, elen);
     }
-    int saved = errno;
     for (int r = 0; r < size; r++)
         free(d[r].order);
     free(d);
-    errno = saved;
     return rc == 0 ? spans : -1;
 }

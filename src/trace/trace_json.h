@@ -8,10 +8,10 @@
 #include "trace/trace.h"
 
 /* Writes blobs[r] (lens[r] bytes; NULL: that rank sent none) of every rank
- * to path (through path.tmp, renamed: a reader never sees half a file).
- * note, when given, goes into otherData (why the file was written then).
- * Returns the spans written, or -1 with errno. */
+ * to path (safefile.h: written whole beside it, then renamed).  note, when
+ * given, goes into otherData (why the file was written then).  Returns the
+ * spans written, or -1 with why in err. */
 long gcsh_trace_write(const char *path, int size, void *const *blobs, const size_t *lens,
-                      const char *note);
+                      const char *note, char *err, size_t elen);
 
 #endif

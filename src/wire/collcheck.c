@@ -739,9 +739,9 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check_usable(L, cc);
-    int span = ctx->trace ? gcsh_trace_check_begin(ctx, cc, fp) : -1;
+    int span = ctx->trace_store ? gcsh_trace_check_begin(ctx, cc, fp) : -1;
     int rc = gcsh_check_collective(L, cc, fp);
-    if (ctx->trace) /* the collective the backend calls until leave belong to */
+    if (ctx->trace_store) /* the collective the backend calls until leave belong to */
         gcsh_trace_check_end(ctx, span, cc, fp, rc);
     if (rc != 0)
         raise_error(L, ctx);

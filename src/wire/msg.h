@@ -35,6 +35,14 @@ enum gcsh_msg_type {
     MSG_ABORT_NOW, /* coordinator -> watcher (ctl), during a command: rank `seq`
                     * aborted these u64 communicator ids (collcheck.h) */
     MSG_ERR,       /* worker -> coordinator: captured errors (stderr) */
+    MSG_TIMEOUT,   /* worker -> coordinator: a double, gcsh.timeout(s): as .timeout s */
+    MSG_FLIGHT_FLUSH, /* coordinator -> watcher (ctl): answer FLIGHT_DATA (flight.h) */
+    MSG_FLIGHT_DATA,  /* watcher -> coordinator: the rank's flight recorder as a trace blob */
+    MSG_CRASH,     /* watcher's signal handler -> coordinator (ctl), seq = the signal that
+                    * is killing the rank (worker.c); no payload */
+    MSG_TAPE,      /* worker -> coordinator: the doubles gcsh.wtime returned in a chunk
+                    * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
+                    * values it returns in the next chunk (a replay, record.h) */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
@@ -51,6 +59,7 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 #define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
+#define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */
@@ -62,6 +71,10 @@ enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, C
  * machine's facts, so its output may differ between runs (replays do not
  * compare it). */
 #define CHUNK_VARIES 0x10000u
+/* A flag of the DONE status word with CHUNK_ERROR: the error says the chunk
+ * cannot run on this gcsh (a missing module, a call of a name that does not
+ * exist), not that it found a bug: git bisect's "cannot test" (worker.c). */
+#define CHUNK_HARNESS 0x20000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

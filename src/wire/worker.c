@@ -16,6 +16,7 @@
 #include "bind/l_shell.h"
 #include "wire/worker.h"
 #include "bind/symmem.h"
+#include "trace/flight.h"
 #include "trace/trace.h"
 
 #define FLUSH_EVERY_MS 100
@@ -32,6 +33,40 @@ struct gcsh_worker {
     pthread_mutex_t run_lock;
     uint32_t running_seq; /* 0 when idle */
 };
+
+/* ---- a rank that crashes says how -------------------------------------------
+ *
+ * A fatal signal (a segfault in a backend, an abort, a kill -SEGV) would
+ * end the rank with only a closed connection for rank 0 to see.  The
+ * handler writes MSG_CRASH with the signal on the control channel (nothing
+ * else writes toward rank 0 there), then hands the signal to the handler it
+ * replaced (Open MPI's backtrace, or the default): rank 0 then says "rank 1
+ * is gone (killed by signal 11: Segmentation fault)".  Signal-handler state,
+ * set once when the worker starts (src/DESIGN.md allows it). */
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define NCRASH (sizeof crash_signals / sizeof *crash_signals)
+static int crash_fd = -1;
+static struct sigaction crash_old[NCRASH];
+
+static void on_crash(int sig)
+{
+    gcsh_msg_header h = {.type = MSG_CRASH, .seq = (uint32_t)sig, .len = 0};
+    ssize_t n = write(crash_fd, &h, sizeof h);
+    (void)n;
+    for (size_t i = 0; i < NCRASH; i++)
+        if (crash_signals[i] == sig)
+            sigaction(sig, &crash_old[i], NULL);
+    raise(sig); /* delivered to the old handler once this one returns */
+}
+
+static void report_crashes(int ctl_fd)
+{
+    crash_fd = ctl_fd;
+    struct sigaction sa = {.sa_handler = on_crash};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NCRASH; i++)
+        sigaction(crash_signals[i], &sa, &crash_old[i]);
+}
 
 /* As lua.c's lstop: raise an error at the next Lua instruction. */
 static void stop_hook(lua_State *L, lua_Debug *ar)
@@ -83,6 +118,16 @@ static void send_trace(gcsh_worker *w, void *(*take)(gcsh_ctx *, size_t *))
     free(blob);
 }
 
+/* MSG_FLIGHT_FLUSH: the rank's flight recorder, which rank 0 cannot read
+ * itself (a rank on another node). */
+static void send_flight(gcsh_worker *w)
+{
+    size_t len = 0;
+    void *blob = gcsh_flight_blob(w->ctx->flight, w->ctx->rank, &len);
+    gcsh_capture_send(&w->cap, MSG_FLIGHT_DATA, blob, blob ? len : 0);
+    free(blob);
+}
+
 /* MSG_TRACE_ON: collective over MPI (the clock offset), then ACK. */
 static void start_trace(gcsh_worker *w)
 {
@@ -117,6 +162,8 @@ static void *watcher_main(void *arg)
             if (m.h.type == MSG_ABORT_NOW)
                 gcsh_check_abort_now(w->ctx, (const uint64_t *)(void *)m.data,
                                      m.h.len / sizeof(uint64_t), (int)m.h.seq);
+            if (m.h.type == MSG_FLIGHT_FLUSH)
+                send_flight(w);
         }
         gcsh_capture_flush(&w->cap);
     }
@@ -148,6 +195,8 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
         return NULL;
     }
     gcsh_shell_install(ctx->L, &w->cap);
+    if (ctx->rank != 0) /* rank 0's own end is the session's */
+        report_crashes(ctl_fd);
     /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
     sigset_t all, old;
     sigfillset(&all);
@@ -249,6 +298,55 @@ static void print_results(lua_State *L, int first)
                        lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
 }
 
+/* Whether an error message (its first line) says the chunk cannot run on
+ * this gcsh rather than that it found a bug: a module that is missing or
+ * does not compile, a call of a global, field or method that does not
+ * exist, a global table that does not (an API of another version).  Lua's
+ * own wording, stable across 5.4. */
+static int harness_error(const char *msg)
+{
+    static const char *const says[] = {
+        "attempt to call a nil value (global '", "attempt to call a nil value (field '",
+        "attempt to call a nil value (method '", "attempt to index a nil value (global '",
+        "module '", "error loading module '", NULL};
+    size_t n = strcspn(msg, "\n");
+    for (const char *const *p = says; *p; p++) {
+        const char *at = strstr(msg, *p);
+        if (at && (size_t)(at - msg) < n &&
+            (strncmp(*p, "module '", 8) != 0 || strstr(at, "' not found") != NULL))
+            return 1;
+    }
+    return 0;
+}
+
+/* The last KEPT_CHUNKS sources of chunks with no file behind them (typed
+ * at the prompt, -e: names "=..."), in registry["gcsh.chunks"] as a ring
+ * {n = chunks kept so far, size = KEPT_CHUNKS, [1 + i % size] = source}:
+ * repro.sweep's out= finds there the text of a function defined at the
+ * prompt (lua/gcsh/repro_script.lua). */
+#define KEPT_CHUNKS 512
+static void keep_source(lua_State *L, const char *name, const char *src, size_t len)
+{
+    if (name[0] != '=')
+        return;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "gcsh.chunks") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, KEPT_CHUNKS, 2);
+        lua_pushinteger(L, KEPT_CHUNKS);
+        lua_setfield(L, -2, "size");
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "gcsh.chunks");
+    }
+    lua_getfield(L, -1, "n");
+    lua_Integer n = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    lua_pushlstring(L, src, len);
+    lua_rawseti(L, -2, (n - 1) % KEPT_CHUNKS + 1);
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "n");
+    lua_pop(L, 1);
+}
+
 static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
                           size_t len)
 {
@@ -256,6 +354,8 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     int base = lua_gettop(L);
     lua_pushcfunction(L, msghandler);
     int st = luaL_loadbuffer(L, src, len, name);
+    if (st == LUA_OK)
+        keep_source(L, name, src, len);
     if (st == LUA_OK) {
         int nargs = (flags & CHUNK_SCRIPT) ? push_script_args(L) : 0;
         st = lua_pcall(L, nargs, LUA_MULTRET, base + 1);
@@ -271,12 +371,32 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
         return CHUNK_ERROR;
     }
+    uint32_t harness = 0;
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         capture_error(w->ctx, msg ? msg : "(error object is not a string)");
+        harness = msg && harness_error(msg) ? CHUNK_HARNESS : 0;
     }
     lua_settop(L, base);
-    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR;
+    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | harness;
+}
+
+/* MSG_TAPE between chunks: the next chunk's gcsh.wtime returns these (a
+ * replay of a recorded line, gcsh.h). */
+static void play_tape(gcsh_tape *tp, const char *data, size_t len)
+{
+    size_t n = len / sizeof(double);
+    if (n > tp->cap) {
+        double *p = realloc(tp->v, n * sizeof *p);
+        if (!p)
+            return;
+        tp->v = p;
+        tp->cap = n;
+    }
+    memcpy(tp->v, data, n * sizeof(double));
+    tp->n = n;
+    tp->next = 0;
+    tp->mode = GCSH_TAPE_PLAY;
 }
 
 static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
@@ -297,8 +417,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
 
     gcsh_capture_begin(&w->cap, m->h.seq, (flags & CHUNK_PROGRESS) != 0);
     gcsh_check_chunk_begin(w->ctx, name, (flags & CHUNK_CHECK) != 0, m->h.seq);
-    if (w->ctx->trace)
-        gcsh_trace_chunk_begin(w->ctx, src, len);
+    gcsh_trace_chunk_begin(w->ctx, src, len); /* the flight recorder's, and the trace's */
     pthread_mutex_lock(&w->run_lock);
     atomic_store(&w->ctx->interrupt, 0);
     w->ctx->exit_code = -1;
@@ -306,21 +425,29 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     w->running_seq = m->h.seq;
     pthread_mutex_unlock(&w->run_lock);
 
+    gcsh_tape *tape = &w->ctx->tape;
+    if (flags & CHUNK_TAPE) { /* recorded: keep what gcsh.wtime returns */
+        tape->mode = GCSH_TAPE_RECORD;
+        tape->n = tape->next = 0;
+    }
     uint32_t status = run_chunk(w, flags, name, src, len);
+    if (tape->mode == GCSH_TAPE_RECORD) /* before DONE: the coordinator keeps it with the line */
+        gcsh_capture_send(&w->cap, MSG_TAPE, tape->v, tape->n * sizeof *tape->v);
+    tape->mode = GCSH_TAPE_OFF;
+    tape->n = tape->next = 0;
     /* windows and signals collected without :free() during the command */
     gcsh_symmem_note_garbage(w->ctx->L);
 
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;
     lua_sethook(w->ctx->L, NULL, 0, 0);
-    if (atomic_exchange(&w->ctx->interrupt, 0) && status == CHUNK_ERROR)
+    if (atomic_exchange(&w->ctx->interrupt, 0) && CHUNK_STATUS(status) == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
     if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */
         status = CHUNK_EXIT_WORD(w->ctx->exit_code);
     pthread_mutex_unlock(&w->run_lock);
     gcsh_check_chunk_end(w->ctx);
-    if (w->ctx->trace)
-        gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
+    gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
     return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
 }
 
@@ -347,6 +474,10 @@ int gcsh_worker_loop(gcsh_worker *w)
             send_trace(w, gcsh_trace_stop);
             continue;
         }
+        if (m.h.type == MSG_TAPE) {
+            play_tape(&w->ctx->tape, m.data, m.h.len);
+            continue;
+        }
         if (m.h.type != MSG_CHUNK)
             continue; /* e.g. the verdict of a check that an interrupt gave up */
         uint32_t status = serve_chunk(w, &m);
@@ -364,6 +495,8 @@ void gcsh_worker_stop(gcsh_worker *w)
     /* The watcher leaves when rank 0 closes the control channel or sends QUIT. */
     pthread_join(w->watcher, NULL);
     gcsh_check_close(w->ctx);
+    free(w->ctx->tape.v);
+    w->ctx->tape = (gcsh_tape){0};
     w->ctx->cap = NULL;
     gcsh_capture_destroy(&w->cap);
     pthread_mutex_destroy(&w->run_lock);

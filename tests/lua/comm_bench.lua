@@ -183,7 +183,7 @@ do
   os.remove(json)
 end
 H.raises(function() bench.collective { op = "allreduce", min = 8, max = 8, csv = "/nonexistent/c.csv" } end,
-         "bench.collective: csv=: /nonexistent/c.csv: No such file or directory")
+         "bench.collective: csv=: cannot write /nonexistent/c.csv: No such file or directory")
 
 -- option errors name the option and the valid values
 H.raises(function() bench.collective { op = "allscatter" } end, "unknown op 'allscatter' (valid: allgather allreduce alltoall broadcast reduce reducescatter sendrecv)")

@@ -100,7 +100,7 @@ H.eq(printed[6], "  a          " .. string.rep("#", 50) .. " 325", "chart: 1 GiB
 
 -- csv=/json= that cannot be written fail at once, on every rank alike
 H.raises(function() bench.allreduce { algos = { "oneshot" }, min = 4, max = 4, csv = "/nonexistent/x.csv", quiet = true } end,
-         "bench.allreduce: csv=: /nonexistent/x.csv: No such file or directory", "csv= in a missing folder")
+         "bench.allreduce: csv=: cannot write /nonexistent/x.csv: No such file or directory", "csv= in a missing folder")
 H.raises(function() bench.allreduce { algos = { "oneshot" }, min = 4, max = 4, json = 42 } end,
          "json must be a file name", "json= not a string")
 do -- no JSON module: a clear error before anything runs

@@ -90,3 +90,52 @@ local a, b = tensor.from({ 1, 2, 3 }, "i32"), tensor.from({ 1, 2, 4 }, "i32")
 H.eq(repro.differ(a, a), nil, "equal")
 H.eq(repro.differ(a, b), "1 of 3 elements differ; first at [2]: expected 4, got 3", "differ text")
 H.eq(repro.differ(a, tensor.new(2, "i32")), "length 3, expected 2", "length")
+
+-- shrinking tries every dtype and op at each shorter length, so the answer
+-- does not depend on the order the lists give them in
+local function picky(case)
+  local out = reference(case)
+  local bad = case.dtype == "f32" and case.n >= 5 or case.dtype == "f16" and case.n >= 9
+              or case.op == "max" and case.n >= 7
+  if bad then out[case.n - 1] = 0 end
+  return out
+end
+for _, lists in ipairs { { { "f16", "f32" }, { "max", "sum" } }, { { "f32", "f16" }, { "sum", "max" } } } do
+  found = repro.sweep { candidate = picky, reference = reference, n = { 16 }, dtype = lists[1],
+                        op = lists[2], quiet = true }
+  H.eq(found.n .. " " .. found.dtype .. " " .. found.op, "5 f32 sum",
+       "the smallest case, lists in the order " .. lists[1][1] .. " " .. lists[2][1])
+end
+
+-- each kind of failure is reported with its smallest case
+found = repro.sweep { candidate = function(k)
+                        if k.n == 3 then error("three is not allowed") end
+                        return adder(function(q) return q.n >= 5 end)(k)
+                      end, reference = reference, n = { 2, 3, 4, 6, 7 }, quiet = true, shrink = 0 }
+H.eq(#found.kinds, 2, "two kinds of failure")
+H.eq(found.kinds[1].n, 3, "the first kind: the smallest case")
+H.truthy(found.kinds[1].detail:find("three is not allowed", 1, true), found.kinds[1].detail)
+H.eq(found.kinds[2].n, 6, "the second kind's smallest case")
+H.truthy(found.kinds[2].detail:find("elements differ", 1, true), found.kinds[2].detail)
+
+-- ranks=: cases on the first k ranks (case.comm), shrunk to fewer ranks
+if size >= 3 then
+  local seen_sizes = {}
+  found = repro.sweep { candidate = function(k)
+                          seen_sizes[k.size] = true
+                          local t = k.comm:allreduce(tensor.new(k.n):fill(1))
+                          if k.comm.size >= 3 then t[0] = 0 end -- wrong from 3 ranks on
+                          return t
+                        end,
+                        reference = function(k) return tensor.new(k.n):fill(k.comm.size) end,
+                        n = { 2 }, ranks = { size }, quiet = true }
+  H.eq(found.size, 3, "shrunk to the fewest ranks that fail")
+  H.truthy(rank >= 2 or seen_sizes[2], "smaller rank counts were tried")
+end
+H.raises(function() repro.sweep { candidate = reference, reference = reference, n = { 1 },
+                                  ranks = { size + 1 } } end,
+         "sweep: ranks[] = " .. (size + 1) .. " is more than the communicator's " .. size)
+
+-- help(repro.sweep): its own rows
+H.truthy(require("gcsh.help").text(repro.sweep):find("repro.sweep{candidate=, reference=, n=", 1, true),
+         "help(repro.sweep)")

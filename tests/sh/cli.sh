@@ -84,7 +84,7 @@ expect_eq "-e failure stops" "$OUT" "[0-1] one
 expect_eq "-e failure: exit 1" "$RC" 1
 run -n 2 -e 'x = = 1' -e 'print("after")'
 expect_eq "-e syntax error once, stops" "$OUT" "(command line):1: unexpected symbol near '='"
-expect_eq "-e syntax error: exit 1" "$RC" 1
+expect_eq "-e syntax error: exit 125 (cannot test)" "$RC" 125
 run -n 2 -e 'print("before", rank)' "$TMP/args.lua" z
 expect_eq "-e before a script" "$(head -n 2 <<<"$OUT")" "[0] before${T}0
 [1] before${T}1"
@@ -106,7 +106,7 @@ expect_eq "-l g=mod" "$OUT" "[0] tmod on 0${T}nil
 run -n 2 -l no_such_module_here -e 'print("ran")'
 expect_contains "-l unknown module" "$OUT" "module 'no_such_module_here' not found"
 expect_not_contains "-l unknown module stops" "$OUT" "ran"
-expect_eq "-l unknown module: exit 1" "$RC" 1
+expect_eq "-l unknown module: exit 125 (cannot test)" "$RC" 125
 unset LUA_PATH
 
 # ---- -v/--version, -h/--help, -q, -i
@@ -168,16 +168,16 @@ expect_eq "-q piped" "$OUT" "[0-1] piped"
 run -n 2 --backend bogus
 expect_match "--backend bogus" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
 expect_eq "--backend bogus: said once" "$(grep -c "unknown backend" <<<"$OUT")" 1
-expect_eq "--backend bogus: exit 1" "$RC" 1
+expect_eq "--backend bogus: exit 128 (usage)" "$RC" 128
 no_mpi_noise "--backend bogus" "$OUT"
 run --backend bogus
 expect_match "--backend bogus, 1 rank" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
-expect_eq "--backend bogus, 1 rank: exit 1" "$RC" 1
+expect_eq "--backend bogus, 1 rank: exit 128" "$RC" 128
 run -n 2 --backend host -e 'print("host ok")'
 expect_eq "--backend host" "$OUT" "[0-1] host ok"
 run -n 2 --backend
 expect_contains "--backend without a value" "$OUT" "'--backend' needs host or cuda"
-expect_eq "--backend without a value: exit 1" "$RC" 1
+expect_eq "--backend without a value: exit 128" "$RC" 128
 
 run -n 2 --timeout 0.3 -e 'if rank == 0 then gcsh.sleep(0.8) end print("done")'
 expect_match "--timeout" "$OUT" '^gcsh: 0\.[3-7] s: done \[1\], still running \[0\]; waiting \(Ctrl-C interrupts\)$'
@@ -185,39 +185,39 @@ expect_eq "--timeout: it kept waiting" "$(tail -n 1 <<<"$OUT")" "[0] done"
 expect_eq "--timeout: exit 0" "$RC" 0
 run -n 2 --timeout soon -e 'print(1)'
 expect_contains "--timeout bad value" "$OUT" "'--timeout' needs seconds 0..1e6"
-expect_eq "--timeout bad value: exit 1" "$RC" 1
+expect_eq "--timeout bad value: exit 128" "$RC" 128
 
-# ---- bad options and -n values: one line on stderr naming it, exit 1
+# ---- bad options and -n values: one line on stderr naming it, exit 128 (a bisect stops)
 OUT=$(timeout 60 "$GCSH" --bogus 2>"$TMP/err" </dev/null); RC=$?
 expect_eq "unknown option: nothing on stdout" "$OUT" ""
-expect_eq "unknown option: exit 1" "$RC" 1
+expect_eq "unknown option: exit 128" "$RC" 128
 expect_eq "unknown option: one line naming it and --help" "$(cat "$TMP/err")" \
     "gcsh: unrecognized option '--bogus' (gcsh --help lists the options)"
 OUT=$(timeout 60 "$GCSH" -n 2 -Z 2>"$TMP/err" </dev/null); RC=$?
-expect_eq "unknown option with -n: exit 1, nothing on stdout" "$RC:$OUT" "1:"
+expect_eq "unknown option with -n: exit 128, nothing on stdout" "$RC:$OUT" "128:"
 expect_eq "unknown option with -n: one line" "$(cat "$TMP/err")" \
     "gcsh: unrecognized option '-Z' (gcsh --help lists the options)"
 for bad in 0 x 1.5 -2 ""; do
     OUT=$(timeout 60 "$GCSH" -n "$bad" -e 'print(1)' 2>"$TMP/err" </dev/null); RC=$?
-    expect_eq "-n '$bad': exit 1, nothing run" "$RC:$OUT" "1:"
+    expect_eq "-n '$bad': exit 128, nothing run" "$RC:$OUT" "128:"
     expect_eq "-n '$bad': one line" "$(cat "$TMP/err")" \
         "gcsh: '-n' needs a rank count 1..4096, got '$bad' (gcsh --help lists the options)"
 done
 OUT=$(timeout 60 "$GCSH" -n 2>"$TMP/err" </dev/null); RC=$?
-expect_eq "-n without a value: exit 1" "$RC" 1
+expect_eq "-n without a value: exit 128" "$RC" 128
 expect_eq "-n without a value: one line" "$(cat "$TMP/err")" \
     "gcsh: '-n' needs a rank count 1..4096 (gcsh --help lists the options)"
 run -e
 expect_eq "-e without a value" "$OUT" "gcsh: '-e' needs a Lua statement (gcsh --help lists the options)"
-expect_eq "-e without a value: exit 1" "$RC" 1
+expect_eq "-e without a value: exit 128" "$RC" 128
 run --version=2
-expect_eq "a flag given a value" "$OUT:$RC" "gcsh: '--version' takes no value (got '2') (gcsh --help lists the options):1"
+expect_eq "a flag given a value" "$OUT:$RC" "gcsh: '--version' takes no value (got '2') (gcsh --help lists the options):128"
 run -n 2 --mca btl
-expect_eq "--mca needs two values" "$OUT:$RC" "gcsh: '--mca' needs a key and a value (gcsh --help lists the options):1"
+expect_eq "--mca needs two values" "$OUT:$RC" "gcsh: '--mca' needs a key and a value (gcsh --help lists the options):128"
 run -n 2 -x 1BAD=2
-expect_eq "-x: a bad name" "$OUT:$RC" "gcsh: '-x' needs an environment variable name (VAR or VAR=value), got '1BAD=2' (gcsh --help lists the options):1"
+expect_eq "-x: a bad name" "$OUT:$RC" "gcsh: '-x' needs an environment variable name (VAR or VAR=value), got '1BAD=2' (gcsh --help lists the options):128"
 run -n 2 --mpirun-args '--bind-to "core'
-expect_eq "--mpirun-args: an unclosed quote" "$OUT:$RC" "gcsh: '--mpirun-args' needs mpirun's arguments, quoted as one word, got '--bind-to \"core' (gcsh --help lists the options):1"
+expect_eq "--mpirun-args: an unclosed quote" "$OUT:$RC" "gcsh: '--mpirun-args' needs mpirun's arguments, quoted as one word, got '--bind-to \"core' (gcsh --help lists the options):128"
 
 # ---- options as lua and mpirun users type them
 run -np 2 -e 'print(size)'
@@ -230,7 +230,7 @@ expect_eq "-estat" "$OUT" "[0] attached${T}0
 run --backend=host -n 2 --timeout=0 -e 'print(gcsh.backend)'
 expect_eq "--opt=value" "$OUT:$RC" "[0-1] host:0"
 run -n 2 -- -e 'print(1)'
-expect_eq "-- ends the options: -e is the script" "$OUT:$RC" "gcsh: cannot open -e: No such file or directory:1"
+expect_eq "-- ends the options: -e is the script" "$OUT:$RC" "gcsh: cannot open -e: No such file or directory:125"
 export LUA_PATH="$TMP/lib/?.lua;;"
 mkdir -p "$TMP/lib"
 printf 'return { n = 7 }\n' >"$TMP/lib/seven.lua"
@@ -241,7 +241,7 @@ OUT=$(FROM_HERE=here timeout 60 "$GCSH" -n 2 -x FOO=1 -x FROM_HERE -x BAR=a=b \
       -e 'print(os.getenv("FOO"), os.getenv("FROM_HERE"), os.getenv("BAR"))' 2>&1 </dev/null); RC=$?
 expect_eq "-x VAR=v and -x VAR: in every rank's environment" "$OUT:$RC" "[0-1] 1${T}here${T}a=b:0"
 run -x FOO=1 -e 'print(1)'
-expect_eq "-x without -n" "$OUT:$RC" "gcsh: '-x' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options):1"
+expect_eq "-x without -n" "$OUT:$RC" "gcsh: '-x' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options):128"
 run -W -e 'warn("watch out")'
 expect_eq "-W: warnings on" "$OUT:$RC" "Lua warning: watch out:0"
 
@@ -271,9 +271,9 @@ expect_contains "an -e whose value looks like an option: its value" "$(tr '\n' '
 run -n 2 "$TMP/args.lua" --hostfile nowhere
 expect_contains "after the script, --hostfile is the script's" "$OUT" "[0] 0${T}2${T}args.lua${T}--hostfile${T}nowhere"
 run --hostfile "$TMP/hosts" -e 'print(1)'
-expect_eq "--hostfile without -n" "$RC:$OUT" "1:gcsh: '--hostfile' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options)"
+expect_eq "--hostfile without -n" "$RC:$OUT" "128:gcsh: '--hostfile' goes with -n N (gcsh passes it to mpirun) (gcsh --help lists the options)"
 run -n 2 --hostfile "$TMP/no-such-hosts" -e 'print(1)'
-expect_eq "--hostfile unreadable" "$RC:$OUT" "1:gcsh: '--hostfile' needs a readable host file, got '$TMP/no-such-hosts' (gcsh --help lists the options)"
+expect_eq "--hostfile unreadable" "$RC:$OUT" "128:gcsh: '--hostfile' needs a readable host file, got '$TMP/no-such-hosts' (gcsh --help lists the options)"
 run -n 2 --map-by
 expect_contains "--map-by without a value" "$OUT" "'--map-by' needs a mapping"
 # --mca, -x and --mpirun-args reach mpirun, in order, split as a shell would
@@ -342,14 +342,14 @@ printf '#!/bin/false\nprint(debug.getinfo(1, "l").currentline, select("#", ...))
 run -n 2 "$TMP/bang2.lua" one
 expect_eq "#! script runs" "$OUT" "[0-1] 2${T}1"
 
-# ---- a syntax error in a script: once, exit 1, nothing ran
+# ---- a syntax error in a script: once, exit 125 (cannot test), nothing ran
 printf 'print("ran")\nlocal x = = 2\n' >"$TMP/syntax.lua"
 run -n 2 "$TMP/syntax.lua"
 expect_eq "script syntax error once" "$OUT" "$TMP/syntax.lua:2: unexpected symbol near '='"
-expect_eq "script syntax error: exit 1" "$RC" 1
+expect_eq "script syntax error: exit 125" "$RC" 125
 run -n 2 "$TMP/no-such-script.lua"
 expect_eq "missing script" "$OUT" "gcsh: cannot open $TMP/no-such-script.lua: No such file or directory"
-expect_eq "missing script: exit 1" "$RC" 1
+expect_eq "missing script: exit 125" "$RC" 125
 
 # ---- -n inside mpirun is refused; a script under plain mpirun works
 if command -v mpirun >/dev/null; then

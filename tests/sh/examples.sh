@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The reproducers (lua/examples): exit 0 plain, 1 with --bug and their
-# message, 125 where they cannot run (one rank), 2 on an unknown argument;
+# message, 125 where they cannot run (one rank), 128 on an unknown argument;
 # repro.sweep's out= script; os.exit's statuses.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+T=$'\t'
 
 run() { OUT=$(timeout 120 "$GCSH" "$@" 2>&1 </dev/null); RC=$?; }
 
@@ -52,7 +53,7 @@ for c in "${cases[@]}"; do
 done
 
 run -n 2 lua/examples/off_by_one.lua --bgu
-expect_eq "unknown argument: exit 2" "$RC" 2
+expect_eq "unknown argument: exit 128 (usage)" "$RC" 128
 expect_contains "unknown argument: usage" "$OUT" "unknown argument '--bgu' (usage: gcsh -n N lua/examples/off_by_one.lua [--bug])"
 
 # ---- repro.sweep's out= script: the smallest case, standalone
@@ -91,16 +92,82 @@ run -n 2 "$TMP/case.lua"
 expect_eq "the out= script with the candidate fixed: exit 0" "$RC" 0
 expect_contains "the out= script passes" "$OUT" "candidate matches reference"
 
-# a function defined at the prompt has no source to copy
+# a function typed at the prompt: its source is kept, the script is whole
 OUT=$(printf '%s\n' 'f = function(k) return tensor.new(k.n):fill(rank) end' \
   'g = function(k) return tensor.new(k.n):fill(0) end' \
-  "repro.sweep{candidate = f, reference = g, n = {1}, out = '$TMP/x.lua', quiet = true}" |
+  "=repro.sweep{candidate = f, reference = g, n = {1}, out = '$TMP/x.lua', quiet = true}.n" |
   timeout 60 "$GCSH" -n 2 2>&1); RC=$?
-expect_contains "out= with a function typed at the prompt" "$OUT" "sweep: out=$TMP/x.lua: candidate was not defined in a file (stdin): its source is not available"
-# an unwritable out= is an error on every rank
-run -n 2 -e "repro.sweep{candidate = function(k) return tensor.new(k.n):fill(rank) end, reference = function(k) return tensor.new(k.n) end, n = {1}, out = '/nonexistent/dir/x.lua', quiet = true}"
+expect_eq "out= with functions typed at the prompt: the sweep" "$OUT" "[0-1] 1"
+expect_contains "out= with functions typed at the prompt: their text" "$(cat "$TMP/x.lua")" "local candidate = function(k) return tensor.new(k.n):fill(rank) end
+local reference = function(k) return tensor.new(k.n):fill(0) end"
+run -n 2 "$TMP/x.lua"
+expect_eq "the prompt's case runs alone: it fails as found (exit 1, rank 1 differs)" "$RC" 1
+expect_contains "the prompt's case: what differs" "$OUT" "[1] n=1 offset=0 f32 sum: 1 of 1 elements differ; first at [0]: expected 0, got 1"
+
+# globals, tables of functions and communicators go into the script
+cat >"$TMP/whole.lua" <<'EOF'
+function vreduce(a, b, op) return OPS[op](a, b) end -- a global helper
+OPS = { sum = function(x, y) return x + y end, max = function(x, y) return math.max(x, y) end }
+local c = comm.world()                               -- an upvalue communicator
+local LANES = { f32 = 4, f16 = 8 }                   -- an upvalue table
+local function reference(case)
+  local t = tensor.new(case.n, case.dtype):fill(rank + 1)
+  return c:allreduce(t, case.op)
+end
+local function candidate(case)
+  local lanes = LANES[case.dtype]
+  local out = tensor.new(case.n, case.dtype):fill(rank + 1)
+  local all = c:allreduce(tensor.new(case.n, case.dtype):fill(rank + 1), case.op)
+  for i = 0, case.n - 1 - case.n % lanes do out[i] = all[i] end  -- forgets the tail
+  for i = case.n - case.n % lanes, case.n - 1 do out[i] = vreduce(out[i], 0, case.op) end
+  return out
+end
+local found = repro.sweep { candidate = candidate, reference = reference, n = { 16, 13 },
+                            dtype = { "f16", "f32" }, op = { "max", "sum" }, out = arg[1] }
+print(found.n, found.dtype, found.op)
+EOF
+run -n 2 "$TMP/whole.lua" "$TMP/whole_case.lua"
+expect_eq "globals and upvalues: the sweep" "$RC" 0
+expect_all_ranks "shrunk over dtype and op too, whatever their order" "$OUT" "1${T}f32${T}sum" 2
+W=$(cat "$TMP/whole_case.lua")
+expect_contains "the global helper is written" "$W" "vreduce = function(a, b, op) return OPS[op](a, b) end"
+expect_contains "the global table of functions is written" "$W" 'OPS = {["max"] = function(x, y) return math.max(x, y) end, ["sum"] = function(x, y) return x + y end}'
+expect_contains "the communicator is made again" "$W" "c = comm.world()"
+expect_contains "the upvalue table" "$W" 'LANES = {["f16"] = 8, ["f32"] = 4}'
+run -n 2 "$TMP/whole_case.lua"
+expect_eq "the whole case runs alone and fails as found: exit 1" "$RC" 1
+expect_contains "the whole case: what differs" "$OUT" "n=1 offset=0 f32 sum: 1 of 1 elements differ; first at [0]: expected 3, got 2"
+expect_not_contains "the whole case: no missing global" "$OUT" "nil value"
+sed 's/dtype = { "f16", "f32" }, op = { "max", "sum" }/dtype = { "f32", "f16" }, op = { "sum", "max" }/' "$TMP/whole.lua" >"$TMP/whole2.lua"
+run -n 2 "$TMP/whole2.lua"
+expect_all_ranks "the same answer with the lists in another order" "$OUT" "1${T}f32${T}sum" 2
+
+# what a script cannot carry is refused before any case runs
+run -n 2 -e "local w = tensor.new(4) local calls = 0
+repro.sweep{candidate = function(k) calls = calls + 1 return w end, reference = function(k) return w end, n = {1, 2}, out = '$TMP/no.lua', quiet = true}"
+expect_eq "a tensor upvalue: an error" "$RC" 1
+expect_contains "a tensor upvalue: named, before the sweep" "$OUT" "sweep: out=$TMP/no.lua: upvalue 'w' of candidate is a tensor, which a script cannot rebuild"
+if [ -e "$TMP/no.lua" ]; then fail "a tensor upvalue: a file was written"; else pass; fi
+# an unwritable out= is an error on every rank, before the sweep
+run -n 2 -e "repro.sweep{candidate = function(k) error('never called') end, reference = function(k) return tensor.new(k.n) end, n = {1}, out = '/nonexistent/dir/x.lua', quiet = true}"
 expect_eq "out= unwritable: exit 1" "$RC" 1
-expect_contains "out= unwritable: named" "$OUT" "sweep: out=/nonexistent/dir/x.lua:"
+expect_contains "out= unwritable: named" "$OUT" "sweep: out=/nonexistent/dir/x.lua: cannot write /nonexistent/dir/x.lua: No such file or directory"
+expect_not_contains "out= unwritable: checked before the sweep" "$OUT" "never called"
+
+# a rank whose candidate fails before a collective: its own error, at once
+cat >"$TMP/early.lua" <<'EOF'
+local c = comm.world()
+local function reference(case) return tensor.new(case.n, case.dtype):fill(size) end
+local function candidate(case)
+  if rank == 1 and case.n == 3 then error("blew up on rank 1") end
+  return c:allreduce(tensor.new(case.n, case.dtype):fill(1))
+end
+local f = repro.sweep { candidate = candidate, reference = reference, n = { 1, 2, 3, 4 }, quiet = true }
+print(f.ranks, f.detail)
+EOF
+run -n 2 "$TMP/early.lua"
+expect_eq "a rank failing before a collective: exit 0, no stall" "$RC" 0
+expect_contains "a rank failing before a collective: that rank's own error" "$OUT" "[0-1] 1${T}candidate raised: $TMP/early.lua:4: blew up on rank 1"
 
 # ---- os.exit: the session's status
 run -n 2 -e 'os.exit(3)'

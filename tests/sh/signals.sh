@@ -36,7 +36,7 @@ end_run() {
 # ---- as the README shows it: timeout -s INT interrupts the command, the session reads on
 TAG=$(new_tag)
 OUT=$(printf '%s\n' 'print("start")' 'while true do end' 'print("after", rank)' |
-      GCSH_TEST_TAG=$TAG timeout -s INT 10 "$GCSH" -n 2 2>&1); RC=$?
+      GCSH_TEST_TAG=$TAG timeout -s INT 10 "$GCSH" -n 2 --flight "$TMP/flight.json" 2>&1); RC=$?
 expect_eq "timeout -s INT: interrupted, then the next line" "$OUT" "[0-1] start
 
 gcsh: interrupting [0-1]
@@ -44,6 +44,7 @@ gcsh: interrupting [0-1]
 [0-1] stack traceback:
 [0-1] ${T}stdin:1: in main chunk
 gcsh: interrupted [0-1]
+gcsh: flight recorder: $TMP/flight.json (every rank's last calls)
 [0] after${T}0
 [1] after${T}1"
 expect_eq "timeout -s INT: timeout's status" "$RC" 124

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Traces: gcsh --trace FILE and .trace FILE|off write Chrome trace JSON that
 # python3's json loads (tests/sh/trace_check.py): a process per rank,
-# monotone timestamps, flows linking each collective across ranks, the
-# calls' arguments; a hang report and a device fault write it with the
-# running calls unfinished; bad arguments are named.
+# monotone timestamps, flows linking each collective across ranks and each
+# put or signal to the wait it released, the calls' arguments and Lua
+# lines, checks inside their collective; a hang report and a device fault
+# write it with the running calls unfinished, a dead rank's last calls
+# included; the cap keeps the most recent spans and says so; bad arguments
+# are named.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -32,7 +35,7 @@ for n in 2 4; do
   expect_contains "$n ranks: says where" "$OUT" "tracing to $F"
   expect_match "$n ranks: written at the end" "$OUT" "^trace written to $F: [0-9]+ spans from $n ranks$"
   C=$($CHECK "$F" "$n" comm.allreduce kern.allreduce.oneshot xfer.prepare xfer.post win.signal_wait win.create_begin win.create_stage \
-      win.destroy "check allreduce #1" mem.fill 'c:allreduce(t)' 2>&1); RC=$?
+      win.destroy "check allreduce #1" mem.fill 'c:allreduce(t)' "allreduce #1" 2>&1); RC=$?
   expect_eq "$n ranks: python3's json loads it; processes, timestamps and flows check out" "$RC" 0
   printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
   all=$(seq -s ' ' 0 $((n - 1)))
@@ -41,9 +44,12 @@ for n in 2 4; do
   expect_contains "$n ranks: with .check off, sequence numbers still count" "$C" "flow allreduce #2: ranks $all"
   expect_contains "$n ranks: the kernel collective's flow" "$C" "flow kernel.allreduce #4: ranks $all"
   expect_contains "$n ranks: window free's flow" "$C" "flow window:free #7: ranks $all"
-  expect_contains "$n ranks: allreduce args" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "op": "sum", "seq": 1}'
+  expect_contains "$n ranks: allreduce args, with the Lua line that made it" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "lua": "stdin:1", "op": "sum", "seq": 1}'
+  expect_contains "$n ranks: the collective's own span, holding its check and call" "$C" 'span allreduce #1: {"collective": "allreduce #1", "comm": "world 0", "lua": "stdin:1", "seq": 1}'
   expect_contains "$n ranks: kernel args" "$C" 'span kern.allreduce.oneshot: {"algo": "oneshot", "bytes": 256, "collective": "kernel.allreduce #4"'
-  expect_contains "$n ranks: transfer args" "$C" 'span xfer.prepare: {"bytes": 16}'
+  expect_contains "$n ranks: transfer args: peer, signal slot and value" "$C" 'span xfer.prepare: {"bytes": 16, "lua": "stdin:1", "object": "0000000000000002", "peer": 1, "slot": 0, "value": 1}'
+  expect_contains "$n ranks: a signal wait's args" "$C" 'span win.signal_wait: {"cmp": ">=", "lua": "stdin:1", "object": "0000000000000002", "rank": 0, "slot": 0, "value": 1}'
+  expect_contains "$n ranks: a flow from the put that released the wait" "$C" "signal signal slot 0: rank $((n - 1)) -> rank 0"
   expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
 done
 
@@ -55,9 +61,9 @@ OUT=$(printf '%s\n' '.trace' ".trace $TMP/a.json" '.trace' 'c = comm.world(); c:
 expect_eq ".trace in a session" "$OUT" "not tracing (.trace FILE starts)
 tracing to $TMP/a.json
 tracing to $TMP/a.json (.trace off writes it)
-trace written to $TMP/a.json: 10 spans from 2 ranks
+trace written to $TMP/a.json: 12 spans from 2 ranks
 tracing to $TMP/b.json
-trace written to $TMP/b.json: 8 spans from 2 ranks
+trace written to $TMP/b.json: 10 spans from 2 ranks
 not tracing (.trace FILE starts)
 gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory
 [0-1] still here"
@@ -91,17 +97,39 @@ expect_contains "the final file: the barrier's flow" "$C" "flow barrier #1: rank
 
 # a device fault ends the session: the file says where each rank was
 F=$TMP/fatal.json
-OUT=$(printf '%s\n' 'c = comm.world()' 'if rank == 1 then gcsh.debug.inject("fatal") end c:barrier()' |
+# (rank 1 faults once rank 0 is on its way into the barrier: it signalled)
+OUT=$(printf '%s\n' 'c = comm.world() s = c:signals(1)' \
+      'if rank == 1 then s:wait(0, 1) gcsh.sleep(0.3) gcsh.debug.inject("fatal") else s:add(1, 0, 1) end c:barrier()' |
       GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
 expect_eq "fault: exit 70" "$RC" 70
 expect_contains "fault: written" "$OUT" "gcsh: trace written to $F (a device fault cannot be recovered from)"
 C=$($CHECK "$F" 2 2>&1); RC=$?
 expect_eq "fault: the file loads" "$RC" 0
-expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"name":"check barrier #1 (unfinished)","cat":"control","pid":0'
+expect_contains "fault: rank 0 stopped in the barrier's check" "$(cat "$F")" '"name":"check barrier #2 (unfinished)","cat":"control","pid":0'
+
+# the cap keeps each rank's most recent spans and says how many it dropped
+F=$TMP/cap.json
+OUT=$(printf '%s\n' 'print("first")' 'for i = 1, 50 do tensor.new(1):fill(i) end' 'print("last")' |
+      GCSH_TRACE_EVENTS=20 timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
+expect_match "the cap: said on the terminal" "$OUT" "^trace written to $F: 40 spans from 2 ranks; [0-9]+ older spans dropped \(each rank keeps its most recent 20: GCSH_TRACE_EVENTS\)$"
+C=$($CHECK "$F" 2 'print("last")' 2>&1)
+expect_contains "the cap: the most recent spans are kept" "$C" 'span print("last"): {"source": "print(\"last\")"}'
+expect_not_contains "the cap: the oldest are dropped" "$(cat "$F")" 'print(\"first\")'
+
+# a rank that dies leaves what it had: the file shows its last calls
+F=$TMP/dead.json
+OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' 'if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) end c:barrier()' |
+      timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
+expect_eq "a dead rank: exit 69" "$RC" 69
+C=$($CHECK "$F" 2 2>&1); RC=$?
+expect_eq "a dead rank: the file checks out" "$RC" 0
+expect_contains "a dead rank: the note" "$C" "rank 1 died: its last calls are from its flight recorder"
+expect_contains "a dead rank: its barrier" "$(cat "$F")" '"name":"barrier #1","cat":"collective","pid":1'
+expect_contains "a dead rank: the line it died in" "$(cat "$F")" '"name":"if rank == 1 then os.execute(\"kill -9 $PPID\") gcsh.sleep(30) (unfinished)","cat":"lua","pid":1'
 
 # bad arguments
 OUT=$(timeout 60 "$GCSH" -n 2 --trace /nonexistent/dir/t.json -e 'print(1)' </dev/null 2>&1); RC=$?
-expect_eq "--trace unwritable: exit 1" "$RC" 1
+expect_eq "--trace unwritable: exit 128 (a usage error)" "$RC" 128
 expect_contains "--trace unwritable: named" "$OUT" "gcsh: .trace: cannot write /nonexistent/dir/t.json: No such file or directory"
 expect_not_contains "--trace unwritable: nothing ran" "$OUT" "[0-1] 1"
 OUT=$(timeout 60 "$GCSH" --trace </dev/null 2>&1)

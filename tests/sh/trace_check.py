@@ -6,11 +6,15 @@
 Loads FILE with json, then checks: one process per rank 0..RANKS-1 (named
 "rank R (host, device)"); timestamps that never go back within a process;
 every flow arrow has one start, one finish and steps between, on distinct
-ranks, in time order, each inside a slice of its rank's gcsh-calls track.
-Prints what the shell test compares: the processes, each flow ("flow NAME:
-ranks ..."), and for each SPAN name asked for, the args of its first slice
-on rank 0; "gpu:NAME" asks for a slice NAME on every rank's GPU track (CUDA
-events), longer than zero.  Exits 1 with "FAIL ..." lines when a check fails."""
+ranks, in time order, each inside a slice of its rank's gcsh-calls track;
+every signal flow (from a set, add or put to the wait it released) starts
+no later than it finishes, each end inside a slice; every "check X" slice
+lies inside a slice "X" (a collective holds its check).  Prints what the
+shell test compares: the processes, each flow ("flow NAME: ranks ..."),
+each signal flow ("signal NAME: rank A -> rank B"), and for each SPAN name
+asked for, the args of its first slice on rank 0; "gpu:NAME" asks for a
+slice NAME on every rank's GPU track (CUDA events), longer than zero.
+Exits 1 with "FAIL ..." lines when a check fails."""
 import json
 import sys
 
@@ -51,6 +55,26 @@ def main():
             if not inside:
                 fails.append("flow %s: its point on rank %d is in no slice" % (fid, e["pid"]))
         print("flow %s: ranks %s" % (chain[0]["name"], " ".join(map(str, sorted(pids)))))
+    signals = {}
+    for e in events:
+        if e["ph"] in "sf" and e.get("cat") == "signal":
+            signals.setdefault(e["id"], {})[e["ph"]] = e
+    for fid, pair in sorted(signals.items()):
+        if set(pair) != {"s", "f"} or pair["s"]["ts"] > pair["f"]["ts"]:
+            fails.append("signal flow %s: %s" % (fid, pair))
+            continue
+        for e in pair.values():
+            if not [s for s in slices if s["pid"] == e["pid"] and s["tid"] == e["tid"]
+                    and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]:
+                fails.append("signal flow %s: its point on rank %d is in no slice" % (fid, e["pid"]))
+        print("signal %s: rank %d -> rank %d" % (pair["s"]["name"], pair["s"]["pid"], pair["f"]["pid"]))
+    for c in slices:
+        if c["name"].startswith("check ") and not c["name"].endswith("(unfinished)"):
+            outer = c["name"][6:]
+            if not [s for s in slices if s["pid"] == c["pid"] and s["tid"] == c["tid"]
+                    and s["name"] == outer and s["ts"] <= c["ts"]
+                    and c["ts"] + c["dur"] <= s["ts"] + s["dur"] + 1e-3]:
+                fails.append("%s on rank %d lies in no slice %r" % (c["name"], c["pid"], outer))
     for name in want:
         if name.startswith("gpu:"):
             on = sorted({s["pid"] for s in slices if s["tid"] == 3 and s["name"] == name[4:]

@@ -32,7 +32,8 @@ static int run_once(gcsh_xfer_engine engine, void *dst, const void *src, size_t 
                     uint64_t *signal)
 {
     gcsh_xfer_seg seg = {dst, src, bytes};
-    gcsh_xfer_plan plan = {engine, 1, &seg, signal, 1};
+    gcsh_xfer_plan plan = {.engine = engine, .nseg = 1, .seg = &seg, .signal = signal,
+                           .signal_value = 1, .signal_slot = -1};
     gcsh_xfer_impl *x = NULL;
     int rc = X->prepare(&ctx, &plan, &x);
     if (rc == 0)
@@ -148,7 +149,7 @@ static double best_time(gcsh_xfer_impl *x, void *dst, int dst_dev, const void *s
 static double time_xfer(gcsh_xfer_engine engine, void *dst, const void *src, size_t bytes)
 {
     gcsh_xfer_seg seg = {dst, src, bytes};
-    gcsh_xfer_plan plan = {engine, 1, &seg, NULL, 0};
+    gcsh_xfer_plan plan = {.engine = engine, .nseg = 1, .seg = &seg, .signal_slot = -1};
     gcsh_xfer_impl *x = NULL;
     if (X->prepare(&ctx, &plan, &x) != 0) {
         CHECK(0, "prepare: %s", ctx.err);

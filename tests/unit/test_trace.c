@@ -13,6 +13,7 @@
 
 #include "core/gcsh.h"
 #include "host/host.h"
+#include "trace/flight.h"
 #include "trace/trace.h"
 #include "trace/trace_json.h"
 #include "unit.h"
@@ -114,23 +115,30 @@ static void test_spans(gcsh_ctx *ctx)
     gcsh_trace_chunk_end(ctx, 0);
     CHECK(blob != NULL, "a copy");
     const gcsh_trace_blob *b = blob;
-    CHECK(b->nrec == 5, "fill, copy, sync done; the Lua line and a copy running: %llu",
-          (unsigned long long)b->nrec);
+    CHECK(b->nrec == 6, "fill, the collective with its copy, sync done; the Lua line and a copy "
+                        "running: %llu", (unsigned long long)b->nrec);
     const gcsh_trace_rec *r = recs(blob);
     CHECK(strcmp(gcsh_trace_op_name(r[0].op), "mem.fill") == 0, "first: %s",
           gcsh_trace_op_name(r[0].op));
     CHECK(r[0].bytes == 64 && r[0].dtype == GCSH_F32 && r[0].t1 >= r[0].t0, "fill's args");
     CHECK(r[0].g0 >= 0 && r[0].g1 >= r[0].g0, "fill's GPU span from the marks: %lld %lld",
           (long long)r[0].g0, (long long)r[0].g1);
+    /* spans in the order they ended: the copy, then its collective */
+    CHECK(r[2].op == gcsh_trace_op_coll() && r[2].comm == 7 && r[2].seq == 5,
+          "the collective's own span, #5 of comm 7: %llu #%llu", (unsigned long long)r[2].comm,
+          (unsigned long long)r[2].seq);
+    CHECK(r[2].t0 <= r[1].t0 && r[2].t1 >= r[1].t1, "it holds the copy");
     CHECK(r[1].comm == 7 && r[1].seq == 5, "the copy belongs to collective #5 of comm 7: %llu #%llu",
           (unsigned long long)r[1].comm, (unsigned long long)r[1].seq);
     CHECK(r[1].label && strcmp(pool(blob, r[1].label), "allreduce") == 0, "labelled allreduce");
-    CHECK(r[2].seq == 0, "sync, after check_leave, belongs to no collective");
-    CHECK(r[3].track == GCSH_TRACK_LUA && r[3].t1 == -1, "the Lua line, still running");
-    CHECK(strcmp(pool(blob, r[3].text), "t:fill(1)") == 0, "its text, without the return: %s",
-          pool(blob, r[3].text));
-    CHECK(r[4].t1 == -1 && r[4].bytes == 99, "the running call");
-    CHECK(r[4].g0 == -1, "its GPU side never started");
+    CHECK(r[3].seq == 0, "sync, after check_leave, belongs to no collective");
+    CHECK(r[0].id < r[2].id && r[2].id < r[1].id && r[1].id < r[3].id,
+          "call numbers in the order the calls began");
+    CHECK(r[4].track == GCSH_TRACK_LUA && r[4].t1 == -1, "the Lua line, still running");
+    CHECK(strcmp(pool(blob, r[4].text), "t:fill(1)") == 0, "its text, without the return: %s",
+          pool(blob, r[4].text));
+    CHECK(r[5].t1 == -1 && r[5].bytes == 99, "the running call");
+    CHECK(r[5].g0 == -1, "its GPU side never started");
     free(blob);
 }
 
@@ -149,7 +157,8 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     b1->offset = 1000000;
     void *blobs[2] = {mine, other};
     size_t lens[2] = {len, len};
-    CHECK(gcsh_trace_write(path, 2, blobs, lens, "unit test") > 0, "written");
+    char werr[256];
+    CHECK(gcsh_trace_write(path, 2, blobs, lens, "unit test", werr, sizeof werr) > 0, "written");
     json_error_t err;
     json_t *doc = json_load_file(path, 0, &err);
     CHECK(doc != NULL, "jansson reads it back: %s", err.text);
@@ -186,10 +195,72 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(doc, "otherData"), "note")),
                  "unit test") == 0, "the note");
     json_decref(doc);
-    CHECK(gcsh_trace_write("/nonexistent/dir/t.json", 2, blobs, lens, NULL) == -1,
+    CHECK(gcsh_trace_write("/nonexistent/dir/t.json", 2, blobs, lens, NULL, werr, sizeof werr) == -1,
           "an unwritable file fails");
     free(mine);
     free(other);
+}
+
+/* The span cap keeps the most recent spans and counts the dropped ones. */
+static void test_cap(gcsh_ctx *ctx)
+{
+    setenv("GCSH_TRACE_EVENTS", "4", 1);
+    CHECK(gcsh_trace_start(ctx) == 0, "start with a cap of 4");
+    float buf[4];
+    for (int i = 0; i < 10; i++)
+        ctx->be->mem->fill(ctx, buf, GCSH_LOC_HOST, GCSH_F32, (size_t)(i % 4) + 1,
+                           (gcsh_scalar){.is_int = 1, .i = i});
+    size_t len = 0;
+    void *blob = gcsh_trace_stop(ctx, &len);
+    const gcsh_trace_blob *b = blob;
+    const gcsh_trace_rec *r = recs(blob);
+    CHECK(b->nrec == 4 && b->dropped == 6, "4 spans kept, 6 dropped: %llu, %llu",
+          (unsigned long long)b->nrec, (unsigned long long)b->dropped);
+    CHECK(r[0].id + 3 == r[3].id && r[3].bytes == 2 * 4, "the most recent, oldest first: ids %llu..%llu",
+          (unsigned long long)r[0].id, (unsigned long long)r[3].id);
+    free(blob);
+    unsetenv("GCSH_TRACE_EVENTS");
+}
+
+/* The flight recorder: the last N calls with their states, kept without
+ * tracing; a blob as a trace's. */
+static void test_flight(gcsh_ctx *ctx)
+{
+    setenv("GCSH_FLIGHT_CALLS", "8", 1);
+    ctx->flight = gcsh_flight_open(ctx);
+    CHECK(ctx->flight && gcsh_flight_size(ctx->flight) == 8, "a ring of 8");
+    gcsh_trace_free(ctx);
+    CHECK(gcsh_trace_init(ctx) == 0 && ctx->be != &backend, "recording for the whole session");
+    CHECK(ctx->trace == NULL, "no spans kept");
+    float buf[4];
+    gcsh_trace_chunk_begin(ctx, "for i = 1, 20 do t:fill(i) end", 31);
+    for (int i = 0; i < 20; i++)
+        ctx->be->mem->fill(ctx, buf, GCSH_LOC_HOST, GCSH_F32, 4, (gcsh_scalar){.is_int = 1, .i = i});
+    gcsh_trace_call call = {.rec = GCSH_TRACE_REC_BLANK, .slot = -1};
+    call.rec.bytes = 7;
+    gcsh_trace_call_begin(ctx, &call, 2 /* mem.copy */, 0);
+    size_t len = 0;
+    void *blob = gcsh_flight_blob(ctx->flight, ctx->rank, &len);
+    gcsh_trace_call_end(ctx, &call, 0);
+    const gcsh_trace_blob *b = blob;
+    const gcsh_trace_rec *r = recs(blob);
+    CHECK(b->flight == 8 && b->nrec == 8, "the last 8 calls: %llu", (unsigned long long)b->nrec);
+    CHECK(r[7].id == 22 && r[0].id == 15, "numbered 15..22: %llu..%llu",
+          (unsigned long long)r[0].id, (unsigned long long)r[7].id);
+    CHECK(r[7].state == GCSH_CALL_RUNNING && r[7].t1 == -1 && r[7].bytes == 7, "the last running");
+    CHECK(r[6].state == GCSH_CALL_ISSUED, "a GPU call of a backend with marks: issued");
+    CHECK(ctx->be->mem->sync(ctx) == 0, "a sync");
+    free(blob);
+    blob = gcsh_flight_blob(ctx->flight, ctx->rank, &len);
+    r = recs(blob);
+    CHECK(r[5].state == GCSH_CALL_DONE && r[6].state == GCSH_CALL_DONE, "done once a sync passed");
+    CHECK(gcsh_flight_readable(ctx->flight, ctx->rank), "its own ring is readable");
+    free(blob);
+    gcsh_trace_chunk_end(ctx, 0);
+    gcsh_trace_free(ctx);
+    gcsh_flight_close(ctx->flight);
+    ctx->flight = NULL;
+    unsetenv("GCSH_FLIGHT_CALLS");
 }
 
 int main(int argc, char **argv)
@@ -214,6 +285,8 @@ int main(int argc, char **argv)
     test_spans(&ctx);
     test_file(&ctx, path);
     remove(path);
+    test_cap(&ctx);
+    test_flight(&ctx);
     gcsh_trace_free(&ctx);
     MPI_Finalize();
     UNIT_END();
