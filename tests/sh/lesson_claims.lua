@@ -390,7 +390,9 @@ CLAIMS[12] = function(part)
     { "12.4: with .timeout 1, a report: the others wait for the signal",
       has(p4, "gcsh:   [" .. others .. "] in signal wait"), p4 },
     { "12.4: and the slow rank sleeps", has(p4, "gcsh:   [" .. (N - 1) .. "] in gcsh.sleep(1.5)"), p4 },
-    { "12.5: the barrier gives up, naming the late rank", has(part(5), "waited 1.0 s for [" .. (N - 1) .. "]"), part(5) },
+    { "12.5: the barrier gives up, naming the late rank",
+      -- 1.0 s, or a little more on a loaded machine
+      flat(part(5)):find("waited 1%.%d s for %[" .. (N - 1) .. "%]") ~= nil, part(5) },
   }
 end
 

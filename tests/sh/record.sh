@@ -147,7 +147,7 @@ OUT=$(timeout 60 "$GCSH" --replay "$F" -e 'x = 1' </dev/null 2>&1); RC=$?
 expect_contains "--replay with -e: refused" "$OUT" "'--replay' runs the recording alone"
 expect_eq "--replay with -e: exit 128" "$RC" 128
 OUT=$(timeout 60 "$GCSH" --replay "$F" --record "$TMP/again.lua" </dev/null 2>&1); RC=$?
-expect_eq "--replay with --record: one line, not the usage" "$OUT" "$GCSH: '--replay' runs the recording alone (no script, -e, -l, -i or --record with it); $GCSH --help lists the options"
+expect_eq "--replay with --record: one line, not the usage" "$OUT" "gcsh: '--replay' runs the recording alone (no script, -e, -l, -i or --record with it) (gcsh --help lists the options)"
 expect_eq "--replay with --record: exit 128" "$RC" 128
 OUT=$(timeout 60 "$GCSH" --keep-going -e 'x = 1' </dev/null 2>&1); RC=$?
 expect_contains "--keep-going without --replay" "$OUT" "'--keep-going' goes with --replay FILE"

@@ -89,7 +89,7 @@ expect_eq "warn('@on') turns them on" "$ERR" "[0-1] Lua warning: on now"
 # ---- gcsh's own diagnostics: stderr, stdout empty
 split -n 2 "$TMP/no-such.lua" </dev/null
 expect_eq "a missing script: said on stderr" "$OUT|$ERR|$RC" \
-    "|gcsh: cannot open $TMP/no-such.lua: No such file or directory|1"
+    "|gcsh: cannot open $TMP/no-such.lua: No such file or directory|125"
 split -n 2 --bogus </dev/null
 expect_eq "a bad option: one line on stderr" "$OUT|$(wc -l <"$TMP/err")" "|1"
 GCSH_OUTPUT_CAP=10 split -n 2 -e 'io.write(string.rep("x", 30), "\n")' </dev/null
@@ -153,6 +153,6 @@ expect_eq "--tag=auto: output of several ranks tagged" "$OUT" "[0-1] same
 [1] 1"
 split -n 2 --tag=sometimes </dev/null
 expect_eq "--tag: a bad value" "$ERR|$RC" \
-    "gcsh: '--tag' needs always, never or auto, got 'sometimes' (gcsh --help lists the options)|1"
+    "gcsh: '--tag' needs always, never or auto, got 'sometimes' (gcsh --help lists the options)|128"
 
 finish
