@@ -112,14 +112,14 @@ mps_left() {
     done
 }
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 # run NAME NP COMMAND...: one test under mpi (the configuration's mpirun);
 # its output goes to a log, shown on failure.
 run() {
     local name=$1 np=$2
     shift 2
     wanted "$name" || return 0
-    local log="$LOGS/${name//\//_}.np$np$tag.log"
+    local log="$LOGS/${name//[\/:]/_}.np$np${tag// /-}.log"
     local t0=$SECONDS
     if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
@@ -207,11 +207,15 @@ for cfg in "${counts[@]}"; do
     for t in tests/gpu/*.sh; do
         [ -e "$t" ] || continue
         wanted "$t" || continue
-        log="$LOGS/$(basename "$t").np$np$tag.log"
+        log="$LOGS/$(basename "$t").np$np${tag// /-}.log"
         share_env=()
         [ -n "$tag" ] && share_env=(GCSH_SHARE_GPU="$share_mode")
-        if env "${share_env[@]}" timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1 &&
-            grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
+        env "${share_env[@]}" timeout $((TIMEOUT * 3)) bash "$t" "$BUILD/gcsh" "$np" >"$log" 2>&1
+        rc=$?
+        if [ $rc = 0 ] && grep -qE '^0 passed, 0 failed, [1-9][0-9]* skipped' "$log"; then
+            skipped=$((skipped + 1)); printf 'skip  %-32s np=%d%s: %s\n' "$t" "$np" "$tag" \
+                "$(sed -n 's/^SKIP //p' "$log" | head -n 1)"
+        elif [ $rc = 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
             passed=$((passed + 1)); printf 'ok    %-32s np=%d%s\n' "$t" "$np" "$tag"
         else
             failed=$((failed + 1)); printf 'FAIL  %-32s np=%d%s\n' "$t" "$np" "$tag"
@@ -241,5 +245,6 @@ else
     echo "gpu-check: no compute-sanitizer here (or GCSH_GPU_SANITIZE=0): the sanitizer runs are left out"
 fi
 
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
+else echo "$passed passed, $failed failed"; fi
 [ "$failed" = 0 ]

@@ -37,6 +37,19 @@ struct gcsh_replayer {
 
 /* ---- the header, before MPI --------------------------------------------- */
 
+/* "-- gcsh recording (format F): N rank[s], backend B": "1 rank" has no
+ * "s", and scanf's %[s] matches no empty text, so the plural is skipped by
+ * hand. */
+static int parse_header_line(const char *line, int *format, int *ranks, char be[64])
+{
+    int at = 0;
+    if (sscanf(line, "-- gcsh recording (format %d): %d rank%n", format, ranks, &at) != 2 || !at)
+        return 0;
+    if (line[at] == 's')
+        at++;
+    return sscanf(line + at, ", backend %63s", be) == 1;
+}
+
 int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
                        size_t elen)
 {
@@ -48,8 +61,7 @@ int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen,
     char line[512], be[64];
     int format = 0, found = 0;
     for (int i = 0; i < HEADER_LINES && !found && fgets(line, sizeof line, f); i++)
-        found = sscanf(line, "-- gcsh recording (format %d): %d rank%*[s], backend %63s", &format,
-                       ranks, be) == 3;
+        found = parse_header_line(line, &format, ranks, be);
     fclose(f);
     if (!found) {
         snprintf(err, elen, "%s is not a gcsh recording (no '-- gcsh recording' line at its top; "

@@ -29,6 +29,15 @@ end
 print(({}))
 io.write("no newline")'
 
+# One rank: the header says "1 rank" (no plural), and replay reads it.
+F=$TMP/one.lua
+OUT=$(printf '%s\n' 'x = 6 * 7' '=x' | timeout 60 "$GCSH" -n 1 --record "$F" 2>&1); RC=$?
+expect_eq "1 rank: recorded: exit 0" "$RC" 0
+expect_contains "1 rank: header line" "$(head -n 3 "$F")" "-- gcsh recording (format 2): 1 rank, backend host"
+OUT=$(timeout 60 "$GCSH" --replay "$F" 2>&1 </dev/null); RC=$?
+expect_eq "1 rank: replay: exit 0" "$RC" 0
+expect_contains "1 rank: replay matches" "$OUT" "gcsh: replay: 2 lines of $F match"
+
 for n in 2 4; do
   F=$TMP/s$n.lua
   OUT=$(printf '%s\n' "$SESSION" | GCSH_SPIN_US=20 timeout 60 "$GCSH" -n "$n" --record "$F" 2>&1); RC=$?

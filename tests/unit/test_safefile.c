@@ -85,7 +85,7 @@ static void test_refused(void)
 {
     char err[512];
     put(at("real.txt"), "precious\n");
-    symlink(at("real.txt"), at("link.txt"));
+    CHECK(symlink(at("real.txt"), at("link.txt")) == 0, "made link.txt");
     CHECK(gcsh_file_write_all(at("link.txt"), "x", 1, err, sizeof err) == -1, "a link: refused");
     CHECK(strstr(err, "is a symbolic link (to ") != NULL, "says so: %s", err);
     CHECK(strcmp(slurp(at("real.txt")), "precious\n") == 0, "the link's target is untouched");
@@ -109,7 +109,7 @@ static void test_refused(void)
           err);
 
     put(at("t.json.tmp"), "mine\n");
-    symlink(at("real.txt"), at(".t.json.tmp"));
+    CHECK(symlink(at("real.txt"), at(".t.json.tmp")) == 0, "made .t.json.tmp");
     CHECK(gcsh_file_write_all(at("t.json"), "{}\n", 3, err, sizeof err) == 0, "beside a .tmp");
     CHECK(strcmp(slurp(at("t.json.tmp")), "mine\n") == 0, "an existing NAME.tmp is untouched");
     CHECK(strcmp(slurp(at("real.txt")), "precious\n") == 0, "a planted link is not followed");
