@@ -58,6 +58,11 @@ typedef struct cuda_state {
     /* NCCL's symmetric memory on the world communicator (.info): 1 yes,
      * -1 no, 0 not known until comm.world() is made. */
     int world_symmetric;
+    /* Tensor memory freed while the stream was being captured into a graph
+     * (cudaFreeAsync there would become a node of the graph): released at
+     * the next release or allocation after the capture (cuda_mem.c). */
+    void **held;
+    int nheld, cap_held;
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -134,6 +139,11 @@ cuda_state *cuda_enter(gcsh_ctx *ctx);
  * are aborted (a hung collective cannot be resumed); on an asynchronous
  * error, the communicator that has it. */
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+/* Tensor memory comes from the device's default pool, which keeps what is
+ * freed for the next allocation (cuda_backend.c); this gives the unused part
+ * back to the device (before a window is made, or when an allocation finds
+ * the GPU full). */
+void cuda_pool_trim(cuda_state *st);
 /* A collective on c went out on the stream: c has work in flight; every
  * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark. */
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);

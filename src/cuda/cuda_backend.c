@@ -86,8 +86,34 @@ static void state_free(cuda_state *st)
     for (int i = 0; i < CUDA_THROTTLE_MARKS; i++)
         if (st->throttle[i])
             cudaEventDestroy(st->throttle[i]);
+    for (int i = 0; i < st->nheld; i++)
+        cudaFree(st->held[i]);
+    free(st->held);
     free(st->busy);
     free(st);
+}
+
+/* The pool keeps freed memory cached instead of giving it back at every
+ * synchronisation (its default release threshold is 0): tensors come and
+ * go at every prompt line, and a pool that unmaps and maps memory for each
+ * costs what cudaMalloc costs.  cuda_pool_trim gives it back when a window
+ * or a failed allocation needs it. */
+static int keep_pool_cached(gcsh_ctx *ctx, cuda_state *st)
+{
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX;
+    CUDA_TRY(ctx, cudaDeviceGetDefaultMemPool(&pool, st->dev));
+    CUDA_TRY(ctx, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return 0;
+fail:
+    return -1;
+}
+
+void cuda_pool_trim(cuda_state *st)
+{
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, st->dev) == cudaSuccess)
+        cudaMemPoolTrimTo(pool, 0);
 }
 
 /* GCSH_GPU_WAIT_TIMEOUT (seconds, default 600): how long a stream-ordered
@@ -99,6 +125,21 @@ static uint64_t wait_bound_ns(void)
     if (!(sec > 0) || sec > 1e6)
         sec = 600.0;
     return (uint64_t)(sec * 1e9);
+}
+
+/* NCCL connects peers lazily by default (NCCL_RUNTIME_CONNECT=1): the
+ * first collective that needs a connection makes it inside the call,
+ * blocking in accept() until the peer joins.  In a shell one rank may enter
+ * a collective alone (.check off, a command typed for one rank); that call
+ * then hangs where neither Ctrl-C nor ncclCommAbort reaches it (seen at 4
+ * ranks sharing an H100, NCCL 2.28.3: rank 0 in accept() under
+ * ncclAllReduce for minutes).  Connecting when the communicator is made
+ * keeps every later call interruptible, for a slower comm.world().  The
+ * user's own setting wins.  Before the first communicator: NCCL reads its
+ * parameters once. */
+static void nccl_connect_when_made(void)
+{
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 }
 
 /* The rank's GPU (cuda_share.c: one per rank, or shared with --share-gpu)
@@ -122,12 +163,15 @@ static int cuda_init(gcsh_ctx *ctx)
     }
     if (!chosen)
         return -1;
+    nccl_connect_when_made();
     if (!st)
         return gcsh_set_error(ctx, "cuda backend: out of host memory");
     st->dev = dev;
     struct cudaDeviceProp prop;
     CUDA_TRY(ctx, cudaSetDevice(st->dev));
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    if (keep_pool_cached(ctx, st) != 0)
+        goto fail;
     CUDA_TRY(ctx, cudaMalloc(&st->scratch, 8));
     /* mapped pinned memory: the wait kernels read the cancel word from the
      * GPU while the host writes it (UVA: one address for both sides) */

@@ -5,6 +5,7 @@
  * or frees that host memory next); device-only operations return at once and
  * stay ordered by the stream. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +13,69 @@
 #include "elem.h"
 #include "initkern.h"
 
+/* Tensor memory is stream-ordered (cudaMallocAsync/cudaFreeAsync on the
+ * rank's stream, from the device's pool, kept cached: cuda_backend.c).
+ * cudaFree is not: it waits for the GPU, and under MPS for the work of
+ * every process on it.  Ranks sharing a GPU deadlocked that way (4 ranks on
+ * one H100 with MPS, tests/lua/kernel_ops.lua: every rank in cudaFree from
+ * Lua's garbage collector, each waiting for a peer's kernel that waited for
+ * a kernel the collecting rank had not launched yet). */
+static int capturing(cuda_state *st)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(st->stream, &cs) == cudaSuccess &&
+           cs != cudaStreamCaptureStatusNone;
+}
+
+/* Frees held back during a capture, once it is over. */
+static void release_held(cuda_state *st)
+{
+    if (st->nheld == 0 || capturing(st))
+        return;
+    for (int i = 0; i < st->nheld; i++)
+        cudaFreeAsync(st->held[i], st->stream);
+    st->nheld = 0;
+}
+
+static int hold_for_later(cuda_state *st, void *p)
+{
+    if (st->nheld == st->cap_held) {
+        int cap = st->cap_held ? 2 * st->cap_held : 16;
+        void **grown = realloc(st->held, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        st->held = grown;
+        st->cap_held = cap;
+    }
+    st->held[st->nheld++] = p;
+    return 0;
+}
+
+/* cudaMallocAsync, and once more after giving the pool's cached memory
+ * back to the device when the GPU has no more. */
+static cudaError_t pool_alloc(gcsh_ctx *ctx, cuda_state *st, void **out, size_t bytes)
+{
+    cudaError_t e = cudaMallocAsync(out, bytes, st->stream);
+    if (e != cudaErrorMemoryAllocation)
+        return e;
+    (void)cudaGetLastError();
+    /* the frees enqueued before must have run for their memory to go back */
+    if (cuda_wait(ctx, st, NULL) != 0)
+        return e;
+    cuda_pool_trim(st);
+    return cudaMallocAsync(out, bytes, st->stream);
+}
+
 static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
 {
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    /* gcsh.debug.inject("oom"): a real cudaMalloc failure, by asking for
+    if (capturing(st))
+        return gcsh_set_error(ctx, "device memory cannot be allocated while a graph is "
+                                   "being captured: make the tensors before the capture");
+    release_held(st);
+    /* gcsh.debug.inject("oom"): a real allocation failure, by asking for
      * more than any GPU has */
     if (ctx->inject_oom) {
         ctx->inject_oom = 0;
@@ -28,29 +86,32 @@ static int cuda_alloc(gcsh_ctx *ctx, size_t bytes, void **out, int *loc)
      * kernels load a buffer in 4- and 8-byte words, so the last element of
      * an odd-sized f16 tensor was read past the allocation's end
      * (compute-sanitizer memcheck on 2 H200s: ncclDevKernel_AllReduce_Sum_
-     * f16_RING_LL, 4 bytes at offset 512 of a 514-byte tensor).  cudaMalloc
-     * hands out 256-byte aligned blocks, so the memory was there; rounding
-     * makes it the tensor's own. */
+     * f16_RING_LL, 4 bytes at offset 512 of a 514-byte tensor).  The pool
+     * hands out blocks aligned far more coarsely, so the memory was there;
+     * rounding makes it the tensor's own. */
     size_t rounded = bytes == 0 ? 16 : bytes > SIZE_MAX - 15 ? bytes : (bytes + 15) / 16 * 16;
-    CUDA_TRY(ctx, cudaMalloc(out, rounded));
+    CUDA_TRY(ctx, pool_alloc(ctx, st, out, rounded));
     *loc = st->dev;
     return 0;
 fail:
     return -1;
 }
 
+/* Stream-ordered: work already enqueued on the tensor finishes first, and
+ * nothing here waits for the GPU. */
 static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
 {
     (void)loc;
     cuda_state *st = p ? cuda_enter(ctx) : NULL;
     if (!st)
         return;
-    /* cudaFree waits for the device: first wait here, interruptibly, for
-     * collectives still in flight (one whose peer never comes would hold
-     * cudaFree forever); if that wait fails, the memory is left alone */
-    if (st->nbusy > 0 && cuda_wait(ctx, st, NULL) != 0)
+    if (capturing(st)) {
+        if (hold_for_later(st, p) != 0)
+            fprintf(stderr, "gcsh: out of host memory: %p of device memory stays allocated\n", p);
         return;
-    cudaFree(p);
+    }
+    release_held(st);
+    cudaFreeAsync(p, st->stream);
 }
 
 #define BOUNCE_BYTES (4u << 20)

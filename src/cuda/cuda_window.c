@@ -143,6 +143,9 @@ static int cuda_create_begin(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
     w->fd = -1;
     w->x.listen_fd = -1;
     d->loc = st->dev;
+    /* window memory is not the pool's: what freed tensors left cached there
+     * goes back to the device first */
+    cuda_pool_trim(st);
     *out = w;
     return 0;
 }
