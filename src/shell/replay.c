@@ -23,7 +23,7 @@
 #define HEADER_LINES 8
 
 /* The replay in progress (session.replay), for the ending of a line that
- * ends the session at once (gcsh_replay_ending). */
+ * ends the session at once (replay_ending). */
 struct gcsh_replayer {
     const char *path;
     int keep_going;
@@ -448,38 +448,27 @@ static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh
     return compare_output(s, where, e, res);
 }
 
-/* Shows the line as the prompt would have: "gcsh[0-1]> src", continued;
- * a chunk of the command line by its name and arguments. */
-static void echo(gcsh_session *s, const entry *e, lua_State *L, int t)
+/* A chunk of the command line, shown as the prompt would have: by its
+ * name and arguments ("gcsh[0-1]> -- the script f.lua a b"). */
+static void echo_chunk(gcsh_session *s, const entry *e, lua_State *L, int t)
 {
     char prompt[600];
-    if (e->name) {
-        gcsh_text args = {0};
-        if (lua_getfield(L, t, "args") == LUA_TTABLE)
-            for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
-                lua_rawgeti(L, -1, i);
-                gcsh_text_append(&args, " ", 1);
-                size_t n;
-                const char *a = lua_tolstring(L, -1, &n);
-                gcsh_text_append(&args, a ? a : "?", a ? n : 1);
-                lua_pop(L, 1);
-            }
-        lua_pop(L, 1);
-        gcsh_session_prompt(s, 0, prompt, sizeof prompt);
-        gcsh_coord_say(s->coord, "%s-- %s %s%s", prompt, e->name[0] == '@' ? "the script"
-                                                                         : "the chunk",
-                       e->name + 1, args.s ? args.s : "");
-        gcsh_text_free(&args);
-        return;
-    }
-    int first = 1;
-    for (const char *p = e->src; first || *p;) {
-        size_t n = strcspn(p, "\n");
-        gcsh_session_prompt(s, !first, prompt, sizeof prompt);
-        gcsh_coord_say(s->coord, "%s%.*s", prompt, (int)n, p);
-        p += n + (p[n] == '\n');
-        first = 0;
-    }
+    gcsh_text args = {0};
+    if (lua_getfield(L, t, "args") == LUA_TTABLE)
+        for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+            lua_rawgeti(L, -1, i);
+            gcsh_text_append(&args, " ", 1);
+            size_t n;
+            const char *a = lua_tolstring(L, -1, &n);
+            gcsh_text_append(&args, a ? a : "?", a ? n : 1);
+            lua_pop(L, 1);
+        }
+    lua_pop(L, 1);
+    gcsh_session_prompt(s, 0, prompt, sizeof prompt);
+    gcsh_coord_say(s->coord, "%s-- %s %s%s", prompt, e->name[0] == '@' ? "the script"
+                                                                     : "the chunk",
+                   e->name + 1, args.s ? args.s : "");
+    gcsh_text_free(&args);
 }
 
 /* Before the entry runs: each rank's gcsh.wtime returns what it returned
@@ -532,13 +521,13 @@ static void run_chunk_entry(gcsh_session *s, lua_State *L, int t, const entry *e
     gcsh_text_append(&set, "}", 2);
     if (e->name[0] == '@') {
         gcsh_tap quiet;
-        gcsh_record_quiet(s->coord, set.s, &quiet);
+        gcsh_session_aside(s, set.s, &quiet);
         gcsh_tap_destroy(&quiet, s->coord->size);
     }
     play_tapes(s, L, t); /* after the quiet chunk, which would take them */
     gcsh_chunk k = {.name = e->name, .src = e->src, .len = strlen(e->src), .args = args,
                     .nargs = nargs, .flags = e->name[0] == '@' ? CHUNK_SCRIPT : 0};
-    gcsh_session_run(s, &k, res);
+    gcsh_session_feed(s, &k, &(gcsh_feed){0}, res);
     gcsh_text_free(&set);
     free(args);
 }
@@ -579,17 +568,19 @@ static int replay_entry(gcsh_session *s, lua_State *L, gcsh_replayer *rp)
     rp->expect_why = e.end_why;
     if (gcsh_session_set_ranks(s, opt_string(L, t, "ranks")) != 0)
         return -1;
-    echo(s, &e, L, t);
     if (strcmp(kind, "dot") == 0) {
+        gcsh_session_echo(s, e.src);
         gcsh_session_dot(s, e.src);
         return 0;
     }
     gcsh_line_result res;
     if (strcmp(kind, "chunk") == 0) {
+        echo_chunk(s, &e, L, t);
         run_chunk_entry(s, L, t, &e, &res);
     } else {
+        gcsh_chunk line = {.name = "=stdin", .src = e.src, .len = strlen(e.src)};
         play_tapes(s, L, t);
-        gcsh_session_line(s, e.src, &res);
+        gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e.src}, &res);
     }
     rp->expect_status = -1;
     int rc = compare(s, rp->path, &e, &res);
@@ -638,7 +629,10 @@ static int summary(gcsh_session *s, gcsh_replayer *rp)
     return 0;
 }
 
-int gcsh_replay_ending(gcsh_session *s, int status, const char *why)
+/* The rider's ending: the session ends at once during a replay (coord's
+ * on_end): a match when the running line was recorded ending that way.
+ * Returns the status. */
+static int replay_ending(gcsh_session *s, int status, const char *why)
 {
     gcsh_replayer *rp = s->replay;
     char lost[256];
@@ -666,6 +660,8 @@ int gcsh_replay_ending(gcsh_session *s, int status, const char *why)
     return summary(s, rp);
 }
 
+static const gcsh_rider replay_rider = {.ending = replay_ending};
+
 /* Seeds math.random as the recording did (header seed=). */
 static void seed_ranks(gcsh_session *s, lua_State *L)
 {
@@ -675,7 +671,7 @@ static void seed_ranks(gcsh_session *s, lua_State *L)
         snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)",
                  (long long)lua_tointeger(L, -1));
         gcsh_tap tap;
-        gcsh_record_quiet(s->coord, src, &tap);
+        gcsh_session_aside(s, src, &tap);
         gcsh_tap_destroy(&tap, s->coord->size);
     }
     lua_pop(L, 2);
@@ -690,6 +686,7 @@ int gcsh_replay(gcsh_session *s, const char *path, int keep_going)
     seed_ranks(s, L);
     gcsh_replayer rp = {.path = path, .keep_going = keep_going, .expect_status = -1};
     s->replay = &rp;
+    s->replay_ops = &replay_rider;
     lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
     int n = (int)lua_rawlen(L, -1);
     for (int i = 1; i <= n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {
