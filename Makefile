@@ -62,7 +62,7 @@ endif
 # kernels' plan), wire (links, messages, output, checks), shell (rank 0's
 # terminal, REPL and coordinator), bind (the Lua types), trace, and the
 # backends host and cuda
-LAYERS    := core wire shell bind trace host
+LAYERS    := core wire shell rank bind trace host
 SRCS      := src/main.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CU_SRCS   :=
 ifeq ($(CUDA),1)

@@ -20,16 +20,16 @@
 #include "shell/coord.h"
 #include "shell/launch.h"
 #include "wire/msg.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "core/share.h"
 #include "shell/record.h"
 #include "shell/repl.h"
 #include "shell/sigint.h"
 #include "wire/link.h"
-#include "wire/worker.h"
+#include "rank/worker.h"
 #include "shell/term.h"
 #include "trace/flight.h"
-#include "trace/trace_coord.h"
+#include "shell/trace_coord.h"
 
 /* -e stat and -l mod, in command-line order. */
 typedef struct action {
@@ -549,7 +549,7 @@ static void banner(const gcsh_session *s, const gcsh_ctx *ctx)
         gcsh_coord_say(s->coord, "gcsh: %s", s->term->hint);
 }
 
-/* coord's on_exit: the terminal goes back to the shell before the process
+/* coord's exit hook: the terminal goes back to the shell before the process
  * ends the session at once (a lost rank, a device fault). */
 static void give_back_terminal(void *term)
 {
@@ -586,9 +586,9 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
-    coord.flight_path = o->flight;
-    coord.on_exit = give_back_terminal;
-    coord.exit_arg = &term;
+    gcsh_tracing_listen(&coord, o->flight);
+    static const gcsh_coord_hooks terminal = {.exit = give_back_terminal};
+    gcsh_coord_listen(&coord, &terminal, &term);
     gcsh_session s;
     gcsh_repl_init(&s, &coord, &term, ctx->L);
 

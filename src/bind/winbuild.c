@@ -72,27 +72,6 @@ gcsh_window_impl *gcsh_winbuild_take(gcsh_winbuild *b)
     return w;
 }
 
-void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
-{
-    intptr_t base = (intptr_t)d->peer[0];
-    intptr_t step = d->team_size > 1 ? (intptr_t)d->peer[1] - base : 0;
-    int even = step > 0;
-    for (int i = 2; even && i < d->team_size; i++)
-        even = (intptr_t)d->peer[i] - base == (intptr_t)i * step;
-    if (d->team_size == 1) {
-        snprintf(buf, len, "one member: the table is my own slice");
-    } else if (even) {
-        char size[32];
-        gcsh_format_bytes((size_t)step, size, sizeof size);
-        snprintf(buf, len, "member i at member 0's slice + i x %s, in each rank's own mapping", size);
-    } else {
-        size_t used = (size_t)snprintf(buf, len, "from member 0's slice:");
-        for (int i = 1; i < d->team_size && used < len; i++)
-            used += (size_t)snprintf(buf + used, len - used, " %+lld",
-                                     (long long)((intptr_t)d->peer[i] - base));
-    }
-}
-
 /* Whether this stage is the one gcsh.debug.inject asked to fail (once); a
  * slow one waits here for an interrupt (at most SLOW_STAGE_S) and works. */
 #define SLOW_STAGE_S 10.0

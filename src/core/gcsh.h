@@ -102,6 +102,9 @@ struct gcsh_ctx {
      * trace_store lives until the rank closes (the watcher copies from it). */
     gcsh_trace *trace;
     gcsh_trace *trace_store;
+    /* Who hears the collective checks (check_hooks.h: the recording
+     * layer's, set by gcsh_trace_init), or NULL. */
+    const struct gcsh_check_hooks *check_hooks;
     /* The flight recorder (flight.h): this rank's last calls, in memory
      * rank 0 can read; NULL when GCSH_FLIGHT_CALLS=0. */
     gcsh_flight *flight;
@@ -135,6 +138,8 @@ int gcsh_numa_of_pci(const char *bus);
 /* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
  * bytes; into buf, which it returns. */
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
+/* A sorted rank list as "0-2,5" into buf, which it returns. */
+char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len);
 
 /* The error object os.exit raises to end the chunk (l_shell.c): the
  * worker's error handler passes it through without a traceback. */

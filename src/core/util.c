@@ -1,6 +1,8 @@
-/* Small helpers shared by every binding and backend. */
+/* Small helpers shared by every layer: errors, byte and rank-list texts, a
+ * window's layout in words. */
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include <lauxlib.h>
 
+#include "core/backend.h"
 #include "core/gcsh.h"
 
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
@@ -104,4 +107,47 @@ int gcsh_numa_of_pci(const char *bus)
         fclose(f);
     }
     return node; /* -1 also where the platform has no NUMA */
+}
+
+char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        int w;
+        if (j == i)
+            w = snprintf(buf + used, len - used, "%s%d", used ? "," : "", ranks[i]);
+        else
+            w = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", ranks[i],
+                         ranks[j]);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+        i = j + 1;
+    }
+    return buf;
+}
+
+void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
+{
+    intptr_t base = (intptr_t)d->peer[0];
+    intptr_t step = d->team_size > 1 ? (intptr_t)d->peer[1] - base : 0;
+    int even = step > 0;
+    for (int i = 2; even && i < d->team_size; i++)
+        even = (intptr_t)d->peer[i] - base == (intptr_t)i * step;
+    if (d->team_size == 1) {
+        snprintf(buf, len, "one member: the table is my own slice");
+    } else if (even) {
+        char size[32];
+        gcsh_format_bytes((size_t)step, size, sizeof size);
+        snprintf(buf, len, "member i at member 0's slice + i x %s, in each rank's own mapping", size);
+    } else {
+        size_t used = (size_t)snprintf(buf, len, "from member 0's slice:");
+        for (int i = 1; i < d->team_size && used < len; i++)
+            used += (size_t)snprintf(buf + used, len - used, " %+lld",
+                                     (long long)((intptr_t)d->peer[i] - base));
+    }
 }

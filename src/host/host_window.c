@@ -29,8 +29,6 @@
 #include "core/gcsh.h"
 #include "core/orphans.h"
 #include "host/host.h"
-#include "wire/out.h"
-#include "bind/winbuild.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "signal words need lock-free 64-bit atomics");
 

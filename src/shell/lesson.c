@@ -10,7 +10,7 @@
 #include <lauxlib.h>
 
 #include "shell/lesson.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "wire/out.h"
 
 #define TITLE_MAX 200

@@ -17,11 +17,11 @@
 #include "shell/complete.h"
 #include "shell/lesson.h"
 #include "wire/msg.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "shell/record.h"
 #include "shell/repl.h"
 #include "shell/sigint.h"
-#include "trace/trace_coord.h"
+#include "shell/trace_coord.h"
 
 #define HISTORY_MAX 1000
 
@@ -47,8 +47,8 @@ void gcsh_repl_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_Sta
 {
     gcsh_session_init(s, coord, term, L0);
     s->run_dot = dot_command;
-    coord->job_control = command_job_control;
-    coord->job_arg = s;
+    static const gcsh_coord_hooks terminal = {.job_control = command_job_control};
+    gcsh_coord_listen(coord, &terminal, s);
 }
 
 /* ---- dot-commands -------------------------------------------------------- */
@@ -272,7 +272,7 @@ static void dot_record(gcsh_session *s, const char *arg)
 static void dot_trace(gcsh_session *s, const char *arg)
 {
     int off = strcmp(arg, "off") == 0, rc = 0;
-    if (!*arg || (off && !s->coord->tracer))
+    if (!*arg || (off && !gcsh_tracer_on(s->coord)))
         gcsh_tracer_say(s->coord);
     else if (off)
         rc = gcsh_tracer_stop(s->coord);

@@ -9,7 +9,7 @@
 #include "shell/session.h"
 #include "wire/msg.h"
 
-/* coord's on_end: the session ends at once (a lost rank, a device fault).
+/* coord's ending hook: the session ends at once (a lost rank, a device fault).
  * A replay compares that ending with the recording's; the recorder keeps
  * the line that was running and how it ended (and leaves). */
 static int session_on_end(void *arg, int status, const char *why)
@@ -24,8 +24,8 @@ static int session_on_end(void *arg, int status, const char *why)
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
     *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
-    coord->on_end = session_on_end;
-    coord->end_arg = s;
+    static const gcsh_coord_hooks ending = {.ending = session_on_end};
+    gcsh_coord_listen(coord, &ending, s);
     s->syntax = luaL_newstate();
     s->targets = malloc((size_t)coord->size);
     s->everyone = malloc((size_t)coord->size);

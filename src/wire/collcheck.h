@@ -56,6 +56,7 @@
 
 #include <lua.h>
 
+#include "core/check_hooks.h"
 #include "core/gcsh.h"
 
 /* Exit statuses of every process (contract, README "When things go wrong"). */
@@ -130,6 +131,9 @@ void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
  * Everything between enter and leave must not raise: leave unpublishes. */
 void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op);
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp);
+/* What the check tells its listener (ctx->check_hooks) about fp on cc. */
+void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check *cc,
+                        const gcsh_fingerprint *fp);
 void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc);
 
 /* The fingerprint exchange alone (no publishing): 0 when every member

@@ -10,7 +10,7 @@
 #include <mpi.h>
 
 #include "core/orphans.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
 
