@@ -28,7 +28,7 @@ typedef struct lcomm {
 } lcomm;
 
 /* luaL_checkudata + "attempt to use a freed comm". */
-lcomm *gcsh_check_comm(lua_State *L, int idx);
+lcomm *gcsh_arg_comm(lua_State *L, int idx);
 
 /* Methods of comm implemented with the symmetric-memory types. */
 int gcsh_comm_window(lua_State *L);  /* c:window(n [, dtype [, opts]]), l_window.c */

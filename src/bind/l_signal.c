@@ -54,7 +54,7 @@ static void check_backend(lua_State *L, int rc)
 int gcsh_comm_signals(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
+    lcomm *lc = gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, "signals");
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "signals");

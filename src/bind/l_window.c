@@ -61,7 +61,7 @@ gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argn
     gcsh_sym_proposal_init(p, "window");
     gcsh_sym_read_n(L, first, p, fname, argno);
     gcsh_dtype dt = read_dtype(L, first + 1, p, fname, argno + 1);
-    lcomm *lc = gcsh_check_comm(L, first - 1);
+    lcomm *lc = gcsh_arg_comm(L, first - 1);
     gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2, lc->impl);
     gcsh_sym_check_size(ctx, p, fname, argno, gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, size);
     gcsh_kern_reserve_sync(ctx, p, size, lc->size);
@@ -71,7 +71,7 @@ gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argn
 /* The same stages as step.window's (symmem.h), back to back. */
 int gcsh_comm_window(lua_State *L)
 {
-    gcsh_check_comm(L, 1);
+    gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, "window");
     gcsh_sym_proposal p;
     gcsh_sym_size size;

@@ -173,7 +173,7 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
+/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
  * progress line first. */
 static void flush_output(gcsh_coord *c, int whole_lines)
 {

@@ -48,8 +48,8 @@
  * Faults.  A backend that meets an error the process cannot recover from
  * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
  * which prints it and makes every rank exit with GCSH_EXIT_FATAL. */
-#ifndef GCSH_CHECK_H
-#define GCSH_CHECK_H
+#ifndef GCSH_COLLCHECK_H
+#define GCSH_COLLCHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
