@@ -27,7 +27,7 @@
  * host share its monotonic clock; the others' offset to rank 0 is measured
  * over MPI.
  *
- * Rank 0 (trace_coord.c) starts and stops tracing on every rank, collects
+ * Rank 0 (shell/trace_coord.c) starts and stops tracing on every rank, collects
  * each rank's events and writes the file (trace_json.c).  A hang report, an
  * .abort and the end of a session on a lost rank or a device fault write it
  * too, with the calls still running shown unfinished: where each rank
