@@ -174,7 +174,7 @@ static inline void gcsh_set_integer(lua_State *L, const char *key, lua_Integer v
 /* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
 void gcsh_open_libs(lua_State *L);
 
-/* One luaopen per Lua type, each in src/l_<type>.c. */
+/* One luaopen per Lua type, each in src/bind/l_<type>.c. */
 int luaopen_gcsh_tensor(lua_State *L);
 int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
