@@ -5,7 +5,7 @@
 -- stepper meant to do: each rank samples the first and last element of every
 -- chunk of its own slice (and of its scratch buffer, for the algorithms that
 -- use one) after each step, the samples travel to every rank, and this module
--- turns them into text.  When every rank r started with 2^r in every element
+-- turns them into text (the samples and their wire format: step_sample.lua).  When every rank r started with 2^r in every element
 -- and the op is a sum (or the collective only copies), a value's bits name
 -- the ranks whose data it holds: 11 (binary 1011) is "0-1,3".  Otherwise a
 -- cell shows its first value.
@@ -32,11 +32,12 @@ local D = {}
 
 local WIDTH = 76
 
--- Highest rank count whose 2^r sums a dtype holds exactly.
-local BITS = { i32 = 31, u32 = 32, i64 = 63, f32 = 24, f64 = 53, f16 = 11, bf16 = 8, u8 = 8, i8 = 7 }
+-- Highest rank count whose 2^r sums a dtype holds exactly (bits), and the
+-- relative tolerance when judging float cells (the kernels round per step):
+-- the dtype facts, C's one list (src/core/dtype.c).
+local BITS, RTOL = {}, {}
+for name, d in pairs(require("gcsh.dtypes")) do BITS[name], RTOL[name] = d.bits, d.rtol end
 local INTEGER = { i32 = true, u32 = true, i64 = true, u8 = true, i8 = true }
--- Relative tolerance when judging float cells (the kernels round per step).
-local RTOL = { f64 = 1e-12, f32 = 1e-5, f16 = 1e-2, bf16 = 2e-2 }
 
 -- ---- layout ------------------------------------------------------------------
 
@@ -79,102 +80,6 @@ function D.layout(plan, k, opts)
   L.row_of = {}
   for i, row in ipairs(L.rows) do L.row_of[row.kind:sub(1, 1) .. row.rank] = i end
   return L
-end
-
--- Where element i of slot s sits in a stepper's ll area (step_move.lua).
-D.ll_index = require("gcsh.step_move").ll_index
-
--- The index in a row's tensor of a cell's first element (tmp holds the
--- region from 0; a slice at its absolute place).
-local function cell_start(L, row, cell)
-  if row.ll then return D.ll_index(L.n, cell.slot, 0) end
-  return row.tmp and cell.first - L.offset or cell.first
-end
-
--- ---- samples -----------------------------------------------------------------
-
--- The lowest and highest flag of count elements of an ll area from first.
-local function flag_range(t, first, count)
-  local v = t:view(first, 2 * count):totable()
-  local lo, hi = v[2], v[2]
-  for i = 4, #v, 2 do lo, hi = math.min(lo, v[i]), math.max(hi, v[i]) end
-  return lo, hi
-end
-
--- This rank's samples: first and last element of every cell of its rows
--- (false for an empty cell), and for an ll slot its lowest and highest
--- flag, in row then cell order.  bufs: slice, tmp, ll (this rank's).
-function D.sample(L, me, bufs)
-  local out = {}
-  for _, row in ipairs(L.rows) do
-    if row.rank == me then
-      local t = bufs[row.kind]
-      for _, cell in ipairs(row.cells) do
-        if cell.count == 0 then
-          out[#out + 1] = false; out[#out + 1] = false
-        else
-          local i = cell_start(L, row, cell)
-          local last = row.ll and D.ll_index(L.n, cell.slot, cell.count - 1) or i + cell.count - 1
-          out[#out + 1] = t[i]; out[#out + 1] = t[last]
-        end
-        if row.ll then
-          local lo, hi = flag_range(t, cell_start(L, row, cell), cell.count)
-          out[#out + 1] = lo; out[#out + 1] = hi
-        end
-      end
-    end
-  end
-  return out
-end
-
-local function pack_number(v)
-  if v == false then return "-" end
-  if math.type(v) == "integer" then return string.format("%d", v) end
-  return string.format("%.17g", v)
-end
-
-local function unpack_number(s)
-  if s == "-" then return false end
-  local v = tonumber(s)
-  if v then return v end
-  if s:find("nan") then return 0 / 0 end
-  return s:sub(1, 1) == "-" and -math.huge or math.huge
-end
-
-function D.pack(samples)
-  local parts = {}
-  for i, v in ipairs(samples) do parts[i] = pack_number(v) end
-  return table.concat(parts, " ")
-end
-
-function D.unpack(text)
-  local out = {}
-  for word in text:gmatch("%S+") do out[#out + 1] = unpack_number(word) end
-  return out
-end
-
--- One state of every buffer, from every rank's samples (by[r + 1]):
--- state[row][cell] = {first value, last value [, flags = {lo, hi}]}, or
--- false for an empty cell.
-function D.state(L, by)
-  local state, pos = {}, {}
-  for i, row in ipairs(L.rows) do
-    local s = by[row.rank + 1]
-    local p = pos[row.rank] or 1
-    state[i] = {}
-    for c = 1, #row.cells do
-      local a, b = s[p], s[p + 1]
-      local cell = a ~= false and a ~= nil and { a, b } or false
-      p = p + 2
-      if row.ll then
-        if cell then cell.flags = { s[p], s[p + 1] } end
-        p = p + 2
-      end
-      state[i][c] = cell
-    end
-    pos[row.rank] = p
-  end
-  return state
 end
 
 -- ---- reading values --------------------------------------------------------------

@@ -1008,3 +1008,24 @@ int luaopen_gcsh_tensor(lua_State *L)
     lua_setfield(L, -2, "dtypes");
     return 1;
 }
+
+int luaopen_gcsh_dtypes(lua_State *L)
+{
+    lua_createtable(L, 0, GCSH_NDTYPES);
+    for (int i = 0; i < GCSH_NDTYPES; i++) {
+        gcsh_dtype dt = (gcsh_dtype)i;
+        lua_createtable(L, 0, 4);
+        lua_pushinteger(L, (lua_Integer)gcsh_dtype_size(dt));
+        lua_setfield(L, -2, "size");
+        lua_pushboolean(L, gcsh_dtype_is_float(dt));
+        lua_setfield(L, -2, "float");
+        lua_pushinteger(L, gcsh_dtype_bits(dt));
+        lua_setfield(L, -2, "bits");
+        if (gcsh_dtype_is_float(dt)) {
+            lua_pushnumber(L, gcsh_dtype_rtol(dt));
+            lua_setfield(L, -2, "rtol");
+        }
+        lua_setfield(L, -2, gcsh_dtype_name(dt));
+    }
+    return 1;
+}

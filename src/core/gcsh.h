@@ -140,6 +140,13 @@ int gcsh_numa_of_pci(const char *bus);
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
 /* A sorted rank list as "0-2,5" into buf, which it returns. */
 char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len);
+/* The ranks r < n with keep(arg, r), as "0-2,5" into buf, which it
+ * returns; *count (or NULL) gets how many.  The one "collect the ranks
+ * that ..., then format them". */
+char *gcsh_format_ranks_where(int n, int (*keep)(const void *arg, int r), const void *arg,
+                              char *buf, size_t len, int *count);
+/* keep for gcsh_format_ranks_where: arg is a per-rank char mask. */
+int gcsh_rank_in_mask(const void *mask, int r);
 
 /* The error object os.exit raises to end the chunk (l_shell.c): the
  * worker's error handler passes it through without a traceback. */
@@ -176,6 +183,10 @@ void gcsh_open_libs(lua_State *L);
 
 /* One luaopen per Lua type, each in src/bind/l_<type>.c. */
 int luaopen_gcsh_tensor(lua_State *L);
+/* The dtype facts (dtype.c's one list), for the Lua modules: returns
+ * {f32 = {size=4, float=true, bits=24, rtol=1e-5}, ...}, which
+ * gcsh_open_libs puts in package.loaded as "gcsh.dtypes", l_tensor.c. */
+int luaopen_gcsh_dtypes(lua_State *L);
 int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
 int luaopen_gcsh_window(lua_State *L);

@@ -192,6 +192,9 @@ static lua_State *formatter(gcsh_session *s)
         s->fmt = luaL_newstate();
         luaL_openlibs(s->fmt);
         gcsh_lua_path(s->fmt);
+        /* the dtype facts gcsh's modules read (gcsh.info loads gcsh.repro) */
+        luaL_requiref(s->fmt, "gcsh.dtypes", luaopen_gcsh_dtypes, 0);
+        lua_pop(s->fmt, 1);
     }
     return s->fmt;
 }
