@@ -746,8 +746,6 @@ static const luaL_Reg meth[] = {
     {"send", comm_send},
     {"recv", comm_recv},
     {"loop", comm_loop},
-    {"window", gcsh_comm_window},
-    {"signals", gcsh_comm_signals},
     {"agree", comm_agree},
     {"free", comm_free},
     {NULL, NULL},

@@ -68,8 +68,9 @@ gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argn
     return dt;
 }
 
-/* The same stages as step.window's (symmem.h), back to back. */
-int gcsh_comm_window(lua_State *L)
+/* c:window(n [, dtype [, opts]]): the same stages as step.window's
+ * (symmem.h), back to back. */
+static int comm_window(lua_State *L)
 {
     gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, "window");
@@ -172,5 +173,6 @@ int luaopen_gcsh_window(lua_State *L)
 {
     gcsh_symmem_open(L);
     gcsh_new_type(L, GCSH_WINDOW_MT, meth, metameth, window_index);
+    gcsh_add_methods(L, GCSH_COMM_MT, (const luaL_Reg[]){{"window", comm_window}, {NULL, NULL}});
     return 0;
 }

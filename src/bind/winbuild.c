@@ -118,20 +118,15 @@ int gcsh_winbuild_inject(gcsh_ctx *ctx, const char *name, int slow)
                           name, ctx->be->name, valid);
 }
 
+static int was_interrupted(const void *b, int r)
+{
+    return ((const gcsh_winbuild *)b)->status[r].interrupted;
+}
+
 /* "0-1,3": the ranks whose flag is set, into buf. */
 static void interrupted_ranks(const gcsh_winbuild *b, int size, char *buf, size_t len)
 {
-    int *ranks = calloc((size_t)size, sizeof *ranks), n = 0;
-    for (int r = 0; r < size; r++)
-        if (b->status[r].interrupted) {
-            if (!ranks) { /* out of host memory: the first one will do */
-                snprintf(buf, len, "%d", r);
-                return;
-            }
-            ranks[n++] = r;
-        }
-    gcsh_format_ranks(ranks, n, buf, len);
-    free(ranks);
+    gcsh_format_ranks_where(size, was_interrupted, b, buf, len, NULL);
 }
 
 /* The agreed outcome: 0 when every rank's stage worked, else the message of

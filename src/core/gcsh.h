@@ -164,6 +164,10 @@ int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 struct luaL_Reg;
 void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
                    const struct luaL_Reg *metameth, lua_CFunction index);
+/* Adds meth to the methods of the type made as name (gcsh_new_type): a
+ * type whose constructor is another type's method (c:window(), c:signals())
+ * adds it from its own file. */
+void gcsh_add_methods(lua_State *L, const char *name, const struct luaL_Reg *meth);
 
 /* Fields of the table on top of the stack: t[key] = v. */
 static inline void gcsh_set_string(lua_State *L, const char *key, const char *v)

@@ -75,6 +75,14 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
     lua_pop(L, 1);
 }
 
+void gcsh_add_methods(lua_State *L, const char *name, const luaL_Reg *meth)
+{
+    luaL_getmetatable(L, name);
+    lua_getfield(L, -1, "__methods");
+    luaL_setfuncs(L, meth, 0);
+    lua_pop(L, 2);
+}
+
 /* The number after "node" in the name of a sysfs folder's nodeN entry. */
 int gcsh_numa_of_cpu(int cpu)
 {
@@ -109,6 +117,19 @@ int gcsh_numa_of_pci(const char *bus)
     return node; /* -1 also where the platform has no NUMA */
 }
 
+/* Appends "a" or "a-b" (after a comma but the first) at *used; 0, or -1
+ * when it does not fit (buf then ends with what snprintf could write). */
+static int append_range(char *buf, size_t len, size_t *used, int a, int b)
+{
+    const char *comma = *used ? "," : "";
+    int w = a == b ? snprintf(buf + *used, len - *used, "%s%d", comma, a)
+                   : snprintf(buf + *used, len - *used, "%s%d-%d", comma, a, b);
+    if (w < 0 || (size_t)w >= len - *used)
+        return -1;
+    *used += (size_t)w;
+    return 0;
+}
+
 char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
 {
     size_t used = 0;
@@ -117,18 +138,39 @@ char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
         int j = i;
         while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
             j++;
-        int w;
-        if (j == i)
-            w = snprintf(buf + used, len - used, "%s%d", used ? "," : "", ranks[i]);
-        else
-            w = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", ranks[i],
-                         ranks[j]);
-        if (w < 0 || (size_t)w >= len - used)
+        if (append_range(buf, len, &used, ranks[i], ranks[j]) != 0)
             break;
-        used += (size_t)w;
         i = j + 1;
     }
     return buf;
+}
+
+char *gcsh_format_ranks_where(int n, int (*keep)(const void *arg, int r), const void *arg,
+                              char *buf, size_t len, int *count)
+{
+    size_t used = 0;
+    int k = 0, full = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n;) {
+        if (!keep(arg, r)) {
+            r++;
+            continue;
+        }
+        int last = r;
+        while (last + 1 < n && keep(arg, last + 1))
+            last++;
+        k += last - r + 1;
+        full = full || append_range(buf, len, &used, r, last) != 0;
+        r = last + 1;
+    }
+    if (count)
+        *count = k;
+    return buf;
+}
+
+int gcsh_rank_in_mask(const void *mask, int r)
+{
+    return ((const char *)mask)[r] != 0;
 }
 
 void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)

@@ -85,6 +85,24 @@ void gcsh_tap_init(gcsh_tap *t, int size)
     t->tape = calloc((size_t)size, sizeof *t->tape);
 }
 
+typedef struct tap_want {
+    const gcsh_tap *t;
+    uint32_t status;
+} tap_want;
+
+static int tap_has(const void *arg, int r)
+{
+    const tap_want *w = arg;
+    return w->t->ran[r] && w->t->status[r] == w->status;
+}
+
+int gcsh_tap_ranks(const gcsh_tap *t, int size, uint32_t want, char *buf, size_t len)
+{
+    int n;
+    gcsh_format_ranks_where(size, tap_has, &(tap_want){t, want}, buf, len, &n);
+    return n;
+}
+
 void gcsh_tap_destroy(gcsh_tap *t, int size)
 {
     for (int r = 0; t->out && r < size; r++) {
@@ -182,17 +200,24 @@ static void flush_output(gcsh_coord *c, int whole_lines)
     gcsh_fold_flush(&c->fold, whole_lines);
 }
 
+typedef struct state_want {
+    const run_state *rs;
+    int state;
+    uint32_t status; /* with state DONE: the status too; 0: any */
+} state_want;
+
+static int in_state(const void *arg, int r)
+{
+    const state_want *w = arg;
+    return w->rs->state[r] == w->state && (!w->status || w->rs->status[r] == w->status);
+}
+
 /* Formats the ranks whose state matches `want` as "0-2,5". */
 static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, char *buf,
                          size_t len)
 {
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
-    for (int r = 0; r < c->size; r++)
-        if (rs->state[r] == want)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-    return buf;
+    return gcsh_format_ranks_where(c->size, in_state, &(state_want){rs, want, 0}, buf, len,
+                                   NULL);
 }
 
 /* ---- ending the session at once -------------------------------------------- */
@@ -851,13 +876,10 @@ static void send_chunk(gcsh_coord *c, run_state *rs, const char *targets, uint32
 static void say_interrupted(gcsh_coord *c, const run_state *rs)
 {
     char buf[1024];
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
-    for (int r = 0; r < c->size; r++)
-        if (rs->state[r] == DONE && rs->status[r] == CHUNK_INTERRUPTED)
-            list[n++] = r;
     gcsh_coord_say(c, "gcsh: %s [%s]", rs->abort_all ? "aborted" : "interrupted",
-                   gcsh_format_ranks(list, n, buf, sizeof buf));
-    free(list);
+                   gcsh_format_ranks_where(c->size, in_state,
+                                           &(state_want){rs, DONE, CHUNK_INTERRUPTED}, buf,
+                                           sizeof buf, NULL));
 }
 
 /* After a command in which some rank called os.exit: the status the session

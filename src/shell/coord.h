@@ -132,6 +132,9 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
 /* A tap for every rank (empty), and its release. */
 void gcsh_tap_init(gcsh_tap *t, int size);
 void gcsh_tap_destroy(gcsh_tap *t, int size);
+/* "1,3": the ranks of the tap that ran and ended with status want (a
+ * CHUNK_* status); returns how many. */
+int gcsh_tap_ranks(const gcsh_tap *t, int size, uint32_t want, char *buf, size_t len);
 
 /* poll(2) on p[0..n) for rank 0's waits between commands (the prompt):
  * every other rank's command channel is watched too, so a rank that dies

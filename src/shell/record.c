@@ -364,18 +364,6 @@ static int record_close(gcsh_recorder *r, gcsh_coord *c)
 
 /* ---- entries ---------------------------------------------------------------- */
 
-/* "1,3": the ranks that ran and ended with status want. */
-static int failed_ranks(const gcsh_tap *tap, int size, uint32_t want, char *buf, size_t len)
-{
-    int *list = malloc((size_t)size * sizeof *list), n = 0;
-    for (int r = 0; r < size; r++)
-        if (tap->ran[r] && tap->status[r] == want)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-    return n;
-}
-
 /* An interrupted line is kept as a comment: rerun, it would run to its end
  * (or forever) where the session stopped it. */
 static void write_interrupted(gcsh_recorder *r, gcsh_session *s, const char *chunk)
@@ -449,7 +437,7 @@ static void append_expected(gcsh_text *e, gcsh_session *s, const gcsh_line_resul
     gcsh_text folded = {0};
     if (res->ran)
         gcsh_fold_groups(&folded, size, res->tap.out, res->tap.ran, NULL);
-    int nfailed = res->ran ? failed_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
+    int nfailed = res->ran ? gcsh_tap_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
     size_t before = e->len;
     const char *sep = "";
     append_str(e, ", {");
@@ -507,7 +495,7 @@ static void write_entry(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k, 
     char ranks[1024], failed[1024];
     gcsh_session_targets(s, ranks, sizeof ranks);
     if (!end && res->ran &&
-        failed_ranks(&res->tap, s->coord->size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
+        gcsh_tap_ranks(&res->tap, s->coord->size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
         write_interrupted(r, s, src);
         return;
     }
@@ -550,18 +538,15 @@ static int record_ending(gcsh_session *s, int status, const char *why)
     gcsh_coord *c = s->coord;
     gcsh_text text = {0}; /* "rank 1: killed by signal 11: ...; why" */
     ending end = {.status = status};
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
     for (int q = 0; q < c->size; q++) {
         if (!c->lost[q])
             continue;
-        list[n++] = q;
         char part[128];
         snprintf(part, sizeof part, "rank %d: %s; ", q, c->lost_why[q]);
         append_str(&text, part);
     }
     append_str(&text, why);
-    gcsh_format_ranks(list, n, end.lost, sizeof end.lost);
-    free(list);
+    gcsh_format_ranks_where(c->size, gcsh_rank_in_mask, c->lost, end.lost, sizeof end.lost, NULL);
     end.why = text.s;
     if (k && s->running_res) {
         int script = !(k->flags & CHUNK_PRINT_RESULTS); /* not a typed line */

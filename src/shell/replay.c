@@ -350,20 +350,6 @@ static void note_difference(gcsh_replayer *rp, int index)
     rp->ndiffer++;
 }
 
-/* The ranks that ended the line with an error, "1,3". */
-static void error_ranks(const gcsh_session *s, const gcsh_line_result *res, char *buf, size_t len)
-{
-    int size = s->coord->size;
-    int *list = malloc((size_t)size * sizeof *list), n = 0;
-    for (int r = 0; r < size; r++)
-        if (res->tap.ran[r] && res->tap.status[r] == CHUNK_ERROR)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-}
-
-/* Compares each rank's output with the recorded one; -1 (said) when some
- * differ. */
 static int compare_output(gcsh_session *s, const char *where, const entry *e,
                           const gcsh_line_result *res)
 {
@@ -430,7 +416,7 @@ static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh
     if (!res->ran)
         return 0;
     char failed[1024];
-    error_ranks(s, res, failed, sizeof failed);
+    gcsh_tap_ranks(&res->tap, s->coord->size, CHUNK_ERROR, failed, sizeof failed);
     int rc = 0;
     if (strcmp(failed, e->failed ? e->failed : "") != 0) {
         gcsh_coord_say(c, "%s: the ranks that failed differ: expected [%s], got [%s]", where,
@@ -636,12 +622,8 @@ static int replay_ending(gcsh_session *s, int status, const char *why)
 {
     gcsh_replayer *rp = s->replay;
     char lost[256];
-    int *list = malloc((size_t)s->coord->size * sizeof *list), n = 0;
-    for (int r = 0; r < s->coord->size; r++)
-        if (s->coord->lost[r])
-            list[n++] = r;
-    gcsh_format_ranks(list, n, lost, sizeof lost);
-    free(list);
+    gcsh_format_ranks_where(s->coord->size, gcsh_rank_in_mask, s->coord->lost, lost, sizeof lost,
+                            NULL);
     int same = rp->expect_status == status && strcmp(lost, rp->expect_lost ? rp->expect_lost : "") == 0;
     if (same) {
         gcsh_coord_say(s->coord, "gcsh: replay: line %d ended the session as recorded (status %d, "

@@ -66,16 +66,7 @@ int gcsh_session_status(const gcsh_session *s)
 
 static char *format_targets(const gcsh_session *s, const char *targets, char *buf, size_t len)
 {
-    int n = s->coord->size, k = 0;
-    int *list = malloc((size_t)n * sizeof *list);
-    if (!list)
-        abort(); /* out of host memory on rank 0 */
-    for (int r = 0; r < n; r++)
-        if (targets[r])
-            list[k++] = r;
-    gcsh_format_ranks(list, k, buf, len);
-    free(list);
-    return buf;
+    return gcsh_format_ranks_where(s->coord->size, gcsh_rank_in_mask, targets, buf, len, NULL);
 }
 
 char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
