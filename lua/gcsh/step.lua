@@ -58,6 +58,7 @@
 local move = require("gcsh.step_move")
 local D = require("gcsh.step_diagram")
 local S = require("gcsh.step_sample")
+local C = require("gcsh.step_cells")
 
 local M = {}
 
@@ -649,7 +650,7 @@ function Stepper:show()
   local x = self._
   local by_rank = gather(x, { S.pack(S.sample(x.layout, x.me, buffers(x))) })
   local state = state_from(x, by_rank, 1)
-  D.carry_sets(x.view, x.hist[x.step], state)
+  C.carry_sets(x.view, x.hist[x.step], state)
   local hist = { [x.step] = state }
   local lines = D.state_lines(x.view, hist, x.step)
   self.cells = D.cell_texts(x.view, state)
@@ -733,8 +734,8 @@ local function new(fname, coll, w, root, opts)
              title = title(coll, o, w, root) }
   local start = gather(x, { S.pack(S.sample(x.layout, me, buffers(x))) })
   x.hist = { [0] = state_from(x, start, 1) }
-  x.view.bits = D.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
-  D.start_sets(x.view, x.hist[0])
+  x.view.bits = C.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
+  C.start_sets(x.view, x.hist[0])
   local st = setmetatable({ _ = x, step = 0, steps = x.steps, algo = o.algo, coll = coll,
                             window = w, wrong = {} }, Stepper)
   st.cells = D.cell_texts(x.view, x.hist[0])
