@@ -616,7 +616,7 @@ static int summary(gcsh_session *s, gcsh_replayer *rp)
 }
 
 /* The rider's ending: the session ends at once during a replay (coord's
- * on_end): a match when the running line was recorded ending that way.
+ * ending hook): a match when the running line was recorded ending that way.
  * Returns the status. */
 static int replay_ending(gcsh_session *s, int status, const char *why)
 {

@@ -42,7 +42,7 @@ typedef struct gcsh_rider {
     void (*ran)(gcsh_session *s, const gcsh_chunk *k, const gcsh_line_result *res);
     /* A dot-command line, before it runs. */
     void (*dot)(gcsh_session *s, const char *line);
-    /* The session ends at once during s->running (coord's on_end): the
+    /* The session ends at once during s->running (coord's ending hook): the
      * status to end with. */
     int (*ending)(gcsh_session *s, int status, const char *why);
     /* The rider leaves (the session's end, .record off): 0, or -1 after
@@ -84,7 +84,7 @@ struct gcsh_session {
     gcsh_lesson *lesson;
     const gcsh_rider *lesson_ops;
     /* The recorded chunk running now and what it gives, so that the
-     * recorder keeps it if the session ends at once (coord's on_end);
+     * recorder keeps it if the session ends at once (coord's ending hook);
      * NULL between chunks. */
     const gcsh_chunk *running;
     gcsh_line_result *running_res;
