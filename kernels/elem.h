@@ -1,5 +1,5 @@
 /* The per-element initialisers the kernels call: the host backend's own
- * (src/elementwise.h), so both backends run literally the same element code. */
+ * (src/core/elementwise.h), so both backends run literally the same element code. */
 #ifndef GCSH_KERNELS_ELEM_H
 #define GCSH_KERNELS_ELEM_H
 

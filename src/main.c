@@ -20,16 +20,16 @@
 #include "shell/coord.h"
 #include "shell/launch.h"
 #include "wire/msg.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "core/share.h"
 #include "shell/record.h"
 #include "shell/repl.h"
 #include "shell/sigint.h"
 #include "wire/link.h"
-#include "wire/worker.h"
+#include "rank/worker.h"
 #include "shell/term.h"
 #include "trace/flight.h"
-#include "trace/trace_coord.h"
+#include "shell/trace_coord.h"
 
 /* -e stat and -l mod, in command-line order. */
 typedef struct action {
@@ -508,7 +508,7 @@ static int run_script(gcsh_session *s, char **argv, int at)
     snprintf(name, sizeof name, strcmp(path, "-") == 0 ? "=stdin" : "@%s", path);
     gcsh_chunk k = {.name = name, .src = src, .len = len, .flags = CHUNK_SCRIPT,
                     .args = (const char *const *)argv + at + 1, .nargs = nargs};
-    int failed = gcsh_session_run(s, &k, NULL);
+    int failed = gcsh_session_feed(s, &k, &(gcsh_feed){0}, NULL);
     free(src);
     return failed != 0 ? gcsh_session_status(s) : 0;
 }
@@ -529,7 +529,7 @@ static int run_actions(gcsh_session *s, const options *o)
             val = buf;
         }
         gcsh_chunk k = {.name = "=(command line)", .src = val, .len = strlen(val)};
-        if (gcsh_session_run(s, &k, NULL) != 0)
+        if (gcsh_session_feed(s, &k, &(gcsh_feed){0}, NULL) != 0)
             return gcsh_session_status(s);
         if (s->quit) /* os.exit, SIGTERM: the session ends */
             return 0;
@@ -549,7 +549,7 @@ static void banner(const gcsh_session *s, const gcsh_ctx *ctx)
         gcsh_coord_say(s->coord, "gcsh: %s", s->term->hint);
 }
 
-/* coord's on_exit: the terminal goes back to the shell before the process
+/* coord's exit hook: the terminal goes back to the shell before the process
  * ends the session at once (a lost rank, a device fault). */
 static void give_back_terminal(void *term)
 {
@@ -586,11 +586,11 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
-    coord.flight_path = o->flight;
-    coord.on_exit = give_back_terminal;
-    coord.exit_arg = &term;
+    gcsh_tracing_listen(&coord, o->flight);
+    static const gcsh_coord_hooks terminal = {.exit = give_back_terminal};
+    gcsh_coord_listen(&coord, &terminal, &term);
     gcsh_session s;
-    gcsh_session_init(&s, &coord, &term, ctx->L);
+    gcsh_repl_init(&s, &coord, &term, ctx->L);
 
     int code = 0;
     if (o->version) {
@@ -604,7 +604,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
         code = replay_main(&s, ctx, o);
         goto done;
     }
-    if (o->record && !(s.rec = gcsh_record_open(&s, o->record))) {
+    if (o->record && gcsh_record_start(&s, o->record) != 0) {
         code = GCSH_EXIT_USAGE; /* a file name it refuses */
         goto done;
     }

@@ -56,7 +56,8 @@
 local M = {}
 
 local SHOWN = 6
-local FLOAT = { f64 = true, f32 = true, f16 = true, bf16 = true }
+local FLOAT = {} -- the float dtypes (C's one list of dtype facts)
+for name, d in pairs(require("gcsh.dtypes")) do FLOAT[name] = d.float or nil end
 
 -- ---- errors without a traceback ------------------------------------------------
 

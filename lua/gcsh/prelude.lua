@@ -2,7 +2,7 @@
 -- the Lua parts of the shell that every rank has as globals.
 show = require("gcsh.show").show
 help = require("gcsh.help").help
--- The prompt's auto-print shows tables through this (src/wire/worker.c).
+-- The prompt's auto-print shows tables through this (src/rank/worker.c).
 debug.getregistry()["gcsh.autoprint"] = require("gcsh.pretty").format
 repro = require("gcsh.repro")
 -- Clocks make a command's output vary between runs: a replay (gcsh

@@ -50,10 +50,12 @@
 --   repro.check(case, candidate, reference)   one case (the script above uses it)
 local repro = {}
 
-local BYTES = { f64 = 8, f32 = 4, f16 = 2, bf16 = 2, i64 = 8, i32 = 4, u32 = 4, u8 = 1, i8 = 1 }
-local FLOAT = { f64 = true, f32 = true, f16 = true, bf16 = true }
--- allclose's tolerances per dtype: a few units in the last place of its mantissa.
-local RTOL = { f64 = 1e-12, f32 = 1e-5, f16 = 2e-3, bf16 = 1.6e-2 }
+-- the dtype facts (C's one list, src/core/dtype.c): element bytes, which are
+-- floats, and allclose's tolerance per float dtype
+local BYTES, FLOAT, RTOL = {}, {}, {}
+for name, d in pairs(require("gcsh.dtypes")) do
+  BYTES[name], FLOAT[name], RTOL[name] = d.size, d.float or nil, d.rtol
+end
 
 -- The size of one element of dtype, in bytes.
 function repro.bytes(dtype)

@@ -4,7 +4,7 @@
 --
 --   * their own text, from their file, or, for a function typed at the
 --     prompt or given with -e, from the source the rank kept of that chunk
---     (registry "gcsh.chunks", src/wire/worker.c), found by its bytecode;
+--     (registry "gcsh.chunks", src/rank/worker.c), found by its bytecode;
 --   * every upvalue: numbers, strings, booleans and tables of them as
 --     literals, functions (and tables of functions) as their text, with
 --     their own upvalues and globals in turn, a communicator of every rank

@@ -57,6 +57,8 @@
 -- signals and step count back to the start on every rank, then goes on.
 local move = require("gcsh.step_move")
 local D = require("gcsh.step_diagram")
+local S = require("gcsh.step_sample")
+local C = require("gcsh.step_cells")
 
 local M = {}
 
@@ -70,15 +72,17 @@ local REDUCES = { allreduce = true, reduce_scatter = true }
 local OPS = { "sum", "prod", "min", "max" }
 local SKIPS = { "barrier", "signal" }
 local INTEGER = { i32 = true, u32 = true, i64 = true, u8 = true, i8 = true }
+-- the dtype facts (C's one list, src/core/dtype.c): element bytes, and the
 -- allclose tolerances of the result against the reference (rtol, atol)
-local TOL = { f64 = 1e-12, f32 = 1e-5, f16 = 1e-2, bf16 = 2e-2 }
+local DTYPES = require("gcsh.dtypes")
+local TOL, ELEMENT_BYTES = {}, {}
+for name, d in pairs(DTYPES) do TOL[name], ELEMENT_BYTES[name] = d.rtol, d.size end
 -- the most wrong elements a result line names per rank
 local WRONG_SHOWN = 8
 -- the largest delay, in ms (a lesson's late rank sleeps tens of ms)
 local DELAY_MAX_MS = 600000
 -- signal slots: the plan's barriers, the stepper's own
 local PLAN_SLOT, OWN_SLOT = 0, 1
-local ELEMENT_BYTES = { f64 = 8, i64 = 8, f32 = 4, i32 = 4, u32 = 4, f16 = 2, bf16 = 2, u8 = 1, i8 = 1 }
 -- the flag the ll stepper's stores carry (its area is cleared at reset)
 local LL_FLAG = 1
 
@@ -473,7 +477,7 @@ local function do_step(x, s)
   -- without races, every rank's step is over before anyone samples, and
   -- every rank has sampled before anyone goes on: the picture is exact
   if not x.skip then own_barrier(x) end
-  local samples = D.pack(D.sample(x.layout, x.me, buffers(x)))
+  local samples = S.pack(S.sample(x.layout, x.me, buffers(x)))
   if not x.skip then own_barrier(x) end
   return samples
 end
@@ -492,8 +496,8 @@ end
 -- The state after a step, from every rank's packed samples (line i of each).
 local function state_from(x, by_rank, i)
   local by = {}
-  for r = 1, x.k do by[r] = D.unpack(by_rank[r][i]) end
-  return D.state(x.layout, by)
+  for r = 1, x.k do by[r] = S.unpack(by_rank[r][i]) end
+  return S.state(x.layout, by)
 end
 
 -- Rank 0 prints the lines (fitted to the width); returns them as one text.
@@ -644,9 +648,9 @@ end
 function Stepper:show()
   begin(self, "show")
   local x = self._
-  local by_rank = gather(x, { D.pack(D.sample(x.layout, x.me, buffers(x))) })
+  local by_rank = gather(x, { S.pack(S.sample(x.layout, x.me, buffers(x))) })
   local state = state_from(x, by_rank, 1)
-  D.carry_sets(x.view, x.hist[x.step], state)
+  C.carry_sets(x.view, x.hist[x.step], state)
   local hist = { [x.step] = state }
   local lines = D.state_lines(x.view, hist, x.step)
   self.cells = D.cell_texts(x.view, state)
@@ -728,10 +732,10 @@ local function new(fname, coll, w, root, opts)
   x.layout = D.layout(plan, k, { tmp = x.tmp ~= nil, ll = x.llw ~= nil })
   x.view = { layout = x.layout, k = k, dtype = w.dtype, op = o.op, steps = x.steps,
              title = title(coll, o, w, root) }
-  local start = gather(x, { D.pack(D.sample(x.layout, me, buffers(x))) })
+  local start = gather(x, { S.pack(S.sample(x.layout, me, buffers(x))) })
   x.hist = { [0] = state_from(x, start, 1) }
-  x.view.bits = D.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
-  D.start_sets(x.view, x.hist[0])
+  x.view.bits = C.bits_mode(x.layout, x.hist[0], o.op, w.dtype)
+  C.start_sets(x.view, x.hist[0])
   local st = setmetatable({ _ = x, step = 0, steps = x.steps, algo = o.algo, coll = coll,
                             window = w, wrong = {} }, Stepper)
   st.cells = D.cell_texts(x.view, x.hist[0])

@@ -5,10 +5,12 @@
 -- stepper meant to do: each rank samples the first and last element of every
 -- chunk of its own slice (and of its scratch buffer, for the algorithms that
 -- use one) after each step, the samples travel to every rank, and this module
--- turns them into text.  When every rank r started with 2^r in every element
--- and the op is a sum (or the collective only copies), a value's bits name
--- the ranks whose data it holds: 11 (binary 1011) is "0-1,3".  Otherwise a
--- cell shows its first value.
+-- turns them into text (the samples and their wire format: step_sample.lua;
+-- what a cell says: step_cells.lua; the race judge: step_judge.lua).  When
+-- every rank r started with 2^r in every element and the op is a sum (or
+-- the collective only copies), a value's bits name the ranks whose data it
+-- holds: 11 (binary 1011) is "0-1,3".  Otherwise a cell shows its first
+-- value.
 --
 -- A cell whose data holds some rank's bits twice (a race: a rank added
 -- data it already had) reads as the ranks it holds with the extra ones
@@ -28,15 +30,11 @@
 --
 -- Lines stay within WIDTH columns (rank 0's "[0] " prefix makes 80); wide
 -- grids fold into several column groups.
+local C = require("gcsh.step_cells")
+local J = require("gcsh.step_judge")
 local D = {}
 
 local WIDTH = 76
-
--- Highest rank count whose 2^r sums a dtype holds exactly.
-local BITS = { i32 = 31, u32 = 32, i64 = 63, f32 = 24, f64 = 53, f16 = 11, bf16 = 8, u8 = 8, i8 = 7 }
-local INTEGER = { i32 = true, u32 = true, i64 = true, u8 = true, i8 = true }
--- Relative tolerance when judging float cells (the kernels round per step).
-local RTOL = { f64 = 1e-12, f32 = 1e-5, f16 = 1e-2, bf16 = 2e-2 }
 
 -- ---- layout ------------------------------------------------------------------
 
@@ -79,486 +77,6 @@ function D.layout(plan, k, opts)
   L.row_of = {}
   for i, row in ipairs(L.rows) do L.row_of[row.kind:sub(1, 1) .. row.rank] = i end
   return L
-end
-
--- Where element i of slot s sits in a stepper's ll area (step_move.lua).
-D.ll_index = require("gcsh.step_move").ll_index
-
--- The index in a row's tensor of a cell's first element (tmp holds the
--- region from 0; a slice at its absolute place).
-local function cell_start(L, row, cell)
-  if row.ll then return D.ll_index(L.n, cell.slot, 0) end
-  return row.tmp and cell.first - L.offset or cell.first
-end
-
--- ---- samples -----------------------------------------------------------------
-
--- The lowest and highest flag of count elements of an ll area from first.
-local function flag_range(t, first, count)
-  local v = t:view(first, 2 * count):totable()
-  local lo, hi = v[2], v[2]
-  for i = 4, #v, 2 do lo, hi = math.min(lo, v[i]), math.max(hi, v[i]) end
-  return lo, hi
-end
-
--- This rank's samples: first and last element of every cell of its rows
--- (false for an empty cell), and for an ll slot its lowest and highest
--- flag, in row then cell order.  bufs: slice, tmp, ll (this rank's).
-function D.sample(L, me, bufs)
-  local out = {}
-  for _, row in ipairs(L.rows) do
-    if row.rank == me then
-      local t = bufs[row.kind]
-      for _, cell in ipairs(row.cells) do
-        if cell.count == 0 then
-          out[#out + 1] = false; out[#out + 1] = false
-        else
-          local i = cell_start(L, row, cell)
-          local last = row.ll and D.ll_index(L.n, cell.slot, cell.count - 1) or i + cell.count - 1
-          out[#out + 1] = t[i]; out[#out + 1] = t[last]
-        end
-        if row.ll then
-          local lo, hi = flag_range(t, cell_start(L, row, cell), cell.count)
-          out[#out + 1] = lo; out[#out + 1] = hi
-        end
-      end
-    end
-  end
-  return out
-end
-
-local function pack_number(v)
-  if v == false then return "-" end
-  if math.type(v) == "integer" then return string.format("%d", v) end
-  return string.format("%.17g", v)
-end
-
-local function unpack_number(s)
-  if s == "-" then return false end
-  local v = tonumber(s)
-  if v then return v end
-  if s:find("nan") then return 0 / 0 end
-  return s:sub(1, 1) == "-" and -math.huge or math.huge
-end
-
-function D.pack(samples)
-  local parts = {}
-  for i, v in ipairs(samples) do parts[i] = pack_number(v) end
-  return table.concat(parts, " ")
-end
-
-function D.unpack(text)
-  local out = {}
-  for word in text:gmatch("%S+") do out[#out + 1] = unpack_number(word) end
-  return out
-end
-
--- One state of every buffer, from every rank's samples (by[r + 1]):
--- state[row][cell] = {first value, last value [, flags = {lo, hi}]}, or
--- false for an empty cell.
-function D.state(L, by)
-  local state, pos = {}, {}
-  for i, row in ipairs(L.rows) do
-    local s = by[row.rank + 1]
-    local p = pos[row.rank] or 1
-    state[i] = {}
-    for c = 1, #row.cells do
-      local a, b = s[p], s[p + 1]
-      local cell = a ~= false and a ~= nil and { a, b } or false
-      p = p + 2
-      if row.ll then
-        if cell then cell.flags = { s[p], s[p + 1] } end
-        p = p + 2
-      end
-      state[i][c] = cell
-    end
-    pos[row.rank] = p
-  end
-  return state
-end
-
--- ---- reading values --------------------------------------------------------------
-
--- Whether the cells can be read as contributor sets: every rank r's slice
--- held 2^r everywhere at the start, and the op sums (or there is none).
-function D.bits_mode(L, start, op, dtype)
-  if (op and op ~= "sum") or L.k > (BITS[dtype] or 0) then return false end
-  for i, row in ipairs(L.rows) do
-    if row.kind == "slice" then
-      for c = 1, #L.cells do
-        local v = start[i][c]
-        if v and (v[1] ~= 2 ^ row.rank or v[2] ~= 2 ^ row.rank) then return false end
-      end
-    end
-  end
-  return true
-end
-
--- "0-2,5" for the set bits of mask.
-local function ranks_text(mask, k)
-  local parts, r = {}, 0
-  while r < k do
-    if mask >> r & 1 == 1 then
-      local s = r
-      while r + 1 < k and mask >> (r + 1) & 1 == 1 do r = r + 1 end
-      parts[#parts + 1] = s == r and tostring(s) or (s .. (r == s + 1 and "," or "-") .. r)
-    end
-    r = r + 1
-  end
-  return table.concat(parts, ",")
-end
-
--- The contributor set a value names, as a mask, or nil when it names none
--- (not an integer, negative, or bits of ranks that do not exist).
-local function mask_of(v, k)
-  local m = math.tointeger(v)
-  if not m or m < 0 or m >= (1 << k) then return nil end
-  return m
-end
-
-local function value_text(v, dtype)
-  if v ~= v then return "nan" end
-  if INTEGER[dtype] or (math.tointeger(v) and math.abs(v) < 1e6) then
-    return string.format("%d", math.tointeger(v) or v)
-  end
-  return string.format("%.4g", v)
-end
-
--- The text of one value: ranks in bits mode (when it names some), else the
--- value itself.
-function D.text(view, v)
-  if view.bits then
-    local m = mask_of(v, view.k)
-    if m then return m == 0 and "-" or ranks_text(m, view.k) end
-  end
-  return value_text(v, view.dtype)
-end
-
--- ---- sets of ranks, with repeats ---------------------------------------------------
---
--- A cell's contributors as counts by rank ({[0] = 1, [1] = 2}: rank 0's data
--- once, rank 1's twice), for bits mode.
-
-local function set_of_mask(mask, k)
-  local set = {}
-  for r = 0, k - 1 do if mask >> r & 1 == 1 then set[r] = 1 end end
-  return set
-end
-
--- The set a value names when read as bits, or nil.
-local function decode(view, v)
-  if not view.bits then return nil end
-  local m = mask_of(v, view.k)
-  return m and set_of_mask(m, view.k) or nil
-end
-
--- What a move makes of its sources' sets: a copy keeps the set, a sum adds
--- them up; nil when some source's set is unknown.
-local function move_set(m, sets, n)
-  for i = 1, n do if not sets[i] then return nil end end
-  if m.op == "copy" then return sets[1] end
-  local out = {}
-  for i = 1, n do for r, count in pairs(sets[i]) do out[r] = (out[r] or 0) + count end end
-  return out
-end
-
--- The ranks a set holds more than once, as "1" or "1, 2".
-local function repeated(set, k)
-  local twice = {}
-  for r = 0, k - 1 do if (set[r] or 0) > 1 then twice[#twice + 1] = tostring(r) end end
-  return table.concat(twice, ", ")
-end
-
--- "0-2,5", or "0-3+1" (rank 1 once more), "-" for none.
-local function set_text(set, k)
-  local mask, extra = 0, {}
-  for r = 0, k - 1 do
-    local count = set[r] or 0
-    if count > 0 then mask = mask | (1 << r) end
-    for _ = 2, count do extra[#extra + 1] = tostring(r) end
-  end
-  local t = mask == 0 and "-" or ranks_text(mask, k)
-  if #extra > 0 then t = t .. "+" .. table.concat(extra, "+") end
-  return t
-end
-
--- What a cell holds, as text: its set when known, else its first value.
-local function holds_text(view, cell)
-  if cell.set then return set_text(cell.set, view.k) end
-  return D.text(view, cell[1])
-end
-
-local function flags_text(view, flags)
-  local lo, hi = value_text(flags[1], view.dtype), value_text(flags[2], view.dtype)
-  return lo == hi and "f" .. lo or "f" .. lo .. "-" .. hi
-end
-
-local function cell_text(view, cell)
-  if not cell then return "" end
-  local t = holds_text(view, cell)
-  if not D.same(view, cell[1], cell[2]) then t = t .. "~" end
-  if cell.flags then t = t .. " " .. flags_text(view, cell.flags) end
-  return t
-end
-
--- The sets of a state read afresh (st:show): a cell that holds what it held
--- in `known` (the state after the same step) keeps its set; the others
--- read as their bits.
-function D.carry_sets(view, known, state)
-  for r, row in ipairs(state) do
-    for c, cell in ipairs(row) do
-      local k = known and known[r][c]
-      if cell then
-        cell.set = k and k.set and D.same(view, k[1], cell[1]) and k.set or decode(view, cell[1])
-      end
-    end
-  end
-end
-
--- The sets of a first state: every cell's bits.
-function D.start_sets(view, state)
-  for _, row in ipairs(state) do
-    for _, cell in ipairs(row) do if cell then cell.set = decode(view, cell[1]) end end
-  end
-end
-
--- ---- judging ---------------------------------------------------------------------
-
-local function wrap(v, dtype)
-  local i = math.tointeger(v)
-  if not i then return v end
-  if dtype == "i32" then i = i & 0xffffffff; return i >= 0x80000000 and i - 0x100000000 or i end
-  if dtype == "u32" then return i & 0xffffffff end
-  return i
-end
-
--- op over values, as the kernels compute it (integers wrap).
-function D.combine(op, values, dtype)
-  local acc = values[1]
-  for i = 2, #values do
-    local v = values[i]
-    if op == "sum" then acc = acc + v
-    elseif op == "prod" then acc = acc * v
-    elseif op == "min" then acc = math.min(acc, v)
-    elseif op == "max" then acc = math.max(acc, v)
-    else error("step: unknown op " .. tostring(op), 0) end
-    if INTEGER[dtype] then acc = wrap(acc, dtype) end
-  end
-  return acc
-end
-
-function D.same(view, a, b)
-  if a == b then return true end
-  if a ~= a and b ~= b then return true end
-  if type(a) ~= "number" or type(b) ~= "number" then return false end
-  local rtol = RTOL[view.dtype]
-  if not rtol then return false end
-  return math.abs(a - b) <= rtol * math.max(math.abs(a), math.abs(b)) + rtol
-end
-
--- The (row, cell) a place of a move names; exec is the rank doing the move
--- (its tmp).  nil when the place is outside every cell.
-local function locate(L, loc, exec)
-  if loc.slot ~= nil then -- a slot of a rank's ll area
-    local row = L.row_of["l" .. tostring(loc.peer)]
-    return row, row and loc.slot + 1 or nil
-  end
-  local row = L.row_of[(loc.peer == "tmp" and "t" .. exec) or ("s" .. tostring(loc.peer))]
-  if not row then return nil end
-  local at = L.rows[row].tmp and loc.first + L.offset or loc.first
-  for c, cell in ipairs(L.cells) do
-    if cell.count > 0 and at >= cell.first and at < cell.first + cell.count then return row, c end
-  end
-  return nil
-end
-
--- The first step after `from` (up to `to`) at whose end the cell's value
--- differs from its value after step `from`.
-local function change_step(view, hist, row, c, from, to)
-  local base = hist[from][row][c]
-  for t = from + 1, to do
-    local v = hist[t] and hist[t][row][c]
-    if v and base and not D.same(view, v[1], base[1]) then return t end
-  end
-  return nil
-end
-
--- op over the sources, each as it was after the step versions[j] names.
-local function combined(view, hist, m, srcs, versions)
-  local values = {}
-  for j, src in ipairs(srcs) do
-    local v = src.row and hist[versions[j]][src.row][src.cell]
-    if not v then return nil end
-    values[j] = v[1]
-  end
-  if m.op == "copy" then return values[1] end
-  return D.combine(view.op or "sum", values, view.dtype)
-end
-
--- "r2 read r1.c0 too early, before step 1 wrote it": the sources read at
--- step s as they were after step t (not s - 1).
-local function stale_read(view, hist, s, m, srcs, stale, t)
-  local names, w = {}, nil
-  for _, j in ipairs(stale) do
-    local src = srcs[j]
-    names[#names + 1] = src.name
-    local step
-    if t < s - 1 then step = change_step(view, hist, src.row, src.cell, t, s - 1)
-    else step = change_step(view, hist, src.row, src.cell, s - 1, t) end
-    if step then w = w and math.min(w, step) or step end
-  end
-  local them = #names == 1 and "it" or "them"
-  if t < s - 1 then
-    return string.format("r%d read %s too early, before step %d wrote %s", m.rank,
-                         table.concat(names, ", "), w or s - 1, them)
-  end
-  return string.format("r%d read %s too late, after step %d overwrote %s", m.rank,
-                       table.concat(names, ", "), w or t, them)
-end
-
--- Why a written cell holds `got`: the sources that, read as they were
--- after another step, give it.  Tried: each source alone; then every
--- source of another rank at once (the executing rank reads its own slice
--- at its own time).  Returns the note and the step each source was read
--- after (versions[j]).
-local function explain(view, hist, s, m, srcs, got)
-  for _, src in ipairs(srcs) do if not src.row then return nil end end
-  local last = #hist
-  for t = 0, last do
-    if t ~= s - 1 then
-      for j = 1, #srcs do
-        local versions = {}
-        for i = 1, #srcs do versions[i] = i == j and t or s - 1 end
-        local v = combined(view, hist, m, srcs, versions)
-        if v ~= nil and D.same(view, v, got) then
-          return stale_read(view, hist, s, m, srcs, { j }, t), versions
-        end
-      end
-    end
-  end
-  for t = 0, last do
-    if t ~= s - 1 then
-      local versions, stale = {}, {}
-      for j, src in ipairs(srcs) do
-        local own = view.layout.rows[src.row].rank == m.rank
-        versions[j] = own and s - 1 or t
-        local a, b = hist[t][src.row][src.cell], hist[s - 1][src.row][src.cell]
-        if not own and a and b and not D.same(view, a[1], b[1]) then stale[#stale + 1] = j end
-      end
-      local v = #stale > 0 and combined(view, hist, m, srcs, versions)
-      if v and D.same(view, v, got) then return stale_read(view, hist, s, m, srcs, stale, t), versions end
-    end
-  end
-  return nil
-end
-
--- "r1.c3", "r0.tmp.c1", "r2" (a whole-region cell), "r1.ll.s0".
-local function cell_name(L, r, c)
-  local row = L.rows[r]
-  local base = "r" .. row.rank .. (row.tmp and ".tmp" or row.ll and ".ll" or "")
-  return row.cells[c].label ~= "" and (base .. "." .. row.cells[c].label) or base
-end
-
-local function place_name(view, loc, exec)
-  local row, c = locate(view.layout, loc, exec)
-  if row then return cell_name(view.layout, row, c) end
-  return loc.peer == "tmp" and ("r" .. exec .. ".tmp") or ("r" .. tostring(loc.peer))
-end
-
--- Whether two states of a cell hold the same (values and flags).
-local function same_cell(view, a, b)
-  if not (a and b and D.same(view, a[1], b[1]) and D.same(view, a[2], b[2])) then return false end
-  if not a.flags then return true end
-  return b.flags and a.flags[1] == b.flags[1] and a.flags[2] == b.flags[2]
-end
-
--- What each move of step s should have written: expected[row][cell] =
--- {value=, set=} (value nil: unknown) and writer[row][cell] = {move=,
--- srcs=}.
-local function expectations(view, prev, moves)
-  local L = view.layout
-  local expected, writer = {}, {}
-  for r = 1, #L.rows do expected[r], writer[r] = {}, {} end
-  for _, m in ipairs(moves) do
-    local srcs, values, sets, known = {}, {}, {}, true
-    for i, loc in ipairs(m.src) do
-      local row, c = locate(L, loc, m.rank)
-      srcs[i] = { row = row, cell = c, name = place_name(view, loc, m.rank) }
-      local v = row and prev[row][c]
-      values[i], sets[i] = v and v[1], v and v.set
-      known = known and values[i] ~= nil
-    end
-    local want = { set = move_set(m, sets, #m.src) }
-    if known then
-      want.value = m.op == "copy" and values[1] or D.combine(view.op or "sum", values, view.dtype)
-    end
-    for _, loc in ipairs(m.dst) do
-      local row, c = locate(L, loc, m.rank)
-      if row then expected[row][c] = want; writer[row][c] = { move = m, srcs = srcs } end
-    end
-  end
-  return expected, writer
-end
-
--- The note on a wrong cell, and the set it holds (from the reads that
--- explain it, when some do).
-local function wrong_note(view, hist, s, r, c, want, w)
-  local L, now = view.layout, hist[s][r][c]
-  local why, versions = nil, nil
-  if w then why, versions = explain(view, hist, s, w.move, w.srcs, now[1])
-  else why = "no move of this step writes it" end
-  if versions then
-    local sets = {}
-    for j, src in ipairs(w.srcs) do
-      -- a read after a later step: that state's sets are not made yet
-      local cell = hist[versions[j]][src.row][src.cell]
-      sets[j] = cell.set or decode(view, cell[1])
-    end
-    now.set = move_set(w.move, sets, #w.srcs)
-  else
-    now.set = decode(view, now[1])
-  end
-  local twice = ""
-  if now.set and repeated(now.set, view.k) ~= "" then
-    local who = repeated(now.set, view.k)
-    twice = string.format(" (rank%s %s's data twice)", who:find(",") and "s" or "", who)
-  elseif view.bits and not now.set then
-    twice = " (no set of ranks: some rank's data was added twice)"
-  end
-  local expect = want.set and set_text(want.set, view.k) or D.text(view, want.value)
-  local what = string.format("! step %d: %s holds %s%s, expected %s", s, cell_name(L, r, c),
-                             holds_text(view, now), twice, expect)
-  return why and (what .. ": " .. why) or what
-end
-
--- What step s did to every cell: marks[row][cell] = {changed=, wrong=,
--- expected=} and notes (one line per wrong written cell).  Sets each
--- cell's set (what it holds, in bits mode) in hist[s].
-function D.judge(view, hist, s, moves)
-  local L = view.layout
-  local prev, cur = hist[s - 1], hist[s]
-  local expected, writer = expectations(view, prev, moves)
-  local marks, notes = {}, {}
-  for r, row in ipairs(L.rows) do
-    marks[r] = {}
-    for c = 1, #row.cells do
-      local before, now = prev[r][c], cur[r][c]
-      local mark = { changed = false, wrong = false }
-      if now then
-        mark.changed = not same_cell(view, before, now)
-        local w = writer[r][c]
-        local want = w and expected[r][c] or { value = before and before[1], set = before and before.set }
-        if want.value ~= nil and not D.same(view, now[1], want.value) then
-          mark.wrong, mark.expected = true, want.value
-          notes[#notes + 1] = wrong_note(view, hist, s, r, c, want, w)
-        else
-          now.set = want.value ~= nil and want.set or decode(view, now[1])
-        end
-      end
-      marks[r][c] = mark
-    end
-  end
-  return marks, notes
 end
 
 -- ---- text ----------------------------------------------------------------------------
@@ -621,19 +139,19 @@ end
 local function places_text(view, places, exec)
   local L = view.layout
   if every_rank(places, L.k) then
-    return (place_name(view, places[1], exec):gsub("^r%d+", "r*"))
+    return (J.place_name(view, places[1], exec):gsub("^r%d+", "r*"))
   end
   if every_slot(places, L.k) then
-    return (place_name(view, places[1], exec):gsub("s0$", "s*"))
+    return (J.place_name(view, places[1], exec):gsub("s0$", "s*"))
   end
   local mask = same_place_ranks(places)
   if mask and #places >= 3 then -- "r1-3.c0", "r{0,2-3}.c1"
-    local ranks = ranks_text(mask, L.k)
+    local ranks = C.ranks_text(mask, L.k)
     if ranks:find(",") then ranks = "{" .. ranks .. "}" end
-    return (place_name(view, places[1], exec):gsub("^r%d+", "r" .. ranks))
+    return (J.place_name(view, places[1], exec):gsub("^r%d+", "r" .. ranks))
   end
   local names = {}
-  for i, p in ipairs(places) do names[i] = place_name(view, p, exec) end
+  for i, p in ipairs(places) do names[i] = J.place_name(view, p, exec) end
   return table.concat(names, " ")
 end
 
@@ -667,7 +185,7 @@ local function grid_section(view, state, marks, cells, rows, label_w)
     texts[r] = {}
     for c = 1, #cells do
       local m = marks and marks[r][c] or {}
-      local t = cell_text(view, state[r][c]) .. (m.wrong and "!" or m.changed and "*" or "")
+      local t = C.cell_text(view, state[r][c]) .. (m.wrong and "!" or m.changed and "*" or "")
       texts[r][c] = t
       col_w[c] = math.max(col_w[c], #t)
     end
@@ -737,7 +255,7 @@ function D.step_lines(view, hist, s, group)
   for _, m in ipairs(group.moves) do words[#words + 1] = D.move_text(view, m) end
   if #words == 0 then words[1] = "(no rank moves data in this step)" end
   for _, l in ipairs(pack_columns(words, "  ")) do lines[#lines + 1] = l end
-  local marks, notes = D.judge(view, hist, s, group.moves)
+  local marks, notes = J.judge(view, hist, s, group.moves)
   for _, l in ipairs(D.grid(view, hist[s], marks)) do lines[#lines + 1] = l end
   for _, n in ipairs(notes) do lines[#lines + 1] = "  " .. n end
   return lines, marks, notes
@@ -784,7 +302,7 @@ function D.cell_texts(view, state)
   local out = {}
   for r, row in ipairs(view.layout.rows) do
     out[row.label] = {}
-    for c = 1, #row.cells do out[row.label][c] = cell_text(view, state[r][c]) end
+    for c = 1, #row.cells do out[row.label][c] = C.cell_text(view, state[r][c]) end
   end
   return out
 end

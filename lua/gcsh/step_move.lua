@@ -1,4 +1,4 @@
--- One move of a kernel.plan (KPLAN.md), done with the shell's primitives:
+-- One move of a kernel.plan (src/core/kplan.h), done with the shell's primitives:
 -- peer views (w:peer(r)) for loads and stores between ranks, kernel.reduce
 -- for the reduction, tensor :copy for copies, and for the multicast
 -- algorithm the window's multicast object (m:ld_reduce, m:st: NVLS, or its

@@ -28,10 +28,10 @@ typedef struct lcomm {
 } lcomm;
 
 /* luaL_checkudata + "attempt to use a freed comm". */
-lcomm *gcsh_check_comm(lua_State *L, int idx);
+lcomm *gcsh_arg_comm(lua_State *L, int idx);
 
-/* Methods of comm implemented with the symmetric-memory types. */
-int gcsh_comm_window(lua_State *L);  /* c:window(n [, dtype [, opts]]), l_window.c */
-int gcsh_comm_signals(lua_State *L); /* c:signals(n), l_signal.c */
+/* c:window() and c:signals() are those types' constructors: each type's
+ * file adds its one to comm's methods as it opens (gcsh_add_methods, after
+ * comm's luaopen), so l_comm.c names neither. */
 
 #endif

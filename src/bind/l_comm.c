@@ -69,7 +69,7 @@ static lcomm *check_open(lua_State *L, int idx)
     return lc;
 }
 
-lcomm *gcsh_check_comm(lua_State *L, int idx)
+lcomm *gcsh_arg_comm(lua_State *L, int idx)
 {
     return check_open(L, idx);
 }
@@ -430,7 +430,7 @@ static const char *loc_name(int loc, char *buf, size_t len)
 static const gcsh_tensor *check_placed_tensor(lua_State *L, int idx, const char *what)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    const gcsh_tensor *t = gcsh_check_tensor(L, idx);
+    const gcsh_tensor *t = gcsh_arg_tensor(L, idx);
     if (t->st->loc != ctx->loc) {
         char buf[32];
         luaL_argerror(L, idx, lua_pushfstring(L, "%s lives in %s, but %s collectives need %s", what,
@@ -456,7 +456,7 @@ static int check_rank_arg(lua_State *L, const coll_spec *spec, const lcomm *lc)
 static void check_op(lua_State *L, const coll_spec *spec, coll_args *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    a->op = gcsh_check_redop(L, spec->op_arg, GCSH_OP_SUM);
+    a->op = gcsh_arg_redop(L, spec->op_arg, GCSH_OP_SUM);
     if (!ops_of(ctx)->can_reduce(a->dt, a->op))
         luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op '%s' is not defined for %s on the "
                                                           "%s backend", gcsh_redop_name(a->op),
@@ -706,7 +706,7 @@ static int push_agreed(lua_State *L)
 static int comm_agree(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
+    lcomm *lc = gcsh_arg_comm(L, 1);
     size_t len;
     const char *s = luaL_checklstring(L, 2, &len);
     agreed a = {.size = (size_t)lc->size};
@@ -746,8 +746,6 @@ static const luaL_Reg meth[] = {
     {"send", comm_send},
     {"recv", comm_recv},
     {"loop", comm_loop},
-    {"window", gcsh_comm_window},
-    {"signals", gcsh_comm_signals},
     {"agree", comm_agree},
     {"free", comm_free},
     {NULL, NULL},

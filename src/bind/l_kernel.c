@@ -127,7 +127,7 @@ static void check_dtype_op(lua_State *L, const char *fname, gcsh_dtype dt, gcsh_
 static gcsh_tensor *check_placed(lua_State *L, int idx, const char *fname, const char *what)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_tensor *t = gcsh_check_tensor(L, idx);
+    gcsh_tensor *t = gcsh_arg_tensor(L, idx);
     if (t->st->loc != ctx->loc)
         luaL_error(L, "%s: %s lives in %s, but %s kernels run on %s", fname, what, t->st->where,
                    ctx->be->name, ctx->loc == GCSH_LOC_HOST ? "host memory" : "the rank's GPU");
@@ -189,7 +189,7 @@ static lua_Integer opt_integer(lua_State *L, int idx, const char *key, const cha
 static gcsh_redop opt_op(lua_State *L, int idx, gcsh_redop def)
 {
     lua_getfield(L, idx, "op");
-    gcsh_redop op = gcsh_check_redop(L, lua_gettop(L), def);
+    gcsh_redop op = gcsh_arg_redop(L, lua_gettop(L), def);
     lua_pop(L, 1);
     return op;
 }
@@ -835,7 +835,7 @@ static int kernel_reduce(lua_State *L)
 {
     gcsh_tensor *out = check_placed(L, 1, "reduce", "out");
     luaL_checktype(L, 2, LUA_TTABLE);
-    gcsh_redop op = gcsh_check_redop(L, 3, GCSH_OP_SUM);
+    gcsh_redop op = gcsh_arg_redop(L, 3, GCSH_OP_SUM);
     check_dtype_op(L, "reduce", out->dtype, op, gcsh_kern_ops_of(out->dtype), "the kernels");
     lua_Integer k = luaL_len(L, 2);
     if (k < 1 || k > GCSH_KERN_MAX_SRC)
@@ -878,7 +878,7 @@ static void read_peer_reduce(lua_State *L, wargs *a, int idx)
     a->op = GCSH_OP_SUM;
     a->offset = 0;
     if (lua_type(L, idx) == LUA_TSTRING) {
-        a->op = gcsh_check_redop(L, idx, GCSH_OP_SUM);
+        a->op = gcsh_arg_redop(L, idx, GCSH_OP_SUM);
     } else if (!lua_isnoneornil(L, idx)) {
         wargs opts = *a;
         read_wargs(L, idx, &opts, "op offset n");

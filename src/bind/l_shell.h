@@ -1,6 +1,6 @@
 /* Lua-side plumbing of the shell itself (print capture, gcsh.sleep). */
-#ifndef GCSH_SHELL_H
-#define GCSH_SHELL_H
+#ifndef GCSH_L_SHELL_H
+#define GCSH_L_SHELL_H
 
 #include <lua.h>
 

@@ -51,10 +51,10 @@ static void check_backend(lua_State *L, int rc)
         gcsh_raise(L, gcsh_ctx_of(L));
 }
 
-int gcsh_comm_signals(lua_State *L)
+static int comm_signals(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    lcomm *lc = gcsh_check_comm(L, 1);
+    lcomm *lc = gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, "signals");
     gcsh_sym_proposal p;
     gcsh_sym_proposal_init(&p, "signals");
@@ -304,5 +304,6 @@ int luaopen_gcsh_signals(lua_State *L)
 {
     gcsh_symmem_open(L);
     gcsh_new_type(L, GCSH_SIGNALS_MT, meth, metameth, signals_index);
+    gcsh_add_methods(L, GCSH_COMM_MT, (const luaL_Reg[]){{"signals", comm_signals}, {NULL, NULL}});
     return 0;
 }

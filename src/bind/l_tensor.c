@@ -187,7 +187,7 @@ static void check_not_freed(lua_State *L, const gcsh_tensor *t)
         luaL_error(L, "attempt to use a freed %s", owner);
 }
 
-gcsh_tensor *gcsh_check_tensor(lua_State *L, int idx)
+gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx)
 {
     gcsh_tensor *t = luaL_checkudata(L, idx, GCSH_TENSOR_MT);
     check_not_freed(L, t);
@@ -245,13 +245,13 @@ static int check_named_option(lua_State *L, int idx, int def, const char *kind,
     return v;
 }
 
-gcsh_dtype gcsh_check_dtype(lua_State *L, int idx, gcsh_dtype def)
+gcsh_dtype gcsh_arg_dtype(lua_State *L, int idx, gcsh_dtype def)
 {
     return (gcsh_dtype)check_named_option(L, idx, def, "dtype", gcsh_dtype_from_name,
                                           gcsh_dtype_names());
 }
 
-gcsh_redop gcsh_check_redop(lua_State *L, int idx, gcsh_redop def)
+gcsh_redop gcsh_arg_redop(lua_State *L, int idx, gcsh_redop def)
 {
     return (gcsh_redop)check_named_option(L, idx, def, "op", gcsh_redop_from_name,
                                           gcsh_redop_names());
@@ -470,7 +470,7 @@ static size_t check_length_arg(lua_State *L, int arg, lua_Integer n)
 static int tensor_new(lua_State *L)
 {
     size_t n = check_length_arg(L, 1, luaL_checkinteger(L, 1));
-    gcsh_dtype dt = gcsh_check_dtype(L, 2, GCSH_F32);
+    gcsh_dtype dt = gcsh_arg_dtype(L, 2, GCSH_F32);
     gcsh_new_tensor(L, n, dt);
     return 1;
 }
@@ -480,7 +480,7 @@ static int tensor_new(lua_State *L)
 static int tensor_from(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    gcsh_dtype dt = gcsh_check_dtype(L, 2, GCSH_F32);
+    gcsh_dtype dt = gcsh_arg_dtype(L, 2, GCSH_F32);
     size_t n = check_length_arg(L, 1, luaL_len(L, 1));
     size_t size = gcsh_dtype_size(dt);
     unsigned char *stage = lua_newuserdatauv(L, n * size, 0);
@@ -505,7 +505,7 @@ static int tensor_from(lua_State *L)
 
 static int tensor_fill(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     gcsh_scalar v = check_value_arg(L, 2, t->dtype);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     check_backend(L, ctx, ctx->be->mem->fill(ctx, gcsh_tensor_data(t), t->st->loc, t->dtype,
@@ -550,7 +550,7 @@ static void check_int_arange(lua_State *L, const gcsh_tensor *t, gcsh_scalar sta
 /* t:arange([start=0 [, step=1]]): element i = start + i * step. */
 static int tensor_arange(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     gcsh_scalar start = opt_number_arg(L, 2, t->dtype, 0);
     gcsh_scalar step = opt_number_arg(L, 3, t->dtype, 1);
     if (!gcsh_dtype_is_float(t->dtype))
@@ -565,7 +565,7 @@ static int tensor_arange(lua_State *L)
 /* t:rand([seed=rank]): see counter_rng.h for the values. */
 static int tensor_rand(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     uint64_t seed = (uint64_t)luaL_optinteger(L, 2, ctx->rank);
     check_backend(L, ctx, ctx->be->mem->rand(ctx, gcsh_tensor_data(t), t->st->loc, t->dtype,
@@ -577,8 +577,8 @@ static int tensor_rand(lua_State *L)
 /* t:copy(src): same length and dtype; overlapping views are fine. */
 static int tensor_copy(lua_State *L)
 {
-    gcsh_tensor *dst = gcsh_check_tensor(L, 1);
-    gcsh_tensor *src = gcsh_check_tensor(L, 2);
+    gcsh_tensor *dst = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *src = gcsh_arg_tensor(L, 2);
     if (dst->dtype != src->dtype)
         luaL_error(L, "copy: dtype mismatch: destination %s, source %s",
                    gcsh_dtype_name(dst->dtype), gcsh_dtype_name(src->dtype));
@@ -618,7 +618,7 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
 /* t:view(offset [, n = #t - offset]): shares t's storage. */
 static int tensor_view(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     lua_Integer len = (lua_Integer)t->n;
     lua_Integer offset = luaL_checkinteger(L, 2);
     if (offset < 0 || offset > len)
@@ -656,7 +656,7 @@ static int tensor_gc(lua_State *L)
 
 static int tensor_totable(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     if (t->n > INT_MAX)
         luaL_error(L, "totable: tensor of length %I is too long for a Lua table",
                    (lua_Integer)t->n);
@@ -678,7 +678,7 @@ static int tensor_totable(lua_State *L)
  * wrap-around (computed unsigned, so overflow is defined). */
 static int tensor_sum(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     int is_float = gcsh_dtype_is_float(t->dtype);
     double fsum = 0;
     uint64_t isum = 0;
@@ -735,7 +735,7 @@ static int equal_span(void *acc, const void *a, gcsh_dtype da, const void *b, gc
 /* t:equal(u): every element equal by value (NaN is never equal; -0 == 0). */
 static int tensor_equal(lua_State *L)
 {
-    gcsh_tensor *a = gcsh_check_tensor(L, 1), *b = gcsh_check_tensor(L, 2);
+    gcsh_tensor *a = gcsh_arg_tensor(L, 1), *b = gcsh_arg_tensor(L, 2);
     check_same_length(L, "equal", a, b);
     int equal = 1;
     for_each_pair(L, a, b, equal_span, &equal);
@@ -778,7 +778,7 @@ static double check_tolerance_arg(lua_State *L, int arg, double def, const char 
  * reference that rtol scales). */
 static int tensor_allclose(lua_State *L)
 {
-    gcsh_tensor *a = gcsh_check_tensor(L, 1), *b = gcsh_check_tensor(L, 2);
+    gcsh_tensor *a = gcsh_arg_tensor(L, 1), *b = gcsh_arg_tensor(L, 2);
     close_acc c = {.rtol = check_tolerance_arg(L, 3, 1e-5, "rtol"),
                    .atol = check_tolerance_arg(L, 4, 1e-8, "atol"),
                    .close = 1};
@@ -816,7 +816,7 @@ static int maxdiff_span(void *acc, const void *a, gcsh_dtype da, const void *b, 
  * any element is NaN (a NaN should never hide behind a small maximum). */
 static int tensor_maxdiff(lua_State *L)
 {
-    gcsh_tensor *a = gcsh_check_tensor(L, 1), *b = gcsh_check_tensor(L, 2);
+    gcsh_tensor *a = gcsh_arg_tensor(L, 1), *b = gcsh_arg_tensor(L, 2);
     check_same_length(L, "maxdiff", a, b);
     double max = 0;
     for_each_pair(L, a, b, maxdiff_span, &max);
@@ -828,7 +828,7 @@ static int tensor_maxdiff(lua_State *L)
  * every backend for the same bits. */
 static int tensor_checksum(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     uint64_t h = 0xcbf29ce484222325ULL;
     reader r;
     reader_open(L, &r, t);
@@ -904,7 +904,7 @@ static int tensor_tostring(lua_State *L)
 
 static int tensor_len(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     lua_pushinteger(L, (lua_Integer)t->n);
     return 1;
 }
@@ -913,7 +913,7 @@ static int tensor_len(lua_State *L)
 static int push_field(lua_State *L, const char *key)
 {
     if (strcmp(key, "n") == 0 || strcmp(key, "dtype") == 0 || strcmp(key, "where") == 0) {
-        gcsh_tensor *t = gcsh_check_tensor(L, 1);
+        gcsh_tensor *t = gcsh_arg_tensor(L, 1);
         if (key[0] == 'n')
             lua_pushinteger(L, (lua_Integer)t->n);
         else if (key[0] == 'd')
@@ -937,7 +937,7 @@ static int tensor_index(lua_State *L)
             return 1;
         return push_field(L, lua_tostring(L, 2));
     }
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     size_t i = check_index(L, t, 2);
     unsigned char elem[MAX_ELEM_SIZE];
     read_element(L, t, i, elem);
@@ -951,7 +951,7 @@ static int tensor_newindex(lua_State *L)
     if (lua_type(L, 2) == LUA_TSTRING)
         return luaL_error(L, "cannot set field '%s' of a tensor (tensors have no writable fields)",
                           lua_tostring(L, 2));
-    gcsh_tensor *t = gcsh_check_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     size_t i = check_index(L, t, 2);
     write_element(L, t, i, 3);
     return 0;
@@ -1006,5 +1006,26 @@ int luaopen_gcsh_tensor(lua_State *L)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "dtypes");
+    return 1;
+}
+
+int luaopen_gcsh_dtypes(lua_State *L)
+{
+    lua_createtable(L, 0, GCSH_NDTYPES);
+    for (int i = 0; i < GCSH_NDTYPES; i++) {
+        gcsh_dtype dt = (gcsh_dtype)i;
+        lua_createtable(L, 0, 4);
+        lua_pushinteger(L, (lua_Integer)gcsh_dtype_size(dt));
+        lua_setfield(L, -2, "size");
+        lua_pushboolean(L, gcsh_dtype_is_float(dt));
+        lua_setfield(L, -2, "float");
+        lua_pushinteger(L, gcsh_dtype_bits(dt));
+        lua_setfield(L, -2, "bits");
+        if (gcsh_dtype_is_float(dt)) {
+            lua_pushnumber(L, gcsh_dtype_rtol(dt));
+            lua_setfield(L, -2, "rtol");
+        }
+        lua_setfield(L, -2, gcsh_dtype_name(dt));
+    }
     return 1;
 }

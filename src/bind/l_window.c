@@ -61,17 +61,18 @@ gcsh_dtype gcsh_window_args(lua_State *L, int first, const char *fname, int argn
     gcsh_sym_proposal_init(p, "window");
     gcsh_sym_read_n(L, first, p, fname, argno);
     gcsh_dtype dt = read_dtype(L, first + 1, p, fname, argno + 1);
-    lcomm *lc = gcsh_check_comm(L, first - 1);
+    lcomm *lc = gcsh_arg_comm(L, first - 1);
     gcsh_sym_read_kind(L, first + 2, p, fname, argno + 2, lc->impl);
     gcsh_sym_check_size(ctx, p, fname, argno, gcsh_dtype_size(dt), GCSH_TENSOR_MAX_N, size);
     gcsh_kern_reserve_sync(ctx, p, size, lc->size);
     return dt;
 }
 
-/* The same stages as step.window's (symmem.h), back to back. */
-int gcsh_comm_window(lua_State *L)
+/* c:window(n [, dtype [, opts]]): the same stages as step.window's
+ * (symmem.h), back to back. */
+static int comm_window(lua_State *L)
 {
-    gcsh_check_comm(L, 1);
+    gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, "window");
     gcsh_sym_proposal p;
     gcsh_sym_size size;
@@ -172,5 +173,6 @@ int luaopen_gcsh_window(lua_State *L)
 {
     gcsh_symmem_open(L);
     gcsh_new_type(L, GCSH_WINDOW_MT, meth, metameth, window_index);
+    gcsh_add_methods(L, GCSH_COMM_MT, (const luaL_Reg[]){{"window", comm_window}, {NULL, NULL}});
     return 0;
 }

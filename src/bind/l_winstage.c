@@ -70,7 +70,7 @@ static const char *step_name(const winstage *s, int step)
 static lcomm *push_comm(lua_State *L, int ud)
 {
     lua_getiuservalue(L, ud, UV_COMM);
-    return gcsh_check_comm(L, -1);
+    return gcsh_arg_comm(L, -1);
 }
 
 /* Lets go of the registration (whatever it still holds stays in the
@@ -92,7 +92,7 @@ static int winstage_new(lua_State *L)
     if (!luaL_testudata(L, 1, GCSH_COMM_MT))
         return luaL_error(L, "bad argument #1 to '" FNAME "' (comm expected, got %s)",
                           luaL_typename(L, 1));
-    gcsh_check_comm(L, 1);
+    gcsh_arg_comm(L, 1);
     gcsh_sym_require_windows(L, FNAME);
     winstage args;
     memset(&args, 0, sizeof args);

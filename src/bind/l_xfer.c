@@ -132,7 +132,7 @@ static gcsh_tensor *check_local_tensor(lua_State *L, int idx, const plan_args *a
     if (!t)
         luaL_argerror(L, arg, lua_pushfstring(L, "%s: tensor expected, got %s", what,
                                               type_name(L, idx)));
-    t = gcsh_check_tensor(L, idx); /* freed -> "attempt to use a freed ..." */
+    t = gcsh_arg_tensor(L, idx); /* freed -> "attempt to use a freed ..." */
     if (t->dtype != a->win->dtype)
         luaL_argerror(L, arg, lua_pushfstring(L, "%s is %s but the window is %s (dtypes must match)",
                                               what, gcsh_dtype_name(t->dtype),

@@ -30,6 +30,8 @@ void gcsh_open_libs(lua_State *L)
 {
     luaL_requiref(L, "tensor", luaopen_gcsh_tensor, 1);
     lua_pop(L, 1);
+    luaL_requiref(L, "gcsh.dtypes", luaopen_gcsh_dtypes, 0);
+    lua_pop(L, 1);
     luaL_requiref(L, "comm", luaopen_gcsh_comm, 1);
     lua_pop(L, 1);
     luaL_requiref(L, "kernel", luaopen_gcsh_kernel, 1);

@@ -50,7 +50,7 @@ typedef struct gcsh_tensor {
 #define GCSH_TENSOR_MT "tensor"
 
 /* luaL_checkudata + "attempt to use a freed ..." check. */
-gcsh_tensor *gcsh_check_tensor(lua_State *L, int idx);
+gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx);
 /* NULL if the value is not a tensor; a freed tensor raises as above. */
 gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx);
 /* Address of element 0 of the view (in the storage's memory space). */
@@ -89,7 +89,7 @@ gcsh_tensor *gcsh_new_tensor(lua_State *L, size_t n, gcsh_dtype dt);
 
 /* luaL_checkoption-style helpers that name the argument and the valid set;
  * a missing or nil argument gives def. */
-gcsh_dtype gcsh_check_dtype(lua_State *L, int idx, gcsh_dtype def);
-gcsh_redop gcsh_check_redop(lua_State *L, int idx, gcsh_redop def);
+gcsh_dtype gcsh_arg_dtype(lua_State *L, int idx, gcsh_dtype def);
+gcsh_redop gcsh_arg_redop(lua_State *L, int idx, gcsh_redop def);
 
 #endif

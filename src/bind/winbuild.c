@@ -72,27 +72,6 @@ gcsh_window_impl *gcsh_winbuild_take(gcsh_winbuild *b)
     return w;
 }
 
-void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
-{
-    intptr_t base = (intptr_t)d->peer[0];
-    intptr_t step = d->team_size > 1 ? (intptr_t)d->peer[1] - base : 0;
-    int even = step > 0;
-    for (int i = 2; even && i < d->team_size; i++)
-        even = (intptr_t)d->peer[i] - base == (intptr_t)i * step;
-    if (d->team_size == 1) {
-        snprintf(buf, len, "one member: the table is my own slice");
-    } else if (even) {
-        char size[32];
-        gcsh_format_bytes((size_t)step, size, sizeof size);
-        snprintf(buf, len, "member i at member 0's slice + i x %s, in each rank's own mapping", size);
-    } else {
-        size_t used = (size_t)snprintf(buf, len, "from member 0's slice:");
-        for (int i = 1; i < d->team_size && used < len; i++)
-            used += (size_t)snprintf(buf + used, len - used, " %+lld",
-                                     (long long)((intptr_t)d->peer[i] - base));
-    }
-}
-
 /* Whether this stage is the one gcsh.debug.inject asked to fail (once); a
  * slow one waits here for an interrupt (at most SLOW_STAGE_S) and works. */
 #define SLOW_STAGE_S 10.0
@@ -139,20 +118,15 @@ int gcsh_winbuild_inject(gcsh_ctx *ctx, const char *name, int slow)
                           name, ctx->be->name, valid);
 }
 
+static int was_interrupted(const void *b, int r)
+{
+    return ((const gcsh_winbuild *)b)->status[r].interrupted;
+}
+
 /* "0-1,3": the ranks whose flag is set, into buf. */
 static void interrupted_ranks(const gcsh_winbuild *b, int size, char *buf, size_t len)
 {
-    int *ranks = calloc((size_t)size, sizeof *ranks), n = 0;
-    for (int r = 0; r < size; r++)
-        if (b->status[r].interrupted) {
-            if (!ranks) { /* out of host memory: the first one will do */
-                snprintf(buf, len, "%d", r);
-                return;
-            }
-            ranks[n++] = r;
-        }
-    gcsh_format_ranks(ranks, n, buf, len);
-    free(ranks);
+    gcsh_format_ranks_where(size, was_interrupted, b, buf, len, NULL);
 }
 
 /* The agreed outcome: 0 when every rank's stage worked, else the message of

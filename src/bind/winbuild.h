@@ -63,11 +63,6 @@ static inline int gcsh_winbuild_complete(const gcsh_winbuild *b)
     return b->w && b->done == b->plan->n;
 }
 
-/* For stage reports: where the team's slices sit as this process sees them,
- * relative to member 0's ("member i at member 0's + i x 8 KiB" when evenly
- * spaced, which is the same text in every process, so it folds). */
-void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len);
-
 /* gcsh.debug.inject("stage:NAME"): the next stage NAME this rank runs fails
  * after it ran (the undo then has everything to undo); with slow
  * ("stage_slow:NAME") it waits after it ran until the rank is interrupted

@@ -147,6 +147,11 @@ typedef struct gcsh_window_desc {
     uint64_t trace_id;
 } gcsh_window_desc;
 
+/* For stage reports: where the team's slices sit as this process sees them,
+ * relative to member 0's ("member i at member 0's + i x 8 KiB" when evenly
+ * spaced, which is the same text in every process, so it folds). */
+void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len);
+
 enum gcsh_cmp { GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ, GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT };
 
 /* Whether `x cmp v` holds: the one definition of a signal wait's condition,

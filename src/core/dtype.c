@@ -6,17 +6,27 @@
 #include "core/dtype.h"
 #include "core/elementwise.h"
 
+/* The dtype facts, the one list C and Lua read (Lua through the module
+ * gcsh.dtypes, l_tensor.c). */
 typedef struct dtype_info {
     const char *name;
     size_t size;
     int is_float;
+    /* Bits of value: a float's significand (the implicit bit counted), an
+     * integer's magnitude.  2^r sums of up to this many ranks are exact. */
+    int bits;
+    /* A float's relative tolerance against a reference computed in another
+     * order (the kernels round at every step); 0 for integers: exact. */
+    double rtol;
 } dtype_info;
 
 /* Indexed by gcsh_dtype; same order as the enum. */
 static const dtype_info dtypes[GCSH_NDTYPES] = {
-    [GCSH_F64] = {"f64", 8, 1}, [GCSH_F32] = {"f32", 4, 1}, [GCSH_F16] = {"f16", 2, 1},
-    [GCSH_BF16] = {"bf16", 2, 1}, [GCSH_I64] = {"i64", 8, 0}, [GCSH_I32] = {"i32", 4, 0},
-    [GCSH_U32] = {"u32", 4, 0}, [GCSH_U8] = {"u8", 1, 0}, [GCSH_I8] = {"i8", 1, 0},
+    [GCSH_F64] = {"f64", 8, 1, 53, 1e-12}, [GCSH_F32] = {"f32", 4, 1, 24, 1e-5},
+    [GCSH_F16] = {"f16", 2, 1, 11, 1e-2},  [GCSH_BF16] = {"bf16", 2, 1, 8, 2e-2},
+    [GCSH_I64] = {"i64", 8, 0, 63, 0},     [GCSH_I32] = {"i32", 4, 0, 31, 0},
+    [GCSH_U32] = {"u32", 4, 0, 32, 0},     [GCSH_U8] = {"u8", 1, 0, 8, 0},
+    [GCSH_I8] = {"i8", 1, 0, 7, 0},
 };
 
 static const char *const redop_names[GCSH_NOPS] = {
@@ -32,6 +42,16 @@ static int valid_dtype(gcsh_dtype dt)
 size_t gcsh_dtype_size(gcsh_dtype dt)
 {
     return valid_dtype(dt) ? dtypes[dt].size : 0;
+}
+
+int gcsh_dtype_bits(gcsh_dtype dt)
+{
+    return valid_dtype(dt) ? dtypes[dt].bits : 0;
+}
+
+double gcsh_dtype_rtol(gcsh_dtype dt)
+{
+    return valid_dtype(dt) ? dtypes[dt].rtol : 0;
 }
 
 const char *gcsh_dtype_name(gcsh_dtype dt)

@@ -42,6 +42,11 @@ const char *gcsh_dtype_name(gcsh_dtype dt);
 /* Returns -1 when name is not a dtype. */
 int gcsh_dtype_from_name(const char *name);
 int gcsh_dtype_is_float(gcsh_dtype dt);
+/* Bits of value (a float's significand, an integer's magnitude) and the
+ * relative tolerance of a float against a reference summed in another
+ * order (0: integers compare exactly); dtype.c keeps the one list. */
+int gcsh_dtype_bits(gcsh_dtype dt);
+double gcsh_dtype_rtol(gcsh_dtype dt);
 /* Space-separated list of every dtype name, for error messages. */
 const char *gcsh_dtype_names(void);
 

@@ -102,6 +102,9 @@ struct gcsh_ctx {
      * trace_store lives until the rank closes (the watcher copies from it). */
     gcsh_trace *trace;
     gcsh_trace *trace_store;
+    /* Who hears the collective checks (check_hooks.h: the recording
+     * layer's, set by gcsh_trace_init), or NULL. */
+    const struct gcsh_check_hooks *check_hooks;
     /* The flight recorder (flight.h): this rank's last calls, in memory
      * rank 0 can read; NULL when GCSH_FLIGHT_CALLS=0. */
     gcsh_flight *flight;
@@ -135,6 +138,15 @@ int gcsh_numa_of_pci(const char *bus);
 /* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides
  * bytes; into buf, which it returns. */
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len);
+/* A sorted rank list as "0-2,5" into buf, which it returns. */
+char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len);
+/* The ranks r < n with keep(arg, r), as "0-2,5" into buf, which it
+ * returns; *count (or NULL) gets how many.  The one "collect the ranks
+ * that ..., then format them". */
+char *gcsh_format_ranks_where(int n, int (*keep)(const void *arg, int r), const void *arg,
+                              char *buf, size_t len, int *count);
+/* keep for gcsh_format_ranks_where: arg is a per-rank char mask. */
+int gcsh_rank_in_mask(const void *mask, int r);
 
 /* The error object os.exit raises to end the chunk (l_shell.c): the
  * worker's error handler passes it through without a traceback. */
@@ -152,6 +164,10 @@ int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 struct luaL_Reg;
 void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
                    const struct luaL_Reg *metameth, lua_CFunction index);
+/* Adds meth to the methods of the type made as name (gcsh_new_type): a
+ * type whose constructor is another type's method (c:window(), c:signals())
+ * adds it from its own file. */
+void gcsh_add_methods(lua_State *L, const char *name, const struct luaL_Reg *meth);
 
 /* Fields of the table on top of the stack: t[key] = v. */
 static inline void gcsh_set_string(lua_State *L, const char *key, const char *v)
@@ -169,8 +185,12 @@ static inline void gcsh_set_integer(lua_State *L, const char *key, lua_Integer v
 /* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
 void gcsh_open_libs(lua_State *L);
 
-/* One luaopen per Lua type, each in src/l_<type>.c. */
+/* One luaopen per Lua type, each in src/bind/l_<type>.c. */
 int luaopen_gcsh_tensor(lua_State *L);
+/* The dtype facts (dtype.c's one list), for the Lua modules: returns
+ * {f32 = {size=4, float=true, bits=24, rtol=1e-5}, ...}, which
+ * gcsh_open_libs puts in package.loaded as "gcsh.dtypes", l_tensor.c. */
+int luaopen_gcsh_dtypes(lua_State *L);
 int luaopen_gcsh_comm(lua_State *L);
 /* Register the "window" and "signals" metatables (made by comm methods). */
 int luaopen_gcsh_window(lua_State *L);

@@ -8,8 +8,8 @@
  * wrapping integers for i32 and u32), and rounds once, to nearest even, when
  * it stores.  So a one-shot, a two-shot, a multicast and a host loop give
  * the same bits. */
-#ifndef GCSH_KERN_H
-#define GCSH_KERN_H
+#ifndef GCSH_KREDUCE_H
+#define GCSH_KREDUCE_H
 
 #include <stddef.h>
 #include <stdint.h>

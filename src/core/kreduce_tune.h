@@ -30,8 +30,8 @@
  *   32 KiB (19.5 us against 21.6 at 2 ranks, 48 against 71 at 4).  Above
  *   8 MiB two-shot won again in one run (32 MiB: 24 ms against 35), too
  *   noisy on this machine to set a third crossover. */
-#ifndef GCSH_KERN_TUNE_H
-#define GCSH_KERN_TUNE_H
+#ifndef GCSH_KREDUCE_TUNE_H
+#define GCSH_KREDUCE_TUNE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,8 @@
-/* Small helpers shared by every binding and backend. */
+/* Small helpers shared by every layer: errors, byte and rank-list texts, a
+ * window's layout in words. */
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include <lauxlib.h>
 
+#include "core/backend.h"
 #include "core/gcsh.h"
 
 int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
@@ -72,6 +75,14 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
     lua_pop(L, 1);
 }
 
+void gcsh_add_methods(lua_State *L, const char *name, const luaL_Reg *meth)
+{
+    luaL_getmetatable(L, name);
+    lua_getfield(L, -1, "__methods");
+    luaL_setfuncs(L, meth, 0);
+    lua_pop(L, 2);
+}
+
 /* The number after "node" in the name of a sysfs folder's nodeN entry. */
 int gcsh_numa_of_cpu(int cpu)
 {
@@ -104,4 +115,81 @@ int gcsh_numa_of_pci(const char *bus)
         fclose(f);
     }
     return node; /* -1 also where the platform has no NUMA */
+}
+
+/* Appends "a" or "a-b" (after a comma but the first) at *used; 0, or -1
+ * when it does not fit (buf then ends with what snprintf could write). */
+static int append_range(char *buf, size_t len, size_t *used, int a, int b)
+{
+    const char *comma = *used ? "," : "";
+    int w = a == b ? snprintf(buf + *used, len - *used, "%s%d", comma, a)
+                   : snprintf(buf + *used, len - *used, "%s%d-%d", comma, a, b);
+    if (w < 0 || (size_t)w >= len - *used)
+        return -1;
+    *used += (size_t)w;
+    return 0;
+}
+
+char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        if (append_range(buf, len, &used, ranks[i], ranks[j]) != 0)
+            break;
+        i = j + 1;
+    }
+    return buf;
+}
+
+char *gcsh_format_ranks_where(int n, int (*keep)(const void *arg, int r), const void *arg,
+                              char *buf, size_t len, int *count)
+{
+    size_t used = 0;
+    int k = 0, full = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n;) {
+        if (!keep(arg, r)) {
+            r++;
+            continue;
+        }
+        int last = r;
+        while (last + 1 < n && keep(arg, last + 1))
+            last++;
+        k += last - r + 1;
+        full = full || append_range(buf, len, &used, r, last) != 0;
+        r = last + 1;
+    }
+    if (count)
+        *count = k;
+    return buf;
+}
+
+int gcsh_rank_in_mask(const void *mask, int r)
+{
+    return ((const char *)mask)[r] != 0;
+}
+
+void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
+{
+    intptr_t base = (intptr_t)d->peer[0];
+    intptr_t step = d->team_size > 1 ? (intptr_t)d->peer[1] - base : 0;
+    int even = step > 0;
+    for (int i = 2; even && i < d->team_size; i++)
+        even = (intptr_t)d->peer[i] - base == (intptr_t)i * step;
+    if (d->team_size == 1) {
+        snprintf(buf, len, "one member: the table is my own slice");
+    } else if (even) {
+        char size[32];
+        gcsh_format_bytes((size_t)step, size, sizeof size);
+        snprintf(buf, len, "member i at member 0's slice + i x %s, in each rank's own mapping", size);
+    } else {
+        size_t used = (size_t)snprintf(buf, len, "from member 0's slice:");
+        for (int i = 1; i < d->team_size && used < len; i++)
+            used += (size_t)snprintf(buf + used, len - used, " %+lld",
+                                     (long long)((intptr_t)d->peer[i] - base));
+    }
 }

@@ -192,8 +192,7 @@ int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const ch
  * condition and report it); used on interrupts. */
 void cuda_cancel_waits(cuda_state *st);
 
-/* dtype -> element bytes and NCCL type (all nine gcsh dtypes map). */
-size_t cuda_dtype_size(gcsh_dtype dt);
+/* dtype -> NCCL type (all nine gcsh dtypes map; element bytes: gcsh_dtype_size). */
 ncclDataType_t cuda_nccl_type(gcsh_dtype dt);
 
 extern const gcsh_mem_ops gcsh_cuda_mem_ops;

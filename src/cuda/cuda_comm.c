@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include "core/orphans.h"
+#include "core/checks.h"
 #include "cuda/cuda.h"
 
 static const ncclRedOp_t nccl_op[GCSH_NOPS] = {
@@ -113,11 +114,13 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
     }
     c->comm = comm;
     c->mpi = mpi;
-    MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN); /* an MPI error is a Lua error */
+    /* an MPI error is a Lua error */
+    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_set_errhandler,
+                        (mpi, MPI_ERRORS_RETURN));
     NCCL_TRY(ctx, comm, ncclCommUserRank(comm, &c->rank));
     NCCL_TRY(ctx, comm, ncclCommCount(comm, &c->size));
-    MPI_Comm_rank(mpi, &mpi_rank);
-    MPI_Comm_size(mpi, &mpi_size);
+    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_rank, (mpi, &mpi_rank));
+    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_size, (mpi, &mpi_size));
     if (mpi_rank != c->rank || mpi_size != c->size) {
         gcsh_set_error(ctx, "communicator: NCCL rank %d of %d but MPI rank %d of %d", c->rank,
                        c->size, mpi_rank, mpi_size);
@@ -151,22 +154,21 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
         return -1;
     if (ctx->rank == 0)
         msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
-    MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD);
+    GCSH_MPI_CHECK(ctx, "comm.world: ", MPI_Bcast, (&msg, sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD));
     if (!msg.ok)
         return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
                               ncclGetLastError(NULL));
     ncclConfig_t config = nonblocking_config();
     NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
     MPI_Comm mpi = MPI_COMM_NULL;
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &mpi) != MPI_SUCCESS) {
-        ncclCommAbort(comm);
-        return gcsh_set_error(ctx, "comm.world: MPI_Comm_dup failed");
-    }
+    GCSH_MPI_CHECK_GOTO(ctx, "comm.world: ", dup_failed, MPI_Comm_dup, (MPI_COMM_WORLD, &mpi));
     if (wrap(ctx, comm, mpi, out) != 0)
         return -1;
     cuda_state *st = ctx->be_state;
     st->world_symmetric = (*out)->symmetric ? 1 : -1;
     return 0;
+dup_failed:
+    ncclCommAbort(comm);
 fail:
     return -1;
 }
@@ -183,9 +185,8 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     if (!comm_enter(ctx, parent))
         return -1;
     ncclConfig_t config = nonblocking_config();
-    if (MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi) !=
-        MPI_SUCCESS)
-        return gcsh_set_error(ctx, "split: MPI_Comm_split failed");
+    GCSH_MPI_CHECK(ctx, "split: ", MPI_Comm_split,
+                   (parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi));
     NCCL_TRY(ctx, parent->comm,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
                            &config));
@@ -364,7 +365,7 @@ fail:
 static ncclResult_t alltoall_calls(gcsh_comm_impl *c, cuda_state *st, const char *in,
                                    char *out, size_t count, gcsh_dtype dt)
 {
-    size_t chunk = count * cuda_dtype_size(dt);
+    size_t chunk = count * gcsh_dtype_size(dt);
     ncclDataType_t type = cuda_nccl_type(dt);
     for (int p = 0; p < c->size; p++) {
         ncclResult_t r = ncclSend(in + p * chunk, count, type, p, c->coll, st->stream);
@@ -384,7 +385,7 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
                          size_t count, gcsh_dtype dt)
 {
     void *tmp = NULL;
-    size_t bytes = count * cuda_dtype_size(dt) * (size_t)c->size;
+    size_t bytes = count * gcsh_dtype_size(dt) * (size_t)c->size;
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
@@ -483,9 +484,8 @@ static int cuda_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
 {
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    if (MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi) !=
-        MPI_SUCCESS)
-        return gcsh_set_error(ctx, "agree: MPI_Allgather failed");
+    GCSH_MPI_CHECK(ctx, "agree: ", MPI_Allgather,
+                   (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi));
     return 0;
 }
 

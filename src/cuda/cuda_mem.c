@@ -181,7 +181,7 @@ static void host_fill(void *p, size_t esize, size_t n, uint64_t bits)
 
 static int cuda_fill(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v)
 {
-    size_t esize = cuda_dtype_size(dt);
+    size_t esize = gcsh_dtype_size(dt);
     uint64_t bits = 0; /* the element encoded once, on the host, by the host's code */
     gcsh_elem_store_scalar(&bits, dt, 0, v);
     if (loc == GCSH_LOC_HOST) {

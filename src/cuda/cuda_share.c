@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "cuda/cuda.h"
-#include "wire/out.h"
 
 int cuda_choose_device(gcsh_ctx *ctx, int count, int *dev)
 {

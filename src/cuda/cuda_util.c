@@ -303,15 +303,6 @@ int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what)
     }
 }
 
-size_t cuda_dtype_size(gcsh_dtype dt)
-{
-    static const size_t size[GCSH_NDTYPES] = {
-        [GCSH_F64] = 8, [GCSH_F32] = 4, [GCSH_F16] = 2, [GCSH_BF16] = 2, [GCSH_I64] = 8,
-        [GCSH_I32] = 4, [GCSH_U32] = 4, [GCSH_U8] = 1,  [GCSH_I8] = 1,
-    };
-    return (unsigned)dt < GCSH_NDTYPES ? size[dt] : 0;
-}
-
 ncclDataType_t cuda_nccl_type(gcsh_dtype dt)
 {
     static const ncclDataType_t type[GCSH_NDTYPES] = {

@@ -18,8 +18,6 @@
 #include <string.h>
 
 #include "cuda/cuda_window.h"
-#include "wire/out.h"
-#include "bind/winbuild.h"
 
 static const char *const stage_names[] = {"allocate", "register", "devcomm", "peers"};
 const gcsh_window_plan win_nccl_plan = {4, stage_names};

@@ -29,8 +29,6 @@
 
 #include "cuda/cuda_fdpass.h"
 #include "cuda/cuda_window.h"
-#include "wire/out.h"
-#include "bind/winbuild.h"
 
 static const char *const stage_names[] = {"allocate", "export", "exchange",
                                           "map",      "access", "table"};

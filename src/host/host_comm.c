@@ -36,6 +36,7 @@
 
 #include <mpi.h>
 
+#include "core/checks.h"
 #include "core/gcsh.h"
 #include "core/orphans.h"
 #include "host/host.h"
@@ -62,35 +63,6 @@ struct gcsh_host_comm_state {
 #define DEFAULT_MAX_COUNT ((size_t)1 << 30)
 
 /* ---- errors ------------------------------------------------------------- */
-
-static int mpi_fail(gcsh_ctx *ctx, const char *fn, int rc, const char *file, int line)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "MPI error code %d", rc);
-    return gcsh_set_error(ctx, "%s failed: %s (%s:%d)", fn, msg, file, line);
-}
-
-/* MPI_CALL(ctx, MPI_Barrier, (comm)): on failure records the MPI error string
- * and returns -1.  MPI_CALL_GOTO jumps to a cleanup label instead. */
-#define MPI_CALL(ctx, fn, args)                                                    \
-    do {                                                                           \
-        int rc_ = fn args;                                                         \
-        if (rc_ != MPI_SUCCESS)                                                    \
-            return mpi_fail((ctx), #fn, rc_, __FILE__, __LINE__);                  \
-    } while (0)
-
-#define MPI_CALL_GOTO(ctx, label, fn, args)                                        \
-    do {                                                                           \
-        int rc_ = fn args;                                                         \
-        if (rc_ != MPI_SUCCESS) {                                                  \
-            mpi_fail((ctx), #fn, rc_, __FILE__, __LINE__);                         \
-            goto label;                                                            \
-        }                                                                          \
-    } while (0)
-
-/* ---- f16 / bf16 reductions ---------------------------------------------- */
 
 #define RED_ADD(x, y) ((x) + (y))
 #define RED_MUL(x, y) ((x) * (y))
@@ -158,11 +130,12 @@ int gcsh_host_comm_init(gcsh_ctx *ctx, gcsh_host_state *hs)
         for (int o = 0; o < NHALF_OPS; o++)
             s->half_op[h][o] = MPI_OP_NULL;
     s->max_count = max_count_setting();
-    MPI_CALL_GOTO(ctx, fail, MPI_Type_contiguous, (2, MPI_BYTE, &s->half));
-    MPI_CALL_GOTO(ctx, fail, MPI_Type_commit, (&s->half));
+    GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Type_contiguous, (2, MPI_BYTE, &s->half));
+    GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Type_commit, (&s->half));
     for (int h = 0; h < NHALF; h++)
         for (int o = 0; o < NHALF_OPS; o++)
-            MPI_CALL_GOTO(ctx, fail, MPI_Op_create, (half_fns[h][o], 1, &s->half_op[h][o]));
+            GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Op_create,
+                                (half_fns[h][o], 1, &s->half_op[h][o]));
     hs->comm = s;
     return 0;
 fail:
@@ -258,21 +231,21 @@ static int span_make_derived(gcsh_ctx *ctx, const gcsh_host_comm_state *s, MPI_D
     MPI_Datatype block = MPI_DATATYPE_NULL, blocks = MPI_DATATYPE_NULL;
     MPI_Datatype tail = MPI_DATATYPE_NULL, whole = MPI_DATATYPE_NULL;
     int rc = -1;
-    MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)s->max_count, base, &block));
-    MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)q, block, &blocks));
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)s->max_count, base, &block));
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)q, block, &blocks));
     if (r == 0) {
         whole = blocks;
         blocks = MPI_DATATYPE_NULL;
     } else {
-        MPI_CALL_GOTO(ctx, done, MPI_Type_contiguous, ((int)r, base, &tail));
+        GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)r, base, &tail));
         int lens[2] = {1, 1};
         MPI_Aint disps[2] = {0, (MPI_Aint)(q * s->max_count * esize)};
         MPI_Datatype types[2] = {blocks, tail};
-        MPI_CALL_GOTO(ctx, done, MPI_Type_create_struct, (2, lens, disps, types, &whole));
+        GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_create_struct, (2, lens, disps, types, &whole));
     }
-    MPI_CALL_GOTO(ctx, done, MPI_Type_create_resized,
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_create_resized,
                   (whole, 0, (MPI_Aint)(count * esize), out));
-    MPI_CALL_GOTO(ctx, done, MPI_Type_commit, (out));
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_commit, (out));
     rc = 0;
 done:
     if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
@@ -364,7 +337,7 @@ static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const
                 abandon(ctx, c, req, f, 1);
             else if (*req != MPI_REQUEST_NULL)
                 MPI_Request_free(req); /* over, with an error MPI_Test does not free */
-            return mpi_fail(ctx, what, rc, __FILE__, __LINE__);
+            return gcsh_mpi_failed(ctx, "", what, rc, __FILE__, __LINE__);
         }
         if (done)
             return 0;
@@ -387,7 +360,7 @@ static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const ch
 #define POST_AND_WAIT(ctx, c, f, fn, args)                                         \
     do {                                                                           \
         MPI_Request req;                                                           \
-        MPI_CALL(ctx, fn, args);                                                   \
+        GCSH_MPI_CHECK(ctx, "", fn, args);                                         \
         if (wait_for(ctx, c, &req, #fn, f) != 0)                                   \
             return -1;                                                             \
     } while (0)
@@ -408,7 +381,7 @@ static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const ch
         in_.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;                       \
         int span_rc = -1;                                                          \
         MPI_Request req;                                                           \
-        MPI_CALL_GOTO(ctx, span_done, fn, args);                                   \
+        GCSH_MPI_CHECK_GOTO(ctx, "", span_done, fn, args);                         \
         if (wait_status(ctx, c, &req, #fn, &in_, coll, MPI_STATUS_IGNORE) != 0) {  \
             if (c->broken)                                                         \
                 sp.derived = 0; /* the orphan list owns it now */                  \
@@ -445,7 +418,7 @@ static int adopt(gcsh_ctx *ctx, MPI_Comm comm, gcsh_comm_impl **out)
 static int host_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
 {
     MPI_Comm comm;
-    MPI_CALL(ctx, MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
+    GCSH_MPI_CHECK(ctx, "", MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
     return adopt(ctx, comm, out);
 }
 
@@ -457,7 +430,8 @@ static int host_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     if (usable(ctx, parent) != 0)
         return -1;
     MPI_Comm comm;
-    MPI_CALL(ctx, MPI_Comm_split, (parent->comm, color < 0 ? MPI_UNDEFINED : color, key, &comm));
+    GCSH_MPI_CHECK(ctx, "", MPI_Comm_split,
+                   (parent->comm, color < 0 ? MPI_UNDEFINED : color, key, &comm));
     if (comm == MPI_COMM_NULL)
         return 0;
     return adopt(ctx, comm, out);
@@ -655,14 +629,15 @@ static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     MPI_Status status;
     inflight f = touching(buf, count * gcsh_dtype_size(dt), NULL, 0);
     f.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;
-    MPI_CALL_GOTO(ctx, done, MPI_Irecv, (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Irecv,
+                        (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
     if (wait_status(ctx, c, &req, "MPI_Irecv", &f, 0, &status) != 0) {
         if (c->broken)
             sp.derived = 0; /* the orphan list owns it now */
         goto done;
     }
     /* a longer message fails with MPI_ERR_TRUNCATE; a shorter one must fail too */
-    MPI_CALL_GOTO(ctx, done, MPI_Get_count, (&status, sp.type, &got));
+    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Get_count, (&status, sp.type, &got));
     if (got != sp.n) {
         gcsh_set_error(ctx, "recv: peer %d sent fewer than the %zu elements expected", peer, count);
         goto done;
@@ -695,7 +670,7 @@ static int host_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
     if (mpi_rc == -1)
         return gcsh_set_error(ctx, "agree: out of host memory for %zu bytes",
                               bytes * (size_t)(c->size + 1));
-    return mpi_fail(ctx, "MPI_Iallgather", mpi_rc, __FILE__, __LINE__);
+    return gcsh_mpi_failed(ctx, "", "MPI_Iallgather", mpi_rc, __FILE__, __LINE__);
 }
 
 /* backend.h: for ranks inside one registration together, so a plain
@@ -706,7 +681,7 @@ static int host_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
 {
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    MPI_CALL(ctx, MPI_Allgather,
+    GCSH_MPI_CHECK(ctx, "", MPI_Allgather,
              (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->comm));
     return 0;
 }

@@ -8,8 +8,8 @@
  * command, is gone, or was not sent the command) or that waited .timeout is
  * failed, naming where each missing member is; for members that are running
  * that needs their answer to MSG_WHERE first (a "probe", coord.c). */
-#ifndef GCSH_COORD_CHECK_H
-#define GCSH_COORD_CHECK_H
+#ifndef GCSH_COLLCHECK_COORD_H
+#define GCSH_COLLCHECK_COORD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -15,7 +15,6 @@
 #include "wire/msg.h"
 #include "shell/launch.h"
 #include "shell/sigint.h"
-#include "trace/trace_coord.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
  * line from every rank arrives in time to be folded into one. */
@@ -86,6 +85,24 @@ void gcsh_tap_init(gcsh_tap *t, int size)
     t->tape = calloc((size_t)size, sizeof *t->tape);
 }
 
+typedef struct tap_want {
+    const gcsh_tap *t;
+    uint32_t status;
+} tap_want;
+
+static int tap_has(const void *arg, int r)
+{
+    const tap_want *w = arg;
+    return w->t->ran[r] && w->t->status[r] == w->status;
+}
+
+int gcsh_tap_ranks(const gcsh_tap *t, int size, uint32_t want, char *buf, size_t len)
+{
+    int n;
+    gcsh_format_ranks_where(size, tap_has, &(tap_want){t, want}, buf, len, &n);
+    return n;
+}
+
 void gcsh_tap_destroy(gcsh_tap *t, int size)
 {
     for (int r = 0; t->out && r < size; r++) {
@@ -109,12 +126,34 @@ static void take_output(gcsh_coord *c, int r, int stream, const char *s, size_t 
         gcsh_fold_add(&c->fold, r, stream, s, n);
 }
 
+/* Each listener l of c, in the order they came. */
+#define EACH_LISTENER(c, l)                                                                        \
+    for (const struct gcsh_coord_listener *l = (c)->listeners;                                     \
+         l < (c)->listeners + (c)->nlisteners; l++)
+
+void gcsh_coord_listen(gcsh_coord *c, const gcsh_coord_hooks *hooks, void *arg)
+{
+    if (c->nlisteners == GCSH_COORD_LISTENERS)
+        abort(); /* a new listener needs GCSH_COORD_LISTENERS raised */
+    c->listeners[c->nlisteners++] = (struct gcsh_coord_listener){.hooks = hooks, .arg = arg};
+}
+
+void *gcsh_coord_listener(const gcsh_coord *c, const gcsh_coord_hooks *hooks)
+{
+    EACH_LISTENER(c, l)
+        if (l->hooks == hooks)
+            return l->arg;
+    return NULL;
+}
+
 void gcsh_coord_destroy(gcsh_coord *c)
 {
+    EACH_LISTENER(c, l)
+        if (l->hooks->destroy)
+            l->hooks->destroy(l->arg, c);
     gcsh_fold_destroy(&c->fold);
     gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
-    gcsh_flight_out_free(c);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
     free(c->lost_why);
@@ -152,7 +191,7 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Prints the ranks' text that is due (whole_lines: fold.h), clearing the
+/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
  * progress line first. */
 static void flush_output(gcsh_coord *c, int whole_lines)
 {
@@ -161,17 +200,24 @@ static void flush_output(gcsh_coord *c, int whole_lines)
     gcsh_fold_flush(&c->fold, whole_lines);
 }
 
+typedef struct state_want {
+    const run_state *rs;
+    int state;
+    uint32_t status; /* with state DONE: the status too; 0: any */
+} state_want;
+
+static int in_state(const void *arg, int r)
+{
+    const state_want *w = arg;
+    return w->rs->state[r] == w->state && (!w->status || w->rs->status[r] == w->status);
+}
+
 /* Formats the ranks whose state matches `want` as "0-2,5". */
 static char *ranks_where(const gcsh_coord *c, const run_state *rs, int want, char *buf,
                          size_t len)
 {
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
-    for (int r = 0; r < c->size; r++)
-        if (rs->state[r] == want)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-    return buf;
+    return gcsh_format_ranks_where(c->size, in_state, &(state_want){rs, want, 0}, buf, len,
+                                   NULL);
 }
 
 /* ---- ending the session at once -------------------------------------------- */
@@ -190,26 +236,28 @@ static void fill_tap(gcsh_coord *c, const run_state *rs)
 /* Every other rank exits with `code` (their watchers do it, whatever their
  * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
  * a device is lost, and finalising could hang.  A crash (a lost rank, a
- * device fault) writes the flight recorder's file.  on_end first: the
+ * device fault) writes the flight recorder's file.  The ending hooks first: the
  * recorder keeps the line that was running, a replay compares how it ended. */
 static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why,
                               int crash)
 {
     flush_output(c, 0);
-    gcsh_tracer_snapshot(c, why); /* where every rank stopped */
-    char when[300];
-    snprintf(when, sizeof when, "as the session ended (%s)", why);
-    if (crash) /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it */
-        gcsh_flight_dump(c, when);
+    EACH_LISTENER(c, l) /* where every rank stopped */
+        if (l->hooks->dying)
+            l->hooks->dying(l->arg, c, why, crash);
     gcsh_coord_say(c, "gcsh: %s; every rank exits with status %d", why, code);
     fill_tap(c, rs);
-    int status = c->on_end ? c->on_end(c->end_arg, code, why) : code;
+    int status = code;
+    EACH_LISTENER(c, l)
+        if (l->hooks->ending)
+            status = l->hooks->ending(l->arg, status, why);
     gcsh_launcher_status(c->launcher, status);
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
-    if (c->on_exit)
-        c->on_exit(c->exit_arg);
+    EACH_LISTENER(c, l)
+        if (l->hooks->exit)
+            l->hooks->exit(l->arg);
     fflush(NULL);
     _exit(status);
 }
@@ -397,8 +445,9 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
-    gcsh_tracer_request(c); /* the trace file shows where each rank is */
-    gcsh_flight_request(c, "at a hang report: calls still running then are unfinished");
+    EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
+        if (l->hooks->hang)
+            l->hooks->hang(l->arg, c);
     free(ranks);
     free(text);
     free(v);
@@ -572,10 +621,10 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             gcsh_progress_report(&c->progress, r, (const gcsh_progress_msg *)(void *)m->data);
         break;
     case MSG_TRACE_DATA:
-        gcsh_tracer_take(c, r, m->data, m->h.len);
-        break;
     case MSG_FLIGHT_DATA:
-        gcsh_flight_take(c, r, m->data, m->h.len);
+        EACH_LISTENER(c, l)
+            if (l->hooks->message)
+                l->hooks->message(l->arg, c, r, m);
         break;
     case MSG_FATAL:
         flush_output(c, 0);
@@ -694,10 +743,15 @@ static void interrupt_running(gcsh_coord *c, run_state *rs)
  * not answer an interrupt, a second Ctrl-C or SIGTERM ends the job at once. */
 static void on_signals(gcsh_coord *c, run_state *rs, int mask)
 {
-    if ((mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT)) && c->job_control) {
+    int job_control = 0;
+    EACH_LISTENER(c, l)
+        job_control |= l->hooks->job_control != NULL;
+    if ((mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT)) && job_control) {
         double stopped = gcsh_now_seconds();
         flush_output(c, 0);
-        c->job_control(c->job_arg, mask);
+        EACH_LISTENER(c, l)
+            if (l->hooks->job_control)
+                l->hooks->job_control(l->arg, mask);
         double was = gcsh_now_seconds() - stopped; /* time stopped is no hang */
         rs->next_report += was;
         if (rs->interrupted_at > 0)
@@ -822,13 +876,10 @@ static void send_chunk(gcsh_coord *c, run_state *rs, const char *targets, uint32
 static void say_interrupted(gcsh_coord *c, const run_state *rs)
 {
     char buf[1024];
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
-    for (int r = 0; r < c->size; r++)
-        if (rs->state[r] == DONE && rs->status[r] == CHUNK_INTERRUPTED)
-            list[n++] = r;
     gcsh_coord_say(c, "gcsh: %s [%s]", rs->abort_all ? "aborted" : "interrupted",
-                   gcsh_format_ranks(list, n, buf, sizeof buf));
-    free(list);
+                   gcsh_format_ranks_where(c->size, in_state,
+                                           &(state_want){rs, DONE, CHUNK_INTERRUPTED}, buf,
+                                           sizeof buf, NULL));
 }
 
 /* After a command in which some rank called os.exit: the status the session
@@ -908,13 +959,16 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     fill_tap(c, &rs);
     if (res->interrupted || rs.abort_all) {
         say_interrupted(c, &rs);
-        gcsh_flight_dump(c, rs.abort_all ? "after .abort" : "after an interrupt");
+        EACH_LISTENER(c, l)
+            if (l->hooks->interrupted)
+                l->hooks->interrupted(l->arg, c, rs.abort_all);
     }
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     spread_aborts(c, rs.abort_all);
-    if (rs.abort_all)
-        gcsh_tracer_snapshot(c, "written after .abort");
+    EACH_LISTENER(c, l)
+        if (rs.abort_all && l->hooks->aborted)
+            l->hooks->aborted(l->arg, c);
     res->exit_code = exited ? end_by_exit(c, &rs) : -1;
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
@@ -930,6 +984,65 @@ void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n)
 {
     if (!c->lost[r])
         gcsh_msg_send(c->link->peer_cmd[r], MSG_TAPE, c->seq, v, n * sizeof *v, NULL, 0);
+}
+
+int gcsh_coord_tell(gcsh_coord *c, uint32_t type, int control, const char *only, char *sent)
+{
+    int n = 0;
+    for (int r = 0; r < c->size; r++) {
+        int ok = !c->lost[r] && (!only || only[r]) &&
+                 gcsh_msg_send(control ? c->link->peer_ctl[r] : c->link->peer_cmd[r], type, c->seq,
+                               NULL, 0, NULL, 0) == 0;
+        if (sent)
+            sent[r] = (char)ok;
+        n += ok;
+    }
+    return n;
+}
+
+/* The live ranks that have not answered, each one's command channel in
+ * p[k] and its rank in who[k]; returns k. */
+static int unanswered(const gcsh_coord *c, const char *answered, struct pollfd *p, int *who)
+{
+    int k = 0;
+    for (int r = 0; r < c->size; r++)
+        if (!c->lost[r] && !answered[r]) {
+            who[k] = r;
+            p[k++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
+        }
+    return k;
+}
+
+void gcsh_coord_collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
+                        void (*take)(void *arg, int r, const gcsh_msg *m), void *arg)
+{
+    int n = c->size;
+    struct pollfd *p = malloc((size_t)n * sizeof *p);
+    int *who = malloc((size_t)n * sizeof *who);
+    if (!p || !who)
+        abort(); /* out of host memory on rank 0 */
+    gcsh_msg m = {0};
+    double until = gcsh_now_seconds() + wait;
+    for (int k; (k = unanswered(c, answered, p, who)) > 0;) {
+        double now = gcsh_now_seconds();
+        if (now >= until)
+            break;
+        if (poll(p, (nfds_t)k, (int)((until - now) * 1000) + 1) <= 0)
+            continue;
+        for (int i = 0; i < k; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            int r = who[i];
+            if (gcsh_msg_recv(p[i].fd, &m) != 0 || m.h.type == want)
+                answered[r] = 1;
+            if (m.h.type == want)
+                take(arg, r, &m);
+            m.h.type = 0;
+        }
+    }
+    gcsh_msg_free(&m);
+    free(p);
+    free(who);
 }
 
 void gcsh_coord_quit(gcsh_coord *c, int code)

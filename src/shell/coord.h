@@ -11,6 +11,7 @@
 #include "wire/out.h"
 #include "shell/progress.h"
 #include "wire/link.h"
+#include "wire/msg.h"
 
 /* What a command's ranks said, kept for the recorder and the replayer
  * (record.h): each rank's whole output, its status and whether its output
@@ -26,7 +27,42 @@ typedef struct gcsh_tap {
     int quiet;
 } gcsh_tap;
 
-typedef struct gcsh_coord {
+#define GCSH_COORD_LISTENERS 4
+
+typedef struct gcsh_coord gcsh_coord;
+
+/* What a listener hears from the coordinator (any hook may be NULL; they
+ * are called in the order the listeners came).  The session (session.c),
+ * the terminal's owner (repl.c, main.c) and tracing with the flight
+ * recorder (trace_coord.c) each register one table: the coordinator calls
+ * down through them and never names their files. */
+typedef struct gcsh_coord_hooks {
+    /* A hang report was said: copies of what the ranks keep are asked for. */
+    void (*hang)(void *arg, gcsh_coord *c);
+    /* A message the coordinator does not read itself (MSG_TRACE_DATA,
+     * MSG_FLIGHT_DATA) from rank r while a command runs. */
+    void (*message)(void *arg, gcsh_coord *c, int r, const gcsh_msg *m);
+    /* The command was interrupted (abort_all: by .abort), as said. */
+    void (*interrupted)(void *arg, gcsh_coord *c, int abort_all);
+    /* .abort's communicators are gone on every rank. */
+    void (*aborted)(void *arg, gcsh_coord *c);
+    /* The session ends at once (why; crash: a lost rank, a device fault),
+     * before that is said: where every rank stopped is written. */
+    void (*dying)(void *arg, gcsh_coord *c, const char *why, int crash);
+    /* Then, once the tap holds what the command gave: the status to end
+     * with, from the one given (the recorder keeps the line that was
+     * running, a replay compares that ending). */
+    int (*ending)(void *arg, int status, const char *why);
+    /* Last, before the process ends: the terminal goes back. */
+    void (*exit)(void *arg);
+    /* Ctrl-Z or SIGCONT while a command runs (GCSH_SIGMASK_TSTP, _CONT):
+     * the job stops, and takes the terminal back. */
+    void (*job_control)(void *arg, int mask);
+    /* gcsh_coord_destroy. */
+    void (*destroy)(void *arg, gcsh_coord *c);
+} gcsh_coord_hooks;
+
+struct gcsh_coord {
     gcsh_ctx *ctx;
     gcsh_link *link;
     int size;
@@ -56,33 +92,21 @@ typedef struct gcsh_coord {
      * aborts them before the next one (collcheck.h). */
     uint64_t *aborted;
     size_t naborted, cap_aborted;
-    /* Called before the process ends the session at once (a lost rank, an
-     * unrecoverable fault): gives the terminal back. */
-    void (*on_exit)(void *arg);
-    void *exit_arg;
-    /* Ctrl-Z or SIGCONT while a command runs (GCSH_SIGMASK_TSTP, _CONT):
-     * the session stops the job and takes the terminal back (repl.c). */
-    void (*job_control)(void *arg, int mask);
-    void *job_arg;
-    /* Called as the session ends at once (a lost rank, a device fault,
-     * os.exit while other ranks ran), once the tap holds what the command
-     * gave: the recorder keeps the line that was running and how it ended,
-     * a replay compares that ending.  Returns the status to end with. */
-    int (*on_end)(void *arg, int status, const char *why);
-    void *end_arg;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
-    struct gcsh_tracer *tracer; /* .trace / --trace on (trace_coord.h), else NULL */
-    /* The flight recorder's file (trace_coord.h): --flight FILE, or NULL
-     * for the default; the dump being written. */
-    const char *flight_path;
-    struct gcsh_flight_out *flight_out;
+    /* Who listens (gcsh_coord_listen): the session, the terminal's owner,
+     * tracing and the flight recorder. */
+    struct gcsh_coord_listener {
+        const struct gcsh_coord_hooks *hooks;
+        void *arg;
+    } listeners[GCSH_COORD_LISTENERS];
+    int nlisteners;
     /* The pid of gcsh -n's launcher, told the status when the session ends
      * at once (launch.h); 0 when there is none. */
     int launcher;
     /* -1 while the session goes on; else the status it must end with, as
      * soon as the command is over: os.exit on some rank, or SIGTERM. */
     int end_status;
-} gcsh_coord;
+};
 
 typedef struct gcsh_run_result {
     int ran;           /* ranks the chunk was sent to */
@@ -108,6 +132,9 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
 /* A tap for every rank (empty), and its release. */
 void gcsh_tap_init(gcsh_tap *t, int size);
 void gcsh_tap_destroy(gcsh_tap *t, int size);
+/* "1,3": the ranks of the tap that ran and ended with status want (a
+ * CHUNK_* status); returns how many. */
+int gcsh_tap_ranks(const gcsh_tap *t, int size, uint32_t want, char *buf, size_t len);
 
 /* poll(2) on p[0..n) for rank 0's waits between commands (the prompt):
  * every other rank's command channel is watched too, so a rank that dies
@@ -120,6 +147,22 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
 /* Between commands: rank r's gcsh.wtime returns these n values in turn in
  * the next command (a replay of a recorded line, record.h). */
 void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n);
+
+/* Adds a listener (at most GCSH_COORD_LISTENERS). */
+void gcsh_coord_listen(gcsh_coord *c, const gcsh_coord_hooks *hooks, void *arg);
+/* The arg hooks were registered with, or NULL. */
+void *gcsh_coord_listener(const gcsh_coord *c, const gcsh_coord_hooks *hooks);
+
+/* Tells every live rank `type` (no payload) on its command channel, or
+ * its control channel (control), or only the ranks with only[r]; sent[r]
+ * (or NULL) says where it went.  Returns how many it reached. */
+int gcsh_coord_tell(gcsh_coord *c, uint32_t type, int control, const char *only, char *sent);
+/* Between commands, or as the session ends: reads each live rank's
+ * command channel until its message of type want (others are dropped:
+ * none come then), for at most wait seconds.  answered[r] is set for who
+ * did (or whose channel closed); take gets each answer. */
+void gcsh_coord_collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
+                        void (*take)(void *arg, int r, const gcsh_msg *m), void *arg);
 
 /* Tells every rank to leave with exit code `code`. */
 void gcsh_coord_quit(gcsh_coord *c, int code);

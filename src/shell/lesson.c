@@ -10,7 +10,7 @@
 #include <lauxlib.h>
 
 #include "shell/lesson.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "wire/out.h"
 
 #define TITLE_MAX 200
@@ -314,28 +314,6 @@ static void say_prose(gcsh_session *s, const char *prose)
         gcsh_coord_say(s->coord, "%s", prose);
 }
 
-/* A command as typed at the prompt: "gcsh[0-3]> " on its first line,
- * "gcsh[0-3]>> " on the others. */
-static void echo_command(gcsh_session *s, const char *text)
-{
-    char first[64], more[64];
-    gcsh_session_prompt(s, 0, first, sizeof first);
-    gcsh_session_prompt(s, 1, more, sizeof more);
-    gcsh_text out = {0};
-    for (const char *p = text; *p;) {
-        size_t n = strcspn(p, "\n");
-        text_str(&out, p == text ? first : more);
-        gcsh_text_append(&out, p, n);
-        text_str(&out, "\n");
-        p += n + (p[n] == '\n');
-    }
-    if (out.len) {
-        out.s[out.len - 1] = '\0';
-        gcsh_coord_say(s->coord, "%s", out.s);
-    }
-    free(out.s);
-}
-
 /* A rank's kept output, printed folded as it would have been. */
 static void show_kept(gcsh_session *s, const gcsh_tap *tap)
 {
@@ -345,21 +323,17 @@ static void show_kept(gcsh_session *s, const gcsh_tap *tap)
     gcsh_fold_flush(&s->coord->fold, 0);
 }
 
-/* Runs src on every rank with its output kept in tap (initialised here;
- * the caller destroys it), not printed.  Returns the ranks where it failed
- * (-1: it did not compile). */
-static int run_kept(gcsh_session *s, const char *name, const char *src, gcsh_tap *tap)
+/* Runs a command of the lesson (named name) on every rank, whatever
+ * .ranks says (a lesson's collectives need them all): shown as typed
+ * (echo), or with its output kept in tap (initialised here; the caller destroys it)
+ * and not printed.  Returns the ranks where it failed (-1: it did not
+ * compile). */
+static int run_on_all(gcsh_session *s, const char *name, const char *src, size_t len,
+                      const char *echo, gcsh_tap *keep)
 {
-    gcsh_tap_init(tap, s->coord->size);
-    tap->quiet = 1;
-    gcsh_tap *outer = s->coord->tap; /* .record's, if any: this is no typed line */
-    int time_on = s->time_on;
-    s->coord->tap = tap;
-    s->time_on = 0;
-    int failed = gcsh_session_exec(s, name, src, strlen(src), 0);
-    s->coord->tap = outer;
-    s->time_on = time_on;
-    return failed;
+    gcsh_chunk k = {.name = name, .src = src, .len = len};
+    gcsh_feed how = {.echo = echo, .targets = s->everyone, .keep = keep, .unrecorded = 1};
+    return gcsh_session_feed(s, &k, &how, NULL);
 }
 
 /* Runs one of gcsh.lesson's housekeeping calls on every rank, quietly;
@@ -369,7 +343,7 @@ static void housekeeping(gcsh_session *s, const char *call)
     char src[160];
     snprintf(src, sizeof src, "require('gcsh.lesson').%s()", call);
     gcsh_tap tap;
-    int failed = run_kept(s, "=(lesson)", src, &tap);
+    int failed = run_on_all(s, "=(lesson)", src, strlen(src), NULL, &tap);
     if (failed) {
         show_kept(s, &tap);
     } else if (tap.out[0].len) {
@@ -396,14 +370,12 @@ static int run_command(gcsh_session *s, const gcsh_lesson *l, int line, const ch
     int failed;
     if (mode == QUIET) {
         gcsh_tap tap;
-        failed = run_kept(s, name, src.s, &tap);
+        failed = run_on_all(s, name, src.s, src.len, NULL, &tap);
         if (failed > 0)
             show_kept(s, &tap);
         gcsh_tap_destroy(&tap, s->coord->size);
     } else {
-        if (mode == SHOWN)
-            echo_command(s, text);
-        failed = gcsh_session_exec(s, name, src.s, src.len, 0);
+        failed = run_on_all(s, name, src.s, src.len, mode == SHOWN ? text : NULL, NULL);
     }
     free(src.s);
     return failed;
@@ -427,12 +399,7 @@ static int only_comments(const char *text)
  * the error). */
 static int complete(gcsh_session *s, const char *chunk)
 {
-    int st = luaL_loadbuffer(s->syntax, chunk, strlen(chunk), "=lesson");
-    size_t mlen = 0;
-    const char *msg = st == LUA_OK ? NULL : lua_tolstring(s->syntax, -1, &mlen);
-    int incomplete = st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0;
-    lua_settop(s->syntax, 0);
-    return !incomplete;
+    return !gcsh_session_unfinished(s, chunk);
 }
 
 /* The indentation of the line at p. */
@@ -495,34 +462,22 @@ static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum
     return rc;
 }
 
-/* Runs a block on every rank (whatever .ranks says: a lesson's collectives
- * need them all), inside the housekeeping that notes what it made. */
+/* Runs a block on every rank (run_on_all), inside the housekeeping that
+ * notes what it made. */
 static int run_part(gcsh_session *s, const gcsh_lesson *l, const block *b, enum run_mode mode)
 {
     if (!b->has_code)
         return 0;
-    int n = s->coord->size;
-    char *saved = malloc((size_t)n);
-    memcpy(saved, s->targets, (size_t)n);
-    memset(s->targets, 1, (size_t)n);
     housekeeping(s, "track_begin");
     int rc = run_block(s, l, b, mode);
     housekeeping(s, "track_end");
-    memcpy(s->targets, saved, (size_t)n);
-    free(saved);
     return rc;
 }
 
 /* Frees, on every rank, what the lesson's parts made. */
 static void free_made(gcsh_session *s)
 {
-    int n = s->coord->size;
-    char *saved = malloc((size_t)n);
-    memcpy(saved, s->targets, (size_t)n);
-    memset(s->targets, 1, (size_t)n);
     housekeeping(s, "free_made");
-    memcpy(s->targets, saved, (size_t)n);
-    free(saved);
 }
 
 /* ---- parts ------------------------------------------------------------------------------ */
@@ -606,11 +561,16 @@ static void goto_part(gcsh_session *s, int part)
 
 /* ---- the dot-commands ------------------------------------------------------------------- */
 
-void gcsh_lesson_close(gcsh_session *s)
+/* The rider's close: the open lesson is freed (another one opens, the
+ * session ends). */
+static int lesson_close(gcsh_session *s)
 {
     free_lesson(s->lesson);
     s->lesson = NULL;
+    return 0;
 }
+
+static const gcsh_rider lesson_rider = {.close = lesson_close};
 
 void gcsh_dot_lessons(gcsh_session *s, const char *arg)
 {
@@ -699,8 +659,9 @@ void gcsh_dot_lesson(gcsh_session *s, const char *arg)
     }
     if (s->lesson)
         free_made(s);
-    gcsh_lesson_close(s);
+    lesson_close(s);
     s->lesson = l;
+    s->lesson_ops = &lesson_rider;
     show_introduction(s, l);
 }
 

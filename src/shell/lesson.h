@@ -45,7 +45,7 @@
 #ifndef GCSH_LESSON_H
 #define GCSH_LESSON_H
 
-#include "shell/repl.h"
+#include "shell/session.h"
 
 void gcsh_dot_lessons(gcsh_session *s, const char *arg);
 void gcsh_dot_lesson(gcsh_session *s, const char *arg);
@@ -53,8 +53,5 @@ void gcsh_dot_next(gcsh_session *s, const char *arg);
 void gcsh_dot_again(gcsh_session *s, const char *arg);
 void gcsh_dot_prev(gcsh_session *s, const char *arg);
 void gcsh_dot_part(gcsh_session *s, const char *arg);
-
-/* Frees the open lesson (gcsh_session_destroy calls it). */
-void gcsh_lesson_close(gcsh_session *s);
 
 #endif

@@ -145,19 +145,6 @@ void gcsh_fold_groups(gcsh_text *out, int size, const gcsh_text *texts, const ch
 
 /* ---- the header ------------------------------------------------------------ */
 
-void gcsh_record_quiet(gcsh_coord *c, const char *src, gcsh_tap *tap)
-{
-    char *all = malloc((size_t)c->size);
-    memset(all, 1, (size_t)c->size);
-    gcsh_tap_init(tap, c->size);
-    tap->quiet = 1;
-    c->tap = tap;
-    gcsh_run_result res;
-    gcsh_coord_run(c, all, 0, "=record", src, strlen(src), &res);
-    c->tap = NULL;
-    free(all);
-}
-
 /* Every rank's device (and CUDA versions), asked with a quiet command. */
 static const char DEVICE_PROBE[] =
     "local ok, i = pcall(gcsh.info)\n"
@@ -166,10 +153,11 @@ static const char DEVICE_PROBE[] =
     "    tostring(i.runtime_version), tostring(i.driver_version)) or ''\n"
     "print(gcsh.device .. cuda)\n";
 
-static void write_devices(gcsh_recorder *r, gcsh_coord *c)
+static void write_devices(gcsh_recorder *r, gcsh_session *s)
 {
+    gcsh_coord *c = s->coord;
     gcsh_tap tap;
-    gcsh_record_quiet(c, DEVICE_PROBE, &tap);
+    gcsh_session_aside(s, DEVICE_PROBE, &tap);
     for (int k = 0; k < c->size; k++) /* one line each: drop the newline */
         if (tap.out[k].len && tap.out[k].s[tap.out[k].len - 1] == '\n')
             tap.out[k].s[--tap.out[k].len] = '\0';
@@ -225,7 +213,7 @@ static void write_header(gcsh_recorder *r, gcsh_session *s, const char *path, lo
                      path);
     gcsh_file_printf(f, "-- Recorded %s with gcsh %s, %s, %s\n", when, GCSH_VERSION, LUA_RELEASE,
                      mpi);
-    write_devices(r, s->coord);
+    write_devices(r, s);
     for (char **e = environ; *e; e++)
         if (behaviour_env(*e))
             gcsh_file_printf(f, "-- env %s\n", *e);
@@ -288,7 +276,9 @@ static void write_text(gcsh_recorder *r, gcsh_session *s, const gcsh_text *t)
     flush_checked(r, s);
 }
 
-gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path)
+static int record_close(gcsh_recorder *r, gcsh_coord *c);
+
+static gcsh_recorder *record_open(gcsh_session *s, const char *path)
 {
     char err[PATH_MAX + 200], replaces[160] = "";
     if (gcsh_file_check(path, err, sizeof err) != 0) {
@@ -313,11 +303,11 @@ gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path)
     char src[96];
     gcsh_tap tap;
     snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)", seed);
-    gcsh_record_quiet(s->coord, src, &tap);
+    gcsh_session_aside(s, src, &tap);
     gcsh_tap_destroy(&tap, s->coord->size);
     flush_checked(r, s);
     if (r->failed) {
-        gcsh_record_close(r, s->coord);
+        record_close(r, s->coord);
         return NULL;
     }
     if (replaces[0])
@@ -328,8 +318,10 @@ gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path)
     return r;
 }
 
-void gcsh_record_say(const gcsh_recorder *r, gcsh_coord *c)
+void gcsh_record_say(gcsh_session *s)
 {
+    const gcsh_recorder *r = s->rec;
+    gcsh_coord *c = s->coord;
     if (r)
         gcsh_coord_say(c, "recording to %s (%d line%s so far)", r->path, r->lines,
                        r->lines == 1 ? "" : "s");
@@ -344,7 +336,7 @@ static void release(gcsh_recorder *r)
     free(r);
 }
 
-int gcsh_record_close(gcsh_recorder *r, gcsh_coord *c)
+static int record_close(gcsh_recorder *r, gcsh_coord *c)
 {
     if (!r)
         return 0;
@@ -371,18 +363,6 @@ int gcsh_record_close(gcsh_recorder *r, gcsh_coord *c)
 }
 
 /* ---- entries ---------------------------------------------------------------- */
-
-/* "1,3": the ranks that ran and ended with status want. */
-static int failed_ranks(const gcsh_tap *tap, int size, uint32_t want, char *buf, size_t len)
-{
-    int *list = malloc((size_t)size * sizeof *list), n = 0;
-    for (int r = 0; r < size; r++)
-        if (tap->ran[r] && tap->status[r] == want)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-    return n;
-}
 
 /* An interrupted line is kept as a comment: rerun, it would run to its end
  * (or forever) where the session stopped it. */
@@ -457,7 +437,7 @@ static void append_expected(gcsh_text *e, gcsh_session *s, const gcsh_line_resul
     gcsh_text folded = {0};
     if (res->ran)
         gcsh_fold_groups(&folded, size, res->tap.out, res->tap.ran, NULL);
-    int nfailed = res->ran ? failed_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
+    int nfailed = res->ran ? gcsh_tap_ranks(&res->tap, size, CHUNK_ERROR, failed, sizeof failed) : 0;
     size_t before = e->len;
     const char *sep = "";
     append_str(e, ", {");
@@ -515,7 +495,7 @@ static void write_entry(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k, 
     char ranks[1024], failed[1024];
     gcsh_session_targets(s, ranks, sizeof ranks);
     if (!end && res->ran &&
-        failed_ranks(&res->tap, s->coord->size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
+        gcsh_tap_ranks(&res->tap, s->coord->size, CHUNK_INTERRUPTED, failed, sizeof failed)) {
         write_interrupted(r, s, src);
         return;
     }
@@ -535,39 +515,38 @@ static void write_entry(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k, 
     gcsh_text_free(&e);
 }
 
-void gcsh_record_line(gcsh_recorder *r, gcsh_session *s, const char *chunk,
-                      const gcsh_line_result *res)
+/* The rider's ran: a typed line, or a chunk of the command line. */
+static void record_ran(gcsh_session *s, const gcsh_chunk *k, const gcsh_line_result *res)
 {
-    write_entry(r, s, NULL, chunk, res, NULL);
-}
-
-void gcsh_record_chunk(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k,
-                       const gcsh_line_result *res)
-{
+    if (k->flags & CHUNK_PRINT_RESULTS) { /* typed: its text is a string */
+        write_entry(s->rec, s, NULL, k->src, res, NULL);
+        return;
+    }
     gcsh_text src = {0};
     gcsh_text_append(&src, k->src, k->len);
-    write_entry(r, s, k, src.s ? src.s : "", res, NULL);
+    write_entry(s->rec, s, k, src.s ? src.s : "", res, NULL);
     gcsh_text_free(&src);
 }
 
-int gcsh_record_ending(gcsh_recorder *r, gcsh_session *s, int status, const char *why)
+/* The rider's ending: the running line with how the session ended, then
+ * the recording ends. */
+static int record_ending(gcsh_session *s, int status, const char *why)
 {
+    gcsh_recorder *r = s->rec;
+    s->rec = NULL;
     const gcsh_chunk *k = s->running;
     gcsh_coord *c = s->coord;
     gcsh_text text = {0}; /* "rank 1: killed by signal 11: ...; why" */
     ending end = {.status = status};
-    int *list = malloc((size_t)c->size * sizeof *list), n = 0;
     for (int q = 0; q < c->size; q++) {
         if (!c->lost[q])
             continue;
-        list[n++] = q;
         char part[128];
         snprintf(part, sizeof part, "rank %d: %s; ", q, c->lost_why[q]);
         append_str(&text, part);
     }
     append_str(&text, why);
-    gcsh_format_ranks(list, n, end.lost, sizeof end.lost);
-    free(list);
+    gcsh_format_ranks_where(c->size, gcsh_rank_in_mask, c->lost, end.lost, sizeof end.lost, NULL);
     end.why = text.s;
     if (k && s->running_res) {
         int script = !(k->flags & CHUNK_PRINT_RESULTS); /* not a typed line */
@@ -577,11 +556,14 @@ int gcsh_record_ending(gcsh_recorder *r, gcsh_session *s, int status, const char
         gcsh_text_free(&src);
     }
     gcsh_text_free(&text);
-    return gcsh_record_close(r, c);
+    return record_close(r, c);
 }
 
-void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line)
+/* The rider's dot: a dot-command line, before it runs; .record itself is
+ * not recorded. */
+static void record_dot(gcsh_session *s, const char *line)
 {
+    gcsh_recorder *r = s->rec;
     const char *cmd = line + 1;
     size_t n = strcspn(cmd, " \t");
     /* .record is how the recording starts and stops; .quit ends it; .help
@@ -600,4 +582,25 @@ void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line)
     append_str(&e, ")\n");
     write_text(r, s, &e);
     gcsh_text_free(&e);
+}
+
+static int record_leave(gcsh_session *s)
+{
+    gcsh_recorder *r = s->rec;
+    s->rec = NULL;
+    return record_close(r, s->coord);
+}
+
+static const gcsh_rider recorder_rider = {
+    .ran = record_ran, .dot = record_dot, .ending = record_ending, .close = record_leave,
+};
+
+int gcsh_record_start(gcsh_session *s, const char *path)
+{
+    gcsh_recorder *r = record_open(s, path);
+    if (!r)
+        return -1;
+    s->rec = r;
+    s->rec_ops = &recorder_rider;
+    return 0;
 }

@@ -45,39 +45,20 @@
 #ifndef GCSH_RECORD_H
 #define GCSH_RECORD_H
 
-#include "shell/repl.h"
+#include "shell/session.h"
 
 #define GCSH_RECORD_FORMAT 2 /* written; 1 and 2 are read */
 
 typedef struct gcsh_recorder gcsh_recorder;
 
 /* Starts a recording to FILE: its header (a quiet command asks every rank
- * for its device, another seeds math.random).  NULL after saying why (a
- * refused or unwritable file, a file that is no recording). */
-gcsh_recorder *gcsh_record_open(gcsh_session *s, const char *path);
+ * for its device, another seeds math.random), and the recorder rides on
+ * the session (s->rec) until gcsh_session_record_off or the session's end.
+ * -1 after saying why (a refused or unwritable file, a file that is no
+ * recording). */
+int gcsh_record_start(gcsh_session *s, const char *path);
 /* Says where the session is recorded, or that it is not. */
-void gcsh_record_say(const gcsh_recorder *r, gcsh_coord *c);
-/* Ends the recording: its closing line, then FILE takes its place.  0, or
- * -1 after saying why (nothing was recorded, a write failed): FILE is left
- * as it was.  NULL: nothing, 0. */
-int gcsh_record_close(gcsh_recorder *r, gcsh_coord *c);
-
-/* A typed chunk and what it gave (gcsh_session_line). */
-void gcsh_record_line(gcsh_recorder *r, gcsh_session *s, const char *chunk,
-                      const gcsh_line_result *res);
-/* A script or -e chunk and what it gave (gcsh_session_run). */
-void gcsh_record_chunk(gcsh_recorder *r, gcsh_session *s, const gcsh_chunk *k,
-                       const gcsh_line_result *res);
-/* A dot-command line, before it runs.  .record itself is not recorded. */
-void gcsh_record_dot(gcsh_recorder *r, gcsh_session *s, const char *line);
-/* The session ends at once during the running line (s->running): that line
- * with what it gave so far and how it ended (the status, the lost ranks,
- * why), then the recording ends (gcsh_record_close). */
-int gcsh_record_ending(gcsh_recorder *r, gcsh_session *s, int status, const char *why);
-
-/* A quiet command on every rank (its output kept in tap, not printed),
- * between the session's commands: the recorder's and the replay's set-up. */
-void gcsh_record_quiet(gcsh_coord *c, const char *src, gcsh_tap *tap);
+void gcsh_record_say(gcsh_session *s);
 
 /* ---- replay ----------------------------------------------------------------- */
 
@@ -90,9 +71,6 @@ int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen,
  * malformed, empty or cut short).  keep_going: run past differences and
  * list them all. */
 int gcsh_replay(gcsh_session *s, const char *path, int keep_going);
-/* The session ends at once during a replay (coord's on_end): a match when
- * the running line was recorded ending that way.  Returns the status. */
-int gcsh_replay_ending(gcsh_session *s, int status, const char *why);
 
 /* Shared by both: a long-bracket or quoted Lua string of text (the level of
  * '=' chosen so that the text cannot close it). */

@@ -1,4 +1,5 @@
-/* Rank 0's session and line loop.  See repl.h. */
+/* Rank 0's line loop and dot-commands, on the session (session.h).  See
+ * repl.h. */
 #include <ctype.h>
 #include <limits.h>
 #include <errno.h>
@@ -16,15 +17,15 @@
 #include "shell/complete.h"
 #include "shell/lesson.h"
 #include "wire/msg.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "shell/record.h"
 #include "shell/repl.h"
 #include "shell/sigint.h"
-#include "trace/trace_coord.h"
+#include "shell/trace_coord.h"
 
 #define HISTORY_MAX 1000
 
-/* ---- session --------------------------------------------------------------- */
+/* ---- set-up ---------------------------------------------------------------- */
 
 /* Ctrl-Z while a command runs: the job stops; continued in the background
  * (bg) the command runs on, and the next prompt waits for fg (repl.c's
@@ -40,144 +41,14 @@ static void command_job_control(void *arg, int mask)
     gcsh_term_resume(s->term);
 }
 
-/* coord's on_end: the session ends at once (a lost rank, a device fault).
- * A replay compares that ending with the recording's; the recorder keeps
- * the line that was running and how it ended. */
-static int session_on_end(void *arg, int status, const char *why)
+static void dot_command(gcsh_session *s, char *line);
+
+void gcsh_repl_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    gcsh_session *s = arg;
-    int end = s->replay ? gcsh_replay_ending(s, status, why) : status;
-    if (s->rec) {
-        gcsh_recorder *r = s->rec;
-        s->rec = NULL;
-        if (gcsh_record_ending(r, s, status, why) != 0 && end == 0)
-            end = GCSH_EXIT_SKIP;
-    }
-    return end;
-}
-
-int gcsh_session_record_off(gcsh_session *s)
-{
-    gcsh_recorder *r = s->rec;
-    s->rec = NULL;
-    return gcsh_record_close(r, s->coord);
-}
-
-void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
-{
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
-    coord->on_end = session_on_end;
-    coord->end_arg = s;
-    s->syntax = luaL_newstate();
-    coord->job_control = command_job_control;
-    coord->job_arg = s;
-    s->targets = malloc((size_t)coord->size);
-    memset(s->targets, 1, (size_t)coord->size);
-}
-
-void gcsh_session_destroy(gcsh_session *s)
-{
-    gcsh_session_record_off(s);
-    gcsh_lesson_close(s);
-    gcsh_text_free(&s->inbuf);
-    gcsh_text_free(&s->pasted);
-    gcsh_text_free(&s->shown);
-    if (s->fmt)
-        lua_close(s->fmt);
-    lua_close(s->syntax);
-    free(s->targets);
-}
-
-static void run_compiled(gcsh_session *s, const char *name, const char *src, size_t len,
-                         uint32_t flags, gcsh_run_result *res)
-{
-    /* .abort is read from a terminal only: a pipe's next lines are the next
-     * commands, not an answer to this one */
-    s->coord->abort_fd = s->term->editing && gcsh_term_holds(s->term) ? fileno(s->term->in) : -1;
-    if (s->check_on)
-        flags |= CHUNK_CHECK;
-    gcsh_coord_run(s->coord, s->targets, flags, name, src, len, res);
-    s->coord->abort_fd = -1;
-    if (res->failed)
-        s->failures++;
-    if (res->failed && res->harness)
-        s->harness_failures++;
-    if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
-        s->exit_code = res->exit_code;
-        s->quit = 1;
-    }
-    if (s->coord->end_status >= 0) /* SIGTERM: the session ends */
-        s->quit = 1;
-    if (s->time_on)
-        gcsh_coord_say(s->coord, "gcsh: %.3f ms", res->seconds * 1e3);
-}
-
-int gcsh_session_status(const gcsh_session *s)
-{
-    if (s->failures == 0)
-        return 0;
-    return s->failures > s->harness_failures ? 1 : GCSH_EXIT_SKIP;
-}
-
-int gcsh_session_exec(gcsh_session *s, const char *name, const char *src, size_t len,
-                      uint32_t flags)
-{
-    if (luaL_loadbuffer(s->syntax, src, len, name) != LUA_OK) {
-        gcsh_coord_error(s->coord, "%s", lua_tostring(s->syntax, -1));
-        lua_settop(s->syntax, 0);
-        s->failures++;
-        s->harness_failures++;
-        return -1;
-    }
-    lua_settop(s->syntax, 0);
-    gcsh_run_result res;
-    run_compiled(s, name, src, len, flags, &res);
-    return res.failed;
-}
-
-/* ---- one interactive chunk --------------------------------------------------- */
-
-enum compiled { READY, INCOMPLETE, SYNTAX_ERROR };
-
-/* As lua.c: a line is first tried as an expression ("return " .. line) so
- * that its values print; then as statements.  A syntax error at <eof> means
- * the chunk is incomplete and continues on the next line. */
-static enum compiled compile_chunk(gcsh_session *s, const char *chunk, char **src)
-{
-    lua_State *S = s->syntax;
-    const char *body = chunk[0] == '=' ? chunk + 1 : chunk; /* 5.2's "=expr" */
-    size_t n = strlen(body);
-    char *ret = malloc(n + 8);
-    memcpy(ret, "return ", 7);
-    memcpy(ret + 7, body, n + 1);
-    int st = luaL_loadbuffer(S, ret, n + 7, "=stdin");
-    if (st == LUA_OK) {
-        lua_settop(S, 0);
-        *src = ret;
-        return READY;
-    }
-    free(ret);
-    if (chunk[0] != '=') { /* "=expr" is only ever an expression */
-        lua_settop(S, 0);
-        st = luaL_loadbuffer(S, chunk, strlen(chunk), "=stdin");
-    }
-    size_t mlen = 0;
-    const char *msg = st == LUA_OK ? NULL : lua_tolstring(S, -1, &mlen);
-    if (st == LUA_ERRSYNTAX && mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0) {
-        lua_settop(S, 0);
-        return INCOMPLETE;
-    }
-    if (st != LUA_OK) {
-        gcsh_coord_error(s->coord, "%s", msg);
-        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
-        lua_settop(S, 0);
-        s->failures++;
-        s->harness_failures++;
-        return SYNTAX_ERROR;
-    }
-    lua_settop(S, 0);
-    *src = strdup(chunk);
-    return READY;
+    gcsh_session_init(s, coord, term, L0);
+    s->run_dot = dot_command;
+    static const gcsh_coord_hooks terminal = {.job_control = command_job_control};
+    gcsh_coord_listen(coord, &terminal, s);
 }
 
 /* ---- dot-commands -------------------------------------------------------- */
@@ -247,75 +118,6 @@ static void dot_help(gcsh_session *s, const char *arg)
                    "window, signals, xfer, multicast, timer, kernel, step, bench, repro,\n"
                    "gcsh) or help(x).",
                    list);
-}
-
-char *gcsh_session_targets(const gcsh_session *s, char *buf, size_t len)
-{
-    int n = s->coord->size, k = 0;
-    int *list = malloc((size_t)n * sizeof *list);
-    for (int r = 0; r < n; r++)
-        if (s->targets[r])
-            list[k++] = r;
-    gcsh_format_ranks(list, k, buf, len);
-    free(list);
-    return buf;
-}
-
-/* Parses "0,2-3" into targets; returns 0 or -1 with a message said. */
-static int parse_ranks(gcsh_session *s, const char *arg, char *targets)
-{
-    int n = s->coord->size;
-    memset(targets, 0, (size_t)n);
-    const char *p = arg;
-    while (*p) {
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        if (end == p)
-            goto bad;
-        p = end;
-        if (*p == '-') {
-            b = strtol(p + 1, &end, 10);
-            if (end == p + 1)
-                goto bad;
-            p = end;
-        }
-        if (a > b && a < n) {
-            gcsh_coord_say(s->coord, "gcsh: .ranks: empty range '%ld-%ld'", a, b);
-            return -1;
-        }
-        if (a < 0 || b >= n || a > b) {
-            long bad = a < 0 || a >= n ? a : b;
-            gcsh_coord_say(s->coord, "gcsh: .ranks: rank %ld out of range (valid 0..%d)", bad,
-                           n - 1);
-            return -1;
-        }
-        for (long r = a; r <= b; r++)
-            targets[r] = 1;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            goto bad;
-    }
-    return 0;
-bad:
-    gcsh_coord_say(s->coord, "gcsh: .ranks: cannot parse '%s' (e.g. .ranks 0,2-3 or .ranks all)",
-                   arg);
-    return -1;
-}
-
-int gcsh_session_set_ranks(gcsh_session *s, const char *list)
-{
-    int n = s->coord->size;
-    if (strcmp(list, "all") == 0) {
-        memset(s->targets, 1, (size_t)n);
-        return 0;
-    }
-    char *t = malloc((size_t)n);
-    int rc = parse_ranks(s, list, t);
-    if (rc == 0)
-        memcpy(s->targets, t, (size_t)n);
-    free(t);
-    return rc;
 }
 
 static void dot_ranks(gcsh_session *s, const char *arg)
@@ -390,6 +192,9 @@ static lua_State *formatter(gcsh_session *s)
         s->fmt = luaL_newstate();
         luaL_openlibs(s->fmt);
         gcsh_lua_path(s->fmt);
+        /* the dtype facts gcsh's modules read (gcsh.info loads gcsh.repro) */
+        luaL_requiref(s->fmt, "gcsh.dtypes", luaopen_gcsh_dtypes, 0);
+        lua_pop(s->fmt, 1);
     }
     return s->fmt;
 }
@@ -452,7 +257,7 @@ static void dot_info(gcsh_session *s, const char *arg)
 static void dot_record(gcsh_session *s, const char *arg)
 {
     if (!*arg) {
-        gcsh_record_say(s->rec, s->coord);
+        gcsh_record_say(s);
         return;
     }
     int was = s->rec != NULL;
@@ -461,16 +266,16 @@ static void dot_record(gcsh_session *s, const char *arg)
         s->harness_failures++;
     }
     if (strcmp(arg, "off") != 0)
-        s->rec = gcsh_record_open(s, arg);
+        gcsh_record_start(s, arg);
     else if (!was)
-        gcsh_record_say(NULL, s->coord);
+        gcsh_record_say(s);
 }
 
 /* .trace FILE | off | (nothing: where) */
 static void dot_trace(gcsh_session *s, const char *arg)
 {
     int off = strcmp(arg, "off") == 0, rc = 0;
-    if (!*arg || (off && !s->coord->tracer))
+    if (!*arg || (off && !gcsh_tracer_on(s->coord)))
         gcsh_tracer_say(s->coord);
     else if (off)
         rc = gcsh_tracer_stop(s->coord);
@@ -560,7 +365,8 @@ static const char *dot_name(int i)
     return dot_commands[i].name;
 }
 
-/* Runs a dot-command line (".ranks 0-1"); line is cut into words here. */
+/* Runs a dot-command line (".ranks 0-1"); line is cut into words here
+ * (the session's run_dot: gcsh_session_dot calls it). */
 static void dot_command(gcsh_session *s, char *line)
 {
     char *cmd = line + 1;
@@ -583,29 +389,12 @@ static void dot_command(gcsh_session *s, char *line)
     say_usage(s, prefix);
 }
 
-void gcsh_session_dot(gcsh_session *s, const char *line)
-{
-    char *copy = strdup(line);
-    if (s->rec)
-        gcsh_record_dot(s->rec, s, line);
-    dot_command(s, copy);
-    free(copy);
-}
-
 static int is_dot_command(const char *line)
 {
     return line[0] == '.' && isalpha((unsigned char)line[1]);
 }
 
 /* ---- reading lines ------------------------------------------------------- */
-
-/* The prompt names the targeted ranks: "gcsh[0-3]> ", continuation "gcsh[0-3]>> ". */
-void gcsh_session_prompt(gcsh_session *s, int continuation, char *buf, size_t len)
-{
-    char ranks[512];
-    snprintf(buf, len, "gcsh[%s]%s ", gcsh_session_targets(s, ranks, sizeof ranks),
-             continuation ? ">>" : ">");
-}
 
 enum got { GOT_LINE, GOT_EOF, GOT_INTERRUPT, GOT_TERM };
 
@@ -949,108 +738,6 @@ static void append_line(char **chunk, const char *line)
     *chunk = p;
 }
 
-/* gcsh_session_line, with INCOMPLETE: chunk is the start of a longer one
- * (nothing ran; the prompt reads another line). */
-static enum compiled session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
-{
-    char *src = NULL;
-    if (res)
-        *res = (gcsh_line_result){.exit_code = -1};
-    enum compiled c = compile_chunk(s, chunk, &src);
-    if (c != READY) {
-        if (res)
-            res->syntax_error = c == SYNTAX_ERROR;
-        return c;
-    }
-    if (res) {
-        gcsh_tap_init(&res->tap, s->coord->size);
-        s->coord->tap = &res->tap;
-        res->ran = 1;
-    }
-    gcsh_run_result rr;
-    run_compiled(s, "=stdin", src, strlen(src), CHUNK_PRINT_RESULTS | (s->rec ? CHUNK_TAPE : 0),
-                 &rr);
-    s->coord->tap = NULL;
-    if (res)
-        res->exit_code = rr.exit_code;
-    free(src);
-    return READY;
-}
-
-int gcsh_session_line(gcsh_session *s, const char *chunk, gcsh_line_result *res)
-{
-    return session_line(s, chunk, res) == READY ? 0 : -1;
-}
-
-void gcsh_line_result_free(gcsh_session *s, gcsh_line_result *res)
-{
-    if (res->ran)
-        gcsh_tap_destroy(&res->tap, s->coord->size);
-    res->ran = 0;
-}
-
-/* What was typed so far, run unless incomplete (INCOMPLETE: nothing ran),
- * and recorded when .record is on. */
-static enum compiled typed_chunk(gcsh_session *s, const char *chunk)
-{
-    if (!s->rec)
-        return session_line(s, chunk, NULL);
-    gcsh_line_result res;
-    gcsh_chunk typed = {.name = "=stdin", .src = chunk, .len = strlen(chunk),
-                        .flags = CHUNK_PRINT_RESULTS};
-    s->running = &typed; /* kept if the session ends during it (session_on_end) */
-    s->running_res = &res;
-    enum compiled c = session_line(s, chunk, &res);
-    s->running = NULL;
-    s->running_res = NULL;
-    if (c != INCOMPLETE && s->rec)
-        gcsh_record_line(s->rec, s, chunk, &res);
-    gcsh_line_result_free(s, &res);
-    return c;
-}
-
-int gcsh_session_run(gcsh_session *s, const gcsh_chunk *k, gcsh_line_result *res)
-{
-    gcsh_line_result mine;
-    if (!res && s->rec)
-        res = &mine;
-    if (res)
-        *res = (gcsh_line_result){.exit_code = -1};
-    int failed = -1;
-    if (luaL_loadbuffer(s->syntax, k->src, k->len, k->name) != LUA_OK) {
-        const char *msg = lua_tostring(s->syntax, -1);
-        gcsh_coord_say(s->coord, "%s", msg);
-        snprintf(s->syntax_msg, sizeof s->syntax_msg, "%s", msg);
-        lua_settop(s->syntax, 0);
-        s->failures++;
-        s->harness_failures++;
-        if (res)
-            res->syntax_error = 1;
-    } else {
-        lua_settop(s->syntax, 0);
-        if (res) {
-            gcsh_tap_init(&res->tap, s->coord->size);
-            s->coord->tap = &res->tap;
-            res->ran = 1;
-        }
-        s->running = k;
-        s->running_res = res;
-        gcsh_run_result rr;
-        run_compiled(s, k->name, k->src, k->len, k->flags | (s->rec ? CHUNK_TAPE : 0), &rr);
-        s->running = NULL;
-        s->running_res = NULL;
-        s->coord->tap = NULL;
-        if (res)
-            res->exit_code = rr.exit_code;
-        failed = rr.failed;
-    }
-    if (s->rec)
-        gcsh_record_chunk(s->rec, s, k, res);
-    if (res == &mine)
-        gcsh_line_result_free(s, res);
-    return failed;
-}
-
 void gcsh_repl(gcsh_session *s)
 {
     if (s->term->editing) {
@@ -1098,7 +785,8 @@ void gcsh_repl(gcsh_session *s)
         }
         append_line(&chunk, line);
         free(line);
-        if (typed_chunk(s, chunk) == INCOMPLETE)
+        gcsh_chunk typed = {.name = "=stdin", .src = chunk, .len = strlen(chunk)};
+        if (gcsh_session_feed(s, &typed, &(gcsh_feed){.typed = 1}, NULL) == GCSH_FEED_INCOMPLETE)
             continue;
         if (s->term->editing && chunk[strspn(chunk, " \t")])
             history_add(chunk);

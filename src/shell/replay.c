@@ -23,7 +23,7 @@
 #define HEADER_LINES 8
 
 /* The replay in progress (session.replay), for the ending of a line that
- * ends the session at once (gcsh_replay_ending). */
+ * ends the session at once (replay_ending). */
 struct gcsh_replayer {
     const char *path;
     int keep_going;
@@ -362,20 +362,6 @@ static void note_difference(gcsh_replayer *rp, int index)
     rp->ndiffer++;
 }
 
-/* The ranks that ended the line with an error, "1,3". */
-static void error_ranks(const gcsh_session *s, const gcsh_line_result *res, char *buf, size_t len)
-{
-    int size = s->coord->size;
-    int *list = malloc((size_t)size * sizeof *list), n = 0;
-    for (int r = 0; r < size; r++)
-        if (res->tap.ran[r] && res->tap.status[r] == CHUNK_ERROR)
-            list[n++] = r;
-    gcsh_format_ranks(list, n, buf, len);
-    free(list);
-}
-
-/* Compares each rank's output with the recorded one; -1 (said) when some
- * differ. */
 static int compare_output(gcsh_session *s, const char *where, const entry *e,
                           const gcsh_line_result *res)
 {
@@ -442,7 +428,7 @@ static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh
     if (!res->ran)
         return 0;
     char failed[1024];
-    error_ranks(s, res, failed, sizeof failed);
+    gcsh_tap_ranks(&res->tap, s->coord->size, CHUNK_ERROR, failed, sizeof failed);
     int rc = 0;
     if (strcmp(failed, e->failed ? e->failed : "") != 0) {
         gcsh_coord_say(c, "%s: the ranks that failed differ: expected [%s], got [%s]", where,
@@ -460,38 +446,27 @@ static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh
     return compare_output(s, where, e, res);
 }
 
-/* Shows the line as the prompt would have: "gcsh[0-1]> src", continued;
- * a chunk of the command line by its name and arguments. */
-static void echo(gcsh_session *s, const entry *e, lua_State *L, int t)
+/* A chunk of the command line, shown as the prompt would have: by its
+ * name and arguments ("gcsh[0-1]> -- the script f.lua a b"). */
+static void echo_chunk(gcsh_session *s, const entry *e, lua_State *L, int t)
 {
     char prompt[600];
-    if (e->name) {
-        gcsh_text args = {0};
-        if (lua_getfield(L, t, "args") == LUA_TTABLE)
-            for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
-                lua_rawgeti(L, -1, i);
-                gcsh_text_append(&args, " ", 1);
-                size_t n;
-                const char *a = lua_tolstring(L, -1, &n);
-                gcsh_text_append(&args, a ? a : "?", a ? n : 1);
-                lua_pop(L, 1);
-            }
-        lua_pop(L, 1);
-        gcsh_session_prompt(s, 0, prompt, sizeof prompt);
-        gcsh_coord_say(s->coord, "%s-- %s %s%s", prompt, e->name[0] == '@' ? "the script"
-                                                                         : "the chunk",
-                       e->name + 1, args.s ? args.s : "");
-        gcsh_text_free(&args);
-        return;
-    }
-    int first = 1;
-    for (const char *p = e->src; first || *p;) {
-        size_t n = strcspn(p, "\n");
-        gcsh_session_prompt(s, !first, prompt, sizeof prompt);
-        gcsh_coord_say(s->coord, "%s%.*s", prompt, (int)n, p);
-        p += n + (p[n] == '\n');
-        first = 0;
-    }
+    gcsh_text args = {0};
+    if (lua_getfield(L, t, "args") == LUA_TTABLE)
+        for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+            lua_rawgeti(L, -1, i);
+            gcsh_text_append(&args, " ", 1);
+            size_t n;
+            const char *a = lua_tolstring(L, -1, &n);
+            gcsh_text_append(&args, a ? a : "?", a ? n : 1);
+            lua_pop(L, 1);
+        }
+    lua_pop(L, 1);
+    gcsh_session_prompt(s, 0, prompt, sizeof prompt);
+    gcsh_coord_say(s->coord, "%s-- %s %s%s", prompt, e->name[0] == '@' ? "the script"
+                                                                     : "the chunk",
+                   e->name + 1, args.s ? args.s : "");
+    gcsh_text_free(&args);
 }
 
 /* Before the entry runs: each rank's gcsh.wtime returns what it returned
@@ -544,13 +519,13 @@ static void run_chunk_entry(gcsh_session *s, lua_State *L, int t, const entry *e
     gcsh_text_append(&set, "}", 2);
     if (e->name[0] == '@') {
         gcsh_tap quiet;
-        gcsh_record_quiet(s->coord, set.s, &quiet);
+        gcsh_session_aside(s, set.s, &quiet);
         gcsh_tap_destroy(&quiet, s->coord->size);
     }
     play_tapes(s, L, t); /* after the quiet chunk, which would take them */
     gcsh_chunk k = {.name = e->name, .src = e->src, .len = strlen(e->src), .args = args,
                     .nargs = nargs, .flags = e->name[0] == '@' ? CHUNK_SCRIPT : 0};
-    gcsh_session_run(s, &k, res);
+    gcsh_session_feed(s, &k, &(gcsh_feed){0}, res);
     gcsh_text_free(&set);
     free(args);
 }
@@ -591,17 +566,19 @@ static int replay_entry(gcsh_session *s, lua_State *L, gcsh_replayer *rp)
     rp->expect_why = e.end_why;
     if (gcsh_session_set_ranks(s, opt_string(L, t, "ranks")) != 0)
         return -1;
-    echo(s, &e, L, t);
     if (strcmp(kind, "dot") == 0) {
+        gcsh_session_echo(s, e.src);
         gcsh_session_dot(s, e.src);
         return 0;
     }
     gcsh_line_result res;
     if (strcmp(kind, "chunk") == 0) {
+        echo_chunk(s, &e, L, t);
         run_chunk_entry(s, L, t, &e, &res);
     } else {
+        gcsh_chunk line = {.name = "=stdin", .src = e.src, .len = strlen(e.src)};
         play_tapes(s, L, t);
-        gcsh_session_line(s, e.src, &res);
+        gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e.src}, &res);
     }
     rp->expect_status = -1;
     int rc = compare(s, rp->path, &e, &res);
@@ -650,16 +627,15 @@ static int summary(gcsh_session *s, gcsh_replayer *rp)
     return 0;
 }
 
-int gcsh_replay_ending(gcsh_session *s, int status, const char *why)
+/* The rider's ending: the session ends at once during a replay (coord's
+ * ending hook): a match when the running line was recorded ending that way.
+ * Returns the status. */
+static int replay_ending(gcsh_session *s, int status, const char *why)
 {
     gcsh_replayer *rp = s->replay;
     char lost[256];
-    int *list = malloc((size_t)s->coord->size * sizeof *list), n = 0;
-    for (int r = 0; r < s->coord->size; r++)
-        if (s->coord->lost[r])
-            list[n++] = r;
-    gcsh_format_ranks(list, n, lost, sizeof lost);
-    free(list);
+    gcsh_format_ranks_where(s->coord->size, gcsh_rank_in_mask, s->coord->lost, lost, sizeof lost,
+                            NULL);
     int same = rp->expect_status == status && strcmp(lost, rp->expect_lost ? rp->expect_lost : "") == 0;
     if (same) {
         gcsh_coord_say(s->coord, "gcsh: replay: line %d ended the session as recorded (status %d, "
@@ -678,6 +654,8 @@ int gcsh_replay_ending(gcsh_session *s, int status, const char *why)
     return summary(s, rp);
 }
 
+static const gcsh_rider replay_rider = {.ending = replay_ending};
+
 /* Seeds math.random as the recording did (header seed=). */
 static void seed_ranks(gcsh_session *s, lua_State *L)
 {
@@ -687,7 +665,7 @@ static void seed_ranks(gcsh_session *s, lua_State *L)
         snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)",
                  (long long)lua_tointeger(L, -1));
         gcsh_tap tap;
-        gcsh_record_quiet(s->coord, src, &tap);
+        gcsh_session_aside(s, src, &tap);
         gcsh_tap_destroy(&tap, s->coord->size);
     }
     lua_pop(L, 2);
@@ -702,6 +680,7 @@ int gcsh_replay(gcsh_session *s, const char *path, int keep_going)
     seed_ranks(s, L);
     gcsh_replayer rp = {.path = path, .keep_going = keep_going, .expect_status = -1};
     s->replay = &rp;
+    s->replay_ops = &replay_rider;
     lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
     int n = (int)lua_rawlen(L, -1);
     for (int i = 1; i <= n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {

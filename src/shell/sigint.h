@@ -1,7 +1,7 @@
 /* Signals on rank 0's terminal thread, turned into bytes on a self-pipe so
  * that the prompt and the command wait can poll() for them. */
-#ifndef GCSH_SIG_H
-#define GCSH_SIG_H
+#ifndef GCSH_SIGINT_H
+#define GCSH_SIGINT_H
 
 #define GCSH_SIG_INT 'I'
 #define GCSH_SIG_WINCH 'W'

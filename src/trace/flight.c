@@ -1,4 +1,9 @@
-/* The flight recorder's rings.  See flight.h. */
+/* The flight recorder's rings.  See flight.h.
+ *
+ * This file and trace.c call each other on purpose: trace.c writes every
+ * record into a ring here (gcsh_flight_begin/end), and the ring's blob
+ * takes trace.c's clock and offset (gcsh_trace_now, gcsh_trace_clock), so
+ * that a flight file and a trace share one time line. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

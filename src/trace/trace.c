@@ -460,7 +460,7 @@ void gcsh_trace_chunk_end(gcsh_ctx *ctx, int failed)
     pthread_mutex_unlock(&t->lock);
 }
 
-int gcsh_trace_check_begin(gcsh_ctx *ctx, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+static int check_begin(gcsh_ctx *ctx, const gcsh_check_note *n)
 {
     gcsh_trace *t = ctx->trace_store;
     if (!t || t->ncoll == MAX_COLLS)
@@ -471,28 +471,26 @@ int gcsh_trace_check_begin(gcsh_ctx *ctx, const gcsh_comm_check *cc, const gcsh_
     *c = (open_call){.rec = blank_rec()};
     c->rec.op = gcsh_trace_op_coll();
     c->rec.track = GCSH_TRACK_CALLS;
-    c->rec.comm = cc->id;
-    c->rec.seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
-    c->rec.comm_rank = cc->rank;
-    c->rec.comm_size = cc->size;
-    c->rec.peer = fp->kind != GCSH_FP_COLLECTIVE ? fp->root : -1;
-    copy_text(c->label, sizeof c->label, fp->op);
+    c->rec.comm = n->comm;
+    c->rec.seq = n->seq;
+    c->rec.comm_rank = n->comm_rank;
+    c->rec.comm_size = n->comm_size;
+    c->rec.peer = n->peer;
+    copy_text(c->label, sizeof c->label, n->op);
     t->in_coll = 0;
     open_rec(ctx, t, c, where, NULL, 0);
-    if (!gcsh_check_enabled(ctx))
+    if (!n->exchanged)
         return -1; /* .check off: no exchange, no check span */
     t->check = (open_call){.rec = c->rec};
     t->check.rec.op = gcsh_trace_op_check();
-    copy_text(t->check.label, sizeof t->check.label, fp->op);
+    copy_text(t->check.label, sizeof t->check.label, n->op);
     open_rec(ctx, t, &t->check, where, NULL, 0);
     return 0;
 }
 
-void gcsh_trace_check_end(gcsh_ctx *ctx, int token, const gcsh_comm_check *cc,
-                          const gcsh_fingerprint *fp, int rc)
+static void check_end(gcsh_ctx *ctx, int token, const gcsh_check_note *n, int rc)
 {
     gcsh_trace *t = ctx->trace_store;
-    (void)cc;
     if (!t)
         return;
     if (token >= 0)
@@ -504,11 +502,11 @@ void gcsh_trace_check_end(gcsh_ctx *ctx, int token, const gcsh_comm_check *cc,
         t->in_coll = 0;
         return;
     }
-    t->coll[t->ncoll - 1].rec.seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0;
+    t->coll[t->ncoll - 1].rec.seq = n->seq;
     t->in_coll = 1;
 }
 
-void gcsh_trace_check_leave(gcsh_ctx *ctx)
+static void check_leave(gcsh_ctx *ctx)
 {
     gcsh_trace *t = ctx->trace_store;
     if (!t || t->ncoll == 0)
@@ -516,6 +514,10 @@ void gcsh_trace_check_leave(gcsh_ctx *ctx)
     close_rec(ctx, t, &t->coll[--t->ncoll], 0);
     t->in_coll = t->ncoll > 0; /* back in the outer collective, if any */
 }
+
+const gcsh_check_hooks gcsh_trace_check_hooks = {
+    .begin = check_begin, .end = check_end, .leave = check_leave,
+};
 
 /* ---- transfers: what a post does was said when it was prepared ------------- */
 
@@ -614,6 +616,7 @@ int gcsh_trace_init(gcsh_ctx *ctx)
     gethostname(t->host, sizeof t->host - 1);
     gcsh_trace_wrap(&t->tables, t->plain);
     ctx->trace_store = t;
+    ctx->check_hooks = &gcsh_trace_check_hooks;
     install(ctx, t, ctx->flight != NULL);
     return 0;
 }
@@ -751,4 +754,5 @@ void gcsh_trace_free(gcsh_ctx *ctx)
     pthread_mutex_destroy(&t->lock);
     free(t);
     ctx->trace_store = NULL;
+    ctx->check_hooks = NULL;
 }

@@ -27,7 +27,7 @@
  * host share its monotonic clock; the others' offset to rank 0 is measured
  * over MPI.
  *
- * Rank 0 (trace_coord.c) starts and stops tracing on every rank, collects
+ * Rank 0 (shell/trace_coord.c) starts and stops tracing on every rank, collects
  * each rank's events and writes the file (trace_json.c).  A hang report, an
  * .abort and the end of a session on a lost rank or a device fault write it
  * too, with the calls still running shown unfinished: where each rank
@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire/collcheck.h"
+#include "core/check_hooks.h"
 #include "core/gcsh.h"
 
 typedef struct gcsh_trace gcsh_trace;
@@ -56,7 +56,7 @@ enum gcsh_call_state { GCSH_CALL_NONE, GCSH_CALL_RUNNING, GCSH_CALL_ISSUED, GCSH
 typedef struct gcsh_trace_rec {
     int64_t t0, t1;
     int64_t g0, g1;      /* the GPU's side, -1 when none (g1 = -1, g0 set: still running) */
-    uint64_t comm, seq;  /* the collective it belongs to (collcheck.h), seq 0: none */
+    uint64_t comm, seq;  /* the collective it belongs to (the check: check_hooks.h), seq 0: none */
     uint64_t bytes;
     uint64_t id;         /* the rank's call number (1, 2, ...; the flight recorder's too) */
     uint64_t obj;        /* the window or signals it works on (equal on every rank), 0: none */
@@ -126,14 +126,11 @@ int64_t gcsh_trace_now(void);
 void gcsh_trace_chunk_begin(gcsh_ctx *ctx, const char *src, size_t len);
 void gcsh_trace_chunk_end(gcsh_ctx *ctx, int failed);
 
-/* The check seam (collcheck.c): the collective as a span from the check
- * to check_leave (or a failed check), the fingerprint exchange as a child
- * span (when .check is on), and the collective that the backend calls
- * until check_leave belong to.  begin returns a token for end. */
-int gcsh_trace_check_begin(gcsh_ctx *ctx, const gcsh_comm_check *cc, const gcsh_fingerprint *fp);
-void gcsh_trace_check_end(gcsh_ctx *ctx, int token, const gcsh_comm_check *cc,
-                          const gcsh_fingerprint *fp, int rc);
-void gcsh_trace_check_leave(gcsh_ctx *ctx);
+/* The check seam (check_hooks.h; gcsh_trace_init registers it in ctx->check_hooks): the
+ * collective as a span from the check to its leave (or a failed check),
+ * the fingerprint exchange as a child span (when .check is on), and the
+ * collective that the backend calls until the leave belong to. */
+extern const gcsh_check_hooks gcsh_trace_check_hooks;
 
 /* ---- the traced calls (trace_wrap.c, trace.c) ------------------------------ */
 

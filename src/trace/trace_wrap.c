@@ -7,7 +7,12 @@
  * layer keeps after it.  Functions that do no work or only poll
  * (comm->rank, win->signal_read, xfer->test, the bench timers) are shared
  * unwrapped: a polling loop would flood the record with calls that say
- * nothing. */
+ * nothing.
+ *
+ * This file and trace.c call each other on purpose: the wrappers open and
+ * close records with trace.c's gcsh_trace_call_begin/end, and trace.c
+ * installs the table and names operations from TRACED_OPS, which only this
+ * file expands (gcsh_trace_wrap, gcsh_trace_op_*). */
 #include "trace/trace.h"
 
 #define GPU GCSH_TRACE_GPU

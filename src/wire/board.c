@@ -37,9 +37,11 @@ struct gcsh_board {
 
 gcsh_board *gcsh_board_open(const gcsh_ctx *ctx)
 {
-    MPI_Comm comm;
-    MPI_Comm_split(MPI_COMM_WORLD, ctx->node == 0 ? 0 : MPI_UNDEFINED, ctx->rank, &comm);
-    if (comm == MPI_COMM_NULL)
+    /* no board (an MPI failure included) is no error: rank 0 checks alone */
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (MPI_Comm_split(MPI_COMM_WORLD, ctx->node == 0 ? 0 : MPI_UNDEFINED, ctx->rank, &comm) !=
+            MPI_SUCCESS ||
+        comm == MPI_COMM_NULL)
         return NULL;
     gcsh_board *b = calloc(1, sizeof *b);
     board_part *mine = NULL;

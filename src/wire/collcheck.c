@@ -17,7 +17,7 @@
 #include "wire/collcheck.h"
 #include "wire/msg.h"
 #include "wire/out.h"
-#include "trace/trace.h"
+#include "core/check_hooks.h"
 
 #define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
 #define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
@@ -735,14 +735,27 @@ static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
     abort(); /* not reached: luaL_error does not return */
 }
 
+void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check *cc,
+                        const gcsh_fingerprint *fp)
+{
+    int collective = fp->kind == GCSH_FP_COLLECTIVE;
+    *n = (gcsh_check_note){.comm = cc->id, .seq = collective ? fp->seq : 0,
+                           .comm_rank = cc->rank, .comm_size = cc->size,
+                           .peer = collective ? -1 : fp->root, .op = fp->op,
+                           .exchanged = gcsh_check_enabled(ctx)};
+}
+
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check_usable(L, cc);
-    int span = ctx->trace_store ? gcsh_trace_check_begin(ctx, cc, fp) : -1;
+    const gcsh_check_hooks *h = ctx->check_hooks;
+    gcsh_check_note note;
+    gcsh_check_note_of(&note, ctx, cc, fp);
+    int token = h ? h->begin(ctx, &note) : -1;
     int rc = gcsh_check_collective(L, cc, fp);
-    if (ctx->trace_store) /* the collective the backend calls until leave belong to */
-        gcsh_trace_check_end(ctx, span, cc, fp, rc);
+    if (h) /* the calls the backend makes until leave belong to the collective */
+        h->end(ctx, token, &note, rc);
     if (rc != 0)
         raise_error(L, ctx);
     if (fp->kind == GCSH_FP_COLLECTIVE)
@@ -791,7 +804,8 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     gcsh_check *k = ctx->check;
     char what[128] = "", cause[sizeof ctx->err];
     int peer = 0, from = -1;
-    gcsh_trace_check_leave(ctx);
+    if (ctx->check_hooks)
+        ctx->check_hooks->leave(ctx);
     if (k)
         peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from);
     if (rc == 0)

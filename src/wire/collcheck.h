@@ -48,14 +48,15 @@
  * Faults.  A backend that meets an error the process cannot recover from
  * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
  * which prints it and makes every rank exit with GCSH_EXIT_FATAL. */
-#ifndef GCSH_CHECK_H
-#define GCSH_CHECK_H
+#ifndef GCSH_COLLCHECK_H
+#define GCSH_COLLCHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <lua.h>
 
+#include "core/check_hooks.h"
 #include "core/gcsh.h"
 
 /* Exit statuses of every process (contract, README "When things go wrong"). */
@@ -130,6 +131,9 @@ void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
  * Everything between enter and leave must not raise: leave unpublishes. */
 void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op);
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp);
+/* What the check tells its listener (ctx->check_hooks) about fp on cc. */
+void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check *cc,
+                        const gcsh_fingerprint *fp);
 void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc);
 
 /* The fingerprint exchange alone (no publishing): 0 when every member

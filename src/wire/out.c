@@ -243,28 +243,6 @@ FILE *gcsh_capture_file(gcsh_capture *c, int stream)
 
 /* ---- folded text (rank 0; the folding itself is fold.c) -------------------- */
 
-char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
-            j++;
-        int w;
-        if (j == i)
-            w = snprintf(buf + used, len - used, "%s%d", used ? "," : "", ranks[i]);
-        else
-            w = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", ranks[i],
-                         ranks[j]);
-        if (w < 0 || (size_t)w >= len - used)
-            break;
-        used += (size_t)w;
-        i = j + 1;
-    }
-    return buf;
-}
-
 void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const *texts,
                      const char *sep)
 {

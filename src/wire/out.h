@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/gcsh.h"
 #include "wire/msg.h"
 
 /* The two streams of a rank's output. */
@@ -126,9 +127,6 @@ size_t gcsh_fold_bytes(const gcsh_fold *f);
 /* Prints what is pending.  With whole_lines, a rank's unfinished last line
  * stays pending (it may still grow); otherwise everything goes. */
 void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
-
-/* Formats a sorted rank list as "0-2,5" into buf; returns buf. */
-char *gcsh_format_ranks(const int *ranks, int n, char *buf, size_t len);
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n);
 /* Appends "[0,2-3] text<sep>[1] other": ranks[i] said texts[i]; equal texts

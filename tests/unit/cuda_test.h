@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "unit.h"
 #include "bind/winbuild.h"
 

@@ -6,7 +6,7 @@
 #include <lauxlib.h>
 #include <mpi.h>
 
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "bind/tensor.h"
 #include "unit.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "unit.h"
 
 #ifndef GCSH_HAVE_CUDA
@@ -51,14 +51,14 @@ static uint64_t ref_bits(gcsh_dtype dt, double v)
         gcsh_elem_store_f(&bits, dt, 0, v);
     else
         gcsh_elem_store_i(&bits, dt, 0, (int64_t)v);
-    return bits & mask_of(cuda_dtype_size(dt));
+    return bits & mask_of(gcsh_dtype_size(dt));
 }
 
 /* Compares n device elements with want[] (bits); reports the first mismatch. */
 static void expect(const char *what, gcsh_dtype dt, const void *dev, const uint64_t *want,
                    size_t n)
 {
-    size_t es = cuda_dtype_size(dt);
+    size_t es = gcsh_dtype_size(dt);
     char *h = malloc(n * es + 1);
     int rc = M->copy(&ctx, h, GCSH_LOC_HOST, dev, 0, n * es);
     CHECK(rc == 0, "[%d] %s %s: copy back: %s", ctx.rank, what, dt_name[dt], ctx.err);
@@ -88,7 +88,7 @@ enum { FILL, ARANGE, RAND };
 static void check_init(int kind, const char *what, gcsh_dtype dt, void *dev, gcsh_scalar a,
                        gcsh_scalar b, uint64_t seed)
 {
-    size_t es = cuda_dtype_size(dt);
+    size_t es = gcsh_dtype_size(dt);
     char *h = calloc(N, es);
     uint64_t *want = malloc(N * sizeof *want);
     int rc = kind == FILL     ? M->fill(&ctx, dev, 0, dt, N, a)
@@ -114,7 +114,7 @@ static void test_init_kernels(void)
     for (int d = 0; d < GCSH_NDTYPES; d++) {
         gcsh_dtype dt = d;
         int fl = dt <= GCSH_BF16;
-        void *p = dalloc(N * cuda_dtype_size(dt));
+        void *p = dalloc(N * gcsh_dtype_size(dt));
         gcsh_scalar v = {1, -3, 0}, a = {1, 5, 0}, s = {1, -2, 0};
         gcsh_scalar vf = {0, 0, 0.1}, af = {0, 0, -1.5}, sf = {0, 0, 0.1};
         check_init(FILL, "fill", dt, p, fl ? vf : v, v, 0);
@@ -153,7 +153,7 @@ static double reduce_ref(gcsh_dtype dt, gcsh_redop op, int size, size_t i)
 /* Fills a device buffer with input(op, r, i) for i < n. */
 static void put_input(void *dev, gcsh_dtype dt, gcsh_redop op, int r, size_t n)
 {
-    size_t es = cuda_dtype_size(dt);
+    size_t es = gcsh_dtype_size(dt);
     char *h = malloc(n * es);
     for (size_t i = 0; i < n; i++)
     {
@@ -170,7 +170,7 @@ static void test_reductions(gcsh_comm_impl *w)
     uint64_t *want = malloc(N * (size_t)size * sizeof *want);
     for (int d = 0; d < GCSH_NDTYPES; d++) {
         gcsh_dtype dt = d;
-        size_t es = cuda_dtype_size(dt);
+        size_t es = gcsh_dtype_size(dt);
         void *in = dalloc(N * es * size), *out = dalloc(N * es * size);
         for (int o = 0; o < GCSH_NOPS; o++) {
             gcsh_redop op = o;

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "unit.h"
 
 #ifndef GCSH_HAVE_CUDA

@@ -12,7 +12,7 @@
 
 #include "bind/tensor.h"
 #include "core/orphans.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "host/host.h"
 #include "unit.h"
 

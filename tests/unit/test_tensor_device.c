@@ -166,16 +166,16 @@ static int run_checks(const gcsh_backend *be, const char *where, char results[6]
     return ok;
 }
 
-/* gcsh_check_redop / gcsh_check_dtype as other bindings call them. */
+/* gcsh_arg_redop / gcsh_arg_dtype as other bindings call them. */
 static int call_check_redop(lua_State *L)
 {
-    lua_pushinteger(L, gcsh_check_redop(L, 1, GCSH_OP_SUM));
+    lua_pushinteger(L, gcsh_arg_redop(L, 1, GCSH_OP_SUM));
     return 1;
 }
 
 static int call_check_dtype(lua_State *L)
 {
-    lua_pushinteger(L, gcsh_check_dtype(L, 1, GCSH_F32));
+    lua_pushinteger(L, gcsh_arg_dtype(L, 1, GCSH_F32));
     return 1;
 }
 

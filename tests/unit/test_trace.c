@@ -16,6 +16,7 @@
 #include "trace/flight.h"
 #include "trace/trace.h"
 #include "trace/trace_json.h"
+#include "wire/collcheck.h"
 #include "unit.h"
 
 /* ---- fake marks: the "GPU" runs each marked call 5 us after it is enqueued */
@@ -97,11 +98,14 @@ static void test_spans(gcsh_ctx *ctx)
     gcsh_comm_check cc = {.id = 7, .seq = 4, .rank = 0, .size = 2};
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, &cc, "allreduce");
-    int token = gcsh_trace_check_begin(ctx, &cc, &fp);
+    gcsh_check_note note;
+    gcsh_check_note_of(&note, ctx, &cc, &fp);
+    const gcsh_check_hooks *hooks = ctx->check_hooks;
+    int token = hooks->begin(ctx, &note);
     CHECK(token == -1, "no check span with checks off");
-    gcsh_trace_check_end(ctx, token, &cc, &fp, 0);
+    hooks->end(ctx, token, &note, 0);
     CHECK(ctx->be->mem->copy(ctx, buf, GCSH_LOC_HOST, buf + 8, GCSH_LOC_HOST, 32) == 0, "copy");
-    gcsh_trace_check_leave(ctx);
+    hooks->leave(ctx);
     CHECK(ctx->be->mem->sync(ctx) == 0, "sync after the collective");
     /* a call still running when a copy is taken, its GPU side stuck */
     marks_pass = 0;

@@ -9,8 +9,9 @@
 #include <lualib.h>
 #include <mpi.h>
 
+#include "core/checks.h"
 #include "core/orphans.h"
-#include "core/rank.h"
+#include "rank/rank.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
 
@@ -84,23 +85,25 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
         /* every rank takes the same backend: cuda only where each rank has
          * a GPU (the backend's start is collective over the machine) */
         int here = gcsh_cuda_available(), everywhere = 0;
-        MPI_Allreduce(&here, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        GCSH_MPI_CHECK(ctx, "backend choice: ", MPI_Allreduce,
+                       (&here, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
         if (everywhere)
             be = &gcsh_cuda_backend;
     }
 #endif
     ctx->be = be;
     int ok = be->init(ctx) == 0, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok) {
-        if (ok) {
-            gcsh_set_error(ctx, "backend %s failed on another rank", be->name);
-            be->fini(ctx);
-        }
-        ctx->be = NULL;
-        return -1;
-    }
-    return 0;
+    GCSH_MPI_CHECK_GOTO(ctx, "backend start: ", fail, MPI_Allreduce,
+                        (&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (all_ok)
+        return 0;
+    if (ok)
+        gcsh_set_error(ctx, "backend %s failed on another rank", be->name);
+fail:
+    if (ok)
+        be->fini(ctx);
+    ctx->be = NULL;
+    return -1;
 }
 
 static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)

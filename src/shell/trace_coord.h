@@ -9,6 +9,12 @@
 
 typedef struct gcsh_tracer gcsh_tracer;
 
+/* Listens to the coordinator (coord.h's hooks): hang reports, interrupts,
+ * .abort and the session's sudden end write the trace (when on) and the
+ * flight recorder's file; flight_path: --flight FILE, or NULL for the
+ * default.  Freed with the coordinator. */
+void gcsh_tracing_listen(gcsh_coord *c, const char *flight_path);
+
 /* Between commands: every rank starts tracing (ctx->be becomes the traced
  * table, clocks are measured); path is written at once (an empty trace),
  * so an unwritable one is refused here.  0, or after saying why the exit
@@ -21,23 +27,12 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path);
 int gcsh_tracer_stop(gcsh_coord *c);
 /* Says where the trace goes, or that it is off. */
 void gcsh_tracer_say(gcsh_coord *c);
-
-/* gcsh_flight_write to the automatic dump's file, said in one line: after
- * an interrupt, as the session ends at once. */
-void gcsh_flight_dump(gcsh_coord *c, const char *why);
-/* While a command runs (a hang report): asks every rank for a copy of its
- * spans; each answer (gcsh_tracer_take, from the coordinator's message
- * handler) rewrites the file. */
-void gcsh_tracer_request(gcsh_coord *c);
-void gcsh_tracer_take(gcsh_coord *c, int rank, const char *data, size_t len);
-/* Now, waiting a little for the answers: after an .abort, before the
- * session ends on a lost rank or a device fault.  why goes into the file.
- * A rank that died is written from its last copy and its flight recorder. */
-void gcsh_tracer_snapshot(gcsh_coord *c, const char *why);
+/* Whether tracing is on. */
+int gcsh_tracer_on(gcsh_coord *c);
 
 /* ---- the flight recorder's file (flight.h) ---- */
 
-/* Where automatic dumps go: --flight FILE (c->flight_path), else
+/* Where automatic dumps go: --flight FILE, else
  * $TMPDIR/gcsh-flight-PID.json (into buf). */
 const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len);
 /* Between commands, or as the session ends: every rank's last calls
@@ -46,15 +41,5 @@ const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len);
  * goes into the file ("at .flight", "at an interrupt").  The calls
  * written, or -1 after saying why not. */
 long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why);
-/* gcsh_flight_write to the automatic dump's file, said in one line: after
- * an interrupt, as the session ends at once. */
-void gcsh_flight_dump(gcsh_coord *c, const char *why);
-/* While a command runs (a hang report): written at once with what rank 0
- * reads itself, and again as the other ranks' copies come
- * (gcsh_flight_take, from the coordinator's message handler); said once
- * per command. */
-void gcsh_flight_request(gcsh_coord *c, const char *why);
-void gcsh_flight_take(gcsh_coord *c, int rank, const char *data, size_t len);
-void gcsh_flight_out_free(gcsh_coord *c);
 
 #endif

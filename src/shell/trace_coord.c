@@ -16,7 +16,7 @@
 #include "core/safefile.h"
 #include "wire/msg.h"
 #include "trace/flight.h"
-#include "trace/trace_coord.h"
+#include "shell/trace_coord.h"
 #include "trace/trace_json.h"
 
 #define ANSWER_WAIT_S 30.0   /* starting (a clock ping-pong) and stopping */
@@ -94,64 +94,40 @@ static long write_set(gcsh_coord *c, blob_set *b, const char *what, const char *
     return spans;
 }
 
-/* Reads each live rank's command channel until its message of type want
- * (others are dropped: between commands none come), for at most wait
- * seconds.  answered[r] says who did; data goes to the set (DATA
- * messages) or ok[] (ACK). */
-static void collect(gcsh_coord *c, uint32_t want, double wait, char *answered,
-                    uint32_t *ok, blob_set *set)
+/* collect's take for a set: each answer becomes the rank's blob. */
+static void take_blob(void *set, int r, const gcsh_msg *m)
 {
-    int n = c->size, left = 0;
-    for (int r = 0; r < n; r++)
-        left += !c->lost[r] && !answered[r];
-    struct pollfd *p = malloc((size_t)n * sizeof *p);
-    int *who = malloc((size_t)n * sizeof *who);
-    gcsh_msg m = {0};
-    double until = gcsh_now_seconds() + wait;
-    while (left > 0) {
-        double now = gcsh_now_seconds();
-        if (now >= until)
-            break;
-        int k = 0;
-        for (int r = 0; r < n; r++)
-            if (!c->lost[r] && !answered[r]) {
-                who[k] = r;
-                p[k++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
-            }
-        if (poll(p, (nfds_t)k, (int)((until - now) * 1000) + 1) <= 0)
-            continue;
-        for (int i = 0; i < k; i++) {
-            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            int r = who[i];
-            if (gcsh_msg_recv(p[i].fd, &m) != 0 || m.h.type == want) {
-                answered[r] = 1;
-                left--;
-            }
-            if (m.h.type == want && want != MSG_TRACE_ACK && set)
-                keep(set, r, m.data, m.h.len);
-            if (m.h.type == want && want == MSG_TRACE_ACK && ok && m.h.len >= sizeof *ok)
-                memcpy(&ok[r], m.data, sizeof *ok);
-            if (m.h.type == want && want == MSG_TRACE_ACK && ok && !ok[r] &&
-                m.h.len > sizeof *ok)
-                gcsh_coord_say(c, "gcsh: .trace: rank %d: %.*s", r, (int)(m.h.len - sizeof *ok - 1),
-                               m.data + sizeof *ok);
-            m.h.type = 0;
-        }
-    }
-    gcsh_msg_free(&m);
-    free(p);
-    free(who);
+    keep(set, r, m->data, m->h.len);
 }
 
-/* Sends type on every live rank's command (or control) channel, or only to
- * the ranks with only[r] set. */
-static void tell_all(gcsh_coord *c, uint32_t type, int control, const char *only)
+/* What MSG_TRACE_ACK answers: whether tracing started there, and why not. */
+typedef struct acks {
+    gcsh_coord *c;
+    uint32_t *ok;
+} acks;
+
+static void take_ack(void *arg, int r, const gcsh_msg *m)
 {
-    for (int r = 0; r < c->size; r++)
-        if (!c->lost[r] && (!only || only[r]))
-            gcsh_msg_send(control ? c->link->peer_ctl[r] : c->link->peer_cmd[r], type, c->seq,
-                          NULL, 0, NULL, 0);
+    acks *a = arg;
+    if (m->h.len >= sizeof *a->ok)
+        memcpy(&a->ok[r], m->data, sizeof *a->ok);
+    if (!a->ok[r] && m->h.len > sizeof *a->ok)
+        gcsh_coord_say(a->c, "gcsh: .trace: rank %d: %.*s", r, (int)(m->h.len - sizeof *a->ok - 1),
+                       m->data + sizeof *a->ok);
+}
+
+/* Rank 0's tracing state, kept as the coordinator's listener's arg. */
+typedef struct tracing {
+    gcsh_tracer *tracer;      /* .trace / --trace on, else NULL */
+    const char *flight_path;  /* --flight FILE, or NULL for the default */
+    struct gcsh_flight_out *flight_out; /* the dump being written */
+} tracing;
+
+static const gcsh_coord_hooks tracing_hooks;
+
+static tracing *of(gcsh_coord *c)
+{
+    return gcsh_coord_listener(c, &tracing_hooks);
 }
 
 /* ---- traces ---------------------------------------------------------------------- */
@@ -164,22 +140,22 @@ static void free_tracer(gcsh_tracer *t)
 
 static long write_file(gcsh_coord *c, const char *why)
 {
-    return write_set(c, &c->tracer->b, "trace", why);
+    return write_set(c, &of(c)->tracer->b, "trace", why);
 }
 
 /* Stops every rank and writes what they send; returns the spans written. */
 static long stop_all(gcsh_coord *c)
 {
     char *answered = calloc((size_t)c->size, 1);
-    tell_all(c, MSG_TRACE_OFF, 0, NULL);
-    collect(c, MSG_TRACE_DATA, ANSWER_WAIT_S, answered, NULL, &c->tracer->b);
+    gcsh_coord_tell(c, MSG_TRACE_OFF, 0, NULL, NULL);
+    gcsh_coord_collect(c, MSG_TRACE_DATA, ANSWER_WAIT_S, answered, take_blob, &of(c)->tracer->b);
     free(answered);
     return write_file(c, NULL);
 }
 
 int gcsh_tracer_start(gcsh_coord *c, const char *path)
 {
-    if (c->tracer)
+    if (of(c)->tracer)
         gcsh_tracer_stop(c);
     char err[PATH_MAX + 200];
     if (gcsh_file_check(path, err, sizeof err) != 0) { /* a name gcsh refuses */
@@ -194,11 +170,11 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
         free_tracer(t);
         return GCSH_EXIT_SKIP;
     }
-    c->tracer = t;
+    of(c)->tracer = t;
     char *answered = calloc((size_t)c->size, 1);
     uint32_t *ok = calloc((size_t)c->size, sizeof *ok);
-    tell_all(c, MSG_TRACE_ON, 0, NULL);
-    collect(c, MSG_TRACE_ACK, ANSWER_WAIT_S, answered, ok, NULL);
+    gcsh_coord_tell(c, MSG_TRACE_ON, 0, NULL, NULL);
+    gcsh_coord_collect(c, MSG_TRACE_ACK, ANSWER_WAIT_S, answered, take_ack, &(acks){c, ok});
     int all = 1;
     for (int r = 0; r < c->size; r++)
         all &= c->lost[r] || ok[r];
@@ -208,7 +184,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
         gcsh_coord_say(c, "gcsh: .trace: tracing did not start on every rank; it is off");
         stop_all(c);
         free_tracer(t);
-        c->tracer = NULL;
+        of(c)->tracer = NULL;
         return GCSH_EXIT_SKIP;
     }
     gcsh_coord_say(c, "tracing to %s", path);
@@ -227,7 +203,7 @@ static unsigned long long dropped(const blob_set *b)
 
 int gcsh_tracer_stop(gcsh_coord *c)
 {
-    gcsh_tracer *t = c->tracer;
+    gcsh_tracer *t = of(c)->tracer;
     if (!t)
         return 0;
     long spans = stop_all(c);
@@ -242,14 +218,14 @@ int gcsh_tracer_stop(gcsh_coord *c)
         gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
                        t->b.size, t->b.size == 1 ? "" : "s");
     free_tracer(t);
-    c->tracer = NULL;
+    of(c)->tracer = NULL;
     return spans >= 0 ? 0 : -1;
 }
 
 void gcsh_tracer_say(gcsh_coord *c)
 {
-    if (c->tracer)
-        gcsh_coord_say(c, "tracing to %s (.trace off writes it)", c->tracer->b.path);
+    if (of(c)->tracer)
+        gcsh_coord_say(c, "tracing to %s (.trace off writes it)", of(c)->tracer->b.path);
     else
         gcsh_coord_say(c, "not tracing (.trace FILE starts)");
 }
@@ -259,24 +235,19 @@ void gcsh_tracer_say(gcsh_coord *c)
 /* The file is written once every rank asked has answered; a rank that
  * never does (its watcher is stuck too) is written as it was at the next
  * report. */
-void gcsh_tracer_request(gcsh_coord *c)
+static void tracer_request(gcsh_coord *c)
 {
-    gcsh_tracer *t = c->tracer;
+    gcsh_tracer *t = of(c)->tracer;
     if (!t)
         return;
     if (t->b.nasked > 0)
         write_file(c, HANG_NOTE);
-    t->b.nasked = 0;
-    for (int r = 0; r < c->size; r++) {
-        t->b.asked[r] = !c->lost[r] && gcsh_msg_send(c->link->peer_ctl[r], MSG_TRACE_FLUSH, c->seq,
-                                                     NULL, 0, NULL, 0) == 0;
-        t->b.nasked += t->b.asked[r];
-    }
+    t->b.nasked = gcsh_coord_tell(c, MSG_TRACE_FLUSH, 1, NULL, t->b.asked);
 }
 
-void gcsh_tracer_take(gcsh_coord *c, int rank, const char *data, size_t len)
+static void tracer_take(gcsh_coord *c, int rank, const char *data, size_t len)
 {
-    gcsh_tracer *t = c->tracer;
+    gcsh_tracer *t = of(c)->tracer;
     if (!t || !t->b.asked[rank])
         return;
     keep(&t->b, rank, data, len);
@@ -333,14 +304,17 @@ static void add_flight_calls(gcsh_coord *c, blob_set *b, int r)
     set_take(b, r, p, sizeof *nb + n * sizeof *rec + nb->npool);
 }
 
-void gcsh_tracer_snapshot(gcsh_coord *c, const char *why)
+/* Now, waiting a little for the answers: after an .abort, before the
+ * session ends on a lost rank or a device fault.  why goes into the file.
+ * A rank that died is written from its last copy and its flight recorder. */
+static void tracer_snapshot(gcsh_coord *c, const char *why)
 {
-    if (!c->tracer)
+    if (!of(c)->tracer)
         return;
-    blob_set *b = &c->tracer->b;
+    blob_set *b = &of(c)->tracer->b;
     char *answered = calloc((size_t)c->size, 1);
-    tell_all(c, MSG_TRACE_FLUSH, 1, NULL);
-    collect(c, MSG_TRACE_DATA, SNAPSHOT_WAIT_S, answered, NULL, b);
+    gcsh_coord_tell(c, MSG_TRACE_FLUSH, 1, NULL, NULL);
+    gcsh_coord_collect(c, MSG_TRACE_DATA, SNAPSHOT_WAIT_S, answered, take_blob, b);
     free(answered);
     char note[512];
     snprintf(note, sizeof note, "%s", why);
@@ -359,8 +333,8 @@ void gcsh_tracer_snapshot(gcsh_coord *c, const char *why)
 
 const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len)
 {
-    if (c->flight_path)
-        return c->flight_path;
+    if (of(c)->flight_path)
+        return of(c)->flight_path;
     const char *tmp = getenv("TMPDIR");
     snprintf(buf, len, "%s/gcsh-flight-%d.json", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     return buf;
@@ -385,14 +359,15 @@ static void read_rings(gcsh_coord *c, blob_set *b, char *remote, int *nremote)
 
 static struct gcsh_flight_out *flight_out(gcsh_coord *c, const char *path)
 {
-    struct gcsh_flight_out *f = c->flight_out;
+    tracing *tr = of(c);
+    struct gcsh_flight_out *f = tr->flight_out;
     if (f && strcmp(f->b.path, path) != 0) {
         set_free(&f->b);
         free(f);
-        f = c->flight_out = NULL;
+        f = tr->flight_out = NULL;
     }
     if (!f) {
-        f = c->flight_out = calloc(1, sizeof *f);
+        f = tr->flight_out = calloc(1, sizeof *f);
         set_init(&f->b, c->size, path);
     }
     return f;
@@ -415,8 +390,8 @@ long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
         char *answered = calloc((size_t)c->size, 1);
         for (int r = 0; r < c->size; r++)
             answered[r] = !remote[r];
-        tell_all(c, MSG_FLIGHT_FLUSH, 1, remote);
-        collect(c, MSG_FLIGHT_DATA, SNAPSHOT_WAIT_S, answered, NULL, &f->b);
+        gcsh_coord_tell(c, MSG_FLIGHT_FLUSH, 1, remote, NULL);
+        gcsh_coord_collect(c, MSG_FLIGHT_DATA, SNAPSHOT_WAIT_S, answered, take_blob, &f->b);
         free(answered);
     }
     free(remote);
@@ -430,7 +405,9 @@ static void say_dump(gcsh_coord *c, const char *path)
     gcsh_coord_say(c, "gcsh: flight recorder: %s (every rank's last calls)", path);
 }
 
-void gcsh_flight_dump(gcsh_coord *c, const char *why)
+/* gcsh_flight_write to the automatic dump's file, said in one line: after
+ * an interrupt, as the session ends at once. */
+static void flight_dump(gcsh_coord *c, const char *why)
 {
     char buf[PATH_MAX];
     const char *path = gcsh_flight_path(c, buf, sizeof buf);
@@ -438,14 +415,17 @@ void gcsh_flight_dump(gcsh_coord *c, const char *why)
         say_dump(c, path);
 }
 
-void gcsh_flight_request(gcsh_coord *c, const char *why)
+/* While a command runs (a hang report): written at once with what rank 0
+ * reads itself, and again as the other ranks' copies come (flight_take);
+ * said once per command. */
+static void flight_request(gcsh_coord *c, const char *why)
 {
     if (!c->ctx->flight)
         return;
     char buf[PATH_MAX];
     struct gcsh_flight_out *f = flight_out(c, gcsh_flight_path(c, buf, sizeof buf));
     read_rings(c, &f->b, f->b.asked, &f->b.nasked);
-    tell_all(c, MSG_FLIGHT_FLUSH, 1, f->b.asked);
+    gcsh_coord_tell(c, MSG_FLIGHT_FLUSH, 1, f->b.asked, NULL);
     snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
                                     "written %s", gcsh_flight_size(c->ctx->flight), why);
     if (write_set(c, &f->b, "flight recorder", f->why) >= 0 && f->said != c->seq) {
@@ -454,9 +434,9 @@ void gcsh_flight_request(gcsh_coord *c, const char *why)
     }
 }
 
-void gcsh_flight_take(gcsh_coord *c, int rank, const char *data, size_t len)
+static void flight_take(gcsh_coord *c, int rank, const char *data, size_t len)
 {
-    struct gcsh_flight_out *f = c->flight_out;
+    struct gcsh_flight_out *f = of(c)->flight_out;
     if (!f || !f->b.asked[rank])
         return;
     keep(&f->b, rank, data, len);
@@ -465,11 +445,74 @@ void gcsh_flight_take(gcsh_coord *c, int rank, const char *data, size_t len)
         write_set(c, &f->b, "flight recorder", f->why);
 }
 
-void gcsh_flight_out_free(gcsh_coord *c)
+/* ---- the coordinator's listener -------------------------------------------------------- */
+
+static void on_hang(void *arg, gcsh_coord *c)
 {
-    if (!c->flight_out)
-        return;
-    set_free(&c->flight_out->b);
-    free(c->flight_out);
-    c->flight_out = NULL;
+    (void)arg;
+    tracer_request(c); /* the trace file shows where each rank is */
+    flight_request(c, "at a hang report: calls still running then are unfinished");
+}
+
+static void on_message(void *arg, gcsh_coord *c, int r, const gcsh_msg *m)
+{
+    (void)arg;
+    if (m->h.type == MSG_TRACE_DATA)
+        tracer_take(c, r, m->data, m->h.len);
+    else if (m->h.type == MSG_FLIGHT_DATA)
+        flight_take(c, r, m->data, m->h.len);
+}
+
+static void on_interrupted(void *arg, gcsh_coord *c, int abort_all)
+{
+    (void)arg;
+    flight_dump(c, abort_all ? "after .abort" : "after an interrupt");
+}
+
+static void on_aborted(void *arg, gcsh_coord *c)
+{
+    (void)arg;
+    tracer_snapshot(c, "written after .abort");
+}
+
+static void on_dying(void *arg, gcsh_coord *c, const char *why, int crash)
+{
+    (void)arg;
+    tracer_snapshot(c, why); /* where every rank stopped */
+    char when[300];
+    snprintf(when, sizeof when, "as the session ended (%s)", why);
+    if (crash) /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it */
+        flight_dump(c, when);
+}
+
+static void on_destroy(void *arg, gcsh_coord *c)
+{
+    tracing *tr = arg;
+    (void)c;
+    if (tr->tracer) /* the session ended without .trace off (gcsh_tracer_stop) */
+        free_tracer(tr->tracer);
+    if (tr->flight_out) {
+        set_free(&tr->flight_out->b);
+        free(tr->flight_out);
+    }
+    free(tr);
+}
+
+static const gcsh_coord_hooks tracing_hooks = {
+    .hang = on_hang, .message = on_message, .interrupted = on_interrupted,
+    .aborted = on_aborted, .dying = on_dying, .destroy = on_destroy,
+};
+
+void gcsh_tracing_listen(gcsh_coord *c, const char *flight_path)
+{
+    tracing *tr = calloc(1, sizeof *tr);
+    if (!tr)
+        abort(); /* out of host memory on rank 0 */
+    tr->flight_path = flight_path;
+    gcsh_coord_listen(c, &tracing_hooks, tr);
+}
+
+int gcsh_tracer_on(gcsh_coord *c)
+{
+    return of(c)->tracer != NULL;
 }

@@ -14,7 +14,7 @@
 #include "wire/collcheck.h"
 #include "wire/msg.h"
 #include "bind/l_shell.h"
-#include "wire/worker.h"
+#include "rank/worker.h"
 #include "bind/symmem.h"
 #include "trace/flight.h"
 #include "trace/trace.h"
