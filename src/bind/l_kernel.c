@@ -60,6 +60,7 @@
 #include <lauxlib.h>
 
 #include "bind/comm.h"
+#include "bind/graph.h"
 #include "core/kll.h"
 #include "core/kreduce.h"
 #include "core/kreduce_tune.h"
@@ -438,6 +439,7 @@ static void open_mcast(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_comm_check *cc = &o->comm->chk;
+    gcsh_graph_refuse_now(L, "w:multicast()", "open the multicast before the capture");
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, cc, "multicast");
     fp.window = o->seq;
@@ -921,6 +923,7 @@ static lmcast *check_mcast(lua_State *L, int idx)
     lmcast *m = luaL_checkudata(L, idx, MCAST_MT);
     if (!m->o || !m->o->impl)
         luaL_error(L, "attempt to use a freed %s", m->o ? "window" : "multicast");
+    gcsh_graph_keep(L, idx, m->o, NULL); /* while capturing (graph.h) */
     return m;
 }
 

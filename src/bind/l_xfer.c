@@ -46,6 +46,7 @@
 #include <lauxlib.h>
 
 #include "wire/out.h"
+#include "bind/graph.h"
 #include "bind/xfer.h"
 
 #define XFER_MT "xfer"
@@ -547,6 +548,7 @@ static int xfer_post(lua_State *L)
     const char *why = unusable(L, x);
     if (why)
         return luaL_error(L, "post: %s", why);
+    gcsh_graph_keep(L, 1, x, NULL); /* while capturing (graph.h) */
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     /* the window and signals learn of it, so their free waits for it */
     if (x->posts == 0 && (gcsh_sym_attach_xfer(x->win, x->impl) != 0 ||
@@ -675,6 +677,7 @@ static int xfer_cancel(lua_State *L)
     lxfer *x = check_xfer(L);
     if (x->cancelled)
         return 0;
+    gcsh_graph_check_unused(L, x, "x:cancel()");
     if (in_flight(L, x))
         return luaL_error(L, "cancel: the transfer is in flight (wait for it first: "
                              "x:wait{cpu=true})");

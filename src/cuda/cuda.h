@@ -135,7 +135,9 @@ cuda_state *cuda_enter(gcsh_ctx *ctx);
  * error, the communicator that has it. */
 int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* A collective on c went out on the stream: c has work in flight; every
- * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark. */
+ * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark.  c
+ * may be NULL (work of no communicator: the throttle alone).  Nothing
+ * while the stream captures (gcsh.graph): nothing went out. */
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
 void cuda_abort_comm(gcsh_comm_impl *c);
@@ -191,5 +193,6 @@ extern const gcsh_comm_ops gcsh_cuda_comm_ops;
 extern const gcsh_window_ops gcsh_cuda_window_ops;
 extern const gcsh_kernel_ops gcsh_cuda_kernel_ops; /* cuda_kern.c */
 extern const gcsh_xfer_ops gcsh_cuda_xfer_ops; /* cuda_xfer.c */
+extern const gcsh_graph_ops gcsh_cuda_graph_ops; /* cuda_graph.c */
 
 #endif

@@ -256,7 +256,9 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
-    if (!c->busy) {
+    if (ctx->graph)
+        return 0;
+    if (c && !c->busy) {
         if (st->nbusy == st->cap_busy) {
             int cap = st->cap_busy ? 2 * st->cap_busy : 8;
             gcsh_comm_impl **p = realloc(st->busy, (size_t)cap * sizeof *p);
