@@ -169,11 +169,11 @@ static int comm_free(lua_State *L)
     lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
     if (!lc->impl)
         return 0;
+    gcsh_graph_refuse_now(L, "c:free()", "free it after the capture");
+    gcsh_graph_check_unused(L, lc, "c:free()");
     if (lc->registered > 0)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
                              "free them first", lc->registered);
-    gcsh_graph_refuse_now(L, "c:free()", "free it after the capture");
-    gcsh_graph_check_unused(L, lc, "c:free()");
     if (!lc->chk.aborted && lua_isnoneornil(L, 2)) {
         gcsh_fingerprint fp;
         gcsh_fp_init(&fp, &lc->chk, "comm:free");

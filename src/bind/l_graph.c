@@ -237,8 +237,8 @@ static void enter_replay(lua_State *L, const lgraph *g, const gcsh_graph_comm *c
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, cc, "graph.replay");
     fp.count = (int64_t)n;
-    snprintf(fp.extra, sizeof fp.extra, "%llu collectives",
-             (unsigned long long)c->collectives);
+    snprintf(fp.extra, sizeof fp.extra, "(%llu collective%s each)",
+             (unsigned long long)c->collectives, c->collectives == 1 ? "" : "s");
     gcsh_check_enter(L, cc, &fp);
     (void)g;
 }

@@ -439,12 +439,19 @@ static void open_mcast(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_comm_check *cc = &o->comm->chk;
-    gcsh_graph_refuse_now(L, "w:multicast()", "open the multicast before the capture");
+    if (ctx->graph && o->mc_decided) { /* capturing: the decision every rank made */
+        *mc = o->mc;
+        return;
+    }
+    gcsh_graph_refuse_now(L, "w:multicast() (the first multicast use of a window)",
+                          "it decides the mode with every rank: call it before the capture");
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, cc, "multicast");
     fp.window = o->seq;
     gcsh_check_enter(L, cc, &fp);
     gcsh_check_leave(L, cc, kern_of(L)->mc_open(ctx, o->impl, &o->desc, mc));
+    o->mc = *mc;
+    o->mc_decided = 1;
 }
 
 /* multimem has no 16-bit forms and needs natural alignment (kernels/mcast.cu):
@@ -522,7 +529,7 @@ static const char *allreduce_multicast(lua_State *L, const wargs *a)
                        "multimem (mode nvls)");
         check_nvls_alignment(L, a->fname, a->o, a->offset, a->n, a->out);
     }
-    run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &mc : NULL,
+    run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &a->o->mc : NULL,
                    "multicast");
     return mc.nvls ? "multicast(nvls)" : "multicast(emulated)";
 }

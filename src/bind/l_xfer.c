@@ -630,10 +630,13 @@ static int xfer_wait(lua_State *L)
     lxfer *x = check_xfer(L);
     wait_opts w = read_wait_opts(L);
     int top = lua_gettop(L);
-    if (push_status(L, x, "wait") == 2)
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const char *why = ctx->graph && !w.cpu ? unusable(L, x) : NULL;
+    if (why) /* capturing a stream wait: no host query of the last post */
+        return luaL_error(L, "wait: %s", why);
+    if (!(ctx->graph && !w.cpu) && push_status(L, x, "wait") == 2)
         return luaL_error(L, "wait: %s", lua_tostring(L, -1));
     lua_settop(L, top);
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     const gcsh_xfer_ops *ops = xfer_ops(L);
     if (!w.cpu) {
         if (ops->wait_stream(ctx, x->impl) != 0)
