@@ -183,6 +183,9 @@ int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const ch
 /* Releases every signal wait pending on the GPU (they end without their
  * condition and report it); used on interrupts. */
 void cuda_cancel_waits(cuda_state *st);
+/* The generation a wait launched now carries: the current one, or while
+ * the stream captures a graph, GCSH_WAIT_GEN_CAPTURED (winkern.h). */
+unsigned cuda_wait_gen(const gcsh_ctx *ctx, const cuda_state *st);
 
 /* dtype -> element bytes and NCCL type (all nine gcsh dtypes map). */
 size_t cuda_dtype_size(gcsh_dtype dt);
