@@ -102,6 +102,22 @@ for _, algo in ipairs(kernel.algos) do
     kernel.allreduce(s.w, { algo = algo })
   end, true)
 end
+-- two sizes on one window, the larger over many GPU blocks (each block keeps
+-- its own barrier count on the device: the counts must stay in step)
+local BIG = kind and (1 << 17) + 7 or 1000
+local function big_state()
+  local w = c:window(BIG, "f32", wopts)
+  w:tensor():rand(21 + rank)
+  w:multicast()
+  return { w = w, t = w:tensor() }
+end
+for _, algo in ipairs(kernel.algos) do
+  local whole = math.min(BIG, algo ~= "ll" and BIG or kernel.ll_max_bytes // 4)
+  same("kernel.allreduce " .. algo .. " at two sizes", big_state, function(s)
+    kernel.allreduce(s.w, { algo = algo, offset = 3, n = 5 })
+    kernel.allreduce(s.w, { algo = algo, n = whole })
+  end, true)
+end
 same("kernel collectives", window_state, function(s)
   kernel.reduce_scatter(s.w)
   kernel.allgather(s.w)
