@@ -819,6 +819,18 @@ static int kernel_plan(lua_State *L)
 
 /* ---- local jobs: kernel.reduce, kernel.reduce_peers, emulated multicast -------- */
 
+/* kernel.empty(): one empty kernel on the rank's stream, through the same
+ * layers as every kernel call (the flight recorder's, a capture's): the
+ * launch floor a kernel collective is measured against (bench.allreduce's
+ * algo "empty"). */
+static int kernel_empty(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (kern_of(L)->empty(ctx) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
 static void run_job(lua_State *L, const gcsh_kjob *j)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -1063,6 +1075,7 @@ static const luaL_Reg mcast_metameth[] = {
 };
 
 static const luaL_Reg funcs[] = {
+    {"empty", kernel_empty},
     {"reduce", kernel_reduce},
     {"reduce_peers", kernel_reduce_peers},
     {"allreduce", kernel_allreduce},

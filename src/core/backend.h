@@ -306,6 +306,9 @@ typedef struct gcsh_kernel_ops {
     size_t sync_bytes;
     /* One job (above), stream-ordered on cuda. */
     int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
+    /* One empty kernel on the rank's stream (host: nothing): the launch
+     * floor the kernels are measured against (kernel.empty()). */
+    int (*empty)(gcsh_ctx *ctx);
     /* Collective over the window's team: every member calls it with the
      * same arguments (out and root aside: out is local). */
     int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,

@@ -29,6 +29,17 @@ fail:
     return -1;
 }
 
+static int cuda_empty(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_empty(st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
 static int cuda_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                            const gcsh_kcoll_args *a)
 {
@@ -207,6 +218,7 @@ const gcsh_kernel_ops gcsh_cuda_kernel_ops = {
     .sync_bytes = (GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS) + GCSH_KERN_EPOCH_WORDS) *
                   sizeof(uint64_t),
     .reduce = cuda_reduce,
+    .empty = cuda_empty,
     .collective = cuda_collective,
     .ll_allreduce = cuda_ll_allreduce,
     .mc_open = cuda_mc_open,

@@ -138,6 +138,7 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (D->bytes = bytes, D->peer = d->team[peer], D->obj = d->trace_id), NONE)                    \
     X(INT, kern, reduce, "kernel", GPU, (gcsh_ctx * ctx, const gcsh_kjob *j), (ctx, j),            \
       (ELEMS(j->n, j->dt), D->redop = (int16_t)j->op), NONE)                                      \
+    X(INT, kern, empty, "kernel", GPU, (gcsh_ctx * ctx), (ctx), NONE, NONE)                        \
     X(INT, kern, collective, "kernel", GPU,                                                        \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, const gcsh_kcoll_args *a), \
       (ctx, w, d, a),                                                                              \
