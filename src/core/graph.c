@@ -213,7 +213,7 @@ struct gcsh_graph_call {
 };
 
 typedef struct deferred {
-    enum { DEFER_MEM, DEFER_COMM, DEFER_XFER } what;
+    enum { DEFER_MEM, DEFER_COMM, DEFER_XFER, DEFER_GRAPH } what;
     void *p;
     int loc;
 } deferred;
@@ -329,6 +329,13 @@ static void later_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
     defer(ctx, DEFER_XFER, x, 0);
 }
 
+/* An earlier graph collected meanwhile (cudaGraphExecDestroy inside a
+ * capture is not a call to risk). */
+static void later_graph_release(gcsh_ctx *ctx, gcsh_graph_impl *gi)
+{
+    defer(ctx, DEFER_GRAPH, gi, 0);
+}
+
 static void run_deferred(gcsh_ctx *ctx, gcsh_graph_capture *g)
 {
     for (size_t i = 0; i < g->ndefer; i++) {
@@ -337,6 +344,8 @@ static void run_deferred(gcsh_ctx *ctx, gcsh_graph_capture *g)
             g->below->mem->release(ctx, d->p, d->loc);
         else if (d->what == DEFER_COMM)
             g->below->comm->release(ctx, d->p);
+        else if (d->what == DEFER_GRAPH)
+            g->below->graph->release(ctx, d->p);
         else
             g->below->xfer->release(ctx, d->p);
     }
@@ -371,6 +380,7 @@ static void make_table(gcsh_graph_capture *g, const gcsh_backend *b)
     g->comm.release = later_comm_release;
     if (b->xfer)
         g->xfer.release = later_xfer_release;
+    g->graph.release = later_graph_release;
     g->be.mem = &g->mem;
     g->be.comm = &g->comm;
     g->be.win = &g->win;
