@@ -184,6 +184,9 @@
     X(kern, mc_open,                                                                               \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, gcsh_mcast *m), (w, d, m), \
       "w:multicast()", "open the multicast before the capture")                                   \
+    X(xfer, prepare, (gcsh_ctx * ctx, const gcsh_xfer_plan *p, gcsh_xfer_impl **out), (p, out),  \
+      "making a transfer (w:put, w:get, w:putv)",                                                 \
+      "it sets up memory now: make it before the capture and post it inside")                     \
     X(xfer, test,                                                                                  \
       (gcsh_ctx * ctx, gcsh_xfer_impl * x, enum gcsh_xfer_status * s), (x, s),                     \
       "a host query of a transfer (x:test)", "the capture runs nothing")                          \

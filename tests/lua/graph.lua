@@ -162,6 +162,7 @@ local refusals = {
   { "a host read of a signal word (s:read)", function() s:read(0) end },
   { "a blocking wait (s:wait{cpu=true})", function() s:wait { slot = 0, value = 0, cpu = true } end },
   { "a timer", function() gcsh.timer() end },
+  { "making a transfer (w:put", function() w:put(T.next, t:view(0, 1), 0) end },
   { "gcsh.graph() inside a capture", function() gcsh.graph(function() end) end },
 }
 for _, r in ipairs(refusals) do
