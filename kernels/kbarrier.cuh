@@ -13,13 +13,30 @@ namespace gcsh_k {
 constexpr unsigned kThreads = 512;
 
 // What a block needs to meet its peers: every member's sync area (mapped
-// here), my index, the first barrier number of this launch, how a wait ends.
+// here), my index, my epoch words (kreduce.h), how a wait ends.
 struct Sync {
     unsigned long long *area[GCSH_KERN_MAX_TEAM];
+    unsigned long long *epoch; // mine: GCSH_KERN_EPOCH_WORDS, one per block
     int k, me;
-    unsigned long long first;
     WaitEnd end;
 };
+
+// The number of this launch's first barrier for block blockIdx.x: one past
+// what its row passed so far.  Read by every thread before the block's
+// first barrier; row_passed writes it after the last one, and the next
+// launch (stream order, also inside a graph) reads it after this one ended.
+__device__ inline unsigned long long row_first(const Sync &s)
+{
+    return s.epoch[blockIdx.x] + 1;
+}
+
+// The block passed n barriers from `first` (every thread is past its last
+// barrier's __syncthreads, so none still reads the word).
+__device__ inline void row_passed(const Sync &s, unsigned long long first, unsigned n)
+{
+    if (threadIdx.x == 0)
+        s.epoch[blockIdx.x] = first - 1 + n;
+}
 
 // Barrier `index` (0-based) of this launch, between block blockIdx.x of
 // every member.  Thread p signals member p (release: everything this block
@@ -27,9 +44,10 @@ struct Sync {
 // p's signal (acquire); __syncthreads spreads both to the block.  After one
 // wait gave up, the block stops waiting (*abandoned) but keeps signalling,
 // so its peers are not held as well.
-__device__ inline void barrier(const Sync &s, unsigned index, int *abandoned)
+__device__ inline void barrier(const Sync &s, unsigned long long first, unsigned index,
+                               int *abandoned)
 {
-    unsigned long long value = s.first + index;
+    unsigned long long value = first + index;
     size_t row = (size_t)blockIdx.x * GCSH_KERN_MAX_TEAM;
     __syncthreads();
     if ((int)threadIdx.x < s.k) {

@@ -58,14 +58,21 @@ __device__ inline void record_give_up(gcsh_wait_ctl *ctl, int why, int cmp,
 
 // Whether a wait that started at t0 and has polled i times must give up:
 // GCSH_WAIT_CANCELLED or GCSH_WAIT_TIMED_OUT, else 0.  Looked at every 16
-// polls (the pacing above).
-__device__ inline int give_up_reason(unsigned i, unsigned long long t0, const WaitEnd &end)
+// polls (the pacing above).  *gen: the wait's generation; a captured one
+// (GCSH_WAIT_GEN_CAPTURED) becomes the one seen at the first look.
+__device__ inline int give_up_reason(unsigned i, unsigned long long t0, const WaitEnd &end,
+                                     unsigned *gen)
 {
     if ((i & 15) != 0)
         return 0;
     unsigned long long waited = globaltimer() - t0;
-    if (waited > kQuietNs && (i & (kCancelPolls - 1)) == 0 && end.ctl->cancel_gen != end.gen)
-        return GCSH_WAIT_CANCELLED;
+    if (waited > kQuietNs && (i & (kCancelPolls - 1)) == 0) {
+        unsigned now = end.ctl->cancel_gen;
+        if (*gen == GCSH_WAIT_GEN_CAPTURED)
+            *gen = now;
+        else if (now != *gen)
+            return GCSH_WAIT_CANCELLED;
+    }
     return waited > end.bound_ns ? GCSH_WAIT_TIMED_OUT : 0;
 }
 
@@ -88,12 +95,12 @@ __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned lo
 {
     sys_atomic a(*word);
     unsigned long long t0 = globaltimer();
-    unsigned ns = 32;
+    unsigned ns = 32, gen = end.gen;
     for (unsigned i = 1;; i++) {
         unsigned long long x = a.load(cuda::memory_order_acquire);
         if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
             return true;
-        if (int why = give_up_reason(i, t0, end)) {
+        if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, cmp, x, value);
             return false;
         }

@@ -81,12 +81,12 @@ template <class T> __device__ uint2 load_data(const LL &a, size_t first)
 __device__ inline uint4 wait_line(const char *p, uint32_t flag, const WaitEnd &end, bool *gave_up)
 {
     unsigned long long t0 = globaltimer();
-    unsigned ns = 32;
+    unsigned ns = 32, gen = end.gen;
     for (unsigned i = 1;; i++) {
         uint4 v = load_line(p);
         if ((v.y == flag && v.w == flag) || *gave_up)
             return v;
-        if (int why = give_up_reason(i, t0, end)) {
+        if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, GCSH_CMP_EQ, v.y == flag ? v.w : v.y, flag);
             *gave_up = true;
             return v;

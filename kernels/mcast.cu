@@ -224,9 +224,11 @@ __global__ void __launch_bounds__(kThreads) mc_fenced_kernel(McJob j, Sync s)
     __shared__ int abandoned;
     if (threadIdx.x == 0)
         abandoned = 0;
-    barrier(s, 0, &abandoned);
+    const unsigned long long first = row_first(s);
+    barrier(s, first, 0, &abandoned);
     run_mc_job(j);
-    barrier(s, 1, &abandoned);
+    barrier(s, first, 1, &abandoned);
+    row_passed(s, first, 2);
 }
 
 __global__ void multimem_pointer_kernel(ncclWindow_t win, ncclDevComm dc, void **out)

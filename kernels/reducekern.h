@@ -33,6 +33,10 @@ typedef struct gcsh_kwait {
  * vectors where every pointer has the same alignment modulo 16. */
 cudaError_t gcsh_k_reduce(const gcsh_kjob *j, cudaStream_t stream);
 
+/* One empty kernel (one block of one thread): the launch floor that
+ * kernel.empty() and bench.allreduce's algo "empty" time. */
+cudaError_t gcsh_k_empty(cudaStream_t stream);
+
 /* One kernel collective over the window described by d (its peer table and
  * sync area), as backend.h's gcsh_kcoll_args says; advances *a->epoch.  A
  * copy into a->out, where the result stays in the window too, follows on

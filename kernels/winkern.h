@@ -30,6 +30,13 @@ typedef struct gcsh_wait_ctl {
 
 enum { GCSH_WAIT_TIMED_OUT = 1, GCSH_WAIT_CANCELLED = 2 };
 
+/* The generation of a wait captured into a CUDA graph (gcsh.graph): its
+ * launch-time generation would be stale in every later replay, so such a
+ * wait takes the generation it sees at its first look at the control
+ * block (kwait.cuh), and a bump after that cancels it.  The host never
+ * makes cancel_gen this value (cuda_cancel_waits). */
+#define GCSH_WAIT_GEN_CAPTURED 0xffffffffu
+
 /* The most peers a peer table may have: a sanity bound for the launchers
  * (NVL72 is the largest LSA domain today). */
 #define GCSH_MAX_TEAM 1024

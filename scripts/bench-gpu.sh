@@ -30,6 +30,15 @@
 #      runs the same sizes with .check off and on; bench.compare prints the
 #      time per call of each against nccl-tests' as ratios, with busbw and
 #      gcsh's host issue time.
+#   9. graphs (issue 21), GCSH_BENCH_ONLY=graph: nccl-tests all_reduce_perf
+#      -G 100 and plain, 8 B .. 1 MiB, then in one gcsh run: bench.collective
+#      all-reduce with graph=100 and without, each against both references
+#      (bench.compare); bench.allreduce of NCCL and every kernel algorithm at
+#      8 B .. 1 MiB with and without graph=100, with the per-algorithm ratio
+#      (without / with: what a graph saves); and the launch floor at 8 B:
+#      algo "empty" (one empty kernel per call) beside every algorithm.
+#      GCSH_BENCH_RANKS (default 1) picks the rank counts; with --share-gpu
+#      style sharing use GCSH_BENCH_SHARED="2 4" (MPS).
 # GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
 # GCSH_BENCH_ONLY=allreduce part 6; GCSH_BENCH_ONLY=nccl-tests part 7.
 # GCSH_BENCH_MAX (bytes, default 1 GiB) and GCSH_BENCH_ITERS (default 20)
@@ -95,6 +104,56 @@ if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ]; the
 fi
 [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ] && exit 0
 
+# ---- part 9: graphs (gcsh.graph) against nccl-tests -G ----------------------
+# graph_bench NP [share]: share = "mps" runs NP ranks on device 0 (as part 8).
+graph_bench() {
+    local np=$1 share=${2:-} max=${GCSH_BENCH_MAX:-1048576} iters=${GCSH_BENCH_ITERS:-20}
+    local tag="np$np${share:+-shared}" nt_env=() gcsh_env=()
+    [ -n "$share" ] && nt_env=(-x NCCL_TESTS_DEVICE=0) && gcsh_env=(-x GCSH_SHARE_GPU=1)
+    local dir=""
+    if [ -n "$share" ]; then dir=$(mktemp -d /tmp/gcsh-bench-mps-XXXXXX); mps_daemon start "$dir"; fi
+    for variant in plain G100; do
+        local flags=()
+        [ "$variant" = G100 ] && flags=(-G 100)
+        echo "== $np ranks${share:+ sharing one GPU}: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
+        env ${dir:+CUDA_MPS_PIPE_DIRECTORY=$dir/pipe} "${mpi[@]}" -np "$np" "${nt_env[@]}" \
+            ${dir:+-x CUDA_MPS_PIPE_DIRECTORY} sh -c 'NCCL_HOSTID=nccltests$OMPI_COMM_WORLD_RANK exec "$0" "$@"' \
+            "$NT/all_reduce_perf" -b 8 -e "$max" -f 2 -g 1 -n "$iters" \
+            -w 5 "${flags[@]}" >"$OUTDIR/nccl-tests-$variant-$tag.out" 2>&1
+        grep -E '^#  *(size|\(B\))|^ +[0-9]' "$OUTDIR/nccl-tests-$variant-$tag.out" | head -20
+    done
+    [ -n "$dir" ] && mps_daemon stop "$dir"
+    echo "== $np ranks${share:+ sharing one GPU}: gcsh graphs (graph=100) and plain calls, against both"
+    "${mpi[@]}" -np "$np" "${gcsh_env[@]}" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
+        print(gcsh.info().device)
+        local o = { op = 'allreduce', min = 8, max = $max, factor = 2, iters = $iters, warmup = 5,
+                    check = true, quiet = rank ~= 0 }
+        local plain = b.collective(o)
+        o.graph = 100
+        local graph = b.collective(o)
+        local G = b.nccl_tests('$OUTDIR/nccl-tests-G100-$tag.out')
+        local P = b.nccl_tests('$OUTDIR/nccl-tests-plain-$tag.out')
+        b.compare(graph, G)
+        b.compare(plain, P)
+        b.compare(graph, P)
+        local algos = { 'empty', 'nccl' }
+        for _, a in ipairs(kernel.algos) do if a ~= 'comm' then algos[#algos + 1] = a end end
+        local ar = { algos = algos, min = 8, max = $max, factor = 8, iters = $iters, warmup = 5,
+                     kind = 'vmm', chart = false }
+        local without = b.allreduce(ar)
+        ar.graph = 100
+        local with = b.allreduce(ar)
+        if rank == 0 then
+          print('# per call at each size: without a graph / with graph=100 (above 1: the graph saves)')
+          print(string.format('# %10s %10s %10s %10s %7s', 'size', 'algo', 'plain(us)', 'graph(us)', 'ratio'))
+          for i, r in ipairs(without) do
+            local g = with[i]
+            print(string.format('  %10d %10s %10.2f %10.2f %7.2f', r.size, r.algo, r.time_us, g.time_us,
+                                r.time_us / g.time_us))
+          end
+        end"
+}
+
 # ---- part 8: ranks sharing one GPU (gcsh --share-gpu) -----------------------
 # nccl-tests runs the same way: every process on device 0
 # (NCCL_TESTS_DEVICE=0), a NCCL_HOSTID of its own, and the same MPS (a
@@ -142,6 +201,16 @@ shared_bench() { # NP mps|nomps
                      factor = 8, iters = $iters, warmup = 20, kind = 'vmm',
                      csv = '$OUTDIR/allreduce-shared-$mode-np$np.csv' }"
 }
+if [ "${GCSH_BENCH_ONLY:-}" = graph ]; then
+    build_nccl_tests || exit 1
+    read -r -a graph_counts <<<"${GCSH_BENCH_RANKS:-1}"
+    for np in "${graph_counts[@]}"; do graph_bench "$np"; done
+    if [ -n "${GCSH_BENCH_SHARED:-}" ]; then
+        read -r -a shared_counts <<<"$GCSH_BENCH_SHARED"
+        for np in "${shared_counts[@]}"; do graph_bench "$np" mps; done
+    fi
+    exit 0
+fi
 if [ "${GCSH_BENCH_ONLY:-}" = shared ]; then
     build_nccl_tests || exit 1
     read -r -a shared_counts <<<"${GCSH_BENCH_SHARED:-2 4}"

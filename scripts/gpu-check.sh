@@ -10,7 +10,11 @@
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused;
 # tests/gpu/ll_sanitize.lua the "ll" kernel, also under compute-sanitizer.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
-# (both engines, both kinds).  tests/lua/step_*.lua (steppers) and every
+# (both engines, both kinds).  tests/gpu/graph_{nccl,vmm}.lua: gcsh.graph
+# (tests/lua/graph.lua per window kind), graph_sanitize.lua its replays
+# under compute-sanitizer; GCSH_GPU_TESTS=graph runs only these (the
+# filter is a regular expression on the test names, the sanitizer runs'
+# included).  tests/lua/step_*.lua (steppers) and every
 # lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
 # after each, a failure injected into each: the Lua tests run with
@@ -234,7 +238,7 @@ SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
     if [ "$ngpu" = 1 ]; then configure 2s; else configure 2; fi
     for tool in memcheck synccheck; do
-        for t in ll_sanitize algos_sanitize; do
+        for t in ll_sanitize algos_sanitize graph_sanitize; do
             run "sanitize:$tool:$t" 2 env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
                 --error-exitcode 3 --report-api-errors no --target-processes application-only \
                 "$BUILD/gcsh" "tests/gpu/$t.lua"

@@ -4,7 +4,7 @@
 --   rows = bench.collective{op="allreduce", min=8, max=32<<20, factor=2, dtype="f32",
 --                           redop="sum", root=0, iters=20, warmup=5, check=true,
 --                           comm=comm.world(), inplace=false, average="avg", quiet=false,
---                           checked=false, csv=nil, json=nil}
+--                           checked=false, graph=false, csv=nil, json=nil}
 --
 -- Prints nccl-tests' columns on the communicator's rank 0 (other ranks print
 -- nothing) and returns the rows on every rank:
@@ -14,6 +14,12 @@
 -- The timed calls run back to back, one timer around them, as nccl-tests
 -- times: with .check off (checked=false, the default) or on (checked=true,
 -- what a user's own loop at the prompt pays).
+-- graph=N (true: 100) times replays as nccl-tests -G N does: the `iters`
+-- calls captured into one graph (gcsh.graph), the graph replayed once
+-- untimed, then N times under one timer; time = that time / (iters * N),
+-- issue = the host's time to issue the replays / (iters * N): what a graph
+-- saves is the difference from the same run without graph.  Rows then carry
+-- graph = N.
 -- csv="file.csv" and json="file.json" write the same rows for other tools
 -- (rank 0; JSON: {bench=, ranks=, backend=, rows=[...]}, through the dkjson
 -- module).  A terminal shows a progress line while the sizes run
@@ -243,10 +249,19 @@ local DEFAULTS = {
   op = "allreduce", min = 8, max = 32 << 20, factor = 2, dtype = "f32", redop = "sum",
   root = 0, iters = 20, warmup = 5, check = true, inplace = false, average = "avg",
   quiet = false, comm = false, -- comm: comm.world() when not given
-  checked = false, csv = false, json = false,
+  checked = false, csv = false, json = false, graph = false,
 }
 
 local DTYPE_SIZE = { f64 = 8, f32 = 4, f16 = 2, bf16 = 2, i64 = 8, i32 = 4, u32 = 4, u8 = 1, i8 = 1 }
+
+-- graph= as given: false (no graph), true (100 replays, as the issue's
+-- nccl-tests -G 100) or a count of replays.
+local function graph_launches(v, need)
+  if v == true then return 100 end
+  need(v == false or (math.type(v) == "integer" and v >= 1 and v <= 1000000),
+       "graph must be true, false or a count of replays 1..1e6, got %s", tostring(v))
+  return v
+end
 local AVERAGES = { avg = "avg", max = "max", min = "min", rank0 = true }
 
 local function sorted_keys(t)
@@ -287,6 +302,7 @@ local function options(opts)
   end
   need(not o.csv or type(o.csv) == "string", "csv must be a file name")
   need(not o.json or type(o.json) == "string", "json must be a file name")
+  o.graph = graph_launches(o.graph, need)
   return o
 end
 
@@ -465,6 +481,20 @@ local function timed_loop(run, iters)
   return tm:stop(), issued
 end
 
+-- nccl-tests -G: iters calls of run captured into one graph, replayed once
+-- untimed (the first launch uploads it), then `launches` times under one
+-- timer.  Per call: seconds, and seconds the host took to issue the replays.
+local function graph_loop(c, run, iters, launches)
+  local g <close> = gcsh.graph(function() for _ = 1, iters do run() end end)
+  g:replay()
+  c:barrier()
+  local tm, t0 = gcsh.timer(), gcsh.wtime()
+  g:replay(launches)
+  local issued = gcsh.wtime() - t0
+  local calls = iters * launches
+  return tm:stop() / calls, issued / calls
+end
+
 -- fn(...) with .check as asked: checked (what a loop at the prompt pays) or
 -- not (the collective alone).
 local function with_checks(checked, fn, ...)
@@ -478,6 +508,7 @@ local function time_calls(spec, a, o)
   return with_checks(o.checked, function()
     for _ = 1, o.warmup do spec.run(a) end
     a.comm:barrier()
+    if o.graph then return graph_loop(a.comm, function() spec.run(a) end, o.iters, o.graph) end
     local sec, issued = timed_loop(function() spec.run(a) end, o.iters)
     return sec / o.iters, issued / o.iters
   end)
@@ -505,7 +536,7 @@ local function bench_size(spec, o, size)
     size = bytes, count = param, type = o.dtype,
     redop = spec.reduces and o.redop or "none", root = spec.rooted and o.root or -1,
     time_us = sec * 1e6, algbw = algbw, busbw = algbw * spec.busbw(n), wrong = wrong,
-    issue_us = over_ranks(c, issue, "f64", "max") * 1e6,
+    issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = o.graph or nil,
   }
 end
 
@@ -592,17 +623,22 @@ end
 -- bench.allreduce{algos={"nccl","nccl_sym","oneshot","twoshot","multicast"},
 --                 min=8, max=32<<20, factor=2, dtype="f32", iters=20, warmup=5,
 --                 min_time=0.002, check=true, kind=nil, comm=comm.world(), csv=nil,
---                 chart="busbw", average="avg", quiet=false}
+--                 chart="busbw", average="avg", quiet=false, graph=false}
 -- One run, every algorithm at every size, in place, sum:
 --   nccl       c:allreduce(t) on a plain tensor (NCCL's own kernels on cuda,
 --              MPI on host);
 --   nccl_sym   c:allreduce on a window's slice (on cuda a window of kind
 --              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
 --              kernels);
---   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=}).
+--   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=});
+--   empty      kernel.empty(): one empty kernel per call, no data moved (the
+--              launch floor a kernel algorithm's time is measured against;
+--              #wrong is not checked).
 -- Each size is timed over `iters` calls, or over as many as fill min_time
 -- seconds when those take less (small messages: one hiccup in 20 calls of a
 -- few microseconds moves the mean by more than the differences measured).
+-- graph=N (true: 100) times graph replays as bench.collective's graph=
+-- does (min_time then adds replays, not captured calls).
 -- Columns as bench.collective's plus the algorithm; timed loops run with
 -- .check off unless checked=true, as there.  Rows are returned on every rank
 -- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=, issue_us=}).
@@ -611,12 +647,12 @@ end
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
 -- nccl and nccl_sym, and every algorithm kernel.allreduce takes but "comm"
 -- (which is nccl_sym by another name)
-local AR_ALGOS = { nccl = true, nccl_sym = true }
+local AR_ALGOS = { nccl = true, nccl_sym = true, empty = true }
 for _, a in ipairs(kernel.algos) do if a ~= "comm" then AR_ALGOS[a] = true end end
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
   min_time = 0.002, check = true, kind = false, comm = false, csv = false, json = false,
-  chart = "busbw", average = "avg", quiet = false, checked = false,
+  chart = "busbw", average = "avg", quiet = false, checked = false, graph = false,
 }
 
 local function ar_options(opts)
@@ -643,6 +679,7 @@ local function ar_options(opts)
   need(AVERAGES[o.average], "unknown average '%s'", tostring(o.average))
   need(not o.csv or type(o.csv) == "string", "csv must be a file name")
   need(not o.json or type(o.json) == "string", "json must be a file name")
+  o.graph = graph_launches(o.graph, need)
   return o
 end
 
@@ -654,6 +691,8 @@ local function ar_runner(algo, c, w, plain, n)
   elseif algo == "nccl_sym" then
     local t = w:tensor():view(0, n)
     return function() c:allreduce(t) end, t
+  elseif algo == "empty" then
+    return kernel.empty, nil
   end
   local o = { algo = algo, n = n }
   return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
@@ -661,19 +700,32 @@ end
 
 local MAX_ITERS = 100000
 
+-- graph=: graph_loop, with as many replays as fill min_time (decided on the
+-- slowest rank's time, as for plain loops).
+local function ar_graph_loop(o, c, run)
+  local sec, issued = graph_loop(c, run, o.iters, o.graph)
+  local slowest = over_ranks(c, sec * o.iters * o.graph, "f64", "max")
+  if slowest < o.min_time then
+    local launches = math.min(MAX_ITERS, math.ceil(o.graph * o.min_time / math.max(slowest, 1e-9)))
+    sec, issued = graph_loop(c, run, o.iters, launches)
+  end
+  return sec, issued
+end
+
 local function ar_row(o, algo, n, c, w, plain)
   local run, buf = ar_runner(algo, c, w, plain, n)
   local k, wrong = c.size, 0
-  if o.check then
+  if o.check and buf then
     buf:fill(c.rank + 1)
     run()
     wrong = count_wrong(buf, k * (k + 1) // 2)
   end
-  buf:fill(1)
+  if buf then buf:fill(1) end
   c:barrier() -- checked: every rank is here
   local per_call, issue = with_checks(o.checked, function()
     for _ = 1, o.warmup do run() end
     c:barrier()
+    if o.graph then return ar_graph_loop(o, c, run) end
     local iters = o.iters
     local sec, issued = timed_loop(run, iters)
     -- A loop of a few microseconds is at the mercy of one hiccup: time
@@ -693,7 +745,7 @@ local function ar_row(o, algo, n, c, w, plain)
   local algbw = bytes / 1e9 / sec
   return { algo = algo, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
            algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum"),
-           issue_us = over_ranks(c, issue, "f64", "max") * 1e6 }
+           issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = o.graph or nil }
 end
 
 local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" } }, RATE_COLUMNS,
@@ -876,7 +928,8 @@ end
 
 -- bench.nccl_tests(path): the rows of an nccl-tests *_perf output file, as
 -- {size=, count=, type=, time_us=, algbw=, busbw=, wrong=, ip_time_us=,
--- ip_algbw=, ip_busbw=} (out-of-place, then in-place), in file order.
+-- ip_algbw=, ip_busbw=} (out-of-place, then in-place), in file order; the
+-- list's field graph is the run's -G (its header's "graph: N"; 0: none).
 function bench.nccl_tests(path)
   if type(path) ~= "string" then
     error(string.format("bad argument #1 to 'bench.nccl_tests' (file name expected, got %s)",
@@ -884,8 +937,10 @@ function bench.nccl_tests(path)
   end
   local f, err = io.open(path, "r")
   if not f then error("bench.nccl_tests: " .. tostring(err), 2) end
-  local rows = {}
+  local rows = { graph = 0 }
   for line in f:lines() do
+    local graph = line:match("^#.*graph: (%d+)")
+    if graph then rows.graph = math.tointeger(tonumber(graph)) end
     local t = {}
     for word in line:gmatch("%S+") do t[#t + 1] = word end
     if #t >= 9 and math.tointeger(tonumber(t[1])) and not line:match("^%s*#") then
@@ -906,7 +961,9 @@ end
 -- (nccl-tests rows from bench.nccl_tests, out-of-place unless inplace), as
 -- a ratio (above 1: gcsh is slower), with both busbw and gcsh's issue time.
 -- Prints on rank 0 of the world; returns {size=, time_us=, ref_us=, ratio=,
--- busbw=, ref_busbw=, issue_us=} per size and the worst ratio.
+-- busbw=, ref_busbw=, issue_us=} per size and the worst ratio.  The labels
+-- say which side replayed graphs (rows with graph=, nccl-tests -G), and a
+-- note says so when only one side did: that compares different things.
 local COMPARE_COLUMNS = {
   { "size", "(B)", 12, "d", "size" }, { "gcsh", "(us)", 9, ".2f", "time_us" },
   { "ref", "(us)", 9, ".2f", "ref_us" }, { "ratio", "", 6, ".3f", "ratio" },
@@ -930,9 +987,15 @@ function bench.compare(rows, ref, opts)
       worst = math.max(worst, row.ratio)
     end
   end
+  local mine = rows[1] and rows[1].graph
+  local theirs = (ref.graph or 0) > 0 and ref.graph or nil
   if rank == 0 and not opts.quiet then
     print(string.format("# %s against %s (time per call; ratio above 1: gcsh slower)",
-                        opts.label or "gcsh", opts.ref_label or "nccl-tests"))
+                        opts.label or ("gcsh" .. (mine and " graph x" .. mine or "")),
+                        opts.ref_label or ("nccl-tests" .. (theirs and " -G " .. theirs or ""))))
+    if (mine == nil) ~= (theirs == nil) then
+      print(string.format("# note: only %s replays CUDA graphs", mine and "gcsh" or "nccl-tests"))
+    end
     print_header(COMPARE_COLUMNS)
     for _, row in ipairs(out) do print_row(COMPARE_COLUMNS, row) end
     print(string.format("# worst ratio: %.3f over %d sizes", worst, #out))

@@ -118,10 +118,19 @@ local API = {
       { "tm:free()", "drop the timer" },
     },
   },
+  graph = {
+    what = "captured calls replayed without Lua: g = gcsh.graph(fn) (CUDA graphs on cuda)",
+    rows = {
+      { "g:replay([n])", "launch it n times (stream-ordered); checked, counted as its calls" },
+      { "g:free()", "release it (also <close>); what it uses can be freed again" },
+      { "g.calls g.collectives g.bytes g.replays g.id", "what it holds, what it replayed" },
+    },
+  },
   kernel = {
     what = "reduce kernels over tensors and windows, the same on both backends",
     rows = {
       { "kernel.reduce(out, {t1, t2, ...} [, op])", "out = t1 op t2 op ... (local)" },
+      { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
       { "kernel.reduce_scatter(w [, {op=, offset=, n=, out=}])", "rank r gets chunk r" },
@@ -138,8 +147,8 @@ local API = {
   bench = {
     what = "benchmarks (bench = require \"gcsh.bench\"): nccl-tests' columns",
     rows = {
-      { "bench.collective{op=, min=, max=, dtype=, csv=, json=}", "one collective over sizes" },
-      { "bench.allreduce{algos=, min=, max=, csv=, json=, chart=}", "all-reduce algorithms" },
+      { "bench.collective{op=, min=, max=, dtype=, graph=, csv=, json=}", "one collective over sizes" },
+      { "bench.allreduce{algos=, min=, max=, graph=, csv=, json=, chart=}", "all-reduce algorithms" },
       { "bench.allreduce_targets(rows [, opts])", "ratios and crossovers from its rows" },
       { "bench.overhead{sizes=, iters=}", "a Lua loop against the same loop in C" },
       { "bench.chart(rows [, \"busbw\" | \"time\"])", "bars per algorithm and size" },
@@ -229,6 +238,7 @@ local API = {
       { "gcsh.timer()", "a started timer: help(\"timer\")" },
       { "gcsh.wtime()", "seconds on the host's clock" },
       { "gcsh.sync()", "wait for the rank's stream" },
+      { "gcsh.graph(fn)", "capture fn's calls (nothing runs): a graph, help(\"graph\")" },
       { "gcsh.check([on])", ".check for this rank, for the rest of the command" },
       { "gcsh.timeout(s)", "as .timeout s: reports every s, collective checks fail after s" },
       { "gcsh.write_file(path, text)", "write a whole file safely: true, or nil and why" },

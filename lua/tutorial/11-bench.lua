@@ -47,6 +47,35 @@ busbw = last.algbw * factor
 lesson.check(math.abs(last.busbw - busbw) <= 1e-6 * last.algbw,
              "busbw = algbw * 2(N-1)/N for all-reduce")
 
+--- What a graph saves
+-- A loop typed at the prompt pays the host for every call: Lua, the
+-- binding, the backend, the launch; the issue column is that time.
+-- gcsh.graph(fn) runs fn once under capture: nothing runs, the calls are
+-- recorded (CUDA stream capture on a GPU, the backend's calls on the host),
+-- and g:replay(n) launches them n times from C.  bench's graph=N times
+-- replays as nccl-tests -G N does: compare issue with and without.  On a
+-- GPU a replay issues one launch for all 100 calls, so issue drops far
+-- below the time; on the host backend the host is the device, a replay
+-- runs the calls, and only Lua's and the binding's share goes.
+t = tensor.new(4):fill(1)
+g = gcsh.graph(function() c:allreduce(t) end)
+print(g)
+g:replay(3)
+lesson.check(t[0] == size ^ 3, "three replays: three all-reduces")
+g:free()
+o = {op = "allreduce", min = 8, max = 8, iters = 100,
+     warmup = 5, quiet = true}
+plain = bench.collective(o)[1]
+o.graph = 10
+graphed = bench.collective(o)[1]
+if rank == 0 then
+  print(string.format("8 B all-reduce, host issue per call: %.2f us"
+                      .. " in a loop, %.2f us from a graph",
+                      plain.issue_us, graphed.issue_us))
+end
+lesson.check(graphed.graph == 10 and graphed.wrong == 0,
+             "100 calls captured, replayed 10 times, results right")
+
 --- exercise: The other factors
 -- Write busbw_factor(op, n) for "allreduce", "allgather", "reducescatter"
 -- and "broadcast" on n ranks.  All-gather and reduce-scatter move (N-1)/N

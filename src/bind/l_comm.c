@@ -43,6 +43,7 @@
 
 #include "wire/collcheck.h"
 #include "bind/comm.h"
+#include "bind/graph.h"
 #include "core/gcsh.h"
 #include "bind/tensor.h"
 #include "wire/out.h"
@@ -66,6 +67,7 @@ static lcomm *check_open(lua_State *L, int idx)
     if (!lc->impl)
         luaL_error(L, "attempt to use a freed comm");
     gcsh_check_usable(L, &lc->chk);
+    gcsh_graph_keep(L, idx, lc, NULL); /* while capturing (graph.h) */
     return lc;
 }
 
@@ -167,6 +169,8 @@ static int comm_free(lua_State *L)
     lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
     if (!lc->impl)
         return 0;
+    gcsh_graph_refuse_now(L, "c:free()", "free it after the capture");
+    gcsh_graph_check_unused(L, lc, "c:free()");
     if (lc->registered > 0)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
                              "free them first", lc->registered);
@@ -261,6 +265,8 @@ static int comm_world(lua_State *L)
         ((lcomm *)lua_touserdata(L, -1))->impl && !((lcomm *)lua_touserdata(L, -1))->chk.aborted)
         return 1;
     lua_pop(L, 1);
+    gcsh_graph_refuse_now(L, "comm.world() (making a communicator)",
+                          "make it before the capture");
     check_world(L, ctx);
     lcomm *lc = push_closed(L);
     gcsh_comm_impl *impl;
@@ -284,6 +290,7 @@ static int comm_split(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *parent = check_open(L, 1);
+    gcsh_graph_refuse_now(L, "c:split()", "make communicators before the capture");
     note_leaks_once(L);
     int color = -1;
     if (lua_toboolean(L, 2))
@@ -309,6 +316,7 @@ static int comm_barrier(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = check_open(L, 1);
+    gcsh_graph_refuse_now(L, "c:barrier()", "it returns to the host once every rank reached it");
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, &lc->chk, "barrier");
     gcsh_check_enter(L, &lc->chk, &fp);
@@ -620,6 +628,7 @@ static int comm_loop(lua_State *L)
         return luaL_argerror(L, 1, lua_pushfstring(L, "unknown collective '%s' (valid: allreduce "
                                                       "broadcast reduce allgather reducescatter "
                                                       "alltoall send recv)", name));
+    gcsh_graph_refuse_now(L, "c:loop()", "it times the loop on the host");
     lua_remove(L, 2); /* the stack is now what the collective's method sees */
     lua_remove(L, 2);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -707,6 +716,7 @@ static int comm_agree(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = gcsh_arg_comm(L, 1);
+    gcsh_graph_refuse_now(L, "c:agree()", "it exchanges host memory now");
     size_t len;
     const char *s = luaL_checklstring(L, 2, &len);
     agreed a = {.size = (size_t)lc->size};

@@ -60,6 +60,7 @@
 #include <lauxlib.h>
 
 #include "bind/comm.h"
+#include "bind/graph.h"
 #include "core/kll.h"
 #include "core/kreduce.h"
 #include "core/kreduce_tune.h"
@@ -438,11 +439,19 @@ static void open_mcast(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_comm_check *cc = &o->comm->chk;
+    if (ctx->graph && o->mc_decided) { /* capturing: the decision every rank made */
+        *mc = o->mc;
+        return;
+    }
+    gcsh_graph_refuse_now(L, "w:multicast() (the first multicast use of a window)",
+                          "it decides the mode with every rank: call it before the capture");
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, cc, "multicast");
     fp.window = o->seq;
     gcsh_check_enter(L, cc, &fp);
     gcsh_check_leave(L, cc, kern_of(L)->mc_open(ctx, o->impl, &o->desc, mc));
+    o->mc = *mc;
+    o->mc_decided = 1;
 }
 
 /* multimem has no 16-bit forms and needs natural alignment (kernels/mcast.cu):
@@ -520,7 +529,7 @@ static const char *allreduce_multicast(lua_State *L, const wargs *a)
                        "multimem (mode nvls)");
         check_nvls_alignment(L, a->fname, a->o, a->offset, a->n, a->out);
     }
-    run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &mc : NULL,
+    run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &a->o->mc : NULL,
                    "multicast");
     return mc.nvls ? "multicast(nvls)" : "multicast(emulated)";
 }
@@ -810,6 +819,18 @@ static int kernel_plan(lua_State *L)
 
 /* ---- local jobs: kernel.reduce, kernel.reduce_peers, emulated multicast -------- */
 
+/* kernel.empty(): one empty kernel on the rank's stream, through the same
+ * layers as every kernel call (the flight recorder's, a capture's): the
+ * launch floor a kernel collective is measured against (bench.allreduce's
+ * algo "empty"). */
+static int kernel_empty(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (kern_of(L)->empty(ctx) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
 static void run_job(lua_State *L, const gcsh_kjob *j)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -921,6 +942,7 @@ static lmcast *check_mcast(lua_State *L, int idx)
     lmcast *m = luaL_checkudata(L, idx, MCAST_MT);
     if (!m->o || !m->o->impl)
         luaL_error(L, "attempt to use a freed %s", m->o ? "window" : "multicast");
+    gcsh_graph_keep(L, idx, m->o, NULL); /* while capturing (graph.h) */
     return m;
 }
 
@@ -1053,6 +1075,7 @@ static const luaL_Reg mcast_metameth[] = {
 };
 
 static const luaL_Reg funcs[] = {
+    {"empty", kernel_empty},
     {"reduce", kernel_reduce},
     {"reduce_peers", kernel_reduce_peers},
     {"allreduce", kernel_allreduce},

@@ -22,6 +22,7 @@
 #include <lauxlib.h>
 
 #include "core/elementwise.h"
+#include "bind/graph.h"
 #include "bind/tensor.h"
 
 /* Largest element size (f64, i64): room for one element on the stack. */
@@ -191,14 +192,17 @@ gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx)
 {
     gcsh_tensor *t = luaL_checkudata(L, idx, GCSH_TENSOR_MT);
     check_not_freed(L, t);
+    gcsh_graph_keep(L, idx, t->st, t->st->owner_data); /* while capturing (graph.h) */
     return t;
 }
 
 gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx)
 {
     gcsh_tensor *t = luaL_testudata(L, idx, GCSH_TENSOR_MT);
-    if (t)
+    if (t) {
         check_not_freed(L, t);
+        gcsh_graph_keep(L, idx, t->st, t->st->owner_data);
+    }
     return t;
 }
 
@@ -377,6 +381,8 @@ static void check_backend(lua_State *L, gcsh_ctx *ctx, int rc)
 static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
                          unsigned char out[MAX_ELEM_SIZE])
 {
+    gcsh_graph_refuse_now(L, "t[i] (a host read of a tensor)",
+                          "a capture runs nothing, so the value is not there yet");
     size_t size = gcsh_dtype_size(t->dtype);
     const char *src = (const char *)gcsh_tensor_data(t) + i * size;
     if (on_host(t)) {
@@ -407,6 +413,8 @@ typedef struct reader {
 /* May push a staging buffer, which must stay on the stack while r is used. */
 static void reader_open(lua_State *L, reader *r, const gcsh_tensor *t)
 {
+    gcsh_graph_refuse_now(L, "a host read of a tensor (print, :totable, :sum, :equal...)",
+                          "a capture runs nothing, so the values are not there yet");
     r->L = L;
     r->t = t;
     r->size = gcsh_dtype_size(t->dtype);
@@ -601,6 +609,8 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
     const char *msg = value_problem(L, value_idx, t->dtype, &v, buf, sizeof buf);
     if (msg)
         luaL_error(L, "bad value for tensor element %I (%s)", (lua_Integer)i, msg);
+    gcsh_graph_refuse_now(L, "t[i] = v (a host write of a tensor)",
+                          "it would happen once, now, and not in the replays; use :fill");
     unsigned char elem[MAX_ELEM_SIZE];
     gcsh_elem_store_scalar(elem, t->dtype, 0, v);
     size_t size = gcsh_dtype_size(t->dtype);
@@ -641,7 +651,11 @@ static int tensor_view(lua_State *L)
 /* :free() and __close: the allocating handle releases the memory now. */
 static int tensor_free(lua_State *L)
 {
-    release_handle(L, luaL_checkudata(L, 1, GCSH_TENSOR_MT), 1);
+    gcsh_tensor *t = luaL_checkudata(L, 1, GCSH_TENSOR_MT);
+    /* the memory goes now, or with this last reference: not under a graph */
+    if (t->st && t->st->base && (t->owns_memory || (t->st->refs == 1 && t->st->release)))
+        gcsh_graph_check_unused(L, t->st, "t:free()");
+    release_handle(L, t, 1);
     return 0;
 }
 

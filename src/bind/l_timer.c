@@ -15,6 +15,7 @@
 #include <lauxlib.h>
 #include <mpi.h>
 
+#include "bind/graph.h"
 #include "core/gcsh.h"
 
 #define TIMER_MT "timer"
@@ -101,6 +102,7 @@ static int wtime(lua_State *L)
 static int sync_stream(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_graph_refuse_now(L, "gcsh.sync()", "it waits on the host for work a capture does not run");
     if (ctx->be->mem->sync(ctx) != 0)
         return gcsh_raise(L, ctx);
     return 0;

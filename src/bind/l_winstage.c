@@ -35,6 +35,7 @@
 
 #include "wire/collcheck.h"
 #include "bind/comm.h"
+#include "bind/graph.h"
 #include "bind/symmem.h"
 
 #define WINSTAGE_MT "winstage"
@@ -209,6 +210,8 @@ static void step_stage(lua_State *L, int ud, winstage *s, lcomm *lc)
 /* Every rank is at the same step of the same registration (collcheck.h). */
 static void check_step(lua_State *L, const winstage *s, lcomm *lc, const char *op)
 {
+    gcsh_graph_refuse_now(L, "step.window (a window's registration)",
+                          "make windows before the capture");
     gcsh_fingerprint fp;
     gcsh_fp_init(&fp, &lc->chk, op);
     fp.window = s->o->seq;

@@ -46,6 +46,7 @@
 #include <lauxlib.h>
 
 #include "wire/out.h"
+#include "bind/graph.h"
 #include "bind/xfer.h"
 
 #define XFER_MT "xfer"
@@ -547,6 +548,7 @@ static int xfer_post(lua_State *L)
     const char *why = unusable(L, x);
     if (why)
         return luaL_error(L, "post: %s", why);
+    gcsh_graph_keep(L, 1, x, NULL); /* while capturing (graph.h) */
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     /* the window and signals learn of it, so their free waits for it */
     if (x->posts == 0 && (gcsh_sym_attach_xfer(x->win, x->impl) != 0 ||
@@ -628,10 +630,13 @@ static int xfer_wait(lua_State *L)
     lxfer *x = check_xfer(L);
     wait_opts w = read_wait_opts(L);
     int top = lua_gettop(L);
-    if (push_status(L, x, "wait") == 2)
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const char *why = ctx->graph && !w.cpu ? unusable(L, x) : NULL;
+    if (why) /* capturing a stream wait: no host query of the last post */
+        return luaL_error(L, "wait: %s", why);
+    if (!(ctx->graph && !w.cpu) && push_status(L, x, "wait") == 2)
         return luaL_error(L, "wait: %s", lua_tostring(L, -1));
     lua_settop(L, top);
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     const gcsh_xfer_ops *ops = xfer_ops(L);
     if (!w.cpu) {
         if (ops->wait_stream(ctx, x->impl) != 0)
@@ -675,6 +680,7 @@ static int xfer_cancel(lua_State *L)
     lxfer *x = check_xfer(L);
     if (x->cancelled)
         return 0;
+    gcsh_graph_check_unused(L, x, "x:cancel()");
     if (in_flight(L, x))
         return luaL_error(L, "cancel: the transfer is in flight (wait for it first: "
                              "x:wait{cpu=true})");

@@ -2,6 +2,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "bind/graph.h"
 #include "core/gcsh.h"
 
 /* Copies every field of the table that open() returns into the global gcsh
@@ -42,4 +43,5 @@ void gcsh_open_libs(lua_State *L)
     luaL_requiref(L, "gcsh.winstage", luaopen_gcsh_winstage, 0);
     lua_pop(L, 1);
     merge_into_gcsh(L, luaopen_gcsh_timer);
+    merge_into_gcsh(L, luaopen_gcsh_graph);
 }

@@ -10,6 +10,7 @@
 
 #include "wire/collcheck.h"
 #include "wire/out.h"
+#include "bind/graph.h"
 #include "bind/symmem.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
@@ -141,6 +142,8 @@ static void push_disagreement(lua_State *L, const gcsh_sym_proposal *all, int si
 void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_graph_refuse_now(L, "creating a window or signals",
+                          "make windows and signals before the capture");
     p->seq = lc->next_seq;
     gcsh_sym_proposal *all = lua_newuserdatauv(L, (size_t)lc->size * sizeof *all, 0);
     /* collcheck.h first: every member must come (or be named); the proposals
@@ -662,6 +665,10 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     if (!o || !o->impl)
         return;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    char what[24];
+    snprintf(what, sizeof what, "%c:free()", o->type[0]); /* w:free(), s:free() */
+    gcsh_graph_refuse_now(L, what, "free it after the capture");
+    gcsh_graph_check_unused(L, o, what);
     /* Refused everywhere while a transfer uses o; then a barrier, so no rank
      * tears down memory a peer may still read.  Both are collective, so they
      * run inside the check (collcheck.h) that every rank is freeing the same
@@ -826,6 +833,7 @@ gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
     gcsh_check_usable(L, &o->comm->chk);
+    gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
     return o;
 }
 

@@ -96,6 +96,10 @@ struct gcsh_symobj {
     int listed;                 /* in the registry: its check stage passed */
     int handles;                /* Lua handles pointing here (the object's, a stepper) */
     uint64_t kern_epoch;        /* barriers the kernel collectives ran on it (l_kernel.c) */
+    /* w:multicast()'s decision, once made (equal on every rank): what a
+     * capture (gcsh.graph) uses, where the exchange cannot run. */
+    int mc_decided;
+    gcsh_mcast mc;
     /* The transfers posted over it (l_xfer.c attaches a handle's transfer
      * at its first post and detaches it when the handle goes): a free is
      * refused while one of them is in flight on any rank. */

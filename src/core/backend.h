@@ -311,6 +311,9 @@ typedef struct gcsh_kernel_ops {
     size_t sync_bytes;
     /* One job (above), stream-ordered on cuda. */
     int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
+    /* One empty kernel on the rank's stream (host: nothing): the launch
+     * floor the kernels are measured against (kernel.empty()). */
+    int (*empty)(gcsh_ctx *ctx);
     /* Collective over the window's team: every member calls it with the
      * same arguments (out and root aside: out is local). */
     int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
@@ -381,6 +384,39 @@ typedef struct gcsh_xfer_ops {
     void (*release)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
 } gcsh_xfer_ops;
 
+/* ---- graphs (core/graph.h, l_graph.c) -------------------------------------
+ *
+ * gcsh.graph(fn) runs fn once with ctx->be set to the capture layer's table
+ * (core/graph.c): the calls a graph may hold go to the recording, every other
+ * call is refused by name.  A backend that captures by itself (cuda: stream
+ * capture of the rank's stream) has these ops; the layer then passes the
+ * capturable calls down while the stream captures.  The host backend's
+ * begin and abandon do nothing, and its graph is the layer's recording,
+ * replayed from C. */
+typedef struct gcsh_graph_impl gcsh_graph_impl;
+typedef struct gcsh_graph_rec gcsh_graph_rec; /* the recorded calls (core/graph.h) */
+
+typedef struct gcsh_graph_ops {
+    /* 1: the backend captures the calls as they are issued (cuda), so the
+     * layer passes them down; 0: nothing runs during a capture, and the
+     * backend replays the recording (host). */
+    int pass_down;
+    /* Capture starts on this rank (cuda: the stream captures, nothing runs). */
+    int (*begin)(gcsh_ctx *ctx);
+    /* Capture ends: the graph that replays rec's calls (the backend keeps
+     * rec until release; the layer gave it away). */
+    int (*end)(gcsh_ctx *ctx, gcsh_graph_rec *rec, gcsh_graph_impl **out);
+    /* Capture ends without a graph (an error or a refusal in fn): nothing of
+     * it stays, and the rank's stream works as before.  Never fails. */
+    void (*abandon)(gcsh_ctx *ctx);
+    /* Replays g n times (n >= 1), stream-ordered on cuda (returns once
+     * enqueued; a long run of launches waits, interruptibly, for older ones),
+     * at once on host, polling ctx->interrupt between calls. */
+    int (*launch)(gcsh_ctx *ctx, gcsh_graph_impl *g, uint64_t n);
+    /* Frees g; safe while replays are in flight. */
+    void (*release)(gcsh_ctx *ctx, gcsh_graph_impl *g);
+} gcsh_graph_ops;
+
 typedef struct gcsh_backend {
     const char *name; /* "host" | "cuda" */
     /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
@@ -402,6 +438,7 @@ typedef struct gcsh_backend {
     const gcsh_kernel_ops *kern; /* reduce kernels and multicast */
 
     const gcsh_xfer_ops *xfer; /* NULL: no one-sided transfers */
+    const gcsh_graph_ops *graph; /* gcsh.graph */
 } gcsh_backend;
 
 extern const gcsh_backend gcsh_host_backend;

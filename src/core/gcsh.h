@@ -31,6 +31,7 @@ typedef struct gcsh_trace gcsh_trace;
 typedef struct gcsh_flight gcsh_flight;
 typedef struct gcsh_board gcsh_board;
 typedef struct gcsh_orphans gcsh_orphans;
+typedef struct gcsh_graph_capture gcsh_graph_capture;
 
 /* gcsh.wtime's tape (record.h): while a recorded chunk runs (CHUNK_TAPE)
  * the values gcsh.wtime returned, sent to rank 0 with the chunk's end; for
@@ -108,6 +109,9 @@ struct gcsh_ctx {
     /* The flight recorder (flight.h): this rank's last calls, in memory
      * rank 0 can read; NULL when GCSH_FLIGHT_CALLS=0. */
     gcsh_flight *flight;
+    /* gcsh.graph's capture in progress (core/graph.h), or NULL: while set,
+     * ctx->be is its table. */
+    gcsh_graph_capture *graph;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
 };

@@ -32,6 +32,12 @@
  * the number of barriers that block has passed on this window: values only
  * grow, so a wait is "word >= the barrier's number". */
 #define GCSH_KERN_SYNC_WORDS(blocks) ((size_t)(blocks) * GCSH_KERN_MAX_TEAM)
+/* On cuda, GCSH_KERN_MAX_BLOCKS more words follow the rows, read and written
+ * by this rank alone: word b counts the barriers block b has passed on this
+ * window (its row's number), kept on the device, so that a launch replayed
+ * from a CUDA graph (gcsh.graph) continues the count where the last call,
+ * direct or replayed, left it; nothing on the host changes between calls. */
+#define GCSH_KERN_EPOCH_WORDS GCSH_KERN_MAX_BLOCKS
 
 /* Bit set of the ops a dtype supports, one table (kern_ops_of) for the
  * binding and both backends. */

@@ -145,7 +145,9 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
  * the GPU full). */
 void cuda_pool_trim(cuda_state *st);
 /* A collective on c went out on the stream: c has work in flight; every
- * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark. */
+ * CUDA_THROTTLE_EVERY calls, a mark, and a wait for the oldest mark.  c
+ * may be NULL (work of no communicator: the throttle alone).  Nothing
+ * while the stream captures (gcsh.graph): nothing went out. */
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
 void cuda_abort_comm(gcsh_comm_impl *c);
@@ -191,6 +193,9 @@ int cu_error(gcsh_ctx *ctx, cuda_state *st, const char *file, int line, const ch
 /* Releases every signal wait pending on the GPU (they end without their
  * condition and report it); used on interrupts. */
 void cuda_cancel_waits(cuda_state *st);
+/* The generation a wait launched now carries: the current one, or while
+ * the stream captures a graph, GCSH_WAIT_GEN_CAPTURED (winkern.h). */
+unsigned cuda_wait_gen(const gcsh_ctx *ctx, const cuda_state *st);
 
 /* dtype -> NCCL type (all nine gcsh dtypes map; element bytes: gcsh_dtype_size). */
 ncclDataType_t cuda_nccl_type(gcsh_dtype dt);
@@ -200,5 +205,6 @@ extern const gcsh_comm_ops gcsh_cuda_comm_ops;
 extern const gcsh_window_ops gcsh_cuda_window_ops;
 extern const gcsh_kernel_ops gcsh_cuda_kernel_ops; /* cuda_kern.c */
 extern const gcsh_xfer_ops gcsh_cuda_xfer_ops; /* cuda_xfer.c */
+extern const gcsh_graph_ops gcsh_cuda_graph_ops; /* cuda_graph.c */
 
 #endif

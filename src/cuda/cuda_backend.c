@@ -440,4 +440,5 @@ const gcsh_backend gcsh_cuda_backend = {
     .win = &gcsh_cuda_window_ops,
     .kern = &gcsh_cuda_kernel_ops,
     .xfer = &gcsh_cuda_xfer_ops,
+    .graph = &gcsh_cuda_graph_ops,
 };

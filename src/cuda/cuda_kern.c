@@ -29,6 +29,17 @@ fail:
     return -1;
 }
 
+static int cuda_empty(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_empty(st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
 static int cuda_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                            const gcsh_kcoll_args *a)
 {
@@ -36,7 +47,7 @@ static int cuda_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns};
+    gcsh_kwait wait = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns};
     CUDA_TRY(ctx, gcsh_k_collective(a, d, &wait, st->stream));
     return 0;
 fail:
@@ -50,7 +61,7 @@ static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_wind
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns};
+    gcsh_kwait wait = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns};
     CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
     return 0;
 fail:
@@ -204,8 +215,10 @@ fail:
 }
 
 const gcsh_kernel_ops gcsh_cuda_kernel_ops = {
-    .sync_bytes = GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS) * sizeof(uint64_t),
+    .sync_bytes = (GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS) + GCSH_KERN_EPOCH_WORDS) *
+                  sizeof(uint64_t),
     .reduce = cuda_reduce,
+    .empty = cuda_empty,
     .collective = cuda_collective,
     .ll_allreduce = cuda_ll_allreduce,
     .mc_open = cuda_mc_open,

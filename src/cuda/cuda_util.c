@@ -181,7 +181,13 @@ static int abort_busy(cuda_state *st, gcsh_comm_impl *c)
 
 void cuda_cancel_waits(cuda_state *st)
 {
-    st->wctl->cancel_gen = st->wctl->cancel_gen + 1;
+    unsigned next = st->wctl->cancel_gen + 1;
+    st->wctl->cancel_gen = next == GCSH_WAIT_GEN_CAPTURED ? next + 1 : next;
+}
+
+unsigned cuda_wait_gen(const gcsh_ctx *ctx, const cuda_state *st)
+{
+    return ctx->graph ? GCSH_WAIT_GEN_CAPTURED : st->wctl->cancel_gen;
 }
 
 static const char *cmp_name(int cmp)
@@ -256,7 +262,9 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
-    if (!c->busy) {
+    if (ctx->graph)
+        return 0;
+    if (c && !c->busy) {
         if (st->nbusy == st->cap_busy) {
             int cap = st->cap_busy ? 2 * st->cap_busy : 8;
             gcsh_comm_impl **p = realloc(st->busy, (size_t)cap * sizeof *p);

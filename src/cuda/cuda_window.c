@@ -238,7 +238,7 @@ static int cuda_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
     if (!st)
         return -1;
     CUDA_TRY(ctx, gcsh_k_signal_wait(word_of(d, d->team_rank, slot), v, (int)cmp, st->wctl,
-                                     st->wctl->cancel_gen, st->wait_bound_ns, st->stream));
+                                     cuda_wait_gen(ctx, st), st->wait_bound_ns, st->stream));
     return 0;
 fail:
     return -1;

@@ -199,7 +199,11 @@ static int cuda_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
     int rc = x->engine == GCSH_XFER_SM ? post_kernel(ctx, st, x) : post_copy_engine(ctx, st, x);
     if (rc != 0)
         return -1;
-    CUDA_TRY(ctx, cudaEventRecord(x->done, st->stream));
+    /* In a graph (gcsh.graph) the record is a node of its own, so every
+     * replay marks the event, and x:test() after a replay sees it. */
+    CUDA_TRY(ctx, cudaEventRecordWithFlags(x->done, st->stream,
+                                           ctx->graph ? cudaEventRecordExternal
+                                                      : cudaEventRecordDefault));
     return 0;
 fail:
     return -1;
@@ -230,7 +234,9 @@ static int cuda_xfer_wait_stream(gcsh_ctx *ctx, gcsh_xfer_impl *x)
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    CUDA_TRY(ctx, cudaStreamWaitEvent(st->stream, x->done, 0));
+    /* A graph waits for the event's last record at each replay (a node). */
+    CUDA_TRY(ctx, cudaStreamWaitEvent(st->stream, x->done,
+                                      ctx->graph ? cudaEventWaitExternal : cudaEventWaitDefault));
     return 0;
 fail:
     return -1;

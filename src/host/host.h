@@ -14,6 +14,7 @@ extern const gcsh_comm_ops gcsh_host_comm_ops;
 extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
 extern const gcsh_kernel_ops gcsh_host_kernel_ops; /* host_kern.c */
 extern const gcsh_xfer_ops gcsh_host_xfer_ops;     /* host_xfer.c */
+extern const gcsh_graph_ops gcsh_host_graph_ops;   /* host_graph.c */
 
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);
  * defined in host_comm.c. */

@@ -81,4 +81,5 @@ const gcsh_backend gcsh_host_backend = {
     .win = &gcsh_host_window_ops,
     .kern = &gcsh_host_kernel_ops,
     .xfer = &gcsh_host_xfer_ops,
+    .graph = &gcsh_host_graph_ops,
 };

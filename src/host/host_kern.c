@@ -181,6 +181,13 @@ static int host_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
 
 /* ---- multicast: always emulated here ---------------------------------------------- */
 
+/* The host has no launch: kernel.empty() costs the binding's path alone. */
+static int host_empty(gcsh_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 static int host_mc_open(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                         gcsh_mcast *out)
 {
@@ -197,6 +204,7 @@ static int host_mc_open(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_de
 const gcsh_kernel_ops gcsh_host_kernel_ops = {
     .sync_bytes = GCSH_KERN_SYNC_WORDS(1) * sizeof(uint64_t),
     .reduce = host_reduce,
+    .empty = host_empty,
     .collective = host_collective,
     .ll_allreduce = gcsh_host_ll_allreduce,
     .mc_open = host_mc_open,

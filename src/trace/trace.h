@@ -167,6 +167,7 @@ typedef struct gcsh_trace_tables {
     gcsh_window_ops win;
     gcsh_kernel_ops kern;
     gcsh_xfer_ops xfer;
+    gcsh_graph_ops graph;
 } gcsh_trace_tables;
 
 void gcsh_trace_wrap(gcsh_trace_tables *t, const gcsh_backend *plain);

@@ -143,6 +143,7 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (D->bytes = bytes, D->peer = d->team[peer], D->obj = d->trace_id), NONE)                    \
     X(INT, kern, reduce, "kernel", GPU, (gcsh_ctx * ctx, const gcsh_kjob *j), (ctx, j),            \
       (ELEMS(j->n, j->dt), D->redop = (int16_t)j->op), NONE)                                      \
+    X(INT, kern, empty, "kernel", GPU, (gcsh_ctx * ctx), (ctx), NONE, NONE)                        \
     X(INT, kern, collective, "kernel", GPU,                                                        \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, const gcsh_kcoll_args *a), \
       (ctx, w, d, a),                                                                              \
@@ -172,7 +173,9 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
     X(VOID, xfer, release, "transfer", 0, (gcsh_ctx * ctx, gcsh_xfer_impl * x), (ctx, x),         \
       (gcsh_trace_xfer_recall(ctx, x, D), D->slot = -1, D->value = 0,                              \
        gcsh_trace_xfer_forget(ctx, x)),                                                            \
-      NONE)
+      NONE)                                                                                        \
+    X(INT, graph, launch, "graph", GPU, (gcsh_ctx * ctx, gcsh_graph_impl * g, uint64_t n),        \
+      (ctx, g, n), D->value = n, NONE)
 
 /* ---- operation ids, names and categories ---------------------------------- */
 
@@ -270,10 +273,13 @@ void gcsh_trace_wrap(gcsh_trace_tables *t, const gcsh_backend *plain)
         t->kern = *plain->kern;
     if (plain->xfer)
         t->xfer = *plain->xfer;
+    if (plain->graph)
+        t->graph = *plain->graph;
     TRACED_OPS(SET)
     t->be.mem = plain->mem ? &t->mem : NULL;
     t->be.comm = plain->comm ? &t->comm : NULL;
     t->be.win = plain->win ? &t->win : NULL;
     t->be.kern = plain->kern ? &t->kern : NULL;
     t->be.xfer = plain->xfer ? &t->xfer : NULL;
+    t->be.graph = plain->graph ? &t->graph : NULL;
 }

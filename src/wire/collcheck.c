@@ -15,6 +15,7 @@
 
 #include "wire/board.h"
 #include "wire/collcheck.h"
+#include "core/graph.h"
 #include "wire/msg.h"
 #include "wire/out.h"
 #include "core/check_hooks.h"
@@ -758,8 +759,11 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
         h->end(ctx, token, &note, rc);
     if (rc != 0)
         raise_error(L, ctx);
-    if (fp->kind == GCSH_FP_COLLECTIVE)
+    if (fp->kind == GCSH_FP_COLLECTIVE) {
         cc->seq = fp->seq;
+        if (ctx->graph) /* captured: a replay counts it again (core/graph.h) */
+            gcsh_graph_note_check(ctx, cc, cc->impl);
+    }
     if (ctx->check)
         publish_fp(ctx->check, fp);
 }

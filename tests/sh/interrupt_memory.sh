@@ -142,4 +142,23 @@ for n in 2 4; do
     expect_no_procs "check off, $n ranks: no process left" "$TAG"
 done
 
+# ---- a long graph replay (gcsh.graph, issue 21): Ctrl-C returns control
+# like any collective wait, the communicator is aborted on every rank, and a
+# fresh world captures and replays again
+bg_start 2
+bg_line 'c = comm.world(); t = tensor.new(1 << 12):fill(1)'
+bg_line 'g = gcsh.graph(function() c:allreduce(t, "max") end) print("captured") g:replay(1e9)'
+bg_wait_out "[0-1] captured"
+sleep 1
+kill -INT "$BG"
+bg_wait_out "gcsh: interrupted"
+bg_line 'c = comm.world(); g:free(); g = gcsh.graph(function() c:allreduce(t) end)'
+bg_line 't:fill(1) g:replay(3) print("replayed", t[0])'
+bg_end
+no_crash "graph replay"
+expect_all_ranks "graph replay: the replay was interrupted" "$OUT" \
+    "stdin:1: interrupted in graph.replay #2: the communicator is aborted on every rank (comm.world() makes a fresh one)" 2
+expect_contains "graph replay: a fresh capture replays" "$OUT" "[0-1] replayed	8.0"
+expect_no_procs "graph replay: no process left" "$TAG"
+
 finish

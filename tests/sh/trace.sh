@@ -53,6 +53,19 @@ for n in 2 4; do
   expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
 done
 
+# a graph (gcsh.graph): its replay is one span, inside the collective of
+# its check, which every rank's flow links; capturing traces no call
+F=$TMP/graph.json
+OUT=$(printf '%s\n' 'c = comm.world(); t = tensor.new(8):fill(1)' \
+      'g = gcsh.graph(function() c:allreduce(t); c:allreduce(t) end)' 'g:replay(5)' |
+      timeout 60 "$GCSH" -n 2 --trace "$F" 2>&1); RC=$?
+expect_eq "graph: a traced session: exit 0" "$RC" 0
+C=$($CHECK "$F" 2 graph.launch 2>&1); RC=$?
+expect_eq "graph: python3's json loads it" "$RC" 0
+expect_contains "graph: the replay's flow across ranks" "$C" "flow graph.replay #3: ranks 0 1"
+expect_contains "graph: one span for the replay, n in its args" "$C" 'span graph.launch: {"collective": "graph.replay #3"'
+expect_not_contains "graph: the captured calls ran nowhere" "$C" "span comm.allreduce"
+
 # (each command ends with a mem.sync span: the shell waits for what it left on the stream)
 # .trace in a session: status, a second file, off, errors; the shell goes on
 OUT=$(printf '%s\n' '.trace' ".trace $TMP/a.json" '.trace' 'c = comm.world(); c:barrier()' \
