@@ -398,28 +398,28 @@ static int deadlocked(const gcsh_checker *k, const gcsh_checker_io *io, const gr
 {
     int found = 0, n = 0;
     char *seen = calloc((size_t)k->size, 1);
-    int *todo = malloc((size_t)k->size * sizeof *todo);
+    int *pending = malloc((size_t)k->size * sizeof *pending);
     for (int i = 0; i < g->nmissing; i++)
         if (k->slot[g->missing[i]].present && !seen[g->missing[i]]) {
             seen[g->missing[i]] = 1;
-            todo[n++] = g->missing[i];
+            pending[n++] = g->missing[i];
         }
     group h = group_new(k->size);
     while (n > 0 && !found) {
-        find_group(k, io, todo[--n], &h);
+        find_group(k, io, pending[--n], &h);
         for (int i = 0; i < h.nmissing && !found; i++) {
             int m = h.missing[i];
             for (int j = 0; j < g->n && !found; j++)
                 found = g->ranks[j] == m;
             if (!found && k->slot[m].present && !seen[m]) {
                 seen[m] = 1;
-                todo[n++] = m;
+                pending[n++] = m;
             }
         }
     }
     group_free(&h);
     free(seen);
-    free(todo);
+    free(pending);
     return found;
 }
 

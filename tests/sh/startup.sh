@@ -33,12 +33,13 @@ else:
 send = {"silent": b"", "garbage": b"GET / HTTP/1.0\r\n\r\n",
         "huge": struct.pack("<IIQ", 1, 0, 1 << 30) + b"x" * 64,
         "partial": struct.pack("<IIQ", 1, 0, 24) + b"\0" * 5}[mode]
-s.sendall(send)
 s.settimeout(20)
 try:
+    # a peer that hangs up at once can do so before this write: EPIPE
+    s.sendall(send)
     print(mode, "closed" if s.recv(1) == b"" else "open", flush=True)
-except (socket.timeout, ConnectionResetError) as e:
-    print(mode, "closed" if isinstance(e, ConnectionResetError) else "open", flush=True)
+except (socket.timeout, ConnectionResetError, BrokenPipeError) as e:
+    print(mode, "open" if isinstance(e, socket.timeout) else "closed", flush=True)
 EOF
 
 # held N [ENV...]: starts a session whose ranks wait for $HOLD before they
