@@ -7,7 +7,7 @@
  *   w.kind w.n w.dtype w.rank w.size w.team w.comm w.seq
  *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
  *                     peers, team, seq, where, handle
- *   w:multicast()     collective: a multicast object (l_kernel.c)
+ *   w:multicast()     collective: a multicast object (l_mcast.c)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
  *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
