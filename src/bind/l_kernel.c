@@ -143,9 +143,10 @@ static enum gcsh_kalgo check_algo(lua_State *L, const gcsh_kargs *a, enum gcsh_k
 {
     const char *name = a->algo ? a->algo : def;
     int algo = gcsh_kalgo_parse(name);
+    char valid[128];
     if (algo < 0 || !gcsh_kplan_valid(coll, (enum gcsh_kalgo)algo))
         luaL_error(L, "%s: unknown algo '%s' (valid: %s)", a->fname, name,
-                   gcsh_kplan_algos(coll));
+                   gcsh_kcoll_algos(coll, 1, valid, sizeof valid));
     return (enum gcsh_kalgo)algo;
 }
 
@@ -250,16 +251,12 @@ static void comm_allreduce(lua_State *L, const gcsh_kargs *a)
     void *dst = a->out ? gcsh_tensor_data(a->out) : mine;
     gcsh_comm_check *cc = enter_checked(L, a, "comm", -1, 1);
     gcsh_check_leave(L, cc, ctx->be->comm->allreduce(ctx, o->comm_impl, mine, dst, a->n,
-                     o->dtype, a->op));
+                                                     o->dtype, a->op));
 }
 
-/* The all-reduce algorithms, one row each: what kernel.allreduce accepts
- * (with "auto", which picks one by size: choose_algo), in the order
- * kernel.algos lists them.  run returns the name the call reports. */
-typedef struct allreduce_algo {
-    const char *name;
-    const char *(*run)(lua_State *L, const gcsh_kargs *a);
-} allreduce_algo;
+/* How kernel.allreduce runs an algorithm; returns the name the call
+ * reports. */
+typedef const char *(*allreduce_run)(lua_State *L, const gcsh_kargs *a);
 
 /* oneshot, twoshot, ring: the plan of that name */
 static const char *allreduce_planned(lua_State *L, const gcsh_kargs *a)
@@ -315,14 +312,23 @@ static const char *allreduce_ll(lua_State *L, const gcsh_kargs *a)
     return "ll";
 }
 
-static const allreduce_algo allreduce_algos[] = {
-    {"oneshot", allreduce_planned},     {"twoshot", allreduce_planned},
-    {"ring", allreduce_planned},        {"ll", allreduce_ll},
-    {"multicast", allreduce_multicast}, {"comm", allreduce_comm},
-    {NULL, NULL},
-};
-
-#define ALLREDUCE_ALGO_NAMES "auto oneshot twoshot ring ll multicast comm"
+/* The runner of an algorithm kernel.allreduce takes (the names are core's
+ * one list, kplan.c): its own below, or else its plan; NULL for a name
+ * the all-reduce does not take ("auto" is chosen before). */
+static allreduce_run allreduce_runner(const char *name)
+{
+    static const struct {
+        const char *name;
+        allreduce_run run;
+    } own[] = {{"ll", allreduce_ll}, {"multicast", allreduce_multicast}, {"comm", allreduce_comm}};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcmp(own[i].name, name) == 0)
+            return own[i].run;
+    int algo = gcsh_kalgo_parse(name);
+    return algo >= 0 && gcsh_kplan_valid(GCSH_KC_ALLREDUCE, (enum gcsh_kalgo)algo)
+               ? allreduce_planned
+               : NULL;
+}
 
 static int kernel_allreduce(lua_State *L)
 {
@@ -337,26 +343,26 @@ static int kernel_allreduce(lua_State *L)
         if (strcmp(a.algo, "comm") == 0 && !comm_can_run(L, &a))
             a.algo = "twoshot";
     }
-    for (const allreduce_algo *r = allreduce_algos; r->name; r++)
-        if (strcmp(r->name, a.algo) == 0) {
-            const char *ran = r->run(L, &a);
-            push_result(L, &a, a.offset, a.n);
-            lua_pushstring(L, ran);
-            return 2;
-        }
-    return luaL_error(L, "%s: unknown algo '%s' (valid: " ALLREDUCE_ALGO_NAMES ")", a.fname,
-                      a.algo);
+    allreduce_run run = allreduce_runner(a.algo);
+    char valid[128];
+    if (!run)
+        return luaL_error(L, "%s: unknown algo '%s' (valid: %s)", a.fname, a.algo,
+                          gcsh_kcoll_algos(GCSH_KC_ALLREDUCE, 0, valid, sizeof valid));
+    const char *ran = run(L, &a);
+    push_result(L, &a, a.offset, a.n);
+    lua_pushstring(L, ran);
+    return 2;
 }
 
-/* kernel.algos: every name kernel.allreduce accepts. */
-static void push_algos(lua_State *L)
+/* The names coll takes as a list ({"direct", "ring"}); kernel.algos is
+ * the all-reduce's. */
+static void push_algos(lua_State *L, enum gcsh_kcoll coll)
 {
     lua_newtable(L);
-    lua_pushliteral(L, "auto");
-    lua_rawseti(L, -2, 1);
-    for (int i = 0; allreduce_algos[i].name; i++) {
-        lua_pushstring(L, allreduce_algos[i].name);
-        lua_rawseti(L, -2, i + 2);
+    const char *name;
+    for (int i = 0; (name = gcsh_kcoll_algo(coll, i, NULL)); i++) {
+        lua_pushstring(L, name);
+        lua_rawseti(L, -2, i + 1);
     }
 }
 
@@ -422,6 +428,16 @@ static int kernel_broadcast(lua_State *L)
 
 /* ---- kernel.plan (its table: kplan_table.c) ---------------------------------- */
 
+/* The first algorithm of coll that has a plan: kernel.plan's default. */
+static const char *first_planned(enum gcsh_kcoll coll)
+{
+    const char *name;
+    int planned = 0;
+    for (int i = 0; (name = gcsh_kcoll_algo(coll, i, &planned)) && !planned; i++)
+        continue;
+    return name;
+}
+
 /* kernel.plan(w [, {coll="allreduce", algo=, n=, offset=, root=0, out=false}]):
  * what every member does at every step (kplan.h), for the window's team.
  * Local: nothing runs, nothing is checked across ranks. */
@@ -446,18 +462,16 @@ static int kernel_plan(lua_State *L)
         lua_pop(L, 4);
     }
     int coll = gcsh_kcoll_parse(coll_name);
+    char valid[128];
     if (coll < 0)
-        return luaL_error(L, "plan: unknown coll '%s' (valid: allreduce reduce_scatter "
-                             "allgather broadcast reduce)",
-                          coll_name);
+        return luaL_error(L, "plan: unknown coll '%s' (valid: %s)", coll_name,
+                          gcsh_kcoll_names(valid, sizeof valid));
     if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "ll") == 0)
         return luaL_error(L, "plan: algo 'll' has no plan of moves and barriers: each rank "
                              "stores its region, flagged, into every member's slots, and "
                              "reduces its own slots as the flags arrive (src/core/kll.h)");
-    const char *def = gcsh_kplan_algos((enum gcsh_kcoll)coll);
-    char first[16];
-    snprintf(first, sizeof first, "%.*s", (int)strcspn(def, " "), def);
-    enum gcsh_kalgo algo = check_algo(L, &a, (enum gcsh_kcoll)coll, first);
+    enum gcsh_kalgo algo = check_algo(L, &a, (enum gcsh_kcoll)coll,
+                                      first_planned((enum gcsh_kcoll)coll));
     gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n};
     gcsh_push_kplan(L, a.o, &p, a.offset, has_out);
     return 1;
@@ -547,12 +561,37 @@ static const luaL_Reg funcs[] = {
     {NULL, NULL},
 };
 
+/* gcsh.kalgos, the algorithm names for Lua (core's one list, kplan.c):
+ * {takes = {allreduce = {"auto", "oneshot", ...}, reduce_scatter = {"direct",
+ * "ring"}, ...}, planned = {oneshot = true, ...}} (planned: the names that
+ * have a plan of moves, kernel.plan's). */
+int luaopen_gcsh_kalgos(lua_State *L)
+{
+    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, GCSH_KC_NCOLL);
+    lua_createtable(L, 0, GCSH_KA_NALGO);
+    for (int c = 0; c < GCSH_KC_NCOLL; c++) {
+        push_algos(L, (enum gcsh_kcoll)c);
+        lua_setfield(L, -3, gcsh_kcoll_name((enum gcsh_kcoll)c));
+        const char *name;
+        int planned;
+        for (int i = 0; (name = gcsh_kcoll_algo((enum gcsh_kcoll)c, i, &planned)); i++)
+            if (planned) {
+                lua_pushboolean(L, 1);
+                lua_setfield(L, -2, name);
+            }
+    }
+    lua_setfield(L, -3, "planned");
+    lua_setfield(L, -2, "takes");
+    return 1;
+}
+
 int luaopen_gcsh_kernel(lua_State *L)
 {
     luaL_newlib(L, funcs);
     push_crossovers(L);
     lua_setfield(L, -2, "crossovers");
-    push_algos(L);
+    push_algos(L, GCSH_KC_ALLREDUCE);
     lua_setfield(L, -2, "algos");
     lua_pushinteger(L, (lua_Integer)GCSH_LL_MAX_BYTES);
     lua_setfield(L, -2, "ll_max_bytes");

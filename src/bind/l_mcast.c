@@ -103,8 +103,9 @@ static int mcast_ld_reduce(lua_State *L)
         gcsh_ctx *ctx = gcsh_ctx_of(L);
         size_t es = gcsh_dtype_size(a.o->dtype);
         gcsh_mcast_check_nvls(L, a.fname, a.o, a.offset, a.n, a.out);
-        if (gcsh_kern_backend(L)->mc_ld_reduce(ctx, &m->mc, a.offset * es, gcsh_tensor_data(a.out), a.n,
-                                     a.o->dtype, a.op) != 0)
+        const gcsh_kernel_ops *kern = gcsh_kern_backend(L);
+        if (kern->mc_ld_reduce(ctx, &m->mc, a.offset * es, gcsh_tensor_data(a.out), a.n,
+                               a.o->dtype, a.op) != 0)
             gcsh_raise(L, ctx);
     }
     lua_settop(L, 2);
@@ -129,8 +130,9 @@ static int mcast_st(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (m->mc.nvls) {
         gcsh_mcast_check_nvls(L, "st", o, (size_t)off, src->n, src);
-        if (gcsh_kern_backend(L)->mc_st(ctx, &m->mc, (size_t)off * es, gcsh_tensor_data(src), src->n,
-                              o->dtype) != 0)
+        const gcsh_kernel_ops *kern = gcsh_kern_backend(L);
+        if (kern->mc_st(ctx, &m->mc, (size_t)off * es, gcsh_tensor_data(src), src->n,
+                        o->dtype) != 0)
             gcsh_raise(L, ctx);
         return 0;
     }

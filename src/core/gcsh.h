@@ -205,6 +205,11 @@ int luaopen_gcsh_signals(lua_State *L);
 int luaopen_gcsh_winstage(lua_State *L);
 /* The kernel library (reduce kernels), l_kernel.c. */
 int luaopen_gcsh_kernel(lua_State *L);
+/* The kernel collectives' algorithm names (core/kplan.c's one list):
+ * {takes = {allreduce = {"auto", "oneshot", ...}, ...}, planned = {oneshot =
+ * true, ...}}, which gcsh_open_libs puts in package.loaded as
+ * "gcsh.kalgos", l_kernel.c. */
+int luaopen_gcsh_kalgos(lua_State *L);
 /* Registers the "multicast" metatable (handles made by w:multicast()),
  * l_mcast.c. */
 int luaopen_gcsh_multicast(lua_State *L);
