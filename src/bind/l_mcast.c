@@ -25,6 +25,8 @@ typedef struct lmcast {
     gcsh_mcast mc;
 } lmcast;
 
+/* ---- the window's mode (kernel.allreduce's algo "multicast" asks it too) --------- */
+
 /* The window's multicast decision (the backend caches it per window, so a
  * second call is cheap and still the same on every rank).  Collective the
  * first time (the ranks agree on the mode), so checked every time. */
@@ -74,7 +76,8 @@ static lmcast *check_mcast(lua_State *L, int idx)
     return m;
 }
 
-int gcsh_window_multicast(lua_State *L)
+/* w:multicast(): the multicast type's constructor, on the window type. */
+static int window_multicast(lua_State *L)
 {
     gcsh_symobj *o = gcsh_karg_window(L, 1, "multicast");
     lmcast *m = lua_newuserdatauv(L, sizeof *m, 1);
@@ -189,7 +192,7 @@ static int mcast_index(lua_State *L)
     return 1;
 }
 
-static const luaL_Reg mcast_meth[] = {
+static const luaL_Reg meth[] = {
     {"ld_reduce", mcast_ld_reduce},
     {"st", mcast_st},
     {"why", mcast_why},
@@ -197,7 +200,7 @@ static const luaL_Reg mcast_meth[] = {
     {NULL, NULL},
 };
 
-static const luaL_Reg mcast_metameth[] = {
+static const luaL_Reg metameth[] = {
     {"__index", NULL}, /* placeholder: gcsh_new_type sets it */
     {"__close", mcast_free},
     {"__tostring", mcast_tostring},
@@ -206,6 +209,8 @@ static const luaL_Reg mcast_metameth[] = {
 
 int luaopen_gcsh_multicast(lua_State *L)
 {
-    gcsh_new_type(L, MCAST_MT, mcast_meth, mcast_metameth, mcast_index);
+    gcsh_new_type(L, MCAST_MT, meth, metameth, mcast_index);
+    gcsh_add_methods(L, GCSH_WINDOW_MT,
+                     (const luaL_Reg[]){{"multicast", window_multicast}, {NULL, NULL}});
     return 0;
 }

@@ -210,8 +210,8 @@ int luaopen_gcsh_kernel(lua_State *L);
  * true, ...}}, which gcsh_open_libs puts in package.loaded as
  * "gcsh.kalgos", l_kernel.c. */
 int luaopen_gcsh_kalgos(lua_State *L);
-/* Registers the "multicast" metatable (handles made by w:multicast()),
- * l_mcast.c. */
+/* Registers the "multicast" metatable and adds w:multicast() to the window
+ * type's methods (after luaopen_gcsh_window), l_mcast.c. */
 int luaopen_gcsh_multicast(lua_State *L);
 /* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
 int luaopen_gcsh_xfer(lua_State *L);
