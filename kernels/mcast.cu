@@ -338,16 +338,6 @@ extern "C" ncclResult_t gcsh_nccl_multimem_open(ncclComm_t comm, ncclWindow_t wi
     return e == cudaSuccess && *mc_base ? ncclSuccess : ncclUnhandledCudaError;
 }
 
-extern "C" ncclResult_t gcsh_nccl_multimem_close(ncclComm_t comm, void *dev_comm)
-{
-    ncclDevComm *dc = (ncclDevComm *)dev_comm;
-    if (!dc)
-        return ncclSuccess;
-    ncclResult_t r = ncclDevCommDestroy(comm, dc);
-    delete dc;
-    return r;
-}
-
 extern "C" cudaError_t gcsh_k_mc_ld_reduce(const void *mc, void *out, size_t n, gcsh_dtype dt,
                                            gcsh_redop op, cudaStream_t stream)
 {

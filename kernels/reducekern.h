@@ -53,10 +53,11 @@ cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *
  * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */
 
 /* A device communicator with lsaMultimem = true (collective over comm), and
- * *mc_base (host) = ncclGetLsaMultimemPointer(win, 0, it). */
+ * *mc_base (host) = ncclGetLsaMultimemPointer(win, 0, it).  *dev_comm is
+ * freed as every device communicator is: gcsh_nccl_devcomm_destroy
+ * (winkern.h). */
 ncclResult_t gcsh_nccl_multimem_open(ncclComm_t comm, ncclWindow_t win, void **dev_comm,
                                      void **mc_base, cudaStream_t stream);
-ncclResult_t gcsh_nccl_multimem_close(ncclComm_t comm, void *dev_comm);
 
 /* out[0..n) = multimem.ld_reduce over mc (a multicast address); src[0..n)
  * into every slice by multimem.st.  Vector forms where mc and the local

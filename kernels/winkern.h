@@ -72,6 +72,8 @@ cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table, cudaStream_t
 ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out);
 /* Its LSA team, once the communicator has settled. */
 void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank);
+/* Frees a device communicator, this one or gcsh_nccl_multimem_open's
+ * (collective over comm); NULL: nothing to do. */
 ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm);
 
 /* NCCL's LSA team of comm, from the host side (ncclTeamLsa): its size and

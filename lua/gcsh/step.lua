@@ -62,12 +62,26 @@ local C = require("gcsh.step_cells")
 
 local M = {}
 
-local ALGOS = {
-  allreduce = { "ring", "oneshot", "twoshot", "multicast", "ll" },
-  reduce_scatter = { "ring", "direct" },
-  allgather = { "ring", "direct" },
-  broadcast = { "tree", "ring", "direct" },
-}
+-- Each collective's algorithms the stepper walks: those with a plan of
+-- moves, and "ll" (its own protocol, kll.h), from the kernel collectives'
+-- one list (C's, src/core/kplan.c).  Listed, and the first taken by
+-- default, in the order most worth watching: a tree or a ring moves the data
+-- a step at a time; "direct" is one step.
+local KALGOS = require("gcsh.kalgos")
+local WATCH_ORDER = { tree = 1, ring = 2, oneshot = 3, twoshot = 4, multicast = 5, ll = 6, direct = 7 }
+local ALGOS = {}
+for _, coll in ipairs({ "allreduce", "reduce_scatter", "allgather", "broadcast" }) do
+  local list = {}
+  for _, algo in ipairs(KALGOS.takes[coll]) do
+    if KALGOS.planned[algo] or algo == "ll" then list[#list + 1] = algo end
+  end
+  table.sort(list, function(a, b)
+    local ra, rb = WATCH_ORDER[a] or math.huge, WATCH_ORDER[b] or math.huge
+    if ra ~= rb then return ra < rb end
+    return a < b
+  end)
+  ALGOS[coll] = list
+end
 local REDUCES = { allreduce = true, reduce_scatter = true }
 local OPS = { "sum", "prod", "min", "max" }
 local SKIPS = { "barrier", "signal" }

@@ -7,7 +7,7 @@
  *   w.kind w.n w.dtype w.rank w.size w.team w.comm w.seq
  *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
  *                     peers, team, seq, where, handle
- *   w:multicast()     collective: a multicast object (l_kernel.c)
+ *   w:multicast()     collective: a multicast object (l_mcast.c adds it)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
  *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
@@ -153,7 +153,6 @@ static const luaL_Reg meth[] = {
     {"tensor", window_tensor},
     {"peer", window_peer},
     {"info", window_info},
-    {"multicast", gcsh_window_multicast},
     {"free", window_free},
     {"put", gcsh_window_put},   /* l_xfer.c */
     {"get", gcsh_window_get},   /* l_xfer.c */

@@ -37,7 +37,10 @@ void gcsh_open_libs(lua_State *L)
     lua_pop(L, 1);
     luaL_requiref(L, "kernel", luaopen_gcsh_kernel, 1);
     lua_pop(L, 1);
+    luaL_requiref(L, "gcsh.kalgos", luaopen_gcsh_kalgos, 0);
+    lua_pop(L, 1);
     luaopen_gcsh_window(L);
+    luaopen_gcsh_multicast(L); /* after window: adds w:multicast() */
     luaopen_gcsh_signals(L);
     luaopen_gcsh_xfer(L);
     luaL_requiref(L, "gcsh.winstage", luaopen_gcsh_winstage, 0);

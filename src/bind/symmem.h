@@ -198,8 +198,6 @@ void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *
 /* The bytes the kernels keep past a slice's window_bytes on a communicator
  * of comm_size ranks (the LL area and the sync words; 0 without kernels). */
 size_t gcsh_kern_reserved_bytes(gcsh_ctx *ctx, size_t window_bytes, int comm_size);
-/* w:multicast() (l_kernel.c). */
-int gcsh_window_multicast(lua_State *L);
 
 /* Opens the registry (once per state, before any handle exists). */
 int gcsh_symmem_open(lua_State *L);

@@ -245,7 +245,7 @@ typedef struct gcsh_window_ops {
                      size_t offset, void *dst, size_t bytes);
 } gcsh_window_ops;
 
-/* ---- reduce kernels and multicast (issue 5; src/core/kreduce.h, src/l_kernel.c) ----
+/* ---- reduce kernels and multicast (issue 5; core/kreduce.h, bind/l_kernel.c, l_mcast.c) ----
  *
  * A job: reduce k sources element-wise (in order) and store the result to
  * each of m destinations; n elements of dt.  Sources and destinations are

@@ -203,8 +203,16 @@ int luaopen_gcsh_signals(lua_State *L);
  * C half): returns {new=}, which gcsh_open_libs puts in package.loaded as
  * "gcsh.winstage" (no global), l_winstage.c. */
 int luaopen_gcsh_winstage(lua_State *L);
-/* The kernel library (reduce kernels, multicast type), l_kernel.c. */
+/* The kernel library (reduce kernels), l_kernel.c. */
 int luaopen_gcsh_kernel(lua_State *L);
+/* The kernel collectives' algorithm names (core/kplan.c's one list):
+ * {takes = {allreduce = {"auto", "oneshot", ...}, ...}, planned = {oneshot =
+ * true, ...}}, which gcsh_open_libs puts in package.loaded as
+ * "gcsh.kalgos", l_kernel.c. */
+int luaopen_gcsh_kalgos(lua_State *L);
+/* Registers the "multicast" metatable and adds w:multicast() to the window
+ * type's methods (after luaopen_gcsh_window), l_mcast.c. */
+int luaopen_gcsh_multicast(lua_State *L);
 /* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
 int luaopen_gcsh_xfer(lua_State *L);
 /* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */

@@ -1,4 +1,5 @@
 /* The kernel collectives' plan.  See kplan.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/kplan.h"
@@ -27,15 +28,37 @@ static const char *const phase_names[GCSH_KP_NPHASE] = {
     [GCSH_KP_COPY_OUT] = "copy-out",
 };
 
-/* Which algorithms each collective runs, in the order kernel.algos lists
- * them. */
-static const char *const coll_algos[GCSH_KC_NCOLL] = {
-    [GCSH_KC_ALLREDUCE] = "oneshot twoshot ring multicast",
-    [GCSH_KC_REDUCE_SCATTER] = "direct ring",
-    [GCSH_KC_ALLGATHER] = "direct ring",
-    [GCSH_KC_BROADCAST] = "direct tree ring",
-    [GCSH_KC_REDUCE] = "direct",
+/* Every algorithm name each collective takes, one row each, in the order
+ * errors, kernel.algos and gcsh.kalgos list them: the one list C and Lua
+ * read (l_kernel.c; step.lua and bench.lua through gcsh.kalgos and
+ * kernel.algos).  Planned rows name their plan (algo_names); the
+ * all-reduce also takes three without a plan of moves: "auto" (picks one
+ * by size, kreduce_tune.h), "ll" (the ready flags ride in the data,
+ * kll.h) and "comm" (the communicator's own all-reduce). */
+#define PLANNED(coll, algo) {coll, algo, NULL}
+#define UNPLANNED(coll, name) {coll, -1, name}
+static const struct kalgo_row {
+    enum gcsh_kcoll coll;
+    int algo; /* enum gcsh_kalgo, or -1: no plan */
+    const char *name; /* when algo is -1 */
+} kalgo_rows[] = {
+    UNPLANNED(GCSH_KC_ALLREDUCE, "auto"),
+    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_ONESHOT),
+    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_TWOSHOT),
+    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_RING),
+    UNPLANNED(GCSH_KC_ALLREDUCE, "ll"),
+    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST),
+    UNPLANNED(GCSH_KC_ALLREDUCE, "comm"),
+    PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT),
+    PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_RING),
+    PLANNED(GCSH_KC_ALLGATHER, GCSH_KA_DIRECT),
+    PLANNED(GCSH_KC_ALLGATHER, GCSH_KA_RING),
+    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_DIRECT),
+    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_TREE),
+    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_RING),
+    PLANNED(GCSH_KC_REDUCE, GCSH_KA_DIRECT),
 };
+#define KALGO_ROWS (sizeof kalgo_rows / sizeof kalgo_rows[0])
 
 const char *gcsh_kcoll_name(enum gcsh_kcoll c)
 {
@@ -70,23 +93,56 @@ int gcsh_kalgo_parse(const char *name)
     return parse(algo_names, GCSH_KA_NALGO, name);
 }
 
-const char *gcsh_kplan_algos(enum gcsh_kcoll coll)
+const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned)
 {
-    return (unsigned)coll < GCSH_KC_NCOLL ? coll_algos[coll] : "";
+    for (size_t r = 0; r < KALGO_ROWS; r++) {
+        const struct kalgo_row *row = &kalgo_rows[r];
+        if (row->coll != coll || i-- > 0)
+            continue;
+        if (planned)
+            *planned = row->algo >= 0;
+        return row->algo >= 0 ? algo_names[row->algo] : row->name;
+    }
+    return NULL;
+}
+
+/* Appends word to the space separated list in buf (used bytes so far); a
+ * word that does not fit is left out whole. */
+static void append_word(char *buf, size_t size, size_t *used, const char *word)
+{
+    int w = snprintf(buf + *used, size - *used, "%s%s", *used ? " " : "", word);
+    if (w >= 0 && (size_t)w < size - *used)
+        *used += (size_t)w;
+    else
+        buf[*used] = '\0';
+}
+
+const char *gcsh_kcoll_algos(enum gcsh_kcoll coll, int planned_only, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    const char *name;
+    int planned;
+    for (int i = 0; (name = gcsh_kcoll_algo(coll, i, &planned)); i++)
+        if (planned || !planned_only)
+            append_word(buf, size, &used, name);
+    return buf;
+}
+
+const char *gcsh_kcoll_names(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < GCSH_KC_NCOLL; c++)
+        append_word(buf, size, &used, coll_names[c]);
+    return buf;
 }
 
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo)
 {
-    if ((unsigned)coll >= GCSH_KC_NCOLL || (unsigned)algo >= GCSH_KA_NALGO)
-        return 0;
-    const char *list = coll_algos[coll], *name = algo_names[algo];
-    size_t len = strlen(name);
-    for (const char *p = list; *p;) {
-        size_t w = strcspn(p, " ");
-        if (w == len && strncmp(p, name, len) == 0)
+    for (size_t r = 0; r < KALGO_ROWS; r++)
+        if (kalgo_rows[r].coll == coll && kalgo_rows[r].algo == (int)algo)
             return 1;
-        p += w + strspn(p + w, " ");
-    }
     return 0;
 }
 

@@ -111,10 +111,17 @@ const char *gcsh_kalgo_name(enum gcsh_kalgo a);
 const char *gcsh_kphase_name(enum gcsh_kphase p);
 int gcsh_kcoll_parse(const char *name);
 int gcsh_kalgo_parse(const char *name);
-/* Whether coll runs with algo; and the valid algorithms of coll, space
- * separated ("oneshot twoshot ring multicast"). */
+/* Whether coll has a plan for algo. */
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo);
-const char *gcsh_kplan_algos(enum gcsh_kcoll coll);
+/* The algorithm names coll takes, the one list (kplan.c): the i-th
+ * (NULL past the last), *planned (may be NULL) = whether it has a plan
+ * ("auto", "ll" and "comm", the all-reduce's others, have none). */
+const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned);
+/* Those names space separated into buf ("oneshot twoshot ring multicast"
+ * with planned_only); returns buf. */
+const char *gcsh_kcoll_algos(enum gcsh_kcoll coll, int planned_only, char *buf, size_t size);
+/* Every collective's name, space separated, into buf; returns buf. */
+const char *gcsh_kcoll_names(char *buf, size_t size);
 
 /* The steps of p (the same on every member, whatever out each passes),
  * into steps[GCSH_KPLAN_MAX_STEPS]; returns how many. */

@@ -136,6 +136,34 @@ static int agree_verdict(gcsh_ctx *ctx, gcsh_comm_impl *c, const mc_verdict *min
     return rc;
 }
 
+typedef struct win_status {
+    int ok;
+    char msg[236];
+} win_status;
+
+/* Every rank of c says whether its step succeeded (ok, with its ctx->err
+ * when not).  Returns 0 when all did; otherwise -1 on every rank, with the
+ * same message everywhere: "<what> failed on rank R: <R's error>".  A rank
+ * that could not even exchange (interrupt) fails with its own error.  (The
+ * multicast set-up's; window creation has winbuild.h's exchange.) */
+static int agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what)
+{
+    win_status mine = {ok, {0}};
+    if (!ok)
+        snprintf(mine.msg, sizeof mine.msg, "%.235s", ctx->err); /* long errors are cut */
+    win_status *all = calloc((size_t)c->size, sizeof *all);
+    if (!all)
+        return gcsh_set_error(ctx, "%s: out of host memory", what);
+    int rc = gcsh_cuda_comm_ops.agree(ctx, c, &mine, all, sizeof mine);
+    for (int r = 0; rc == 0 && r < c->size; r++)
+        if (!all[r].ok) {
+            all[r].msg[sizeof all[r].msg - 1] = 0;
+            rc = gcsh_set_error(ctx, "%s failed on rank %d: %s", what, r, all[r].msg);
+        }
+    free(all);
+    return rc;
+}
+
 static int open_nvls(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_mcast *out)
 {
     ncclResult_t r = gcsh_nccl_multimem_open(w->c->comm, w->win, &w->mm_devcomm, &out->base,
@@ -143,7 +171,7 @@ static int open_nvls(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_mc
     int ok = r == ncclSuccess;
     if (!ok)
         nccl_error(ctx, w->c->comm, __FILE__, __LINE__, "gcsh_nccl_multimem_open", r);
-    if (win_agree_ok(ctx, w->c, ok, "multicast (nvls)") != 0)
+    if (agree_ok(ctx, w->c, ok, "multicast (nvls)") != 0)
         return -1;
     snprintf(out->why, sizeof out->why,
              "opted in (GCSH_MULTICAST=1), NVLS enabled and supported: multimem over NCCL's "
@@ -183,10 +211,10 @@ int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w)
     if (!w->mm_devcomm)
         return 0;
     ncclResult_t r = w->c->aborted ? ncclSuccess
-                                   : gcsh_nccl_multimem_close(w->c->comm, w->mm_devcomm);
+                                   : gcsh_nccl_devcomm_destroy(w->c->comm, w->mm_devcomm);
     w->mm_devcomm = NULL;
     if (r != ncclSuccess)
-        return nccl_error(ctx, w->c->comm, __FILE__, __LINE__, "gcsh_nccl_multimem_close", r);
+        return nccl_error(ctx, w->c->comm, __FILE__, __LINE__, "gcsh_nccl_devcomm_destroy", r);
     return 0;
 }
 

@@ -88,6 +88,30 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* What every slice of a vmm window is: pinned device memory of this rank's
+ * GPU, exportable as a POSIX fd (the granularity is asked for the same). */
+static void vmm_prop(CUmemAllocationProp *prop, int dev)
+{
+    memset(prop, 0, sizeof *prop);
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = dev;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran)
+{
+    CUmemAllocationProp prop;
+    vmm_prop(&prop, st->dev);
+    if (cuda_driver_load(ctx, st) != 0)
+        return -1;
+    CU_TRY(ctx, st, MemGetAllocationGranularity(gran, &prop,
+                                                CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    return 0;
+fail:
+    return -1;
+}
+
 /* Stage allocate: the team, then my slice (local). */
 static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
                           char *report, size_t len)
@@ -95,11 +119,7 @@ static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gc
     if (find_team(ctx, w, d) != 0 || cuda_driver_load(ctx, st) != 0)
         return -1;
     CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = st->dev;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    vmm_prop(&prop, st->dev);
     w->handle = calloc((size_t)w->n, sizeof *w->handle);
     w->mapped = calloc((size_t)w->n, sizeof *w->mapped);
     if (!w->handle || !w->mapped)

@@ -19,46 +19,6 @@
 
 #include "cuda/cuda_window.h"
 
-typedef struct win_status {
-    int ok;
-    char msg[236];
-} win_status;
-
-int win_agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what)
-{
-    win_status mine = {ok, {0}};
-    if (!ok)
-        snprintf(mine.msg, sizeof mine.msg, "%.235s", ctx->err); /* long errors are cut */
-    win_status *all = calloc((size_t)c->size, sizeof *all);
-    if (!all)
-        return gcsh_set_error(ctx, "%s: out of host memory", what);
-    int rc = gcsh_cuda_comm_ops.agree(ctx, c, &mine, all, sizeof mine);
-    for (int r = 0; rc == 0 && r < c->size; r++)
-        if (!all[r].ok) {
-            all[r].msg[sizeof all[r].msg - 1] = 0;
-            rc = gcsh_set_error(ctx, "%s failed on rank %d: %s", what, r, all[r].msg);
-        }
-    free(all);
-    return rc;
-}
-
-int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran)
-{
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = st->dev;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    if (cuda_driver_load(ctx, st) != 0)
-        return -1;
-    CU_TRY(ctx, st, MemGetAllocationGranularity(gran, &prop,
-                                                CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
-    return 0;
-fail:
-    return -1;
-}
-
 static int kind_of(const char *kind)
 {
     return strcmp(kind, "vmm") == 0 ? WIN_VMM : WIN_NCCL;

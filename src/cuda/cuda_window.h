@@ -37,15 +37,8 @@ struct gcsh_window_impl {
  * own teardown (cuda_kern.c). */
 int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w);
 
-/* Every rank of c says whether its step succeeded (ok, with its ctx->err
- * when not).  Returns 0 when all did; otherwise -1 on every rank, with the
- * same message everywhere: "<what> failed on rank R: <R's error>".  A rank
- * that could not even exchange (interrupt) fails with its own error.  (The
- * multicast set-up's; window creation has winbuild.h's exchange.) */
-int win_agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what);
-
 /* The recommended VMM granularity of this rank's GPU for a POSIX-fd
- * exportable allocation. */
+ * exportable allocation (cuda_win_vmm.c, whose allocations they are). */
 int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
 
 /* The kinds' stages (backend.h: create_stage; winbuild.h exchanges every

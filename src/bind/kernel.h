@@ -1,0 +1,88 @@
+/* The reduce kernels as the bindings see them: what the kernel library
+ * (l_kernel.c), the multicast type (l_mcast.c) and kernel.plan's table
+ * (kplan_table.c) share.  Below them: kargs.c reads and checks the
+ * arguments, and runs the local reduce job. */
+#ifndef GCSH_BIND_KERNEL_H
+#define GCSH_BIND_KERNEL_H
+
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "core/kplan.h"
+#include "core/kreduce.h"
+#include "bind/symmem.h"
+#include "bind/tensor.h"
+
+/* ---- kargs.c: arguments --------------------------------------------------------- */
+
+/* The backend's kernel table (NULL where the backend has none). */
+const gcsh_kernel_ops *gcsh_kern_backend(lua_State *L);
+
+/* A call over a window's region: what its arguments said. */
+typedef struct gcsh_kargs {
+    const char *fname;
+    gcsh_symobj *o;
+    gcsh_redop op;
+    size_t offset, n;
+    gcsh_tensor *out;
+    int out_idx; /* stack index of out, 0 when none */
+    const char *algo;
+} gcsh_kargs;
+
+/* Errors unless the kernels take dtype dt with op among ops (bits of
+ * GCSH_KERN_OP_BIT); `what` names who runs it ("the kernels"). */
+void gcsh_karg_dtype_op(lua_State *L, const char *fname, gcsh_dtype dt, gcsh_redop op,
+                        unsigned ops, const char *what);
+/* The tensor at idx, which must live where the backend's kernels run
+ * (device memory on cuda); `what` names it in errors ("out"). */
+gcsh_tensor *gcsh_karg_placed(lua_State *L, int idx, const char *fname, const char *what);
+/* Errors unless t's dtype is dt (`of` names where dt comes from). */
+void gcsh_karg_same_dtype(lua_State *L, const char *fname, const char *what,
+                          const gcsh_tensor *t, gcsh_dtype dt, const char *of);
+/* Errors on a key of the options table at idx outside `valid` (space
+ * separated), listing them. */
+void gcsh_karg_keys(lua_State *L, int idx, const char *fname, const char *valid);
+/* The open window at idx, whose team the kernels can synchronise. */
+gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname);
+/* Reads {offset, n} of the options table at idx into a (a->o set). */
+void gcsh_karg_region(lua_State *L, int idx, gcsh_kargs *a);
+/* Reads {op, offset, n, out, algo} at idx (none/nil: the defaults) for
+ * a->o, keys checked against valid. */
+void gcsh_karg_read(lua_State *L, int idx, gcsh_kargs *a, const char *valid);
+/* Errors unless a->out (when given) fits: the window's dtype, at least
+ * `needs` elements (`why` says why), not the window's own memory. */
+void gcsh_karg_out_size(lua_State *L, const gcsh_kargs *a, size_t needs, const char *why);
+/* A root given at idx as a rank of the window's comm; returns its team
+ * index. */
+int gcsh_karg_root(lua_State *L, int idx, const gcsh_kargs *a);
+/* (out, w-or-m, op-or-options at idx) for kernel.reduce_peers and
+ * m:ld_reduce: a->out and a->o set, fills op, offset and n. */
+void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx);
+
+/* ---- kargs.c: the local reduce job ---------------------------------------------- */
+
+/* Runs j on the rank's kernels; errors as the backend said. */
+void gcsh_kjob_run(lua_State *L, const gcsh_kjob *j);
+/* out = the op over every member's [offset, offset + n) of o (peer loads). */
+void gcsh_kjob_peers(lua_State *L, const gcsh_symobj *o, size_t offset, size_t n,
+                     gcsh_tensor *out, gcsh_redop op);
+
+/* ---- l_mcast.c: the multicast type ---------------------------------------------- */
+
+/* o's multicast mode into mc: collective (and checked) the first time, the
+ * decision every rank made afterwards. */
+void gcsh_mcast_open(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc);
+/* Errors unless [offset, offset + n) of o and local (may be NULL) fall on
+ * 4-byte units, as multimem (mode nvls) needs. */
+void gcsh_mcast_check_nvls(lua_State *L, const char *fname, const gcsh_symobj *o,
+                           size_t offset, size_t n, const gcsh_tensor *local);
+
+/* ---- kplan_table.c: kernel.plan's answer ------------------------------------------ */
+
+/* Pushes p over o's region from offset as kernel.plan returns it; has_out:
+ * the members pass out (the copy-out step has moves). */
+void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
+                     int has_out);
+
+#endif

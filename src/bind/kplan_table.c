@@ -1,0 +1,110 @@
+/* kernel.plan's answer: a plan (core/kplan.h) as a Lua table, what every
+ * member of the window's team does at every step. */
+#include <lauxlib.h>
+
+#include "bind/kernel.h"
+
+/* {peer=, first=}: a team index and an absolute slice index, or "out" /
+ * "tmp" and an index there. */
+static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset)
+{
+    lua_createtable(L, 0, 2);
+    if (pl->peer >= 0)
+        lua_pushinteger(L, pl->peer);
+    else
+        lua_pushstring(L, pl->peer == GCSH_KPLAN_OUT ? "out" : "tmp");
+    lua_setfield(L, -2, "peer");
+    lua_pushinteger(L, (lua_Integer)(pl->first + (pl->peer >= 0 ? offset : 0)));
+    lua_setfield(L, -2, "first");
+}
+
+static void push_places(lua_State *L, const gcsh_kplace *pl, int count, size_t offset,
+                        const char *field)
+{
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        push_place(L, &pl[i], offset);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, field);
+}
+
+static void push_move(lua_State *L, int rank, const gcsh_kmove *mv, size_t offset)
+{
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, rank);
+    lua_setfield(L, -2, "rank");
+    lua_pushstring(L, mv->k > 1 ? "reduce" : "copy");
+    lua_setfield(L, -2, "op");
+    lua_pushinteger(L, (lua_Integer)mv->count);
+    lua_setfield(L, -2, "count");
+    push_places(L, mv->src, mv->k, offset, "src");
+    push_places(L, mv->dst, mv->m, offset, "dst");
+}
+
+/* One step as a table (a move step where nobody has work, such as the
+ * copy into out when out is false, keeps its place with no moves: every
+ * member has the same steps). */
+static void push_step(lua_State *L, const gcsh_kplan *p, const gcsh_kstep *st, int has_out,
+                      size_t offset)
+{
+    if (st->kind == GCSH_KS_BARRIER) {
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "barrier");
+        lua_setfield(L, -2, "kind");
+        return;
+    }
+    lua_createtable(L, 0, 4);
+    lua_pushliteral(L, "move");
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, gcsh_kphase_name(st->phase));
+    lua_setfield(L, -2, "phase");
+    lua_pushinteger(L, st->index);
+    lua_setfield(L, -2, "index");
+    lua_newtable(L);
+    int moves = 0;
+    for (int r = 0; r < p->team; r++) {
+        gcsh_kmove mv;
+        if (gcsh_kplan_move(p, st, r, has_out, &mv)) {
+            push_move(L, r, &mv, offset);
+            lua_rawseti(L, -2, ++moves);
+        }
+    }
+    lua_setfield(L, -2, "moves");
+}
+
+void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
+                     int has_out)
+{
+    lua_createtable(L, 0, 10);
+    gcsh_set_string(L, "coll", gcsh_kcoll_name(p->coll));
+    gcsh_set_string(L, "algo", gcsh_kalgo_name(p->algo));
+    gcsh_set_string(L, "dtype", gcsh_dtype_name(o->dtype));
+    gcsh_set_integer(L, "n", (lua_Integer)p->n);
+    gcsh_set_integer(L, "offset", (lua_Integer)offset);
+    gcsh_set_integer(L, "team_size", p->team);
+    gcsh_set_integer(L, "root", p->root);
+    lua_createtable(L, p->team, 0);
+    for (int r = 0; r < p->team; r++) {
+        lua_pushinteger(L, o->desc.team[r]);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "team");
+    lua_createtable(L, p->team, 0);
+    for (int r = 0; r < p->team; r++) {
+        gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
+        lua_createtable(L, 0, 2);
+        gcsh_set_integer(L, "first", (lua_Integer)(offset + ch.first));
+        gcsh_set_integer(L, "count", (lua_Integer)ch.count);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "chunks");
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(p, steps);
+    lua_createtable(L, ns, 0);
+    for (int i = 0; i < ns; i++) {
+        push_step(L, p, &steps[i], has_out, offset);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "steps");
+}

@@ -1,0 +1,62 @@
+-- The kernel collectives' algorithm names come from one list (core/kplan.c),
+-- which Lua reads as gcsh.kalgos: kernel.algos, what kernel.plan and the
+-- collectives accept and name in their errors, and step.algos all agree
+-- with it.
+local H = require "harness"
+local KALGOS = require "gcsh.kalgos"
+local step = require "gcsh.step"
+
+local c = comm.world()
+local w = c:window(64, "f32")
+
+local COLLS = { "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce" }
+local NOT_PLANNED = { auto = true, ll = true, comm = true }
+
+-- the all-reduce's names are kernel.algos, in the same order
+H.eq(table.concat(KALGOS.takes.allreduce, " "), table.concat(kernel.algos, " "), "kernel.algos")
+H.eq(table.concat(kernel.algos, " "), "auto oneshot twoshot ring ll multicast comm",
+     "the all-reduce's names")
+
+local names = {}
+for coll in pairs(KALGOS.takes) do names[#names + 1] = coll end
+table.sort(names)
+H.eq(table.concat(names, " "), "allgather allreduce broadcast reduce reduce_scatter",
+     "a list per collective")
+
+for _, coll in ipairs(COLLS) do
+  local planned = {}
+  for _, algo in ipairs(KALGOS.takes[coll]) do
+    H.eq(KALGOS.planned[algo] or false, not NOT_PLANNED[algo], coll .. " " .. algo .. " planned")
+    if KALGOS.planned[algo] then
+      planned[#planned + 1] = algo
+      H.eq(kernel.plan(w, { coll = coll, algo = algo }).algo, algo, "kernel.plan " .. coll .. " " .. algo)
+    end
+  end
+  -- kernel.plan's default is the first planned name; its error lists them all
+  H.eq(kernel.plan(w, { coll = coll }).algo, planned[1], coll .. " default plan")
+  H.raises(function() kernel.plan(w, { coll = coll, algo = "bogus" }) end,
+           "plan: unknown algo 'bogus' (valid: " .. table.concat(planned, " ") .. ")",
+           coll .. " plan error")
+end
+
+-- the collectives' own errors list the same names
+H.raises(function() kernel.allreduce(w, { algo = "bogus" }) end,
+         "allreduce: unknown algo 'bogus' (valid: " .. table.concat(KALGOS.takes.allreduce, " ") .. ")",
+         "allreduce error")
+H.raises(function() kernel.broadcast(0, w, { algo = "bogus" }) end,
+         "broadcast: unknown algo 'bogus' (valid: " .. table.concat(KALGOS.takes.broadcast, " ") .. ")",
+         "broadcast error")
+
+-- the stepper walks every planned name of its collectives, and ll
+for coll, list in pairs(step.algos) do
+  local want = {}
+  for _, algo in ipairs(KALGOS.takes[coll]) do
+    if KALGOS.planned[algo] or algo == "ll" then want[algo] = true end
+  end
+  local n = 0
+  for _ in pairs(want) do n = n + 1 end
+  H.eq(#list, n, "step.algos." .. coll .. " count")
+  for _, algo in ipairs(list) do H.truthy(want[algo], "step.algos." .. coll .. " has " .. algo) end
+end
+
+w:free()
