@@ -8,12 +8,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
 TAGS=()
-cleanup() {
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap tags_cleanup EXIT
 
 # ---- a session fed line by line: bg_start N; bg_line TEXT; bg_wait_out TEXT;
 # bg_end (sets OUT, RC).  BG is the launcher's pid (signals from outside go there).

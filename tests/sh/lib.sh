@@ -112,8 +112,16 @@ tmux_setup() {
 }
 tmux_cleanup() {
     command -v tmux >/dev/null && tmux -S "$SOCK" kill-server 2>/dev/null
+    tags_cleanup
+}
+# kill_tagged: kill -9 every process of every session tag in TAGS.
+kill_tagged() {
     local t p
     for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
+}
+# tags_cleanup: the usual EXIT trap: the tagged sessions killed, $TMP gone.
+tags_cleanup() {
+    kill_tagged
     rm -rf "$TMP"
 }
 # need_tmux: a skipped test, and the end of the script, without tmux.

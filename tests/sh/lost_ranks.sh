@@ -7,13 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 TMP=$(mktemp -d)
 SOCK="$TMP/tmux"
 TAGS=()
-cleanup() {
-    command -v tmux >/dev/null && tmux -S "$SOCK" kill-server 2>/dev/null
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap tmux_cleanup EXIT
 
 # gives the first lines 2 s to run, then kills RANK, then sends one more line
 kill_after_up() { # RANK [SIGNAL]

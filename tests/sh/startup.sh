@@ -11,10 +11,9 @@ TMP=$(mktemp -d)
 TAGS=()
 KNOCKERS=()
 cleanup() {
-    local t p
+    local p
     for p in "${KNOCKERS[@]}"; do kill "$p" 2>/dev/null; done
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
+    tags_cleanup
 }
 trap cleanup EXIT
 

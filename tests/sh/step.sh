@@ -7,11 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 export LUA_PATH="$PWD/tests/lua/?.lua;;"
 TAGS=()
-cleanup() {
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-}
-trap cleanup EXIT
+trap kill_tagged EXIT
 
 # ---- the Lua step tests at 3 ranks
 for t in tests/lua/step_*.lua; do

@@ -7,12 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
 TAGS=()
-cleanup() {
-    local t p
-    for t in "${TAGS[@]}"; do for p in $(tagged_pids "$t"); do kill -9 "$p" 2>/dev/null; done; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap tags_cleanup EXIT
 
 # ---- a rank that does not answer: SIGSTOP, then the signals from outside
 # (rank 1 is stopped inside a collective loop)
