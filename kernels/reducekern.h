@@ -49,6 +49,13 @@ cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *
 cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
                                 const gcsh_kwait *wait, cudaStream_t stream);
 
+/* kernel.allreduce{algo="nccl_dev"} (kernels/nccl_dev.cu): one-shot with
+ * NCCL's device API over window win, one launch.  dev_comm is the window's
+ * ncclDevComm (with GCSH_NCCL_DEV_BLOCKS LSA barriers, winkern.h); mine is
+ * my slice's address of the region, which gives every slice's alignment. */
+cudaError_t gcsh_k_nccl_dev_allreduce(const void *dev_comm, ncclWindow_t win, const void *mine,
+                                      const gcsh_kdev_args *a, cudaStream_t stream);
+
 /* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
  * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */
 

@@ -146,15 +146,17 @@ extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
     return launched();
 }
 
-extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out)
+extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out)
 {
     ncclDevComm *dc = new (std::nothrow) ncclDevComm();
     if (!dc)
         return ncclSystemError;
-    // value-initialised: no barriers, no GIN, and lsaMultimem false, which
-    // keeps NVLink multicast (NVLS) out of this communicator for good
+    // value-initialised: no GIN, and lsaMultimem false, which keeps NVLink
+    // multicast (NVLS) out of this communicator for good; the LSA barriers
+    // asked for (NCCL keeps their state in a small buffer of its own)
     ncclDevCommRequirements reqs = {};
     reqs.lsaMultimem = false;
+    reqs.lsaBarrierCount = lsa_barriers;
     ncclResult_t r = ncclDevCommCreate(comm, &reqs, dc);
     if (r != ncclSuccess && r != ncclInProgress) {
         delete dc;

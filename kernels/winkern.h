@@ -64,12 +64,17 @@ cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer, size_t off
  * table through the NCCL device API. */
 cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table, cudaStream_t stream);
 
-/* A device communicator for comm (collective over comm) with no optional
- * resources: lsaMultimem stays false (never NVLink multicast).  *out is an
- * opaque ncclDevComm owned by the caller until gcsh_nccl_devcomm_destroy.
- * It may return ncclInProgress (non-blocking communicators): wait for the
- * communicator before reading *out. */
-ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, void **out);
+/* The LSA barriers a window's device communicator asks for: one per CTA
+ * of algo "nccl_dev" (kernels/nccl_dev.cu), which runs at most this many. */
+#define GCSH_NCCL_DEV_BLOCKS 32
+
+/* A device communicator for comm (collective over comm) with lsa_barriers
+ * LSA barriers (0: none) and no other optional resource: lsaMultimem stays
+ * false (never NVLink multicast).  *out is an opaque ncclDevComm owned by
+ * the caller until gcsh_nccl_devcomm_destroy.  It may return ncclInProgress
+ * (non-blocking communicators): wait for the communicator before reading
+ * *out. */
+ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out);
 /* Its LSA team, once the communicator has settled. */
 void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank);
 /* Frees a device communicator, this one or gcsh_nccl_multimem_open's

@@ -28,7 +28,9 @@
  *       "multicast" (w:multicast(): NVLS, or its
  *       emulation, which moves the data as two-shot does), "comm" (the
  *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
- *       on host), "auto" (by size and team from src/core/kreduce_tune.h).
+ *       on host), "nccl_dev" (one-shot written with NCCL's device API:
+ *       cuda, windows of kind nccl; kernels/nccl_dev.cu), "auto" (by size
+ *       and team from src/core/kreduce_tune.h).
  *   kernel.reduce_scatter(w [, {algo="direct"|"ring", op, offset, n, out}])
  *       rank r gets chunk r reduced: out, or chunk r of its slice.
  *   kernel.allgather(w [, {algo="direct"|"ring", offset, n, out}])
@@ -312,6 +314,32 @@ static const char *allreduce_ll(lua_State *L, const gcsh_kargs *a)
     return "ll";
 }
 
+/* A one-shot written with NCCL's device API (kernels/nccl_dev.cu): cuda,
+ * windows of kind nccl.  Refused before the collective check, naming the
+ * window's kind and why, the same on every rank (the backend and the kind
+ * are the whole communicator's), so no rank is left in the check. */
+static const char *allreduce_nccl_dev(lua_State *L, const gcsh_kargs *a)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_symobj *o = a->o;
+    const gcsh_kernel_ops *kern = gcsh_kern_backend(L);
+    if (!kern->dev_allreduce)
+        luaL_error(L, "%s: algo 'nccl_dev' needs NCCL's device API: the cuda backend and a "
+                      "window of kind 'nccl'; this is the %s backend (window of kind '%s'); "
+                      "oneshot moves the data the same way",
+                   a->fname, ctx->be->name, o->kind);
+    char why[320] = "";
+    if (kern->dev_usable(ctx, o->impl, why, sizeof why) != 0)
+        luaL_error(L, "%s: algo 'nccl_dev' cannot run on this window: %s", a->fname, why);
+    gcsh_kdev_args k = {
+        .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op,
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL,
+    };
+    gcsh_comm_check *cc = enter_checked(L, a, "nccl_dev", -1, 1);
+    gcsh_check_leave(L, cc, kern->dev_allreduce(ctx, o->impl, &o->desc, &k));
+    return "nccl_dev";
+}
+
 /* The runner of an algorithm kernel.allreduce takes (the names are core's
  * one list, kplan.c): its own below, or else its plan; NULL for a name
  * the all-reduce does not take ("auto" is chosen before). */
@@ -320,7 +348,10 @@ static allreduce_run allreduce_runner(const char *name)
     static const struct {
         const char *name;
         allreduce_run run;
-    } own[] = {{"ll", allreduce_ll}, {"multicast", allreduce_multicast}, {"comm", allreduce_comm}};
+    } own[] = {{"ll", allreduce_ll},
+               {"multicast", allreduce_multicast},
+               {"comm", allreduce_comm},
+               {"nccl_dev", allreduce_nccl_dev}};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (strcmp(own[i].name, name) == 0)
             return own[i].run;
@@ -466,6 +497,10 @@ static int kernel_plan(lua_State *L)
     if (coll < 0)
         return luaL_error(L, "plan: unknown coll '%s' (valid: %s)", coll_name,
                           gcsh_kcoll_names(valid, sizeof valid));
+    if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "nccl_dev") == 0)
+        return luaL_error(L, "plan: algo 'nccl_dev' has no plan of its own: it moves the data "
+                             "as oneshot does (kernel.plan(w, {algo='oneshot'})), with NCCL's "
+                             "LSA barriers (kernels/nccl_dev.cu)");
     if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "ll") == 0)
         return luaL_error(L, "plan: algo 'll' has no plan of moves and barriers: each rank "
                              "stores its region, flagged, into every member's slots, and "

@@ -296,6 +296,17 @@ typedef struct gcsh_kll_args {
     int slots;           /* the slots per set: the LL area's layout (kll.h) */
 } gcsh_kll_args;
 
+/* kernel.allreduce{algo="nccl_dev"} (kernels/nccl_dev.cu): the region
+ * [offset, offset + n) of every slice all-reduced by a one-shot written with
+ * NCCL's device API (the window's device communicator, its LSA barriers,
+ * LSA pointers); the result into out, or into my region. */
+typedef struct gcsh_kdev_args {
+    size_t offset, n;    /* elements */
+    gcsh_dtype dt;
+    gcsh_redop op;
+    void *out;           /* local memory at d->loc, or NULL */
+} gcsh_kdev_args;
+
 /* What w:multicast() found: NVLS (a multicast address over the slices) or
  * the emulation through peer loads and stores, and why. */
 struct gcsh_mcast {
@@ -322,6 +333,16 @@ typedef struct gcsh_kernel_ops {
      * flags travel with the data (core/kll.h). */
     int (*ll_allreduce)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                         const gcsh_kll_args *a);
+    /* Optional (NULL where the backend has no NCCL device API, as on host):
+     * the "nccl_dev" all-reduce.  dev_usable is local and never fails: 0
+     * when window w can take it, else -1 with why naming w's kind and the
+     * reason (the same on every rank of w's communicator).  dev_allreduce
+     * is collective like the others; its barriers are NCCL's, which have no
+     * bound (the binding's collective check makes every member launch it
+     * or none). */
+    int (*dev_usable)(gcsh_ctx *ctx, gcsh_window_impl *w, char *why, size_t len);
+    int (*dev_allreduce)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                         const gcsh_kdev_args *a);
     /* Collective over the window's team: decides the mode (every member the
      * same) and, for nvls, sets up the multicast address.  The NVLS path is
      * taken only under src/DESIGN.md's opt-in. */

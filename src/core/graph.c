@@ -124,6 +124,11 @@
       gcsh_window_impl *w; const gcsh_window_desc *d; gcsh_kll_args k;,                          \
       (a->w = w, a->d = d, a->k = *k), (ctx, a->w, a->d, &a->k), NEVER,                           \
       k->n * gcsh_dtype_size(k->dt))                                                               \
+    X(kern, dev_allreduce,                                                                         \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, const gcsh_kdev_args *k),  \
+      gcsh_window_impl *w; const gcsh_window_desc *d; gcsh_kdev_args k;,                         \
+      (a->w = w, a->d = d, a->k = *k), (ctx, a->w, a->d, &a->k), NEVER,                           \
+      k->n * gcsh_dtype_size(k->dt))                                                               \
     X(kern, mc_ld_reduce,                                                                          \
       (gcsh_ctx * ctx, const gcsh_mcast *m, size_t offset, void *out, size_t n, gcsh_dtype dt,     \
        gcsh_redop op),                                                                             \

@@ -115,7 +115,8 @@ int gcsh_kalgo_parse(const char *name);
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo);
 /* The algorithm names coll takes, the one list (kplan.c): the i-th
  * (NULL past the last), *planned (may be NULL) = whether it has a plan
- * ("auto", "ll" and "comm", the all-reduce's others, have none). */
+ * ("auto", "ll", "comm" and "nccl_dev", the all-reduce's others, have
+ * none). */
 const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned);
 /* Those names space separated into buf ("oneshot twoshot ring multicast"
  * with planned_only); returns buf. */

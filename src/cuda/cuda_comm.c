@@ -83,7 +83,7 @@ fail:
 static int probe_symmetric(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     void *dc = NULL;
-    ncclResult_t r = gcsh_nccl_devcomm_create(c->comm, &dc);
+    ncclResult_t r = gcsh_nccl_devcomm_create(c->comm, 0, &dc);
     c->symmetric = r == ncclSuccess || r == ncclInProgress;
     if (r == ncclInvalidUsage) /* NCCL's answer: no symmetric memory here */
         return 0;

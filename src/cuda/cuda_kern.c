@@ -1,7 +1,9 @@
 /* The cuda backend's reduce kernels and multicast (kernels/reduce.cu,
- * kernels/mcast.cu): stream-ordered launches on the rank's stream; the
- * kernel collectives wait on the window's sync words on the GPU, bounded by
- * GCSH_GPU_WAIT_TIMEOUT and released by an interrupt, as s:wait does.
+ * kernels/ll.cu, kernels/nccl_dev.cu, kernels/mcast.cu): stream-ordered
+ * launches on the rank's stream; the kernel collectives wait on the
+ * window's sync words on the GPU, bounded by GCSH_GPU_WAIT_TIMEOUT and
+ * released by an interrupt, as s:wait does (nccl_dev excepted: its
+ * barriers are NCCL's).
  *
  * Multicast.  NVLS runs only when the user opted in and the machine allows
  * it (src/DESIGN.md, safety rules): GCSH_MULTICAST=1, NCCL_NVLS_ENABLE not "0",
@@ -63,6 +65,36 @@ static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_wind
         return -1;
     gcsh_kwait wait = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns};
     CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+/* algo "nccl_dev" needs NCCL's device API, which reaches only NCCL's
+ * symmetric memory: a window of kind nccl.  c->symmetric is NCCL's own
+ * answer for the communicator, the same on every rank. */
+static int cuda_dev_usable(gcsh_ctx *ctx, gcsh_window_impl *w, char *why, size_t len)
+{
+    if (w->kind == WIN_NCCL)
+        return 0;
+    if (w->c->symmetric)
+        snprintf(why, len, "it is of kind 'vmm', and NCCL's device API reaches only NCCL's "
+                           "symmetric memory: make the window with {kind='nccl'}");
+    else
+        snprintf(why, len, "it is of kind 'vmm', and the device API needs a window of kind "
+                           "'nccl', which this communicator cannot have: %s",
+                 cuda_no_symmetric_reason(ctx->be_state, w->c->size));
+    return -1;
+}
+
+static int cuda_dev_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                              const gcsh_kdev_args *a)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    const char *mine = (const char *)d->peer[d->team_rank] + a->offset * gcsh_dtype_size(a->dt);
+    CUDA_TRY(ctx, gcsh_k_nccl_dev_allreduce(w->devcomm, w->win, mine, a, st->stream));
     return 0;
 fail:
     return -1;
@@ -249,6 +281,8 @@ const gcsh_kernel_ops gcsh_cuda_kernel_ops = {
     .empty = cuda_empty,
     .collective = cuda_collective,
     .ll_allreduce = cuda_ll_allreduce,
+    .dev_usable = cuda_dev_usable,
+    .dev_allreduce = cuda_dev_allreduce,
     .mc_open = cuda_mc_open,
     .mc_ld_reduce = cuda_mc_ld_reduce,
     .mc_st = cuda_mc_st,

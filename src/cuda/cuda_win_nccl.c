@@ -9,7 +9,8 @@
  * Stages (backend.h; winbuild.h agrees on each before the next):
  *   allocate  ncclMemAlloc of my slice (local)
  *   register  ncclCommWindowRegister, SYMMETRIC (collective)
- *   devcomm   ncclDevCommCreate (collective): the LSA team
+ *   devcomm   ncclDevCommCreate (collective): the LSA team, and the LSA
+ *             barriers of algo "nccl_dev" (kernels/nccl_dev.cu)
  *   peers     the LSA peer pointers, through the device communicator
  * so each collective step runs only after all ranks agreed that the step
  * before succeeded everywhere, and a failure is undone on every rank at the
@@ -123,14 +124,15 @@ static int stage_register(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size
 static int stage_devcomm(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_t len)
 {
     gcsh_comm_impl *c = w->c;
-    if (!NCCL_OK(ctx, c, gcsh_nccl_devcomm_create(c->comm, &w->devcomm)))
+    if (!NCCL_OK(ctx, c, gcsh_nccl_devcomm_create(c->comm, GCSH_NCCL_DEV_BLOCKS, &w->devcomm)))
         return -1;
     /* settled by NCCL_OK: the device communicator is filled in now */
     gcsh_nccl_devcomm_lsa(w->devcomm, &w->lsa_size, &w->lsa_rank);
     snprintf(report, len,
              "ncclDevCommCreate: a device communicator, LSA team of %d\n"
-             "my LSA rank: %d",
-             w->lsa_size, w->lsa_rank);
+             "my LSA rank: %d\n"
+             "%d LSA barriers (algo nccl_dev: one per CTA)",
+             w->lsa_size, w->lsa_rank, GCSH_NCCL_DEV_BLOCKS);
     return 0;
 }
 

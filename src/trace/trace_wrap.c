@@ -150,6 +150,9 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (ELEMS(a->plan.n, a->dt), D->redop = (int16_t)a->op, D->coll = (int16_t)a->plan.coll,       \
        D->algo = (int16_t)a->plan.algo, D->obj = d->trace_id),                                     \
       NONE)                                                                                        \
+    X(INT, kern, dev_allreduce, "kernel", GPU,                                                     \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, const gcsh_kdev_args *a),  \
+      (ctx, w, d, a), (ELEMS(a->n, a->dt), D->redop = (int16_t)a->op, D->obj = d->trace_id), NONE) \
     X(INT, kern, mc_open, "kernel", 0,                                                             \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, gcsh_mcast *m),            \
       (ctx, w, d, m), D->obj = d->trace_id, NONE)                                                  \
