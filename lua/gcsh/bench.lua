@@ -326,7 +326,8 @@ end
 --   nccl_sym   c:allreduce on a window's slice (on cuda a window of kind
 --              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
 --              kernels);
---   oneshot, twoshot, multicast, auto: kernel.allreduce(w, {algo=});
+--   oneshot, twoshot, ring, ll, multicast, nccl_dev, auto:
+--              kernel.allreduce(w, {algo=}) (nccl_dev needs kind="nccl");
 --   empty      kernel.empty(): one empty kernel per call, no data moved (the
 --              launch floor a kernel algorithm's time is measured against;
 --              #wrong is not checked).
@@ -444,6 +445,23 @@ local function ar_row(o, algo, n, c, w, plain)
            issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = o.graph or nil }
 end
 
+-- "nccl_dev" runs only where NCCL's device API does (cuda, a window of
+-- kind nccl): asked once before the first row, so a run that cannot take
+-- it stops at once with kernel.allreduce's reason, on every rank alike (the
+-- refusal comes before any collective; where it runs, the call is one
+-- all-reduce of one element, which every rank makes).
+local function check_window_algos(o, w)
+  for _, algo in ipairs(o.algos) do
+    if algo == "nccl_dev" then
+      local ok, err = pcall(kernel.allreduce, w, { algo = "nccl_dev", n = 1 })
+      if not ok then
+        w:free()
+        error("bench.allreduce: " .. tostring(err):gsub("^allreduce: ", ""), 3)
+      end
+    end
+  end
+end
+
 local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" } }, RATE_COLUMNS,
   { { "issue", "(us)", 9, ".2f", "issue_us" } })
 
@@ -457,6 +475,7 @@ function bench.allreduce(opts)
   local c, speaks = o.comm, o.comm.rank == 0 and not o.quiet
   local maxn = math.max(1, o.max // DTYPE_SIZE[o.dtype])
   local w = c:window(maxn, o.dtype, o.kind and { kind = o.kind } or nil)
+  check_window_algos(o, w)
   local plain = tensor.new(maxn, o.dtype)
   if speaks then print_header(ALLREDUCE_COLUMNS) end
   local rows, sizes, step = {}, sizes_of(o), 0

@@ -211,6 +211,10 @@ local function read_options(fname, coll, w, opts)
   if REDUCES[coll] then table.insert(valid, 2, "op") end
   check_keys(fname, opts, valid)
   local o = {}
+  if coll == "allreduce" and opts.algo == "nccl_dev" then
+    fail(fname, "algo 'nccl_dev' has no steps of its own: it moves the data as oneshot does "
+         .. "(algo='oneshot'), with NCCL's LSA barriers on GPUs (kernels/nccl_dev.cu)")
+  end
   o.algo = check_choice(fname, "algo", opts.algo or ALGOS[coll][1], ALGOS[coll])
   if REDUCES[coll] then
     o.op = check_choice(fname, "op", opts.op or "sum", OPS)

@@ -13,7 +13,7 @@ local tri = k * (k + 1) // 2 -- sum over ranks of (rank + 1)
 for _, kind in ipairs(G.kinds(c)) do
   for _, dt in ipairs { "f32", "f16" } do
     local w = c:window(1031 + 5, dt, { kind = kind })
-    for _, algo in ipairs(kernel.algos) do
+    for _, algo in ipairs(G.algos_for(kind)) do
       for _, case in ipairs { { 0, 1 }, { 1, 7 }, { 3, 1031 } } do
         local off, n = case[1], case[2]
         for call = 1, 3 do

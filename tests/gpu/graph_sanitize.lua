@@ -10,7 +10,7 @@ local G = require "common"
 local c = comm.world()
 for _, kind in ipairs(G.kinds(c)) do
   for _, dt in ipairs { "f32", "bf16" } do
-    for _, algo in ipairs(kernel.algos) do
+    for _, algo in ipairs(G.algos_for(kind)) do
       local ws = {}
       for i = 1, 2 do
         ws[i] = c:window(4099, dt, { kind = kind })

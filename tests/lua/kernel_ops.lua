@@ -16,6 +16,12 @@ local c = comm.world()
 local kind = rawget(_G, "KERNEL_TEST_KIND")
 local opts = kind and { kind = kind } or nil
 local DTYPES = { "f32", "f16", "bf16", "i32", "u32" }
+-- algo "nccl_dev" (NCCL's device API) runs on windows of kind nccl only:
+-- with_dev adds it to a list of algorithms there
+local function with_dev(list)
+  if kind == "nccl" then list[#list + 1] = "nccl_dev" end
+  return list
+end
 local OPS = { "sum", "prod", "min", "max" }
 
 -- element i (of the region) of team member r
@@ -89,7 +95,7 @@ local function run_case(w, k, dt, op, off, n, use_out, odd)
   expect(o, dt, op, k, 0, n, "ld_reduce " .. tag)
   c:barrier()
 
-  for _, algo in ipairs { "oneshot", "twoshot", "ring", "ll", "multicast", "auto" } do
+  for _, algo in ipairs(with_dev { "oneshot", "twoshot", "ring", "ll", "multicast", "auto" }) do
     reset()
     local res, ran = kernel.allreduce(w, { algo = algo, op = op, offset = off, n = n, out = out() })
     expect(res, dt, op, k, 0, n, "allreduce " .. algo .. " (" .. ran .. ") " .. tag)
@@ -159,12 +165,13 @@ for _, case in ipairs { { "f32", "sum" }, { "f16", "max" }, { "bf16", "sum" }, {
   win:free()
 end
 
--- large: past one-shot rounds and block counts (constant values per rank)
+-- large: past one-shot rounds and block counts (constant values per rank;
+-- nccl_dev in place: two rounds of its 32 blocks x 512 threads x 4 vectors)
 do
   local N = (64 * 512 * 4) * 2 + 5 -- two one-shot rounds of f32 vectors, and a tail
   local win = c:window(N + 8, "f32", opts)
   local want = tensor.new(N, "f32"):fill(k * (k + 1) // 2)
-  for _, algo in ipairs { "oneshot", "twoshot", "ring" } do
+  for _, algo in ipairs(with_dev { "oneshot", "twoshot", "ring" }) do
     for _, off in ipairs { 0, 3 } do
       win:tensor():view(off, N):fill(me + 1)
       local res = kernel.allreduce(win, { algo = algo, offset = off, n = N })
@@ -184,7 +191,8 @@ for _, dt in ipairs { "f32", "f16", "bf16" } do
   local win = c:window(n + 16, dt, opts)
   local mine = tensor.new(n, dt):rand(42 + me)
   local results = {}
-  for _, algo in ipairs { "oneshot", "twoshot", "ll", "multicast" } do
+  local algos = with_dev { "oneshot", "twoshot", "ll", "multicast" }
+  for _, algo in ipairs(algos) do
     win:tensor():view(5, n):copy(mine)
     results[algo] = kernel.allreduce(win, { algo = algo, offset = 5, n = n, out = tensor.new(n, dt) })
   end
@@ -196,6 +204,7 @@ for _, dt in ipairs { "f32", "f16", "bf16" } do
   H.truthy(results.oneshot:equal(results.twoshot), dt .. ": oneshot == twoshot")
   H.truthy(results.oneshot:equal(results.multicast), dt .. ": oneshot == multicast")
   H.truthy(results.oneshot:equal(results.ll), dt .. ": oneshot == ll")
+  if results.nccl_dev then H.truthy(results.oneshot:equal(results.nccl_dev), dt .. ": oneshot == nccl_dev") end
   H.truthy(results.oneshot:equal(peers), dt .. ": oneshot == reduce_peers")
   -- and every rank has the same bits
   local sums = c:agree(results.oneshot:checksum())
@@ -207,7 +216,7 @@ end
 do
   local win = c:window(4, "i32", opts)
   local want = ((2147483647 * k + 2 ^ 31) % 2 ^ 32) - 2 ^ 31
-  for _, algo in ipairs { "oneshot", "ll" } do
+  for _, algo in ipairs(with_dev { "oneshot", "ll" }) do
     win:tensor():fill(2147483647)
     local res = kernel.allreduce(win, { algo = algo })
     H.eq(res[0], math.tointeger(want), "i32 sum wraps (" .. algo .. ")")

@@ -61,6 +61,16 @@ function G.kind_here(c, K)
   return false
 end
 
+-- kernel.algos that run on windows of kind K: all but "nccl_dev" (NCCL's
+-- device API) on kinds other than nccl.
+function G.algos_for(K)
+  local out = {}
+  for _, algo in ipairs(kernel.algos) do
+    if algo ~= "nccl_dev" or K == "nccl" then out[#out + 1] = algo end
+  end
+  return out
+end
+
 -- The kinds of window that work on c here, in the backend's order.
 function G.kinds(c)
   local out = {}
