@@ -8,7 +8,9 @@
 # peer-read kernel from C; tests/gpu/window_*.lua the same through Lua;
 # tests/gpu/kernel_{nccl,vmm}.lua the reduce kernels (tests/lua/kernel_*.lua
 # per window kind) and tests/gpu/mcast_refusal.lua that NVLS stays refused;
-# tests/gpu/ll_sanitize.lua the "ll" kernel, also under compute-sanitizer.
+# tests/gpu/ll_sanitize.lua the "ll" kernel, also under compute-sanitizer;
+# tests/gpu/nccl_dev.lua algo "nccl_dev" (NCCL's device API; skipped, saying
+# why, where NCCL has no symmetric memory), also under compute-sanitizer.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).  tests/gpu/graph_{nccl,vmm}.lua: gcsh.graph
 # (tests/lua/graph.lua per window kind), graph_sanitize.lua its replays
@@ -238,7 +240,7 @@ SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
     if [ "$ngpu" = 1 ]; then configure 2s; else configure 2; fi
     for tool in memcheck synccheck; do
-        for t in ll_sanitize algos_sanitize graph_sanitize; do
+        for t in ll_sanitize algos_sanitize graph_sanitize nccl_dev; do
             run "sanitize:$tool:$t" 2 env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
                 --error-exitcode 3 --report-api-errors no --target-processes application-only \
                 "$BUILD/gcsh" "tests/gpu/$t.lua"

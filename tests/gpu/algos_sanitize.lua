@@ -1,5 +1,5 @@
--- Every reduce-kernel algorithm (kernel.algos) and the other kernel
--- collectives, on every window kind that works here, small enough to run
+-- Every reduce-kernel algorithm (kernel.algos; nccl_dev on kind nccl only)
+-- and the other kernel collectives, on every window kind that works here, small enough to run
 -- under compute-sanitizer (scripts/gpu-check.sh runs it plainly and under
 -- memcheck and synccheck, at 2 ranks sharing a GPU on one-GPU machines):
 -- odd lengths, odd offsets, out at an odd alignment, three calls in a row.
