@@ -138,7 +138,7 @@ local API = {
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
-      { "kernel.algos", "every algorithm kernel.allreduce accepts" },
+      { "kernel.algos", "allreduce's algos (nccl_dev: kind nccl)" },
       { "kernel.ll_max_bytes", "the largest region algo \"ll\" takes" },
       { "kernel.choose(bytes [, team [, backend]])", "the algorithm \"auto\" runs" },
       { "kernel.crossovers", "the table auto reads (src/core/kreduce_tune.h)" },
