@@ -16,7 +16,8 @@
 #      against 4096 separate puts, with the ratio; 8-byte put-with-signal
 #      ping-pong latency in us).
 #   6. bench.allreduce: NCCL plain, NCCL on a symmetric window (nccl_sym),
-#      one-shot, two-shot, multicast (emulated: NVLS stays off) and auto,
+#      one-shot, two-shot, ring, multicast (emulated: NVLS stays off),
+#      nccl_dev (NCCL's device API) and auto,
 #      f32 sum, 8 B .. 1 GiB, in one run; CSV into $GCSH_BENCH_OUT (default
 #      build-gpu/bench), a busbw chart, and the issue's targets as ratios
 #      (one-shot time / NCCL plain and / nccl_sym at <= 64 KiB; two-shot busbw
@@ -39,6 +40,12 @@
 #      algo "empty" (one empty kernel per call) beside every algorithm.
 #      GCSH_BENCH_RANKS (default 1) picks the rank counts; with --share-gpu
 #      style sharing use GCSH_BENCH_SHARED="2 4" (MPS).
+#  10. several GPUs (issue 28), GCSH_BENCH_ONLY=multi: nccl-tests
+#      all_reduce_perf plain, -R 2, -R 2 -D 1 and -D 2, -G 100, -R 2 -G 100, the other
+#      collectives' _perf, then in one gcsh job every all-reduce algorithm
+#      (nccl_dev included) plain and from graphs, and every NCCL collective,
+#      each against its nccl-tests run, with the issue's targets as ratios
+#      (scripts/bench/multi.lua; CSV into $GCSH_BENCH_OUT).
 # GCSH_BENCH_ONLY=windows runs parts 3 and 4 only; GCSH_BENCH_ONLY=xfer part 5;
 # GCSH_BENCH_ONLY=allreduce part 6; GCSH_BENCH_ONLY=nccl-tests part 7.
 # GCSH_BENCH_MAX (bytes, default 1 GiB) and GCSH_BENCH_ITERS (default 20)
@@ -74,15 +81,24 @@ build_nccl_tests() {
         BUILDDIR="$NT" >"$OUTDIR/nccl-tests-build.log" 2>&1 ||
         { tail -20 "$OUTDIR/nccl-tests-build.log"; return 1; }
 }
+# nt_run NP BINARY TAG MAX ITERS [FLAGS...]: one nccl-tests run, 8 B .. MAX
+# bytes by factors of 2, ITERS timed calls after 5, into
+# $OUTDIR/nccl-tests-TAG-npNP.out (bench.nccl_tests reads it); prints its rows.
+nt_run() {
+    local np=$1 bin=$2 tag=$3 max=$4 iters=$5
+    shift 5
+    local out="$OUTDIR/nccl-tests-$tag-np$np.out"
+    echo "== $np ranks: nccl-tests $bin $* -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
+    "${mpi[@]}" -np "$np" "$NT/$bin" -b 8 -e "$max" -f 2 -g 1 -n "$iters" -w 5 "$@" >"$out" 2>&1 ||
+        echo "nccl-tests $bin $* failed (exit $?): comparisons with it say n/a; see $out"
+    grep -E '^#  *(size|\(B\))|^ +[0-9]' "$out" | head -40
+}
 # nccl_tests_vs_gcsh NP: the reference runs, then gcsh's, then the ratios.
 nccl_tests_vs_gcsh() {
     local np=$1 flags max=${GCSH_BENCH_MAX:-1073741824} iters=${GCSH_BENCH_ITERS:-20}
     for variant in plain R2 G20; do
         case $variant in plain) flags=() ;; R2) flags=(-R 2) ;; G20) flags=(-G 20) ;; esac
-        echo "== $np ranks: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
-        "${mpi[@]}" -np "$np" "$NT/all_reduce_perf" -b 8 -e "$max" -f 2 -g 1 -n "$iters" -w 5 "${flags[@]}" \
-            >"$OUTDIR/nccl-tests-$variant-np$np.out" 2>&1
-        grep -E '^#  *(size|\(B\))|^ +[0-9]' "$OUTDIR/nccl-tests-$variant-np$np.out" | head -40
+        nt_run "$np" all_reduce_perf "$variant" "$max" "$iters" "${flags[@]}"
     done
     echo "== $np ranks: gcsh bench.collective all-reduce f32, same sizes, .check off and on, against them"
     "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
@@ -103,6 +119,44 @@ if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ]; the
     fi
 fi
 [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ] && exit 0
+
+# ---- part 10: several GPUs against nccl-tests (issue 28) ---------------------
+# GCSH_BENCH_ONLY=multi, on every GPU of the machine (2 at least;
+# GCSH_BENCH_RANKS picks other counts), one job per count: nccl-tests
+# all_reduce_perf plain, -R 2, -R 2 -D 1, -R 2 -D 2, -G 100 and -R 2 -G 100, and
+# broadcast, reduce, all_gather, reduce_scatter and alltoall _perf, 8 B ..
+# GCSH_BENCH_MAX (1 GiB); then scripts/bench/multi.lua: bench.allreduce of
+# NCCL, nccl_sym and every kernel algorithm (nccl_dev included), plain and
+# with graph=100 (up to GCSH_BENCH_GRAPH_MAX, 64 MiB: 2000 calls a size),
+# bench.collective of every collective with .check on, each against its
+# nccl-tests run (ratios), the issue's targets as ratios, CSV in $OUTDIR.
+# Sized for about 8 minutes on 2 GPUs, nccl-tests' build included (an
+# estimate: not yet run on a multi-GPU machine).
+multi_bench() {
+    local np=$1 max=${GCSH_BENCH_MAX:-1073741824} iters=${GCSH_BENCH_ITERS:-20}
+    local gmax=${GCSH_BENCH_GRAPH_MAX:-67108864} variant flags bin
+    # -D 1 and -D 2: nccl-tests' LSA kernels (device API; never -D 3 or 4,
+    # which use NVLink multicast)
+    for variant in plain R2 R2D1 R2D2 G100 R2G100; do
+        case $variant in
+        plain) flags=() ;; R2) flags=(-R 2) ;; R2D1) flags=(-R 2 -D 1) ;; R2D2) flags=(-R 2 -D 2) ;;
+        G100) flags=(-G 100) ;; R2G100) flags=(-R 2 -G 100) ;;
+        esac
+        nt_run "$np" all_reduce_perf "multi-$variant" "$max" "$iters" "${flags[@]}"
+    done
+    for bin in broadcast reduce all_gather reduce_scatter alltoall; do
+        nt_run "$np" "${bin}_perf" "multi-$bin" "$max" "$iters"
+    done
+    "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 scripts/bench/multi.lua "$OUTDIR" "$max" "$iters" "$gmax"
+}
+if [ "${GCSH_BENCH_ONLY:-}" = multi ]; then
+    [ "$ngpu" -ge 2 ] || { echo "GCSH_BENCH_ONLY=multi needs 2 or more GPUs (found $ngpu)"; exit 1; }
+    build_nccl_tests || exit 1
+    multi_counts=("$ngpu")
+    [ -n "${GCSH_BENCH_RANKS:-}" ] && read -r -a multi_counts <<<"$GCSH_BENCH_RANKS"
+    for np in "${multi_counts[@]}"; do multi_bench "$np"; done
+    exit 0
+fi
 
 # ---- part 9: graphs (gcsh.graph) against nccl-tests -G ----------------------
 # graph_bench NP [share]: share = "mps" runs NP ranks on device 0 (as part 8).
@@ -137,7 +191,9 @@ graph_bench() {
         b.compare(plain, P)
         b.compare(graph, P)
         local algos = { 'empty', 'nccl' }
-        for _, a in ipairs(kernel.algos) do if a ~= 'comm' then algos[#algos + 1] = a end end
+        for _, a in ipairs(kernel.algos) do -- nccl_dev needs kind nccl: not on one GPU
+          if a ~= 'comm' and a ~= 'nccl_dev' then algos[#algos + 1] = a end
+        end
         local ar = { algos = algos, min = 8, max = $max, factor = 8, iters = $iters, warmup = 5,
                      kind = 'vmm', chart = false }
         local without = b.allreduce(ar)
@@ -232,7 +288,8 @@ for np in "${counts[@]}"; do
     # as nccl-tests runs it: no override needed any more
     echo "== $np ranks: bench.allreduce f32 sum, 8 B .. 1 GiB (kernels against NCCL; csv: $OUTDIR/allreduce-np$np.csv)"
     "${mpi[@]}" -np "$np" "$GCSH" --timeout 0 -e "local b = require('gcsh.bench')
-        local rows = b.allreduce{ algos = {'nccl', 'nccl_sym', 'oneshot', 'twoshot', 'ring', 'multicast', 'auto'},
+        local rows = b.allreduce{ algos = {'nccl', 'nccl_sym', 'oneshot', 'twoshot', 'ring', 'multicast',
+                                           'nccl_dev', 'auto'},
             min = 8, max = 1 << 30, factor = 2, iters = 20, warmup = 5, kind = 'nccl',
             csv = '$OUTDIR/allreduce-np$np.csv', chart = 'busbw' }
         b.allreduce_targets(rows)"
