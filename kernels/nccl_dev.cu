@@ -23,11 +23,10 @@
 //   2. every rank loads the region from every slice and reduces it, in team
 //      order (so every rank computes the same bits, as kreduce.h requires);
 //   3. barrier: nobody reads my slice any more;
-//   4. in place only: the result goes into my slice.
-// With out, step 2 writes out and step 4 has nothing to do.  In place, the
-// result waits in registers across step 3 (peers may still be reading my
-// slice), so the region goes in rounds of what the grid holds in registers,
-// steps 2-4 once per round.
+//   4. the result goes into my slice (or into out, when one is given).
+// The result waits in registers across step 3 (peers may still be reading
+// my slice), so the region goes in rounds of what the grid holds in
+// registers, steps 2-4 once per round.
 //
 // NCCL's barriers wait without a bound: unlike gcsh's own (kwait.cuh), a
 // rank that never arrives holds the others' GPUs until the job ends.  The
@@ -54,8 +53,8 @@ using gcsh_k::F32;
 using gcsh_k::Int32;
 
 constexpr unsigned kThreads = 512;
-// In place, each thread holds this many 16-byte vectors per round: more
-// loads in flight per barrier, fewer barriers.
+// Each thread holds this many 16-byte vectors per round: more loads in
+// flight per barrier, fewer barriers.
 constexpr unsigned kVecsPerRound = 4;
 
 // The region as the kernel sees it.  Every slice of an NCCL window has the
@@ -68,7 +67,7 @@ struct Region {
     char *out;             // the caller's out tensor, or nullptr: in place
     bool out_vec;          // out has the slices' alignment modulo 16
     int op;
-    unsigned rounds;       // in place: rounds of steps 2-4
+    unsigned rounds;       // rounds of steps 2-4
 };
 
 // Byte offset, from the region's start, of vector v and of element e.
@@ -145,25 +144,11 @@ template <class T> __device__ void store_elem(char *dst, size_t byte, typename T
     *reinterpret_cast<typename T::S *>(dst + byte) = T::store(acc);
 }
 
-// With out: step 2 writes out directly (no peer reads it), the whole region
-// at once.
-template <class T> __device__ void reduce_into_out(const Region &r, int k)
-{
-    size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    size_t threads = (size_t)gridDim.x * blockDim.x;
-    for (size_t v = tid; v < r.split.nvec; v += threads) {
-        typename T::A acc[T::VE];
-        reduce_vec<T>(r, k, vec_at<T>(r, v), acc);
-        store_vec<T>(r, r.out, vec_at<T>(r, v), acc);
-    }
-    for (size_t i = tid; i < r.split.head + r.split.tail; i += threads) {
-        size_t byte = elem_at<T>(scalar_elem<T>(r, i));
-        store_elem<T>(r.out, byte, reduce_elem<T>(r, k, byte));
-    }
-}
-
 // The kernel: steps 1-4, the barrier of each step a sync of this CTA's
-// session.  Memory orders, which NCCL leaves to the caller:
+// session.  With out or in place, the same barriers: ranks may differ in
+// whether they pass out (kernel.allreduce allows it), and every rank's
+// barriers must pair up with every other's.  Memory orders, which NCCL
+// leaves to the caller:
 //   - step 1 is acquire and release (acq_rel).  Release: whatever this rank
 //     wrote before, into its own slice or into a peer's (w:peer(r), a
 //     two-shot's stores), is visible to a peer once it sees this rank
@@ -171,26 +156,20 @@ template <class T> __device__ void reduce_into_out(const Region &r, int k)
 //     (NCCL's example uses relaxed here: its inputs come from the host, and
 //     stream order publishes them; a gcsh window's may come from a peer's
 //     kernel still finishing.)
-//   - step 3 between rounds (in place) is acq_rel too: release orders my
-//     loads of a round before my arrival, so a peer that passed the barrier
-//     knows I have read its slice; acquire orders my stores into my slice
-//     after every peer's arrival.
-//   - the last barrier with out is release, as in NCCL's example: my loads
-//     are done before anyone may write their slice again; nothing follows
-//     in this kernel, and the next kernel on the stream starts after it.
-template <class T> __global__ void __launch_bounds__(kThreads) allreduce_kernel(ncclDevComm comm, Region r)
+//   - step 3 is acq_rel too: release orders my loads of a round before my
+//     arrival, so a peer that passed the barrier knows I have read its
+//     slice; acquire orders my stores into my slice after every peer's
+//     arrival.  After the last round nothing of a peer's slice is read:
+//     the next kernel on the stream starts after this one.
+template <class T>
+__global__ void __launch_bounds__(kThreads) allreduce_kernel(ncclDevComm comm, Region r)
 {
     ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
     const int k = comm.lsaSize;
-    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); // 1. every input is ready
-    if (r.out) {
-        reduce_into_out<T>(r, k);                             // 2.
-        bar.sync(ncclCoopCta(), cuda::memory_order_release); // 3. nobody reads my slice
-        return;
-    }
-    char *mine = destination(r);
+    char *dst = destination(r);
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t threads = (size_t)gridDim.x * blockDim.x;
+    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); // 1. every input is ready
     for (unsigned round = 0; round < r.rounds; round++) {
         // 2. this round's vectors, and in round 0 the scalar head and tail
         typename T::A acc[kVecsPerRound][T::VE], sacc = {};
@@ -205,13 +184,13 @@ template <class T> __global__ void __launch_bounds__(kThreads) allreduce_kernel(
             sacc = reduce_elem<T>(r, k, sbyte);
         // 3. every peer has read this round's part of my slice
         bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
-        // 4. so it may be overwritten with the result
+        // 4. so it may be overwritten with the result (or out written)
 #pragma unroll
         for (unsigned j = 0; j < kVecsPerRound; j++)
             if (v0 + j * threads < r.split.nvec)
-                store_vec<T>(r, mine, vec_at<T>(r, v0 + j * threads), acc[j]);
+                store_vec<T>(r, dst, vec_at<T>(r, v0 + j * threads), acc[j]);
         if (scalar)
-            store_elem<T>(mine, sbyte, sacc);
+            store_elem<T>(dst, sbyte, sacc);
     }
 }
 

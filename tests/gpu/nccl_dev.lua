@@ -4,9 +4,10 @@
 -- why.  Elsewhere: refused on a window of kind vmm (naming the kind that
 -- works); against a CPU reference (small integers, exact in every dtype) at
 -- odd lengths and offsets, in place, into out and into an out at an odd
--- alignment, past one round of its blocks in place; nothing outside the
--- region is touched; the same bits as oneshot on random data; a rank that
--- arrives late; calls interleaved with the other algorithms on one window.
+-- alignment, past one round of its blocks, out on some ranks only; nothing
+-- outside the region is touched; the same bits as oneshot on random data; a
+-- rank that arrives late; calls interleaved with the other algorithms on one
+-- window.
 -- (tests/lua/kernel_ops.lua runs it on kind nccl too, every dtype and op:
 -- tests/gpu/kernel_nccl.lua; graphs: tests/gpu/graph_nccl.lua.)
 local H = require "harness"
@@ -107,6 +108,11 @@ do
     local o = tensor.new(N + 1, "f32"):view(1, N)
     kernel.allreduce(w, { algo = "nccl_dev", offset = off, n = N, out = o })
     H.eq(o:sum(), sum * N, "large into an odd out at offset " .. off)
+    -- out on even ranks only: the barriers still pair up (the same on every rank)
+    w:tensor():view(off, N):fill(me + 1)
+    local mixed = me % 2 == 0 and tensor.new(N, "f32") or nil
+    res = kernel.allreduce(w, { algo = "nccl_dev", offset = off, n = N, out = mixed })
+    H.eq(res:sum(), sum * N, "large, out on even ranks only, at offset " .. off)
   end
   w:free()
 end
