@@ -60,19 +60,27 @@ __device__ inline void barrier(const Sync &s, unsigned long long first, unsigned
 }
 
 // Blocks of a kernel collective: the same on every rank (they pair through
-// their sync words), so a function of the region's size only.
-inline unsigned paired_blocks(size_t bytes)
+// their sync words), so a function of the region's size and of the room
+// every rank has on its GPU (w->max_blocks, equal on every rank).
+inline unsigned paired_blocks(size_t bytes, const gcsh_kwait *w)
 {
     size_t per_block = (size_t)kThreads * 16;
+    size_t most = w->max_blocks < GCSH_KERN_MAX_BLOCKS ? w->max_blocks : GCSH_KERN_MAX_BLOCKS;
     size_t b = (bytes + per_block - 1) / per_block;
-    return (unsigned)(b < 1 ? 1 : b > GCSH_KERN_MAX_BLOCKS ? GCSH_KERN_MAX_BLOCKS : b);
+    return (unsigned)(b < 1 || most < 1 ? 1 : b > most ? most : b);
 }
 
 Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_kwait *w);
 
 // GCSH_KC_MULTICAST (mcast.cu): the NVLS two-shot.
-cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const Sync &s,
-                          cudaStream_t stream);
+cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
+                          const gcsh_kwait *w, cudaStream_t stream);
+
+// How many blocks of each file's paired kernels one SM of the current
+// device holds (the fewest over its kernels; 0 when CUDA cannot say), for
+// gcsh_k_paired_room.
+unsigned mc_blocks_per_sm();
+unsigned ll_blocks_per_sm();
 
 } // namespace gcsh_k
 
