@@ -18,6 +18,7 @@ struct Sync {
     unsigned long long *area[GCSH_KERN_MAX_TEAM];
     unsigned long long *epoch; // mine: GCSH_KERN_EPOCH_WORDS, one per block
     int k, me;
+    int one_gpu;               // every member runs on this GPU (gcsh_kwait)
     WaitEnd end;
 };
 
@@ -44,17 +45,32 @@ __device__ inline void row_passed(const Sync &s, unsigned long long first, unsig
 // p's signal (acquire); __syncthreads spreads both to the block.  After one
 // wait gave up, the block stops waiting (*abandoned) but keeps signalling,
 // so its peers are not held as well.
+template <cuda::thread_scope Scope>
+__device__ inline void meet(const Sync &s, unsigned long long value, size_t row, int *abandoned)
+{
+    int p = threadIdx.x;
+    cuda::atomic_ref<unsigned long long, Scope>(s.area[p][row + s.me])
+        .store(value, cuda::memory_order_release);
+    if (!*abandoned &&
+        !wait_until<Scope>(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256))
+        *abandoned = 1;
+}
+
+// A team of one has no one to meet: stream order already orders its
+// launches, and the block's __syncthreads its threads.  A team on one GPU
+// meets at device scope, about half the cost of a system-scope release and
+// acquire (0.55 against 0.95 us a kernel, measured on an H100).
 __device__ inline void barrier(const Sync &s, unsigned long long first, unsigned index,
                                int *abandoned)
 {
     unsigned long long value = first + index;
     size_t row = (size_t)blockIdx.x * GCSH_KERN_MAX_TEAM;
     __syncthreads();
-    if ((int)threadIdx.x < s.k) {
-        int p = threadIdx.x;
-        sys_atomic(s.area[p][row + s.me]).store(value, cuda::memory_order_release);
-        if (!*abandoned && !wait_until(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256))
-            *abandoned = 1;
+    if (s.k > 1 && (int)threadIdx.x < s.k) {
+        if (s.one_gpu)
+            meet<cuda::thread_scope_device>(s, value, row, abandoned);
+        else
+            meet<cuda::thread_scope_system>(s, value, row, abandoned);
     }
     __syncthreads();
 }

@@ -33,6 +33,8 @@ typedef struct gcsh_kwait {
     unsigned gen;
     uint64_t bound_ns;
     unsigned max_blocks;
+    int one_gpu; /* every rank of the machine runs on this GPU: a load/store
+                    team meets at device scope (kbarrier.cuh) */
 } gcsh_kwait;
 
 /* How many blocks of the kernels that pair with other ranks (the fenced,

@@ -43,7 +43,8 @@ fail:
 /* How this rank's kernel waits end, and how many blocks may wait. */
 static gcsh_kwait kernel_wait(const gcsh_ctx *ctx, const cuda_state *st)
 {
-    gcsh_kwait w = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns, st->paired_max_blocks};
+    gcsh_kwait w = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns, st->paired_max_blocks,
+                    st->one_gpu};
     return w;
 }
 

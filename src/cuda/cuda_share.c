@@ -107,6 +107,7 @@ static void describe_sharing(gcsh_ctx *ctx, int dev, cuda_state *st)
         snprintf(st->shared, sizeof st->shared, n > 1 ? "cuda:%d with ranks %s" : "no", dev,
                  ranks);
         st->sharers = most_on_one_gpu(pairs, s->node_size);
+        st->one_gpu = st->sharers == s->node_size;
     }
     free(pairs);
 }
