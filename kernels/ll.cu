@@ -226,6 +226,10 @@ extern "C" cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_wi
     ll.slots = a->slots;
     ll.op = (int)a->op;
     ll.end = {w->ctl, w->gen, w->bound_ns};
+    if (ll.k == 1) // a team of one: the sum is my region, and no one reads my flags
+        return ll.dst == ll.src ? cudaSuccess
+                                : cudaMemcpyAsync(ll.dst, ll.src, ll.bytes,
+                                                  cudaMemcpyDeviceToDevice, stream);
     size_t lines = gcsh_ll_lines(ll.bytes);
     size_t blocks = (lines + kLLThreads - 1) / kLLThreads;
     size_t most = w->max_blocks < kLLMaxBlocks ? w->max_blocks : kLLMaxBlocks;
