@@ -255,7 +255,7 @@ int gcsh_kernel_persistent(lua_State *L)
     p->id = cc->seq;
     gcsh_persist_args a = {
         .ll_off = gcsh_kern_ll_offset(L, o), .window_bytes = gcsh_kern_window_bytes(o),
-        .slots = gcsh_ll_slots(o->comm->size), .max_bytes = p->max_bytes, .sms = p->sms,
+        .slots = gcsh_ll_slots(o->comm->size), .max_bytes = p->max_bytes, .sms = p->sms, .dt = o->dtype,
         .comm = o->comm_impl,
     };
     gcsh_check_leave(L, cc, ctx->be->persist->start(ctx, o->impl, &o->desc, &a, &p->impl));

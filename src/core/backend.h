@@ -353,6 +353,7 @@ typedef struct gcsh_persist_args {
     int slots;             /* the slots per set: the LL area's layout (kll.h) */
     size_t max_bytes;      /* the largest region a call may carry */
     int sms;               /* cuda: blocks of the resident kernel */
+    gcsh_dtype dt;         /* the window's: every call's */
     gcsh_comm_impl *comm;  /* the window's communicator: an abort of it stops the resident */
 } gcsh_persist_args;
 

@@ -29,8 +29,10 @@
 #define GCSH_PERSIST_DEPTH 64
 /* The most blocks (sms=) a resident kernel may have. */
 #define GCSH_PERSIST_MAX_SMS 32
-/* Set in `done` when the resident ended; the count is in the other bits. */
-#define GCSH_PERSIST_ENDED ((uint64_t)1 << 63)
+/* Set in `done` when the resident ended; the count is in the bits below.  Bit
+ * 62, not 63: a stream wait for "done >= n" compares as int64_t (cuda's
+ * cuStreamWaitValue64 GEQ), so an ended resident releases it too. */
+#define GCSH_PERSIST_ENDED ((uint64_t)1 << 62)
 
 /* Why a resident ended (`why`). */
 enum gcsh_persist_end {

@@ -63,6 +63,11 @@ typedef struct cuda_state {
      * the next release or allocation after the capture (cuda_mem.c). */
     void **held;
     int nheld, cap_held;
+    /* Persistent all-reduces (cuda_persist.c): the running ones, and
+     * whether one was rung since the rank's stream last waited for them
+     * (cuda_enter then makes the stream wait before anything else). */
+    gcsh_persist_impl *resident;
+    int persist_owed;
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -83,6 +88,9 @@ struct gcsh_comm_impl {
     /* NCCL offers symmetric memory on it (windows of kind "nccl"), as
      * NCCL itself answered when it was made (cuda_comm.c). */
     int symmetric;
+    /* The persistent all-reduces running over its windows: an abort of c
+     * stops them (cuda_persist.c). */
+    gcsh_persist_impl *resident;
 };
 
 /* ---- GPU choice and sharing (cuda_share.c) ---- */
@@ -130,8 +138,21 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
     } while (0)
 
 /* The rank's state with its device made current on the calling thread, or
- * NULL with ctx->err set. */
+ * NULL with ctx->err set.  Work enqueued after it runs after the calls of
+ * the rank's persistent all-reduces rung so far (cuda_persist_order). */
 cuda_state *cuda_enter(gcsh_ctx *ctx);
+/* cuda_enter without that order: for the persistent all-reduce's own
+ * ring, which needs none (its resident runs the calls in order). */
+cuda_state *cuda_enter_device(gcsh_ctx *ctx);
+
+/* ---- the persistent all-reduce (cuda_persist.c) ---- */
+
+/* Makes the rank's stream wait for every call rung so far (a stream wait
+ * on each resident's completion word); 0, or -1 with ctx->err. */
+int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st);
+/* c is being aborted: its residents stop (no waiting). */
+void cuda_persist_comm_aborted(gcsh_comm_impl *c);
+extern const gcsh_persist_ops gcsh_cuda_persist_ops;
 
 /* Waits for the rank's stream, polling so that an interrupt from rank 0
  * (ctx->interrupt) or an asynchronous NCCL error ends the wait.  On an

@@ -441,4 +441,5 @@ const gcsh_backend gcsh_cuda_backend = {
     .kern = &gcsh_cuda_kernel_ops,
     .xfer = &gcsh_cuda_xfer_ops,
     .graph = &gcsh_cuda_graph_ops,
+    .persist = &gcsh_cuda_persist_ops,
 };

@@ -47,6 +47,14 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 
 cuda_state *cuda_enter(gcsh_ctx *ctx)
 {
+    cuda_state *st = cuda_enter_device(ctx);
+    if (st && st->persist_owed && cuda_persist_order(ctx, st) != 0)
+        return NULL;
+    return st;
+}
+
+cuda_state *cuda_enter_device(gcsh_ctx *ctx)
+{
     cuda_state *st = ctx->be_state;
     if (!st) {
         gcsh_set_error(ctx, "cuda backend is not initialised");
@@ -90,6 +98,7 @@ void cuda_comm_lost(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
+    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
     if (c->coll)
         ncclCommAbort(c->coll);
     c->aborted = 1;
@@ -99,6 +108,7 @@ void cuda_abort_comm(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
+    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
     if (c->coll)
         ncclCommAbort(c->coll);
     ncclCommAbort(c->comm);
