@@ -95,16 +95,30 @@ __device__ void end_resident(const Persist &P, unsigned long long n)
     poke(&P.bell->done, n | GCSH_PERSIST_ENDED);
 }
 
-// Call n's region and op from its ring entry, and the window's count.
-__device__ LL call_of(const Persist &P, unsigned long long n, unsigned *gen)
+// Thread 0: call n's ring entry (after the doorbell showed it: the fence
+// keeps these loads after that one).
+__device__ gcsh_persist_entry entry_of(const Persist &P, unsigned long long n)
 {
+    __threadfence_system();
     const volatile gcsh_persist_entry *e = &P.bell->ring[n % GCSH_PERSIST_DEPTH];
+    gcsh_persist_entry out;
+    out.offset = e->offset;
+    out.n = e->n;
+    out.dt = e->dt;
+    out.op = e->op;
+    out.pad = 0;
+    return out;
+}
+
+// The LL view of call e, its waits ending at generation gen.
+__device__ LL call_of(const Persist &P, const gcsh_persist_entry &e, unsigned gen)
+{
     LL a = P.ll;
-    a.src = P.mine + e->offset * P.esize;
-    a.dst = const_cast<char *>(a.src);
-    a.bytes = e->n * P.esize;
-    a.op = e->op;
-    a.end.gen = *gen;
+    a.src = P.mine + e.offset * P.esize;
+    a.dst = P.mine + e.offset * P.esize;
+    a.bytes = e.n * P.esize;
+    a.op = e.op;
+    a.end.gen = gen;
     return a;
 }
 
@@ -113,21 +127,23 @@ template <class T> __global__ void __launch_bounds__(kLLThreads) persist_kernel(
     __shared__ int go;
     __shared__ unsigned gen;
     __shared__ unsigned long long count;
+    __shared__ gcsh_persist_entry e;
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     unsigned long long n = 0;
     for (;; n++) {
         if (threadIdx.x == 0) {
             go = wait_for_ring(P, n);
-            __threadfence(); // the count after call n - 1's last block advanced it
-            gen = P.ll.end.ctl->cancel_gen;
-            count = peek(&reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count);
+            if (go) {
+                e = entry_of(P, n); // its fence also orders the count's load below
+                gen = P.ll.end.ctl->cancel_gen;
+                count = peek(&reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count);
+            }
         }
         __syncthreads();
         if (!go)
             break;
-        unsigned g = gen;
-        LL a = call_of(P, n, &g);
+        LL a = call_of(P, e, gen);
         bool gave_up = false;
         ll_call<T>(a, count, tid, stride, &gave_up);
         if (__syncthreads_or(gave_up) && threadIdx.x == 0)
