@@ -377,6 +377,10 @@ static int persist_gc(lua_State *L)
 static int persist_tostring(lua_State *L)
 {
     lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    if (!p->impl) {
+        lua_pushfstring(L, "persistent #%I (freed)", p->number);
+        return 1;
+    }
     gcsh_persist_state s;
     state_of(L, p, &s);
     char bytes[32];
