@@ -214,26 +214,6 @@ static gcsh_comm_check *enter_start_check(lua_State *L, const lpersist *p)
     return cc;
 }
 
-static void set_where(lua_State *L, lpersist *p)
-{
-    luaL_where(L, 1);
-    snprintf(p->where, sizeof p->where, "%s", lua_tostring(L, -1));
-    lua_pop(L, 1);
-    size_t len = strlen(p->where); /* "stdin:1: " -> "stdin:1" */
-    while (len && (p->where[len - 1] == ' ' || p->where[len - 1] == ':'))
-        p->where[--len] = 0;
-}
-
-static lua_Integer next_number(lua_State *L)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, COUNT_KEY);
-    lua_Integer n = lua_tointeger(L, -1) + 1;
-    lua_pop(L, 1);
-    lua_pushinteger(L, n);
-    lua_setfield(L, LUA_REGISTRYINDEX, COUNT_KEY);
-    return n;
-}
-
 int gcsh_kernel_persistent(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -250,7 +230,7 @@ int gcsh_kernel_persistent(lua_State *L)
     read_start_options(L, 2, p);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, h, 1); /* the window stays while p does */
-    set_where(L, p);
+    gcsh_lua_where(L, p->where, sizeof p->where);
     gcsh_comm_check *cc = enter_start_check(L, p);
     p->id = cc->seq;
     gcsh_persist_args a = {
@@ -259,7 +239,7 @@ int gcsh_kernel_persistent(lua_State *L)
         .comm = o->comm_impl,
     };
     gcsh_check_leave(L, cc, ctx->be->persist->start(ctx, o->impl, &o->desc, &a, &p->impl));
-    p->number = next_number(L);
+    p->number = gcsh_registry_count(L, COUNT_KEY);
     remember(L, h);
     lua_settop(L, h);
     return 1;

@@ -372,6 +372,12 @@ typedef struct gcsh_persist_state {
     char why[1024];      /* why it ended ("" while running) */
 } gcsh_persist_state;
 
+/* The backends' shared messages (core/kpersist.c): a resident that ended
+ * before completing the calls rung, and a wait for one that an interrupt
+ * ended (the resident stopped, its communicator aborted).  -1. */
+int gcsh_persist_error_ended(gcsh_ctx *ctx, uint64_t completed, uint64_t rung, const char *why);
+int gcsh_persist_error_interrupted(gcsh_ctx *ctx);
+
 typedef struct gcsh_persist_ops {
     /* Starts the resident over window w (after the work the rank issued
      * before).  Every member of the team calls it (the binding checked). */

@@ -183,9 +183,7 @@ static int abandon(gcsh_ctx *ctx, gcsh_persist_impl *p)
 {
     ask_stop(p, "interrupted while its calls were in flight", 1);
     cuda_abort_comm(p->comm);
-    return gcsh_set_error(ctx, "interrupted while the persistent all-reduce had calls in flight: "
-                               "it is stopped, and its communicator aborted on every rank "
-                               "(comm.world() makes a fresh one)");
+    return gcsh_persist_error_interrupted(ctx);
 }
 
 /* Until done reaches want (or the kernel ended): 0, or -1 (interrupt). */
@@ -201,9 +199,7 @@ static int wait_done(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t want)
 
 static int ended_error(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t completed)
 {
-    return gcsh_set_error(ctx, "the persistent all-reduce ended after %llu of its %llu calls: %s",
-                          (unsigned long long)completed, (unsigned long long)p->rung,
-                          end_reason(p));
+    return gcsh_persist_error_ended(ctx, completed, p->rung, end_reason(p));
 }
 
 /* Publishes rung = r: from the host when the rank's stream is idle, else
@@ -245,7 +241,9 @@ static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
     p->rung = r + 1;
     p->owed = 1;
     st->persist_owed = 1;
-    return 0;
+    /* its communicator has work in flight: an interrupted wait for the
+     * stream aborts it (cuda_wait), which stops the resident everywhere */
+    return cuda_enqueued(ctx, st, p->comm);
 }
 
 int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st)

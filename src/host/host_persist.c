@@ -203,9 +203,7 @@ static int abandon(gcsh_ctx *ctx, gcsh_persist_impl *p)
 {
     end_now(ctx, p, "interrupted while its calls were in flight");
     gcsh_host_comm_ops.abort(ctx, p->comm);
-    return gcsh_set_error(ctx, "interrupted while the persistent all-reduce had calls in flight: "
-                               "it is stopped, and its communicator aborted on every rank "
-                               "(comm.world() makes a fresh one)");
+    return gcsh_persist_error_interrupted(ctx);
 }
 
 /* Waits until done reaches `want` or p ended: 0, or -1 (interrupt). */
@@ -220,9 +218,7 @@ static int wait_done(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t want)
 static int ended_error(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t completed)
 {
     end_now(ctx, p, "stopped");
-    return gcsh_set_error(ctx, "the persistent all-reduce ended after %llu of its %llu calls: %s",
-                          (unsigned long long)completed, (unsigned long long)p->rung,
-                          end_reason(p));
+    return gcsh_persist_error_ended(ctx, completed, p->rung, end_reason(p));
 }
 
 static int host_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)

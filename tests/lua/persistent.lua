@@ -12,6 +12,8 @@ local c = comm.world()
 local kind = rawget(_G, "KERNEL_TEST_KIND")
 local opts = kind and { kind = kind } or nil
 local me = c.rank
+-- the team of c's windows, as a window reports it (NCCL's LSA team on
+-- GPUs, GCSH_RANKS_PER_NODE's blocks here): reductions run over it
 local probe = c:window(1, "f32", opts)
 local team = probe.team
 probe:free()
