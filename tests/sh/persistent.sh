@@ -60,9 +60,14 @@ keys '.abort' Enter
 check_wait ".abort: everything torn down" "gcsh: every communicator is aborted; comm.world() makes a fresh one" 15
 keys '=p.running' Enter
 check_wait ".abort: stopped on every rank" "[0-1] false" 15
-keys '=p.stopped' Enter
-check_wait ".abort: saying why" \
-    "[0-1] its communicator was aborted (an interrupt, .abort, or a failed collective on some rank)" 15
+# why: its communicator was aborted, or (where the interrupt landed in a
+# wait for its calls) it was interrupted with calls in flight
+keys 'print("why:", (p.stopped:match("aborted") or p.stopped:match("in flight")))' Enter
+check_wait ".abort: saying why" "] why:" 15
+expect_match ".abort: the reason is the abort or the interrupt" "$(screen)" \
+    '^\[[0-9,-]+\] why: +(aborted|in flight)$'
+keys 'ok, e = pcall(p.allreduce, p) print("refused: " .. tostring(not ok and e:match("is stopped")))' Enter
+check_wait ".abort: a ring after it is refused" "[0-1] refused: is stopped" 15
 keys 'c = comm.world(); w2 = c:window(8); q = kernel.persistent(w2); w2:tensor():fill(3); print(q:allreduce():sum())' Enter
 check_wait ".abort: a fresh one works" "[0-1] 48.0" 15
 press C-d
