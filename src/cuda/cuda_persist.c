@@ -159,9 +159,11 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     memset(p->bell, 0, sizeof *p->bell);
     CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&p->bell_dev, p->bell, 0));
     CUDA_TRY(ctx, cudaMalloc((void **)&p->sync, 4 * sizeof *p->sync));
-    CUDA_TRY(ctx, cudaMemset(p->sync, 0, 4 * sizeof *p->sync));
     if (make_stream(ctx, st, p) != 0)
         goto fail;
+    /* on the resident's own stream: a non-blocking stream does not wait
+     * for the legacy default stream a plain cudaMemset would use */
+    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, 4 * sizeof *p->sync, p->stream));
     gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns};
     CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
     p->live = 1;
