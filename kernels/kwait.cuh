@@ -89,11 +89,14 @@ __device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
 
 // Spins until `*word cmp value` holds (then acquires: what the writer
 // released is visible) and returns true; false when it gave up (bound or
-// cancel), recorded in end.ctl.
+// cancel), recorded in end.ctl.  Scope: whom the acquire orders against;
+// system (the default) for writers on other GPUs or the host, device when
+// every writer runs on this GPU (cheaper: no system-wide fence).
+template <cuda::thread_scope Scope = cuda::thread_scope_system>
 __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
                                   const WaitEnd &end, unsigned max_sleep_ns)
 {
-    sys_atomic a(*word);
+    cuda::atomic_ref<unsigned long long, Scope> a(*word);
     unsigned long long t0 = globaltimer();
     unsigned ns = 32, gen = end.gen;
     for (unsigned i = 1;; i++) {

@@ -64,6 +64,20 @@ LLKernel ll_kernel_for(gcsh_dtype dt)
     }
 }
 
+unsigned ll_blocks_per_sm()
+{
+    static const gcsh_dtype all[] = {GCSH_F32, GCSH_F16, GCSH_BF16, GCSH_I32, GCSH_U32};
+    unsigned fewest = ~0u;
+    for (gcsh_dtype dt : all) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ll_kernel_for(dt).run, kLLThreads,
+                                                          0) != cudaSuccess)
+            return 0;
+        fewest = (unsigned)n < fewest ? (unsigned)n : fewest;
+    }
+    return fewest;
+}
+
 } // namespace gcsh_k
 
 using namespace gcsh_k;
@@ -89,9 +103,14 @@ extern "C" cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_wi
     ll.slots = a->slots;
     ll.op = (int)a->op;
     ll.end = {w->ctl, w->gen, w->bound_ns};
+    if (ll.k == 1) // a team of one: the sum is my region, and no one reads my flags
+        return ll.dst == ll.src ? cudaSuccess
+                                : cudaMemcpyAsync(ll.dst, ll.src, ll.bytes,
+                                                  cudaMemcpyDeviceToDevice, stream);
     size_t lines = gcsh_ll_lines(ll.bytes);
     size_t blocks = (lines + kLLThreads - 1) / kLLThreads;
-    blocks = blocks > kLLMaxBlocks ? kLLMaxBlocks : blocks;
+    size_t most = w->max_blocks < kLLMaxBlocks ? w->max_blocks : kLLMaxBlocks;
+    blocks = blocks > most ? most : blocks < 1 ? 1 : blocks; // max_blocks: gcsh_kwait says why
     (void)cudaGetLastError(); // report this launch only
     kernel.run<<<(unsigned)blocks, kLLThreads, 0, stream>>>(ll);
     return cudaGetLastError();

@@ -274,8 +274,17 @@ unsigned mc_blocks(size_t units)
 // every slice and stores it to every slice) with multimem: chunks are the
 // plan's rule over 4-byte units (multimem has no 16-bit forms, so an f16 or
 // bf16 chunk is a run of element pairs).
-cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const Sync &s,
-                          cudaStream_t stream)
+unsigned mc_blocks_per_sm()
+{
+    int n = 0;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, mc_fenced_kernel, kThreads, 0) ==
+                   cudaSuccess
+               ? (unsigned)n
+               : 0;
+}
+
+cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
+                          const gcsh_kwait *w, cudaStream_t stream)
 {
     size_t n = a->plan.n;
     if (!a->mc || !a->mc->base || !nvls_dtype(a->dt) ||
@@ -292,7 +301,7 @@ cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d, c
     j.mc_dst = mc;
     j.op = mm_op(a->op);
     (void)cudaGetLastError();
-    mc_fenced_kernel<<<paired_blocks(n * es), kThreads, 0, stream>>>(j, s);
+    mc_fenced_kernel<<<paired_blocks(n * es, w), kThreads, 0, stream>>>(j, make_sync(a, d, w));
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && a->out)
         e = cudaMemcpyAsync(a->out, (char *)d->peer[me] + a->offset * es, n * es,

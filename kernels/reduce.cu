@@ -250,6 +250,7 @@ Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_k
     for (int p = 0; p < s.k; p++)
         s.area[p] = (unsigned long long *)((char *)d->peer[p] + a->sync_off);
     s.epoch = s.area[s.me] + GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS);
+    s.one_gpu = w->one_gpu;
     s.end = {w->ctl, w->gen, w->bound_ns};
     return s;
 }
@@ -302,7 +303,7 @@ cudaError_t run_plan(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const 
 {
     gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
     int ns = gcsh_kplan_steps(&a->plan, steps), me = d->team_rank;
-    unsigned blocks = paired_blocks(a->plan.n * ks->esize);
+    unsigned blocks = paired_blocks(a->plan.n * ks->esize, w);
     int owed = 0; // a barrier of the plan not run yet
     for (int i = 0; i < ns; i++) {
         if (steps[i].kind == GCSH_KS_BARRIER) {
@@ -360,7 +361,7 @@ cudaError_t one_shot(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const 
     Job j;
     if (!job_of_move(reduce, a, d, ks->esize, j))
         return cudaErrorInvalidValue;
-    unsigned blocks = paired_blocks(a->plan.n * ks->esize);
+    unsigned blocks = paired_blocks(a->plan.n * ks->esize, w);
     size_t per_round = (size_t)blocks * kThreads;
     if (j.head + j.tail > per_round) // slices share alignment: never
         return cudaErrorInvalidValue;
@@ -376,6 +377,39 @@ cudaError_t one_shot(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const 
 using namespace gcsh_k;
 
 __global__ void empty_kernel() {}
+
+// The fewest blocks of the fenced and one-shot kernels, any dtype, that
+// one SM holds: they keep ~100 registers a thread, so one 512-thread block
+// fills an H100 SM's registers, and 4 ranks sharing its 132 SMs cannot all
+// run 64 blocks at once.
+static unsigned reduce_blocks_per_sm()
+{
+    static const gcsh_dtype all[] = {GCSH_F32, GCSH_F16, GCSH_BF16, GCSH_I32, GCSH_U32};
+    unsigned fewest = ~0u;
+    for (gcsh_dtype dt : all) {
+        const KernelSet *ks = kernels_for(dt);
+        int f = 0, o = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f, ks->fenced, kThreads, 0) !=
+                cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, ks->oneshot, kThreads, 0) !=
+                cudaSuccess)
+            return 0;
+        unsigned least = (unsigned)(f < o ? f : o);
+        fewest = least < fewest ? least : fewest;
+    }
+    return fewest;
+}
+
+extern "C" unsigned gcsh_k_paired_room(int dev)
+{
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return 0;
+    unsigned per_sm = reduce_blocks_per_sm(), ll = ll_blocks_per_sm(), mc = mc_blocks_per_sm();
+    per_sm = ll < per_sm ? ll : per_sm;
+    per_sm = mc < per_sm ? mc : per_sm;
+    return per_sm * (unsigned)sms;
+}
 
 extern "C" cudaError_t gcsh_k_empty(cudaStream_t stream)
 {
@@ -416,7 +450,7 @@ extern "C" cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_wi
         return cudaErrorInvalidValue;
     (void)cudaGetLastError();
     if (p.algo == GCSH_KA_MULTICAST && a->mc && a->mc->nvls) {
-        cudaError_t e = mc_collective(a, d, make_sync(a, d, w), stream);
+        cudaError_t e = mc_collective(a, d, w, stream);
         if (e == cudaSuccess)
             *a->epoch += 2;
         return e;

@@ -23,12 +23,26 @@ extern "C" {
 
 /* How the kernel collectives wait on their sync words: like
  * gcsh_k_signal_wait, bounded by bound_ns and ended early when
- * ctl->cancel_gen is no longer gen; a wait that gives up records it in ctl. */
+ * ctl->cancel_gen is no longer gen; a wait that gives up records it in ctl.
+ * max_blocks: the most blocks a launch whose blocks wait for other ranks'
+ * blocks may have.  Such a wait ends only if every rank's blocks are
+ * resident on their GPUs at once; ranks sharing a GPU split its room
+ * (gcsh_k_paired_room), or a barrier waits for blocks that cannot start
+ * until it ends. */
 typedef struct gcsh_kwait {
     gcsh_wait_ctl *ctl;
     unsigned gen;
     uint64_t bound_ns;
+    unsigned max_blocks;
+    int one_gpu; /* every rank of the machine runs on this GPU: a load/store
+                    team meets at device scope (kbarrier.cuh) */
 } gcsh_kwait;
+
+/* How many blocks of the kernels that pair with other ranks (the fenced,
+ * one-shot, multicast and ll kernels) GPU dev holds at once: its SMs times
+ * the fewest blocks of any of them that one SM holds.  0 when CUDA cannot
+ * say. */
+unsigned gcsh_k_paired_room(int dev);
 
 /* One job (backend.h): k sources reduced into m destinations, 16-byte
  * vectors where every pointer has the same alignment modulo 16. */

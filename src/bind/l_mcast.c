@@ -27,14 +27,15 @@ typedef struct lmcast {
 
 /* ---- the window's mode (kernel.allreduce's algo "multicast" asks it too) --------- */
 
-/* The window's multicast decision (the backend caches it per window, so a
- * second call is cheap and still the same on every rank).  Collective the
- * first time (the ranks agree on the mode), so checked every time. */
+/* The window's multicast decision: collective and checked the first time
+ * (the ranks agree on the mode), kept after that on both sides (o->mc here,
+ * the backend's per window), so a later call asks no one: a multicast
+ * all-reduce costs what the others do (the call itself is checked). */
 void gcsh_mcast_open(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_comm_check *cc = &o->comm->chk;
-    if (ctx->graph && o->mc_decided) { /* capturing: the decision every rank made */
+    if (o->mc_decided) {
         *mc = o->mc;
         return;
     }

@@ -55,6 +55,14 @@ typedef struct cuda_state {
      * ranks 0-3") and how NCCL tells the ranks apart, for .info. */
     char shared[128];
     char nccl_hosts[128];
+    int sharers;          /* the most ranks of this machine on one GPU */
+    int one_gpu;          /* ...and that is all of them: a team that reaches
+                             by load/store lives on this GPU */
+    /* The most blocks a kernel whose blocks wait for other ranks may launch
+     * (gcsh_kwait's max_blocks): the GPU's room for them divided among the
+     * most ranks that share one GPU of this machine, the same on every rank
+     * of it. */
+    unsigned paired_max_blocks;
     /* NCCL's symmetric memory on the world communicator (.info): 1 yes,
      * -1 no, 0 not known until comm.world() is made. */
     int world_symmetric;

@@ -12,6 +12,7 @@
 
 #include "cuda/cuda.h"
 #include "initkern.h"
+#include "reducekern.h"
 
 int gcsh_cuda_available(void)
 {
@@ -142,6 +143,19 @@ static void nccl_connect_when_made(void)
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 }
 
+/* A kernel collective's blocks wait for their peers' blocks: all of them
+ * must be resident at once, on every GPU.  Ranks sharing a GPU split the
+ * room it has for such blocks (an H100 holds one 512-thread block of them
+ * per SM: 64 blocks from each of 4 ranks do not fit in its 132 SMs, and
+ * the barriers waited for blocks that could not start).  Unknown room: 1
+ * block, which always fits. */
+static unsigned paired_room_each(const cuda_state *st)
+{
+    unsigned room = gcsh_k_paired_room(st->dev);
+    unsigned each = room / (unsigned)(st->sharers > 1 ? st->sharers : 1);
+    return each > 0 ? each : 1;
+}
+
 /* The rank's GPU (cuda_share.c: one per rank, or shared with --share-gpu)
  * and its stream, scratch and wait control.  The sharing facts are
  * gathered over the machine's ranks first, also by a rank that has no
@@ -170,6 +184,7 @@ static int cuda_init(gcsh_ctx *ctx)
     struct cudaDeviceProp prop;
     CUDA_TRY(ctx, cudaSetDevice(st->dev));
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    st->paired_max_blocks = paired_room_each(st);
     if (keep_pool_cached(ctx, st) != 0)
         goto fail;
     CUDA_TRY(ctx, cudaMalloc(&st->scratch, 8));

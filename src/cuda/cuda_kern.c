@@ -40,6 +40,14 @@ fail:
     return -1;
 }
 
+/* How this rank's kernel waits end, and how many blocks may wait. */
+static gcsh_kwait kernel_wait(const gcsh_ctx *ctx, const cuda_state *st)
+{
+    gcsh_kwait w = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns, st->paired_max_blocks,
+                    st->one_gpu};
+    return w;
+}
+
 static int cuda_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                            const gcsh_kcoll_args *a)
 {
@@ -47,7 +55,7 @@ static int cuda_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    gcsh_kwait wait = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns};
+    gcsh_kwait wait = kernel_wait(ctx, st);
     CUDA_TRY(ctx, gcsh_k_collective(a, d, &wait, st->stream));
     return 0;
 fail:
@@ -61,7 +69,7 @@ static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_wind
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    gcsh_kwait wait = {st->wctl, cuda_wait_gen(ctx, st), st->wait_bound_ns};
+    gcsh_kwait wait = kernel_wait(ctx, st);
     CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
     return 0;
 fail:

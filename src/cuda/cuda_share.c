@@ -75,6 +75,20 @@ static void describe_machine(const int *pairs, int n, char *buf, size_t len)
     }
 }
 
+/* The most ranks of this machine on any one GPU, from the gathered pairs:
+ * the same on every rank of it. */
+static int most_on_one_gpu(const int *pairs, int n)
+{
+    int most = 1;
+    for (int i = 0; i < n; i++) {
+        int on = 0;
+        for (int j = 0; j < n; j++)
+            on += pairs[2 * j + 1] >= 0 && pairs[2 * j + 1] == pairs[2 * i + 1];
+        most = on > most ? on : most;
+    }
+    return most;
+}
+
 /* Who shares this rank's GPU (st->shared, .info) and every shared GPU of
  * the machine (ctx->share.gpus, the banner).  Collective over the
  * machine's ranks, also for a rank without a device (dev -1). */
@@ -92,6 +106,8 @@ static void describe_sharing(gcsh_ctx *ctx, int dev, cuda_state *st)
         int n = ranks_on(pairs, s->node_size, dev, ranks, sizeof ranks);
         snprintf(st->shared, sizeof st->shared, n > 1 ? "cuda:%d with ranks %s" : "no", dev,
                  ranks);
+        st->sharers = most_on_one_gpu(pairs, s->node_size);
+        st->one_gpu = st->sharers == s->node_size;
     }
     free(pairs);
 }

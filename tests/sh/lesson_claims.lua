@@ -379,7 +379,7 @@ CLAIMS[11] = function(part)
     { "11.3: busbw = algbw * 2(N-1)/N", shows(part(3), ALL, "checkpoint: busbw = algbw * 2(N-1)/N for all-reduce"), part(3) },
     { "11.4: a graph replays its calls", shows(part(4), ALL, "checkpoint: three replays: three all-reduces"), part(4) },
     { "11.4: graph replays timed, results right", shows(part(4), ALL, "checkpoint: 100 calls captured, replayed 10 times, results right"), part(4) },
-    { "11.4: the issue times, with and without", has(part(4), "[0] 8 B all-reduce, host issue per call: "), part(4) },
+    { "11.4: the issue times, with and without", has(part(4), "[0] host issue per 8 B all-reduce: "), part(4) },
     { "11.6: the solution is right", has(part(6), "right: the factors of nccl-tests"), part(6) },
   }
 end
