@@ -164,7 +164,8 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     /* on the resident's own stream: a non-blocking stream does not wait
      * for the legacy default stream a plain cudaMemset would use */
     CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, 4 * sizeof *p->sync, p->stream));
-    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns};
+    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns, st->paired_max_blocks,
+                       st->one_gpu};
     CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
     p->live = 1;
     p->next = st->resident;
