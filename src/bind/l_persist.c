@@ -221,6 +221,8 @@ int gcsh_kernel_persistent(lua_State *L)
     if (!ctx->be->persist)
         return luaL_error(L, "persistent: not available on the %s backend", ctx->be->name);
     gcsh_graph_refuse_now(L, "kernel.persistent", "start it before the capture");
+    /* one resident a window: two would run calls on its LL area at once */
+    gcsh_persist_check_unused(L, o, "kernel.persistent");
     lua_settop(L, 2);
     lpersist *p = lua_newuserdatauv(L, sizeof *p, 1);
     memset(p, 0, sizeof *p);

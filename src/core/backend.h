@@ -377,6 +377,8 @@ typedef struct gcsh_persist_state {
  * ended (the resident stopped, its communicator aborted).  -1. */
 int gcsh_persist_error_ended(gcsh_ctx *ctx, uint64_t completed, uint64_t rung, const char *why);
 int gcsh_persist_error_interrupted(gcsh_ctx *ctx);
+/* GCSH_PERSIST_MAX_RUNNING run on the rank already. */
+int gcsh_persist_error_full(gcsh_ctx *ctx);
 
 typedef struct gcsh_persist_ops {
     /* Starts the resident over window w (after the work the rank issued

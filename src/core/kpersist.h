@@ -29,6 +29,10 @@
 #define GCSH_PERSIST_DEPTH 64
 /* The most blocks (sms=) a resident kernel may have. */
 #define GCSH_PERSIST_MAX_SMS 32
+/* The most residents a rank runs at once (each holds at least an SM, or a
+ * host thread).  On cuda their doorbells are allocated together, once:
+ * nothing may be allocated or freed while a resident runs (cuda_persist.c). */
+#define GCSH_PERSIST_MAX_RUNNING 16
 /* Set in `done` when the resident ended; the count is in the bits below.  Bit
  * 62, not 63: a stream wait for "done >= n" compares as int64_t (cuda's
  * cuStreamWaitValue64 GEQ), so an ended resident releases it too. */

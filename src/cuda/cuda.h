@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
+#include "core/kpersist.h"
 #include "initkern.h"
 #include "winkern.h"
 
@@ -76,6 +77,13 @@ typedef struct cuda_state {
      * (cuda_enter then makes the stream wait before anything else). */
     gcsh_persist_impl *resident;
     int persist_owed;
+    /* Their doorbells (mapped host memory) and sync words (device memory):
+     * room for GCSH_PERSIST_MAX_RUNNING, allocated at the first start and
+     * freed with the state, because allocating or freeing while a resident
+     * runs may wait for it to end (cuda_persist.c). */
+    gcsh_persist_bell *bells, *bells_dev;
+    unsigned long long *bell_sync;
+    unsigned bells_taken; /* bit i: slot i belongs to a resident */
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -160,7 +168,16 @@ cuda_state *cuda_enter_device(gcsh_ctx *ctx);
 int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st);
 /* c is being aborted: its residents stop (no waiting). */
 void cuda_persist_comm_aborted(gcsh_comm_impl *c);
+/* At the end of the state: the doorbells' memory, unless a resident that
+ * would not end still holds one (the process's end takes it then). */
+void cuda_persist_free_bells(cuda_state *st);
 extern const gcsh_persist_ops gcsh_cuda_persist_ops;
+
+/* Device memory from cudaMallocAsync (tensors, peer tables), freed in
+ * stream order (cuda_mem.c); during a capture, after it.  Never cudaFree
+ * while the session runs: it waits for every kernel of the GPU (a resident
+ * never ends by itself, and under MPS every process's count). */
+void cuda_free_ordered(cuda_state *st, void *p);
 
 /* Waits for the rank's stream, polling so that an interrupt from rank 0
  * (ctx->interrupt) or an asynchronous NCCL error ends the wait.  On an

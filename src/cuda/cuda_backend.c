@@ -70,6 +70,7 @@ static void no_gpu_reason(cudaError_t e, char *buf, size_t len)
 
 static void state_free(cuda_state *st)
 {
+    cuda_persist_free_bells(st);
     if (st->wctl)
         cudaFreeHost(st->wctl);
     if (st->poll_buf)

@@ -22,7 +22,16 @@
  * communicator, which the checks pass on to every rank; an abort stops the
  * residents on that communicator (cuda_persist_comm_aborted).  An ended
  * kernel sets GCSH_PERSIST_ENDED in its completion word, which releases
- * every wait for it, on the host and on the stream. */
+ * every wait for it, on the host and on the stream.
+ *
+ * Nothing is allocated or freed while a resident runs.  cudaFree and
+ * cudaFreeHost, and by the programming guide's rule on implicit
+ * synchronisation also cudaMalloc and cudaHostAlloc, may wait until every
+ * kernel of the device ended, and a resident ends only when told: such a
+ * call would never return.  So the doorbells and sync words of all the
+ * rank's residents are allocated once, at the first start (when none runs),
+ * and a resident takes a slot of them (take_bell) and gives it back once
+ * its kernel is gone (give_back_bell). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +39,21 @@
 #include "cuda/cuda.h"
 #include "reducekern.h"
 
+/* Device words of a resident's own (persist.cu's kBlocksDone .. kGaveUp). */
+#define SYNC_WORDS 4
+
 struct gcsh_persist_impl {
     cuda_state *st;
+    int slot;                       /* its doorbell: st->bells[slot]; -1: none (given back) */
     gcsh_persist_bell *bell;        /* mapped host memory */
     gcsh_persist_bell *bell_dev;    /* its device address */
-    unsigned long long *sync;       /* 4 device words of the kernel's own */
+    unsigned long long *sync;       /* SYNC_WORDS device words */
+    uint64_t last_done, last_why;   /* the doorbell's words when it was given back */
     cudaStream_t stream;            /* the resident's */
     gcsh_comm_impl *comm;
     uint64_t rung;
     int live;                       /* launched, and not seen gone yet */
+    int stop_asked;
     int owed;                       /* rung since the rank's stream last waited */
     char stop_why[200];
     gcsh_persist_impl *next;        /* st->resident */
@@ -47,13 +62,84 @@ struct gcsh_persist_impl {
 
 static uint64_t done_word(gcsh_persist_impl *p)
 {
-    return __atomic_load_n(&p->bell->done, __ATOMIC_ACQUIRE);
+    return p->slot >= 0 ? __atomic_load_n(&p->bell->done, __ATOMIC_ACQUIRE) : p->last_done;
+}
+
+static uint64_t why_word(gcsh_persist_impl *p)
+{
+    return p->slot >= 0 ? __atomic_load_n(&p->bell->why, __ATOMIC_ACQUIRE) : p->last_why;
 }
 
 static CUdeviceptr dev_addr(gcsh_persist_impl *p, const uint64_t *host_field)
 {
     return (CUdeviceptr)((const char *)p->bell_dev + ((const char *)host_field -
                                                       (const char *)p->bell));
+}
+
+/* ---- the doorbells ---------------------------------------------------------------- */
+
+/* The rank's doorbells and sync words, at the first start (none runs yet,
+ * so the allocations cannot wait for one). */
+static int alloc_bells(gcsh_ctx *ctx, cuda_state *st)
+{
+    gcsh_persist_bell *bells = NULL, *bells_dev = NULL;
+    unsigned long long *sync = NULL;
+    CUDA_TRY(ctx, cudaHostAlloc((void **)&bells, GCSH_PERSIST_MAX_RUNNING * sizeof *bells,
+                                cudaHostAllocMapped));
+    CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&bells_dev, bells, 0));
+    CUDA_TRY(ctx, cudaMalloc((void **)&sync, GCSH_PERSIST_MAX_RUNNING * SYNC_WORDS * sizeof *sync));
+    st->bells = bells;
+    st->bells_dev = bells_dev;
+    st->bell_sync = sync;
+    return 0;
+fail:
+    if (bells)
+        cudaFreeHost(bells);
+    return -1;
+}
+
+/* A free slot for p, its doorbell zeroed (its sync words are zeroed on the
+ * resident's stream, before the launch). */
+static int take_bell(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    if (!st->bells && alloc_bells(ctx, st) != 0)
+        return -1;
+    int slot = 0;
+    while (slot < GCSH_PERSIST_MAX_RUNNING && (st->bells_taken >> slot & 1u))
+        slot++;
+    if (slot == GCSH_PERSIST_MAX_RUNNING)
+        return gcsh_persist_error_full(ctx);
+    st->bells_taken |= 1u << slot;
+    p->slot = slot;
+    p->bell = &st->bells[slot];
+    p->bell_dev = &st->bells_dev[slot];
+    p->sync = st->bell_sync + (size_t)slot * SYNC_WORDS;
+    memset(p->bell, 0, sizeof *p->bell);
+    return 0;
+}
+
+/* p's kernel is gone (or never started): its slot is free again, and p
+ * keeps the words its state still reads. */
+static void give_back_bell(gcsh_persist_impl *p)
+{
+    if (p->slot < 0)
+        return;
+    p->last_done = done_word(p);
+    p->last_why = why_word(p);
+    p->st->bells_taken &= ~(1u << p->slot);
+    p->slot = -1;
+    p->bell = p->bell_dev = NULL;
+    p->sync = NULL;
+}
+
+void cuda_persist_free_bells(cuda_state *st)
+{
+    if (!st->bells || st->bells_taken)
+        return;
+    cudaFreeHost(st->bells);
+    cudaFree(st->bell_sync);
+    st->bells = st->bells_dev = NULL;
+    st->bell_sync = NULL;
 }
 
 /* ---- the lists ------------------------------------------------------------------ */
@@ -74,7 +160,9 @@ static void ask_stop(gcsh_persist_impl *p, const char *why, int cancel)
 {
     if (!(done_word(p) & GCSH_PERSIST_ENDED) && !p->stop_why[0])
         snprintf(p->stop_why, sizeof p->stop_why, "%s", why);
-    __atomic_store_n(&p->bell->stop, 1, __ATOMIC_RELEASE);
+    p->stop_asked = 1;
+    if (p->slot >= 0)
+        __atomic_store_n(&p->bell->stop, 1, __ATOMIC_RELEASE);
     if (cancel)
         cuda_cancel_waits(p->st);
 }
@@ -100,11 +188,12 @@ static void wait_gone(gcsh_ctx *ctx, gcsh_persist_impl *p)
     }
     p->live = 0;
     unlink_from(&p->st->resident, p, 0);
+    give_back_bell(p);
 }
 
 static const char *end_reason(gcsh_persist_impl *p)
 {
-    switch (p->bell->why) {
+    switch (why_word(p)) {
     case GCSH_PERSIST_TIMED_OUT:
         return "a wait for a peer ran past GCSH_GPU_WAIT_TIMEOUT";
     case GCSH_PERSIST_CANCELLED:
@@ -116,14 +205,14 @@ static const char *end_reason(gcsh_persist_impl *p)
 
 /* ---- start ----------------------------------------------------------------------- */
 
+/* p's host side.  A kernel that would not end keeps its doorbell slot (it
+ * may still read it); its stream goes when it ends. */
 static void free_impl(gcsh_persist_impl *p)
 {
     if (p->stream)
         cudaStreamDestroy(p->stream);
-    if (p->sync)
-        cudaFree(p->sync);
-    if (p->bell)
-        cudaFreeHost(p->bell);
+    if (!p->live)
+        give_back_bell(p);
     free(p);
 }
 
@@ -154,16 +243,13 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     if (!p)
         return gcsh_set_error(ctx, "kernel.persistent: out of host memory");
     p->st = st;
+    p->slot = -1;
     p->comm = a->comm;
-    CUDA_TRY(ctx, cudaHostAlloc((void **)&p->bell, sizeof *p->bell, cudaHostAllocMapped));
-    memset(p->bell, 0, sizeof *p->bell);
-    CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&p->bell_dev, p->bell, 0));
-    CUDA_TRY(ctx, cudaMalloc((void **)&p->sync, 4 * sizeof *p->sync));
-    if (make_stream(ctx, st, p) != 0)
+    if (take_bell(ctx, st, p) != 0 || make_stream(ctx, st, p) != 0)
         goto fail;
     /* on the resident's own stream: a non-blocking stream does not wait
      * for the legacy default stream a plain cudaMemset would use */
-    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, 4 * sizeof *p->sync, p->stream));
+    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, SYNC_WORDS * sizeof *p->sync, p->stream));
     gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns, st->paired_max_blocks,
                        st->one_gpu};
     CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
@@ -232,7 +318,7 @@ static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
     if (r >= GCSH_PERSIST_DEPTH && wait_done(ctx, p, r - GCSH_PERSIST_DEPTH + 1) != 0)
         return -1;
     uint64_t done = done_word(p);
-    if (done & GCSH_PERSIST_ENDED)
+    if ((done & GCSH_PERSIST_ENDED) || p->slot < 0)
         return ended_error(ctx, p, done & ~GCSH_PERSIST_ENDED);
     gcsh_persist_entry *e = &p->bell->ring[r % GCSH_PERSIST_DEPTH];
     e->offset = c->offset;
@@ -283,7 +369,7 @@ static void cuda_persist_state(gcsh_persist_impl *p, gcsh_persist_state *out)
     uint64_t done = done_word(p);
     out->rung = p->rung;
     out->done = done & ~GCSH_PERSIST_ENDED;
-    out->running = p->live && !(done & GCSH_PERSIST_ENDED) && !p->bell->stop;
+    out->running = p->live && !(done & GCSH_PERSIST_ENDED) && !p->stop_asked;
     snprintf(out->why, sizeof out->why, "%s", out->running ? "" : end_reason(p));
 }
 
@@ -305,10 +391,7 @@ static void cuda_persist_release(gcsh_ctx *ctx, gcsh_persist_impl *p)
     }
     unlink_from(&p->st->resident, p, 0);
     unlink_from(&p->comm->resident, p, 1);
-    if (!p->live)
-        free_impl(p);
-    /* else: a kernel that would not end keeps its memory (it may still
-     * read the doorbell); the process's end takes it */
+    free_impl(p);
 }
 
 const gcsh_persist_ops gcsh_cuda_persist_ops = {

@@ -171,6 +171,11 @@ static int host_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     (void)w;
     if (gcsh_host_persist_drain(ctx) != 0) /* after the rank's earlier work */
         return -1;
+    int running = 0;
+    for (gcsh_persist_impl *q = *resident_list(ctx); q; q = q->next)
+        running++;
+    if (running >= GCSH_PERSIST_MAX_RUNNING)
+        return gcsh_persist_error_full(ctx);
     gcsh_persist_impl *p = calloc(1, sizeof *p);
     if (!p || copy_desc(&p->desc, d) != 0) {
         if (p)

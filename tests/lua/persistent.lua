@@ -197,6 +197,38 @@ do
   w:free()
 end
 
+-- how many run at once: one a window (two would share its LL area), 16 a
+-- rank (each holds an SM or a thread); a refusal names what runs or the
+-- bound, and a stopped or collected one makes room.  Handles collected
+-- while others run end at once (on cuda nothing is freed then that would
+-- wait for the residents still running: it would wait forever).
+do
+  local ws, ps = {}, {}
+  for i = 1, 17 do ws[i] = c:window(8, "f32", opts) end
+  for i = 1, 16 do ps[i] = kernel.persistent(ws[i]) end
+  local err = H.raises(function() kernel.persistent(ws[1]) end, "kernel.persistent: persistent #",
+                       "a second on one window")
+  H.truthy(err:find("runs on it (its resident reads and writes the window); p:stop() it first", 1, true),
+           "the refusal says what runs and what to do: " .. err)
+  H.raises(function() kernel.persistent(ws[17]) end,
+           "kernel.persistent: 16 residents already run on this rank", "the 17th")
+  ps[16]:stop()
+  ps[16] = kernel.persistent(ws[17])
+  ps[15] = nil
+  collectgarbage()
+  collectgarbage()
+  ps[15] = kernel.persistent(ws[15])
+  for i = 1, 16 do
+    ws[i == 16 and 17 or i]:tensor():fill(i)
+    ps[i]:allreduce()
+  end
+  for i = 1, 16 do
+    H.eq(ws[i == 16 and 17 or i]:tensor():sum(), 8 * i * k, "resident " .. i .. " of 16")
+    ps[i]:stop()
+  end
+  for i = 1, 17 do ws[i]:free() end
+end
+
 -- bad arguments: each names the argument and the bound; nothing starts
 do
   local w = c:window(16, "f32", opts)
