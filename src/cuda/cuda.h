@@ -163,6 +163,10 @@ cuda_state *cuda_enter_device(gcsh_ctx *ctx);
 
 /* ---- the persistent all-reduce (cuda_persist.c) ---- */
 
+/* CUDA loads kernels lazily here (CUDA_MODULE_LOADING set to something
+ * other than EAGER by the user; cuda_backend.c sets EAGER otherwise). */
+int gcsh_cuda_lazy_loading(void);
+
 /* Makes the rank's stream wait for every call rung so far (a stream wait
  * on each resident's completion word); 0, or -1 with ctx->err. */
 int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st);

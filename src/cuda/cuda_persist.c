@@ -239,6 +239,11 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     cuda_state *st = cuda_enter(ctx);
     if (!st || cuda_driver_load(ctx, st) != 0)
         return -1;
+    if (gcsh_cuda_lazy_loading())
+        return gcsh_set_error(ctx, "kernel.persistent: CUDA_MODULE_LOADING=%s: a kernel loaded "
+                                   "while a resident runs waits for it to end, which it never "
+                                   "does; unset it (gcsh loads every kernel at start)",
+                              getenv("CUDA_MODULE_LOADING"));
     gcsh_persist_impl *p = calloc(1, sizeof *p);
     if (!p)
         return gcsh_set_error(ctx, "kernel.persistent: out of host memory");
