@@ -54,16 +54,18 @@ template <class T> __device__ int elements_in(const LL &a, size_t first)
 
 // The 8 bytes of my region at byte `first` (zeros past its end): one load
 // when aligned and whole, else element by element (any offset is exact).
+// Loads bypass L1 (__ldcg): a resident kernel reads the same region call
+// after call, and L1 is not kept coherent with the writes of other kernels.
 template <class T> __device__ uint2 load_data(const LL &a, size_t first)
 {
     using S = typename T::S;
     const char *p = a.src + first;
     int have = elements_in<T>(a, first);
     if (have == per_line<T>() && (uintptr_t)p % 8 == 0)
-        return *reinterpret_cast<const uint2 *>(p);
+        return __ldcg(reinterpret_cast<const uint2 *>(p));
     S e[per_line<T>()];
     for (int i = 0; i < per_line<T>(); i++)
-        e[i] = i < have ? reinterpret_cast<const S *>(p)[i] : T::store(0);
+        e[i] = i < have ? __ldcg(reinterpret_cast<const S *>(p) + i) : T::store(0);
     uint2 w;
     memcpy(&w, e, sizeof w);
     return w;

@@ -2,36 +2,70 @@
 // stays on the GPU and runs the "ll" protocol (kll.cuh) once for every call
 // the host rings, instead of being launched once per call.
 //
-// Every block's thread 0 watches the doorbell, which lives in mapped host
-// memory (each look is a PCIe read).  A call n starts in a block once the
-// host rang it (rung > n) and every block finished call n - 1 (sync[1] ==
-// n, in device memory), so that all of them read the LL header's count
-// after the last block of call n - 1 advanced it.  The last block to finish
-// a call advances the count (the window's own, which direct "ll" calls
-// share), then publishes done = n + 1 for the host, with a system-scope
-// fence before it: the host, and a stream wait on done, see the result.
+// The doorbell lives in mapped host memory, and every read of it is a PCIe
+// round trip (about a microsecond), which is what a call costs if it is
+// read word by word.  So thread 0 of block 0 looks at the ring entries
+// themselves, kAhead at once, every load issued before any value is used:
+// one round trip finds every call rung since the last look (an entry is
+// rung once all its pairs carry the call's tag).  The calls found together
+// run as a batch, one after another, and the batch publishes `done` once,
+// after a system-scope fence.  With several blocks (sms > 1), block 0
+// posts each batch in device memory for the others; the last block to
+// finish a batch advances the window's LL count (which direct "ll" calls
+// share) and publishes done.
 //
 // Never stuck: the waits for peers are the collectives' (kwait.cuh),
 // bounded by GCSH_GPU_WAIT_TIMEOUT and cancelled by an interrupt (the
-// generation is read again at every call, so an interrupt long before does
-// not end it).  The idle wait for the doorbell has no bound (a resident
-// waits for its next ring as long as it lives) but reads the stop word.
-// When the kernel ends, for any reason, the last block out sets
+// generation is read in every look, so an interrupt long before does not
+// end it).  The idle wait for the doorbell has no bound (a resident waits
+// for its next ring as long as it lives), but every look reads the stop
+// word too.  When the kernel ends, for any reason, the last block out sets
 // GCSH_PERSIST_ENDED in done and the reason in why.
+#include "kbarrier.cuh"
 #include "kll.cuh"
 #include "reducekern.h"
 
 namespace gcsh_k {
 
-// sync words (device memory, zeroed by the host)
-enum { kBlocksDone = 0, kCallsDone = 1, kBlocksOut = 2, kGaveUp = 3 };
+// Ring entries one look reads.
+constexpr int kAhead = 4;
+// Registers: at most 40 a thread (65536 / (256 x 6), rounded down to the
+// allocation unit), so a resident block leaves an SM room for one block of
+// the fenced and one-shot kernels (512 threads of about 100 registers):
+// the co-residency bound of kernels whose blocks wait for other ranks
+// (gcsh_kwait.max_blocks) counts on a block per SM.
+constexpr int kResidentMinBlocks = 6;
+constexpr int kResidentMaxRegs = kSmRegisters / (kLLThreads * kResidentMinBlocks) / 8 * 8;
+static_assert(kResidentMaxRegs * kLLThreads + kPairedMaxRegs * kThreads <= kSmRegisters,
+              "a resident block and a block of the fenced and one-shot kernels share an SM");
+
+// Calls [first, first + calls) of the ring, run one after another.
+struct Batch {
+    unsigned long long first;
+    unsigned long long count; // the window's LL count before the first
+    unsigned gen;             // the cancel generation their waits end at
+    int calls;                // 0: the resident ends
+    gcsh_persist_job job[kAhead];
+};
+
+// The resident's device memory (GCSH_PERSIST_SYNC_BYTES, zeroed at start).
+struct Shared {
+    Batch batch;                    // block 0's latest, for the other blocks
+    unsigned long long posted;      // batches block 0 posted
+    unsigned long long finished;    // batches every block finished
+    unsigned long long blocks_done; // blocks done with the current batch
+    unsigned long long gave_up;     // a GCSH_PERSIST_* reason, once a wait gave up
+    unsigned long long blocks_out;  // blocks that ended
+};
+static_assert(sizeof(Shared) <= GCSH_PERSIST_SYNC_BYTES, "GCSH_PERSIST_SYNC_BYTES holds Shared");
+static_assert(sizeof(Batch) % 8 == 0, "a Batch is copied in 8-byte words");
 
 struct Persist {
-    LL ll;                      // the LL layout; region, op and count per call
-    char *mine;                 // my slice
+    LL ll;                   // the LL layout; region, op and count per call
+    char *mine;              // my slice
     size_t esize;
-    gcsh_persist_bell *bell;    // mapped host memory
-    unsigned long long *sync;
+    gcsh_persist_bell *bell; // mapped host memory
+    Shared *sh;
 };
 
 __device__ inline unsigned long long peek(const void *w)
@@ -44,118 +78,176 @@ __device__ inline void poke(void *w, unsigned long long v)
     *reinterpret_cast<volatile unsigned long long *>(w) = v;
 }
 
-// Thread 0: waits until call n may start (rung > n, every block past call
-// n - 1).  Returns false when the host asked it to stop, or another block
-// gave up (it must not start a call its peers will not finish).
-__device__ bool wait_for_ring(const Persist &P, unsigned long long n)
+__device__ inline void pause(unsigned i, unsigned *ns)
 {
-    unsigned ns = 32;
-    for (unsigned i = 0;; i++) {
-        if (peek(&P.sync[kGaveUp]))
-            return false;
-        if (peek(&P.bell->rung) > n && peek(&P.sync[kCallsDone]) == n)
-            return true;
-        if ((i & 63) == 63 && peek(&P.bell->stop))
-            return false;
-        if (i > 64) {
-            __nanosleep(ns);
-            ns = ns < 1024 ? ns * 2 : ns;
-        }
+    if (i > 64) {
+        __nanosleep(*ns);
+        *ns = *ns < 1024 ? *ns * 2 : *ns;
     }
 }
 
-// Thread 0 of the last block to finish call n: count it in the window
-// (even when a wait gave up, as ll.cu does: kll.h) and tell every block,
-// and the host unless a block gave up, that it is done.
-__device__ void finish_call(const Persist &P, unsigned long long n, unsigned long long count)
+__device__ inline uint64_t *count_word(const Persist &P)
 {
-    __threadfence();
-    unsigned long long before = atomicAdd(&P.sync[kBlocksDone], 1ull);
-    if (before + 1 != gridDim.x)
-        return;
-    P.sync[kBlocksDone] = 0;
-    poke(&reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count, count + 1);
-    __threadfence_system();
-    if (!peek(&P.sync[kGaveUp]))
-        poke(&P.bell->done, n + 1);
-    poke(&P.sync[kCallsDone], n + 1);
+    return &reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count;
 }
 
-// The last block out marks the end for the host (n: the calls completed).
-__device__ void end_resident(const Persist &P, unsigned long long n)
+// One look at the doorbell from call n: how many calls from n are rung
+// (0..kAhead, in order), their jobs in b, and the cancel generation; *stop
+// when the host asked the resident to end.
+__device__ int look(const Persist &P, unsigned long long n, Batch *b, bool *stop)
+{
+    uint4 line[kAhead][2];
+    for (int j = 0; j < kAhead; j++) {
+        const char *e = reinterpret_cast<const char *>(&P.bell->ring[(n + j) % GCSH_PERSIST_DEPTH]);
+        line[j][0] = load_line(e);
+        line[j][1] = load_line(e + 16);
+    }
+    unsigned gen = *reinterpret_cast<const volatile unsigned *>(&P.ll.end.ctl->cancel_gen);
+    *stop = peek(&P.bell->stop) != 0;
+    int calls = 0;
+    for (; calls < kAhead; calls++) {
+        const uint4 &a = line[calls][0], &c = line[calls][1];
+        uint32_t w[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        if (!gcsh_persist_unpack(w, n + calls, &b->job[calls]))
+            break;
+    }
+    b->gen = gen;
+    return calls;
+}
+
+// Thread 0 of block 0: waits for calls from n to be rung (b->calls = 0 when
+// the host asked it to end, or a block gave up).
+__device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
+{
+    b->first = n;
+    b->calls = 0;
+    unsigned ns = 32;
+    for (unsigned i = 0; !peek(&P.sh->gave_up); i++) {
+        bool stop;
+        int calls = look(P, n, b, &stop);
+        if (stop)
+            return;
+        if (calls > 0) {
+            __threadfence(); // the count (and the region) after the entries
+            b->count = peek(count_word(P));
+            b->calls = calls;
+            return;
+        }
+        pause(i, &ns);
+    }
+}
+
+// Thread 0 of each block: batch k into b.  Block 0 finds it (once every
+// block finished batch k - 1) and posts it for the others; *next is block
+// 0's next call.
+__device__ void next_batch(const Persist &P, unsigned long long k, unsigned long long *next,
+                           Batch *b)
+{
+    Shared *sh = P.sh;
+    unsigned ns = 32;
+    if (blockIdx.x == 0) {
+        for (unsigned i = 0; gridDim.x > 1 && peek(&sh->finished) != k; i++)
+            pause(i, &ns);
+        wait_for_calls(P, *next, b);
+        *next = b->first + b->calls;
+        if (gridDim.x > 1) {
+            sh->batch = *b;
+            __threadfence();
+            poke(&sh->posted, k + 1);
+        }
+        return;
+    }
+    for (unsigned i = 0; peek(&sh->posted) <= k; i++)
+        pause(i, &ns);
+    __threadfence();
+    const volatile unsigned long long *from =
+        reinterpret_cast<const volatile unsigned long long *>(&sh->batch);
+    unsigned long long *to = reinterpret_cast<unsigned long long *>(b);
+    for (size_t i = 0; i < sizeof *b / 8; i++)
+        to[i] = from[i];
+}
+
+// Thread 0 of each block, after batch k: the last block to finish counts
+// the calls in the window (even when a wait gave up, as ll.cu does: kll.h)
+// and, unless a block gave up, tells the host they are done.
+__device__ void finish_batch(const Persist &P, const Batch &b, unsigned long long k)
+{
+    Shared *sh = P.sh;
+    __threadfence();
+    if (gridDim.x > 1) {
+        if (atomicAdd(&sh->blocks_done, 1ull) + 1 != gridDim.x)
+            return;
+        sh->blocks_done = 0;
+    }
+    poke(count_word(P), b.count + b.calls);
+    __threadfence_system();
+    if (!peek(&sh->gave_up))
+        poke(&P.bell->done, b.first + b.calls);
+    poke(&sh->finished, k + 1);
+}
+
+// The last block out marks the end for the host: done keeps the calls
+// completed (published after the last whole batch).
+__device__ void end_resident(const Persist &P)
 {
     if (threadIdx.x != 0)
         return;
     __threadfence();
-    if (atomicAdd(&P.sync[kBlocksOut], 1ull) + 1 != gridDim.x)
+    if (atomicAdd(&P.sh->blocks_out, 1ull) + 1 != gridDim.x)
         return;
-    unsigned long long why = peek(&P.sync[kGaveUp]);
+    unsigned long long why = peek(&P.sh->gave_up);
     poke(&P.bell->why, why ? why : (unsigned long long)GCSH_PERSIST_STOPPED);
     __threadfence_system();
-    poke(&P.bell->done, n | GCSH_PERSIST_ENDED);
+    poke(&P.bell->done, peek(&P.bell->done) | GCSH_PERSIST_ENDED);
 }
 
-// Thread 0: call n's ring entry (after the doorbell showed it: the fence
-// keeps these loads after that one).
-__device__ gcsh_persist_entry entry_of(const Persist &P, unsigned long long n)
-{
-    __threadfence_system();
-    const volatile gcsh_persist_entry *e = &P.bell->ring[n % GCSH_PERSIST_DEPTH];
-    gcsh_persist_entry out;
-    out.offset = e->offset;
-    out.n = e->n;
-    out.dt = e->dt;
-    out.op = e->op;
-    out.pad = 0;
-    return out;
-}
-
-// The LL view of call e, its waits ending at generation gen.
-__device__ LL call_of(const Persist &P, const gcsh_persist_entry &e, unsigned gen)
+// The LL view of job j, its waits ending at generation gen.
+__device__ LL call_of(const Persist &P, const gcsh_persist_job &j, unsigned gen)
 {
     LL a = P.ll;
-    a.src = P.mine + e.offset * P.esize;
-    a.dst = P.mine + e.offset * P.esize;
-    a.bytes = e.n * P.esize;
-    a.op = e.op;
+    a.src = P.mine + j.offset * P.esize;
+    a.dst = P.mine + j.offset * P.esize;
+    a.bytes = j.n * P.esize;
+    a.op = j.op;
     a.end.gen = gen;
     return a;
 }
 
-template <class T> __global__ void __launch_bounds__(kLLThreads) persist_kernel(Persist P)
+__device__ void note_give_up(const Persist &P)
 {
-    __shared__ int go;
-    __shared__ unsigned gen;
-    __shared__ unsigned long long count;
-    __shared__ gcsh_persist_entry e;
+    unsigned long long why = P.ll.end.ctl->why == GCSH_WAIT_TIMED_OUT ? GCSH_PERSIST_TIMED_OUT
+                                                                      : GCSH_PERSIST_CANCELLED;
+    atomicMax(&P.sh->gave_up, why);
+}
+
+template <class T> __global__ void __launch_bounds__(kLLThreads, kResidentMinBlocks) persist_kernel(Persist P)
+{
+    __shared__ Batch b;
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t stride = (size_t)gridDim.x * blockDim.x;
-    unsigned long long n = 0;
-    for (;; n++) {
-        if (threadIdx.x == 0) {
-            go = wait_for_ring(P, n);
-            if (go) {
-                e = entry_of(P, n); // its fence also orders the count's load below
-                gen = P.ll.end.ctl->cancel_gen;
-                count = peek(&reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count);
+    unsigned long long next = 0; // block 0's thread 0: the next call
+    for (unsigned long long k = 0;; k++) {
+        __syncthreads(); // every thread is done with the last batch
+        if (threadIdx.x == 0)
+            next_batch(P, k, &next, &b);
+        __syncthreads();
+        if (b.calls == 0)
+            break;
+        bool gave_up = false;
+        for (int j = 0; j < b.calls; j++) {
+            // a team of one has nothing to trade, and a call is in place
+            if (P.ll.k > 1)
+                ll_call<T>(call_of(P, b.job[j], b.gen), b.count + j, tid, stride, &gave_up);
+            if (__syncthreads_or(gave_up)) {
+                if (threadIdx.x == 0)
+                    note_give_up(P);
+                break;
             }
         }
-        __syncthreads();
-        if (!go)
-            break;
-        LL a = call_of(P, e, gen);
-        bool gave_up = false;
-        ll_call<T>(a, count, tid, stride, &gave_up);
-        if (__syncthreads_or(gave_up) && threadIdx.x == 0)
-            atomicMax(&P.sync[kGaveUp], (unsigned long long)(P.ll.end.ctl->why ==
-                                                                     GCSH_WAIT_TIMED_OUT
-                                                                 ? GCSH_PERSIST_TIMED_OUT
-                                                                 : GCSH_PERSIST_CANCELLED));
         if (threadIdx.x == 0)
-            finish_call(P, n, count);
-        __syncthreads();
+            finish_batch(P, b, k);
     }
-    end_resident(P, n - (peek(&P.sync[kGaveUp]) && n > 0 ? 1 : 0));
+    end_resident(P);
 }
 
 struct PersistKernel {
@@ -186,8 +278,7 @@ using namespace gcsh_k;
 
 extern "C" cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                              const gcsh_window_desc *d, gcsh_persist_bell *bell,
-                                             unsigned long long *sync, const gcsh_kwait *w,
-                                             cudaStream_t stream)
+                                             void *sync, const gcsh_kwait *w, cudaStream_t stream)
 {
     PersistKernel kernel = persist_kernel_for(dt);
     if (!kernel.run || d->team_size < 1 || d->team_size > a->slots ||
@@ -205,7 +296,7 @@ extern "C" cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dt
     P.mine = (char *)d->peer[d->team_rank];
     P.esize = kernel.esize;
     P.bell = bell;
-    P.sync = sync;
+    P.sh = static_cast<Shared *>(sync);
     void *args[] = {&P};
     (void)cudaGetLastError(); // report this launch only
     return cudaLaunchCooperativeKernel((const void *)kernel.run, dim3((unsigned)a->sms),

@@ -68,13 +68,13 @@ cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *
  * core/kpersist.h): `blocks` blocks (a cooperative launch, so all of them
  * are resident at once) on `stream`, which must be a stream of its own: it
  * runs until bell->stop (or a wait for a peer gives up, as the collectives'
- * waits do: wait.gen is refreshed at every call).  bell is the doorbell's
- * device address (mapped host memory); sync 4 words of zeroed device
- * memory of its own.  The calls reduce a->dt with their entry's op. */
+ * waits do: wait.gen is refreshed at every batch of calls).  bell is the
+ * doorbell's device address (mapped host memory); sync
+ * GCSH_PERSIST_SYNC_BYTES of zeroed device memory of its own.  The calls
+ * reduce a->dt with their entry's op. */
 cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                   const gcsh_window_desc *d, gcsh_persist_bell *bell,
-                                  unsigned long long *sync, const gcsh_kwait *wait,
-                                  cudaStream_t stream);
+                                  void *sync, const gcsh_kwait *wait, cudaStream_t stream);
 
 /* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
  * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */

@@ -82,7 +82,7 @@ typedef struct cuda_state {
      * freed with the state, because allocating or freeing while a resident
      * runs may wait for it to end (cuda_persist.c). */
     gcsh_persist_bell *bells, *bells_dev;
-    unsigned long long *bell_sync;
+    char *bell_sync; /* GCSH_PERSIST_SYNC_BYTES a slot */
     unsigned bells_taken; /* bit i: slot i belongs to a resident */
 } cuda_state;
 

@@ -3,11 +3,12 @@
  * rung through a doorbell in mapped host memory (core/kpersist.h).
  *
  * Stream order, both ways:
- *   - a ring must run after the work the rank queued before it: when the
- *     rank's stream is idle (cudaStreamQuery), the host stores the new
- *     count into the doorbell itself (the fast path: a store to host
- *     memory); otherwise the stream stores it (cuStreamWriteValue64), after
- *     that work;
+ *   - a ring must run after the work the rank queued before it: the host
+ *     fills the call's ring entry but its last pair (core/kpersist.h: the
+ *     resident takes an entry once all its pairs carry the call's tag);
+ *     when the rank's stream is idle (cudaStreamQuery), the host stores
+ *     that pair itself (the fast path: a store to host memory), otherwise
+ *     the stream stores it (cuStreamWriteValue64), after that work;
  *   - work queued after a ring must run after its call: the ring only
  *     notes that the stream owes a wait (persist_owed), and the next entry
  *     of the backend that may queue work (cuda_enter) first makes the
@@ -39,15 +40,12 @@
 #include "cuda/cuda.h"
 #include "reducekern.h"
 
-/* Device words of a resident's own (persist.cu's kBlocksDone .. kGaveUp). */
-#define SYNC_WORDS 4
-
 struct gcsh_persist_impl {
     cuda_state *st;
     int slot;                       /* its doorbell: st->bells[slot]; -1: none (given back) */
     gcsh_persist_bell *bell;        /* mapped host memory */
     gcsh_persist_bell *bell_dev;    /* its device address */
-    unsigned long long *sync;       /* SYNC_WORDS device words */
+    void *sync;                     /* GCSH_PERSIST_SYNC_BYTES of device memory */
     uint64_t last_done, last_why;   /* the doorbell's words when it was given back */
     cudaStream_t stream;            /* the resident's */
     gcsh_comm_impl *comm;
@@ -83,11 +81,11 @@ static CUdeviceptr dev_addr(gcsh_persist_impl *p, const uint64_t *host_field)
 static int alloc_bells(gcsh_ctx *ctx, cuda_state *st)
 {
     gcsh_persist_bell *bells = NULL, *bells_dev = NULL;
-    unsigned long long *sync = NULL;
+    char *sync = NULL;
     CUDA_TRY(ctx, cudaHostAlloc((void **)&bells, GCSH_PERSIST_MAX_RUNNING * sizeof *bells,
                                 cudaHostAllocMapped));
     CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&bells_dev, bells, 0));
-    CUDA_TRY(ctx, cudaMalloc((void **)&sync, GCSH_PERSIST_MAX_RUNNING * SYNC_WORDS * sizeof *sync));
+    CUDA_TRY(ctx, cudaMalloc((void **)&sync, GCSH_PERSIST_MAX_RUNNING * GCSH_PERSIST_SYNC_BYTES));
     st->bells = bells;
     st->bells_dev = bells_dev;
     st->bell_sync = sync;
@@ -113,7 +111,7 @@ static int take_bell(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
     p->slot = slot;
     p->bell = &st->bells[slot];
     p->bell_dev = &st->bells_dev[slot];
-    p->sync = st->bell_sync + (size_t)slot * SYNC_WORDS;
+    p->sync = st->bell_sync + (size_t)slot * GCSH_PERSIST_SYNC_BYTES;
     memset(p->bell, 0, sizeof *p->bell);
     return 0;
 }
@@ -254,7 +252,7 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
         goto fail;
     /* on the resident's own stream: a non-blocking stream does not wait
      * for the legacy default stream a plain cudaMemset would use */
-    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, SYNC_WORDS * sizeof *p->sync, p->stream));
+    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, GCSH_PERSIST_SYNC_BYTES, p->stream));
     gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns, st->paired_max_blocks,
                        st->one_gpu};
     CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
@@ -296,18 +294,19 @@ static int ended_error(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t completed)
     return gcsh_persist_error_ended(ctx, completed, p->rung, end_reason(p));
 }
 
-/* Publishes rung = r: from the host when the rank's stream is idle, else
- * by the stream, after what it holds. */
-static int publish(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p, uint64_t r)
+/* Rings: stores the last pair of entry e (value), from the host when the
+ * rank's stream is idle, else by the stream, after what it holds. */
+static int publish(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p, uint64_t *last,
+                   uint64_t value)
 {
     cudaError_t q = cudaStreamQuery(st->stream);
     if (q == cudaSuccess) {
-        __atomic_store_n(&p->bell->rung, r, __ATOMIC_RELEASE);
+        __atomic_store_n(last, value, __ATOMIC_RELEASE);
         return 0;
     }
     if (q != cudaErrorNotReady)
         CUDA_TRY(ctx, q);
-    CU_TRY(ctx, st, StreamWriteValue64((CUstream)st->stream, dev_addr(p, &p->bell->rung), r,
+    CU_TRY(ctx, st, StreamWriteValue64((CUstream)st->stream, dev_addr(p, last), value,
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
     return 0;
 fail:
@@ -325,12 +324,11 @@ static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
     uint64_t done = done_word(p);
     if ((done & GCSH_PERSIST_ENDED) || p->slot < 0)
         return ended_error(ctx, p, done & ~GCSH_PERSIST_ENDED);
+    /* n fits the entry's 32 bits: a call carries at most max_bytes, <= 64 KiB */
+    gcsh_persist_job j = {c->offset, c->n, (int32_t)c->dt, (int32_t)c->op};
     gcsh_persist_entry *e = &p->bell->ring[r % GCSH_PERSIST_DEPTH];
-    e->offset = c->offset;
-    e->n = c->n;
-    e->dt = (int32_t)c->dt;
-    e->op = (int32_t)c->op;
-    if (publish(ctx, st, p, r + 1) != 0)
+    gcsh_persist_fill(e, r, &j, 3);
+    if (publish(ctx, st, p, &e->pair[3], gcsh_persist_pair(&j, r, 3)) != 0)
         return -1;
     p->rung = r + 1;
     p->owed = 1;

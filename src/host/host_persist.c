@@ -57,13 +57,18 @@ static uint64_t done_word(gcsh_persist_impl *p)
 
 /* ---- the progress thread -------------------------------------------------------- */
 
-static int run_entry(gcsh_persist_impl *p, const gcsh_persist_entry *e)
+/* Call n (its entry is all there: the host filled it before rung). */
+static int run_call(gcsh_persist_impl *p, uint64_t n)
 {
+    gcsh_persist_job j;
+    if (!gcsh_persist_read(&p->bell.ring[n % GCSH_PERSIST_DEPTH], n, &j))
+        return gcsh_set_error(&p->tctx, "persistent: call %llu's ring entry is not there",
+                              (unsigned long long)n);
     gcsh_kll_args k = p->ll;
-    k.offset = (size_t)e->offset;
-    k.n = (size_t)e->n;
-    k.dt = (gcsh_dtype)e->dt;
-    k.op = (gcsh_redop)e->op;
+    k.offset = (size_t)j.offset;
+    k.n = (size_t)j.n;
+    k.dt = (gcsh_dtype)j.dt;
+    k.op = (gcsh_redop)j.op;
     k.out = NULL;
     return gcsh_host_ll_allreduce(&p->tctx, NULL, &p->desc, &k);
 }
@@ -77,7 +82,7 @@ static void *progress_main(void *arg)
         if (gcsh_host_wait_word(&p->tctx, word(&p->bell.rung), GCSH_CMP_GT, n, INFINITY,
                                 "stopped") != 0)
             break; /* the stop word */
-        if (run_entry(p, &p->bell.ring[n % GCSH_PERSIST_DEPTH]) != 0) {
+        if (run_call(p, n) != 0) {
             if (!atomic_load(&p->tctx.interrupt))
                 why = GCSH_PERSIST_FAILED; /* tctx.err says why */
             break;
@@ -234,11 +239,8 @@ static int host_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
     uint64_t done = done_word(p);
     if (done & GCSH_PERSIST_ENDED)
         return ended_error(ctx, p, done & ~GCSH_PERSIST_ENDED);
-    gcsh_persist_entry *e = &p->bell.ring[r % GCSH_PERSIST_DEPTH];
-    e->offset = c->offset;
-    e->n = c->n;
-    e->dt = (int32_t)c->dt;
-    e->op = (int32_t)c->op;
+    gcsh_persist_job j = {c->offset, c->n, (int32_t)c->dt, (int32_t)c->op};
+    gcsh_persist_fill(&p->bell.ring[r % GCSH_PERSIST_DEPTH], r, &j, 4);
     p->rung = r + 1;
     atomic_store_explicit(word(&p->bell.rung), p->rung, memory_order_release);
     return 0;
