@@ -77,6 +77,11 @@ typedef struct cuda_state {
      * (cuda_enter then makes the stream wait before anything else). */
     gcsh_persist_impl *resident;
     int persist_owed;
+    /* Work may have gone onto the rank's stream since it was last seen
+     * idle (cuda_enter sets it, a wait or a query that finds the stream
+     * idle clears it): a ring stores its entry's last pair from the host,
+     * without asking the stream, only while it is clear (cuda_persist.c). */
+    int stream_dirty;
     /* Their doorbells (mapped host memory) and sync words (device memory):
      * room for GCSH_PERSIST_MAX_RUNNING, allocated at the first start and
      * freed with the state, because allocating or freeing while a resident
@@ -157,6 +162,9 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
  * NULL with ctx->err set.  Work enqueued after it runs after the calls of
  * the rank's persistent all-reduces rung so far (cuda_persist_order). */
 cuda_state *cuda_enter(gcsh_ctx *ctx);
+/* cuda_enter for an entry that puts nothing on the rank's stream that a
+ * later ring must follow (the stream stays "clean": stream_dirty). */
+cuda_state *cuda_enter_clean(gcsh_ctx *ctx);
 /* cuda_enter without that order: for the persistent all-reduce's own
  * ring, which needs none (its resident runs the calls in order). */
 cuda_state *cuda_enter_device(gcsh_ctx *ctx);
@@ -199,6 +207,9 @@ void cuda_pool_trim(cuda_state *st);
  * may be NULL (work of no communicator: the throttle alone).  Nothing
  * while the stream captures (gcsh.graph): nothing went out. */
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+/* c has work in flight (an interrupted wait for the stream aborts it),
+ * with no throttle and no CUDA call: 0, or -1 with ctx->err. */
+int cuda_mark_busy(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
 void cuda_abort_comm(gcsh_comm_impl *c);
 /* c->comm was aborted already (a failed settle does that): abort its twin
