@@ -115,6 +115,6 @@ int gcsh_persist_read(const gcsh_persist_entry *e, uint64_t call, gcsh_persist_j
 
 /* Device memory of a resident's own (zeroed before it starts), for its blocks
  * to share calls and count themselves out (kernels/persist.cu). */
-#define GCSH_PERSIST_SYNC_BYTES 256
+#define GCSH_PERSIST_SYNC_BYTES 1024
 
 #endif
