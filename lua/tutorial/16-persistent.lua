@@ -34,10 +34,14 @@ print("measured on " .. lesson.measured_on())
 
 --- The doorbell
 -- p:allreduce{n=} writes {offset, n, op} into entry `calls % 64` of the
--- ring, then the new count of calls: that store is the doorbell.  It
--- returns my region's view at once.  p.calls counts the rings, p.done the
--- calls the resident finished; reading the view (or p:wait(), or
--- gcsh.sync()) waits for them, as a read waits for a GPU stream.
+-- ring, each word beside the call's number: the last word written is the
+-- doorbell.  A GPU resident reads 16 entries in one look across PCIe
+-- (about a microsecond a look) and takes an entry once every word carries
+-- its call's number, so never a half-written one; the host's thread
+-- waits on a count of calls instead.  p:allreduce returns my region's view
+-- at once.  p.calls counts the rings, p.done the calls the resident
+-- finished; reading the view (or p:wait(), or gcsh.sync()) waits for
+-- them, as a read waits for a GPU stream.
 p = kernel.persistent(w)
 w:tensor():fill(rank + 1)
 r = p:allreduce{n = 4}
