@@ -12,6 +12,16 @@ namespace gcsh_k {
 
 constexpr unsigned kThreads = 512;
 
+// Registers a thread of a kernel whose blocks wait for other ranks' blocks
+// (fenced, one-shot) may use: 104, so that one such block (512 x 104 =
+// 53248 of an SM's 65536) leaves room beside it for a block of the
+// persistent all-reduce's resident kernel (persist.cu: 256 threads x 40).
+// The co-residency bound of these kernels (gcsh_kwait.max_blocks) counts on
+// a block per SM; the f16 and bf16 one-shot kernels wanted 121, which
+// filled an SM alone, so a resident there would have left a block out.
+constexpr int kPairedMaxRegs = 104;
+constexpr int kSmRegisters = 65536;
+
 // What a block needs to meet its peers: every member's sync area (mapped
 // here), my index, my epoch words (kreduce.h), how a wait ends.
 struct Sync {

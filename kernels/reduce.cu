@@ -119,7 +119,7 @@ template <class T> __global__ void __launch_bounds__(kThreads) job_kernel(Job j)
 // block of the previous one passed its last barrier, by which time every
 // peer's block had passed it too.
 template <class T>
-__global__ void __launch_bounds__(kThreads) fenced_kernel(Job j, Sync s, int pre, int post)
+__global__ void __maxnreg__(kPairedMaxRegs) fenced_kernel(Job j, Sync s, int pre, int post)
 {
     __shared__ int abandoned;
     if (threadIdx.x == 0)
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) fenced_kernel(Job j, Sync s, int pre
 // store may go to my own slice (in place), which peers read until they have
 // passed that round's barrier.  Block b handles the same elements on every
 // rank, so its barrier with the peers' block b is the one that matters.
-template <class T> __global__ void __launch_bounds__(kThreads) oneshot_kernel(Job j, Sync s,
+template <class T> __global__ void __maxnreg__(kPairedMaxRegs) oneshot_kernel(Job j, Sync s,
                                                                              unsigned rounds)
 {
     __shared__ int abandoned;

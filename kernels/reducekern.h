@@ -14,6 +14,7 @@
 #include <nccl.h>
 
 #include "core/backend.h"
+#include "core/kpersist.h"
 #include "winkern.h"
 
 #ifdef __cplusplus
@@ -69,6 +70,18 @@ cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *
  * my slice's address of the region, which gives every slice's alignment. */
 cudaError_t gcsh_k_nccl_dev_allreduce(const void *dev_comm, ncclWindow_t win, const void *mine,
                                       const gcsh_kdev_args *a, cudaStream_t stream);
+
+/* The resident kernel of the persistent all-reduce (kernels/persist.cu,
+ * core/kpersist.h): `blocks` blocks (a cooperative launch, so all of them
+ * are resident at once) on `stream`, which must be a stream of its own: it
+ * runs until bell->stop (or a wait for a peer gives up, as the collectives'
+ * waits do: wait.gen is refreshed at every batch of calls).  bell is the
+ * doorbell's device address (mapped host memory); sync
+ * GCSH_PERSIST_SYNC_BYTES of zeroed device memory of its own.  The calls
+ * reduce a->dt with their entry's op. */
+cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
+                                  const gcsh_window_desc *d, gcsh_persist_bell *bell,
+                                  void *sync, const gcsh_kwait *wait, cudaStream_t stream);
 
 /* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
  * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */

@@ -11,6 +11,10 @@
 # tests/gpu/ll_sanitize.lua the "ll" kernel, also under compute-sanitizer;
 # tests/gpu/nccl_dev.lua algo "nccl_dev" (NCCL's device API; skipped, saying
 # why, where NCCL has no symmetric memory), also under compute-sanitizer.
+# tests/gpu/persistent_{nccl,vmm}.lua: kernel.persistent (tests/lua/
+# persistent.lua per window kind); persistent_sanitize.lua its resident
+# kernel under compute-sanitizer; after every job, no resident kernel left
+# (nvidia-smi lists no gcsh process on the GPUs).
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).  tests/gpu/graph_{nccl,vmm}.lua: gcsh.graph
 # (tests/lua/graph.lua per window kind), graph_sanitize.lua its replays
@@ -142,6 +146,22 @@ run() {
     # a plain mpirun does not wait for the job's MPS daemon to go, as gcsh
     # -n does: the next job must not meet it on the GPU
     [ -n "$tag" ] && wait_no_folders
+    case "$name" in *persistent*) check "no resident kernel left after $name np=$np$tag" \
+        "$(gcsh_on_gpu)" ;; esac
+}
+
+# gcsh processes still on a GPU (nvidia-smi's compute apps), after a job:
+# a resident kernel that outlived its session would keep its process there.
+gcsh_on_gpu() {
+    local i left
+    command -v nvidia-smi >/dev/null || return 0
+    for i in $(seq 50); do
+        left=$(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null |
+            grep -F gcsh)
+        [ -z "$left" ] && return
+        sleep 0.1
+    done
+    echo "still on the GPU: $left"
 }
 
 wait_no_folders() {
@@ -240,7 +260,7 @@ SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
     if [ "$ngpu" = 1 ]; then configure 2s; else configure 2; fi
     for tool in memcheck synccheck; do
-        for t in ll_sanitize algos_sanitize graph_sanitize nccl_dev; do
+        for t in ll_sanitize algos_sanitize graph_sanitize nccl_dev persistent_sanitize; do
             run "sanitize:$tool:$t" 2 env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
                 --error-exitcode 3 --report-api-errors no --target-processes application-only \
                 "$BUILD/gcsh" "tests/gpu/$t.lua"

@@ -330,7 +330,11 @@ end
 --              kernel.allreduce(w, {algo=}) (nccl_dev needs kind="nccl");
 --   empty      kernel.empty(): one empty kernel per call, no data moved (the
 --              launch floor a kernel algorithm's time is measured against;
---              #wrong is not checked).
+--              #wrong is not checked);
+--   persistent p:allreduce{n=} on one kernel.persistent(w) started for the
+--              run: no launch per call, the resident is rung (sizes up to
+--              the window's LL area, as ll; graph= does not apply: a ring
+--              is a host write, so its rows time the plain loop).
 -- Each size is timed over `iters` calls, or over as many as fill min_time
 -- seconds when those take less (small messages: one hiccup in 20 calls of a
 -- few microseconds moves the mean by more than the differences measured).
@@ -344,7 +348,7 @@ end
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
 -- nccl and nccl_sym, and every algorithm kernel.allreduce takes but "comm"
 -- (which is nccl_sym by another name)
-local AR_ALGOS = { nccl = true, nccl_sym = true, empty = true }
+local AR_ALGOS = { nccl = true, nccl_sym = true, empty = true, persistent = true }
 for _, a in ipairs(kernel.algos) do if a ~= "comm" then AR_ALGOS[a] = true end end
 local AR_DEFAULTS = {
   algos = false, min = 8, max = 32 << 20, factor = 2, dtype = "f32", iters = 20, warmup = 5,
@@ -380,8 +384,9 @@ local function ar_options(opts)
   return o
 end
 
--- How each algorithm runs one in-place all-reduce of n elements.
-local function ar_runner(algo, c, w, plain, n)
+-- How each algorithm runs one in-place all-reduce of n elements (p: the
+-- run's persistent all-reduce, when algo "persistent" is asked for).
+local function ar_runner(algo, c, w, plain, n, p)
   if algo == "nccl" then
     local t = plain:view(0, n)
     return function() c:allreduce(t) end, t
@@ -390,6 +395,9 @@ local function ar_runner(algo, c, w, plain, n)
     return function() c:allreduce(t) end, t
   elseif algo == "empty" then
     return kernel.empty, nil
+  elseif algo == "persistent" then
+    local o = { n = n }
+    return function() p:allreduce(o) end, w:tensor():view(0, n)
   end
   local o = { algo = algo, n = n }
   return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
@@ -409,8 +417,9 @@ local function ar_graph_loop(o, c, run)
   return sec, issued
 end
 
-local function ar_row(o, algo, n, c, w, plain)
-  local run, buf = ar_runner(algo, c, w, plain, n)
+local function ar_row(o, algo, n, c, w, plain, p)
+  local run, buf = ar_runner(algo, c, w, plain, n, p)
+  local graph = o.graph and algo ~= "persistent"
   local k, wrong = c.size, 0
   if o.check and buf then
     buf:fill(c.rank + 1)
@@ -422,7 +431,7 @@ local function ar_row(o, algo, n, c, w, plain)
   local per_call, issue = with_checks(o.checked, function()
     for _ = 1, o.warmup do run() end
     c:barrier()
-    if o.graph then return ar_graph_loop(o, c, run) end
+    if graph then return ar_graph_loop(o, c, run) end
     local iters = o.iters
     local sec, issued = timed_loop(run, iters)
     -- A loop of a few microseconds is at the mercy of one hiccup: time
@@ -442,7 +451,15 @@ local function ar_row(o, algo, n, c, w, plain)
   local algbw = bytes / 1e9 / sec
   return { algo = algo, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
            algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum"),
-           issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = o.graph or nil }
+           issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = graph or nil }
+end
+
+-- Whether a row of algo at size bytes runs: ll and persistent take regions
+-- up to what the window's LL area holds (p.max_bytes).
+local function ar_takes(algo, size, p)
+  if algo == "ll" then return size <= kernel.ll_max_bytes end
+  if algo == "persistent" then return size <= p.max_bytes end
+  return true
 end
 
 -- "nccl_dev" runs only where NCCL's device API does (cuda, a window of
@@ -477,6 +494,8 @@ function bench.allreduce(opts)
   local w = c:window(maxn, o.dtype, o.kind and { kind = o.kind } or nil)
   check_window_algos(o, w)
   local plain = tensor.new(maxn, o.dtype)
+  local p
+  for _, a in ipairs(o.algos) do if a == "persistent" then p = kernel.persistent(w) end end
   if speaks then print_header(ALLREDUCE_COLUMNS) end
   local rows, sizes, step = {}, sizes_of(o), 0
   local steps = #sizes * #o.algos
@@ -485,15 +504,15 @@ function bench.allreduce(opts)
     for _, algo in ipairs(o.algos) do
       gcsh.progress(step, steps, "bench.allreduce")
       step = step + 1
-      -- ll takes regions up to kernel.ll_max_bytes: no row above
-      if n > 0 and (algo ~= "ll" or size <= kernel.ll_max_bytes) then
-        local row = ar_row(o, algo, n, c, w, plain)
+      if n > 0 and ar_takes(algo, size, p) then
+        local row = ar_row(o, algo, n, c, w, plain, p)
         rows[#rows + 1] = row
         if speaks then print_row(ALLREDUCE_COLUMNS, row) end
       end
     end
   end
   gcsh.progress()
+  if p then p:stop() end
   c:barrier()
   w:free()
   plain:free()

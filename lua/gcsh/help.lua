@@ -126,6 +126,17 @@ local API = {
       { "g.calls g.collectives g.bytes g.replays g.id", "what it holds, what it replayed" },
     },
   },
+  persistent = {
+    what = "a persistent all-reduce: a resident worker per rank, rung instead of launched",
+    rows = {
+      { "p:allreduce([{op=, offset=, n=, dtype=}])", "ring: returns my region's view at once" },
+      { "p:wait()", "until every call rung so far completed" },
+      { "p:stop()", "wait for the calls, end the resident (also <close>)" },
+      { "p.calls p.done p.busy p.running p.stopped", "rung, completed, in flight, why it ended" },
+      { "p.window p.algo p.max_bytes p.sms", "what it runs on" },
+      { "p:free()", "as p:stop(), then release" },
+    },
+  },
   kernel = {
     what = "reduce kernels over tensors and windows, the same on both backends",
     rows = {
@@ -138,6 +149,7 @@ local API = {
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
+      { "kernel.persistent(w [, {algo=, max_bytes=, sms=}])", "a resident all-reduce: help(\"persistent\")" },
       { "kernel.algos", "allreduce's algos (nccl_dev: kind nccl)" },
       { "kernel.ll_max_bytes", "the largest region algo \"ll\" takes" },
       { "kernel.choose(bytes [, team [, backend]])", "the algorithm \"auto\" runs" },
@@ -148,7 +160,7 @@ local API = {
     what = "benchmarks (bench = require \"gcsh.bench\"): nccl-tests' columns",
     rows = {
       { "bench.collective{op=, min=, max=, dtype=, graph=, csv=, json=}", "one collective over sizes" },
-      { "bench.allreduce{algos=, min=, max=, graph=, csv=, json=, chart=}", "all-reduce algorithms" },
+      { "bench.allreduce{algos=, min=, max=, graph=, csv=, json=, chart=}", "all-reduce algorithms (and empty, persistent)" },
       { "bench.allreduce_targets(rows [, opts])", "ratios and crossovers from its rows" },
       { "bench.overhead{sizes=, iters=}", "a Lua loop against the same loop in C" },
       { "bench.chart(rows [, \"busbw\" | \"time\"])", "bars per algorithm and size" },

@@ -73,6 +73,13 @@ local graphed = b.allreduce { algos = ALGOS, min = 8, max = GRAPH_MAX, factor = 
                               warmup = 5, kind = "nccl", chart = false, graph = 100,
                               csv = string.format("%s/multi-allreduce-graph-np%d.csv", OUT, np) }
 
+-- the persistent all-reduce (kernel.persistent: issue 22) up to 64 KiB, the
+-- most its resident takes a call, beside ll and an empty launch
+say("== %d ranks: kernel.persistent beside ll and an empty launch, 8 B .. %d B", np, SMALL)
+local persist = b.allreduce { algos = { "empty", "ll", "persistent" }, min = 8, max = SMALL, factor = 2,
+                              iters = 50 * ITERS, warmup = 50, kind = "nccl", chart = false,
+                              csv = string.format("%s/multi-persistent-np%d.csv", OUT, np) }
+
 -- ---- 2. every NCCL collective, .check on ------------------------------------------
 
 local COLLS = { -- bench.collective's op, nccl-tests' binary (its output tag)
@@ -235,6 +242,10 @@ target("two-shot busbw / plain's, >= 256 MiB", twoshot_busbw("plain"), ">= 1.0")
 target("two-shot busbw / -R 2's, >= 256 MiB", twoshot_busbw("R2"), ">= 1.0")
 target("nccl_dev / -R 2 -D 1, <= 64 KiB", worst_small(ratio.nccl_dev), "-", "its reference")
 local d2 = against("allreduce", "nccl_dev", rows_of(plain, "nccl_dev"), "R2D2", true)
+local pg = against("persistent", "persistent", rows_of(persist, "persistent"), "R2G100", true)
+target("persistent / -R 2 -G 100, <= 64 KiB", worst_small(pg), "<= 0.5", "issue 22")
+local p8 = rows_of(persist, "persistent")[1]
+target("persistent at 8 B, us a call", p8 and p8.time_us, "<= 1.5", "issue 22")
 target("nccl_dev / -R 2 -D 2, <= 64 KiB", worst_small(d2), "-", "the vectorised one")
 for _, oc in ipairs(COLLS) do
   local by = against("collective .check on", oc[1], coll_rows[oc[1]], oc[2], false)

@@ -160,16 +160,6 @@ static int graph_free(lua_State *L)
 
 /* ---- capture ------------------------------------------------------------------ */
 
-static lua_Integer next_id(lua_State *L)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, COUNT_KEY);
-    lua_Integer id = lua_tointeger(L, -1) + 1;
-    lua_pop(L, 1);
-    lua_pushinteger(L, id);
-    lua_setfield(L, LUA_REGISTRYINDEX, COUNT_KEY);
-    return id;
-}
-
 /* fn failed or was refused: abandon, then raise its error (a refusal says
  * so already; anything else is said to have ended the capture). */
 static int abandon_and_raise(lua_State *L, gcsh_ctx *ctx)
@@ -191,12 +181,7 @@ static int graph_capture(lua_State *L)
     lgraph *g = lua_newuserdatauv(L, sizeof *g, 1);
     memset(g, 0, sizeof *g);
     luaL_setmetatable(L, GCSH_GRAPH_MT);
-    luaL_where(L, 1);
-    snprintf(g->where, sizeof g->where, "%s", lua_tostring(L, -1));
-    size_t len = strlen(g->where); /* "stdin:1: " -> "stdin:1" */
-    while (len && (g->where[len - 1] == ' ' || g->where[len - 1] == ':'))
-        g->where[--len] = 0;
-    lua_pop(L, 1);
+    gcsh_lua_where(L, g->where, sizeof g->where);
     lua_newtable(L); /* 3: what the graph keeps */
     lua_pushvalue(L, 3);
     lua_setfield(L, LUA_REGISTRYINDEX, USES_KEY);
@@ -214,7 +199,7 @@ static int graph_capture(lua_State *L)
         return abandon_and_raise(L, ctx);
     if (gcsh_graph_capture_end(ctx, &g->impl, &g->rec) != 0)
         return gcsh_raise(L, ctx);
-    g->id = next_id(L);
+    g->id = gcsh_registry_count(L, COUNT_KEY);
     lua_pushvalue(L, 3);
     lua_setiuservalue(L, 2, 1);
     if (lua_getfield(L, LUA_REGISTRYINDEX, GRAPHS_KEY) != LUA_TTABLE) {

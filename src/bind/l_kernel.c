@@ -86,14 +86,15 @@ static size_t sync_offset(lua_State *L, const gcsh_symobj *o)
     return o->desc.alloc_bytes - gcsh_kern_backend(L)->sync_bytes;
 }
 
-static size_t window_bytes(const gcsh_symobj *o)
+size_t gcsh_kern_window_bytes(const gcsh_symobj *o)
 {
     return o->n * gcsh_dtype_size(o->dtype);
 }
 
-static size_t ll_offset(lua_State *L, const gcsh_symobj *o)
+size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o)
 {
-    return sync_offset(L, o) - gcsh_ll_area_bytes(window_bytes(o), gcsh_ll_slots(o->comm->size));
+    return sync_offset(L, o) -
+           gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size));
 }
 
 /* The kernel collectives are checked operations (collcheck.h): every member of
@@ -306,8 +307,8 @@ static const char *allreduce_ll(lua_State *L, const gcsh_kargs *a)
                    ctx->be->name);
     gcsh_kll_args k = {
         .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op,
-        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = ll_offset(L, o),
-        .window_bytes = window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = gcsh_kern_ll_offset(L, o),
+        .window_bytes = gcsh_kern_window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
     };
     gcsh_comm_check *cc = enter_checked(L, a, "ll", -1, 1);
     gcsh_check_leave(L, cc, gcsh_kern_backend(L)->ll_allreduce(ctx, o->impl, &o->desc, &k));
@@ -593,6 +594,7 @@ static const luaL_Reg funcs[] = {
     {"broadcast", kernel_broadcast},
     {"choose", kernel_choose},
     {"plan", kernel_plan},
+    {"persistent", gcsh_kernel_persistent}, /* l_persist.c */
     {NULL, NULL},
 };
 
@@ -623,6 +625,7 @@ int luaopen_gcsh_kalgos(lua_State *L)
 
 int luaopen_gcsh_kernel(lua_State *L)
 {
+    gcsh_persist_open(L);
     luaL_newlib(L, funcs);
     push_crossovers(L);
     lua_setfield(L, -2, "crossovers");

@@ -23,6 +23,7 @@
 
 #include "core/elementwise.h"
 #include "bind/graph.h"
+#include "bind/kernel.h"
 #include "bind/tensor.h"
 
 /* Largest element size (f64, i64): room for one element on the stack. */
@@ -386,6 +387,7 @@ static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
     size_t size = gcsh_dtype_size(t->dtype);
     const char *src = (const char *)gcsh_tensor_data(t) + i * size;
     if (on_host(t)) {
+        gcsh_persist_drain(L); /* the host's stream order (kernel.h) */
         memcpy(out, src, size);
         return;
     }
@@ -419,6 +421,7 @@ static void reader_open(lua_State *L, reader *r, const gcsh_tensor *t)
     r->t = t;
     r->size = gcsh_dtype_size(t->dtype);
     if (on_host(t)) {
+        gcsh_persist_drain(L);
         r->stage = NULL;
         r->chunk = t->n ? t->n : 1;
     } else {
@@ -616,6 +619,7 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
     size_t size = gcsh_dtype_size(t->dtype);
     char *dst = (char *)gcsh_tensor_data(t) + i * size;
     if (on_host(t)) {
+        gcsh_persist_drain(L);
         memcpy(dst, elem, size);
         return;
     }

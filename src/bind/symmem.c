@@ -11,6 +11,7 @@
 #include "wire/collcheck.h"
 #include "wire/out.h"
 #include "bind/graph.h"
+#include "bind/kernel.h"
 #include "bind/symmem.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
@@ -669,6 +670,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     snprintf(what, sizeof what, "%c:free()", o->type[0]); /* w:free(), s:free() */
     gcsh_graph_refuse_now(L, what, "free it after the capture");
     gcsh_graph_check_unused(L, o, what);
+    gcsh_persist_check_unused(L, o, what);
     /* Refused everywhere while a transfer uses o; then a barrier, so no rank
      * tears down memory a peer may still read.  Both are collective, so they
      * run inside the check (collcheck.h) that every rank is freeing the same

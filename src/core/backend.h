@@ -356,6 +356,77 @@ typedef struct gcsh_kernel_ops {
                  gcsh_dtype dt);
 } gcsh_kernel_ops;
 
+/* ---- the persistent all-reduce (kernel.persistent: bind/l_persist.c) ------
+ *
+ * A resident worker per rank (host: a progress thread; cuda: a kernel that
+ * stays on the GPU) runs the "ll" all-reduce (core/kll.h) over the window's
+ * LL area each time the rank rings its doorbell (core/kpersist.h: a ring of
+ * calls with back-pressure, a completion word, a stop word).  Ringing is
+ * stream-ordered in meaning: the call runs after the work the rank issued
+ * before it, and the rank's later work (and any host read of its memory)
+ * after the call.  Every member rings the same calls (the binding checks
+ * each ring), so the residents pair them as direct "ll" calls are paired. */
+typedef struct gcsh_persist_impl gcsh_persist_impl;
+
+typedef struct gcsh_persist_args {
+    size_t ll_off;         /* bytes: where the LL area starts in every slice */
+    size_t window_bytes;   /* a slice's user bytes and              */
+    int slots;             /* the slots per set: the LL area's layout (kll.h) */
+    size_t max_bytes;      /* the largest region a call may carry */
+    int sms;               /* cuda: blocks of the resident kernel */
+    gcsh_dtype dt;         /* the window's: every call's */
+    gcsh_comm_impl *comm;  /* the window's communicator: an abort of it stops the resident */
+} gcsh_persist_args;
+
+/* One call: the region [offset, offset + n) of every slice (elements of
+ * dt, n * size <= max_bytes), reduced with op into my region. */
+typedef struct gcsh_persist_call {
+    size_t offset, n;
+    gcsh_dtype dt;
+    gcsh_redop op;
+} gcsh_persist_call;
+
+/* What a resident says about itself, without waiting. */
+typedef struct gcsh_persist_state {
+    uint64_t rung, done; /* calls rung, calls completed */
+    int running;         /* 0 once it ended (stop, abort, interrupt, error) */
+    char why[1024];      /* why it ended ("" while running) */
+} gcsh_persist_state;
+
+/* The backends' shared messages (core/kpersist.c): a resident that ended
+ * before completing the calls rung, and a wait for one that an interrupt
+ * ended (the resident stopped, its communicator aborted).  -1. */
+int gcsh_persist_error_ended(gcsh_ctx *ctx, uint64_t completed, uint64_t rung, const char *why);
+int gcsh_persist_error_interrupted(gcsh_ctx *ctx);
+/* GCSH_PERSIST_MAX_RUNNING run on the rank already. */
+int gcsh_persist_error_full(gcsh_ctx *ctx);
+
+typedef struct gcsh_persist_ops {
+    /* Starts the resident over window w (after the work the rank issued
+     * before).  Every member of the team calls it (the binding checked). */
+    int (*start)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                 const gcsh_persist_args *a, gcsh_persist_impl **out);
+    /* Rings the doorbell for one call and returns: at once, or once the
+     * ring has a free entry (back-pressure: an entry is never overwritten
+     * before its call completed; the wait polls ctx->interrupt). */
+    int (*ring)(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c);
+    /* Waits until every call rung so far completed: 0; -1 with ctx->err
+     * when the resident ended before, or when an interrupt came (the
+     * resident is then stopped and its communicator marked aborted). */
+    int (*wait)(gcsh_ctx *ctx, gcsh_persist_impl *p);
+    /* Waits for every running resident of the rank (host reads of memory,
+     * gcsh.sync): as wait, for all of them.  NULL where the rank's stream
+     * already orders host reads after the calls (cuda). */
+    int (*drain)(gcsh_ctx *ctx);
+    void (*state)(gcsh_persist_impl *p, gcsh_persist_state *out);
+    /* Ends the resident (drain: after its calls complete, else at once,
+     * abandoning them) and waits until it is gone; idempotent.  Returns the
+     * drain's status. */
+    int (*stop)(gcsh_ctx *ctx, gcsh_persist_impl *p, int drain);
+    /* Stops it without draining (if running) and frees p. */
+    void (*release)(gcsh_ctx *ctx, gcsh_persist_impl *p);
+} gcsh_persist_ops;
+
 /* ---- one-sided transfers (l_xfer.c) ---------------------------------------
  *
  * A transfer is prepared once from a plan the binding has checked (every
@@ -460,6 +531,7 @@ typedef struct gcsh_backend {
 
     const gcsh_xfer_ops *xfer; /* NULL: no one-sided transfers */
     const gcsh_graph_ops *graph; /* gcsh.graph */
+    const gcsh_persist_ops *persist; /* kernel.persistent; NULL: none */
 } gcsh_backend;
 
 extern const gcsh_backend gcsh_host_backend;

@@ -173,6 +173,13 @@ void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
  * adds it from its own file. */
 void gcsh_add_methods(lua_State *L, const char *name, const struct luaL_Reg *meth);
 
+/* The next value (1, 2, ...) of a counter kept in L's registry under key:
+ * the numbers handles are shown with (graph #2, persistent #1). */
+lua_Integer gcsh_registry_count(lua_State *L, const char *key);
+/* Where the running Lua code is, as "stdin:3" (luaL_where without its
+ * ": "), into buf: where a handle was made, for messages naming it. */
+void gcsh_lua_where(lua_State *L, char *buf, size_t len);
+
 /* Fields of the table on top of the stack: t[key] = v. */
 static inline void gcsh_set_string(lua_State *L, const char *key, const char *v)
 {

@@ -75,6 +75,26 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
     lua_pop(L, 1);
 }
 
+lua_Integer gcsh_registry_count(lua_State *L, const char *key)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
+    lua_Integer n = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    lua_pushinteger(L, n);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+    return n;
+}
+
+void gcsh_lua_where(lua_State *L, char *buf, size_t len)
+{
+    luaL_where(L, 1);
+    snprintf(buf, len, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    size_t n = strlen(buf); /* "stdin:1: " -> "stdin:1" */
+    while (n && (buf[n - 1] == ' ' || buf[n - 1] == ':'))
+        buf[--n] = 0;
+}
+
 void gcsh_add_methods(lua_State *L, const char *name, const luaL_Reg *meth)
 {
     luaL_getmetatable(L, name);

@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
+#include "core/kpersist.h"
 #include "initkern.h"
 #include "winkern.h"
 
@@ -71,6 +72,23 @@ typedef struct cuda_state {
      * the next release or allocation after the capture (cuda_mem.c). */
     void **held;
     int nheld, cap_held;
+    /* Persistent all-reduces (cuda_persist.c): the running ones, and
+     * whether one was rung since the rank's stream last waited for them
+     * (cuda_enter then makes the stream wait before anything else). */
+    gcsh_persist_impl *resident;
+    int persist_owed;
+    /* Work may have gone onto the rank's stream since it was last seen
+     * idle (cuda_enter sets it, a wait or a query that finds the stream
+     * idle clears it): a ring stores its entry's last pair from the host,
+     * without asking the stream, only while it is clear (cuda_persist.c). */
+    int stream_dirty;
+    /* Their doorbells (mapped host memory) and sync words (device memory):
+     * room for GCSH_PERSIST_MAX_RUNNING, allocated at the first start and
+     * freed with the state, because allocating or freeing while a resident
+     * runs may wait for it to end (cuda_persist.c). */
+    gcsh_persist_bell *bells, *bells_dev;
+    char *bell_sync; /* GCSH_PERSIST_SYNC_BYTES a slot */
+    unsigned bells_taken; /* bit i: slot i belongs to a resident */
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -91,6 +109,9 @@ struct gcsh_comm_impl {
     /* NCCL offers symmetric memory on it (windows of kind "nccl"), as
      * NCCL itself answered when it was made (cuda_comm.c). */
     int symmetric;
+    /* The persistent all-reduces running over its windows: an abort of c
+     * stops them (cuda_persist.c). */
+    gcsh_persist_impl *resident;
 };
 
 /* ---- GPU choice and sharing (cuda_share.c) ---- */
@@ -138,8 +159,37 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
     } while (0)
 
 /* The rank's state with its device made current on the calling thread, or
- * NULL with ctx->err set. */
+ * NULL with ctx->err set.  Work enqueued after it runs after the calls of
+ * the rank's persistent all-reduces rung so far (cuda_persist_order). */
 cuda_state *cuda_enter(gcsh_ctx *ctx);
+/* cuda_enter for an entry that puts nothing on the rank's stream that a
+ * later ring must follow (the stream stays "clean": stream_dirty). */
+cuda_state *cuda_enter_clean(gcsh_ctx *ctx);
+/* cuda_enter without that order: for the persistent all-reduce's own
+ * ring, which needs none (its resident runs the calls in order). */
+cuda_state *cuda_enter_device(gcsh_ctx *ctx);
+
+/* ---- the persistent all-reduce (cuda_persist.c) ---- */
+
+/* CUDA loads kernels lazily here (CUDA_MODULE_LOADING set to something
+ * other than EAGER by the user; cuda_backend.c sets EAGER otherwise). */
+int gcsh_cuda_lazy_loading(void);
+
+/* Makes the rank's stream wait for every call rung so far (a stream wait
+ * on each resident's completion word); 0, or -1 with ctx->err. */
+int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st);
+/* c is being aborted: its residents stop (no waiting). */
+void cuda_persist_comm_aborted(gcsh_comm_impl *c);
+/* At the end of the state: the doorbells' memory, unless a resident that
+ * would not end still holds one (the process's end takes it then). */
+void cuda_persist_free_bells(cuda_state *st);
+extern const gcsh_persist_ops gcsh_cuda_persist_ops;
+
+/* Device memory from cudaMallocAsync (tensors, peer tables), freed in
+ * stream order (cuda_mem.c); during a capture, after it.  Never cudaFree
+ * while the session runs: it waits for every kernel of the GPU (a resident
+ * never ends by itself, and under MPS every process's count). */
+void cuda_free_ordered(cuda_state *st, void *p);
 
 /* Waits for the rank's stream, polling so that an interrupt from rank 0
  * (ctx->interrupt) or an asynchronous NCCL error ends the wait.  On an
@@ -157,6 +207,9 @@ void cuda_pool_trim(cuda_state *st);
  * may be NULL (work of no communicator: the throttle alone).  Nothing
  * while the stream captures (gcsh.graph): nothing went out. */
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
+/* c has work in flight (an interrupted wait for the stream aborts it),
+ * with no throttle and no CUDA call: 0, or -1 with ctx->err. */
+int cuda_mark_busy(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
 void cuda_abort_comm(gcsh_comm_impl *c);
 /* c->comm was aborted already (a failed settle does that): abort its twin

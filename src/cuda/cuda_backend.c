@@ -7,12 +7,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <lauxlib.h>
 
 #include "cuda/cuda.h"
 #include "initkern.h"
 #include "reducekern.h"
+
+/* Every kernel is loaded when CUDA starts, not at its first launch.  CUDA
+ * 12+ loads lazily by default, and loading a kernel may wait until every
+ * kernel of the context ended: with a resident kernel running
+ * (kernel.persistent) the first fill after its start never returned (H100,
+ * driver 580: the host in cuLaunchKernel, the resident idle).  gcsh's own
+ * kernels are about a megabyte, and NCCL loads all of its kernels at init
+ * anyway, so eager loading costs little.  It runs before main, so before
+ * the first CUDA call of any library; a CUDA_MODULE_LOADING the user set
+ * stays (kernel.persistent then refuses LAZY: gcsh_cuda_lazy_loading). */
+__attribute__((constructor)) static void load_modules_eagerly(void)
+{
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
+int gcsh_cuda_lazy_loading(void)
+{
+    const char *mode = getenv("CUDA_MODULE_LOADING");
+    return mode && strcasecmp(mode, "EAGER") != 0;
+}
 
 int gcsh_cuda_available(void)
 {
@@ -70,6 +91,7 @@ static void no_gpu_reason(cudaError_t e, char *buf, size_t len)
 
 static void state_free(cuda_state *st)
 {
+    cuda_persist_free_bells(st);
     if (st->wctl)
         cudaFreeHost(st->wctl);
     if (st->poll_buf)
@@ -456,4 +478,5 @@ const gcsh_backend gcsh_cuda_backend = {
     .kern = &gcsh_cuda_kernel_ops,
     .xfer = &gcsh_cuda_xfer_ops,
     .graph = &gcsh_cuda_graph_ops,
+    .persist = &gcsh_cuda_persist_ops,
 };

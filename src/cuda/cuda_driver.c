@@ -27,7 +27,8 @@ int cuda_driver_load(gcsh_ctx *ctx, cuda_state *st)
     if (LOAD(GetErrorString) || LOAD(MemGetAllocationGranularity) || LOAD(MemCreate) ||
         LOAD(MemRelease) || LOAD(MemExportToShareableHandle) ||
         LOAD(MemImportFromShareableHandle) || LOAD(MemAddressReserve) || LOAD(MemAddressFree) ||
-        LOAD(MemMap) || LOAD(MemUnmap) || LOAD(MemSetAccess))
+        LOAD(MemMap) || LOAD(MemUnmap) || LOAD(MemSetAccess) || LOAD(StreamWriteValue64) ||
+        LOAD(StreamWaitValue64))
         return -1;
     d.loaded = 1;
     st->drv = d;

@@ -1,5 +1,5 @@
 /* The few CUDA driver calls the windows need (VMM: create, export, import,
- * map), reached through cudaGetDriverEntryPointByVersion so that the binary
+ * map) and the persistent all-reduce's stream memory operations, reached through cudaGetDriverEntryPointByVersion so that the binary
  * never links libcuda and still starts on machines without a driver. */
 #ifndef GCSH_CUDA_DRIVER_H
 #define GCSH_CUDA_DRIVER_H
@@ -20,6 +20,8 @@ typedef struct cuda_driver {
     PFN_cuMemMap_v10020 MemMap;
     PFN_cuMemUnmap_v10020 MemUnmap;
     PFN_cuMemSetAccess_v10020 MemSetAccess;
+    PFN_cuStreamWriteValue64_v11070 StreamWriteValue64; /* the persistent all-reduce */
+    PFN_cuStreamWaitValue64_v11070 StreamWaitValue64;
 } cuda_driver;
 
 #endif

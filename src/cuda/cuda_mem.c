@@ -97,14 +97,8 @@ fail:
     return -1;
 }
 
-/* Stream-ordered: work already enqueued on the tensor finishes first, and
- * nothing here waits for the GPU. */
-static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
+void cuda_free_ordered(cuda_state *st, void *p)
 {
-    (void)loc;
-    cuda_state *st = p ? cuda_enter(ctx) : NULL;
-    if (!st)
-        return;
     if (capturing(st)) {
         if (hold_for_later(st, p) != 0)
             fprintf(stderr, "gcsh: out of host memory: %p of device memory stays allocated\n", p);
@@ -114,10 +108,20 @@ static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
     cudaFreeAsync(p, st->stream);
 }
 
+/* Stream-ordered: work already enqueued on the tensor finishes first, and
+ * nothing here waits for the GPU. */
+static void cuda_release(gcsh_ctx *ctx, void *p, int loc)
+{
+    (void)loc;
+    cuda_state *st = p ? cuda_enter(ctx) : NULL;
+    if (st)
+        cuda_free_ordered(st, p);
+}
+
 #define BOUNCE_BYTES (4u << 20)
 
 /* Host<->device copies go through a device bounce buffer of our own
- * (cudaMalloc), so window memory (NCCL's LSA mappings, cuMemMap'ed VMM
+ * (from the stream-ordered pool), so window memory (NCCL's LSA mappings, cuMemMap'ed VMM
  * slices) is only ever copied device to device.  Seen on H200s, driver
  * 580: a device-to-host cudaMemcpyAsync straight from such a mapping
  * crashed inside libcuda, while device-to-device copies from it ran at full
@@ -126,7 +130,7 @@ static int copy_via_bounce(gcsh_ctx *ctx, cuda_state *st, void *dst, int to_host
                            const void *src, size_t bytes)
 {
     if (!st->bounce)
-        CUDA_TRY(ctx, cudaMalloc(&st->bounce, BOUNCE_BYTES));
+        CUDA_TRY(ctx, cudaMallocAsync(&st->bounce, BOUNCE_BYTES, st->stream));
     for (size_t done = 0; done < bytes; done += BOUNCE_BYTES) {
         size_t n = bytes - done < BOUNCE_BYTES ? bytes - done : BOUNCE_BYTES;
         char *d = (char *)dst + done;

@@ -47,6 +47,22 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 
 cuda_state *cuda_enter(gcsh_ctx *ctx)
 {
+    cuda_state *st = cuda_enter_clean(ctx);
+    if (st)
+        st->stream_dirty = 1;
+    return st;
+}
+
+cuda_state *cuda_enter_clean(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter_device(ctx);
+    if (st && st->persist_owed && cuda_persist_order(ctx, st) != 0)
+        return NULL;
+    return st;
+}
+
+cuda_state *cuda_enter_device(gcsh_ctx *ctx)
+{
     cuda_state *st = ctx->be_state;
     if (!st) {
         gcsh_set_error(ctx, "cuda backend is not initialised");
@@ -90,6 +106,7 @@ void cuda_comm_lost(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
+    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
     if (c->coll)
         ncclCommAbort(c->coll);
     c->aborted = 1;
@@ -99,6 +116,7 @@ void cuda_abort_comm(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
+    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
     if (c->coll)
         ncclCommAbort(c->coll);
     ncclCommAbort(c->comm);
@@ -257,25 +275,33 @@ int cuda_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
     if (wait_until(ctx, st, c, stream_query, st->stream, "cudaStreamQuery") != 0)
         return -1;
     clear_busy(st); /* everything enqueued so far is done */
+    st->stream_dirty = 0;
     return report_gave_up(ctx, st);
+}
+
+int cuda_mark_busy(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    if (ctx->graph || !c || c->busy)
+        return 0;
+    if (st->nbusy == st->cap_busy) {
+        int cap = st->cap_busy ? 2 * st->cap_busy : 8;
+        gcsh_comm_impl **p = realloc(st->busy, (size_t)cap * sizeof *p);
+        if (!p)
+            return cuda_wait(ctx, st, c); /* no room to remember it: wait instead */
+        st->busy = p;
+        st->cap_busy = cap;
+    }
+    st->busy[st->nbusy++] = c;
+    c->busy = 1;
+    return 0;
 }
 
 int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
     if (ctx->graph)
         return 0;
-    if (c && !c->busy) {
-        if (st->nbusy == st->cap_busy) {
-            int cap = st->cap_busy ? 2 * st->cap_busy : 8;
-            gcsh_comm_impl **p = realloc(st->busy, (size_t)cap * sizeof *p);
-            if (!p)
-                return cuda_wait(ctx, st, c); /* no room to remember it: wait instead */
-            st->busy = p;
-            st->cap_busy = cap;
-        }
-        st->busy[st->nbusy++] = c;
-        c->busy = 1;
-    }
+    if (cuda_mark_busy(ctx, st, c) != 0)
+        return -1;
     if (++st->enqueued % CUDA_THROTTLE_EVERY != 0)
         return 0;
     int slot = (int)(st->enqueued / CUDA_THROTTLE_EVERY) % CUDA_THROTTLE_MARKS;

@@ -244,7 +244,7 @@ static int vmm_tables(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_w
     size_t tbytes = (size_t)w->n * sizeof(void *);
     for (int i = 0; i < w->n; i++)
         d->peer[i] = (void *)(uintptr_t)(w->base + (size_t)i * w->bytes);
-    CUDA_TRY(ctx, cudaMalloc(&d->peer_table_dev, tbytes));
+    CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer_table_dev, d->peer, tbytes, cudaMemcpyHostToDevice,
                                   st->stream));
     CUDA_TRY(ctx, cudaMemsetAsync(d->peer[d->team_rank], 0, w->bytes, st->stream));

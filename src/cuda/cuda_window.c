@@ -129,7 +129,7 @@ static void cuda_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_de
         else
             win_vmm_undo(ctx, st, w);
         if (d->peer_table_dev)
-            cudaFree(d->peer_table_dev);
+            cuda_free_ordered(st, d->peer_table_dev);
     }
     desc_clear(d);
     free(w);
@@ -148,7 +148,7 @@ static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
         if ((w->kind == WIN_NCCL ? win_nccl_destroy(ctx, st, w) : win_vmm_destroy(ctx, st, w)) != 0)
             rc = -1;
         if (d->peer_table_dev)
-            cudaFree(d->peer_table_dev);
+            cuda_free_ordered(st, d->peer_table_dev);
     }
     desc_clear(d);
     free(w);

@@ -15,6 +15,14 @@ extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
 extern const gcsh_kernel_ops gcsh_host_kernel_ops; /* host_kern.c */
 extern const gcsh_xfer_ops gcsh_host_xfer_ops;     /* host_xfer.c */
 extern const gcsh_graph_ops gcsh_host_graph_ops;   /* host_graph.c */
+extern const gcsh_persist_ops gcsh_host_persist_ops; /* host_persist.c */
+
+/* A copy of a backend's table in which every operation that touches memory
+ * first waits for the rank's persistent all-reduces (host_order.c): what
+ * host_init makes the rank's ctx->be.  Freed with free(). */
+typedef struct gcsh_host_ordered gcsh_host_ordered;
+gcsh_host_ordered *gcsh_host_ordered_new(const gcsh_backend *host);
+const gcsh_backend *gcsh_host_ordered_backend(const gcsh_host_ordered *t);
 
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);
  * defined in host_comm.c. */
@@ -23,6 +31,8 @@ typedef struct gcsh_host_comm_state gcsh_host_comm_state;
 /* The host backend's per-rank state, hung off ctx->be_state by host_init. */
 typedef struct gcsh_host_state {
     gcsh_host_comm_state *comm;
+    gcsh_persist_impl *resident; /* running persistent all-reduces (host_persist.c) */
+    gcsh_host_ordered *ordered;  /* the rank's ctx->be (host_order.c) */
 } gcsh_host_state;
 
 /* Creates / frees state->comm (MPI must be initialised; local, not collective). */
@@ -45,5 +55,11 @@ int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, ui
 /* kernel.allreduce{algo="ll"} (host_ll.c; core/kll.h). */
 int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                            const gcsh_kll_args *a);
+
+/* The host backend's stream order: waits until every running persistent
+ * all-reduce of the rank completed the calls rung so far (host_persist.c). */
+int gcsh_host_persist_drain(gcsh_ctx *ctx);
+/* c was aborted on this rank: its residents stop (host_persist.c). */
+void gcsh_host_persist_comm_aborted(gcsh_ctx *ctx, gcsh_comm_impl *c);
 
 #endif

@@ -19,11 +19,17 @@ static int host_init(gcsh_ctx *ctx)
     if (!state)
         return gcsh_set_error(ctx, "host backend: out of memory");
     ctx->be_state = state;
-    if (gcsh_host_comm_init(ctx, state) != 0) {
+    state->ordered = gcsh_host_ordered_new(ctx->be);
+    if (!state->ordered || gcsh_host_comm_init(ctx, state) != 0) {
+        if (!state->ordered)
+            gcsh_set_error(ctx, "host backend: out of memory");
+        free(state->ordered);
         free(state);
         ctx->be_state = NULL;
         return -1;
     }
+    /* the rank's table: stream-ordered against its persistent all-reduces */
+    ctx->be = gcsh_host_ordered_backend(state->ordered);
     return 0;
 }
 
@@ -32,7 +38,12 @@ static void host_fini(gcsh_ctx *ctx)
     gcsh_host_state *state = ctx->be_state;
     if (!state)
         return;
+    while (state->resident) /* the threads go before what they use */
+        gcsh_host_persist_ops.release(ctx, state->resident);
     gcsh_host_comm_fini(ctx, state);
+    if (ctx->be == gcsh_host_ordered_backend(state->ordered))
+        ctx->be = &gcsh_host_backend;
+    free(state->ordered);
     free(state);
     ctx->be_state = NULL;
 }
@@ -82,4 +93,5 @@ const gcsh_backend gcsh_host_backend = {
     .kern = &gcsh_host_kernel_ops,
     .xfer = &gcsh_host_xfer_ops,
     .graph = &gcsh_host_graph_ops,
+    .persist = &gcsh_host_persist_ops,
 };

@@ -690,8 +690,8 @@ static int host_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
  * aborting marks it broken, so release leaks it and nothing waits. */
 static void host_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
-    (void)ctx;
     c->broken = 1;
+    gcsh_host_persist_comm_aborted(ctx, c); /* their calls would wait for peers forever */
 }
 
 static int host_aborted(gcsh_comm_impl *c)

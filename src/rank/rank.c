@@ -12,6 +12,7 @@
 #include "core/checks.h"
 #include "core/orphans.h"
 #include "rank/rank.h"
+#include "bind/kernel.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
 
@@ -239,8 +240,10 @@ void gcsh_rank_close(gcsh_ctx *ctx)
         /* Windows and signals still registered are freed here, collectively
          * and in creation order on every rank (symmem.h), while MPI and the
          * backend are still up: __gc never frees them. */
-        if (ctx->be)
+        if (ctx->be) {
+            gcsh_persist_stop_all(ctx->L); /* residents go before their windows */
             gcsh_symmem_close(ctx->L);
+        }
         lua_close(ctx->L);
         ctx->L = NULL;
     }

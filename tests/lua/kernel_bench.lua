@@ -27,6 +27,18 @@ for _, r in ipairs(ll) do
 end
 H.values(sizes, { kernel.ll_max_bytes // 2, kernel.ll_max_bytes }, nil, "ll rows stop at its limit")
 H.eq(#ll, 5, "oneshot at all three sizes, ll at two")
+
+-- persistent: one resident for the run, rows up to its max_bytes, right,
+-- stopped at the end (the window's free would be refused otherwise)
+local pr = bench.allreduce { algos = { "persistent" }, min = kernel.ll_max_bytes // 2,
+                             max = kernel.ll_max_bytes * 2, iters = 2, warmup = 1, chart = false,
+                             quiet = true, graph = 2 }
+H.eq(#pr, 2, "persistent rows stop at the LL area's size")
+for _, r in ipairs(pr) do
+  H.eq(r.algo, "persistent", "the algorithm")
+  H.eq(r.wrong, 0, "persistent at " .. r.size .. " B is right")
+  H.eq(r.graph, nil, "graph= does not apply to rings")
+end
 if c.rank == 0 then
   local f = assert(io.open(csv))
   H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us,gpu_shared", "csv header")

@@ -10,30 +10,6 @@ TMP=$(mktemp -d)
 TAGS=()
 trap tags_cleanup EXIT
 
-# ---- a session fed line by line: bg_start N; bg_line TEXT; bg_wait_out TEXT;
-# bg_end (sets OUT, RC).  BG is the launcher's pid (signals from outside go there).
-bg_start() {
-    TAG=$(new_tag); TAGS+=("$TAG")
-    rm -f "$TMP/in" "$TMP/out"
-    mkfifo "$TMP/in"
-    GCSH_TEST_TAG=$TAG "$GCSH" -n "$1" <"$TMP/in" >"$TMP/out" 2>&1 &
-    BG=$!
-    exec 7>"$TMP/in"
-}
-bg_line() { printf '%s\n' "$1" >&7; }
-bg_wait_out() { # TEXT [SECONDS]: until the output holds TEXT
-    local i
-    for ((i = 0; i < ${2:-60} * 10; i++)); do
-        grep -qF -- "$1" "$TMP/out" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-bg_end() {
-    exec 7>&-
-    wait "$BG"; RC=$?
-    OUT=$(cat "$TMP/out")
-}
 no_crash() { # NAME
     expect_not_contains "$1: no EFAULT from MPI into freed memory" "$OUT" "errno = 14"
     expect_not_contains "$1: no segfault" "$OUT" "Segmentation fault"

@@ -93,6 +93,7 @@ local WRONG = {
   [13] = { "check_tree_steps(function(n) return n end)", "tree_steps(1) is 1 (a number), want 0 (a number)" },
   [14] = { "check_ll_bytes(function(n) return n end)", "ll_bytes(1) is 1 (a number), want 16 (a number)" },
   [15] = { "check_crossover(function() return 0 end)", "crossover(RING.LL, RING.SIMPLE) is 0 (a number)" },
+  [16] = { "check_must_wait(function() return false end)", "must_wait(64, 0) is false (a boolean), want true (a boolean)" },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end

@@ -55,7 +55,9 @@ gcsh_pipe 2 ".next
 .part x
 .lesson 99
 .lesson shot
-.lesson 15
+.lesson 16
+.next
+.next
 .next
 .next
 .next
@@ -70,6 +72,7 @@ expect_contains ".lessons lists lesson 1" "$OUT" "   1  Ranks and folded output"
 expect_contains ".lessons lists the ring" "$OUT" "   8  Ring all-reduce, and why its bus bandwidth factor is 2(N-1)/N"
 expect_contains ".lessons lists the protocols" "$OUT" "  14  LL or simple: flags in the data, or a barrier after it"
 expect_contains ".lessons lists NCCL's choice" "$OUT" "  15  What NCCL chose for a call, and why"
+expect_contains ".lessons lists the resident kernel" "$OUT" "  16  A resident kernel: rung, not launched"
 expect_contains ".lesson by name opens it" "$OUT" "Lesson 8: Ring all-reduce, and why its bus bandwidth factor is 2(N-1)/N"
 expect_contains ".lesson runs the introduction's code, echoed" "$OUT" 'gcsh[0-1]> lesson = require "gcsh.lesson"'
 expect_contains ".lesson alone says where we are" "$OUT" "lesson 8 (Ring all-reduce, and why its bus bandwidth factor is 2(N-1)/N): part 1 of 6 is next; .next shows it"
@@ -80,8 +83,8 @@ expect_contains ".lesson NAME matching several lists them" "$OUT" "gcsh: .lesson
    6  One-shot all-reduce by hand
    7  Two-shot: reduce-scatter by loads, all-gather by stores
 (.lesson 6 opens the first)"
-expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 15, the last lesson)"
-expect_contains "past the last lesson" "$OUT" "lesson 15 is done, the last lesson (.lessons lists them)"
+expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 16, the last lesson)"
+expect_contains "past the last lesson" "$OUT" "lesson 16 is done, the last lesson (.lessons lists them)"
 expect_eq "the session succeeded" "$RC" 0
 
 # .part 0: the introduction again, after freeing what the lesson made

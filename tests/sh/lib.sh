@@ -99,6 +99,31 @@ expect_no_procs() {
     for i in $left; do printf '  | %s %s\n' "$i" "$(tr '\0' ' ' <"/proc/$i/cmdline" 2>/dev/null)"; done
     kill $left 2>/dev/null
 }
+# ---- a session fed line by line (needs TMP and TAGS): bg_start N [options];
+# bg_line TEXT; bg_wait_out TEXT [SECONDS]; bg_end (sets OUT, RC).  BG is the
+# launcher's pid (signals from outside go there), TAG the session's tag.
+bg_start() {
+    TAG=$(new_tag); TAGS+=("$TAG")
+    rm -f "$TMP/in" "$TMP/out"
+    mkfifo "$TMP/in"
+    GCSH_TEST_TAG=$TAG "$GCSH" -n "$@" <"$TMP/in" >"$TMP/out" 2>&1 &
+    BG=$!
+    exec 7>"$TMP/in"
+}
+bg_line() { printf '%s\n' "$1" >&7; }
+bg_wait_out() { # TEXT [SECONDS]: until the output holds TEXT
+    local i
+    for ((i = 0; i < ${2:-60} * 10; i++)); do
+        grep -qF -- "$1" "$TMP/out" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+bg_end() {
+    exec 7>&-
+    wait "$BG"; RC=$?
+    OUT=$(cat "$TMP/out")
+}
 # ---- driving gcsh in a real terminal: a tmux pane on the caller's own tmux
 # server.  tmux_setup makes TMP, SOCK (the server's socket) and TAGS=()
 # (start adds the tag of each gcsh) and, on exit, kills the server and the

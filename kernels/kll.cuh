@@ -1,0 +1,151 @@
+// The "ll" protocol's device pieces (core/kll.h), shared by the one-call
+// kernel (ll.cu) and the resident kernel of the persistent all-reduce
+// (persist.cu): a line's stores and loads, my region's data, the wait for a
+// line's flag, and a line reduced over every member's slot.
+#ifndef GCSH_KERNELS_KLL_CUH
+#define GCSH_KERNELS_KLL_CUH
+
+#include "core/kll.h"
+#include "ktraits.cuh"
+#include "kwait.cuh"
+
+namespace gcsh_k {
+
+constexpr unsigned kLLThreads = 256;
+
+// A call as the kernel sees it (by value).
+struct LL {
+    char *area[GCSH_KERN_MAX_TEAM]; // every member's LL area, mapped here
+    const char *src;                // my region
+    char *dst;                      // out, or my region (in place)
+    size_t bytes, window_bytes;
+    int k, me, slots, op;
+    WaitEnd end;
+};
+
+__device__ inline void store_line(char *p, uint4 v)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+                 "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+__device__ inline uint4 load_line(const char *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// Elements of one line's 8 data bytes, and how many of them line i has.
+template <class T> __host__ __device__ constexpr int per_line()
+{
+    return GCSH_LL_LINE_DATA / sizeof(typename T::S);
+}
+
+template <class T> __device__ int elements_in(const LL &a, size_t first)
+{
+    size_t left = (a.bytes - first) / sizeof(typename T::S);
+    return left < (size_t)per_line<T>() ? (int)left : per_line<T>();
+}
+
+// The 8 bytes of my region at byte `first` (zeros past its end): one load
+// when aligned and whole, else element by element (any offset is exact).
+// Loads bypass L1 (__ldcg): a resident kernel reads the same region call
+// after call, and L1 is not kept coherent with the writes of other kernels.
+template <class T> __device__ uint2 load_data(const LL &a, size_t first)
+{
+    using S = typename T::S;
+    const char *p = a.src + first;
+    int have = elements_in<T>(a, first);
+    if (have == per_line<T>() && (uintptr_t)p % 8 == 0)
+        return __ldcg(reinterpret_cast<const uint2 *>(p));
+    S e[per_line<T>()];
+    for (int i = 0; i < per_line<T>(); i++)
+        e[i] = i < have ? __ldcg(reinterpret_cast<const S *>(p) + i) : T::store(0);
+    uint2 w;
+    memcpy(&w, e, sizeof w);
+    return w;
+}
+
+// Waits until the line at p holds this call's flag in both halves; gives up
+// as every GPU wait does (kwait.cuh), after which this thread waits no more.
+__device__ inline uint4 wait_line(const char *p, uint32_t flag, const WaitEnd &end, bool *gave_up)
+{
+    unsigned long long t0 = globaltimer();
+    unsigned ns = 32, gen = end.gen;
+    for (unsigned i = 1;; i++) {
+        uint4 v = load_line(p);
+        if ((v.y == flag && v.w == flag) || *gave_up)
+            return v;
+        if (int why = give_up_reason(i, t0, end, &gen)) {
+            record_give_up(end.ctl, why, GCSH_CMP_EQ, v.y == flag ? v.w : v.y, flag);
+            *gave_up = true;
+            return v;
+        }
+        backoff(i, &ns, 256);
+    }
+}
+
+// Line i of every member's slot, reduced in team order, into dst.
+template <class T>
+__device__ void reduce_line(const LL &a, size_t i, uint32_t flag, unsigned set, bool *gave_up)
+{
+    using S = typename T::S;
+    constexpr int per = per_line<T>();
+    typename T::A acc[per];
+    for (int s = 0; s < a.k; s++) {
+        const char *p = a.area[a.me] + gcsh_ll_slot_offset(a.window_bytes, a.slots, set, s) +
+                        i * GCSH_LL_LINE_BYTES;
+        uint4 v = wait_line(p, flag, a.end, gave_up);
+        uint2 w = make_uint2(v.x, v.z);
+        S e[per];
+        memcpy(e, &w, sizeof w);
+        for (int j = 0; j < per; j++)
+            acc[j] = s == 0 ? T::load(e[j]) : T::combine(acc[j], T::load(e[j]), a.op);
+    }
+    size_t first = i * GCSH_LL_LINE_DATA;
+    int have = elements_in<T>(a, first);
+    S out[per];
+    for (int j = 0; j < per; j++)
+        out[j] = T::store(acc[j]);
+    char *q = a.dst + first;
+    if (have == per && (uintptr_t)q % 8 == 0) {
+        uint2 w;
+        memcpy(&w, out, sizeof w);
+        *reinterpret_cast<uint2 *>(q) = w;
+        return;
+    }
+    for (int j = 0; j < have; j++)
+        reinterpret_cast<S *>(q)[j] = out[j];
+}
+
+// One call after `count` calls, by the threads tid, tid + stride, ...: my
+// lines, flagged, into my slot of every member's area, then the lines this
+// thread stored reduced over every slot into dst (in place is safe: each
+// thread reads its own lines before it writes them).  *gave_up once a wait
+// gave up (kwait.cuh).
+template <class T>
+__device__ void ll_call(const LL &a, unsigned long long count, size_t tid, size_t stride,
+                        bool *gave_up)
+{
+    uint32_t flag = gcsh_ll_flag(count);
+    unsigned set = (unsigned)(count & 1);
+    size_t lines = gcsh_ll_lines(a.bytes);
+    size_t mine = gcsh_ll_slot_offset(a.window_bytes, a.slots, set, a.me);
+    for (size_t i = tid; i < lines; i += stride) {
+        uint2 d = load_data<T>(a, i * GCSH_LL_LINE_DATA);
+        uint4 v = make_uint4(d.x, flag, d.y, flag);
+        for (int p = 0; p < a.k; p++)
+            store_line(a.area[p] + mine + i * GCSH_LL_LINE_BYTES, v);
+    }
+    for (size_t i = tid; i < lines; i += stride)
+        reduce_line<T>(a, i, flag, set, gave_up);
+}
+
+} // namespace gcsh_k
+
+#endif

@@ -1,0 +1,437 @@
+/* The "persistent" Lua type: a persistent all-reduce, one resident worker per
+ * rank over a window (core/kpersist.h; host: a progress thread, cuda: a
+ * kernel that stays on the GPU), rung by the host instead of launched.
+ *
+ *   p = kernel.persistent(w [, {algo="ll", max_bytes=, sms=1}])
+ *       collective over w's team (checked): starts the resident.  max_bytes:
+ *       the largest region a call carries (default and bound: what the
+ *       window's LL area holds, min(window bytes, kernel.ll_max_bytes));
+ *       sms: blocks of the resident kernel (cuda; the host runs one thread).
+ *   p:allreduce([{op="sum", offset=0, n=, dtype=w.dtype}])
+ *       collective (checked, like every kernel collective): rings the
+ *       doorbell and returns the view of my region at once.  Stream-ordered
+ *       in meaning: the call runs after the rank's earlier work, and any
+ *       later work, host read of memory, gcsh.sync() or p:wait() waits for it.
+ *       n defaults to the rest of the window from offset, which must fit in
+ *       max_bytes.
+ *   p:wait()   waits until every call rung so far completed
+ *   p:stop()   (and <close>) waits for the calls, then ends the resident;
+ *              p:free() too; __gc ends it without waiting
+ *   p.calls p.done p.busy p.running p.stopped (why, or nil) p.window p.algo
+ *   p.max_bytes p.sms
+ *
+ * It stops by itself when its communicator is aborted (an interrupt with
+ * calls in flight, .abort, a failed collective on any rank), and at the end
+ * of the session; its window cannot be freed while it runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "bind/graph.h"
+#include "bind/kernel.h"
+#include "core/kll.h"
+#include "core/kpersist.h"
+
+#define PERSIST_MT "persistent"
+/* Registry: the rank's persistent handles (weak keys), for the window's
+ * free and the end of the session. */
+#define PERSISTS_KEY "gcsh.persistents"
+#define COUNT_KEY "gcsh.persistents.count"
+
+typedef struct lpersist {
+    gcsh_persist_impl *impl; /* NULL once freed */
+    gcsh_symobj *o;          /* the window (its handle is the uservalue) */
+    uint64_t id;             /* the communicator's sequence number at start: equal everywhere */
+    lua_Integer number;      /* #1, #2, ... on this rank, for people */
+    size_t max_bytes;
+    int sms;
+    char where[80];          /* where kernel.persistent was called */
+} lpersist;
+
+static const gcsh_persist_ops *persist_ops(lua_State *L)
+{
+    return gcsh_ctx_of(L)->be->persist;
+}
+
+static const char *persist_name(lua_State *L, const lpersist *p)
+{
+    return lua_pushfstring(L, "persistent #%I (started at %s)", p->number, p->where);
+}
+
+static void state_of(lua_State *L, const lpersist *p, gcsh_persist_state *s)
+{
+    memset(s, 0, sizeof *s);
+    if (p->impl)
+        persist_ops(L)->state(p->impl, s);
+    else
+        snprintf(s->why, sizeof s->why, "freed (p:free())");
+}
+
+/* The handle at idx, its resident running; a communicator aborted
+ * meanwhile stops it first. */
+static lpersist *check_running(lua_State *L, int idx, const char *fname)
+{
+    lpersist *p = luaL_checkudata(L, idx, PERSIST_MT);
+    if (!p->impl)
+        luaL_error(L, "%s: attempt to use a freed persistent all-reduce", fname);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (p->o->comm->chk.aborted)
+        persist_ops(L)->stop(ctx, p->impl, 0);
+    gcsh_persist_state s;
+    state_of(L, p, &s);
+    if (!s.running)
+        luaL_error(L, "%s: %s is stopped: %s", fname, persist_name(L, p), s.why);
+    return p;
+}
+
+/* ---- the rank's handles ------------------------------------------------------ */
+
+static void remember(lua_State *L, int idx)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, PERSISTS_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, PERSISTS_KEY);
+    }
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+/* Calls fn on every handle with a resident (stopped or not); fn may raise. */
+static void for_each_handle(lua_State *L, void (*fn)(lua_State *, lpersist *, const void *),
+                            const void *arg)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, PERSISTS_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        lpersist *p = luaL_testudata(L, -1, PERSIST_MT);
+        if (p && p->impl)
+            fn(L, p, arg);
+    }
+    lua_pop(L, 1);
+}
+
+typedef struct unused_arg {
+    const gcsh_symobj *o;
+    const char *what;
+} unused_arg;
+
+static void refuse_if_uses(lua_State *L, lpersist *p, const void *arg)
+{
+    const unused_arg *u = arg;
+    gcsh_persist_state s;
+    state_of(L, p, &s);
+    if (p->o == u->o && s.running)
+        luaL_error(L, "%s: %s runs on it (its resident reads and writes the window); "
+                      "p:stop() it first", u->what, persist_name(L, p));
+}
+
+void gcsh_persist_check_unused(lua_State *L, const gcsh_symobj *o, const char *what)
+{
+    unused_arg u = {o, what};
+    for_each_handle(L, refuse_if_uses, &u);
+}
+
+static void stop_now(lua_State *L, lpersist *p, const void *arg)
+{
+    (void)arg;
+    persist_ops(L)->stop(gcsh_ctx_of(L), p->impl, 0);
+}
+
+void gcsh_persist_stop_all(lua_State *L)
+{
+    for_each_handle(L, stop_now, NULL);
+}
+
+void gcsh_persist_drain(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const gcsh_persist_ops *ops = ctx->be ? ctx->be->persist : NULL;
+    if (ops && ops->drain && ops->drain(ctx) != 0)
+        gcsh_raise(L, ctx);
+}
+
+/* ---- kernel.persistent ---------------------------------------------------------- */
+
+static lua_Integer opt_bounded(lua_State *L, int idx, const char *key, lua_Integer def,
+                               lua_Integer max, const char *why)
+{
+    lua_Integer v = def;
+    if (lua_getfield(L, idx, key) != LUA_TNIL) {
+        int ok;
+        v = lua_tointegerx(L, -1, &ok);
+        if (!ok || v < 1 || v > max)
+            luaL_error(L, "persistent: %s must be an integer 1..%I (%s), got %s", key, max, why,
+                       luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* Reads {algo, max_bytes, sms} at idx into p. */
+static void read_start_options(lua_State *L, int idx, lpersist *p)
+{
+    size_t cap = gcsh_ll_capacity(gcsh_kern_window_bytes(p->o));
+    p->max_bytes = cap;
+    p->sms = 1;
+    if (lua_isnoneornil(L, idx))
+        return;
+    luaL_checktype(L, idx, LUA_TTABLE);
+    gcsh_karg_keys(L, idx, "persistent", "algo max_bytes sms");
+    if (lua_getfield(L, idx, "algo") != LUA_TNIL && strcmp(luaL_checkstring(L, -1), "ll") != 0)
+        luaL_error(L, "persistent: unknown algo '%s' (valid: ll)", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    p->max_bytes = (size_t)opt_bounded(L, idx, "max_bytes", (lua_Integer)cap, (lua_Integer)cap,
+                                       "what the window's LL area holds: min(window bytes, "
+                                       "kernel.ll_max_bytes)");
+    p->sms = (int)opt_bounded(L, idx, "sms", 1, GCSH_PERSIST_MAX_SMS,
+                              "blocks of the resident kernel");
+}
+
+static gcsh_comm_check *enter_start_check(lua_State *L, const lpersist *p)
+{
+    gcsh_comm_check *cc = &p->o->comm->chk;
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, "kernel.persistent");
+    snprintf(fp.extra, sizeof fp.extra, "ll");
+    fp.count = (int64_t)p->max_bytes;
+    fp.offset = p->sms;
+    fp.window = p->o->seq;
+    fp.dtype = (int32_t)p->o->dtype;
+    gcsh_check_enter(L, cc, &fp);
+    return cc;
+}
+
+int gcsh_kernel_persistent(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_symobj *o = gcsh_karg_window(L, 1, "persistent");
+    if (!ctx->be->persist)
+        return luaL_error(L, "persistent: not available on the %s backend", ctx->be->name);
+    gcsh_graph_refuse_now(L, "kernel.persistent", "start it before the capture");
+    /* one resident a window: two would run calls on its LL area at once */
+    gcsh_persist_check_unused(L, o, "kernel.persistent");
+    lua_settop(L, 2);
+    lpersist *p = lua_newuserdatauv(L, sizeof *p, 1);
+    memset(p, 0, sizeof *p);
+    luaL_setmetatable(L, PERSIST_MT);
+    int h = lua_gettop(L);
+    p->o = o;
+    read_start_options(L, 2, p);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, h, 1); /* the window stays while p does */
+    gcsh_lua_where(L, p->where, sizeof p->where);
+    gcsh_comm_check *cc = enter_start_check(L, p);
+    p->id = cc->seq;
+    gcsh_persist_args a = {
+        .ll_off = gcsh_kern_ll_offset(L, o), .window_bytes = gcsh_kern_window_bytes(o),
+        .slots = gcsh_ll_slots(o->comm->size), .max_bytes = p->max_bytes, .sms = p->sms, .dt = o->dtype,
+        .comm = o->comm_impl,
+    };
+    gcsh_check_leave(L, cc, ctx->be->persist->start(ctx, o->impl, &o->desc, &a, &p->impl));
+    p->number = gcsh_registry_count(L, COUNT_KEY);
+    remember(L, h);
+    lua_settop(L, h);
+    return 1;
+}
+
+/* ---- p:allreduce ------------------------------------------------------------------ */
+
+/* The call's dtype: the window's (dtype= may say so, and nothing else). */
+static void check_dtype_option(lua_State *L, int idx, const gcsh_symobj *o)
+{
+    if (lua_isnoneornil(L, idx) || lua_getfield(L, idx, "dtype") == LUA_TNIL) {
+        if (!lua_isnoneornil(L, idx))
+            lua_pop(L, 1);
+        return;
+    }
+    gcsh_dtype dt = gcsh_arg_dtype(L, lua_gettop(L), o->dtype);
+    if (dt != o->dtype)
+        luaL_error(L, "allreduce: dtype must be the window's (%s), got %s: a persistent "
+                      "all-reduce reduces the window's elements (make a window of %s)",
+                   gcsh_dtype_name(o->dtype), gcsh_dtype_name(dt), gcsh_dtype_name(dt));
+    lua_pop(L, 1);
+}
+
+static gcsh_comm_check *enter_ring_check(lua_State *L, const lpersist *p, const gcsh_kargs *a)
+{
+    gcsh_comm_check *cc = &p->o->comm->chk;
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, "persistent.allreduce");
+    snprintf(fp.extra, sizeof fp.extra, "persistent@%llu", (unsigned long long)p->id);
+    fp.count = (int64_t)a->n;
+    fp.offset = (int64_t)a->offset;
+    fp.window = p->o->seq;
+    fp.dtype = (int32_t)p->o->dtype;
+    fp.redop = (int32_t)a->op;
+    gcsh_check_enter(L, cc, &fp);
+    return cc;
+}
+
+static int persist_allreduce(lua_State *L)
+{
+    lpersist *p = check_running(L, 1, "allreduce");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_kargs a = {.fname = "allreduce", .o = p->o};
+    gcsh_karg_read(L, 2, &a, "op offset n dtype");
+    check_dtype_option(L, 2, p->o);
+    gcsh_karg_dtype_op(L, a.fname, p->o->dtype, a.op, gcsh_kern_ops_of(p->o->dtype),
+                       "the kernels");
+    size_t es = gcsh_dtype_size(p->o->dtype);
+    if (a.n * es > p->max_bytes)
+        luaL_error(L, "allreduce: n must be 1..%I for this persistent all-reduce (max_bytes %I "
+                      "holds %I %s), got n = %I",
+                   (lua_Integer)(p->max_bytes / es), (lua_Integer)p->max_bytes,
+                   (lua_Integer)(p->max_bytes / es), gcsh_dtype_name(p->o->dtype),
+                   (lua_Integer)a.n);
+    gcsh_graph_refuse_now(L, "p:allreduce()",
+                          "a ring is a host write now; ring it outside the capture");
+    gcsh_persist_call c = {a.offset, a.n, p->o->dtype, a.op};
+    gcsh_comm_check *cc = enter_ring_check(L, p, &a);
+    gcsh_check_leave(L, cc, ctx->be->persist->ring(ctx, p->impl, &c));
+    gcsh_symobj *o = p->o;
+    gcsh_push_tensor(L, o->slices[o->desc.team_rank], a.offset, a.n, o->dtype);
+    return 1;
+}
+
+/* ---- wait, stop, free ------------------------------------------------------------- */
+
+static int persist_wait(lua_State *L)
+{
+    lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    if (!p->impl)
+        return luaL_error(L, "wait: attempt to use a freed persistent all-reduce");
+    gcsh_graph_refuse_now(L, "p:wait()", "the host would wait for what the capture does not run");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (persist_ops(L)->wait(ctx, p->impl) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+static int persist_stop(lua_State *L)
+{
+    lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    if (!p->impl)
+        return 0;
+    gcsh_graph_refuse_now(L, "p:stop()", "stop it after the capture");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (persist_ops(L)->stop(ctx, p->impl, 1) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+static void release(lua_State *L, lpersist *p)
+{
+    if (p->impl) {
+        persist_ops(L)->release(gcsh_ctx_of(L), p->impl);
+        p->impl = NULL;
+    }
+}
+
+static int persist_free(lua_State *L)
+{
+    lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    persist_stop(L);
+    release(L, p);
+    return 0;
+}
+
+static int persist_gc(lua_State *L)
+{
+    release(L, luaL_checkudata(L, 1, PERSIST_MT));
+    return 0;
+}
+
+/* ---- fields ---------------------------------------------------------------------- */
+
+static int persist_tostring(lua_State *L)
+{
+    lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    if (!p->impl) {
+        lua_pushfstring(L, "persistent #%I (freed)", p->number);
+        return 1;
+    }
+    gcsh_persist_state s;
+    state_of(L, p, &s);
+    char bytes[32];
+    gcsh_format_bytes(p->max_bytes, bytes, sizeof bytes);
+    lua_pushfstring(L, "persistent #%I (ll on window #%I, up to %s a call, %d sm%s): ",
+                    p->number, (lua_Integer)p->o->seq, bytes, p->sms, p->sms == 1 ? "" : "s");
+    if (s.running)
+        lua_pushfstring(L, "running, %I calls, %I in flight", (lua_Integer)s.rung,
+                        (lua_Integer)(s.rung - s.done));
+    else
+        lua_pushfstring(L, "stopped after %I calls: %s", (lua_Integer)s.done, s.why);
+    lua_concat(L, 2);
+    return 1;
+}
+
+static int push_field(lua_State *L, const lpersist *p, const char *key)
+{
+    gcsh_persist_state s;
+    state_of(L, p, &s);
+    if (strcmp(key, "calls") == 0)
+        lua_pushinteger(L, (lua_Integer)s.rung);
+    else if (strcmp(key, "done") == 0)
+        lua_pushinteger(L, (lua_Integer)s.done);
+    else if (strcmp(key, "busy") == 0)
+        lua_pushboolean(L, s.running && s.done < s.rung);
+    else if (strcmp(key, "running") == 0)
+        lua_pushboolean(L, s.running);
+    else if (strcmp(key, "stopped") == 0)
+        s.running ? lua_pushnil(L) : (void)lua_pushstring(L, s.why);
+    else if (strcmp(key, "window") == 0)
+        lua_getiuservalue(L, 1, 1);
+    else if (strcmp(key, "algo") == 0)
+        lua_pushliteral(L, "ll");
+    else if (strcmp(key, "max_bytes") == 0)
+        lua_pushinteger(L, (lua_Integer)p->max_bytes);
+    else if (strcmp(key, "sms") == 0)
+        lua_pushinteger(L, p->sms);
+    else
+        return 0;
+    return 1;
+}
+
+static int persist_index(lua_State *L)
+{
+    lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
+    const char *key = lua_tostring(L, 2);
+    if (key && push_field(L, p, key))
+        return 1;
+    lua_pushvalue(L, 2);
+    lua_gettable(L, lua_upvalueindex(1)); /* a method, or nil */
+    return 1;
+}
+
+static const luaL_Reg meth[] = {
+    {"allreduce", persist_allreduce},
+    {"wait", persist_wait},
+    {"stop", persist_stop},
+    {"free", persist_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg metameth[] = {
+    {"__gc", persist_gc},
+    {"__close", persist_stop},
+    {"__tostring", persist_tostring},
+    {NULL, NULL},
+};
+
+void gcsh_persist_open(lua_State *L)
+{
+    gcsh_new_type(L, PERSIST_MT, meth, metameth, persist_index);
+}

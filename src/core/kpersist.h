@@ -1,0 +1,120 @@
+/* The doorbell of the persistent all-reduce (kernel.persistent): what the
+ * rank's host side and its resident worker share.  host_persist.c (a
+ * progress thread) and kernels/persist.cu (a resident kernel, the bell in
+ * mapped host memory) use the same layout and the same rules:
+ *
+ *   - the host fills entry `rung % GCSH_PERSIST_DEPTH` (tagged with its
+ *     call, below), then publishes `rung + 1` (release); it fills an entry
+ *     only once `done` shows the call that used it last completed
+ *     (back-pressure: an entry is never overwritten while a call may still
+ *     read it);
+ *   - the resident waits for call `done`'s entry (the host thread: for
+ *     `rung > done`, acquire; the cuda kernel: for the entry's tags), runs
+ *     it (the "ll" protocol of core/kll.h over the window's LL area, which
+ *     direct "ll" calls share: the call count lives in the window, so the
+ *     two interleave), then publishes the calls completed in `done`
+ *     (release; the cuda kernel once for every batch of calls it found
+ *     rung together);
+ *   - the host asks it to end by setting `stop`; when it ends, for any
+ *     reason, it sets GCSH_PERSIST_ENDED in `done` (so every wait for a
+ *     count returns) with the reason in `why`.
+ *
+ * The calls of one resident run in ring order, one at a time: a call is
+ * cheap (at most a few KiB over NVLink or shared memory), and one at a
+ * time is what keeps the ll flags of two calls apart (kll.h). */
+#ifndef GCSH_KPERSIST_H
+#define GCSH_KPERSIST_H
+
+#include <stdint.h>
+
+#include "core/hd.h"
+
+/* Entries of the ring: how many calls may be rung before the first one
+ * completed. */
+#define GCSH_PERSIST_DEPTH 64
+/* The most blocks (sms=) a resident kernel may have. */
+#define GCSH_PERSIST_MAX_SMS 32
+/* The most residents a rank runs at once (each holds at least an SM, or a
+ * host thread).  On cuda their doorbells are allocated together, once:
+ * nothing may be allocated or freed while a resident runs (cuda_persist.c). */
+#define GCSH_PERSIST_MAX_RUNNING 16
+/* Set in `done` when the resident ended; the count is in the bits below.  Bit
+ * 62, not 63: a stream wait for "done >= n" compares as int64_t (cuda's
+ * cuStreamWaitValue64 GEQ), so an ended resident releases it too. */
+#define GCSH_PERSIST_ENDED ((uint64_t)1 << 62)
+
+/* Why a resident ended (`why`). */
+enum gcsh_persist_end {
+    GCSH_PERSIST_RUNNING = 0,
+    GCSH_PERSIST_STOPPED = 1,   /* the host set stop */
+    GCSH_PERSIST_CANCELLED = 2, /* a wait for a peer was cancelled (an interrupt) */
+    GCSH_PERSIST_TIMED_OUT = 3, /* a wait for a peer ran past its bound */
+    GCSH_PERSIST_FAILED = 4,    /* an error: the host side has the message */
+};
+
+/* A ring entry: the call's four words (the region's offset, low and high
+ * half, its length n and dt | op << 16), each paired with the call's tag
+ * (uint32_t)(call + 1) in one 8-byte word that is stored at once.  The cuda
+ * resident reads entries ahead, with no doorbell word between (each read of
+ * mapped host memory is a PCIe round trip), and takes an entry only once
+ * all four pairs carry its call's tag: never an old one or a half-written
+ * one (the rule of the LL protocol, kll.h).  So storing the last pair is
+ * what rings: the host stores it, or, when the rank's stream holds work
+ * the call must follow, the stream does (cuda_persist.c). */
+typedef struct gcsh_persist_entry {
+    uint64_t pair[4];
+} gcsh_persist_entry;
+
+typedef struct gcsh_persist_bell {
+    uint64_t rung;  /* calls rung: the host backend's doorbell word (the host writes it) */
+    uint64_t stop;  /* non-zero: end now (the host writes it) */
+    uint64_t done;  /* calls completed, | GCSH_PERSIST_ENDED (the resident writes it) */
+    uint64_t why;   /* enum gcsh_persist_end (the resident writes it, before done) */
+    gcsh_persist_entry ring[GCSH_PERSIST_DEPTH];
+} gcsh_persist_bell;
+
+/* What an entry asks for. */
+typedef struct gcsh_persist_job {
+    uint64_t offset, n; /* elements of the window's dtype */
+    int32_t dt, op;
+} gcsh_persist_job;
+
+/* Pair i of call `call`'s entry for job j. */
+GCSH_HD static inline uint64_t gcsh_persist_pair(const gcsh_persist_job *j, uint64_t call, int i)
+{
+    uint32_t word = i == 0   ? (uint32_t)j->offset
+                    : i == 1 ? (uint32_t)(j->offset >> 32)
+                    : i == 2 ? (uint32_t)j->n
+                             : ((uint32_t)j->dt & 0xffffu) | (uint32_t)j->op << 16;
+    return word | (uint64_t)(uint32_t)(call + 1) << 32;
+}
+
+/* Call `call`'s job from its entry's 8 words (w[2i]: word i, w[2i+1]: its
+ * tag): 1, or 0 when a pair does not carry the call's tag yet. */
+GCSH_HD static inline int gcsh_persist_unpack(const uint32_t w[8], uint64_t call,
+                                              gcsh_persist_job *j)
+{
+    uint32_t tag = (uint32_t)(call + 1);
+    if (w[1] != tag || w[3] != tag || w[5] != tag || w[7] != tag)
+        return 0;
+    j->offset = w[0] | (uint64_t)w[2] << 32;
+    j->n = w[4];
+    j->dt = (int32_t)(w[6] & 0xffffu);
+    j->op = (int32_t)(w[6] >> 16);
+    return 1;
+}
+
+#ifndef __CUDACC__
+/* The host's side (core/kpersist.c): stores pairs [0, pairs) of call's
+ * entry for job j (pair 3 last: it rings), each at once; reads call's job
+ * from its entry: 1, or 0 when it is not all there yet. */
+void gcsh_persist_fill(gcsh_persist_entry *e, uint64_t call, const gcsh_persist_job *j,
+                       int pairs);
+int gcsh_persist_read(const gcsh_persist_entry *e, uint64_t call, gcsh_persist_job *j);
+#endif
+
+/* Device memory of a resident's own (zeroed before it starts), for its blocks
+ * to share calls and count themselves out (kernels/persist.cu). */
+#define GCSH_PERSIST_SYNC_BYTES 1024
+
+#endif

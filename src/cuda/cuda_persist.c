@@ -1,0 +1,415 @@
+/* The cuda backend's persistent all-reduce (kernel.persistent): one resident
+ * kernel per rank (kernels/persist.cu) on a non-blocking stream of its own,
+ * rung through a doorbell in mapped host memory (core/kpersist.h).
+ *
+ * Stream order, both ways:
+ *   - a ring must run after the work the rank queued before it: the host
+ *     fills the call's ring entry but its last pair (core/kpersist.h: the
+ *     resident takes an entry once all its pairs carry the call's tag);
+ *     when the rank's stream is idle (cudaStreamQuery), the host stores
+ *     that pair itself (the fast path: a store to host memory), otherwise
+ *     the stream stores it (cuStreamWriteValue64), after that work;
+ *   - work queued after a ring must run after its call: the ring only
+ *     notes that the stream owes a wait (persist_owed), and the next entry
+ *     of the backend that may queue work (cuda_enter) first makes the
+ *     stream wait for the completion word (cuStreamWaitValue64, >= the
+ *     calls rung).  So rings back to back cost no stream operation at all,
+ *     and a host read (a copy on the stream, then a wait) sees the result.
+ *
+ * Never stuck.  The kernel's waits for peers are bounded and cancelled like
+ * every GPU wait (kwait.cuh); the host's waits here poll ctx->interrupt.
+ * An interrupt of such a wait stops the resident (stop word, and the
+ * cancel generation bumped, which ends a wait in flight), and aborts its
+ * communicator, which the checks pass on to every rank; an abort stops the
+ * residents on that communicator (cuda_persist_comm_aborted).  An ended
+ * kernel sets GCSH_PERSIST_ENDED in its completion word, which releases
+ * every wait for it, on the host and on the stream.
+ *
+ * Nothing is allocated or freed while a resident runs.  cudaFree and
+ * cudaFreeHost, and by the programming guide's rule on implicit
+ * synchronisation also cudaMalloc and cudaHostAlloc, may wait until every
+ * kernel of the device ended, and a resident ends only when told: such a
+ * call would never return.  So the doorbells and sync words of all the
+ * rank's residents are allocated once, at the first start (when none runs),
+ * and a resident takes a slot of them (take_bell) and gives it back once
+ * its kernel is gone (give_back_bell). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+#include "reducekern.h"
+
+struct gcsh_persist_impl {
+    cuda_state *st;
+    int slot;                       /* its doorbell: st->bells[slot]; -1: none (given back) */
+    gcsh_persist_bell *bell;        /* mapped host memory */
+    gcsh_persist_bell *bell_dev;    /* its device address */
+    void *sync;                     /* GCSH_PERSIST_SYNC_BYTES of device memory */
+    uint64_t last_done, last_why;   /* the doorbell's words when it was given back */
+    cudaStream_t stream;            /* the resident's */
+    gcsh_comm_impl *comm;
+    uint64_t rung;
+    int live;                       /* launched, and not seen gone yet */
+    int stop_asked;
+    int owed;                       /* rung since the rank's stream last waited */
+    char stop_why[200];
+    gcsh_persist_impl *next;        /* st->resident */
+    gcsh_persist_impl *comm_next;   /* comm->resident */
+};
+
+static uint64_t done_word(gcsh_persist_impl *p)
+{
+    return p->slot >= 0 ? __atomic_load_n(&p->bell->done, __ATOMIC_ACQUIRE) : p->last_done;
+}
+
+static uint64_t why_word(gcsh_persist_impl *p)
+{
+    return p->slot >= 0 ? __atomic_load_n(&p->bell->why, __ATOMIC_ACQUIRE) : p->last_why;
+}
+
+static CUdeviceptr dev_addr(gcsh_persist_impl *p, const uint64_t *host_field)
+{
+    return (CUdeviceptr)((const char *)p->bell_dev + ((const char *)host_field -
+                                                      (const char *)p->bell));
+}
+
+/* ---- the doorbells ---------------------------------------------------------------- */
+
+/* The rank's doorbells and sync words, at the first start (none runs yet,
+ * so the allocations cannot wait for one). */
+static int alloc_bells(gcsh_ctx *ctx, cuda_state *st)
+{
+    gcsh_persist_bell *bells = NULL, *bells_dev = NULL;
+    char *sync = NULL;
+    CUDA_TRY(ctx, cudaHostAlloc((void **)&bells, GCSH_PERSIST_MAX_RUNNING * sizeof *bells,
+                                cudaHostAllocMapped));
+    CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&bells_dev, bells, 0));
+    CUDA_TRY(ctx, cudaMalloc((void **)&sync, GCSH_PERSIST_MAX_RUNNING * GCSH_PERSIST_SYNC_BYTES));
+    st->bells = bells;
+    st->bells_dev = bells_dev;
+    st->bell_sync = sync;
+    return 0;
+fail:
+    if (bells)
+        cudaFreeHost(bells);
+    return -1;
+}
+
+/* A free slot for p, its doorbell zeroed (its sync words are zeroed on the
+ * resident's stream, before the launch). */
+static int take_bell(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    if (!st->bells && alloc_bells(ctx, st) != 0)
+        return -1;
+    int slot = 0;
+    while (slot < GCSH_PERSIST_MAX_RUNNING && (st->bells_taken >> slot & 1u))
+        slot++;
+    if (slot == GCSH_PERSIST_MAX_RUNNING)
+        return gcsh_persist_error_full(ctx);
+    st->bells_taken |= 1u << slot;
+    p->slot = slot;
+    p->bell = &st->bells[slot];
+    p->bell_dev = &st->bells_dev[slot];
+    p->sync = st->bell_sync + (size_t)slot * GCSH_PERSIST_SYNC_BYTES;
+    memset(p->bell, 0, sizeof *p->bell);
+    return 0;
+}
+
+/* p's kernel is gone (or never started): its slot is free again, and p
+ * keeps the words its state still reads. */
+static void give_back_bell(gcsh_persist_impl *p)
+{
+    if (p->slot < 0)
+        return;
+    p->last_done = done_word(p);
+    p->last_why = why_word(p);
+    p->st->bells_taken &= ~(1u << p->slot);
+    p->slot = -1;
+    p->bell = p->bell_dev = NULL;
+    p->sync = NULL;
+}
+
+void cuda_persist_free_bells(cuda_state *st)
+{
+    if (!st->bells || st->bells_taken)
+        return;
+    cudaFreeHost(st->bells);
+    cudaFree(st->bell_sync);
+    st->bells = st->bells_dev = NULL;
+    st->bell_sync = NULL;
+}
+
+/* ---- the lists ------------------------------------------------------------------ */
+
+static void unlink_from(gcsh_persist_impl **head, gcsh_persist_impl *p, int by_comm)
+{
+    for (gcsh_persist_impl **q = head; *q; q = by_comm ? &(*q)->comm_next : &(*q)->next)
+        if (*q == p) {
+            *q = by_comm ? p->comm_next : p->next;
+            return;
+        }
+}
+
+/* Asks the kernel to end now: the stop word for its idle wait, a new
+ * cancel generation for a wait in flight (every GPU wait of the rank ends:
+ * this runs on interrupts, aborts and at the end). */
+static void ask_stop(gcsh_persist_impl *p, const char *why, int cancel)
+{
+    if (!(done_word(p) & GCSH_PERSIST_ENDED) && !p->stop_why[0])
+        snprintf(p->stop_why, sizeof p->stop_why, "%s", why);
+    p->stop_asked = 1;
+    if (p->slot >= 0)
+        __atomic_store_n(&p->bell->stop, 1, __ATOMIC_RELEASE);
+    if (cancel)
+        cuda_cancel_waits(p->st);
+}
+
+void cuda_persist_comm_aborted(gcsh_comm_impl *c)
+{
+    for (gcsh_persist_impl *p = c->resident; p; p = p->comm_next)
+        ask_stop(p, "its communicator was aborted (an interrupt, .abort, or a failed collective "
+                    "on some rank)", 1);
+}
+
+/* Waits until the kernel is gone (its stream idle), polling the interrupt
+ * only to stop waiting: an ended kernel goes at once, and one that did not
+ * see the stop ends within its wait bound. */
+static void wait_gone(gcsh_ctx *ctx, gcsh_persist_impl *p)
+{
+    if (!p->live)
+        return;
+    for (unsigned polls = 0; cudaStreamQuery(p->stream) == cudaErrorNotReady; polls++) {
+        if (atomic_load(&ctx->interrupt))
+            return; /* leave it; the stream is released with the handle */
+        cuda_poll_pause(polls);
+    }
+    p->live = 0;
+    unlink_from(&p->st->resident, p, 0);
+    give_back_bell(p);
+}
+
+static const char *end_reason(gcsh_persist_impl *p)
+{
+    switch (why_word(p)) {
+    case GCSH_PERSIST_TIMED_OUT:
+        return "a wait for a peer ran past GCSH_GPU_WAIT_TIMEOUT";
+    case GCSH_PERSIST_CANCELLED:
+        return p->stop_why[0] ? p->stop_why : "a wait for a peer was cancelled (an interrupt)";
+    default:
+        return p->stop_why[0] ? p->stop_why : "stopped";
+    }
+}
+
+/* ---- start ----------------------------------------------------------------------- */
+
+/* p's host side.  A kernel that would not end keeps its doorbell slot (it
+ * may still read it); its stream goes when it ends. */
+static void free_impl(gcsh_persist_impl *p)
+{
+    if (p->stream)
+        cudaStreamDestroy(p->stream);
+    if (!p->live)
+        give_back_bell(p);
+    free(p);
+}
+
+/* The resident's stream, waiting for what the rank's stream holds now. */
+static int make_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    cudaEvent_t before = NULL;
+    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+    CUDA_TRY(ctx, cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+    CUDA_TRY(ctx, cudaEventRecord(before, st->stream));
+    CUDA_TRY(ctx, cudaStreamWaitEvent(p->stream, before, 0));
+    cudaEventDestroy(before);
+    return 0;
+fail:
+    if (before)
+        cudaEventDestroy(before);
+    return -1;
+}
+
+static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                              const gcsh_persist_args *a, gcsh_persist_impl **out)
+{
+    (void)w;
+    cuda_state *st = cuda_enter_clean(ctx); /* an event on the stream, nothing to follow */
+    if (!st || cuda_driver_load(ctx, st) != 0)
+        return -1;
+    if (gcsh_cuda_lazy_loading())
+        return gcsh_set_error(ctx, "kernel.persistent: CUDA_MODULE_LOADING=%s: a kernel loaded "
+                                   "while a resident runs waits for it to end, which it never "
+                                   "does; unset it (gcsh loads every kernel at start)",
+                              getenv("CUDA_MODULE_LOADING"));
+    gcsh_persist_impl *p = calloc(1, sizeof *p);
+    if (!p)
+        return gcsh_set_error(ctx, "kernel.persistent: out of host memory");
+    p->st = st;
+    p->slot = -1;
+    p->comm = a->comm;
+    if (take_bell(ctx, st, p) != 0 || make_stream(ctx, st, p) != 0)
+        goto fail;
+    /* on the resident's own stream: a non-blocking stream does not wait
+     * for the legacy default stream a plain cudaMemset would use */
+    CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, GCSH_PERSIST_SYNC_BYTES, p->stream));
+    gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns, st->paired_max_blocks,
+                       st->one_gpu};
+    CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
+    p->live = 1;
+    p->next = st->resident;
+    st->resident = p;
+    p->comm_next = a->comm->resident;
+    a->comm->resident = p;
+    *out = p;
+    return 0;
+fail:
+    free_impl(p);
+    return -1;
+}
+
+/* ---- ring, wait ------------------------------------------------------------------ */
+
+/* An interrupt ended a host wait for p: its calls in flight are abandoned. */
+static int abandon(gcsh_ctx *ctx, gcsh_persist_impl *p)
+{
+    ask_stop(p, "interrupted while its calls were in flight", 1);
+    cuda_abort_comm(p->comm);
+    return gcsh_persist_error_interrupted(ctx);
+}
+
+/* Until done reaches want (or the kernel ended): 0, or -1 (interrupt). */
+static int wait_done(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t want)
+{
+    for (unsigned polls = 0; done_word(p) < want; polls++) {
+        if (atomic_load(&ctx->interrupt))
+            return abandon(ctx, p);
+        cuda_poll_pause(polls);
+    }
+    return 0;
+}
+
+static int ended_error(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t completed)
+{
+    return gcsh_persist_error_ended(ctx, completed, p->rung, end_reason(p));
+}
+
+/* Rings: stores the last pair of entry e (value), from the host when the
+ * rank's stream is idle, else by the stream, after what it holds.  The
+ * stream is asked only when work may have gone onto it since it was last
+ * seen idle: rings back to back make no CUDA call at all (a query cost
+ * about 1.4 us a ring on an H100), and neither does a ring that compute-
+ * sanitizer watches (its API callbacks wait for the device, which a
+ * resident never leaves idle). */
+static int publish(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p, uint64_t *last,
+                   uint64_t value)
+{
+    cudaError_t q = st->stream_dirty ? cudaStreamQuery(st->stream) : cudaSuccess;
+    if (q == cudaSuccess) {
+        st->stream_dirty = 0;
+        __atomic_store_n(last, value, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (q != cudaErrorNotReady)
+        CUDA_TRY(ctx, q);
+    CU_TRY(ctx, st, StreamWriteValue64((CUstream)st->stream, dev_addr(p, last), value,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)
+{
+    cuda_state *st = cuda_enter_device(ctx);
+    if (!st)
+        return -1;
+    uint64_t r = p->rung;
+    if (r >= GCSH_PERSIST_DEPTH && wait_done(ctx, p, r - GCSH_PERSIST_DEPTH + 1) != 0)
+        return -1;
+    uint64_t done = done_word(p);
+    if ((done & GCSH_PERSIST_ENDED) || p->slot < 0)
+        return ended_error(ctx, p, done & ~GCSH_PERSIST_ENDED);
+    /* n fits the entry's 32 bits: a call carries at most max_bytes, <= 64 KiB */
+    gcsh_persist_job j = {c->offset, c->n, (int32_t)c->dt, (int32_t)c->op};
+    gcsh_persist_entry *e = &p->bell->ring[r % GCSH_PERSIST_DEPTH];
+    gcsh_persist_fill(e, r, &j, 3);
+    if (publish(ctx, st, p, &e->pair[3], gcsh_persist_pair(&j, r, 3)) != 0)
+        return -1;
+    p->rung = r + 1;
+    p->owed = 1;
+    st->persist_owed = 1;
+    /* its communicator has work in flight: an interrupted wait for the
+     * stream aborts it (cuda_wait), which stops the resident everywhere */
+    return cuda_mark_busy(ctx, st, p->comm);
+}
+
+int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st)
+{
+    st->persist_owed = 0;
+    for (gcsh_persist_impl *p = st->resident; p; p = p->next) {
+        if (!p->owed)
+            continue;
+        p->owed = 0;
+        st->stream_dirty = 1; /* later rings follow this wait too */
+        CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, dev_addr(p, &p->bell->done),
+                                          p->rung, CU_STREAM_WAIT_VALUE_GEQ));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static int cuda_persist_wait(gcsh_ctx *ctx, gcsh_persist_impl *p)
+{
+    if (!cuda_enter_device(ctx))
+        return -1;
+    if (p->live && wait_done(ctx, p, p->rung) != 0)
+        return -1;
+    uint64_t done = done_word(p);
+    if ((done & GCSH_PERSIST_ENDED) && (done & ~GCSH_PERSIST_ENDED) < p->rung)
+        return ended_error(ctx, p, done & ~GCSH_PERSIST_ENDED);
+    return 0;
+}
+
+/* ---- state, stop, release ---------------------------------------------------------- */
+
+static void cuda_persist_state(gcsh_persist_impl *p, gcsh_persist_state *out)
+{
+    uint64_t done = done_word(p);
+    out->rung = p->rung;
+    out->done = done & ~GCSH_PERSIST_ENDED;
+    out->running = p->live && !(done & GCSH_PERSIST_ENDED) && !p->stop_asked;
+    snprintf(out->why, sizeof out->why, "%s", out->running ? "" : end_reason(p));
+}
+
+static int cuda_persist_stop(gcsh_ctx *ctx, gcsh_persist_impl *p, int drain)
+{
+    int rc = drain ? cuda_persist_wait(ctx, p) : 0;
+    if (!cuda_enter_device(ctx))
+        return -1;
+    ask_stop(p, drain ? "stopped (p:stop())" : "stopped before its calls completed", !drain);
+    wait_gone(ctx, p);
+    return rc;
+}
+
+static void cuda_persist_release(gcsh_ctx *ctx, gcsh_persist_impl *p)
+{
+    if (cuda_enter_device(ctx)) {
+        ask_stop(p, "stopped (its handle was collected, or the session ended)", 1);
+        wait_gone(ctx, p);
+    }
+    unlink_from(&p->st->resident, p, 0);
+    unlink_from(&p->comm->resident, p, 1);
+    free_impl(p);
+}
+
+const gcsh_persist_ops gcsh_cuda_persist_ops = {
+    .start = cuda_persist_start,
+    .ring = cuda_persist_ring,
+    .wait = cuda_persist_wait,
+    .drain = NULL, /* host reads are copies on the rank's stream: cuda_enter orders them */
+    .state = cuda_persist_state,
+    .stop = cuda_persist_stop,
+    .release = cuda_persist_release,
+};
