@@ -13,10 +13,16 @@
  * 1 GiB by factors of 2, in two runs: NCCL blocking, as nccl-tests runs it,
  * and NCCL non-blocking, as the shell runs it by default; the README has the
  * tables):
- * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off): one-shot up to 64 KiB
- *   (7.4 us, two-shot 7.6; both runs chose 64 KiB); two-shot from 128 KiB,
- *   and at every larger size as fast as NCCL or faster (1 GiB: 3.32 ms
- *   against 3.31 blocking, 3.46 non-blocking), so it has no upper bound.
+ * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off), the run of 2026-11-26
+ *   (GCSH_BENCH_ONLY=multi bash scripts/bench-gpu.sh, today's kernels: one
+ *   fenced launch per move step, co-residency bound, barriers at system
+ *   scope): two-shot at or under one-shot's time at every size (8 B: 7.56
+ *   against 7.83 us; 64 KiB: 8.07 against 9.00; 1 MiB: 10.25 against
+ *   14.24), NCCL faster only at 1 GiB (3248 against 3311 us): one-shot
+ *   never, two-shot to 512 MiB, as bench.allreduce_targets measured.  (An
+ *   earlier run, before the one-plan executor, had one-shot to 64 KiB.)
+ *   "ll", fastest to 64 KiB there (6.8-6.9 us), is not one of auto's
+ *   choices: it needs the window's LL area and is capped at 64 KiB.
  * - cuda, 4 ranks, 4 H200s: one-shot up to 32 KiB (both runs); two-shot to
  *   256 MiB: blocking NCCL is 2-6% faster from 128 MiB (1.20 ms against
  *   1.27 at 256 MiB), non-blocking NCCL 11% slower at 256 MiB and as fast
@@ -48,7 +54,7 @@ typedef struct gcsh_kern_crossover {
 
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  one-shot up to      two-shot up to */
-    {"cuda", 2, (size_t)64 << 10, GCSH_KERN_NO_LIMIT},
+    {"cuda", 2, 0, (size_t)512 << 20},
     {"cuda", 4, (size_t)32 << 10, (size_t)256 << 20},
     {"cuda", 8, (size_t)16 << 10, (size_t)128 << 20},
     {"host", 2, 512, (size_t)8 << 10},
