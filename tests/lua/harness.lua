@@ -66,4 +66,14 @@ function H.team(c)
   }
 end
 
+-- The team of c's windows of kind opts.kind, as a window reports it (NCCL's
+-- LSA team on GPUs, GCSH_RANKS_PER_NODE's blocks on the host): the ranks
+-- a kernel all-reduce runs over (a one-element window, made and freed).
+function H.window_team(c, opts)
+  local probe = c:window(1, "f32", opts)
+  local team = probe.team
+  probe:free()
+  return team
+end
+
 return H

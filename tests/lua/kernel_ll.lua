@@ -12,11 +12,9 @@ local c = comm.world()
 local kind = rawget(_G, "KERNEL_TEST_KIND")
 local opts = kind and { kind = kind } or nil
 local me = c.rank
--- the team of c's windows (GCSH_RANKS_PER_NODE can make it part of c):
--- sums run over its members' comm ranks
-local probe = c:window(1, "f32", opts)
-local team = probe.team
-probe:free()
+-- sums run over the members' comm ranks of c's windows' team
+-- (GCSH_RANKS_PER_NODE can make it part of c)
+local team = H.window_team(c, opts)
 local k = #team
 local function over_team(f)
   local s = 0

@@ -5,18 +5,14 @@
 -- interleaved with direct kernel calls and communicator collectives on the
 -- same window (stream order), and the handle's life: wait, stop, <close>,
 -- free, the window's free refused while it runs, bad arguments, checks.
--- Also run by tests/gpu/persistent.lua with KERNEL_TEST_KIND set.
+-- Also run by tests/gpu/persistent_{nccl,vmm}.lua with KERNEL_TEST_KIND set.
 local H = require "harness"
 
 local c = comm.world()
 local kind = rawget(_G, "KERNEL_TEST_KIND")
 local opts = kind and { kind = kind } or nil
 local me = c.rank
--- the team of c's windows, as a window reports it (NCCL's LSA team on
--- GPUs, GCSH_RANKS_PER_NODE's blocks here): reductions run over it
-local probe = c:window(1, "f32", opts)
-local team = probe.team
-probe:free()
+local team = H.window_team(c, opts) -- reductions run over it
 local k = #team
 
 local function value(dt, op, r, i)

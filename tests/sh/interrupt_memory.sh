@@ -32,9 +32,11 @@ expect_contains "reproducer: the fresh world works" "$OUT" "[0-1] 2.0"
 expect_eq "reproducer: timeout's status (it sent the SIGINT)" "$RC" 124
 expect_no_procs "reproducer: no process left" "$TAG"
 
-# ---- the same sequence in step: the interrupt lands inside allreduce #1
+# ---- the same sequence in step: the interrupt lands inside one of the
+# loop's all-reduces (which one depends on the machine's speed: with five,
+# a fast one finished them all before the interrupt came)
 bg_start 2
-bg_line 'c = comm.world(); t = tensor.new(1<<27):fill(1); print("filled") for i = 1, 5 do c:allreduce(t) end'
+bg_line 'c = comm.world(); t = tensor.new(1<<27):fill(1); print("filled") for i = 1, 1e9 do c:allreduce(t) end'
 bg_wait_out "[0-1] filled"
 sleep 0.5
 kill -INT "$BG"
@@ -44,8 +46,8 @@ bg_line 'for i = 1, 3 do c2:allreduce(tensor.new(1 << 20)) end'
 bg_line '=c2:allreduce(tensor.new(1):fill(1))[0]'
 bg_end
 no_crash "in step"
-expect_all_ranks "in step: the collective was interrupted" "$OUT" \
-    "stdin:1: interrupted in allreduce #1: the communicator is aborted on every rank (comm.world() makes a fresh one)" 2
+expect_all_ranks_match "in step: the collective was interrupted" "$OUT" \
+    "stdin:1: interrupted in allreduce #[0-9]+: the communicator is aborted on every rank \(comm\.world\(\) makes a fresh one\)" 2
 expect_contains "in step: later collectives work" "$OUT" "[0-1] 2.0"
 expect_eq "in step: a piped session with an interrupted line exits 1" "$RC" 1
 

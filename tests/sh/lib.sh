@@ -28,11 +28,20 @@ expect_not_contains() {
 # into one "[0-3] LINE" or spread over lines such as "[0,2-3] LINE" and
 # "[1] LINE" (ranks that finish after a hang report print apart).
 expect_all_ranks() {
-    local seen=() line set part a b r missing=""
+    ranks_printed "$1" "$2" "$3" "$4" exact
+}
+# expect_all_ranks_match NAME OUTPUT REGEX N: the same, for a line matching
+# the extended regular expression REGEX (whole line).
+expect_all_ranks_match() {
+    ranks_printed "$1" "$2" "$3" "$4" regex
+}
+ranks_printed() {
+    local seen=() line set part a b r missing="" text
     while IFS= read -r line; do
         [[ "$line" =~ ^\[([0-9,-]+)\]\ (.*)$ ]] || continue
-        [ "${BASH_REMATCH[2]}" == "$3" ] || continue
-        set=${BASH_REMATCH[1]}
+        set=${BASH_REMATCH[1]} text=${BASH_REMATCH[2]}
+        if [ "$5" = regex ]; then [[ "$text" =~ ^($3)$ ]] || continue
+        else [ "$text" == "$3" ] || continue; fi
         for part in ${set//,/ }; do
             a=${part%-*} b=${part#*-}
             for ((r = a; r <= b; r++)); do seen[r]=1; done
