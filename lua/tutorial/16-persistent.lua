@@ -120,5 +120,6 @@ check_must_wait(must_wait)
 -- its window cannot be freed.
 print(select(2, pcall(w.free, w)))
 p:stop()
-print(p)
+print(string.format("p.running = %s after %d calls: %s", p.running,
+                    p.done, p.stopped))
 w:free()
