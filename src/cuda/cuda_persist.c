@@ -6,9 +6,11 @@
  *   - a ring must run after the work the rank queued before it: the host
  *     fills the call's ring entry but its last pair (core/kpersist.h: the
  *     resident takes an entry once all its pairs carry the call's tag);
- *     when the rank's stream is idle (cudaStreamQuery), the host stores
- *     that pair itself (the fast path: a store to host memory), otherwise
- *     the stream stores it (cuStreamWriteValue64), after that work;
+ *     when the rank's stream is idle (nothing went onto it since it was
+ *     last seen idle, or cudaStreamQuery says so: stream_dirty), the host
+ *     stores that pair itself (the fast path: a store to host memory),
+ *     otherwise the stream stores it (cuStreamWriteValue64), after that
+ *     work;
  *   - work queued after a ring must run after its call: the ring only
  *     notes that the stream owes a wait (persist_owed), and the next entry
  *     of the backend that may queue work (cuda_enter) first makes the
@@ -32,7 +34,8 @@
  * call would never return.  So the doorbells and sync words of all the
  * rank's residents are allocated once, at the first start (when none runs),
  * and a resident takes a slot of them (take_bell) and gives it back once
- * its kernel is gone (give_back_bell). */
+ * its kernel is gone (give_back_bell).  Loading a kernel may wait the same
+ * way, so every kernel is loaded when CUDA starts (cuda_backend.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
