@@ -8,25 +8,38 @@ local M = {}
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
 -- suggests for src/core/kreduce_tune.h (best_crossovers).
-local CHOOSABLE = { "oneshot", "twoshot", "nccl_sym" }
+local CHOOSABLE = { "ll", "oneshot", "twoshot", "nccl_sym" }
+local LL_MAX = kernel.ll_max_bytes
+
+-- What auto runs for `size` with the thresholds {ll, oneshot, twoshot}, as
+-- kernel.choose does (the communicator's all-reduce is the nccl_sym rows).
+local function picked(size, limits)
+  if size <= limits[1] then return "ll" end
+  if size <= limits[2] then return "oneshot" end
+  return size <= limits[3] and "twoshot" or "nccl_sym"
+end
 
 -- The thresholds auto should use, from one run's rows by size (at[size][algo]):
--- one-shot up to o bytes, two-shot up to t, the communicator's all-reduce on
--- the window (the nccl_sym rows) above.  Of every pair of measured sizes, the
--- one whose worst ratio (time of what it picks / the fastest of the three)
--- over all sizes is least; of those, the one whose ratios sum least (so a
--- tie at the worst size is broken by how well every other size fares).
--- Returns o, t and that worst ratio.
+-- ll up to l bytes, one-shot up to o, two-shot up to t, the communicator's
+-- all-reduce on the window (the nccl_sym rows) above.  Of every triple of
+-- measured sizes (l no more than ll takes), the one whose worst ratio (time
+-- of what it picks / the fastest of the four) over all sizes is least; of
+-- those, the one whose ratios sum least (so a tie at the worst size is
+-- broken by how well every other size fares).  An algorithm the run did
+-- not measure is never picked.  Returns {l, o, t} and that worst ratio.
 local function best_crossovers(at, sizes)
   local function time_of(a, algo) return a[algo] and a[algo].time_us or math.huge end
-  local function ratios_for(o, t)
+  local best_at = {}
+  for i, size in ipairs(sizes) do
+    local best = math.huge
+    for _, algo in ipairs(CHOOSABLE) do best = math.min(best, time_of(at[size], algo)) end
+    best_at[i] = best
+  end
+  local function ratios_for(limits)
     local worst, sum = 1, 0
-    for _, size in ipairs(sizes) do
-      local a, best = at[size], math.huge
-      for _, algo in ipairs(CHOOSABLE) do best = math.min(best, time_of(a, algo)) end
-      if best < math.huge then
-        local picked = size <= o and "oneshot" or size <= t and "twoshot" or "nccl_sym"
-        local ratio = time_of(a, picked) / best
+    for i, size in ipairs(sizes) do
+      if best_at[i] < math.huge then
+        local ratio = time_of(at[size], picked(size, limits)) / best_at[i]
         worst, sum = math.max(worst, ratio), sum + ratio
       end
     end
@@ -34,18 +47,22 @@ local function best_crossovers(at, sizes)
   end
   local thresholds = { 0 }
   for _, size in ipairs(sizes) do thresholds[#thresholds + 1] = size end
-  local best_o, best_t, best_worst, best_sum = 0, 0, math.huge, math.huge
-  for _, o in ipairs(thresholds) do
-    for _, t in ipairs(thresholds) do
-      if t >= o then
-        local worst, sum = ratios_for(o, t)
-        if worst < best_worst or (worst == best_worst and sum < best_sum) then
-          best_o, best_t, best_worst, best_sum = o, t, worst, sum
+  local best, best_worst, best_sum = { 0, 0, 0 }, math.huge, math.huge
+  for _, l in ipairs(thresholds) do
+    if l <= LL_MAX then
+      for _, o in ipairs(thresholds) do
+        for _, t in ipairs(thresholds) do
+          if t >= o then
+            local worst, sum = ratios_for({ l, o, t })
+            if worst < best_worst or (worst == best_worst and sum < best_sum) then
+              best, best_worst, best_sum = { l, o, t }, worst, sum
+            end
+          end
         end
       end
     end
   end
-  return best_o, best_t, best_worst
+  return best, best_worst
 end
 
 -- The worse of a and b by pick (math.max or math.min); nil when neither was
@@ -84,8 +101,8 @@ function M.allreduce_targets(rows, opts)
     for algo, r in pairs(a) do if algo ~= "auto" then best = math.min(best, r.time_us) end end
     if a.auto and best < math.huge then t.auto_vs_best = worse(t.auto_vs_best, a.auto.time_us / best, math.max) end
   end
-  local one_max, two_max, worst = best_crossovers(at, sizes)
-  t.suggest_oneshot_max, t.suggest_twoshot_max = one_max, two_max
+  local limits, worst = best_crossovers(at, sizes)
+  t.suggest_ll_max, t.suggest_oneshot_max, t.suggest_twoshot_max = limits[1], limits[2], limits[3]
   t.suggest_worst = worst < math.huge and worst or nil
   local c = opts.comm or comm.world()
   if c.rank == 0 and not opts.quiet then
@@ -94,8 +111,10 @@ function M.allreduce_targets(rows, opts)
     print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
     print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
-    print(string.format("#   measured crossovers for src/core/kreduce_tune.h: oneshot_max = %d, twoshot_max = %d"
-                        .. " (with them, auto / best of oneshot, twoshot, nccl_sym at worst: %s)", one_max, two_max, f(t.suggest_worst)))
+    print(string.format("#   measured crossovers for src/core/kreduce_tune.h: ll_max = %d, oneshot_max = %d,"
+                        .. " twoshot_max = %d", limits[1], limits[2], limits[3]))
+    print(string.format("#   (with them, auto / best of ll, oneshot, twoshot, nccl_sym at worst: %s)",
+                        f(t.suggest_worst)))
   end
   return t
 end

@@ -30,7 +30,8 @@
  *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
  *       on host), "nccl_dev" (one-shot written with NCCL's device API:
  *       cuda, windows of kind nccl; kernels/nccl_dev.cu), "auto" (by size
- *       and team from src/core/kreduce_tune.h).
+ *       and team from src/core/kreduce_tune.h: ll, one-shot, two-shot or
+ *       comm).
  *   kernel.reduce_scatter(w [, {algo="direct"|"ring", op, offset, n, out}])
  *       rank r gets chunk r reduced: out, or chunk r of its slice.
  *   kernel.allgather(w [, {algo="direct"|"ring", offset, n, out}])
@@ -186,6 +187,8 @@ static const char *choose_algo(const char *backend, int team, size_t bytes)
     const gcsh_kern_crossover *r = crossover_row(backend, team);
     if (!r || team == 1)
         return "oneshot"; /* one rank: a local copy, whatever runs */
+    if (bytes <= r->ll_max && bytes <= GCSH_LL_MAX_BYTES)
+        return "ll";
     if (bytes <= r->oneshot_max)
         return "oneshot";
     return bytes <= r->twoshot_max ? "twoshot" : "comm";
@@ -209,11 +212,14 @@ static void push_crossovers(lua_State *L)
     lua_createtable(L, (int)rows, 0);
     for (size_t i = 0; i < rows; i++) {
         const gcsh_kern_crossover *r = &gcsh_kern_crossovers[i];
-        lua_createtable(L, 0, 4);
+        lua_createtable(L, 0, 5);
         lua_pushstring(L, r->backend);
         lua_setfield(L, -2, "backend");
         lua_pushinteger(L, r->team_size);
         lua_setfield(L, -2, "team_size");
+        lua_pushinteger(L, (lua_Integer)(r->ll_max < GCSH_LL_MAX_BYTES ? r->ll_max
+                                                                        : GCSH_LL_MAX_BYTES));
+        lua_setfield(L, -2, "ll_max");
         lua_pushinteger(L, (lua_Integer)r->oneshot_max);
         lua_setfield(L, -2, "oneshot_max");
         if (r->twoshot_max == GCSH_KERN_NO_LIMIT)

@@ -4,7 +4,9 @@
  * THE table to edit after a benchmark (scripts/bench-gpu.sh prints the
  * crossovers it measured, per rank count).  Rows per backend; the row used
  * is the first with team_size >= the team, or the last of its backend.
- * A message of up to oneshot_max bytes runs one-shot, up to twoshot_max
+ * A message of up to ll_max bytes runs "ll" (one launch, no barrier: the
+ * ready flags ride in the data; never more than GCSH_LL_MAX_BYTES, the
+ * region its LL area holds), up to oneshot_max one-shot, up to twoshot_max
  * two-shot, anything larger the communicator's own all-reduce ("comm":
  * NCCL on cuda, MPI on host), which wins at large sizes where its
  * pipelining and ring/tree algorithms beat two peer-memory passes.
@@ -21,12 +23,15 @@
  *   14.24), NCCL faster only at 1 GiB (3248 against 3311 us): one-shot
  *   never, two-shot to 512 MiB, as bench.allreduce_targets measured.  (An
  *   earlier run, before the one-plan executor, had one-shot to 64 KiB.)
- *   "ll", fastest to 64 KiB there (6.8-6.9 us), is not one of auto's
- *   choices: it needs the window's LL area and is capped at 64 KiB.
+ *   "ll" was the fastest of all at every size it takes, 8 B to 64 KiB
+ *   (6.8-6.9 us against two-shot's 7.6-8.1 and NCCL's 11.2-11.8; from
+ *   graphs 3.4-4.3 against two-shot's 5.3-5.9): ll to 64 KiB.
  * - cuda, 4 ranks, 4 H200s: one-shot up to 32 KiB (both runs); two-shot to
  *   256 MiB: blocking NCCL is 2-6% faster from 128 MiB (1.20 ms against
  *   1.27 at 256 MiB), non-blocking NCCL 11% slower at 256 MiB and as fast
  *   from 512 MiB; 256 MiB keeps auto within 6% of the best in both.
+ *   ll: not measured on 4 GPUs yet; 64 KiB as at 2 ranks (it trades the
+ *   same lines one-shot reads, without one-shot's two barriers).
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
  *   from 2 and 4 ranks, half of 4 ranks' limits (one-shot's traffic per
  *   rank grows with the team, and NCCL's rings catch up sooner).
@@ -35,7 +40,12 @@
  *   MPI's 1.3-9.8; one-shot to 512 B), MPI's shared-memory all-reduce from
  *   32 KiB (19.5 us against 21.6 at 2 ranks, 48 against 71 at 4).  Above
  *   8 MiB two-shot won again in one run (32 MiB: 24 ms against 35), too
- *   noisy on this machine to set a third crossover. */
+ *   noisy on this machine to set a third crossover.  ll on the host
+ *   (2026-11-26, the same machine, 2 ranks, 2000 calls a size): 2.6-2.7 us
+ *   at 8-32 B against one-shot's 3.1-3.3, behind from 128 B (3.6 against
+ *   3.3-3.5) and 3x slower from 2 KiB: its progress polls lines one by
+ *   one; at 4 ranks on 2 cores MPI's all-reduce led at every size: ll
+ *   to 32 B at 2 ranks, never at 4. */
 #ifndef GCSH_KREDUCE_TUNE_H
 #define GCSH_KREDUCE_TUNE_H
 
@@ -45,6 +55,7 @@
 typedef struct gcsh_kern_crossover {
     const char *backend;
     int team_size;
+    size_t ll_max; /* capped at GCSH_LL_MAX_BYTES where it is used */
     size_t oneshot_max;
     size_t twoshot_max;
 } gcsh_kern_crossover;
@@ -53,12 +64,12 @@ typedef struct gcsh_kern_crossover {
 #define GCSH_KERN_NO_LIMIT SIZE_MAX
 
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
-    /* backend  team  one-shot up to      two-shot up to */
-    {"cuda", 2, 0, (size_t)512 << 20},
-    {"cuda", 4, (size_t)32 << 10, (size_t)256 << 20},
-    {"cuda", 8, (size_t)16 << 10, (size_t)128 << 20},
-    {"host", 2, 512, (size_t)8 << 10},
-    {"host", 4, 32, (size_t)8 << 10},
+    /* backend  team  ll up to          one-shot up to      two-shot up to */
+    {"cuda", 2, (size_t)64 << 10, 0, (size_t)512 << 20},
+    {"cuda", 4, (size_t)64 << 10, (size_t)32 << 10, (size_t)256 << 20},
+    {"cuda", 8, (size_t)64 << 10, (size_t)16 << 10, (size_t)128 << 20},
+    {"host", 2, 32, 512, (size_t)8 << 10},
+    {"host", 4, 0, 32, (size_t)8 << 10},
 };
 
 #endif
