@@ -256,12 +256,15 @@ done
 # ranks sharing a GPU on one-GPU machines, 2 GPUs elsewhere.  Only gcsh is
 # instrumented (not the MPS daemon it starts).  API errors are not
 # reported: NCCL probes kernel images of other architectures.
+# GCSH_GPU_SANITIZE_RANKS=4 runs them at 4 ranks (a GPU each where the
+# machine has 4, else sharing).
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
-    if [ "$ngpu" = 1 ]; then configure 2s; else configure 2; fi
+    san_np=${GCSH_GPU_SANITIZE_RANKS:-2}
+    if [ "$ngpu" -ge "$san_np" ]; then configure "$san_np"; else configure "${san_np}s"; fi
     for tool in memcheck synccheck; do
         for t in ll_sanitize algos_sanitize graph_sanitize nccl_dev persistent_sanitize; do
-            run "sanitize:$tool:$t" 2 env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
+            run "sanitize:$tool:$t" "$np" env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
                 --error-exitcode 3 --report-api-errors no --target-processes application-only \
                 "$BUILD/gcsh" "tests/gpu/$t.lua"
         done

@@ -2,9 +2,11 @@
 -- src/core/kreduce_tune.h) as documented, at and either side of every
 -- limit, and kernel.allreduce{algo="auto"} runs what kernel.choose names
 -- for the window's team, with the same bits as that algorithm run directly.
+-- Also run by tests/gpu/kernel_*.lua with KERNEL_TEST_KIND set.
 local H = require "harness"
 
 local c = comm.world()
+local kind = rawget(_G, "KERNEL_TEST_KIND")
 local LL_MAX = kernel.ll_max_bytes
 H.eq(LL_MAX, 64 << 10, "kernel.ll_max_bytes")
 
@@ -76,20 +78,24 @@ H.eq(kernel.choose(8, 2, "cuda"), before, "kernel.crossovers is a copy")
 
 -- auto on a window runs what choose names for its team, with that
 -- algorithm's bits: sizes around this backend's limits for this team
-local r = row_for(gcsh.backend, c.size)
+-- (the window's team: GCSH_RANKS_PER_NODE can make it part of c)
+local w = c:window(LL_MAX // 4 + 1, "f32", kind and { kind = kind } or nil)
+local team = #w.team
+local r = row_for(gcsh.backend, team)
 local sizes = { 4, 8, 32, 36, 64, 512, 516, LL_MAX, LL_MAX + 4 }
-local w = c:window(LL_MAX // 4 + 1, "f32")
 for _, bytes in ipairs(sizes) do
   local n = bytes // 4
-  local want = kernel.choose(bytes, c.size)
-  H.eq(want, c.size == 1 and "oneshot" or expected(r, bytes), "choose at this team, " .. bytes .. " B")
+  local want = kernel.choose(bytes, team)
+  H.eq(want, team == 1 and "oneshot" or expected(r, bytes), "choose at this team, " .. bytes .. " B")
+  -- the communicator runs only a window whose team is all of it; else two-shot
+  if want == "comm" and team ~= c.size then want = "twoshot" end
   local results = {}
-  for _, algo in ipairs { "auto", want == "comm" and "comm" or want } do
+  for _, algo in ipairs { "auto", want } do
     w:tensor():view(0, n):rand(bytes * 8 + c.rank)
     local t, ran = kernel.allreduce(w, { algo = algo, n = n })
     results[#results + 1] = t:totable()
     if algo == "auto" then
-      H.eq(ran, want, string.format("auto at %d B on %d ranks ran", bytes, c.size))
+      H.eq(ran, want, string.format("auto at %d B on a team of %d ran", bytes, team))
     end
   end
   H.eq(table.concat(results[1], ","), table.concat(results[2], ","),
