@@ -14,7 +14,8 @@
 # tests/gpu/persistent_{nccl,vmm}.lua: kernel.persistent (tests/lua/
 # persistent.lua per window kind); persistent_sanitize.lua its resident
 # kernel under compute-sanitizer; after every job, no resident kernel left
-# (nvidia-smi lists no gcsh process on the GPUs).
+# (nvidia-smi lists no gcsh process on the GPUs); persistent_lazy.sh that
+# gcsh loads kernels eagerly and kernel.persistent refuses LAZY loading.
 # tests/unit/test_cuda_xfer and tests/gpu/xfer_*.lua: one-sided transfers
 # (both engines, both kinds).  tests/gpu/graph_{nccl,vmm}.lua: gcsh.graph
 # (tests/lua/graph.lua per window kind), graph_sanitize.lua its replays

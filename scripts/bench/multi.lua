@@ -10,7 +10,10 @@
 --   3. each against its nccl-tests run: the matrix of ratios (time per call
 --      / the reference's, in place for the all-reduce algorithms), the
 --      issue's targets as ratios, and bench.allreduce_targets' crossovers.
--- CSV into OUTDIR: the rows of every bench call, and every comparison
+-- CSV into OUTDIR: the rows of every bench call (multi-allreduce-npN.csv,
+-- multi-allreduce-graph-npN.csv, multi-persistent-npN.csv,
+-- multi-coll-<op>-npN.csv: the collectives' own names, so the all-reduce's
+-- .check on rows do not overwrite the algorithms'), and every comparison
 -- (multi-compare-npN.csv).
 -- Usage: mpirun -np N build-gpu/gcsh scripts/bench/multi.lua OUTDIR MAX ITERS GRAPH_MAX
 local b = require "gcsh.bench"
@@ -92,7 +95,7 @@ for _, oc in ipairs(COLLS) do
   say("== %d ranks: bench.collective %s, 8 B .. %d B, .check on", np, op, MAX)
   coll_rows[op] = b.collective { op = op, min = 8, max = MAX, factor = 2, iters = ITERS, warmup = 5,
                                  check = true, checked = true, quiet = true,
-                                 csv = string.format("%s/multi-%s-np%d.csv", OUT, op, np) }
+                                 csv = string.format("%s/multi-coll-%s-np%d.csv", OUT, op, np) }
   if op ~= "allreduce" then REF[oc[2]] = reference(oc[2]) end
 end
 

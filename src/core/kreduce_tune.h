@@ -11,10 +11,9 @@
  * NCCL on cuda, MPI on host), which wins at large sizes where its
  * pipelining and ring/tree algorithms beat two peer-memory passes.
  *
- * Measured (bench.allreduce through scripts/bench-gpu.sh, f32 sum, 8 B to
- * 1 GiB by factors of 2, in two runs: NCCL blocking, as nccl-tests runs it,
- * and NCCL non-blocking, as the shell runs it by default; the README has the
- * tables):
+ * Measured (bench.allreduce through scripts/bench-gpu.sh, f32 sum in place
+ * on a window of kind nccl, 8 B to 1 GiB by factors of 2, every algorithm in
+ * one run per rank count; the README has the tables):
  * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off), the run of 2026-11-26
  *   (GCSH_BENCH_ONLY=multi bash scripts/bench-gpu.sh, today's kernels: one
  *   fenced launch per move step, co-residency bound, barriers at system
@@ -26,15 +25,20 @@
  *   "ll" was the fastest of all at every size it takes, 8 B to 64 KiB
  *   (6.8-6.9 us against two-shot's 7.6-8.1 and NCCL's 11.2-11.8; from
  *   graphs 3.4-4.3 against two-shot's 5.3-5.9): ll to 64 KiB.
- * - cuda, 4 ranks, 4 H200s: one-shot up to 32 KiB (both runs); two-shot to
- *   256 MiB: blocking NCCL is 2-6% faster from 128 MiB (1.20 ms against
- *   1.27 at 256 MiB), non-blocking NCCL 11% slower at 256 MiB and as fast
- *   from 512 MiB; 256 MiB keeps auto within 6% of the best in both.
- *   ll: not measured on 4 GPUs yet; 64 KiB as at 2 ranks (it trades the
- *   same lines one-shot reads, without one-shot's two barriers).
+ * - cuda, 4 ranks, 4 H200s (NVLink NV18, NVLS off), the run of 2026-11-26
+ *   (GCSH_BENCH_ONLY=multi GCSH_BENCH_RANKS=4 bash scripts/bench-gpu.sh):
+ *   ll fastest at every size it takes (5.8 us at 8 B, 6.2 at 4 KiB, 7.9 at
+ *   64 KiB, against two-shot's 9.3 / 7.6 / 8.5 and NCCL's 10.3 / 9.7 /
+ *   11.0); one-shot never ahead of two-shot (8 B: 9.5 against 9.3; 1 MiB:
+ *   22.4 against 12.7); two-shot ahead of NCCL to 32 MiB (166 against 173
+ *   us), even at 64 MiB (325 against 320), behind from 128 MiB (641 against
+ *   613; 5038 against 4548 at 1 GiB): ll to 64 KiB, one-shot never,
+ *   two-shot to 32 MiB, as bench.allreduce_targets measured.  (Two earlier
+ *   runs, before ll and the one-plan executor: one-shot to 32 KiB, two-shot
+ *   to 256 MiB.)
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
- *   from 2 and 4 ranks, half of 4 ranks' limits (one-shot's traffic per
- *   rank grows with the team, and NCCL's rings catch up sooner).
+ *   from 2 and 4 ranks, half of 4 ranks' limits (every algorithm's traffic
+ *   per rank grows with the team, and NCCL's rings catch up sooner).
  * - host, 2 and 4 ranks, on the 2-core machine CI runs on (4 ranks share
  *   the 2 cores): the kernels win up to 8 KiB (2 ranks: 1.1-4.1 us against
  *   MPI's 1.3-9.8; one-shot to 512 B), MPI's shared-memory all-reduce from
@@ -66,8 +70,8 @@ typedef struct gcsh_kern_crossover {
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  ll up to          one-shot up to      two-shot up to */
     {"cuda", 2, (size_t)64 << 10, 0, (size_t)512 << 20},
-    {"cuda", 4, (size_t)64 << 10, (size_t)32 << 10, (size_t)256 << 20},
-    {"cuda", 8, (size_t)64 << 10, (size_t)16 << 10, (size_t)128 << 20},
+    {"cuda", 4, (size_t)64 << 10, 0, (size_t)32 << 20},
+    {"cuda", 8, (size_t)32 << 10, 0, (size_t)16 << 20},
     {"host", 2, 32, 512, (size_t)8 << 10},
     {"host", 4, 0, 32, (size_t)8 << 10},
 };
