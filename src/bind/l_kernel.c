@@ -182,12 +182,18 @@ static const gcsh_kern_crossover *crossover_row(const char *backend, int team)
     return last;
 }
 
+/* A row's ll limit, never past what the LL area holds. */
+static size_t row_ll_max(const gcsh_kern_crossover *r)
+{
+    return r->ll_max < GCSH_LL_MAX_BYTES ? r->ll_max : GCSH_LL_MAX_BYTES;
+}
+
 static const char *choose_algo(const char *backend, int team, size_t bytes)
 {
     const gcsh_kern_crossover *r = crossover_row(backend, team);
     if (!r || team == 1)
         return "oneshot"; /* one rank: a local copy, whatever runs */
-    if (bytes <= r->ll_max && bytes <= GCSH_LL_MAX_BYTES)
+    if (bytes <= row_ll_max(r))
         return "ll";
     if (bytes <= r->oneshot_max)
         return "oneshot";
@@ -217,8 +223,7 @@ static void push_crossovers(lua_State *L)
         lua_setfield(L, -2, "backend");
         lua_pushinteger(L, r->team_size);
         lua_setfield(L, -2, "team_size");
-        lua_pushinteger(L, (lua_Integer)(r->ll_max < GCSH_LL_MAX_BYTES ? r->ll_max
-                                                                        : GCSH_LL_MAX_BYTES));
+        lua_pushinteger(L, (lua_Integer)row_ll_max(r));
         lua_setfield(L, -2, "ll_max");
         lua_pushinteger(L, (lua_Integer)r->oneshot_max);
         lua_setfield(L, -2, "oneshot_max");

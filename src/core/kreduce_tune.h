@@ -31,8 +31,8 @@
  *   64 KiB, against two-shot's 9.3 / 7.6 / 8.5 and NCCL's 10.3 / 9.7 /
  *   11.0); one-shot never ahead of two-shot (8 B: 9.5 against 9.3; 1 MiB:
  *   22.4 against 12.7); two-shot ahead of NCCL to 32 MiB (166 against 173
- *   us), even at 64 MiB (325 against 320), behind from 128 MiB (641 against
- *   613; 5038 against 4548 at 1 GiB): ll to 64 KiB, one-shot never,
+ *   us), about even at 64 MiB (325 against 320), behind from 128 MiB (641
+ *   against 613; 5038 against 4548 at 1 GiB): ll to 64 KiB, one-shot never,
  *   two-shot to 32 MiB, as bench.allreduce_targets measured.  (Two earlier
  *   runs, before ll and the one-plan executor: one-shot to 32 KiB, two-shot
  *   to 256 MiB.)
