@@ -50,6 +50,7 @@ typedef struct open_call {
     gcsh_trace_rec rec;
     int fslot, span;
     char label[24];
+    char where[64]; /* a collective's Lua file:line: its backend calls are made there too */
 } open_call;
 
 /* What a prepared transfer will do, for its posts (trace_wrap.c). */
@@ -285,17 +286,19 @@ static const open_call *collective(const gcsh_trace *t)
     return t->in_coll && t->ncoll > 0 ? &t->coll[t->ncoll - 1] : NULL;
 }
 
-static void in_collective(const gcsh_trace *t, gcsh_trace_rec *r, const char **label)
+/* The collective r is made inside, if any (its numbers go into r), or NULL. */
+static const open_call *in_collective(const gcsh_trace *t, gcsh_trace_rec *r, const char **label)
 {
     const open_call *c = collective(t);
     *label = "";
     if (!c)
-        return;
+        return NULL;
     r->comm = c->rec.comm;
     r->seq = c->rec.seq;
     r->comm_rank = c->rec.comm_rank;
     r->comm_size = c->rec.comm_size;
     *label = c->label;
+    return c;
 }
 
 /* Starts a record that is not a backend call (a Lua line, a collective, a
@@ -343,9 +346,11 @@ void gcsh_trace_call_begin(gcsh_ctx *ctx, gcsh_trace_call *call, uint32_t op, un
     char where[64];
     r->op = op;
     r->track = GCSH_TRACK_CALLS;
-    in_collective(t, r, &label);
+    const open_call *coll = in_collective(t, r, &label);
     where[0] = '\0';
-    if (t->on || !(flags & GCSH_TRACE_MEM))
+    if (coll) /* the same Lua line made the collective: no second stack walk */
+        copy_text(where, sizeof where, coll->where);
+    else if (t->on || !(flags & GCSH_TRACE_MEM))
         lua_where(ctx, t, where, sizeof where);
     r->id = ++t->calls;
     call->flags = flags;
@@ -465,10 +470,10 @@ static int check_begin(gcsh_ctx *ctx, const gcsh_check_note *n)
     gcsh_trace *t = ctx->trace_store;
     if (!t || t->ncoll == MAX_COLLS)
         return -1;
-    char where[64];
-    lua_where(ctx, t, where, sizeof where);
     open_call *c = &t->coll[t->ncoll++];
     *c = (open_call){.rec = blank_rec()};
+    char *where = c->where;
+    lua_where(ctx, t, where, sizeof c->where);
     c->rec.op = gcsh_trace_op_coll();
     c->rec.track = GCSH_TRACK_CALLS;
     c->rec.comm = n->comm;
