@@ -534,6 +534,22 @@ typedef struct gcsh_backend {
     const gcsh_persist_ops *persist; /* kernel.persistent; NULL: none */
 } gcsh_backend;
 
+/* A backend's tables copied, for a layer that puts functions of its own in
+ * some of them (the tracer, graph capture, the host's ordering around
+ * persistent all-reduces): be's pointers point at the copies; a table the
+ * backend lacks stays NULL there (its copy zeroed). */
+typedef struct gcsh_backend_copy {
+    gcsh_backend be;
+    gcsh_mem_ops mem;
+    gcsh_comm_ops comm;
+    gcsh_window_ops win;
+    gcsh_kernel_ops kern;
+    gcsh_xfer_ops xfer;
+    gcsh_graph_ops graph;
+} gcsh_backend_copy;
+
+void gcsh_backend_copy_of(gcsh_backend_copy *c, const gcsh_backend *b);
+
 extern const gcsh_backend gcsh_host_backend;
 #ifdef GCSH_HAVE_CUDA
 extern const gcsh_backend gcsh_cuda_backend;

@@ -230,13 +230,7 @@ struct gcsh_graph_capture {
     const gcsh_backend *below;  /* where capturable calls go (graph.h) */
     const gcsh_backend *before; /* ctx->be before the capture */
     int pass_down;              /* the backend captures by itself (it has begin) */
-    gcsh_backend be;
-    gcsh_mem_ops mem;
-    gcsh_comm_ops comm;
-    gcsh_window_ops win;
-    gcsh_kernel_ops kern;
-    gcsh_xfer_ops xfer;
-    gcsh_graph_ops graph;
+    gcsh_backend_copy tables;   /* below's, with capturing and refusing functions */
     gcsh_graph_rec *rec;
     deferred *defer;
     size_t ndefer, cap_defer;
@@ -366,35 +360,22 @@ static void run_deferred(gcsh_ctx *ctx, gcsh_graph_capture *g)
 
 #define SET_CAPTURED(tab, fn, ...)                                                                 \
     if (b->tab && b->tab->fn)                                                                      \
-        g->tab.fn = cap_##tab##_##fn;
+        g->tables.tab.fn = cap_##tab##_##fn;
 #define SET_REFUSED(tab, fn, ...)                                                                  \
     if (b->tab && b->tab->fn)                                                                      \
-        g->tab.fn = no_##tab##_##fn;
+        g->tables.tab.fn = no_##tab##_##fn;
 
 static void make_table(gcsh_graph_capture *g, const gcsh_backend *b)
 {
-    g->be = *b;
-    g->mem = *b->mem;
-    g->comm = *b->comm;
-    g->win = *b->win;
-    if (b->kern)
-        g->kern = *b->kern;
-    if (b->xfer)
-        g->xfer = *b->xfer;
-    g->graph = *b->graph;
+    gcsh_backend_copy *t = &g->tables;
+    gcsh_backend_copy_of(t, b);
     CAPTURED_OPS(SET_CAPTURED)
     REFUSED_OPS(SET_REFUSED)
-    g->mem.release = later_mem_release;
-    g->comm.release = later_comm_release;
+    t->mem.release = later_mem_release;
+    t->comm.release = later_comm_release;
     if (b->xfer)
-        g->xfer.release = later_xfer_release;
-    g->graph.release = later_graph_release;
-    g->be.mem = &g->mem;
-    g->be.comm = &g->comm;
-    g->be.win = &g->win;
-    g->be.kern = b->kern ? &g->kern : NULL;
-    g->be.xfer = b->xfer ? &g->xfer : NULL;
-    g->be.graph = &g->graph;
+        t->xfer.release = later_xfer_release;
+    t->graph.release = later_graph_release;
 }
 
 /* ---- capture ------------------------------------------------------------------- */
@@ -434,7 +415,7 @@ int gcsh_graph_capture_begin(gcsh_ctx *ctx, const gcsh_backend *below)
         return -1;
     }
     ctx->graph = g;
-    ctx->be = &g->be;
+    ctx->be = &g->tables.be;
     return 0;
 }
 

@@ -104,16 +104,10 @@
     }
 ORDERED_OPS(ORDERED_FN)
 
-#define SET_ORDERED(tab, fn, ...) t->tab.fn = ordered_##tab##_##fn;
+#define SET_ORDERED(tab, fn, ...) t->tables.tab.fn = ordered_##tab##_##fn;
 
 struct gcsh_host_ordered {
-    gcsh_backend be;
-    gcsh_mem_ops mem;
-    gcsh_comm_ops comm;
-    gcsh_window_ops win;
-    gcsh_kernel_ops kern;
-    gcsh_xfer_ops xfer;
-    gcsh_graph_ops graph;
+    gcsh_backend_copy tables;
 };
 
 gcsh_host_ordered *gcsh_host_ordered_new(const gcsh_backend *host)
@@ -121,24 +115,12 @@ gcsh_host_ordered *gcsh_host_ordered_new(const gcsh_backend *host)
     gcsh_host_ordered *t = malloc(sizeof *t);
     if (!t)
         return NULL;
-    t->be = *host;
-    t->mem = *host->mem;
-    t->comm = *host->comm;
-    t->win = *host->win;
-    t->kern = *host->kern;
-    t->xfer = *host->xfer;
-    t->graph = *host->graph;
+    gcsh_backend_copy_of(&t->tables, host);
     ORDERED_OPS(SET_ORDERED)
-    t->be.mem = &t->mem;
-    t->be.comm = &t->comm;
-    t->be.win = &t->win;
-    t->be.kern = &t->kern;
-    t->be.xfer = &t->xfer;
-    t->be.graph = &t->graph;
     return t;
 }
 
 const gcsh_backend *gcsh_host_ordered_backend(const gcsh_host_ordered *t)
 {
-    return &t->be;
+    return &t->tables.be;
 }

@@ -160,15 +160,7 @@ void gcsh_trace_xfer_forget(gcsh_ctx *ctx, const void *x);
 
 /* The traced copy of a backend's tables (trace_wrap.c): every function that
  * does work is the backend's own wrapped in a span; the others are shared. */
-typedef struct gcsh_trace_tables {
-    gcsh_backend be;
-    gcsh_mem_ops mem;
-    gcsh_comm_ops comm;
-    gcsh_window_ops win;
-    gcsh_kernel_ops kern;
-    gcsh_xfer_ops xfer;
-    gcsh_graph_ops graph;
-} gcsh_trace_tables;
+typedef gcsh_backend_copy gcsh_trace_tables;
 
 void gcsh_trace_wrap(gcsh_trace_tables *t, const gcsh_backend *plain);
 

@@ -265,24 +265,6 @@ TRACED_OPS(WRAP)
 
 void gcsh_trace_wrap(gcsh_trace_tables *t, const gcsh_backend *plain)
 {
-    *t = (gcsh_trace_tables){.be = *plain};
-    if (plain->mem)
-        t->mem = *plain->mem;
-    if (plain->comm)
-        t->comm = *plain->comm;
-    if (plain->win)
-        t->win = *plain->win;
-    if (plain->kern)
-        t->kern = *plain->kern;
-    if (plain->xfer)
-        t->xfer = *plain->xfer;
-    if (plain->graph)
-        t->graph = *plain->graph;
+    gcsh_backend_copy_of(t, plain);
     TRACED_OPS(SET)
-    t->be.mem = plain->mem ? &t->mem : NULL;
-    t->be.comm = plain->comm ? &t->comm : NULL;
-    t->be.win = plain->win ? &t->win : NULL;
-    t->be.kern = plain->kern ? &t->kern : NULL;
-    t->be.xfer = plain->xfer ? &t->xfer : NULL;
-    t->be.graph = plain->graph ? &t->graph : NULL;
 }
