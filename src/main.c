@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -21,6 +22,7 @@
 #include "shell/launch.h"
 #include "wire/msg.h"
 #include "rank/rank.h"
+#include "core/safefile.h"
 #include "core/share.h"
 #include "shell/record.h"
 #include "shell/repl.h"
@@ -64,12 +66,21 @@ typedef struct options {
     char *launcher_only;
     const char *record; /* --record FILE */
     const char *replay; /* --replay FILE */
+    const char *trust;  /* --trust FILE: the recording runs even if others could change it */
     const char *trace;  /* --trace FILE */
     const char *flight; /* --flight FILE */
     int keep_going;     /* --keep-going: a replay runs past differences */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
 } options;
+
+/* Whether a and b (b may be NULL) name one file. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
 
 static void options_free(options *o)
 {
@@ -181,8 +192,10 @@ static int opt_file(void *target, const gcsh_option *row, const char *val, const
     if (!val[0])
         return -1;
     const char *n = row->name;
-    *(strcmp(n, "--trace") == 0 ? &o->trace : strcmp(n, "--record") == 0 ? &o->record
-                                                                           : &o->replay) = val;
+    *(strcmp(n, "--trace") == 0    ? &o->trace
+      : strcmp(n, "--record") == 0 ? &o->record
+      : strcmp(n, "--trust") == 0  ? &o->trust
+                                   : &o->replay) = val;
     return 0;
 }
 
@@ -286,6 +299,8 @@ static const gcsh_option option_table[] = {
      "rerun a recording; exit 1 at the first difference"},
     {"--trace", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "trace every rank's lines and calls (Chrome JSON)"},
+    {"--trust", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
+     "with --replay FILE: run it even if others could change it"},
     {"--keep-going", NULL, OPT_FLAG, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
     {"--flight", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_flight,
@@ -377,6 +392,8 @@ static int parse_options(int argc, char **argv, options *o)
                            "--record with it)");
     if (o->keep_going && !o->replay)
         return usage_error("'--keep-going' goes with --replay FILE");
+    if (o->trust && !same_file(o->trust, o->replay))
+        return usage_error("'--trust FILE' names the recording that --replay FILE runs");
     return 0;
 }
 
@@ -686,7 +703,13 @@ static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
  * (unless -n or --backend say otherwise).  Returns 0, or an exit status. */
 static int replay_setup(options *o, const char **extra)
 {
-    char err[600];
+    char err[PATH_MAX + 600];
+    if (!o->trust && gcsh_file_trusted(o->replay, err, sizeof err) != 0) {
+        /* a recording runs as Lua with the user's rights: as ssh with a key */
+        fprintf(stderr, "gcsh: --replay: %s; gcsh runs only a recording that no one but you "
+                        "(or root) can change (--trust %s runs it anyway)\n", err, o->replay);
+        return GCSH_EXIT_USAGE;
+    }
     if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
                            sizeof o->replay_backend, err, sizeof err) != 0) {
         fprintf(stderr, "gcsh: --replay: %s\n", err);
@@ -748,6 +771,8 @@ static int rank_main(int argc, char **argv, const options *o)
             fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
         } else {
             say_nothing_to_share(&ctx);
+            if (ctx.rank == 0) /* what writers that were killed left, said once */
+                gcsh_file_leftovers(stderr);
             set_arg_table(ctx.L, argc, argv, o->script);
             code = run_rank(&ctx, argv, o);
         }

@@ -16,9 +16,11 @@ export GCSH_HISTORY=""            # tests never touch the user's history
 export OMPI_MCA_rmaps_base_oversubscribe=1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="${RANKS:-1 2 4}"
-# the flight recorder writes to $TMPDIR at an interrupt, a hang report or a
-# crash: into a folder of this run's own, removed at the end
+# the flight recorder writes to gcsh's own folder at an interrupt, a hang
+# report or a crash: GCSH_STATE_DIR, in a folder of this run's own (TMPDIR
+# too), removed at the end
 export TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
+export GCSH_STATE_DIR="$TMPDIR/state"
 trap 'rm -rf "$TMPDIR"' EXIT
 PER_TEST_TIMEOUT="${PER_TEST_TIMEOUT:-180}"
 

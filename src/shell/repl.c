@@ -290,10 +290,11 @@ static void dot_trace(gcsh_session *s, const char *arg)
 /* .flight FILE | (nothing: where automatic dumps go) */
 static void dot_flight(gcsh_session *s, const char *arg)
 {
-    char buf[PATH_MAX];
+    char why_not[PATH_MAX + 200];
     if (!*arg) {
+        const char *path = gcsh_flight_path(s->coord, why_not, sizeof why_not);
         gcsh_coord_say(s->coord, "flight recorder: %s\n  %s; .flight FILE writes one now",
-                       gcsh_flight_path(s->coord, buf, sizeof buf),
+                       path ? path : why_not,
                        s->coord->ctx->flight ? "written at a hang report, a crash, an interrupt"
                                              : "off (GCSH_FLIGHT_CALLS=0)");
         return;

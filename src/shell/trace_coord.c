@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/private.h"
 #include "core/safefile.h"
 #include "wire/msg.h"
 #include "trace/flight.h"
@@ -21,11 +22,14 @@
 
 #define ANSWER_WAIT_S 30.0   /* starting (a clock ping-pong) and stopping */
 #define SNAPSHOT_WAIT_S 2.0  /* a copy from a rank that may be stuck */
+#define FLIGHT_KEEP 20       /* automatic dumps kept in gcsh's folder */
+#define CRASH_CALLS 16384    /* calls, all rings together, written as a crash ends the job */
 
 /* Each rank's latest blob (trace.h) for one file, and which ranks were
  * asked for one and have not answered yet. */
 typedef struct blob_set {
     char *path;
+    int private_file; /* gcsh's own file (0600: safefile.h) */
     int size;
     void **blob;
     size_t *len;
@@ -88,7 +92,8 @@ static void keep(blob_set *b, int r, const char *data, size_t len)
 static long write_set(gcsh_coord *c, blob_set *b, const char *what, const char *why)
 {
     char err[PATH_MAX + 200];
-    long spans = gcsh_trace_write(b->path, b->size, b->blob, b->len, why, err, sizeof err);
+    long spans = gcsh_trace_write(b->path, b->private_file, b->size, b->blob, b->len, why, err,
+                                  sizeof err);
     if (spans < 0)
         gcsh_coord_say(c, "gcsh: %s: %s", what, err);
     return spans;
@@ -120,6 +125,8 @@ static void take_ack(void *arg, int r, const gcsh_msg *m)
 typedef struct tracing {
     gcsh_tracer *tracer;      /* .trace / --trace on, else NULL */
     const char *flight_path;  /* --flight FILE, or NULL for the default */
+    char own_path[PATH_MAX];  /* the default, in gcsh's folder (once chosen) */
+    int pruned;               /* old dumps in gcsh's folder removed this session */
     struct gcsh_flight_out *flight_out; /* the dump being written */
 } tracing;
 
@@ -164,7 +171,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     }
     gcsh_tracer *t = calloc(1, sizeof *t);
     set_init(&t->b, c->size, path);
-    if (gcsh_trace_write(path, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
+    if (gcsh_trace_write(path, 0, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
                          sizeof err) < 0) { /* a full disk, a folder not writable */
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
@@ -331,24 +338,38 @@ static void tracer_snapshot(gcsh_coord *c, const char *why)
 
 /* ---- the flight recorder's file ------------------------------------------------------ */
 
-const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len)
+const char *gcsh_flight_path(gcsh_coord *c, char *why, size_t len)
 {
-    if (of(c)->flight_path)
-        return of(c)->flight_path;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, len, "%s/gcsh-flight-%d.json", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-    return buf;
+    tracing *tr = of(c);
+    if (tr->flight_path)
+        return tr->flight_path;
+    if (!tr->own_path[0] &&
+        gcsh_private_path(tr->own_path, sizeof tr->own_path, "gcsh-flight", "json", why, len) != 0)
+        return NULL;
+    return tr->own_path;
 }
 
-/* The rings rank 0 reads itself, into the set; *remote: ranks to ask. */
-static void read_rings(gcsh_coord *c, blob_set *b, char *remote, int *nremote)
+/* After a dump to gcsh's folder: the newest FLIGHT_KEEP dumps stay (this
+ * session's among them), older ones go; once a session. */
+static void prune_dumps(gcsh_coord *c, const blob_set *b)
+{
+    tracing *tr = of(c);
+    if (!b->private_file || tr->pruned)
+        return;
+    tr->pruned = 1;
+    gcsh_private_prune("gcsh-flight", "json", FLIGHT_KEEP);
+}
+
+/* The rings rank 0 reads itself (the newest `most` calls of each), into
+ * the set; *remote: ranks to ask. */
+static void read_rings(gcsh_coord *c, blob_set *b, size_t most, char *remote, int *nremote)
 {
     *nremote = 0;
     for (int r = 0; r < c->size; r++) {
         size_t len = 0;
         remote[r] = 0;
         if (gcsh_flight_readable(c->ctx->flight, r)) {
-            void *blob = gcsh_flight_blob(c->ctx->flight, r, &len);
+            void *blob = gcsh_flight_blob_last(c->ctx->flight, r, most, &len);
             set_take(b, r, blob, len);
         } else if (!c->lost[r]) {
             remote[r] = 1;
@@ -369,23 +390,27 @@ static struct gcsh_flight_out *flight_out(gcsh_coord *c, const char *path)
     if (!f) {
         f = tr->flight_out = calloc(1, sizeof *f);
         set_init(&f->b, c->size, path);
+        f->b.private_file = !tr->flight_path && strcmp(path, tr->own_path) == 0;
     }
     return f;
 }
 
-long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
+/* gcsh_flight_write, with at most `most` calls of each ring rank 0 reads. */
+static long write_flight(gcsh_coord *c, const char *path, const char *why, size_t most)
 {
     if (!c->ctx->flight) {
         gcsh_coord_say(c, "gcsh: .flight: the flight recorder is off (GCSH_FLIGHT_CALLS=0)");
         return -1;
     }
-    char buf[PATH_MAX];
-    if (!path)
-        path = gcsh_flight_path(c, buf, sizeof buf);
+    char why_not[PATH_MAX + 200];
+    if (!path && !(path = gcsh_flight_path(c, why_not, sizeof why_not))) {
+        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+        return -1;
+    }
     struct gcsh_flight_out *f = flight_out(c, path);
     char *remote = calloc((size_t)c->size, 1);
     int nremote;
-    read_rings(c, &f->b, remote, &nremote);
+    read_rings(c, &f->b, most, remote, &nremote);
     if (nremote) { /* between commands, or the session ending: the others answer at once */
         char *answered = calloc((size_t)c->size, 1);
         for (int r = 0; r < c->size; r++)
@@ -395,9 +420,22 @@ long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
         free(answered);
     }
     free(remote);
-    snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
-                                    "written %s", gcsh_flight_size(c->ctx->flight), why);
-    return write_set(c, &f->b, "flight recorder", f->why);
+    size_t kept = gcsh_flight_size(c->ctx->flight);
+    if (kept > most)
+        snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu of the %zu calls each "
+                 "rank keeps: the session was ending), written %s", most, kept, why);
+    else
+        snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
+                                        "written %s", kept, why);
+    long calls = write_set(c, &f->b, "flight recorder", f->why);
+    if (calls >= 0)
+        prune_dumps(c, &f->b);
+    return calls;
+}
+
+long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
+{
+    return write_flight(c, path, why, SIZE_MAX);
 }
 
 static void say_dump(gcsh_coord *c, const char *path)
@@ -406,12 +444,16 @@ static void say_dump(gcsh_coord *c, const char *path)
 }
 
 /* gcsh_flight_write to the automatic dump's file, said in one line: after
- * an interrupt, as the session ends at once. */
-static void flight_dump(gcsh_coord *c, const char *why)
+ * an interrupt, as the session ends at once (most: calls of each ring). */
+static void flight_dump(gcsh_coord *c, const char *why, size_t most)
 {
-    char buf[PATH_MAX];
-    const char *path = gcsh_flight_path(c, buf, sizeof buf);
-    if (c->ctx->flight && gcsh_flight_write(c, path, why) >= 0)
+    if (!c->ctx->flight)
+        return;
+    char why_not[PATH_MAX + 200];
+    const char *path = gcsh_flight_path(c, why_not, sizeof why_not);
+    if (!path)
+        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+    else if (write_flight(c, path, why, most) >= 0)
         say_dump(c, path);
 }
 
@@ -422,14 +464,20 @@ static void flight_request(gcsh_coord *c, const char *why)
 {
     if (!c->ctx->flight)
         return;
-    char buf[PATH_MAX];
-    struct gcsh_flight_out *f = flight_out(c, gcsh_flight_path(c, buf, sizeof buf));
-    read_rings(c, &f->b, f->b.asked, &f->b.nasked);
+    char why_not[PATH_MAX + 200];
+    const char *path = gcsh_flight_path(c, why_not, sizeof why_not);
+    if (!path) {
+        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+        return;
+    }
+    struct gcsh_flight_out *f = flight_out(c, path);
+    read_rings(c, &f->b, SIZE_MAX, f->b.asked, &f->b.nasked);
     gcsh_coord_tell(c, MSG_FLIGHT_FLUSH, 1, f->b.asked, NULL);
     snprintf(f->why, sizeof f->why, "the flight recorder (the last %zu calls of each rank), "
                                     "written %s", gcsh_flight_size(c->ctx->flight), why);
     if (write_set(c, &f->b, "flight recorder", f->why) >= 0 && f->said != c->seq) {
         f->said = c->seq;
+        prune_dumps(c, &f->b);
         say_dump(c, f->b.path);
     }
 }
@@ -466,7 +514,7 @@ static void on_message(void *arg, gcsh_coord *c, int r, const gcsh_msg *m)
 static void on_interrupted(void *arg, gcsh_coord *c, int abort_all)
 {
     (void)arg;
-    flight_dump(c, abort_all ? "after .abort" : "after an interrupt");
+    flight_dump(c, abort_all ? "after .abort" : "after an interrupt", SIZE_MAX);
 }
 
 static void on_aborted(void *arg, gcsh_coord *c)
@@ -481,8 +529,16 @@ static void on_dying(void *arg, gcsh_coord *c, const char *why, int crash)
     tracer_snapshot(c, why); /* where every rank stopped */
     char when[300];
     snprintf(when, sizeof when, "as the session ended (%s)", why);
-    if (crash) /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it */
-        flight_dump(c, when);
+    /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it.
+     * mpirun kills the job about a second after a rank died (odls's
+     * sigkill_timeout): a ring of 100,000 calls a rank took 2 s to write and
+     * rank 0 was killed before it said how the session ended; the newest
+     * CRASH_CALLS of the node's calls take ~0.1 s. */
+    int rings = 0;
+    for (int r = 0; r < c->size; r++)
+        rings += gcsh_flight_readable(c->ctx->flight, r);
+    if (crash)
+        flight_dump(c, when, CRASH_CALLS / (size_t)(rings > 0 ? rings : 1) + 1);
 }
 
 static void on_destroy(void *arg, gcsh_coord *c)

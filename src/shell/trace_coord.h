@@ -32,9 +32,11 @@ int gcsh_tracer_on(gcsh_coord *c);
 
 /* ---- the flight recorder's file (flight.h) ---- */
 
-/* Where automatic dumps go: --flight FILE, else
- * $TMPDIR/gcsh-flight-PID.json (into buf). */
-const char *gcsh_flight_path(gcsh_coord *c, char *buf, size_t len);
+/* Where automatic dumps go: --flight FILE, else a file of gcsh's own
+ * folder (private.h), DIR/gcsh-flight-PID-RANDOM.json, chosen once a
+ * session, 0600; the newest 20 of them are kept.  NULL with why in why
+ * when gcsh's folder is refused. */
+const char *gcsh_flight_path(gcsh_coord *c, char *why, size_t len);
 /* Between commands, or as the session ends: every rank's last calls
  * written to path (NULL: gcsh_flight_path) now; rank 0 reads the rings of
  * its node itself, the other ranks are asked and waited for a little.  why

@@ -236,11 +236,18 @@ static uint32_t pool_put(char *pool, size_t *plen, const char *s)
 
 void *gcsh_flight_blob(gcsh_flight *f, int r, size_t *len)
 {
+    return gcsh_flight_blob_last(f, r, SIZE_MAX, len);
+}
+
+void *gcsh_flight_blob_last(gcsh_flight *f, int r, size_t newest, size_t *len)
+{
     if (!gcsh_flight_readable(f, r))
         return NULL;
     const flight_ring *g = r == f->rank ? f->mine : f->node[r];
     size_t n;
-    flight_call *c = copy_calls(g, &n);
+    flight_call *all = copy_calls(g, &n);
+    flight_call *c = all + (n > newest ? n - newest : 0); /* in number order: the newest last */
+    n -= (size_t)(c - all);
     size_t most = n * (sizeof c->label + sizeof c->text);
     size_t bytes = sizeof(gcsh_trace_blob) + n * sizeof(gcsh_trace_rec) + most;
     char *p = malloc(bytes);
@@ -260,7 +267,7 @@ void *gcsh_flight_blob(gcsh_flight *f, int r, size_t *len)
                            .flight = g->cap};
     snprintf(b->host, sizeof b->host, "%s", g->host);
     snprintf(b->device, sizeof b->device, "%s", g->device);
-    free(c);
+    free(all);
     *len = sizeof *b + n * sizeof *rec + plen;
     return p;
 }

@@ -53,6 +53,9 @@ int gcsh_flight_readable(const gcsh_flight *f, int r);
  * calls in number order, those not finished with t1 = -1.  NULL when
  * unreadable. */
 void *gcsh_flight_blob(gcsh_flight *f, int r, size_t *len);
+/* The same with only its `newest` calls (a dump that must be quick:
+ * the session ending as mpirun kills the job). */
+void *gcsh_flight_blob_last(gcsh_flight *f, int r, size_t newest, size_t *len);
 /* The calls a ring keeps. */
 size_t gcsh_flight_size(const gcsh_flight *f);
 

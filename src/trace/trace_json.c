@@ -517,8 +517,8 @@ static int open_blob(rank_data *d, const void *blob, size_t len)
     return 0;
 }
 
-long gcsh_trace_write(const char *path, int size, void *const *blobs, const size_t *lens,
-                      const char *note, char *err, size_t elen)
+long gcsh_trace_write(const char *path, int private_file, int size, void *const *blobs,
+                      const size_t *lens, const char *note, char *err, size_t elen)
 {
     rank_data *d = calloc((size_t)size, sizeof *d);
     long spans = 0;
@@ -534,7 +534,8 @@ long gcsh_trace_write(const char *path, int size, void *const *blobs, const size
     if (base == INT64_MAX)
         base = 0;
     gcsh_file w;
-    int rc = gcsh_file_open(&w, path, err, elen);
+    int rc = private_file ? gcsh_file_open_private(&w, path, err, elen)
+                          : gcsh_file_open(&w, path, err, elen);
     if (rc == 0) {
         FILE *f = w.f;
         int first = 1;

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.." || exit 1
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CHECK="python3 tests/sh/trace_check.py"
-export TMPDIR=$TMP # where automatic dumps go by default
+export GCSH_STATE_DIR=$TMP/state # where automatic dumps go by default (made 0700)
 
 # span NAME FILE: the args of every slice named NAME, as "rank R: {...}"
 # (the call number left out: calls_in_order checks those)
@@ -75,7 +75,7 @@ for n in 1 2 4; do
         GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n "$n" 2>&1); RC=$?
   expect_eq "$n ranks: a device fault: exit 70" "$RC" 70
   F=$(dumped "$OUT")
-  case "$F" in "$TMP"/gcsh-flight-*.json) pass ;; *) fail "$n ranks: a fault: the default file in \$TMPDIR: '$F'"; F=/dev/null ;; esac
+  case "$F" in "$TMP"/state/gcsh-flight-*.json) pass ;; *) fail "$n ranks: a fault: the default file in \$GCSH_STATE_DIR: '$F'"; F=/dev/null ;; esac
   C=$($CHECK "$F" "$n" 2>&1); RC=$?
   expect_eq "$n ranks: the fault's file checks out" "$RC" 0
   expect_contains "$n ranks: the fault's note" "$C" "written as the session ended (a device fault cannot be recovered from)"
@@ -115,7 +115,7 @@ expect_contains ".flight FILE: another node's rank, between commands" "$S" 'rank
 
 # ---- .flight, GCSH_FLIGHT_CALLS, refused files
 OUT=$(printf '%s\n' '.flight' '.flight /dev/full' 'print("still here")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
-expect_match ".flight: where it writes" "$OUT" "^flight recorder: $TMP/gcsh-flight-[0-9]+\.json$"
+expect_match ".flight: where it writes" "$OUT" "^flight recorder: $TMP/state/gcsh-flight-[0-9]+-[0-9a-f]{16}\.json$"
 expect_contains ".flight: when" "$OUT" "  written at a hang report, a crash, an interrupt; .flight FILE writes one now"
 expect_contains ".flight /dev/full: refused" "$OUT" "gcsh: flight recorder: cannot write /dev/full: it is a character device; gcsh writes only regular files"
 expect_contains ".flight: the shell goes on" "$OUT" "[0-1] still here"

@@ -65,11 +65,19 @@ static void test_plain(void)
     stat(at("a.txt"), &st);
     CHECK((st.st_mode & 0777) == (0666 & ~022u), "mode 0666 less the umask (022): %o",
           st.st_mode & 0777);
-    chmod(at("a.txt"), 0640);
+    chmod(at("a.txt"), 06777);
     CHECK(gcsh_file_write_all(at("a.txt"), "again\n", 6, err, sizeof err) == 0, "replaced");
     stat(at("a.txt"), &st);
-    CHECK((st.st_mode & 0777) == 0640, "a replaced file keeps its mode: %o", st.st_mode & 0777);
+    CHECK((st.st_mode & 07777) == (0666 & ~022u),
+          "a replaced file gets the umask's mode, not the old one's (06777): %o",
+          st.st_mode & 07777);
     CHECK(entries() == 1, "no temporary left: %d entries", entries());
+    gcsh_file p;
+    CHECK(gcsh_file_open_private(&p, at("own.json"), err, sizeof err) == 0, "a private file");
+    CHECK(gcsh_file_commit(&p, err, sizeof err) == 0, "committed: %s", err);
+    stat(at("own.json"), &st);
+    CHECK((st.st_mode & 07777) == 0600, "a private file: 0600: %o", st.st_mode & 07777);
+    unlink(at("own.json"));
 
     gcsh_file w;
     CHECK(gcsh_file_open(&w, at("b.txt"), err, sizeof err) == 0, "open");
@@ -116,6 +124,34 @@ static void test_refused(void)
     CHECK(strcmp(slurp(at("t.json")), "{}\n") == 0, "the target written");
 }
 
+/* As root: a file of another user's is never replaced (nor renamed over),
+ * and the refusal names the owner. */
+static void test_owner(void)
+{
+    char err[512];
+    if (geteuid() != 0) {
+        printf("skip: not root (another user's file)\n");
+        return;
+    }
+    put(at("theirs.txt"), "planted\n");
+    CHECK(chown(at("theirs.txt"), 65534, 65534) == 0, "chown");
+    CHECK(gcsh_file_write_all(at("theirs.txt"), "x", 1, err, sizeof err) == -1,
+          "another user's file: refused");
+    CHECK(strstr(err, "belongs to ") && strstr(err, "(uid 65534); gcsh replaces only files of "
+                                                    "yours"), "names the owner: %s", err);
+    CHECK(strcmp(slurp(at("theirs.txt")), "planted\n") == 0, "left as it was");
+    /* planted between the check and the rename: still not replaced */
+    gcsh_file w;
+    CHECK(gcsh_file_open(&w, at("late.txt"), err, sizeof err) == 0, "open");
+    gcsh_file_write(&w, "mine\n", 5);
+    put(at("late.txt"), "planted\n");
+    CHECK(chown(at("late.txt"), 65534, 65534) == 0, "chown");
+    CHECK(gcsh_file_commit(&w, err, sizeof err) == -1, "planted meanwhile: refused");
+    CHECK(strcmp(slurp(at("late.txt")), "planted\n") == 0, "the planted file is as it was");
+    unlink(at("theirs.txt"));
+    unlink(at("late.txt"));
+}
+
 static void test_failed_write(void)
 {
     char err[512];
@@ -137,6 +173,7 @@ int main(void)
         return perror("mkdtemp"), 1;
     test_plain();
     test_refused();
+    test_owner();
     test_failed_write();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -162,7 +162,7 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     void *blobs[2] = {mine, other};
     size_t lens[2] = {len, len};
     char werr[256];
-    CHECK(gcsh_trace_write(path, 2, blobs, lens, "unit test", werr, sizeof werr) > 0, "written");
+    CHECK(gcsh_trace_write(path, 0, 2, blobs, lens, "unit test", werr, sizeof werr) > 0, "written");
     json_error_t err;
     json_t *doc = json_load_file(path, 0, &err);
     CHECK(doc != NULL, "jansson reads it back: %s", err.text);
@@ -199,7 +199,7 @@ static void test_file(gcsh_ctx *ctx, const char *path)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(doc, "otherData"), "note")),
                  "unit test") == 0, "the note");
     json_decref(doc);
-    CHECK(gcsh_trace_write("/nonexistent/dir/t.json", 2, blobs, lens, NULL, werr, sizeof werr) == -1,
+    CHECK(gcsh_trace_write("/nonexistent/dir/t.json", 0, 2, blobs, lens, NULL, werr, sizeof werr) == -1,
           "an unwritable file fails");
     free(mine);
     free(other);
