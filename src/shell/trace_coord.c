@@ -23,7 +23,7 @@
 #define ANSWER_WAIT_S 30.0   /* starting (a clock ping-pong) and stopping */
 #define SNAPSHOT_WAIT_S 2.0  /* a copy from a rank that may be stuck */
 #define FLIGHT_KEEP 20       /* automatic dumps kept in gcsh's folder */
-#define CRASH_CALLS 16384    /* calls, all rings together, written as a crash ends the job */
+#define CRASH_CALLS 8192     /* calls, all rings together, written as a crash ends the job */
 
 /* Each rank's latest blob (trace.h) for one file, and which ranks were
  * asked for one and have not answered yet. */
@@ -532,13 +532,15 @@ static void on_dying(void *arg, gcsh_coord *c, const char *why, int crash)
     /* a lost rank, a device fault: a dead rank's ring too, rank 0 reads it.
      * mpirun kills the job about a second after a rank died (odls's
      * sigkill_timeout): a ring of 100,000 calls a rank took 2 s to write and
-     * rank 0 was killed before it said how the session ended; the newest
-     * CRASH_CALLS of the node's calls take ~0.1 s. */
+     * rank 0 was killed before it said how the session ended.  CRASH_CALLS
+     * of the node's newest calls take ~0.15 s (a ring of the default size
+     * is written whole). */
     int rings = 0;
     for (int r = 0; r < c->size; r++)
         rings += gcsh_flight_readable(c->ctx->flight, r);
+    size_t each = CRASH_CALLS / (size_t)(rings > 0 ? rings : 1);
     if (crash)
-        flight_dump(c, when, CRASH_CALLS / (size_t)(rings > 0 ? rings : 1) + 1);
+        flight_dump(c, when, each > GCSH_FLIGHT_CALLS_DEFAULT ? each : GCSH_FLIGHT_CALLS_DEFAULT);
 }
 
 static void on_destroy(void *arg, gcsh_coord *c)

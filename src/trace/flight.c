@@ -184,24 +184,26 @@ int gcsh_flight_readable(const gcsh_flight *f, int r)
     return f && (r == f->rank || (f->node && r >= 0 && r < f->size && f->node[r]));
 }
 
-static int by_id(const void *a, const void *b)
+/* The ring's newest calls (up to `newest`) copied whole, in number order
+ * (call id sits in slot (id - 1) % cap; a slot rewritten meanwhile is
+ * skipped); *n of them.  Only what is written is copied: a dump must be
+ * quick when a crash ends the job (trace_coord.c). */
+static flight_call *copy_calls(const flight_ring *g, size_t newest, size_t *n)
 {
-    uint64_t x = ((const flight_call *)a)->rec.id, y = ((const flight_call *)b)->rec.id;
-    return x < y ? -1 : x > y;
-}
-
-/* The ring's calls copied whole (a slot rewritten meanwhile is skipped),
- * in number order; *n of them. */
-static flight_call *copy_calls(const flight_ring *g, size_t *n)
-{
-    flight_call *out = malloc((g->cap ? g->cap : 1) * sizeof *out);
+    uint64_t last = 0;
+    for (uint32_t i = 0; i < g->cap; i++) {
+        uint64_t id = atomic_load_explicit(&g->call[i].id, memory_order_acquire);
+        last = id > last ? id : last;
+    }
+    size_t want = newest < g->cap ? newest : g->cap;
+    want = want < last ? want : (size_t)last;
+    flight_call *out = malloc((want ? want : 1) * sizeof *out);
     uint64_t synced = atomic_load_explicit(&g->synced, memory_order_acquire);
     size_t k = 0;
-    for (uint32_t i = 0; i < g->cap; i++) {
-        const flight_call *c = &g->call[i];
-        uint64_t id = atomic_load_explicit(&c->id, memory_order_acquire);
-        if (id == 0)
-            continue;
+    for (uint64_t id = last - want + 1; want && id <= last; id++) {
+        const flight_call *c = &g->call[(id - 1) % g->cap];
+        if (atomic_load_explicit(&c->id, memory_order_acquire) != id)
+            continue; /* being rewritten */
         uint32_t state = atomic_load_explicit(&c->state, memory_order_acquire);
         int64_t t1 = atomic_load_explicit(&c->t1, memory_order_relaxed);
         memcpy(&out[k].rec, &c->rec, sizeof c->rec);
@@ -217,7 +219,6 @@ static flight_call *copy_calls(const flight_ring *g, size_t *n)
         out[k].label[sizeof out[k].label - 1] = out[k].text[sizeof out[k].text - 1] = '\0';
         k++;
     }
-    qsort(out, k, sizeof *out, by_id);
     *n = k;
     return out;
 }
@@ -245,9 +246,7 @@ void *gcsh_flight_blob_last(gcsh_flight *f, int r, size_t newest, size_t *len)
         return NULL;
     const flight_ring *g = r == f->rank ? f->mine : f->node[r];
     size_t n;
-    flight_call *all = copy_calls(g, &n);
-    flight_call *c = all + (n > newest ? n - newest : 0); /* in number order: the newest last */
-    n -= (size_t)(c - all);
+    flight_call *c = copy_calls(g, newest, &n);
     size_t most = n * (sizeof c->label + sizeof c->text);
     size_t bytes = sizeof(gcsh_trace_blob) + n * sizeof(gcsh_trace_rec) + most;
     char *p = malloc(bytes);
@@ -267,7 +266,7 @@ void *gcsh_flight_blob_last(gcsh_flight *f, int r, size_t newest, size_t *len)
                            .flight = g->cap};
     snprintf(b->host, sizeof b->host, "%s", g->host);
     snprintf(b->device, sizeof b->device, "%s", g->device);
-    free(all);
+    free(c);
     *len = sizeof *b + n * sizeof *rec + plen;
     return p;
 }
