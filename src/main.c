@@ -300,7 +300,7 @@ static const gcsh_option option_table[] = {
     {"--trace", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "trace every rank's lines and calls (Chrome JSON)"},
     {"--trust", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
-     "with --replay FILE: run it even if others could change it"},
+     "with --replay: run FILE even if others could change it"},
     {"--keep-going", NULL, OPT_FLAG, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
     {"--flight", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_flight,
