@@ -704,8 +704,12 @@ static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
 static int replay_setup(options *o, const char **extra)
 {
     char err[PATH_MAX + 600];
-    if (!o->trust && gcsh_file_trusted(o->replay, err, sizeof err) != 0) {
-        /* a recording runs as Lua with the user's rights: as ssh with a key */
+    int trusted = o->trust ? 0 : gcsh_file_trusted(o->replay, err, sizeof err);
+    if (trusted == -2) { /* missing: cannot test here, as a recording cut short */
+        fprintf(stderr, "gcsh: --replay: %s\n", err);
+        return GCSH_EXIT_SKIP;
+    }
+    if (trusted != 0) { /* a recording runs as Lua with the user's rights: as ssh with a key */
         fprintf(stderr, "gcsh: --replay: %s; gcsh runs only a recording that no one but you "
                         "(or root) can change (--trust %s runs it anyway)\n", err, o->replay);
         return GCSH_EXIT_USAGE;

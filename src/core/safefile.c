@@ -457,8 +457,8 @@ int gcsh_file_trusted(const char *path, char *err, size_t elen)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        snprintf(err, elen, "%s: %s", path, strerror(errno));
-        return -1;
+        snprintf(err, elen, "cannot open %s: %s", path, strerror(errno));
+        return -2;
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(err, elen, "%s is %s, not a recording", path, kind_of(st.st_mode));

@@ -94,7 +94,8 @@ int gcsh_file_leftovers(FILE *say);
  * named, and with links resolved) owned by this user or root and not
  * writable by others unless sticky (/tmp: others cannot replace what is
  * not theirs there).  0, or -1 with why in err ("FILE can be changed by
- * others (mode 0666)"). */
+ * others (mode 0666)"), or -2 when it cannot be looked at ("cannot open
+ * FILE: No such file or directory"). */
 int gcsh_file_trusted(const char *path, char *err, size_t elen);
 
 #endif
