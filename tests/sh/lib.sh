@@ -4,6 +4,10 @@
 set -u
 GCSH="${GCSH:-build/gcsh}"
 case "$GCSH" in /*) ;; *) GCSH="$PWD/$GCSH" ;; esac
+# gcsh's own folder (flight dumps, notes of unfinished writes): one per test
+# under tests/run.sh's, so that what a test's killed gcsh left is said in
+# that test only
+if [ -n "${GCSH_STATE_DIR:-}" ]; then export GCSH_STATE_DIR="$GCSH_STATE_DIR/$(basename "$0" .sh)"; fi
 _pass=0 _fail=0 _skip=0
 
 pass() { _pass=$((_pass + 1)); }
