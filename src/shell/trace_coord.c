@@ -127,6 +127,7 @@ typedef struct tracing {
     const char *flight_path;  /* --flight FILE, or NULL for the default */
     char own_path[PATH_MAX];  /* the default, in gcsh's folder (once chosen) */
     int pruned;               /* old dumps in gcsh's folder removed this session */
+    int refused_said;         /* why gcsh's folder is refused was said */
     struct gcsh_flight_out *flight_out; /* the dump being written */
 } tracing;
 
@@ -171,8 +172,8 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     }
     gcsh_tracer *t = calloc(1, sizeof *t);
     set_init(&t->b, c->size, path);
-    if (gcsh_trace_write(path, 0, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
-                         sizeof err) < 0) { /* a full disk, a folder not writable */
+    if (gcsh_trace_write(path, 0, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet",
+                         err, sizeof err) < 0) { /* a full disk, a folder not writable */
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
         return GCSH_EXIT_SKIP;
@@ -349,6 +350,19 @@ const char *gcsh_flight_path(gcsh_coord *c, char *why, size_t len)
     return tr->own_path;
 }
 
+/* The automatic dump's file, or NULL after saying (once a session) why
+ * there is none. */
+static const char *dump_path(gcsh_coord *c)
+{
+    char why_not[PATH_MAX + 200];
+    const char *path = gcsh_flight_path(c, why_not, sizeof why_not);
+    if (!path && !of(c)->refused_said) {
+        of(c)->refused_said = 1;
+        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+    }
+    return path;
+}
+
 /* After a dump to gcsh's folder: the newest FLIGHT_KEEP dumps stay (this
  * session's among them), older ones go; once a session. */
 static void prune_dumps(gcsh_coord *c, const blob_set *b)
@@ -402,11 +416,8 @@ static long write_flight(gcsh_coord *c, const char *path, const char *why, size_
         gcsh_coord_say(c, "gcsh: .flight: the flight recorder is off (GCSH_FLIGHT_CALLS=0)");
         return -1;
     }
-    char why_not[PATH_MAX + 200];
-    if (!path && !(path = gcsh_flight_path(c, why_not, sizeof why_not))) {
-        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+    if (!path && !(path = dump_path(c)))
         return -1;
-    }
     struct gcsh_flight_out *f = flight_out(c, path);
     char *remote = calloc((size_t)c->size, 1);
     int nremote;
@@ -447,13 +458,8 @@ static void say_dump(gcsh_coord *c, const char *path)
  * an interrupt, as the session ends at once (most: calls of each ring). */
 static void flight_dump(gcsh_coord *c, const char *why, size_t most)
 {
-    if (!c->ctx->flight)
-        return;
-    char why_not[PATH_MAX + 200];
-    const char *path = gcsh_flight_path(c, why_not, sizeof why_not);
-    if (!path)
-        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
-    else if (write_flight(c, path, why, most) >= 0)
+    const char *path = c->ctx->flight ? dump_path(c) : NULL;
+    if (path && write_flight(c, path, why, most) >= 0)
         say_dump(c, path);
 }
 
@@ -464,12 +470,9 @@ static void flight_request(gcsh_coord *c, const char *why)
 {
     if (!c->ctx->flight)
         return;
-    char why_not[PATH_MAX + 200];
-    const char *path = gcsh_flight_path(c, why_not, sizeof why_not);
-    if (!path) {
-        gcsh_coord_say(c, "gcsh: flight recorder: %s", why_not);
+    const char *path = dump_path(c);
+    if (!path)
         return;
-    }
     struct gcsh_flight_out *f = flight_out(c, path);
     read_rings(c, &f->b, SIZE_MAX, f->b.asked, &f->b.nasked);
     gcsh_coord_tell(c, MSG_FLIGHT_FLUSH, 1, f->b.asked, NULL);
