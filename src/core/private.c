@@ -75,14 +75,14 @@ static void make_folders(const char *dir)
     }
 }
 
-static void owner_name(uid_t uid, char *buf, size_t len)
+void gcsh_owner_name(unsigned uid, char *buf, size_t len)
 {
     struct passwd pw, *found = NULL;
     char tmp[1024];
-    if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &found) == 0 && found)
-        snprintf(buf, len, "%s (uid %u)", found->pw_name, (unsigned)uid);
+    if (getpwuid_r((uid_t)uid, &pw, tmp, sizeof tmp, &found) == 0 && found)
+        snprintf(buf, len, "%s (uid %u)", found->pw_name, uid);
     else
-        snprintf(buf, len, "uid %u", (unsigned)uid);
+        snprintf(buf, len, "uid %u", uid);
 }
 
 /* Whether dir is a folder of ours that nobody else can open. */
@@ -98,7 +98,7 @@ static int check_folder(const char *dir, char *err, size_t elen)
     else if (!S_ISDIR(st.st_mode))
         snprintf(err, elen, "gcsh's folder %s is not a folder (" ADVICE ")", dir);
     else if (st.st_uid != geteuid()) {
-        owner_name(st.st_uid, who, sizeof who);
+        gcsh_owner_name(st.st_uid, who, sizeof who);
         snprintf(err, elen, "gcsh's folder %s belongs to %s: gcsh keeps its files only in a "
                             "folder of yours (" ADVICE ")", dir, who);
     } else if (st.st_mode & 077)

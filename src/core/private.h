@@ -25,6 +25,9 @@ int gcsh_private_path(char *buf, size_t len, const char *prefix, const char *suf
  * modification time) and removes the older ones.  The files removed. */
 int gcsh_private_prune(const char *prefix, const char *suffix, int keep);
 
+/* "USER (uid N)", or "uid N" for a user without a name, into buf. */
+void gcsh_owner_name(unsigned uid, char *buf, size_t len);
+
 /* 64 unpredictable bits as 16 hex digits (and a NUL) into out[17]. */
 void gcsh_random_hex(char out[17]);
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,17 +40,6 @@ static void split_path(const char *path, char *dir, size_t dlen, const char **ba
     }
 }
 
-/* "USER (uid N)", or "uid N" for a user without a name. */
-static void owner_name(uid_t uid, char *buf, size_t len)
-{
-    struct passwd pw, *found = NULL;
-    char tmp[1024];
-    if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &found) == 0 && found)
-        snprintf(buf, len, "%s (uid %u)", found->pw_name, (unsigned)uid);
-    else
-        snprintf(buf, len, "uid %u", (unsigned)uid);
-}
-
 /* An existing target: a regular file of this user's, or why not. */
 static int check_existing(const char *path, const struct stat *st, char *err, size_t elen)
 {
@@ -70,7 +58,7 @@ static int check_existing(const char *path, const struct stat *st, char *err, si
     }
     if (st->st_uid != geteuid()) { /* root too: never over a file someone else planted */
         char who[300];
-        owner_name(st->st_uid, who, sizeof who);
+        gcsh_owner_name(st->st_uid, who, sizeof who);
         snprintf(err, elen, "cannot write %s: it belongs to %s; gcsh replaces only files of "
                             "yours (remove it, or write to another name)", path, who);
         return -1;
@@ -426,7 +414,7 @@ static int safe_folder(const char *file, const char *dir, char *err, size_t elen
     }
     if (st.st_uid != 0 && st.st_uid != geteuid()) {
         char who[300];
-        owner_name(st.st_uid, who, sizeof who);
+        gcsh_owner_name(st.st_uid, who, sizeof who);
         snprintf(err, elen, "%s is in %s, a folder of %s, who could replace it", file, dir, who);
         return -1;
     }
@@ -466,7 +454,7 @@ int gcsh_file_trusted(const char *path, char *err, size_t elen)
     }
     if (st.st_uid != 0 && st.st_uid != geteuid()) {
         char who[300];
-        owner_name(st.st_uid, who, sizeof who);
+        gcsh_owner_name(st.st_uid, who, sizeof who);
         snprintf(err, elen, "%s belongs to %s", path, who);
         return -1;
     }
