@@ -271,6 +271,10 @@ static int replay_entry(gcsh_session *s, const entry *e, int index, gcsh_replaye
         gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e->src}, &res);
     }
     rp->expect_status = -1;
+    if (s->coord->end_status == GCSH_EXIT_TERM) { /* SIGTERM cut it short: no verdict */
+        gcsh_line_result_free(s, &res);
+        return 0;
+    }
     int rc = compare(s, rp->path, e, index, &res);
     rp->varied += rc == 0 && res.ran && (e->varies || res.tap.varies);
     gcsh_line_result_free(s, &res);
@@ -371,7 +375,7 @@ int gcsh_replay(gcsh_session *s, const gcsh_recording *rec, int keep_going)
         rp.index = i;
         int rc = replay_entry(s, &rec->e[i - 1], i, &rp);
         if (s->coord->end_status == GCSH_EXIT_TERM)
-            break; /* SIGTERM: the line was cut short, not different */
+            break;
         if (rc != 0)
             note_difference(&rp, i);
         rp.lines++;

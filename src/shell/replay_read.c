@@ -250,12 +250,12 @@ static void *keep_zeroed(lua_State *L, size_t n, size_t size)
 
 /* ---- checking values ------------------------------------------------------ */
 
-/* The decimal number at *p (moved past it), at most size + 1 (larger ones
- * count as that: no rank anyway); -1 when no digit is there. */
-static long rank_number(const char **p, int size)
+/* The decimal number at *p, before end (moved past it), at most size + 1
+ * (larger ones count as that: no rank anyway); -1 when no digit is there. */
+static long rank_number(const char **p, const char *end, int size)
 {
     long v = -1;
-    for (; **p >= '0' && **p <= '9'; (*p)++) {
+    for (; *p < end && **p >= '0' && **p <= '9'; (*p)++) {
         v = (v < 0 ? 0 : v) * 10 + (**p - '0');
         if (v > size)
             v = (long)size + 1;
@@ -263,43 +263,56 @@ static long rank_number(const char **p, int size)
     return v;
 }
 
-/* Whether list names ranks of 0..size-1 only: "N" and "N-M" (N <= M) by
- * commas, or "all" where allowed; empty where allowed.  Says why not. */
-static int rank_list_ok(const char *list, int size, int empty_ok, int all_ok, char *why,
-                        size_t wlen)
+/* Whether the len bytes at list name ranks of 0..size-1 only: "N" and
+ * "N-M" (N <= M) by commas, or "all" where allowed; empty where allowed.
+ * Says why not. */
+static int rank_list_ok(const char *list, size_t len, int size, int empty_ok, int all_ok,
+                        char *why, size_t wlen)
 {
-    if (!*list) {
+    int shown = len < 40 ? (int)len : 40;
+    if (len == 0) {
         snprintf(why, wlen, "an empty rank list");
         return empty_ok;
     }
-    if (all_ok && strcmp(list, "all") == 0)
+    if (all_ok && len == 3 && memcmp(list, "all", 3) == 0)
         return 1;
-    for (const char *p = list;;) {
-        long a = rank_number(&p, size), b = a;
-        if (a >= 0 && *p == '-') {
+    for (const char *p = list, *end = list + len;;) {
+        long a = rank_number(&p, end, size), b = a;
+        if (a >= 0 && p < end && *p == '-') {
             p++;
-            b = rank_number(&p, size);
+            b = rank_number(&p, end, size);
         }
         if (a < 0 || b < 0) {
-            snprintf(why, wlen, "'%.40s' is no rank list (such as 0,2-3)", list);
+            snprintf(why, wlen, "'%.*s' is no rank list (such as 0,2-3)", shown, list);
             return 0;
         }
         if (a >= size || b >= size) {
-            snprintf(why, wlen, "'%.40s' names a rank beyond %d; the recording has %d rank%s",
-                     list, size - 1, size, size == 1 ? "" : "s");
+            snprintf(why, wlen, "'%.*s' names a rank beyond %d; the recording has %d rank%s",
+                     shown, list, size - 1, size, size == 1 ? "" : "s");
             return 0;
         }
         if (a > b) {
-            snprintf(why, wlen, "'%.40s' holds the empty range %ld-%ld", list, a, b);
+            snprintf(why, wlen, "'%.*s' holds the empty range %ld-%ld", shown, list, a, b);
             return 0;
         }
-        if (*p == '\0')
+        if (p == end)
             return 1;
-        if (*p++ != ',') {
-            snprintf(why, wlen, "'%.40s' is no rank list (such as 0,2-3)", list);
+        if (*p++ != ',' || p == end) {
+            snprintf(why, wlen, "'%.*s' is no rank list (such as 0,2-3)", shown, list);
             return 0;
         }
     }
+}
+
+/* The value at i is a table without a metatable (a recording's tables are
+ * plain; a metatable would run the file's code while it is read): else
+ * says what it is instead of want. */
+static void check_table(lua_State *L, int i, const char *what, const char *want)
+{
+    if (!lua_istable(L, i))
+        bad(L, "%s is a %s, not %s", what, luaL_typename(L, i), want);
+    if (lua_getmetatable(L, i))
+        bad(L, "%s has a metatable; a recording's tables are plain", what);
 }
 
 /* Argument i, a string: copied. */
@@ -323,7 +336,7 @@ static char *rank_list(lua_State *L, int i, const char *what, int empty_ok, int 
     char why[200];
     if (n > MAX_RANK_LIST || strlen(s) != n)
         bad(L, "%s is no rank list (%zu bytes)", what, n);
-    if (!rank_list_ok(s, rd->rec->ranks, empty_ok, all_ok, why, sizeof why))
+    if (!rank_list_ok(s, n, rd->rec->ranks, empty_ok, all_ok, why, sizeof why))
         bad(L, "%s: %s", what, why);
     return keep(L, s, n);
 }
@@ -414,13 +427,10 @@ static void check_out(lua_State *L, const char *out, const char *what)
     for (const char *p = out; *p; line++) {
         size_t n = strcspn(p, "\n");
         const char *close = p[0] == '[' ? memchr(p, ']', n) : NULL;
-        char list[80], why[200];
-        size_t ln = close ? (size_t)(close - p - 1) : 0;
-        if (!close || (close + 1 < p + n && close[1] != ' ') || ln >= sizeof list)
+        char why[200];
+        if (!close || (close + 1 < p + n && close[1] != ' '))
             bad(L, "%s.out: its line %d is not '[ranks] text'", what, line);
-        memcpy(list, p + 1, ln);
-        list[ln] = '\0';
-        if (!rank_list_ok(list, rd->rec->ranks, 0, 0, why, sizeof why))
+        if (!rank_list_ok(p + 1, (size_t)(close - p - 1), rd->rec->ranks, 0, 0, why, sizeof why))
             bad(L, "%s.out: its line %d: %s", what, line, why);
         p += n + (p[n] == '\n');
     }
@@ -433,8 +443,9 @@ static void read_args(lua_State *L, int t, gcsh_replay_entry *e, const char *wha
         lua_pop(L, 1);
         return;
     }
-    if (!lua_istable(L, -1))
-        bad(L, "%s.args is a %s, not a list of strings", what, luaL_typename(L, -1));
+    char name[64];
+    snprintf(name, sizeof name, "%s.args", what);
+    check_table(L, -1, name, "a list of strings");
     int a = lua_gettop(L);
     lua_Unsigned n = lua_rawlen(L, a);
     if (n > INT_MAX / 2)
@@ -442,7 +453,6 @@ static void read_args(lua_State *L, int t, gcsh_replay_entry *e, const char *wha
     e->args = keep_zeroed(L, (size_t)n, sizeof *e->args);
     for (lua_Unsigned i = 1; i <= n; i++) {
         lua_rawgeti(L, a, (lua_Integer)i);
-        char name[64];
         snprintf(name, sizeof name, "%s.args[%llu]", what, (unsigned long long)i);
         e->args[e->nargs++] = arg_string(L, -1, name);
         lua_pop(L, 1);
@@ -458,8 +468,9 @@ static void read_tapes(lua_State *L, int t, gcsh_replay_entry *e, const char *wh
         lua_pop(L, 1);
         return;
     }
-    if (!lua_istable(L, -1))
-        bad(L, "%s.wtime is a %s, not a table of times per rank", what, luaL_typename(L, -1));
+    char name[64];
+    snprintf(name, sizeof name, "%s.wtime", what);
+    check_table(L, -1, name, "a table of times per rank");
     int w = lua_gettop(L);
     e->tape = keep_zeroed(L, (size_t)size, sizeof *e->tape);
     e->ntape = keep_zeroed(L, (size_t)size, sizeof *e->ntape);
@@ -468,8 +479,8 @@ static void read_tapes(lua_State *L, int t, gcsh_replay_entry *e, const char *wh
         if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 0 || lua_tointeger(L, -2) >= size)
             bad(L, "%s.wtime has a key that is no rank of 0..%d", what, size - 1);
         int r = (int)lua_tointeger(L, -2);
-        if (!lua_istable(L, -1))
-            bad(L, "%s.wtime[%d] is a %s, not a list of times", what, r, luaL_typename(L, -1));
+        snprintf(name, sizeof name, "%s.wtime[%d]", what, r);
+        check_table(L, -1, name, "a list of times");
         lua_Unsigned n = lua_rawlen(L, -1);
         double *v = keep_zeroed(L, (size_t)n, sizeof *v);
         free(e->tape[r]);
@@ -497,8 +508,7 @@ static void read_ending(lua_State *L, int t, gcsh_replay_entry *e, const char *w
     }
     char name[64];
     snprintf(name, sizeof name, "%s.ended", what);
-    if (!lua_istable(L, -1))
-        bad(L, "%s is a %s, not a table", name, luaL_typename(L, -1));
+    check_table(L, -1, name, "a table");
     int k = lua_gettop(L);
     known_keys(L, k, name, keys);
     e->end_status = (int)opt_integer(L, k, "status", name, 0, 255, -2);
@@ -516,8 +526,9 @@ static void read_expected(lua_State *L, int x, gcsh_replay_entry *e, const char 
                                        "wtime", "ended", "args", NULL};
     if (lua_isnoneornil(L, x))
         return;
-    if (!lua_istable(L, x))
-        bad(L, "%s's expected output is a %s, not a table", what, luaL_typename(L, x));
+    char name[64];
+    snprintf(name, sizeof name, "%s's expected output", what);
+    check_table(L, x, name, "a table");
     known_keys(L, x, what, keys);
     e->out = opt_text(L, x, "out", what);
     if (e->out)
@@ -640,8 +651,7 @@ static int collect_script(lua_State *L)
     if (rd->header_seen)
         bad(L, "a second script{...} header");
     rd->header_seen = 1;
-    if (!lua_istable(L, 1))
-        bad(L, "script{...}'s header is a %s, not a table", luaL_typename(L, 1));
+    check_table(L, 1, "script{...}'s header", "a table");
     known_keys(L, 1, "the script{...} header", keys);
     long long ranks = opt_integer(L, 1, "ranks", "the header", 1, GCSH_MAX_RANKS, rec->ranks);
     if (ranks != rec->ranks)
@@ -682,12 +692,16 @@ static int collect_require(lua_State *L)
 
 /* ---- the read ------------------------------------------------------------- */
 
-/* The base library without what reads files or prints, and our require. */
+/* The base library without what reads files, prints, compiles or sets
+ * metatables, and our require. */
 static int open_sandbox(lua_State *L)
 {
     luaL_requiref(L, "_G", luaopen_base, 1);
     lua_pop(L, 1);
-    static const char *const gone[] = {"dofile", "loadfile", "print", NULL};
+    /* no setmetatable: finalizers and __close run with hooks off, out of
+     * the instruction budget's reach */
+    static const char *const gone[] = {"dofile", "loadfile", "load", "print", "setmetatable",
+                                       NULL};
     for (const char *const *g = gone; *g; g++) {
         lua_pushnil(L);
         lua_setglobal(L, *g);

@@ -2,13 +2,15 @@
  * file's Lua, kept apart so that no crafted file can crash or hang gcsh.
  *
  * The recording runs once, before MPI starts, in a private Lua state: the
- * base library without files or printing (no dofile, loadfile, print), a
+ * base library without files, printing, compiling or metatables (no
+ * dofile, loadfile, load, print, setmetatable: a binary chunk could crash
+ * Lua, a finalizer runs out of the hooks' reach), a
  * require that knows only gcsh.record, a memory cap (64 MiB plus 32 times
  * the file's size) and a budget of Lua instructions (10 million plus 64 a
  * byte: a recording is a list of calls, so a loop is no recording).  Each
  * line(...), line.chunk(...), line.dot(...) call is checked as it comes
  * (argument types, rank lists within the header's rank count, the expected
- * table's keys and types, read raw so that no metatable runs) and copied
+ * table's keys and types, tables without metatables, read raw) and copied
  * into plain C: after the read, nothing of the file is Lua any more, so the
  * replay itself makes no Lua call on the recording's data.
  *
