@@ -578,6 +578,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     int sigfd = gcsh_sig_install();
     int streams[2];
     int launcher = gcsh_launcher_hello(streams); /* signals from outside now reach us */
+    gcsh_sig_at_deadline(gcsh_launcher_status, launcher); /* SIGTERM's end: 143 for the job */
     gcsh_term term;
     gcsh_term_open(&term, o->interactive, streams, launcher);
     if (term.editing) /* Ctrl-Z gives the terminal back first (term.h) */
