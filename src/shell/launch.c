@@ -32,9 +32,10 @@
 /* After a SIGTERM, the launcher ends the job through mpirun if it is still
  * there this long after (rank 0 stops it within 4 s, or exits by itself at
  * GCSH_TERM_DEADLINE_S when it cannot: sigint.h), and kills what is left
- * this long after that: one SIGTERM ends any job within 10 s. */
-#define END_AFTER_TERM_S 7.0
-#define KILL_AFTER_END_S 2.0
+ * this long after that (mpirun takes about 2.5 s to end a job whose rank 0
+ * is stopped): one SIGTERM ends any job within 10 s. */
+#define END_AFTER_TERM_S 6.5
+#define KILL_AFTER_END_S 3.0
 
 static int set_launcher_env(int token)
 {
@@ -147,7 +148,7 @@ static void signal_children(pid_t parent, int sig);
  * this host and rank 0 are killed (the launcher then reaps mpirun). */
 static void kill_job(launcher *l)
 {
-    fprintf(stderr, "gcsh: the job did not end %.0f s after mpirun was asked to end it: "
+    fprintf(stderr, "gcsh: the job did not end %.1f s after mpirun was asked to end it: "
                     "killed\n", KILL_AFTER_END_S);
     l->kill_at = 0;
     signal_children(l->child, SIGKILL);
@@ -210,8 +211,8 @@ static void forward(launcher *l, int sig)
     if (sig != SIGINT && !l->end_at)
         l->end_at = now() + END_AFTER_TERM_S;
     int fwd = sig == SIGINT ? SIGINT : SIGTERM; /* SIGHUP stops the session as SIGTERM */
-    if (kill(l->rank0, fwd) != 0)
-        kill(l->child, fwd); /* mpirun: it ends the job */
+    if (l->pidfd < 0 || kill(l->rank0, fwd) != 0)
+        kill(l->child, fwd); /* rank 0 is gone: mpirun ends the job */
 }
 
 /* The SIGTERM's deadlines that are due. */
@@ -226,7 +227,7 @@ static void on_time(launcher *l)
     }
     if (l->end_at && t >= l->end_at && l->ended_by < 0) {
         char why[80];
-        snprintf(why, sizeof why, "did not end the job within %.0f s of SIGTERM",
+        snprintf(why, sizeof why, "did not end the job within %.1f s of SIGTERM",
                  END_AFTER_TERM_S);
         end_through_mpirun(l, 128 + SIGTERM, why);
     }
