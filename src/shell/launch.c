@@ -1,6 +1,7 @@
 /* The launcher of `gcsh -n N` and rank 0's side of it.  See launch.h. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +37,8 @@
  * is stopped): one SIGTERM ends any job within 10 s. */
 #define END_AFTER_TERM_S 6.5
 #define KILL_AFTER_END_S 3.0
+/* How often the launcher looks whether rank 0 was stopped from outside. */
+#define LOOK_EVERY_S 1.0
 
 static int set_launcher_env(int token)
 {
@@ -90,6 +93,10 @@ typedef struct launcher {
     double last_int, last_term; /* when the last SIGINT, SIGTERM came (now()) */
     double end_at;  /* a SIGTERM's deadline: the job ends through mpirun then; 0: none */
     double kill_at; /* what is left of the job is killed then; 0: none */
+    double next_look;   /* when to look at rank 0's state again */
+    int stopped_looks;  /* looks in a row that found rank 0 stopped (SIGSTOP) */
+    int stopped_said;   /* and that was said */
+    int job_stopped;    /* the job is stopped by job control (Ctrl-Z): not from outside */
 } launcher;
 
 static double now(void)
@@ -167,6 +174,36 @@ static int repeated(double *last, double t)
     return same;
 }
 
+/* A rank 0 stopped from outside (kill -STOP, not Ctrl-Z) cannot take
+ * Ctrl-C, and at a terminal it holds the foreground, so Ctrl-C never
+ * reached the launcher: said once (believed on a second look, as job
+ * control's own stops and continues come and go), and the terminal goes to
+ * the launcher's process group, so that Ctrl-C ends the job (forward).
+ * Rank 0 takes the terminal back when it is continued (term.h). */
+static void look_at_rank0(launcher *l, double t)
+{
+    l->next_look = t + LOOK_EVERY_S;
+    int stopped = !l->job_stopped && l->pidfd >= 0 && stopped_state(l->rank0) == 'T';
+    l->stopped_looks = stopped ? l->stopped_looks + 1 : 0;
+    if (!stopped)
+        l->stopped_said = 0;
+    if (l->stopped_looks < 2 || l->stopped_said)
+        return;
+    l->stopped_said = 1;
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int ours = tty >= 0 && tcgetpgrp(tty) == getpgid(l->rank0);
+    if (ours) { /* as a background group: SIGTTOU would stop the launcher */
+        void (*was)(int) = signal(SIGTTOU, SIG_IGN);
+        ours = tcsetpgrp(tty, getpgrp()) == 0;
+        signal(SIGTTOU, was);
+    }
+    if (tty >= 0)
+        close(tty);
+    fprintf(stderr, "\ngcsh: rank 0 (pid %d) is stopped (SIGSTOP from outside); %s ends the "
+                    "job, kill -CONT %d continues it\n", (int)l->rank0,
+            ours ? "Ctrl-C" : "SIGINT or SIGTERM to gcsh", (int)l->rank0);
+}
+
 /* SIGINT or SIGTERM before rank 0's hello: nobody can take an interrupt
  * yet, so the job ends through mpirun, with the status of the signal. */
 static void end_in_startup(launcher *l, int sig)
@@ -233,6 +270,8 @@ static void on_time(launcher *l)
     }
     if (l->kill_at && t >= l->kill_at)
         kill_job(l);
+    if (l->rank0 && l->pidfd >= 0 && t >= l->next_look)
+        look_at_rank0(l, t);
 }
 
 /* poll's timeout: until the next deadline, or none. */
@@ -241,6 +280,8 @@ static int next_deadline_ms(const launcher *l)
     double next = l->end_at && l->ended_by < 0 ? l->end_at : 0;
     if (l->kill_at && (!next || l->kill_at < next))
         next = l->kill_at;
+    if (l->rank0 && l->pidfd >= 0 && (!next || l->next_look < next))
+        next = l->next_look;
     if (!next)
         return -1;
     double left = next - now();
@@ -254,6 +295,7 @@ static void on_hello(launcher *l, pid_t pid)
     if (l->rank0)
         return;
     l->rank0 = pid;
+    l->next_look = now() + LOOK_EVERY_S;
 #ifdef SYS_pidfd_open
     l->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
@@ -312,6 +354,8 @@ static void signal_children(pid_t parent, int sig)
 static void on_job_control(launcher *l, int sig)
 {
     int to_ranks = sig == SIGTSTP ? SIGSTOP : SIGCONT;
+    l->job_stopped = sig == SIGTSTP;
+    l->stopped_looks = 0; /* the ranks' state changes under the next look */
     signal_children(l->child, to_ranks);
     if (l->rank0)
         kill(l->rank0, to_ranks);

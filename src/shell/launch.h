@@ -20,7 +20,9 @@
  * the survivors', GCSH_EXIT_LOST (the launcher watches rank 0's pid).
  * A rank 0 that is stopped (SIGSTOP) cannot take signals: then SIGTERM or
  * Ctrl-C (a second one when a debugger holds it), and a third SIGTERM in any
- * case, end the job through mpirun.  Before the hello, SIGINT and SIGTERM
+ * case, end the job through mpirun.  A rank 0 stopped from outside is said,
+ * and at a terminal it held, the launcher takes the foreground so that
+ * Ctrl-C reaches it (rank 0 takes it back when continued).  Before the hello, SIGINT and SIGTERM
  * end the job through mpirun (130, 143).  The same signal twice within
  * GCSH_SAME_SIGNAL_MS is one request (`timeout`, `kill -- -PGID`: the
  * launcher, then its process group).  One SIGTERM ends any job within 10 s:

@@ -3,7 +3,8 @@
 # stuck in (a finalizer that loops or calls a collective at exit, a write to
 # a pipe nobody reads, a FIFO history), ONE SIGTERM to gcsh -n's launcher
 # ends the job within 10 s with status 143 (rank 0 gives up 6 s after it,
-# sigint.h), and `timeout` always ends gcsh.  (sigterm_once.sh: the
+# sigint.h), and `timeout` always ends gcsh; at a terminal, a rank 0 stopped
+# from outside is said, and Ctrl-C ends the job.  (sigterm_once.sh: the
 # requests themselves.)  Every run is under `timeout 20` and waits for a
 # marker the Lua code writes, never a fixed time.
 cd "$(dirname "$0")/../.." || exit 1
@@ -93,6 +94,21 @@ for n in "-n 2" ""; do
     within "timeout 3 gcsh ${n:-(one rank)}" 14
     expect_no_procs "timeout gcsh ${n:-(one rank)}: no process left" "$TAG"
 done
+
+# ---- at a terminal, rank 0 stopped from outside holds the foreground: the
+# launcher says so and takes the terminal, so Ctrl-C reaches it and ends the job
+HIST=""
+start stopped -n 2
+check_wait "a stopped rank 0 at a terminal: the prompt" "gcsh[0-1]>" 60
+R0=$(rank_pid "$TAG" 0)
+kill -STOP "$R0"
+check_wait "a stopped rank 0 at a terminal: said" "gcsh: rank 0 (pid $R0) is stopped (SIGSTOP from outside); Ctrl-C ends the job, kill -CONT $R0 continues it" 10
+t0=$(date +%s%N)
+press C-c
+check_wait "a stopped rank 0 at a terminal: Ctrl-C ends the job" "EXIT=130" 10
+SECS=$((($(date +%s%N) - t0) / 1000000000))
+within "a stopped rank 0 at a terminal" 10
+expect_no_procs "a stopped rank 0 at a terminal: no process left" "$TAG"
 
 # ---- a terminal whose history file is a FIFO (the open blocks)
 mkfifo "$TMP/hist.fifo"
