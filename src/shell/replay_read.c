@@ -305,8 +305,8 @@ static int rank_list_ok(const char *list, size_t len, int size, int empty_ok, in
 }
 
 /* The value at i is a table without a metatable (a recording's tables are
- * plain; a metatable would run the file's code while it is read): else
- * says what it is instead of want. */
+ * plain, and the sandbox has no setmetatable; were one there, reads stay
+ * raw): else says what it is instead of want. */
 static void check_table(lua_State *L, int i, const char *what, const char *want)
 {
     if (!lua_istable(L, i))
@@ -562,7 +562,8 @@ static gcsh_replay_entry *new_entry(lua_State *L, int kind)
     if (rec->n == rd->cap) {
         size_t cap = rd->cap ? (size_t)rd->cap * 2 : 16;
         gcsh_replay_entry *grown = NULL;
-        if (rd->cap < INT_MAX / 4 && (cap - (size_t)rd->cap) * sizeof *grown <= rd->mem_cap - rd->mem)
+        size_t more = (cap - (size_t)rd->cap) * sizeof *grown;
+        if (rd->cap < INT_MAX / 4 && more <= rd->mem_cap - rd->mem)
             grown = realloc(rec->e, cap * sizeof *grown);
         if (!grown)
             out_of_memory(L);
@@ -656,7 +657,7 @@ static int collect_script(lua_State *L)
     long long ranks = opt_integer(L, 1, "ranks", "the header", 1, GCSH_MAX_RANKS, rec->ranks);
     if (ranks != rec->ranks)
         bad(L, "the header says ranks = %lld; the file's first lines say %d", ranks, rec->ranks);
-    if (raw_field(L, 1, "backend") != LUA_TNIL && !lua_isstring(L, -1)) /* the first lines' counts */
+    if (raw_field(L, 1, "backend") != LUA_TNIL && !lua_isstring(L, -1))
         bad(L, "the header's backend is a %s, not a name", luaL_typename(L, -1));
     lua_pop(L, 1);
     if (raw_field(L, 1, "seed") != LUA_TNIL) {
@@ -698,10 +699,11 @@ static int open_sandbox(lua_State *L)
 {
     luaL_requiref(L, "_G", luaopen_base, 1);
     lua_pop(L, 1);
-    /* no setmetatable: finalizers and __close run with hooks off, out of
-     * the instruction budget's reach */
-    static const char *const gone[] = {"dofile", "loadfile", "load", "print", "setmetatable",
-                                       NULL};
+    /* no setmetatable (finalizers run with hooks off, out of the
+     * instruction budget's reach), no getmetatable (the collector's own
+     * would take a __close) */
+    static const char *const gone[] = {"dofile",       "loadfile",     "load", "print",
+                                       "setmetatable", "getmetatable", NULL};
     for (const char *const *g = gone; *g; g++) {
         lua_pushnil(L);
         lua_setglobal(L, *g);

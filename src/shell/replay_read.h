@@ -3,8 +3,8 @@
  *
  * The recording runs once, before MPI starts, in a private Lua state: the
  * base library without files, printing, compiling or metatables (no
- * dofile, loadfile, load, print, setmetatable: a binary chunk could crash
- * Lua, a finalizer runs out of the hooks' reach), a
+ * dofile, loadfile, load, print, setmetatable, getmetatable: a binary chunk
+ * could crash Lua, a finalizer runs out of the hooks' reach), a
  * require that knows only gcsh.record, a memory cap (64 MiB plus 32 times
  * the file's size) and a budget of Lua instructions (10 million plus 64 a
  * byte: a recording is a list of calls, so a loop is no recording).  Each

@@ -84,6 +84,10 @@ replay "$TMP/many.lua"
 refused "2e9 ranks in the header" 128 "its header says 2000000000 ranks; a recording has 1 to 4096 (as gcsh -n)"
 expect_not_contains "2e9 ranks: mpirun never started" "$OUT" "mpirun"
 
+craft close 'getmetatable(line).__close = function() while true do end end do local x <close> = line end'
+replay "$TMP/close.lua"
+refused "a __close on the collector" 128 "attempt to call a nil value (global 'getmetatable')"
+
 craft loop 'while true do end'
 replay "$TMP/loop.lua"
 refused "a body that loops" 128 "it runs too long for a recording"
