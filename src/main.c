@@ -72,6 +72,7 @@ typedef struct options {
     int keep_going;     /* --keep-going: a replay runs past differences */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
+    gcsh_recording recording; /* --replay FILE, read and checked (first process) */
 } options;
 
 /* Whether a and b (b may be NULL) name one file. */
@@ -89,6 +90,7 @@ static void options_free(options *o)
     free(o->mpirun_args);
     free(o->actions);
     free(o->launcher_only);
+    gcsh_recording_free(&o->recording);
 }
 
 /* ---- the option table ----------------------------------------------------- */
@@ -131,7 +133,7 @@ static int opt_ranks(void *target, const gcsh_option *row, const char *val, cons
 {
     (void)row, (void)val2;
     double v;
-    if (parse_number(val, 1, 4096, &v) != 0 || v != (int)v)
+    if (parse_number(val, 1, GCSH_MAX_RANKS, &v) != 0 || v != (int)v)
         return -1;
     ((options *)target)->nranks = (int)v;
     return 0;
@@ -584,7 +586,7 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
         return GCSH_EXIT_SKIP;
     }
     /* os.exit in it: matched or not, like any line */
-    return gcsh_replay(s, o->replay, o->keep_going);
+    return gcsh_replay(s, &o->recording, o->keep_going);
 }
 
 /* Everything rank 0's terminal thread does; returns the exit code. */
@@ -593,6 +595,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     int sigfd = gcsh_sig_install();
     int streams[2];
     int launcher = gcsh_launcher_hello(streams); /* signals from outside now reach us */
+    gcsh_sig_at_deadline(gcsh_launcher_status, launcher); /* SIGTERM's end: 143 for the job */
     gcsh_term term;
     gcsh_term_open(&term, o->interactive, streams, launcher);
     if (term.editing) /* Ctrl-Z gives the terminal back first (term.h) */
@@ -698,12 +701,18 @@ static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
     return code;
 }
 
+static int first_process(void);
+
 /* --replay FILE: the recording's rank count and backend, from its header.
  * Started outside mpirun, gcsh starts that many ranks with that backend
- * (unless -n or --backend say otherwise).  Returns 0, or an exit status. */
+ * (unless -n or --backend say otherwise).  The first process (gcsh -n's
+ * launcher, or rank 0) reads and checks the whole file, before MPI: a
+ * recording that cannot be replayed is refused before any rank starts
+ * (replay_read.h); the other ranks need the header only.  Returns 0, or an
+ * exit status. */
 static int replay_setup(options *o, const char **extra)
 {
-    char err[PATH_MAX + 600];
+    char err[PATH_MAX + 1600];
     int trusted = o->trust ? 0 : gcsh_file_trusted(o->replay, err, sizeof err);
     if (trusted == -2) { /* missing: cannot test here, as a recording cut short */
         fprintf(stderr, "gcsh: --replay: %s\n", err);
@@ -714,11 +723,16 @@ static int replay_setup(options *o, const char **extra)
                         "(or root) can change (--trust %s runs it anyway)\n", err, o->replay);
         return GCSH_EXIT_USAGE;
     }
-    if (gcsh_replay_header(o->replay, &o->replay_ranks, o->replay_backend,
-                           sizeof o->replay_backend, err, sizeof err) != 0) {
+    int rc = first_process()
+                 ? gcsh_recording_read(o->replay, &o->recording, err, sizeof err)
+                 : gcsh_replay_header(o->replay, &o->recording.ranks, o->recording.backend,
+                                      sizeof o->recording.backend, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "gcsh: --replay: %s\n", err);
-        return GCSH_EXIT_SKIP;
+        return rc;
     }
+    o->replay_ranks = o->recording.ranks;
+    snprintf(o->replay_backend, sizeof o->replay_backend, "%s", o->recording.backend);
     if (!o->backend) {
         o->backend = o->replay_backend;
         extra[0] = "--backend";
@@ -816,6 +830,7 @@ static int run_command_line(int argc, char **argv, options *o)
             fprintf(stderr, "gcsh: -n cannot be used under mpirun (it starts mpirun itself)\n");
             return GCSH_EXIT_USAGE;
         }
+        gcsh_recording_free(&o->recording); /* checked; rank 0 reads its own */
         return launch_ranks(argc, argv, o, extra);
     }
     return rank_main(argc, argv, o);

@@ -34,8 +34,9 @@
  * take a second on a loaded machine: an interrupt waits for it.) */
 #define INTERRUPT_ANSWER_S 5.0
 /* After SIGTERM, ranks get this long to stop before the job ends at once
- * (a second SIGTERM ends it at once). */
-#define TERM_GRACE_S 10.0
+ * (a second SIGTERM ends it at once); within GCSH_TERM_DEADLINE_S, after
+ * which rank 0 ends by itself (sigint.h). */
+#define TERM_GRACE_S 4.0
 
 enum { IDLE = 0, RUNNING, DONE };
 

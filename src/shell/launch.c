@@ -1,6 +1,7 @@
 /* The launcher of `gcsh -n N` and rank 0's side of it.  See launch.h. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "shell/launch.h"
 #include "shell/launch_streams.h"
+#include "shell/sigint.h"
 #include "wire/collcheck.h"
 
 /* "pid:token:host": the launcher's pid, a random token that rank 0 sends
@@ -27,6 +29,16 @@
  * (the ranks then exit 0, so that mpirun ends at once: it takes 2 s to end
  * a job in which a process exited with another status). */
 #define DECLARE_AT_END 0x100
+
+/* After a SIGTERM, the launcher ends the job through mpirun if it is still
+ * there this long after (rank 0 stops it within 4 s, or exits by itself at
+ * GCSH_TERM_DEADLINE_S when it cannot: sigint.h), and kills what is left
+ * this long after that (mpirun takes about 2.5 s to end a job whose rank 0
+ * is stopped): one SIGTERM ends any job within 10 s. */
+#define END_AFTER_TERM_S 6.5
+#define KILL_AFTER_END_S 3.0
+/* How often the launcher looks whether rank 0 was stopped from outside. */
+#define LOOK_EVERY_S 1.0
 
 static int set_launcher_env(int token)
 {
@@ -78,8 +90,21 @@ typedef struct launcher {
     int rank0_died; /* rank 0 ended without saying how: killed, crashed */
     int ended_by;  /* the launcher ended the job through mpirun: 128 + signal; -1 */
     int terms, stopped_ints;
-    struct timespec last_int;
+    double last_int, last_term; /* when the last SIGINT, SIGTERM came (now()) */
+    double end_at;  /* a SIGTERM's deadline: the job ends through mpirun then; 0: none */
+    double kill_at; /* what is left of the job is killed then; 0: none */
+    double next_look;   /* when to look at rank 0's state again */
+    int stopped_looks;  /* looks in a row that found rank 0 stopped (SIGSTOP) */
+    int stopped_said;   /* and that was said */
+    int job_stopped;    /* the job is stopped by job control (Ctrl-Z): not from outside */
 } launcher;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* The status for the user once mpirun has exited with wstatus. */
 static int final_status(const launcher *l, int wstatus)
@@ -96,9 +121,9 @@ static int final_status(const launcher *l, int wstatus)
     return mpirun; /* a crash after the end, or no rank 0 to tell us */
 }
 
-/* Whether process pid is stopped (SIGSTOP, SIGTSTP): it cannot take a
- * signal until it is continued. */
-static int is_stopped(pid_t pid)
+/* Whether process pid is stopped: 'T' (SIGSTOP, SIGTSTP) or 't' (held by a
+ * debugger); it cannot take a signal until it is continued.  0: running. */
+static char stopped_state(pid_t pid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -108,37 +133,107 @@ static int is_stopped(pid_t pid)
         fclose(f);
     buf[n] = '\0';
     const char *end = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
-    return end && (end[2] == 'T' || end[2] == 't');
+    return end && (end[2] == 'T' || end[2] == 't') ? end[2] : 0;
 }
 
 static void end_through_mpirun(launcher *l, int status, const char *why)
 {
-    fprintf(stderr, "gcsh: rank 0 (pid %d) %s; the job ends through mpirun\n", (int)l->rank0,
-            why);
+    if (l->rank0)
+        fprintf(stderr, "gcsh: rank 0 (pid %d) %s; the job ends through mpirun\n",
+                (int)l->rank0, why);
+    else
+        fprintf(stderr, "gcsh: %s; the job ends through mpirun\n", why);
     l->ended_by = status;
+    l->end_at = 0;
+    l->kill_at = now() + KILL_AFTER_END_S;
     kill(l->child, SIGTERM);
 }
 
+static void signal_children(pid_t parent, int sig);
+
+/* The job outlived its end through mpirun: mpirun, the ranks it started on
+ * this host and rank 0 are killed (the launcher then reaps mpirun). */
+static void kill_job(launcher *l)
+{
+    fprintf(stderr, "gcsh: the job did not end %.1f s after mpirun was asked to end it: "
+                    "killed\n", KILL_AFTER_END_S);
+    l->kill_at = 0;
+    signal_children(l->child, SIGKILL);
+    if (l->rank0)
+        kill(l->rank0, SIGKILL);
+    kill(-l->child, SIGKILL); /* mpirun's process group */
+}
+
+/* Whether a signal repeats one that came within GCSH_SAME_SIGNAL_MS (*last:
+ * when): `timeout` and `kill -- -PGID` signal the launcher, then its
+ * process group. */
+static int repeated(double *last, double t)
+{
+    int same = *last > 0 && t - *last < GCSH_SAME_SIGNAL_MS * 1e-3;
+    *last = t;
+    return same;
+}
+
+/* A rank 0 stopped from outside (kill -STOP, not Ctrl-Z) cannot take
+ * Ctrl-C, and at a terminal it holds the foreground, so Ctrl-C never
+ * reached the launcher: said once (believed on a second look, as job
+ * control's own stops and continues come and go), and the terminal goes to
+ * the launcher's process group, so that Ctrl-C ends the job (forward).
+ * Rank 0 takes the terminal back when it is continued (term.h). */
+static void look_at_rank0(launcher *l, double t)
+{
+    l->next_look = t + LOOK_EVERY_S;
+    int stopped = !l->job_stopped && l->pidfd >= 0 && stopped_state(l->rank0) == 'T';
+    l->stopped_looks = stopped ? l->stopped_looks + 1 : 0;
+    if (!stopped)
+        l->stopped_said = 0;
+    if (l->stopped_looks < 2 || l->stopped_said)
+        return;
+    l->stopped_said = 1;
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int ours = tty >= 0 && tcgetpgrp(tty) == getpgid(l->rank0);
+    if (ours) { /* as a background group: SIGTTOU would stop the launcher */
+        void (*was)(int) = signal(SIGTTOU, SIG_IGN);
+        ours = tcsetpgrp(tty, getpgrp()) == 0;
+        signal(SIGTTOU, was);
+    }
+    if (tty >= 0)
+        close(tty);
+    fprintf(stderr, "\ngcsh: rank 0 (pid %d) is stopped (SIGSTOP from outside); %s ends the "
+                    "job, kill -CONT %d continues it\n", (int)l->rank0,
+            ours ? "Ctrl-C" : "SIGINT or SIGTERM to gcsh", (int)l->rank0);
+}
+
+/* SIGINT or SIGTERM before rank 0's hello: nobody can take an interrupt
+ * yet, so the job ends through mpirun, with the status of the signal. */
+static void end_in_startup(launcher *l, int sig)
+{
+    if (l->ended_by >= 0)
+        return; /* ending already */
+    end_through_mpirun(l, 128 + sig, sig == SIGINT
+                                         ? "interrupted (Ctrl-C) during start-up, before rank 0 "
+                                           "was ready"
+                                         : "terminated (SIGTERM or SIGHUP) during start-up");
+}
+
 /* SIGINT, SIGTERM, SIGHUP from outside: to rank 0 (the interrupt, the
- * stop), or to mpirun before rank 0's hello, and when rank 0 cannot take
- * them: it is stopped, or a third SIGTERM finds the job still there. */
+ * stop).  The job ends through mpirun instead before rank 0's hello, when
+ * rank 0 cannot take them (it is stopped; held by a debugger, a second
+ * Ctrl-C), at a third SIGTERM, and END_AFTER_TERM_S after the first. */
 static void forward(launcher *l, int sig)
 {
-    if (sig == SIGINT) {
-        /* `timeout -s INT` signals its child, then the child's process
-         * group: the same SIGINT twice.  One per 0.2 s is what gets through. */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double since = (double)(now.tv_sec - l->last_int.tv_sec) +
-                       1e-9 * (double)(now.tv_nsec - l->last_int.tv_nsec);
-        if (l->last_int.tv_sec && since < 0.2)
-            return;
-        l->last_int = now;
-    } else {
-        l->terms++;
+    /* `timeout` signals its child, then the child's process group: the same
+     * signal twice, one request */
+    if (repeated(sig == SIGINT ? &l->last_int : &l->last_term, now()))
+        return;
+    if (!l->rank0) {
+        end_in_startup(l, sig == SIGINT ? SIGINT : SIGTERM);
+        return;
     }
-    int stopped = l->rank0 && l->pidfd >= 0 && is_stopped(l->rank0);
-    if (sig == SIGINT && stopped && ++l->stopped_ints >= 2) {
+    if (sig != SIGINT)
+        l->terms++;
+    char stopped = l->pidfd >= 0 ? stopped_state(l->rank0) : 0; /* (a gone pid is reused) */
+    if (sig == SIGINT && (stopped == 'T' || (stopped && ++l->stopped_ints >= 2))) {
         end_through_mpirun(l, 128 + SIGINT, "is stopped and cannot take Ctrl-C");
         return;
     }
@@ -148,11 +243,49 @@ static void forward(launcher *l, int sig)
         return;
     }
     if (stopped)
-        fprintf(stderr, "gcsh: rank 0 (pid %d) is stopped: the interrupt waits until it is "
-                        "continued; Ctrl-C again ends the job\n", (int)l->rank0);
+        fprintf(stderr, "gcsh: rank 0 (pid %d) is held by a debugger: the interrupt waits until "
+                        "it is continued; Ctrl-C again ends the job\n", (int)l->rank0);
+    if (sig != SIGINT && !l->end_at)
+        l->end_at = now() + END_AFTER_TERM_S;
     int fwd = sig == SIGINT ? SIGINT : SIGTERM; /* SIGHUP stops the session as SIGTERM */
-    if (!l->rank0 || kill(l->rank0, fwd) != 0)
-        kill(l->child, fwd); /* mpirun: it ends the job */
+    if (l->pidfd < 0 || kill(l->rank0, fwd) != 0)
+        kill(l->child, fwd); /* rank 0 is gone: mpirun ends the job */
+}
+
+/* The SIGTERM's deadlines that are due. */
+static void on_time(launcher *l)
+{
+    double t = now();
+    if (l->end_at && t >= l->end_at && l->ended_by < 0 && l->rank0 && l->pidfd < 0) {
+        /* rank 0 is gone, and mpirun is ending the job for it: a SIGTERM
+         * now would interrupt that abort (Open MPI 4 crashes then) */
+        l->end_at = 0;
+        l->kill_at = t + KILL_AFTER_END_S;
+    }
+    if (l->end_at && t >= l->end_at && l->ended_by < 0) {
+        char why[80];
+        snprintf(why, sizeof why, "did not end the job within %.1f s of SIGTERM",
+                 END_AFTER_TERM_S);
+        end_through_mpirun(l, 128 + SIGTERM, why);
+    }
+    if (l->kill_at && t >= l->kill_at)
+        kill_job(l);
+    if (l->rank0 && l->pidfd >= 0 && t >= l->next_look)
+        look_at_rank0(l, t);
+}
+
+/* poll's timeout: until the next deadline, or none. */
+static int next_deadline_ms(const launcher *l)
+{
+    double next = l->end_at && l->ended_by < 0 ? l->end_at : 0;
+    if (l->kill_at && (!next || l->kill_at < next))
+        next = l->kill_at;
+    if (l->rank0 && l->pidfd >= 0 && (!next || l->next_look < next))
+        next = l->next_look;
+    if (!next)
+        return -1;
+    double left = next - now();
+    return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
 /* Rank 0's hello (SIGUSR1 with the token): we watch its pid, and it gets
@@ -162,6 +295,7 @@ static void on_hello(launcher *l, pid_t pid)
     if (l->rank0)
         return;
     l->rank0 = pid;
+    l->next_look = now() + LOOK_EVERY_S;
 #ifdef SYS_pidfd_open
     l->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
@@ -220,6 +354,8 @@ static void signal_children(pid_t parent, int sig)
 static void on_job_control(launcher *l, int sig)
 {
     int to_ranks = sig == SIGTSTP ? SIGSTOP : SIGCONT;
+    l->job_stopped = sig == SIGTSTP;
+    l->stopped_looks = 0; /* the ranks' state changes under the next look */
     signal_children(l->child, to_ranks);
     if (l->rank0)
         kill(l->rank0, to_ranks);
@@ -277,8 +413,10 @@ int gcsh_launch(char *const argv[])
     setpgid(l.child, l.child); /* also here: whichever side runs first */
     for (;;) {
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = l.pidfd, .events = POLLIN}};
-        if (poll(p, l.pidfd >= 0 ? 2 : 1, -1) < 0)
-            continue; /* EINTR */
+        int ready = poll(p, l.pidfd >= 0 ? 2 : 1, next_deadline_ms(&l));
+        on_time(&l);
+        if (ready <= 0)
+            continue; /* a deadline, or EINTR */
         struct signalfd_siginfo si;
         int status;
         /* signals first: rank 0's declaration comes before it ends */

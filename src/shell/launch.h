@@ -18,8 +18,16 @@
  * status (a crash after that still shows: mpirun's status then).  If rank 0
  * ends without declaring anything (killed, crashed), the job's status is
  * the survivors', GCSH_EXIT_LOST (the launcher watches rank 0's pid).
- * A rank 0 that is stopped (SIGSTOP) cannot take signals: then SIGTERM, a
- * second Ctrl-C and a third SIGTERM in any case end the job through mpirun.
+ * A rank 0 that is stopped (SIGSTOP) cannot take signals: then SIGTERM or
+ * Ctrl-C (a second one when a debugger holds it), and a third SIGTERM in any
+ * case, end the job through mpirun.  A rank 0 stopped from outside is said,
+ * and at a terminal it held, the launcher takes the foreground so that
+ * Ctrl-C reaches it (rank 0 takes it back when continued).  Before the hello, SIGINT and SIGTERM
+ * end the job through mpirun (130, 143).  The same signal twice within
+ * GCSH_SAME_SIGNAL_MS is one request (`timeout`, `kill -- -PGID`: the
+ * launcher, then its process group).  One SIGTERM ends any job within 10 s:
+ * END_AFTER_TERM_S after it the job ends through mpirun, and what is left is
+ * killed KILL_AFTER_END_S later (launch.c).
  * After the hello the launcher hands rank 0 its own stdout and stderr
  * (launch_streams.h), so that rank 0 prints where the user's command line
  * points them, program output and errors in order.

@@ -29,8 +29,9 @@
  * what was expected and what came, and the replay exits 1 (with
  * --keep-going it runs on and lists every line that differed); 0 when every
  * line matches, a recorded ending included.  Varying output is shown, not
- * compared.  An empty recording, or one without its closing line, is
- * refused (GCSH_EXIT_SKIP).
+ * compared.  The file is read and checked before MPI starts
+ * (replay_read.h): an empty recording, or one without its closing line, is
+ * refused (GCSH_EXIT_SKIP), a malformed one too (GCSH_EXIT_USAGE).
  *
  * The format (version 2; version 1 files replay too), one call per line,
  * long strings for text:
@@ -45,6 +46,7 @@
 #ifndef GCSH_RECORD_H
 #define GCSH_RECORD_H
 
+#include "shell/replay_read.h"
 #include "shell/session.h"
 
 #define GCSH_RECORD_FORMAT 2 /* written; 1 and 2 are read */
@@ -62,15 +64,11 @@ void gcsh_record_say(gcsh_session *s);
 
 /* ---- replay ----------------------------------------------------------------- */
 
-/* Reads FILE's header line (before MPI is up): the rank count and backend
- * it was recorded with.  0, or -1 with why in err. */
-int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
-                       size_t elen);
-/* Replays FILE through the session; returns the exit status (0: every line
- * matched; 1: a difference, reported; GCSH_EXIT_SKIP: FILE unreadable,
- * malformed, empty or cut short).  keep_going: run past differences and
- * list them all. */
-int gcsh_replay(gcsh_session *s, const char *path, int keep_going);
+/* Replays a recording read by gcsh_recording_read (replay_read.h) through
+ * the session; returns the exit status (0: every line matched; 1: a
+ * difference, reported; GCSH_EXIT_TERM: SIGTERM stopped it).  keep_going:
+ * run past differences and list them all. */
+int gcsh_replay(gcsh_session *s, const gcsh_recording *rec, int keep_going);
 
 /* Shared by both: a long-bracket or quoted Lua string of text (the level of
  * '=' chosen so that the text cannot close it). */

@@ -1,26 +1,19 @@
 /* Replaying a recording and comparing it line by line.  See record.h.
  *
- * The recording is read by running it in a private Lua state (base library
- * only) where require("gcsh.record").script{...} returns a collector: each
- * line(...), line.chunk(...) and line.dot(...) call becomes an entry, with
- * the file line it is on; line.finish(N) says the file is whole.  The
- * entries then run through the session as if typed (or, for chunks, as the
- * command line ran them), each with the values gcsh.wtime returned when it
- * was recorded. */
+ * The recording was read and checked before MPI started (replay_read.h):
+ * its entries are plain C here, each within the recording's rank count.
+ * They run through the session as if typed (or, for chunks, as the command
+ * line ran them), each with the values gcsh.wtime returned when it was
+ * recorded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <lauxlib.h>
-#include <lualib.h>
-
 #include "wire/msg.h"
 #include "shell/record.h"
-
-#define ENTRIES_KEY "gcsh.replay.entries"
-#define HEADER_KEY "gcsh.replay.header"
-#define HEADER_LINES 8
+#include "shell/replay_read.h"
+#include "shell/sigint.h"
 
 /* The replay in progress (session.replay), for the ending of a line that
  * ends the session at once (replay_ending). */
@@ -35,232 +28,11 @@ struct gcsh_replayer {
     int ndiffer;
 };
 
-/* ---- the header, before MPI --------------------------------------------- */
-
-/* "-- gcsh recording (format F): N rank[s], backend B": "1 rank" has no
- * "s", and scanf's %[s] matches no empty text, so the plural is skipped by
- * hand. */
-static int parse_header_line(const char *line, int *format, int *ranks, char be[64])
-{
-    int at = 0;
-    if (sscanf(line, "-- gcsh recording (format %d): %d rank%n", format, ranks, &at) != 2 || !at)
-        return 0;
-    if (line[at] == 's')
-        at++;
-    return sscanf(line + at, ", backend %63s", be) == 1;
-}
-
-int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
-                       size_t elen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, elen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char line[512], be[64];
-    int format = 0, found = 0;
-    for (int i = 0; i < HEADER_LINES && !found && fgets(line, sizeof line, f); i++)
-        found = parse_header_line(line, &format, ranks, be);
-    fclose(f);
-    if (!found) {
-        snprintf(err, elen, "%s is not a gcsh recording (no '-- gcsh recording' line at its top; "
-                            ".record FILE or gcsh --record FILE makes one)", path);
-        return -1;
-    }
-    if (format < 1 || format > GCSH_RECORD_FORMAT) {
-        snprintf(err, elen, "%s is a recording of format %d; this gcsh reads formats 1 to %d",
-                 path, format, GCSH_RECORD_FORMAT);
-        return -1;
-    }
-    snprintf(backend, blen, "%s", be);
-    return 0;
-}
-
-/* ---- reading the entries ----------------------------------------------------- */
-
-/* Appends the entry table at the top of the stack to the registry's list,
- * with the file line of the call being made. */
-static void add_entry(lua_State *L, const char *kind)
-{
-    lua_Debug ar;
-    int at = lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar) ? ar.currentline : 0;
-    lua_pushstring(L, kind);
-    lua_setfield(L, -2, "kind");
-    lua_pushinteger(L, at);
-    lua_setfield(L, -2, "at");
-    lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
-    lua_insert(L, -2);
-    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
-    lua_pop(L, 1);
-}
-
-/* The expectations of line() and line.chunk() at index e, as given. */
-static void copy_expected(lua_State *L, int e)
-{
-    if (lua_isnoneornil(L, e))
-        return;
-    luaL_checktype(L, e, LUA_TTABLE);
-    static const char *const keys[] = {"out", "failed", "varies", "syntax", "exit",
-                                       "wtime", "ended", "args", NULL};
-    for (const char *const *k = keys; *k; k++) {
-        lua_getfield(L, e, *k);
-        lua_setfield(L, -2, *k);
-    }
-}
-
-/* An entry of kind with its ranks, name (or NULL), source and the
- * expectations at index e. */
-static void collect(lua_State *L, const char *kind, const char *ranks, const char *name,
-                    const char *src, int e)
-{
-    lua_createtable(L, 0, 12);
-    copy_expected(L, e);
-    lua_pushstring(L, ranks);
-    lua_setfield(L, -2, "ranks");
-    if (name) {
-        lua_pushstring(L, name);
-        lua_setfield(L, -2, "name");
-    }
-    lua_pushstring(L, src);
-    lua_setfield(L, -2, "src");
-    add_entry(L, kind);
-}
-
-/* line(N, ranks, source [, {out=, failed=, varies=, syntax=, exit=, wtime=, ended=}]) */
-static int collect_line(lua_State *L)
-{
-    luaL_checkinteger(L, 2);
-    collect(L, "line", luaL_checkstring(L, 3), NULL, luaL_checkstring(L, 4), 5);
-    return 0;
-}
-
-/* line.chunk(N, ranks, name, source [, {args=, ...}]) */
-static int collect_chunk(lua_State *L)
-{
-    luaL_checkinteger(L, 1);
-    collect(L, "chunk", luaL_checkstring(L, 2), luaL_checkstring(L, 3), luaL_checkstring(L, 4), 5);
-    return 0;
-}
-
-/* line.dot(N, ranks, ".command") */
-static int collect_dot(lua_State *L)
-{
-    luaL_checkinteger(L, 1);
-    const char *ranks = luaL_checkstring(L, 2);
-    const char *src = luaL_checkstring(L, 3);
-    lua_createtable(L, 0, 4);
-    lua_pushstring(L, ranks);
-    lua_setfield(L, -2, "ranks");
-    lua_pushstring(L, src);
-    lua_setfield(L, -2, "src");
-    add_entry(L, "dot");
-    return 0;
-}
-
-/* line.finish(N): the recording is whole, with N entries. */
-static int collect_finish(lua_State *L)
-{
-    lua_Integer n = luaL_checkinteger(L, 1);
-    lua_getfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
-    lua_pushinteger(L, n);
-    lua_setfield(L, -2, "finish");
-    return 0;
-}
-
-/* require("gcsh.record").script{...}: the collector `line`; the header's
- * fields (ranks, backend, seed) are kept. */
-static int collect_script(lua_State *L)
-{
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_pushvalue(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
-    lua_newtable(L);
-    static const luaL_Reg calls[] = {
-        {"dot", collect_dot}, {"chunk", collect_chunk}, {"finish", collect_finish}, {NULL, NULL}};
-    luaL_setfuncs(L, calls, 0);
-    lua_createtable(L, 0, 1);
-    lua_pushcfunction(L, collect_line);
-    lua_setfield(L, -2, "__call");
-    lua_setmetatable(L, -2);
-    return 1;
-}
-
-static int collect_require(lua_State *L)
-{
-    const char *name = luaL_checkstring(L, 1);
-    if (strcmp(name, "gcsh.record") != 0)
-        return luaL_error(L, "a recording requires only gcsh.record, not '%s'", name);
-    lua_createtable(L, 0, 1);
-    lua_pushcfunction(L, collect_script);
-    lua_setfield(L, -2, "script");
-    return 1;
-}
-
-/* Whether the entries read are a whole recording: at least one, and (format
- * 2) the closing line.finish(N) with N of them.  Says why not. */
-static int whole(gcsh_coord *c, lua_State *L, const char *path)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
-    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-    lua_getfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
-    int closed = lua_getfield(L, -1, "finish") == LUA_TNUMBER;
-    lua_Integer finish = lua_tointeger(L, -1);
-    lua_pop(L, 3);
-    FILE *f = fopen(path, "r");
-    char line[512];
-    int format = 1;
-    for (int i = 0; f && i < HEADER_LINES && fgets(line, sizeof line, f); i++)
-        sscanf(line, "-- gcsh recording (format %d)", &format);
-    if (f)
-        fclose(f);
-    if (n == 0 && (closed || format < 2)) {
-        gcsh_coord_say(c, "gcsh: --replay: %s holds no lines: there is nothing to compare", path);
-        return 0;
-    }
-    if (format >= 2 && !closed) {
-        gcsh_coord_say(c, "gcsh: --replay: %s is cut short: it ends after %lld line%s without "
-                          "its closing line.finish(N) (the file was cut, or the recording never "
-                          "ended)", path, (long long)n, n == 1 ? "" : "s");
-        return 0;
-    }
-    if (closed && finish != n) {
-        gcsh_coord_say(c, "gcsh: --replay: %s is damaged: its closing line says %lld lines, it "
-                          "holds %lld", path, (long long)finish, (long long)n);
-        return 0;
-    }
-    return 1;
-}
-
-/* Runs the recording in a private state; its entries end up at
- * registry[ENTRIES_KEY], its header at registry[HEADER_KEY].  NULL after
- * saying why (it does not run, or is not whole). */
-static lua_State *read_entries(gcsh_coord *c, const char *path)
-{
-    lua_State *L = luaL_newstate();
-    luaL_requiref(L, "_G", luaopen_base, 1);
-    lua_pop(L, 1);
-    lua_pushcfunction(L, collect_require);
-    lua_setglobal(L, "require");
-    lua_newtable(L);
-    lua_setfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
-    lua_newtable(L);
-    lua_setfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
-    if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, 0) != LUA_OK) {
-        gcsh_coord_say(c, "gcsh: --replay: %s", lua_tostring(L, -1));
-        lua_close(L);
-        return NULL;
-    }
-    if (!whole(c, L, path)) {
-        lua_close(L);
-        return NULL;
-    }
-    return L;
-}
-
 /* ---- one entry ------------------------------------------------------------- */
 
-/* The "[ranks] text" lines of a recorded output, back into per-rank texts. */
+/* The "[ranks] text" lines of a recorded output, back into per-rank texts
+ * (the reader checked every range; they are clamped to 0..size-1 all the
+ * same, so no range walks past the ranks there are). */
 static void unfold(const char *out, int size, gcsh_text *texts)
 {
     const char *p = out;
@@ -275,11 +47,10 @@ static void unfold(const char *out, int size, gcsh_text *texts)
                 long a = strtol(q, &end, 10), b = a;
                 if (*end == '-')
                     b = strtol(end + 1, &end, 10);
-                for (long r = a; r <= b && r < size; r++)
-                    if (r >= 0) {
-                        gcsh_text_append(&texts[r], text, tlen);
-                        gcsh_text_append(&texts[r], "\n", 1);
-                    }
+                for (long r = a < 0 ? 0 : a; r <= b && r < size; r++) {
+                    gcsh_text_append(&texts[r], text, tlen);
+                    gcsh_text_append(&texts[r], "\n", 1);
+                }
                 q = *end == ',' ? end + 1 : close;
             }
         }
@@ -328,29 +99,7 @@ static void say_block(gcsh_coord *c, const char *title, const gcsh_text *t)
     fflush(c->err);
 }
 
-typedef struct entry {
-    int index, at;  /* its number in the session and its line in the file */
-    const char *src, *out, *failed, *syntax, *name;
-    int varies, exit_code;
-    int end_status; /* ended = {status=, lost=, why=}: -1 when none */
-    const char *end_lost, *end_why;
-} entry;
-
-static const char *opt_string(lua_State *L, int t, const char *key)
-{
-    lua_getfield(L, t, key);
-    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
-    lua_pop(L, 1); /* the string stays alive in the entry table */
-    return s;
-}
-
-static int opt_int(lua_State *L, int t, const char *key, int dflt)
-{
-    lua_getfield(L, t, key);
-    int v = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : dflt;
-    lua_pop(L, 1);
-    return v;
-}
+typedef gcsh_replay_entry entry;
 
 /* Notes that entry `index` differed: the replay fails, and with
  * --keep-going goes on. */
@@ -406,11 +155,12 @@ static int compare_output(gcsh_session *s, const char *where, const entry *e,
 }
 
 /* Compares what ran with the entry; 0 when equal, else reports and -1. */
-static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh_line_result *res)
+static int compare(gcsh_session *s, const char *path, const entry *e, int index,
+                   const gcsh_line_result *res)
 {
     gcsh_coord *c = s->coord;
     char where[600];
-    snprintf(where, sizeof where, "gcsh: replay: %s:%d: line %d", path, e->at, e->index);
+    snprintf(where, sizeof where, "gcsh: replay: %s:%d: line %d", path, e->at, index);
     /* a syntax error: the message, once, from rank 0's compiler */
     if (!!e->syntax != !!res->syntax_error ||
         (e->syntax && strcmp(e->syntax, s->syntax_msg) != 0)) {
@@ -448,20 +198,14 @@ static int compare(gcsh_session *s, const char *path, const entry *e, const gcsh
 
 /* A chunk of the command line, shown as the prompt would have: by its
  * name and arguments ("gcsh[0-1]> -- the script f.lua a b"). */
-static void echo_chunk(gcsh_session *s, const entry *e, lua_State *L, int t)
+static void echo_chunk(gcsh_session *s, const entry *e)
 {
     char prompt[600];
     gcsh_text args = {0};
-    if (lua_getfield(L, t, "args") == LUA_TTABLE)
-        for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
-            lua_rawgeti(L, -1, i);
-            gcsh_text_append(&args, " ", 1);
-            size_t n;
-            const char *a = lua_tolstring(L, -1, &n);
-            gcsh_text_append(&args, a ? a : "?", a ? n : 1);
-            lua_pop(L, 1);
-        }
-    lua_pop(L, 1);
+    for (int i = 0; i < e->nargs; i++) {
+        gcsh_text_append(&args, " ", 1);
+        gcsh_text_append(&args, e->args[i], strlen(e->args[i]));
+    }
     gcsh_session_prompt(s, 0, prompt, sizeof prompt);
     gcsh_coord_say(s->coord, "%s-- %s %s%s", prompt, e->name[0] == '@' ? "the script"
                                                                      : "the chunk",
@@ -471,142 +215,94 @@ static void echo_chunk(gcsh_session *s, const entry *e, lua_State *L, int t)
 
 /* Before the entry runs: each rank's gcsh.wtime returns what it returned
  * when this was recorded (wtime = {[rank] = {t, ...}}). */
-static void play_tapes(gcsh_session *s, lua_State *L, int t)
+static void play_tapes(gcsh_session *s, const entry *e)
 {
-    if (lua_getfield(L, t, "wtime") != LUA_TTABLE) {
-        lua_pop(L, 1);
-        return;
-    }
-    for (int r = 0; r < s->coord->size; r++) {
-        if (lua_rawgeti(L, -1, r) == LUA_TTABLE) {
-            size_t n = lua_rawlen(L, -1);
-            double *v = malloc((n ? n : 1) * sizeof *v);
-            for (size_t i = 0; i < n; i++) {
-                lua_rawgeti(L, -1, (lua_Integer)i + 1);
-                v[i] = lua_tonumber(L, -1);
-                lua_pop(L, 1);
-            }
-            gcsh_coord_play_tape(s->coord, r, v, n);
-            free(v);
-        }
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+    for (int r = 0; e->tape && r < s->coord->size; r++)
+        if (e->tape[r])
+            gcsh_coord_play_tape(s->coord, r, e->tape[r], e->ntape[r]);
 }
 
 /* A chunk of the command line: `arg` set as it was on every rank (the
  * script's arguments), then run as the command line ran it. */
-static void run_chunk_entry(gcsh_session *s, lua_State *L, int t, const entry *e,
-                            gcsh_line_result *res)
+static void run_chunk_entry(gcsh_session *s, const entry *e, gcsh_line_result *res)
 {
-    const char **args = NULL;
-    int nargs = 0;
     gcsh_text set = {0};
     gcsh_text_append(&set, "arg = {[0] = ", 13);
     gcsh_lua_string(&set, e->name + 1, strlen(e->name + 1));
-    if (lua_getfield(L, t, "args") == LUA_TTABLE) {
-        nargs = (int)lua_rawlen(L, -1);
-        args = calloc((size_t)nargs + 1, sizeof *args);
-        for (int i = 0; i < nargs; i++) {
-            lua_rawgeti(L, -1, i + 1);
-            args[i] = lua_tostring(L, -1) ? lua_tostring(L, -1) : "";
-            lua_pop(L, 1); /* alive in the entry table */
-            gcsh_text_append(&set, ", ", 2);
-            gcsh_lua_string(&set, args[i], strlen(args[i]));
-        }
+    for (int i = 0; i < e->nargs; i++) {
+        gcsh_text_append(&set, ", ", 2);
+        gcsh_lua_string(&set, e->args[i], strlen(e->args[i]));
     }
-    lua_pop(L, 1);
     gcsh_text_append(&set, "}", 2);
     if (e->name[0] == '@') {
         gcsh_tap quiet;
         gcsh_session_aside(s, set.s, &quiet);
         gcsh_tap_destroy(&quiet, s->coord->size);
     }
-    play_tapes(s, L, t); /* after the quiet chunk, which would take them */
-    gcsh_chunk k = {.name = e->name, .src = e->src, .len = strlen(e->src), .args = args,
-                    .nargs = nargs, .flags = e->name[0] == '@' ? CHUNK_SCRIPT : 0};
+    play_tapes(s, e); /* after the quiet chunk, which would take them */
+    gcsh_chunk k = {.name = e->name, .src = e->src, .len = strlen(e->src),
+                    .args = (const char *const *)e->args, .nargs = e->nargs,
+                    .flags = e->name[0] == '@' ? CHUNK_SCRIPT : 0};
     gcsh_session_feed(s, &k, &(gcsh_feed){0}, res);
     gcsh_text_free(&set);
-    free(args);
 }
 
-/* Reads entry fields from the table at t. */
-static void read_entry(lua_State *L, int t, entry *e)
+/* Runs entry e, number index; 0 when it matched, -1 when not. */
+static int replay_entry(gcsh_session *s, const entry *e, int index, gcsh_replayer *rp)
 {
-    e->src = opt_string(L, t, "src");
-    e->name = opt_string(L, t, "name");
-    e->at = opt_int(L, t, "at", 0);
-    e->out = opt_string(L, t, "out");
-    e->failed = opt_string(L, t, "failed");
-    e->syntax = opt_string(L, t, "syntax");
-    lua_getfield(L, t, "varies");
-    e->varies = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    e->exit_code = opt_int(L, t, "exit", -1);
-    e->end_status = -1;
-    if (lua_getfield(L, t, "ended") == LUA_TTABLE) {
-        int k = lua_gettop(L);
-        e->end_status = opt_int(L, k, "status", -1);
-        e->end_lost = opt_string(L, k, "lost");
-        e->end_why = opt_string(L, k, "why");
-    }
-    lua_pop(L, 1);
-}
-
-/* Runs entry e (on the stack top); 0 when it matched, -1 when not. */
-static int replay_entry(gcsh_session *s, lua_State *L, gcsh_replayer *rp)
-{
-    entry e = {.index = rp->index};
-    int t = lua_gettop(L);
-    const char *kind = opt_string(L, t, "kind");
-    read_entry(L, t, &e);
-    rp->at = e.at;
-    rp->expect_status = e.end_status;
-    rp->expect_lost = e.end_lost;
-    rp->expect_why = e.end_why;
-    if (gcsh_session_set_ranks(s, opt_string(L, t, "ranks")) != 0)
+    rp->at = e->at;
+    rp->expect_status = e->end_status;
+    rp->expect_lost = e->end_lost;
+    rp->expect_why = e->end_why;
+    if (gcsh_session_set_ranks(s, e->ranks) != 0)
         return -1;
-    if (strcmp(kind, "dot") == 0) {
-        gcsh_session_echo(s, e.src);
-        gcsh_session_dot(s, e.src);
+    if (e->kind == GCSH_ENTRY_DOT) {
+        gcsh_session_echo(s, e->src);
+        gcsh_session_dot(s, e->src);
         return 0;
     }
     gcsh_line_result res;
-    if (strcmp(kind, "chunk") == 0) {
-        echo_chunk(s, &e, L, t);
-        run_chunk_entry(s, L, t, &e, &res);
+    if (e->kind == GCSH_ENTRY_CHUNK) {
+        echo_chunk(s, e);
+        run_chunk_entry(s, e, &res);
     } else {
-        gcsh_chunk line = {.name = "=stdin", .src = e.src, .len = strlen(e.src)};
-        play_tapes(s, L, t);
-        gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e.src}, &res);
+        gcsh_chunk line = {.name = "=stdin", .src = e->src, .len = strlen(e->src)};
+        play_tapes(s, e);
+        gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e->src}, &res);
     }
     rp->expect_status = -1;
-    int rc = compare(s, rp->path, &e, &res);
-    rp->varied += rc == 0 && res.ran && (e.varies || res.tap.varies);
+    if (s->coord->end_status == GCSH_EXIT_TERM) { /* SIGTERM cut it short: no verdict */
+        gcsh_line_result_free(s, &res);
+        return 0;
+    }
+    int rc = compare(s, rp->path, e, index, &res);
+    rp->varied += rc == 0 && res.ran && (e->varies || res.tap.varies);
     gcsh_line_result_free(s, &res);
     return rc;
 }
 
-/* Notes variables of the recording's environment that differ now. */
-static void compare_env(gcsh_coord *c, const char *path)
+/* Notes variables of the recording's environment ("-- env K=V" lines
+ * before its first call) that differ now. */
+static void compare_env(gcsh_coord *c, const gcsh_recording *rec)
 {
-    FILE *f = fopen(path, "r");
     char line[4096];
-    while (f && fgets(line, sizeof line, f) && strncmp(line, "local line", 10) != 0) {
-        if (strncmp(line, "-- env ", 7) != 0)
-            continue;
-        line[strcspn(line, "\n")] = '\0';
-        char *kv = line + 7, *eq = strchr(kv, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        const char *now = getenv(kv);
-        if (!now || strcmp(now, eq + 1) != 0)
-            gcsh_coord_say(c, "gcsh: replay: note: %s was '%s' when recorded, is %s%s%s now", kv,
-                           eq + 1, now ? "'" : "unset", now ? now : "", now ? "'" : "");
+    for (const char *p = rec->text; *p && strncmp(p, "local line", 10) != 0;) {
+        size_t n = strcspn(p, "\n");
+        if (n < sizeof line && strncmp(p, "-- env ", 7) == 0) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            char *kv = line + 7, *eq = strchr(kv, '=');
+            if (eq) {
+                *eq = '\0';
+                const char *now = getenv(kv);
+                if (!now || strcmp(now, eq + 1) != 0)
+                    gcsh_coord_say(c, "gcsh: replay: note: %s was '%s' when recorded, is %s%s%s "
+                                      "now", kv, eq + 1, now ? "'" : "unset", now ? now : "",
+                                   now ? "'" : "");
+            }
+        }
+        p += n + (p[n] == '\n');
     }
-    if (f)
-        fclose(f);
 }
 
 /* The last words: how many lines matched, which differed. */
@@ -657,42 +353,40 @@ static int replay_ending(gcsh_session *s, int status, const char *why)
 static const gcsh_rider replay_rider = {.ending = replay_ending};
 
 /* Seeds math.random as the recording did (header seed=). */
-static void seed_ranks(gcsh_session *s, lua_State *L)
+static void seed_ranks(gcsh_session *s, const gcsh_recording *rec)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
-    if (lua_getfield(L, -1, "seed") == LUA_TNUMBER && lua_isinteger(L, -1)) {
-        char src[96];
-        snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)",
-                 (long long)lua_tointeger(L, -1));
-        gcsh_tap tap;
-        gcsh_session_aside(s, src, &tap);
-        gcsh_tap_destroy(&tap, s->coord->size);
-    }
-    lua_pop(L, 2);
+    if (!rec->has_seed)
+        return;
+    char src[96];
+    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)", rec->seed);
+    gcsh_tap tap;
+    gcsh_session_aside(s, src, &tap);
+    gcsh_tap_destroy(&tap, s->coord->size);
 }
 
-int gcsh_replay(gcsh_session *s, const char *path, int keep_going)
+int gcsh_replay(gcsh_session *s, const gcsh_recording *rec, int keep_going)
 {
-    lua_State *L = read_entries(s->coord, path);
-    if (!L)
-        return GCSH_EXIT_SKIP;
-    compare_env(s->coord, path);
-    seed_ranks(s, L);
-    gcsh_replayer rp = {.path = path, .keep_going = keep_going, .expect_status = -1};
+    compare_env(s->coord, rec);
+    seed_ranks(s, rec);
+    gcsh_replayer rp = {.path = rec->path, .keep_going = keep_going, .expect_status = -1};
     s->replay = &rp;
     s->replay_ops = &replay_rider;
-    lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
-    int n = (int)lua_rawlen(L, -1);
-    for (int i = 1; i <= n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {
+    for (int i = 1; i <= rec->n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {
         rp.index = i;
-        lua_rawgeti(L, -1, i);
-        if (replay_entry(s, L, &rp) != 0)
+        int rc = replay_entry(s, &rec->e[i - 1], i, &rp);
+        if (s->coord->end_status == GCSH_EXIT_TERM)
+            break;
+        if (rc != 0)
             note_difference(&rp, i);
         rp.lines++;
-        lua_pop(L, 1);
     }
     s->replay = NULL;
-    lua_close(L);
+    if (s->coord->end_status == GCSH_EXIT_TERM) {
+        gcsh_coord_say(s->coord, "gcsh: replay: stopped by SIGTERM at line %d of %s", rp.index,
+                       rp.path);
+        gcsh_text_free(&rp.differ);
+        return GCSH_EXIT_TERM;
+    }
     int rc = rp.ndiffer && !keep_going ? 1 : summary(s, &rp);
     gcsh_text_free(&rp.differ);
     return rc;

@@ -1,10 +1,12 @@
 /* Self-pipe signal delivery.  See sigint.h.
  *
- * The write end (and the count of SIGCONTs) is the one piece of file-scope
+ * The write end (with the count of SIGCONTs, the time of the last SIGTERM
+ * and what to do at SIGTERM's deadline) is the one piece of file-scope
  * state in gcsh: a signal handler has no other way to reach the process's
  * state. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,12 +16,61 @@
 static int sig_write_fd = -1;
 /* SIGCONTs so far: gcsh_sig_stop_and_wait waits for the next one. */
 static volatile sig_atomic_t continued;
+/* When the last SIGTERM or SIGHUP came (CLOCK_MONOTONIC, ms; the handler
+ * runs with the others blocked), and whether its deadline is set. */
+static long long last_term_ms;
+static volatile sig_atomic_t deadline_set;
+static void (*at_deadline)(int arg, int status);
+static int at_deadline_arg;
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t); /* async-signal-safe */
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* SIGTERM's deadline (SIGALRM): the session did not end in time, so the
+ * process does, after saying so where it can without blocking (stderr may
+ * be the pipe nobody reads that holds the session up). */
+static void on_deadline(int sig)
+{
+    (void)sig;
+#define STR(x) #x
+#define SECONDS(x) STR(x)
+    static const char msg[] = "\ngcsh: SIGTERM: the session did not end within "
+                              SECONDS(GCSH_TERM_DEADLINE_S) " s "
+                              "(rank 0 is stuck: a finalizer, a blocked read or write); "
+                              "it ends now, status 143\n";
+    struct pollfd p = {.fd = 2, .events = POLLOUT};
+    if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) && write(2, msg, sizeof msg - 1) < 0) {
+        /* nowhere to say it */
+    }
+    if (at_deadline)
+        at_deadline(at_deadline_arg, GCSH_EXIT_TERM);
+    _exit(GCSH_EXIT_TERM);
+}
 
 static void on_signal(int sig)
 {
     int saved = errno;
     if (sig == SIGCONT)
         continued = continued + 1;
+    if (sig == SIGTERM || sig == SIGHUP) {
+        /* `timeout` signals its child, then the child's process group: the
+         * same SIGTERM twice is one request */
+        long long t = now_ms();
+        int again = last_term_ms && t - last_term_ms < GCSH_SAME_SIGNAL_MS;
+        last_term_ms = t;
+        if (again) {
+            errno = saved;
+            return;
+        }
+        if (!deadline_set) {
+            deadline_set = 1;
+            alarm(GCSH_TERM_DEADLINE_S);
+        }
+    }
     char c = sig == SIGINT     ? GCSH_SIG_INT
              : sig == SIGWINCH ? GCSH_SIG_WINCH
              : sig == SIGTSTP  ? GCSH_SIG_TSTP
@@ -34,8 +85,10 @@ static void on_signal(int sig)
 static void catch_signal(int sig)
 {
     struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
+    sa.sa_handler = sig == SIGALRM ? on_deadline : on_signal;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTERM); /* one handler at a time: they share last_term_ms */
+    sigaddset(&sa.sa_mask, SIGHUP);
     sa.sa_flags = SA_RESTART;
     sigaction(sig, &sa, NULL);
 }
@@ -50,7 +103,14 @@ int gcsh_sig_install(void)
     catch_signal(SIGWINCH);
     catch_signal(SIGTERM);
     catch_signal(SIGHUP);
+    catch_signal(SIGALRM);
     return p[0];
+}
+
+void gcsh_sig_at_deadline(void (*fn)(int arg, int status), int arg)
+{
+    at_deadline_arg = arg;
+    at_deadline = fn;
 }
 
 void gcsh_sig_catch_job_control(void)

@@ -22,9 +22,24 @@
 /* The status of a job ended at once by a second Ctrl-C (128 + SIGINT). */
 #define GCSH_EXIT_INT 130
 
-/* Installs SIGINT/SIGWINCH/SIGTERM/SIGHUP handlers; returns the pipe's read
- * end (or -1). */
+/* One SIGTERM always ends the process: if the session has not ended this
+ * long after the first SIGTERM or SIGHUP (rank 0 stuck in C: a finalizer
+ * that loops or waits for a collective at exit, a write to a pipe nobody
+ * reads, a FIFO), the process says so and exits GCSH_EXIT_TERM (SIGALRM).
+ * The coordinator's own grace (coord.c) is shorter, gcsh -n's launcher's
+ * longer (launch.c). */
+#define GCSH_TERM_DEADLINE_S 6
+/* A SIGTERM this soon after the last is the same request (`timeout` and
+ * `kill -- -PGID` signal the process, then its process group). */
+#define GCSH_SAME_SIGNAL_MS 200
+
+/* Installs SIGINT/SIGWINCH/SIGTERM/SIGHUP handlers (and SIGALRM for
+ * SIGTERM's deadline); returns the pipe's read end (or -1). */
 int gcsh_sig_install(void);
+/* fn(arg, GCSH_EXIT_TERM) runs in the signal handler at SIGTERM's
+ * deadline, before the process exits: async-signal-safe calls only (rank 0
+ * tells gcsh -n's launcher the status: gcsh_launcher_status, a sigqueue). */
+void gcsh_sig_at_deadline(void (*fn)(int arg, int status), int arg);
 /* Catches SIGTSTP and SIGCONT too (rank 0 edits lines on a terminal): the
  * terminal is given back before the job stops, taken again after. */
 void gcsh_sig_catch_job_control(void);
