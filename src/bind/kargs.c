@@ -7,6 +7,7 @@
 #include <lauxlib.h>
 
 #include "bind/kernel.h"
+#include "bind/opts.h"
 
 const gcsh_kernel_ops *gcsh_kern_backend(lua_State *L)
 {
@@ -55,26 +56,6 @@ static size_t check_count(lua_State *L, const char *fname, const char *what, lua
     if (v < lo || v > hi)
         luaL_error(L, "%s: %s must be %I..%I, got %I", fname, what, lo, hi, v);
     return (size_t)v;
-}
-
-/* Options tables: keys outside `valid` are errors that list them. */
-void gcsh_karg_keys(lua_State *L, int idx, const char *fname, const char *valid)
-{
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        size_t len = key ? strlen(key) : 0;
-        int ok = 0;
-        for (const char *p = valid; key && *p;) {
-            size_t w = strcspn(p, " ");
-            ok |= w == len && strncmp(p, key, len) == 0;
-            p += w + strspn(p + w, " ");
-        }
-        if (!ok)
-            luaL_error(L, "%s: unknown option '%s' (valid: %s)", fname,
-                       luaL_tolstring(L, -1, NULL), valid);
-    }
 }
 
 static lua_Integer opt_integer(lua_State *L, int idx, const char *key, const char *fname,
@@ -147,12 +128,8 @@ void gcsh_karg_read(lua_State *L, int idx, gcsh_kargs *a, const char *valid)
     a->out = NULL;
     a->out_idx = 0;
     a->algo = NULL;
-    if (lua_isnoneornil(L, idx))
+    if (!gcsh_opts_check(L, idx, a->fname, valid))
         return;
-    if (!lua_istable(L, idx))
-        luaL_error(L, "%s: options must be a table (valid keys: %s), got %s", a->fname, valid,
-                   luaL_typename(L, idx));
-    gcsh_karg_keys(L, idx, a->fname, valid);
     a->op = opt_op(L, idx, GCSH_OP_SUM);
     gcsh_karg_region(L, idx, a);
     if (lua_getfield(L, idx, "out") != LUA_TNIL) {

@@ -40,9 +40,6 @@ gcsh_tensor *gcsh_karg_placed(lua_State *L, int idx, const char *fname, const ch
 /* Errors unless t's dtype is dt (`of` names where dt comes from). */
 void gcsh_karg_same_dtype(lua_State *L, const char *fname, const char *what,
                           const gcsh_tensor *t, gcsh_dtype dt, const char *of);
-/* Errors on a key of the options table at idx outside `valid` (space
- * separated), listing them. */
-void gcsh_karg_keys(lua_State *L, int idx, const char *fname, const char *valid);
 /* The open window at idx, whose team the kernels can synchronise. */
 gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname);
 /* Reads {offset, n} of the options table at idx into a (a->o set). */

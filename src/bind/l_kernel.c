@@ -61,6 +61,7 @@
 
 #include "bind/comm.h"
 #include "bind/kernel.h"
+#include "bind/opts.h"
 #include "core/kll.h"
 #include "core/kreduce_tune.h"
 
@@ -491,9 +492,7 @@ static int kernel_plan(lua_State *L)
     a.n = a.o->n;
     const char *coll_name = "allreduce";
     int has_out = 0, root = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        luaL_checktype(L, 2, LUA_TTABLE);
-        gcsh_karg_keys(L, 2, a.fname, "coll algo n offset root out");
+    if (gcsh_opts_check(L, 2, a.fname, "coll algo n offset root out")) {
         gcsh_karg_region(L, 2, &a);
         if (lua_getfield(L, 2, "coll") != LUA_TNIL)
             coll_name = luaL_checkstring(L, -1);

@@ -29,6 +29,7 @@
 
 #include "wire/collcheck.h"
 #include "bind/comm.h"
+#include "bind/opts.h"
 #include "bind/symmem.h"
 
 /* Signal words are for synchronisation, not data: s:reset() touches each. */
@@ -162,25 +163,10 @@ typedef struct wait_args {
     double timeout; /* seconds; INFINITY when none */
 } wait_args;
 
-static void check_wait_keys(lua_State *L)
-{
-    static const char *const keys[] = {"slot", "value", "cmp", "cpu", "timeout", NULL};
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-        lua_pop(L, 1);
-        int known = 0;
-        for (int i = 0; keys[i] && lua_type(L, -1) == LUA_TSTRING; i++)
-            known |= strcmp(lua_tostring(L, -1), keys[i]) == 0;
-        if (!known)
-            luaL_error(L, "wait: unknown option '%s' (valid: slot value cmp cpu timeout)",
-                       luaL_tolstring(L, -1, NULL));
-    }
-}
-
 /* s:wait{slot=, value=, cmp=, cpu=, timeout=}; fields land at 3..7. */
 static void read_wait_table(lua_State *L, const gcsh_symobj *o, wait_args *a)
 {
-    check_wait_keys(L);
+    gcsh_opts_check(L, 2, "wait", "slot value cmp cpu timeout");
     lua_settop(L, 2);
     lua_getfield(L, 2, "slot");
     lua_getfield(L, 2, "value");

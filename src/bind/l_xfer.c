@@ -47,6 +47,7 @@
 
 #include "wire/out.h"
 #include "bind/graph.h"
+#include "bind/opts.h"
 #include "bind/xfer.h"
 
 #define XFER_MT "xfer"
@@ -154,30 +155,6 @@ static void check_range(lua_State *L, const plan_args *a, int arg, const char *w
                                       (lua_Integer)a->win->n));
 }
 
-static int is_listed(const char *list, const char *word)
-{
-    size_t len = strlen(word);
-    for (const char *p = list; *p;) {
-        size_t w = strcspn(p, " ");
-        if (w == len && len > 0 && strncmp(p, word, len) == 0)
-            return 1;
-        p += w;
-        p += strspn(p, " ");
-    }
-    return 0;
-}
-
-static void check_option_keys(lua_State *L, int idx, int arg, const char *valid)
-{
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING || !is_listed(valid, lua_tostring(L, -1)))
-            luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (valid: %s)",
-                                                  luaL_tolstring(L, -1, NULL), valid));
-    }
-}
-
 static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
 {
     const char *engines = xfer_ops(L)->engines;
@@ -187,17 +164,27 @@ static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
         if (!e)
             luaL_argerror(L, arg, lua_pushfstring(L, "engine must be a string, got %s",
                                                   type_name(L, -1)));
-        if (!is_listed(engines, e))
+        if (!gcsh_opts_listed(engines, e))
             luaL_argerror(L, arg, lua_pushfstring(L, "unknown engine '%s' (valid: %s)", e, engines));
         a->engine = strcmp(e, "sm") == 0 ? GCSH_XFER_SM : GCSH_XFER_CE;
     }
     lua_pop(L, 1);
 }
 
+/* Field i of the signal table (for the value, field 3 or value=, not both). */
 static uint64_t read_signal_field(lua_State *L, int sig, int i, int arg, const char *name,
                                   lua_Integer def, lua_Integer max)
 {
     lua_rawgeti(L, sig, i);
+    if (i == 3) {
+        lua_getfield(L, sig, "value");
+        if (!lua_isnil(L, -1) && !lua_isnil(L, -2))
+            luaL_argerror(L, arg, "signal value given twice ({s, slot, v} or {s, slot, value = v})");
+        if (lua_isnil(L, -1))
+            lua_pop(L, 1);
+        else
+            lua_remove(L, -2);
+    }
     lua_Integer v = def;
     if (!lua_isnil(L, -1)) {
         int isint = 0;
@@ -212,8 +199,8 @@ static uint64_t read_signal_field(lua_State *L, int sig, int i, int arg, const c
     return (uint64_t)v;
 }
 
-/* signal = {s, slot [, value=1]}: s on the window's communicator, the peer
- * in its team; resolves the peer's word. */
+/* signal = {s, slot [, value=1]} or {s, slot, value = v}: s on the window's
+ * communicator, the peer in its team; resolves the peer's word. */
 static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
 {
     lua_getfield(L, opts, "signal");
@@ -225,6 +212,11 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     if (!lua_istable(L, sig))
         luaL_argerror(L, arg, lua_pushfstring(L, "signal must be a table {s, slot [, value]}, got %s",
                                               type_name(L, sig)));
+    char key[64];
+    if (gcsh_opts_unknown(L, sig, 3, "value", key, sizeof key))
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal: unknown key '%s' (valid: {s, slot [, "
+                                                 "value]} or {s, slot, value = v})",
+                                              key));
     lua_rawgeti(L, sig, 1);
     gcsh_symobj **h = luaL_testudata(L, -1, GCSH_SIGNALS_MT);
     if (!h)
@@ -255,12 +247,8 @@ static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_si
                       gcsh_xfer_engine engine)
 {
     a->engine = engine;
-    if (lua_isnoneornil(L, opts))
+    if (!gcsh_opts_check_arg(L, opts, arg, with_signal ? "engine signal" : "engine"))
         return;
-    if (!lua_istable(L, opts))
-        luaL_argerror(L, arg, lua_pushfstring(L, "options table expected, got %s",
-                                              type_name(L, opts)));
-    check_option_keys(L, opts, arg, with_signal ? "engine signal" : "engine");
     read_engine(L, opts, arg, a);
     if (with_signal)
         read_signal(L, opts, arg, a);
@@ -471,6 +459,11 @@ static void read_descriptor(lua_State *L, plan_args *a, size_t i)
     if (!lua_istable(L, d))
         luaL_argerror(L, 3, lua_pushfstring(L, "descriptor %I must be {src, dst_offset}, got %s", k,
                                             type_name(L, d)));
+    char key[64];
+    if (gcsh_opts_unknown(L, d, 2, "peer window", key, sizeof key))
+        luaL_argerror(L, 3, lua_pushfstring(L, "descriptor %I: unknown key '%s' (valid: {src, "
+                                               "dst_offset [, peer=] [, window=]})",
+                                            k, key));
     lua_rawgeti(L, d, 1);
     lua_rawgeti(L, d, 2);
     lua_getfield(L, d, "peer");
@@ -606,10 +599,8 @@ typedef struct wait_opts {
 static wait_opts read_wait_opts(lua_State *L)
 {
     wait_opts w = {0, INFINITY};
-    if (lua_isnoneornil(L, 2))
+    if (!gcsh_opts_check_arg(L, 2, 2, "cpu timeout"))
         return w;
-    luaL_checktype(L, 2, LUA_TTABLE);
-    check_option_keys(L, 2, 2, "cpu timeout");
     lua_getfield(L, 2, "cpu");
     w.cpu = lua_toboolean(L, -1);
     lua_getfield(L, 2, "timeout");
