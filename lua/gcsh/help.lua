@@ -76,13 +76,13 @@ local API = {
     },
   },
   signals = {
-    what = "symmetric 64-bit signal words: set/add to peers, wait on mine",
+    what = "symmetric u64 signal words: set/add to peers, wait on mine (-1 is 2^64-1)",
     rows = {
       { "s:set(peer, slot, v)", "peer's word = v (release order)" },
-      { "s:add(peer, slot, v)", "peer's word += v (release order)" },
+      { "s:add(peer, slot, v)", "peer's word += v mod 2^64 (release order)" },
       { "s:wait(slot, v [, cmp=\">=\"])", "until my word cmp v (stream-ordered on cuda)" },
       { "s:wait{slot=, value=, cmp=, cpu=true, timeout=S}", "wait here, an error after S s" },
-      { "s:read(slot)", "my word (acquire order)" },
+      { "s:read(slot)", "my word (acquire): ('%u'):format(v) prints it unsigned" },
       { "s:reset()", "zero my words (local: follow with c:barrier())" },
       { "s.n s.kind s.rank s.size s.team s.comm s.seq", "fields as a window's" },
       { "s:info()", "as w:info()" },

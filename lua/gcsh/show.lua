@@ -48,7 +48,7 @@ local function source(x, c)
     return {
       comm = x.comm, n = x.n,
       title = string.format("signals #%d (%d slots, %s): each rank's words", x.seq, x.n, x.kind),
-      value = function(i) return string.format("%d", x:read(i)) end,
+      value = function(i) return string.format("%u", x:read(i)) end, -- u64 words
     }
   elseif kind == "tensor" then
     return {

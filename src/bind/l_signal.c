@@ -18,8 +18,12 @@
  *                               so no peer's add lands before the reset.
  *   s.n s.kind s.rank s.size s.team s.comm s.seq   s:info()   s:free()
  *
- * Values are integers 0..2^63-1; cmp is one of >= > == ~= <= < (unsigned
- * comparison of the 64-bit word).  peer is a rank of c in s.team; slots are
+ * Words are unsigned 64-bit (gcsh_sym_word_value): a Lua integer carries
+ * the word's bits, so 2^63..2^64-1 are the negative integers (-1 is
+ * 2^64-1), as math.ult compares them; s:read returns that integer and
+ * gcsh's texts print it unsigned (("%u"):format(v) does too).  A float
+ * 2^63..2^64 (exclusive) is taken too.  cmp is one of >= > == ~= <= <,
+ * an unsigned comparison of the word.  peer is a rank of c in s.team; slots are
  * 0..n-1.  Every argument is checked before any word is touched. */
 #include <math.h>
 #include <stdio.h>
@@ -84,12 +88,11 @@ static size_t check_slot_value(lua_State *L, const gcsh_symobj *o, int idx, cons
 
 static uint64_t check_word_value(lua_State *L, int idx, const char *name)
 {
-    int isint = 0;
-    lua_Integer v = lua_tointegerx(L, idx, &isint);
-    if (lua_type(L, idx) != LUA_TNUMBER || !isint || v < 0)
-        luaL_error(L, "%s must be an integer 0..%I, got %s", name, (lua_Integer)LUA_MAXINTEGER,
+    uint64_t v;
+    if (!gcsh_sym_word_value(L, idx, &v))
+        luaL_error(L, "%s must be " GCSH_SYM_WORD_RANGE ", got %s", name,
                    luaL_tolstring(L, idx, NULL));
-    return (uint64_t)v;
+    return v;
 }
 
 static enum gcsh_cmp check_cmp(lua_State *L, int idx)
@@ -218,8 +221,9 @@ static int signals_wait(lua_State *L)
     if (rc == 1) {
         uint64_t now = 0;
         check_backend(L, win->signal_read(ctx, o->impl, &o->desc, a.slot, &now));
-        luaL_error(L, "wait: timed out after %f s: slot %I is %I, waiting for %s %I", a.timeout,
-                   (lua_Integer)a.slot, (lua_Integer)now, cmp_names[a.cmp], (lua_Integer)a.value);
+        luaL_error(L, "wait: timed out after %f s: slot %I is %s, waiting for %s %s", a.timeout,
+                   (lua_Integer)a.slot, gcsh_sym_word_text(L, now), cmp_names[a.cmp],
+                   gcsh_sym_word_text(L, a.value));
     }
     return 0;
 }

@@ -171,32 +171,39 @@ static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
     lua_pop(L, 1);
 }
 
-/* Field i of the signal table (for the value, field 3 or value=, not both). */
-static uint64_t read_signal_field(lua_State *L, int sig, int i, int arg, const char *name,
-                                  lua_Integer def, lua_Integer max)
+/* The signal's slot, field 2 of the signal table. */
+static size_t read_signal_slot(lua_State *L, int sig, int arg, lua_Integer max)
 {
-    lua_rawgeti(L, sig, i);
-    if (i == 3) {
-        lua_getfield(L, sig, "value");
-        if (!lua_isnil(L, -1) && !lua_isnil(L, -2))
-            luaL_argerror(L, arg, "signal value given twice ({s, slot, v} or {s, slot, value = v})");
-        if (lua_isnil(L, -1))
-            lua_pop(L, 1);
-        else
-            lua_remove(L, -2);
-    }
-    lua_Integer v = def;
-    if (!lua_isnil(L, -1)) {
-        int isint = 0;
-        v = lua_tointegerx(L, -1, &isint);
-        if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < 0 || v > max)
-            luaL_argerror(L, arg, lua_pushfstring(L, "signal %s must be an integer 0..%I, got %s",
-                                                  name, max, luaL_tolstring(L, -1, NULL)));
-    } else if (def < 0) {
-        luaL_argerror(L, arg, lua_pushfstring(L, "signal needs {s, slot [, value]}: no %s", name));
-    }
+    lua_rawgeti(L, sig, 2);
+    if (lua_isnil(L, -1))
+        luaL_argerror(L, arg, "signal needs {s, slot [, value]}: no slot");
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < 0 || v > max)
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal slot must be an integer 0..%I, got %s", max,
+                                              luaL_tolstring(L, -1, NULL)));
     lua_pop(L, 1);
-    return (uint64_t)v;
+    return (size_t)v;
+}
+
+/* The value added to the word: field 3 or value= (not both), 1 by default;
+ * a u64 word as s:add takes it (symmem.h). */
+static uint64_t read_signal_value(lua_State *L, int sig, int arg)
+{
+    int top = lua_gettop(L);
+    lua_rawgeti(L, sig, 3);
+    lua_getfield(L, sig, "value");
+    if (!lua_isnil(L, -1) && !lua_isnil(L, -2))
+        luaL_argerror(L, arg, "signal value given twice ({s, slot, v} or {s, slot, value = v})");
+    if (lua_isnil(L, -1))
+        lua_pop(L, 1);
+    uint64_t v = 1;
+    if (!lua_isnil(L, -1) && !gcsh_sym_word_value(L, -1, &v))
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal value must be " GCSH_SYM_WORD_RANGE
+                                                 ", got %s",
+                                              luaL_tolstring(L, -1, NULL)));
+    lua_settop(L, top);
+    return v;
 }
 
 /* signal = {s, slot [, value=1]} or {s, slot, value = v}: s on the window's
@@ -231,8 +238,8 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
         luaL_argerror(L, arg, lua_pushfstring(L, "rank %d is not in the signals' team (reachable: %s)",
                                               a->peer, gcsh_sym_team_text(s, team, sizeof team)));
     }
-    size_t slot = read_signal_field(L, sig, 2, arg, "slot", -1, (lua_Integer)s->n - 1);
-    a->signal_value = read_signal_field(L, sig, 3, arg, "value", 1, LUA_MAXINTEGER);
+    size_t slot = read_signal_slot(L, sig, arg, (lua_Integer)s->n - 1);
+    a->signal_value = read_signal_value(L, sig, arg);
     a->sig = s;
     a->signal_slot = slot;
     a->signal = (uint64_t *)s->desc.peer[member] + slot;

@@ -683,6 +683,30 @@ const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len)
     return gcsh_format_ranks(o->desc.team, o->desc.team_size, buf, len);
 }
 
+int gcsh_sym_word_value(lua_State *L, int idx, uint64_t *v)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        return 0;
+    int isint = 0;
+    lua_Integer i = lua_tointegerx(L, idx, &isint);
+    if (isint) {
+        *v = (uint64_t)i;
+        return 1;
+    }
+    lua_Number f = lua_tonumber(L, idx);
+    if (!(f >= 0x1p63 && f < 0x1p64))
+        return 0;
+    *v = (uint64_t)f;
+    return 1;
+}
+
+const char *gcsh_sym_word_text(lua_State *L, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return lua_pushstring(L, buf);
+}
+
 int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)
 {
     lua_Integer r = luaL_checkinteger(L, arg);

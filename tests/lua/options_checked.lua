@@ -88,7 +88,7 @@ H.raises(function() w:put(nxt, src, 0, { signal = { s, 1, bogus = 5 } }) end,
 H.raises(function() w:put(nxt, src, 0, { signal = { s, 1, 3, value = 3 } }) end,
          "signal value given twice")
 H.raises(function() w:put(nxt, src, 0, { signal = { s, 1, 2, 3 } }) end, "signal: unknown key '4'")
-H.raises(function() w:put(nxt, src, 0, { signal = { s, 1, value = -1 } }) end, "signal value must be an integer")
+H.raises(function() w:put(nxt, src, 0, { signal = { s, 1, value = 1.5 } }) end, "signal value must be an integer 0..18446744073709551615")
 c:barrier()
 s:free()
 w:free()
