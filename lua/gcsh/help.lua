@@ -144,6 +144,10 @@ local API = {
       { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
+      { "kernel.allreduce algo=", "auto (by size: kernel.choose) oneshot twoshot ring ll multicast comm nccl_dev" },
+      { "kernel.allreduce op= offset= n=", "sum prod min max; the region [offset, offset+n) of every slice" },
+      { "kernel.allreduce out=", "out of place: the window is not written (twoshot, ring: through "
+        .. "its LL area, which bounds n, out on every rank; multicast: refused)" },
       { "kernel.reduce_scatter(w [, {op=, offset=, n=, out=}])", "rank r gets chunk r" },
       { "kernel.allgather(w [, {offset=, n=, out=}])", "chunk r of rank r to every slice" },
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },

@@ -15,14 +15,19 @@
  * done and wait, all stream-ordered on cuda (kernels spin on the words, with
  * the bound and cancel word of s:wait).  Options: op="sum", offset=0,
  * n=w.n-offset, out=nil (a local tensor of w.dtype; nil: the result stays in
- * the window).
+ * the window).  kernel.allreduce's out= is out of place for every
+ * algorithm: the window is not written.  Two-shot and ring then go
+ * through the window's scratch area (kplan.h: the region must fit it,
+ * every member must pass out, no persistent all-reduce may hold it);
+ * multicast refuses out= (its st writes every slice); auto picks
+ * oneshot or comm where two-shot's region does not fit the scratch.
  * Every collective moves the data as its plan says (kplan.h; kernel.plan
  * shows it): chunks are balanced, so n need not divide by the team.
  *   kernel.allreduce(w [, {algo="auto", op, offset, n, out}])
  *       -> result tensor, algorithm run.  algo: "oneshot" (each rank loads
  *       every slice and reduces), "twoshot" (rank r reduces chunk r by peer
  *       loads and stores it to every peer: the whole window holds the
- *       result, out gets a copy), "ring" (reduce-scatter and all-gather
+ *       result; with out=, every scratch area), "ring" (reduce-scatter and all-gather
  *       around the ring), "ll" (one-shot with the ready flags in the
  *       data, no barrier: core/kll.h; regions up to 64 KiB),
  *       "multicast" (w:multicast(): NVLS, or its
@@ -124,6 +129,47 @@ static gcsh_comm_check *enter_checked(lua_State *L, const gcsh_kargs *a, const c
     return cc;
 }
 
+/* Where a slice's scratch area starts (the LL area past its header) and
+ * the bytes it holds (kplan.h). */
+static size_t scratch_offset(lua_State *L, const gcsh_symobj *o)
+{
+    return gcsh_kern_ll_offset(L, o) + GCSH_LL_HEADER_BYTES;
+}
+
+static size_t scratch_bytes(const gcsh_symobj *o)
+{
+    return gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size)) -
+           GCSH_LL_HEADER_BYTES;
+}
+
+/* Whether a's region fits the window's scratch area: an out-of-place
+ * two-shot or ring gathers the result there. */
+static int fits_scratch(const gcsh_kargs *a)
+{
+    return a->n * gcsh_dtype_size(a->o->dtype) <= scratch_bytes(a->o);
+}
+
+/* out= with a plan that stores into slices (kplan.h): the result goes
+ * through the scratch areas, which must hold the region and be free (a
+ * persistent all-reduce keeps the LL area); every member must pass out,
+ * which the check compares (`shown` gets " out="). */
+static void check_scratch(lua_State *L, const gcsh_kargs *a, const char *algo)
+{
+    size_t es = gcsh_dtype_size(a->o->dtype);
+    if (!fits_scratch(a))
+        luaL_error(L, "%s: algo '%s' with out= gathers the result in the window's scratch area "
+                      "(its LL area), which holds %I bytes (n up to %I), got n = %I (%I bytes): "
+                      "oneshot and comm reduce straight into out; or omit out (the result in "
+                      "the window)",
+                   a->fname, algo, (lua_Integer)scratch_bytes(a->o),
+                   (lua_Integer)(scratch_bytes(a->o) / es), (lua_Integer)a->n,
+                   (lua_Integer)(a->n * es));
+    char what[96];
+    snprintf(what, sizeof what, "kernel.%s{algo='%s', out=} (it uses the window's LL area as "
+                                "scratch)", a->fname, algo);
+    gcsh_persist_check_unused(L, a->o, what);
+}
+
 /* A kernel collective: the plan of (coll, algo) over a's region, checked
  * under the name `shown`; root is a team index or -1. */
 static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
@@ -131,13 +177,20 @@ static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll co
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kcoll_args k = {
-        .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n},
+        .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n, 0},
         .offset = a->offset, .dt = a->o->dtype, .op = a->op,
         .out = a->out ? gcsh_tensor_data(a->out) : NULL, .sync_off = sync_offset(L, a->o),
-        .epoch = &a->o->kern_epoch, .mc = mc,
+        .scratch_off = scratch_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
     };
+    char checked[64];
+    snprintf(checked, sizeof checked, "%s", shown);
+    if (a->out && gcsh_kplan_needs_scratch(&k.plan)) {
+        check_scratch(L, a, shown);
+        k.plan.scratch = 1;
+        snprintf(checked, sizeof checked, "%s out=", shown);
+    }
     int reduces = coll != GCSH_KC_ALLGATHER && coll != GCSH_KC_BROADCAST;
-    gcsh_comm_check *cc = enter_checked(L, a, shown, root, reduces);
+    gcsh_comm_check *cc = enter_checked(L, a, checked, root, reduces);
     gcsh_check_leave(L, cc, gcsh_kern_backend(L)->collective(ctx, a->o->impl, &a->o->desc, &k));
 }
 
@@ -285,6 +338,12 @@ static const char *allreduce_planned(lua_State *L, const gcsh_kargs *a)
  * stores, which moves the data as two-shot does (kplan.h) */
 static const char *allreduce_multicast(lua_State *L, const gcsh_kargs *a)
 {
+    if (a->out)
+        luaL_error(L, "%s: algo 'multicast' cannot keep the window untouched with out=: its st "
+                      "stores the result through the multicast address into every slice; use "
+                      "twoshot (the same moves, through the window's scratch area) or oneshot, "
+                      "or omit out (the result in the window)",
+                   a->fname);
     gcsh_mcast mc;
     gcsh_mcast_open(L, a->o, &mc);
     if (mc.nvls) {
@@ -386,6 +445,9 @@ static int kernel_allreduce(lua_State *L)
                              a.n * gcsh_dtype_size(a.o->dtype));
         if (strcmp(a.algo, "comm") == 0 && !comm_can_run(L, &a))
             a.algo = "twoshot";
+        /* out= keeps the window untouched: two-shot needs the scratch area */
+        if (strcmp(a.algo, "twoshot") == 0 && a.out && !fits_scratch(&a))
+            a.algo = comm_can_run(L, &a) ? "comm" : "oneshot";
     }
     allreduce_run run = allreduce_runner(a.algo);
     char valid[128];
@@ -518,7 +580,12 @@ static int kernel_plan(lua_State *L)
                              "reduces its own slots as the flags arrive (src/core/kll.h)");
     enum gcsh_kalgo algo = check_algo(L, &a, (enum gcsh_kcoll)coll,
                                       first_planned((enum gcsh_kcoll)coll));
-    gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n};
+    gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n, 0};
+    if (has_out && coll == GCSH_KC_ALLREDUCE && algo == GCSH_KA_MULTICAST)
+        return luaL_error(L, "plan: algo 'multicast' takes no out (its st stores into every "
+                             "slice): twoshot moves the same data, out of place through the "
+                             "scratch areas");
+    p.scratch = has_out && gcsh_kplan_needs_scratch(&p);
     gcsh_push_kplan(L, a.o, &p, a.offset, has_out);
     return 1;
 }

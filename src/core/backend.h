@@ -276,6 +276,8 @@ typedef struct gcsh_kcoll_args {
     gcsh_redop op;
     void *out;         /* local memory at d->loc, or NULL: the result stays in the window */
     size_t sync_off;   /* bytes: where the sync area starts in every slice */
+    size_t scratch_off; /* bytes: where the scratch area starts in every slice (the
+                           LL area past its header; plan.scratch: kplan.h) */
     uint64_t *epoch;   /* barriers passed on this window, equal on every rank;
                           the backend advances it by the barriers it ran */
     const gcsh_mcast *mc; /* the window's multicast when it is nvls (algo multicast:
