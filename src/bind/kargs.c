@@ -93,6 +93,21 @@ gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname)
     return o;
 }
 
+gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, const char *instead)
+{
+    gcsh_symobj *o = gcsh_karg_window(L, idx, fname);
+    if (o->desc.team_size == o->comm->size)
+        return o;
+    char team[256];
+    luaL_error(L, "%s: the window's team is ranks %s (node %d) of the communicator's 0-%d: a "
+                  "kernel collective runs over the team, so it would cover this node only; use "
+                  "%s (the whole communicator), or a window on a communicator of one node "
+                  "(c:split(gcsh.node))",
+               fname, gcsh_sym_team_text(o, team, sizeof team), gcsh_ctx_of(L)->node,
+               o->comm->size - 1, instead);
+    return NULL;
+}
+
 /* out must not be the window's own memory: a slice is read by peers while
  * out is written (omit out for the result in the window). */
 static void check_out_apart(lua_State *L, const gcsh_kargs *a)

@@ -42,6 +42,11 @@ void gcsh_karg_same_dtype(lua_State *L, const char *fname, const char *what,
                           const gcsh_tensor *t, gcsh_dtype dt, const char *of);
 /* The open window at idx, whose team the kernels can synchronise. */
 gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname);
+/* The same, for a collective over the window's team, which must be its
+ * whole communicator: a team of one node out of several would reduce over
+ * that node only, a silent subset labelled as the communicator's (src/
+ * DESIGN.md, Truth rules).  `instead` names the communicator's call. */
+gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, const char *instead);
 /* Reads {offset, n} of the options table at idx into a (a->o set). */
 void gcsh_karg_region(lua_State *L, int idx, gcsh_kargs *a);
 /* Reads {op, offset, n, out, algo} at idx (none/nil: the defaults) for

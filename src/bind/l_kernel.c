@@ -294,24 +294,18 @@ static void push_crossovers(lua_State *L)
 
 #define WINDOW_KEYS "op offset n out"
 
-/* Whether algo "comm" can run on a's window: its team is the whole
- * communicator, which can reduce the dtype with the op.  auto falls back to
- * two-shot where it cannot. */
+/* Whether algo "comm" can run on a's window (whose team is its whole
+ * communicator: gcsh_karg_comm_window): the communicator can reduce the
+ * dtype with the op.  auto falls back to two-shot where it cannot. */
 static int comm_can_run(lua_State *L, const gcsh_kargs *a)
 {
-    const gcsh_symobj *o = a->o;
-    return o->desc.team_size == o->comm->size &&
-           gcsh_ctx_of(L)->be->comm->can_reduce(o->dtype, a->op);
+    return gcsh_ctx_of(L)->be->comm->can_reduce(a->o->dtype, a->op);
 }
 
 static void comm_allreduce(lua_State *L, const gcsh_kargs *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_symobj *o = a->o;
-    if (o->desc.team_size != o->comm->size)
-        luaL_error(L, "%s: algo 'comm' needs the window's team to be its whole communicator "
-                      "(team of %d, comm of %d)",
-                   a->fname, o->desc.team_size, o->comm->size);
     if (!ctx->be->comm->can_reduce(o->dtype, a->op))
         luaL_error(L, "%s: the communicator cannot reduce %s with %s", a->fname,
                    gcsh_dtype_name(o->dtype), gcsh_redop_name(a->op));
@@ -436,7 +430,7 @@ static allreduce_run allreduce_runner(const char *name)
 static int kernel_allreduce(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allreduce"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allreduce");
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     gcsh_karg_out_size(L, &a, a.n, "n elements");
@@ -475,7 +469,7 @@ static void push_algos(lua_State *L, enum gcsh_kcoll coll)
 static int kernel_reduce_scatter(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_scatter"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:reducescatter");
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_REDUCE_SCATTER, "direct");
@@ -489,7 +483,7 @@ static int kernel_reduce_scatter(lua_State *L)
 static int kernel_allgather(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allgather"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allgather");
     gcsh_karg_read(L, 2, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                        "the kernels");
@@ -503,7 +497,7 @@ static int kernel_allgather(lua_State *L)
 static int kernel_reduce_to(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_to"};
-    a.o = gcsh_karg_window(L, 2, a.fname);
+    a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:reduce");
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
@@ -520,7 +514,7 @@ static int kernel_reduce_to(lua_State *L)
 static int kernel_broadcast(lua_State *L)
 {
     gcsh_kargs a = {.fname = "broadcast"};
-    a.o = gcsh_karg_window(L, 2, a.fname);
+    a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:broadcast");
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),

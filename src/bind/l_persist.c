@@ -216,7 +216,7 @@ static gcsh_comm_check *enter_start_check(lua_State *L, const lpersist *p)
 int gcsh_kernel_persistent(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_symobj *o = gcsh_karg_window(L, 1, "persistent");
+    gcsh_symobj *o = gcsh_karg_comm_window(L, 1, "persistent", "c:allreduce");
     if (!ctx->be->persist)
         return luaL_error(L, "persistent: not available on the %s backend", ctx->be->name);
     gcsh_graph_refuse_now(L, "kernel.persistent", "start it before the capture");
