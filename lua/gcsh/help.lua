@@ -29,6 +29,7 @@ local API = {
       { "t:rand([seed=rank])", "counter-based random values (same on every backend)" },
       { "t:copy(src)", "src's elements into t (same length and dtype); returns t" },
       { "t:view(offset [, n])", "elements offset .. offset+n-1, sharing t's memory" },
+      { "t:as(dtype)", "the same bytes as dtype (a view: bf16 bits as u8 pairs, f32 as u32)" },
       { "t:totable()", "the elements as a Lua array" },
       { "t:sum()", "the sum of the elements" },
       { "t:equal(u)", "every element equal (NaN never is)" },
