@@ -447,6 +447,17 @@ local function named_text(name, width, topic)
   return format_rows(name .. ": " .. topic_table(found).what, rows, width)
 end
 
+-- Another library's name (help("put_signal")): its gcsh call and how it
+-- differs (gcsh.help_names); nil when the index has no such name.
+local NAMES = require "gcsh.help_names"
+M.NAMES = NAMES
+
+local function other_name_text(name, width)
+  local e = NAMES.entry(name)
+  if not e then return nil end
+  return format_rows(name .. " (" .. e.from .. ") in gcsh:", e.gcsh, width)
+end
+
 -- A function help has no row for: a Lua function's parameters and where it
 -- was defined; a C function's name, if it has one.
 local function function_text(f, name, width)
@@ -506,7 +517,9 @@ function M.describe(x, width)
     local t = topic_table(topic)
     return format_rows(topic .. ": " .. t.what, t.rows, width)
   end
-  if type(x) == "string" then return named_text(x, width) or value_text(x, width) end
+  if type(x) == "string" then
+    return named_text(x, width) or other_name_text(x, width) or value_text(x, width)
+  end
   if type(x) == "function" then
     local name, in_topic = name_of(x)
     return name and named_text(name, width, in_topic) or function_text(x, name, width)
@@ -520,7 +533,8 @@ end
 function M.text(x, width)
   width = width or M.WIDTH
   if x == nil or x == "" then return format_rows(topics_line(), {}, width) end
-  if type(x) == "string" and not topic_of(x) and not named_text(x, width) then
+  if type(x) == "string" and not topic_of(x) and not named_text(x, width)
+     and not other_name_text(x, width) then
     local gcsh_topics, lua_topics = topics()
     error(string.format("help: no topic or function named '%s' (topics: %s; Lua's: %s)", x,
                         gcsh_topics, lua_topics), 2)
