@@ -45,6 +45,7 @@ local API = {
       { "comm.world()", "the world communicator (collective; cached until freed)" },
       { "c.rank c.size", "this rank's index in c, and c's size" },
       { "c:split(color [, key])", "sub-communicators by color (collective)" },
+      { "c:translate(r [, other])", "c's rank r in other (default: the world's ranks); nil: not there" },
       { "c:barrier()", "wait for every rank of c" },
       { "c:allreduce(t [, op=\"sum\" [, out=t]])", "ops sum prod min max avg; returns the output" },
       { "c:broadcast(t, root)", "root's t to every rank" },
