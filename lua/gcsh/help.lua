@@ -82,6 +82,7 @@ local API = {
     rows = {
       { "s:set(peer, slot, v)", "peer's word = v (release order)" },
       { "s:add(peer, slot, v)", "peer's word += v mod 2^64 (release order)" },
+      { "s:fetch_add(peer, slot, v)", "the same, returning the word before (after the stream)" },
       { "s:wait(slot, v [, cmp=\">=\"])", "until my word cmp v (stream-ordered on cuda)" },
       { "s:wait{slot=, value=, cmp=, cpu=true, timeout=S}", "wait here, an error after S s" },
       { "s:read(slot)", "my word (acquire): ('%u'):format(v) prints it unsigned" },

@@ -60,9 +60,16 @@ local S = {
   signal_add = {
     from = "NVSHMEM nvshmemx_signal_op (NVSHMEM_SIGNAL_ADD / SET)",
     gcsh = { { "s:add(peer, slot, v), s:set(peer, slot, v)", "from the host (stream-ordered "
-               .. "on cuda), release order; words are u64 (-1 is 2^64-1); no fetch: "
+               .. "on cuda), release order; words are u64 (-1 is 2^64-1); "
                .. "s:read(slot) reads my own word" } },
     see = { "s:add", "s:set", "s:read" },
+  },
+  nvshmem_atomic_fetch_add = {
+    from = "NVSHMEM nvshmem_atomic_fetch_add / nvshmem_uint64_atomic_fetch_add",
+    gcsh = { { "s:fetch_add(peer, slot, v)", "on a signals object's u64 words only (not on a "
+               .. "window's data), from the host; it waits for the rank's stream on cuda, "
+               .. "so it is refused inside gcsh.graph" } },
+    see = { "s:fetch_add" },
   },
   one_shot_all_reduce = {
     from = "PyTorch symm_mem one_shot_all_reduce / two_shot_all_reduce_ / "

@@ -4,6 +4,8 @@
  *   s = c:signals(n)            collective, checked like windows (symmem.h)
  *   s:set(peer, slot, v)        peer's word slot = v      (release)
  *   s:add(peer, slot, v)        peer's word slot += v     (release; wraps mod 2^64)
+ *   s:fetch_add(peer, slot, v)  the same, returning the word before (acquire and
+ *                               release; on cuda after the rank's stream)
  *   s:read(slot)                my word slot              (acquire)
  *   s:wait(slot, v [, cmp=">="])
  *   s:wait{slot=, value=, cmp=">=", cpu=false, timeout=nil}
@@ -133,6 +135,18 @@ static int signals_set(lua_State *L)
 static int signals_add(lua_State *L)
 {
     return store(L, gcsh_ctx_of(L)->be->win->signal_add, "add");
+}
+
+static int signals_fetch_add(lua_State *L)
+{
+    gcsh_symobj *o = check_signals(L, 1);
+    int peer = gcsh_sym_check_peer(L, o, 2);
+    size_t slot = check_slot_value(L, o, 3, "fetch_add: slot");
+    uint64_t v = check_word_value(L, 4, "fetch_add: value"), old = 0;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    check_backend(L, ctx->be->win->signal_fetch_add(ctx, o->impl, &o->desc, peer, slot, v, &old));
+    lua_pushinteger(L, (lua_Integer)old);
+    return 1;
 }
 
 static int signals_read(lua_State *L)
@@ -274,6 +288,7 @@ static int signals_index(lua_State *L)
 static const luaL_Reg meth[] = {
     {"set", signals_set},
     {"add", signals_add},
+    {"fetch_add", signals_fetch_add},
     {"read", signals_read},
     {"reset", signals_reset},
     {"wait", signals_wait},

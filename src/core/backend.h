@@ -221,6 +221,11 @@ typedef struct gcsh_window_ops {
                       int peer, size_t slot, uint64_t v);
     int (*signal_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                       int peer, size_t slot, uint64_t v);
+    /* add that returns the word's value before it (*old), acquire and
+     * release: after everything the rank queued (cuda: the stream is
+     * waited for), so the value is there when it returns. */
+    int (*signal_fetch_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            int peer, size_t slot, uint64_t v, uint64_t *old);
     /* Waits until my word `slot` compares true against v, with acquire
      * ordering.  Stream-ordered on cuda: it returns at once and the stream
      * waits.  The host backend waits here, polling ctx->interrupt. */
