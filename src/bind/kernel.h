@@ -68,6 +68,11 @@ void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx);
 size_t gcsh_kern_window_bytes(const gcsh_symobj *o);
 /* Where the LL area (core/kll.h) starts in every slice, in bytes. */
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
+/* The kernels' areas of window o (backends with kernels) as fields of the
+ * table on top: ll_offset, scratch_bytes (what kernel.allreduce's out=
+ * may use of the LL area, kplan.h), sync_offset, in bytes from a slice's
+ * start (w:info()). */
+void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
 
 /* ---- l_persist.c: the persistent all-reduce (kernel.persistent) ------------------- */
 

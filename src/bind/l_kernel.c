@@ -98,10 +98,26 @@ size_t gcsh_kern_window_bytes(const gcsh_symobj *o)
     return o->n * gcsh_dtype_size(o->dtype);
 }
 
+/* The bytes of a slice's scratch area: the LL area past its header (kplan.h). */
+static size_t scratch_bytes_of(const gcsh_symobj *o)
+{
+    return gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size)) -
+           GCSH_LL_HEADER_BYTES;
+}
+
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o)
 {
     return sync_offset(L, o) -
            gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size));
+}
+
+void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o)
+{
+    if (!gcsh_ctx_of(L)->be->kern)
+        return;
+    gcsh_set_integer(L, "ll_offset", (lua_Integer)gcsh_kern_ll_offset(L, o));
+    gcsh_set_integer(L, "scratch_bytes", (lua_Integer)scratch_bytes_of(o));
+    gcsh_set_integer(L, "sync_offset", (lua_Integer)sync_offset(L, o));
 }
 
 /* The kernel collectives are checked operations (collcheck.h): every member of
@@ -136,17 +152,12 @@ static size_t scratch_offset(lua_State *L, const gcsh_symobj *o)
     return gcsh_kern_ll_offset(L, o) + GCSH_LL_HEADER_BYTES;
 }
 
-static size_t scratch_bytes(const gcsh_symobj *o)
-{
-    return gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size)) -
-           GCSH_LL_HEADER_BYTES;
-}
 
 /* Whether a's region fits the window's scratch area: an out-of-place
  * two-shot or ring gathers the result there. */
 static int fits_scratch(const gcsh_kargs *a)
 {
-    return a->n * gcsh_dtype_size(a->o->dtype) <= scratch_bytes(a->o);
+    return a->n * gcsh_dtype_size(a->o->dtype) <= scratch_bytes_of(a->o);
 }
 
 /* out= with a plan that stores into slices (kplan.h): the result goes
@@ -161,8 +172,8 @@ static void check_scratch(lua_State *L, const gcsh_kargs *a, const char *algo)
                       "(its LL area), which holds %I bytes (n up to %I), got n = %I (%I bytes): "
                       "oneshot and comm reduce straight into out; or omit out (the result in "
                       "the window)",
-                   a->fname, algo, (lua_Integer)scratch_bytes(a->o),
-                   (lua_Integer)(scratch_bytes(a->o) / es), (lua_Integer)a->n,
+                   a->fname, algo, (lua_Integer)scratch_bytes_of(a->o),
+                   (lua_Integer)(scratch_bytes_of(a->o) / es), (lua_Integer)a->n,
                    (lua_Integer)(a->n * es));
     char what[96];
     snprintf(what, sizeof what, "kernel.%s{algo='%s', out=} (it uses the window's LL area as "
