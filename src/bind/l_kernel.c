@@ -145,13 +145,11 @@ static gcsh_comm_check *enter_checked(lua_State *L, const gcsh_kargs *a, const c
     return cc;
 }
 
-/* Where a slice's scratch area starts (the LL area past its header) and
- * the bytes it holds (kplan.h). */
+/* Where a slice's scratch area starts: the LL area past its header (kplan.h). */
 static size_t scratch_offset(lua_State *L, const gcsh_symobj *o)
 {
     return gcsh_kern_ll_offset(L, o) + GCSH_LL_HEADER_BYTES;
 }
-
 
 /* Whether a's region fits the window's scratch area: an out-of-place
  * two-shot or ring gathers the result there. */
