@@ -262,12 +262,14 @@ cudaError_t launched()
 
 // ---- executing the plan ----------------------------------------------------------------
 
-// Where a place of the plan is on this rank: a slice through the peer
-// table, or the caller's out.  The scratch (one-shot in place) never gets
-// here: one_shot keeps it in registers.
+// Where a place of the plan is on this rank: a slice or a member's scratch
+// area through the peer table, or the caller's out.  The local scratch
+// (one-shot in place) never gets here: one_shot keeps it in registers.
 char *place_at(const gcsh_kplace &pl, const gcsh_kcoll_args *a, const gcsh_window_desc *d,
                size_t es)
 {
+    if (pl.peer >= 0 && pl.peer < d->team_size && pl.scratch)
+        return (char *)d->peer[pl.peer] + a->scratch_off + pl.first * es;
     if (pl.peer >= 0 && pl.peer < d->team_size)
         return (char *)d->peer[pl.peer] + (a->offset + pl.first) * es;
     if (pl.peer == GCSH_KPLAN_OUT && a->out)
@@ -318,6 +320,14 @@ cudaError_t run_plan(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const 
         int active = gcsh_kplan_move(&a->plan, &steps[i], me, a->out != nullptr, &mv);
         int post = i + 1 < ns && steps[i + 1].kind == GCSH_KS_BARRIER;
         Job j = {};
+        if (active && mv.k == 0) { // a scratch area zeroed (kplan.h), then the barrier
+            char *at = place_at(mv.dst[0], a, d, ks->esize);
+            cudaError_t e = at ? cudaMemsetAsync(at, 0, mv.count * ks->esize, stream)
+                               : cudaErrorInvalidValue;
+            if (e != cudaSuccess)
+                return e;
+            active = 0;
+        }
         if (active && !job_of_move(mv, a, d, ks->esize, j))
             return cudaErrorInvalidValue;
         j.active = active;

@@ -30,6 +30,16 @@ __global__ void signal_store_kernel(unsigned long long *word, unsigned long long
         a.store(v, cuda::memory_order_release);
 }
 
+// add returning the old value into *old: acquire (what the owner published
+// before its last store is visible after) and release (this rank's earlier
+// writes are visible to whoever sees the new value), system scope
+__global__ void signal_fetch_add_kernel(unsigned long long *word, unsigned long long v,
+                                        unsigned long long *old)
+{
+    sys_atomic a(*word);
+    *old = a.fetch_add(v, cuda::memory_order_acq_rel);
+}
+
 __global__ void signal_wait_kernel(unsigned long long *word, unsigned long long v, int cmp,
                                    gcsh_wait_ctl *ctl, unsigned gen, unsigned long long bound)
 {
@@ -102,6 +112,17 @@ extern "C" cudaError_t gcsh_k_signal_store(uint64_t *word, uint64_t v, int add,
         return cudaErrorInvalidValue;
     clear_stale_error();
     signal_store_kernel<<<1, 1, 0, stream>>>((unsigned long long *)word, v, add);
+    return launched();
+}
+
+extern "C" cudaError_t gcsh_k_signal_fetch_add(uint64_t *word, uint64_t v, uint64_t *old_dev,
+                                               cudaStream_t stream)
+{
+    if (!word || ((uintptr_t)word & 7) || !old_dev)
+        return cudaErrorInvalidValue;
+    clear_stale_error();
+    signal_fetch_add_kernel<<<1, 1, 0, stream>>>((unsigned long long *)word, v,
+                                                 (unsigned long long *)old_dev);
     return launched();
 }
 

@@ -47,6 +47,11 @@ enum { GCSH_WAIT_TIMED_OUT = 1, GCSH_WAIT_CANCELLED = 2 };
  * peer's (NVLink) address. */
 cudaError_t gcsh_k_signal_store(uint64_t *word, uint64_t v, int add, cudaStream_t stream);
 
+/* *word += v, the value before it into *old_dev (device memory), one
+ * thread, acquire and release at system scope. */
+cudaError_t gcsh_k_signal_fetch_add(uint64_t *word, uint64_t v, uint64_t *old_dev,
+                                    cudaStream_t stream);
+
 /* Stream-ordered wait: one thread spins (with backoff) until `*word cmp v`
  * (cmp an enum gcsh_cmp) holds, then acquires.  It ends early, recording
  * why in ctl, when bound_ns of GPU time pass or when ctl->cancel_gen is no

@@ -103,13 +103,9 @@ local function sorted_keys(t)
 end
 
 local function options(opts)
+  gcsh.check_options(opts, "bench.collective", sorted_keys(DEFAULTS), 3)
   local o = {}
-  for k, v in pairs(opts or {}) do
-    if DEFAULTS[k] == nil then
-      error(string.format("bench.collective: unknown option '%s' (valid: %s)", k, sorted_keys(DEFAULTS)), 3)
-    end
-    o[k] = v
-  end
+  for k, v in pairs(opts or {}) do o[k] = v end
   for k, v in pairs(DEFAULTS) do
     if o[k] == nil then o[k] = v end
   end
@@ -278,6 +274,7 @@ local OVERHEAD_COLUMNS = {
 }
 
 function bench.overhead(opts)
+  gcsh.check_options(opts, "bench.overhead", "comm dtype iters quiet reps sizes warmup")
   opts = opts or {}
   local c = opts.comm or comm.world()
   local dtype, iters, reps = opts.dtype or "f32", opts.iters or 50, opts.reps or 3
@@ -357,13 +354,9 @@ local AR_DEFAULTS = {
 }
 
 local function ar_options(opts)
+  gcsh.check_options(opts, "bench.allreduce", sorted_keys(AR_DEFAULTS), 3)
   local o = {}
-  for k, v in pairs(opts or {}) do
-    if AR_DEFAULTS[k] == nil then
-      error(string.format("bench.allreduce: unknown option '%s' (valid: %s)", k, sorted_keys(AR_DEFAULTS)), 3)
-    end
-    o[k] = v
-  end
+  for k, v in pairs(opts or {}) do o[k] = v end
   for k, v in pairs(AR_DEFAULTS) do if o[k] == nil then o[k] = v end end
   o.algos = o.algos or { "nccl", "nccl_sym", "oneshot", "twoshot", "multicast" }
   o.comm = o.comm or comm.world()

@@ -51,6 +51,7 @@ local COMPARE_COLUMNS = {
 }
 
 function M.compare(rows, ref, opts)
+  gcsh.check_options(opts, "bench.compare", "inplace label quiet ref_label")
   opts = opts or {}
   local by_size = {}
   for _, r in ipairs(ref) do by_size[r.size] = r end

@@ -73,6 +73,7 @@ local function worse(a, b, pick)
 end
 
 function M.allreduce_targets(rows, opts)
+  gcsh.check_options(opts, "bench.allreduce_targets", "comm quiet")
   opts = opts or {}
   if type(rows) ~= "table" or #rows == 0 or type(rows[1]) ~= "table" or not rows[1].algo then
     error("bench.allreduce_targets: rows must be the non-empty list that bench.allreduce "

@@ -29,6 +29,7 @@ local API = {
       { "t:rand([seed=rank])", "counter-based random values (same on every backend)" },
       { "t:copy(src)", "src's elements into t (same length and dtype); returns t" },
       { "t:view(offset [, n])", "elements offset .. offset+n-1, sharing t's memory" },
+      { "t:as(dtype)", "the same bytes as dtype (a view: bf16 bits as u8 pairs, f32 as u32)" },
       { "t:totable()", "the elements as a Lua array" },
       { "t:sum()", "the sum of the elements" },
       { "t:equal(u)", "every element equal (NaN never is)" },
@@ -44,6 +45,7 @@ local API = {
       { "comm.world()", "the world communicator (collective; cached until freed)" },
       { "c.rank c.size", "this rank's index in c, and c's size" },
       { "c:split(color [, key])", "sub-communicators by color (collective)" },
+      { "c:translate(r [, other])", "c's rank r in other (default: the world's ranks); nil: not there" },
       { "c:barrier()", "wait for every rank of c" },
       { "c:allreduce(t [, op=\"sum\" [, out=t]])", "ops sum prod min max avg; returns the output" },
       { "c:broadcast(t, root)", "root's t to every rank" },
@@ -67,7 +69,7 @@ local API = {
       { "w:peer(r)", "rank r's slice as a tensor view (r in w.team)" },
       { "w.kind w.n w.dtype", "kind (host, nccl, vmm), elements per slice, dtype" },
       { "w.rank w.size w.team w.comm w.seq", "my rank, ranks, reachable ranks, comm, number" },
-      { "w:info()", "sizes, addresses, team and backend handles" },
+      { "w:info()", "sizes, addresses, team, handles, the kernels' areas (ll_offset ...)" },
       { "w:put(peer, src [, dst_offset [, opts]])", "a one-sided transfer handle: help(\"xfer\")" },
       { "w:get(peer, dst [, src_offset [, opts]])", "the other direction" },
       { "w:putv(peer, {{src, dst_offset}, ...} [, opts])", "many segments, one operation" },
@@ -76,13 +78,14 @@ local API = {
     },
   },
   signals = {
-    what = "symmetric 64-bit signal words: set/add to peers, wait on mine",
+    what = "symmetric u64 signal words: set/add to peers, wait on mine (-1 is 2^64-1)",
     rows = {
       { "s:set(peer, slot, v)", "peer's word = v (release order)" },
-      { "s:add(peer, slot, v)", "peer's word += v (release order)" },
+      { "s:add(peer, slot, v)", "peer's word += v mod 2^64 (release order)" },
+      { "s:fetch_add(peer, slot, v)", "the same, returning the word before (after the stream)" },
       { "s:wait(slot, v [, cmp=\">=\"])", "until my word cmp v (stream-ordered on cuda)" },
       { "s:wait{slot=, value=, cmp=, cpu=true, timeout=S}", "wait here, an error after S s" },
-      { "s:read(slot)", "my word (acquire order)" },
+      { "s:read(slot)", "my word (acquire): ('%u'):format(v) prints it unsigned" },
       { "s:reset()", "zero my words (local: follow with c:barrier())" },
       { "s.n s.kind s.rank s.size s.team s.comm s.seq", "fields as a window's" },
       { "s:info()", "as w:info()" },
@@ -144,6 +147,10 @@ local API = {
       { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
+      { "kernel.allreduce algo=", "auto (by size: kernel.choose) oneshot twoshot ring ll multicast comm nccl_dev" },
+      { "kernel.allreduce op= offset= n=", "sum prod min max; the region [offset, offset+n) of every slice" },
+      { "kernel.allreduce out=", "out of place: the window is not written (twoshot, ring: through "
+        .. "its LL area, which bounds n, out on every rank; multicast: refused)" },
       { "kernel.reduce_scatter(w [, {op=, offset=, n=, out=}])", "rank r gets chunk r" },
       { "kernel.allgather(w [, {offset=, n=, out=}])", "chunk r of rank r to every slice" },
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },
@@ -257,8 +264,10 @@ local API = {
       { "gcsh.check_file(path)", "true when gcsh may write path, else nil and why" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
+      { "gcsh.check_options(opts, fname, valid [, level=2])", "unknown keys: an error naming them" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },
       { "show(x [, c])", "x of every rank as one table (windows, tensors, signals: elements)" },
+      { "show(w, \"info\")", "w:info() of every rank folded: equal fields once (or signals)" },
       { "help([x])", "this help, for any value, topic or function name" },
     },
   },
@@ -441,6 +450,17 @@ local function named_text(name, width, topic)
   return format_rows(name .. ": " .. topic_table(found).what, rows, width)
 end
 
+-- Another library's name (help("put_signal")): its gcsh call and how it
+-- differs (gcsh.help_names); nil when the index has no such name.
+local NAMES = require "gcsh.help_names"
+M.NAMES = NAMES
+
+local function other_name_text(name, width)
+  local e = NAMES.entry(name)
+  if not e then return nil end
+  return format_rows(name .. " (" .. e.from .. ") in gcsh:", e.gcsh, width)
+end
+
 -- A function help has no row for: a Lua function's parameters and where it
 -- was defined; a C function's name, if it has one.
 local function function_text(f, name, width)
@@ -500,7 +520,9 @@ function M.describe(x, width)
     local t = topic_table(topic)
     return format_rows(topic .. ": " .. t.what, t.rows, width)
   end
-  if type(x) == "string" then return named_text(x, width) or value_text(x, width) end
+  if type(x) == "string" then
+    return named_text(x, width) or other_name_text(x, width) or value_text(x, width)
+  end
   if type(x) == "function" then
     local name, in_topic = name_of(x)
     return name and named_text(name, width, in_topic) or function_text(x, name, width)
@@ -514,7 +536,8 @@ end
 function M.text(x, width)
   width = width or M.WIDTH
   if x == nil or x == "" then return format_rows(topics_line(), {}, width) end
-  if type(x) == "string" and not topic_of(x) and not named_text(x, width) then
+  if type(x) == "string" and not topic_of(x) and not named_text(x, width)
+     and not other_name_text(x, width) then
     local gcsh_topics, lua_topics = topics()
     error(string.format("help: no topic or function named '%s' (topics: %s; Lua's: %s)", x,
                         gcsh_topics, lua_topics), 2)

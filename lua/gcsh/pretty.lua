@@ -121,6 +121,7 @@ end
 -- The text of v.  opts: depth (nesting shown), width (columns), items
 -- (entries shown per table); defaults in M.defaults.
 function M.format(v, opts)
+  gcsh.check_options(opts, "pretty.format", "depth width items")
   local o = {}
   for k, d in pairs(M.defaults) do o[k] = opts and opts[k] or d end
   return render(v, o, 0, {}, 0, 0)

@@ -104,12 +104,7 @@ end
 
 function repro.need(req)
   check_arg("repro.need", 1, req, "table")
-  for k in pairs(req) do
-    if k ~= "ranks" and k ~= "gpu" then
-      error(string.format("bad argument #1 to 'repro.need' (unknown requirement '%s' (valid: " ..
-                          "ranks gpu))", tostring(k)), 2)
-    end
-  end
+  gcsh.check_options(req, "repro.need", "ranks gpu")
   local n = req.ranks
   if n ~= nil and not (math.type(n) == "integer" and n >= 1) then
     error(string.format("bad argument #1 to 'repro.need' (ranks must be a positive integer, " ..
@@ -153,6 +148,7 @@ end
 
 -- What differs between tensors got and want, or nil.  opts: rtol, atol.
 function repro.differ(got, want, opts)
+  gcsh.check_options(opts, "repro.differ", "rtol atol")
   opts = opts or {}
   if #got ~= #want then
     return string.format("length %d, expected %d", #got, #want)
@@ -231,8 +227,6 @@ local function check_list(o, key, default, kind)
   return v
 end
 
-local KNOWN = { candidate = 1, reference = 1, n = 1, offset = 1, dtype = 1, op = 1, comm = 1,
-                out = 1, rtol = 1, atol = 1, shrink = 1, quiet = 1, ranks = 1 }
 -- The grid and the shrinking go through dtypes and ops in this order,
 -- whatever order the options list them in, so the answer does not depend
 -- on it.
@@ -249,12 +243,8 @@ end
 
 local function sweep_options(o)
   if type(o) ~= "table" then error("sweep: expects a table {candidate=, reference=, n=, ...}", 3) end
-  for k in pairs(o) do
-    if not KNOWN[k] then
-      error(string.format("sweep: unknown option '%s' (valid: candidate reference n offset "
-                          .. "dtype op ranks comm out rtol atol shrink quiet)", tostring(k)), 3)
-    end
-  end
+  gcsh.check_options(o, "sweep", "candidate reference n offset dtype op ranks comm out rtol "
+                     .. "atol shrink quiet", 3)
   for _, k in ipairs { "candidate", "reference" } do
     if type(o[k]) ~= "function" then
       error(string.format("sweep: %s must be a function(case) returning a tensor, got %s", k,
@@ -320,7 +310,7 @@ local function run_case(s, case)
   local got
   got, err = call(s.candidate, "candidate")
   if not got then return err end
-  return repro.differ(got, want, s)
+  return repro.differ(got, want, { rtol = s.rtol, atol = s.atol })
 end
 
 -- Every rank's pass/fail on a case, through a checked collective: a rank
@@ -517,6 +507,7 @@ function repro.sweep(o)
 end
 
 function repro.check(case, candidate, reference, opts)
+  gcsh.check_options(opts, "repro.check", "rtol atol")
   local s = { candidate = candidate, reference = reference, rtol = opts and opts.rtol,
               atol = opts and opts.atol }
   local d = run_case(s, case)

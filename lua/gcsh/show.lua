@@ -16,6 +16,13 @@
 --
 -- Long rows show the first and last ENDS elements.  format(x [, c]) returns
 -- the text on every rank instead of printing it.
+--
+-- show(w, "info") (or signals): w:info() of every rank as one table, a
+-- field equal on every rank once, else a line per group of ranks:
+--   window #1 (100 f32, host): w:info() on 2 ranks
+--     alloc_bytes    4096
+--     address        [0] 0x7f640c021108
+--                    [1] 0x7f773a01b108
 local M = {}
 
 local ENDS = 4
@@ -48,7 +55,7 @@ local function source(x, c)
     return {
       comm = x.comm, n = x.n,
       title = string.format("signals #%d (%d slots, %s): each rank's words", x.seq, x.n, x.kind),
-      value = function(i) return string.format("%d", x:read(i)) end,
+      value = function(i) return string.format("%u", x:read(i)) end, -- u64 words
     }
   elseif kind == "tensor" then
     return {
@@ -154,7 +161,75 @@ local function format_any(x, c)
   return table.concat(out, "\n")
 end
 
+-- A field's value on one line: a list of scalars space separated.
+local function flat(v)
+  if type(v) ~= "table" then return (tostring(v):gsub("[\t\n]", " ")) end
+  local parts = {}
+  for i, e in ipairs(v) do parts[i] = tostring(e) end
+  return table.concat(parts, " ")
+end
+
+-- "prefix" then words, wrapped at WIDTH under the column indent.
+local WIDTH = 76 -- rank 0 prints it under a "[0] " prefix
+local function wrapped(out, prefix, indent, text)
+  local line = prefix
+  for word in text:gmatch("%S+") do
+    if #line + 1 + #word > WIDTH and #line > indent then
+      out[#out + 1] = line
+      line = string.rep(" ", indent + 2) .. word
+    else
+      line = line .. ((#line == 0 or line:sub(-1) == " ") and "" or " ") .. word
+    end
+  end
+  out[#out + 1] = line
+end
+
+local function format_info(x)
+  local kind = type_of(x)
+  local info, mine = x:info(), {}
+  for k, v in pairs(info) do mine[#mine + 1] = k .. "\t" .. flat(v) end
+  local texts = x.comm:agree(table.concat(mine, "\n"))
+  local values, keys = {}, {}
+  for r, t in ipairs(texts) do
+    for line in t:gmatch("[^\n]+") do
+      local k, v = line:match("^([^\t]*)\t(.*)$")
+      if not values[k] then values[k] = {}; keys[#keys + 1] = k end
+      values[k][r] = v
+    end
+  end
+  table.sort(keys)
+  local col = 0
+  for _, k in ipairs(keys) do col = math.max(col, #k) end
+  local head = tostring(x):gsub(", rank %d+ of %d+", "")
+  local out = { string.format("%s: %s:info() on %d rank%s", head, kind == "window" and "w" or "s",
+                              #texts, #texts == 1 and "" or "s") }
+  local ranges = require("gcsh.repro").ranges
+  for _, k in ipairs(keys) do
+    local groups, order = {}, {}
+    for r = 1, #texts do
+      local v = values[k][r] or "(none)"
+      if not groups[v] then groups[v] = {}; order[#order + 1] = v end
+      table.insert(groups[v], r - 1)
+    end
+    local name = "  " .. k .. string.rep(" ", col - #k) .. "  "
+    if #order == 1 then
+      wrapped(out, name, #name, order[1])
+    else
+      for i, v in ipairs(order) do
+        local prefix = (i == 1 and name or string.rep(" ", #name)) .. "[" .. ranges(groups[v]) .. "] "
+        wrapped(out, prefix, #name, v)
+      end
+    end
+  end
+  return table.concat(out, "\n")
+end
+
 function M.format(x, c)
+  local kind = type_of(x)
+  if c == "info" and (kind == "window" or kind == "signals") then return format_info(x) end
+  if type(c) == "string" then
+    error(string.format("show: unknown aspect '%s' (valid: info, for a window or signals)", c), 3)
+  end
   local src = source(x, c)
   if not src then return format_any(x, c) end
   local lens = src.comm:agree(tostring(src.n))

@@ -133,11 +133,7 @@ local function type_name(x)
 end
 
 local function check_keys(fname, opts, valid)
-  for key in pairs(opts) do
-    if not listed(valid, key) then
-      fail(fname, "unknown option '%s' (valid: %s)", tostring(key), table.concat(valid, ", "))
-    end
-  end
+  gcsh.check_options(opts, fname, table.concat(valid, " "), caller_level())
 end
 
 local function check_choice(fname, what, v, list)

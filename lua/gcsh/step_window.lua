@@ -183,12 +183,7 @@ end
 
 -- st:run([{quiet=true}]): every step left, then the test of the window.
 function St:run(opts)
-  if opts ~= nil and type(opts) ~= "table" then
-    error("run: options must be a table, got " .. type(opts), 2)
-  end
-  for key in pairs(opts or {}) do
-    if key ~= "quiet" then error("run: unknown option '" .. tostring(key) .. "' (valid: quiet)", 2) end
-  end
+  gcsh.check_options(opts, "run", "quiet")
   local quiet = opts and opts.quiet
   local s, lines, done = self._s, {}, {}
   local ok, err = pcall(s.run, s, done)

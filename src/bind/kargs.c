@@ -7,6 +7,7 @@
 #include <lauxlib.h>
 
 #include "bind/kernel.h"
+#include "bind/opts.h"
 
 const gcsh_kernel_ops *gcsh_kern_backend(lua_State *L)
 {
@@ -57,26 +58,6 @@ static size_t check_count(lua_State *L, const char *fname, const char *what, lua
     return (size_t)v;
 }
 
-/* Options tables: keys outside `valid` are errors that list them. */
-void gcsh_karg_keys(lua_State *L, int idx, const char *fname, const char *valid)
-{
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        size_t len = key ? strlen(key) : 0;
-        int ok = 0;
-        for (const char *p = valid; key && *p;) {
-            size_t w = strcspn(p, " ");
-            ok |= w == len && strncmp(p, key, len) == 0;
-            p += w + strspn(p + w, " ");
-        }
-        if (!ok)
-            luaL_error(L, "%s: unknown option '%s' (valid: %s)", fname,
-                       luaL_tolstring(L, -1, NULL), valid);
-    }
-}
-
 static lua_Integer opt_integer(lua_State *L, int idx, const char *key, const char *fname,
                                lua_Integer def)
 {
@@ -110,6 +91,21 @@ gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname)
         luaL_error(L, "%s: the window's team has %d members; the kernels synchronise at most %d",
                    fname, o->desc.team_size, GCSH_KERN_MAX_TEAM);
     return o;
+}
+
+gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, const char *instead)
+{
+    gcsh_symobj *o = gcsh_karg_window(L, idx, fname);
+    if (o->desc.team_size == o->comm->size)
+        return o;
+    char team[256];
+    luaL_error(L, "%s: the window's team is ranks %s (node %d) of the communicator's 0-%d: a "
+                  "kernel collective runs over the team, so it would cover this node only; use "
+                  "%s (the whole communicator), or a window on a communicator of one node "
+                  "(c:split(gcsh.node))",
+               fname, gcsh_sym_team_text(o, team, sizeof team), gcsh_ctx_of(L)->node,
+               o->comm->size - 1, instead);
+    return NULL;
 }
 
 /* out must not be the window's own memory: a slice is read by peers while
@@ -147,12 +143,8 @@ void gcsh_karg_read(lua_State *L, int idx, gcsh_kargs *a, const char *valid)
     a->out = NULL;
     a->out_idx = 0;
     a->algo = NULL;
-    if (lua_isnoneornil(L, idx))
+    if (!gcsh_opts_check(L, idx, a->fname, valid))
         return;
-    if (!lua_istable(L, idx))
-        luaL_error(L, "%s: options must be a table (valid keys: %s), got %s", a->fname, valid,
-                   luaL_typename(L, idx));
-    gcsh_karg_keys(L, idx, a->fname, valid);
     a->op = opt_op(L, idx, GCSH_OP_SUM);
     gcsh_karg_region(L, idx, a);
     if (lua_getfield(L, idx, "out") != LUA_TNIL) {

@@ -40,11 +40,13 @@ gcsh_tensor *gcsh_karg_placed(lua_State *L, int idx, const char *fname, const ch
 /* Errors unless t's dtype is dt (`of` names where dt comes from). */
 void gcsh_karg_same_dtype(lua_State *L, const char *fname, const char *what,
                           const gcsh_tensor *t, gcsh_dtype dt, const char *of);
-/* Errors on a key of the options table at idx outside `valid` (space
- * separated), listing them. */
-void gcsh_karg_keys(lua_State *L, int idx, const char *fname, const char *valid);
 /* The open window at idx, whose team the kernels can synchronise. */
 gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname);
+/* The same, for a collective over the window's team, which must be its
+ * whole communicator: a team of one node out of several would reduce over
+ * that node only, a silent subset labelled as the communicator's (src/
+ * DESIGN.md, Truth rules).  `instead` names the communicator's call. */
+gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, const char *instead);
 /* Reads {offset, n} of the options table at idx into a (a->o set). */
 void gcsh_karg_region(lua_State *L, int idx, gcsh_kargs *a);
 /* Reads {op, offset, n, out, algo} at idx (none/nil: the defaults) for
@@ -66,6 +68,11 @@ void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx);
 size_t gcsh_kern_window_bytes(const gcsh_symobj *o);
 /* Where the LL area (core/kll.h) starts in every slice, in bytes. */
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
+/* The kernels' areas of window o (backends with kernels) as fields of the
+ * table on top: ll_offset, scratch_bytes (what kernel.allreduce's out=
+ * may use of the LL area, kplan.h), sync_offset, in bytes from a slice's
+ * start (w:info()). */
+void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
 
 /* ---- l_persist.c: the persistent all-reduce (kernel.persistent) ------------------- */
 

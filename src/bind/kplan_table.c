@@ -5,17 +5,23 @@
 #include "bind/kernel.h"
 
 /* {peer=, first=}: a team index and an absolute slice index, or "out" /
- * "tmp" and an index there. */
+ * "tmp" and an index there; a member's scratch area is {peer=, first=,
+ * scratch=true}, first an index of the region. */
 static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset)
 {
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     if (pl->peer >= 0)
         lua_pushinteger(L, pl->peer);
     else
         lua_pushstring(L, pl->peer == GCSH_KPLAN_OUT ? "out" : "tmp");
     lua_setfield(L, -2, "peer");
-    lua_pushinteger(L, (lua_Integer)(pl->first + (pl->peer >= 0 ? offset : 0)));
+    int in_slice = pl->peer >= 0 && !pl->scratch;
+    lua_pushinteger(L, (lua_Integer)(pl->first + (in_slice ? offset : 0)));
     lua_setfield(L, -2, "first");
+    if (pl->scratch) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "scratch");
+    }
 }
 
 static void push_places(lua_State *L, const gcsh_kplace *pl, int count, size_t offset,
@@ -34,7 +40,7 @@ static void push_move(lua_State *L, int rank, const gcsh_kmove *mv, size_t offse
     lua_createtable(L, 0, 5);
     lua_pushinteger(L, rank);
     lua_setfield(L, -2, "rank");
-    lua_pushstring(L, mv->k > 1 ? "reduce" : "copy");
+    lua_pushstring(L, mv->k > 1 ? "reduce" : mv->k == 1 ? "copy" : "zero");
     lua_setfield(L, -2, "op");
     lua_pushinteger(L, (lua_Integer)mv->count);
     lua_setfield(L, -2, "count");

@@ -744,8 +744,39 @@ static int comm_agree(lua_State *L)
     return st == LUA_OK ? 1 : lua_error(L);
 }
 
+/* c:translate(r [, other]): c's rank r as a rank of other, or of the
+ * session (the world's ranks) without other; nil when that rank is not a
+ * member of other (MPI_Group_translate_ranks).  Local: from the world rank
+ * of every member, which each communicator keeps for its checks. */
+static int comm_translate(lua_State *L)
+{
+    lcomm *lc = check_open(L, 1);
+    lua_Integer r = luaL_checkinteger(L, 2);
+    if (r < 0 || r >= lc->size)
+        luaL_argerror(L, 2, lua_pushfstring(L, "rank %I out of range (the comm has ranks 0..%d)",
+                                            r, lc->size - 1));
+    lcomm *other = lua_isnoneornil(L, 3) ? NULL : check_open(L, 3);
+    if (!lc->chk.members || (other && !other->chk.members))
+        return luaL_error(L, "translate: the %s backend did not say who the communicator's "
+                             "members are",
+                          gcsh_ctx_of(L)->be->name);
+    int world = lc->chk.members[r];
+    if (!other) {
+        lua_pushinteger(L, world);
+        return 1;
+    }
+    for (int i = 0; i < other->size; i++)
+        if (other->chk.members[i] == world) {
+            lua_pushinteger(L, i);
+            return 1;
+        }
+    lua_pushnil(L);
+    return 1;
+}
+
 static const luaL_Reg meth[] = {
     {"split", comm_split},
+    {"translate", comm_translate},
     {"barrier", comm_barrier},
     {"allreduce", comm_allreduce},
     {"broadcast", comm_broadcast},

@@ -15,14 +15,19 @@
  * done and wait, all stream-ordered on cuda (kernels spin on the words, with
  * the bound and cancel word of s:wait).  Options: op="sum", offset=0,
  * n=w.n-offset, out=nil (a local tensor of w.dtype; nil: the result stays in
- * the window).
+ * the window).  kernel.allreduce's out= is out of place for every
+ * algorithm: the window is not written.  Two-shot and ring then go
+ * through the window's scratch area (kplan.h: the region must fit it,
+ * every member must pass out, no persistent all-reduce may hold it);
+ * multicast refuses out= (its st writes every slice); auto picks
+ * oneshot or comm where two-shot's region does not fit the scratch.
  * Every collective moves the data as its plan says (kplan.h; kernel.plan
  * shows it): chunks are balanced, so n need not divide by the team.
  *   kernel.allreduce(w [, {algo="auto", op, offset, n, out}])
  *       -> result tensor, algorithm run.  algo: "oneshot" (each rank loads
  *       every slice and reduces), "twoshot" (rank r reduces chunk r by peer
  *       loads and stores it to every peer: the whole window holds the
- *       result, out gets a copy), "ring" (reduce-scatter and all-gather
+ *       result; with out=, every scratch area), "ring" (reduce-scatter and all-gather
  *       around the ring), "ll" (one-shot with the ready flags in the
  *       data, no barrier: core/kll.h; regions up to 64 KiB),
  *       "multicast" (w:multicast(): NVLS, or its
@@ -61,6 +66,7 @@
 
 #include "bind/comm.h"
 #include "bind/kernel.h"
+#include "bind/opts.h"
 #include "core/kll.h"
 #include "core/kreduce_tune.h"
 
@@ -92,10 +98,26 @@ size_t gcsh_kern_window_bytes(const gcsh_symobj *o)
     return o->n * gcsh_dtype_size(o->dtype);
 }
 
+/* The bytes of a slice's scratch area: the LL area past its header (kplan.h). */
+static size_t scratch_bytes_of(const gcsh_symobj *o)
+{
+    return gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size)) -
+           GCSH_LL_HEADER_BYTES;
+}
+
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o)
 {
     return sync_offset(L, o) -
            gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size));
+}
+
+void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o)
+{
+    if (!gcsh_ctx_of(L)->be->kern)
+        return;
+    gcsh_set_integer(L, "ll_offset", (lua_Integer)gcsh_kern_ll_offset(L, o));
+    gcsh_set_integer(L, "scratch_bytes", (lua_Integer)scratch_bytes_of(o));
+    gcsh_set_integer(L, "sync_offset", (lua_Integer)sync_offset(L, o));
 }
 
 /* The kernel collectives are checked operations (collcheck.h): every member of
@@ -123,6 +145,40 @@ static gcsh_comm_check *enter_checked(lua_State *L, const gcsh_kargs *a, const c
     return cc;
 }
 
+/* Where a slice's scratch area starts: the LL area past its header (kplan.h). */
+static size_t scratch_offset(lua_State *L, const gcsh_symobj *o)
+{
+    return gcsh_kern_ll_offset(L, o) + GCSH_LL_HEADER_BYTES;
+}
+
+/* Whether a's region fits the window's scratch area: an out-of-place
+ * two-shot or ring gathers the result there. */
+static int fits_scratch(const gcsh_kargs *a)
+{
+    return a->n * gcsh_dtype_size(a->o->dtype) <= scratch_bytes_of(a->o);
+}
+
+/* out= with a plan that stores into slices (kplan.h): the result goes
+ * through the scratch areas, which must hold the region and be free (a
+ * persistent all-reduce keeps the LL area); every member must pass out,
+ * which the check compares (`shown` gets " out="). */
+static void check_scratch(lua_State *L, const gcsh_kargs *a, const char *algo)
+{
+    size_t es = gcsh_dtype_size(a->o->dtype);
+    if (!fits_scratch(a))
+        luaL_error(L, "%s: algo '%s' with out= gathers the result in the window's scratch area "
+                      "(its LL area), which holds %I bytes (n up to %I), got n = %I (%I bytes): "
+                      "oneshot and comm reduce straight into out; or omit out (the result in "
+                      "the window)",
+                   a->fname, algo, (lua_Integer)scratch_bytes_of(a->o),
+                   (lua_Integer)(scratch_bytes_of(a->o) / es), (lua_Integer)a->n,
+                   (lua_Integer)(a->n * es));
+    char what[96];
+    snprintf(what, sizeof what, "kernel.%s{algo='%s', out=} (it uses the window's LL area as "
+                                "scratch)", a->fname, algo);
+    gcsh_persist_check_unused(L, a->o, what);
+}
+
 /* A kernel collective: the plan of (coll, algo) over a's region, checked
  * under the name `shown`; root is a team index or -1. */
 static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
@@ -130,13 +186,20 @@ static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll co
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kcoll_args k = {
-        .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n},
+        .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n, 0},
         .offset = a->offset, .dt = a->o->dtype, .op = a->op,
         .out = a->out ? gcsh_tensor_data(a->out) : NULL, .sync_off = sync_offset(L, a->o),
-        .epoch = &a->o->kern_epoch, .mc = mc,
+        .scratch_off = scratch_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
     };
+    char checked[64];
+    snprintf(checked, sizeof checked, "%s", shown);
+    if (a->out && gcsh_kplan_needs_scratch(&k.plan)) {
+        check_scratch(L, a, shown);
+        k.plan.scratch = 1;
+        snprintf(checked, sizeof checked, "%s out=", shown);
+    }
     int reduces = coll != GCSH_KC_ALLGATHER && coll != GCSH_KC_BROADCAST;
-    gcsh_comm_check *cc = enter_checked(L, a, shown, root, reduces);
+    gcsh_comm_check *cc = enter_checked(L, a, checked, root, reduces);
     gcsh_check_leave(L, cc, gcsh_kern_backend(L)->collective(ctx, a->o->impl, &a->o->desc, &k));
 }
 
@@ -240,24 +303,18 @@ static void push_crossovers(lua_State *L)
 
 #define WINDOW_KEYS "op offset n out"
 
-/* Whether algo "comm" can run on a's window: its team is the whole
- * communicator, which can reduce the dtype with the op.  auto falls back to
- * two-shot where it cannot. */
+/* Whether algo "comm" can run on a's window (whose team is its whole
+ * communicator: gcsh_karg_comm_window): the communicator can reduce the
+ * dtype with the op.  auto falls back to two-shot where it cannot. */
 static int comm_can_run(lua_State *L, const gcsh_kargs *a)
 {
-    const gcsh_symobj *o = a->o;
-    return o->desc.team_size == o->comm->size &&
-           gcsh_ctx_of(L)->be->comm->can_reduce(o->dtype, a->op);
+    return gcsh_ctx_of(L)->be->comm->can_reduce(a->o->dtype, a->op);
 }
 
 static void comm_allreduce(lua_State *L, const gcsh_kargs *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_symobj *o = a->o;
-    if (o->desc.team_size != o->comm->size)
-        luaL_error(L, "%s: algo 'comm' needs the window's team to be its whole communicator "
-                      "(team of %d, comm of %d)",
-                   a->fname, o->desc.team_size, o->comm->size);
     if (!ctx->be->comm->can_reduce(o->dtype, a->op))
         luaL_error(L, "%s: the communicator cannot reduce %s with %s", a->fname,
                    gcsh_dtype_name(o->dtype), gcsh_redop_name(a->op));
@@ -284,6 +341,12 @@ static const char *allreduce_planned(lua_State *L, const gcsh_kargs *a)
  * stores, which moves the data as two-shot does (kplan.h) */
 static const char *allreduce_multicast(lua_State *L, const gcsh_kargs *a)
 {
+    if (a->out)
+        luaL_error(L, "%s: algo 'multicast' cannot keep the window untouched with out=: its st "
+                      "stores the result through the multicast address into every slice; use "
+                      "twoshot (the same moves, through the window's scratch area) or oneshot, "
+                      "or omit out (the result in the window)",
+                   a->fname);
     gcsh_mcast mc;
     gcsh_mcast_open(L, a->o, &mc);
     if (mc.nvls) {
@@ -376,7 +439,7 @@ static allreduce_run allreduce_runner(const char *name)
 static int kernel_allreduce(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allreduce"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allreduce");
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     gcsh_karg_out_size(L, &a, a.n, "n elements");
@@ -385,6 +448,9 @@ static int kernel_allreduce(lua_State *L)
                              a.n * gcsh_dtype_size(a.o->dtype));
         if (strcmp(a.algo, "comm") == 0 && !comm_can_run(L, &a))
             a.algo = "twoshot";
+        /* out= keeps the window untouched: two-shot needs the scratch area */
+        if (strcmp(a.algo, "twoshot") == 0 && a.out && !fits_scratch(&a))
+            a.algo = comm_can_run(L, &a) ? "comm" : "oneshot";
     }
     allreduce_run run = allreduce_runner(a.algo);
     char valid[128];
@@ -412,7 +478,7 @@ static void push_algos(lua_State *L, enum gcsh_kcoll coll)
 static int kernel_reduce_scatter(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_scatter"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:reducescatter");
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_REDUCE_SCATTER, "direct");
@@ -426,7 +492,7 @@ static int kernel_reduce_scatter(lua_State *L)
 static int kernel_allgather(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allgather"};
-    a.o = gcsh_karg_window(L, 1, a.fname);
+    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allgather");
     gcsh_karg_read(L, 2, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                        "the kernels");
@@ -440,7 +506,7 @@ static int kernel_allgather(lua_State *L)
 static int kernel_reduce_to(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_to"};
-    a.o = gcsh_karg_window(L, 2, a.fname);
+    a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:reduce");
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
@@ -457,7 +523,7 @@ static int kernel_reduce_to(lua_State *L)
 static int kernel_broadcast(lua_State *L)
 {
     gcsh_kargs a = {.fname = "broadcast"};
-    a.o = gcsh_karg_window(L, 2, a.fname);
+    a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:broadcast");
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
@@ -491,9 +557,7 @@ static int kernel_plan(lua_State *L)
     a.n = a.o->n;
     const char *coll_name = "allreduce";
     int has_out = 0, root = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        luaL_checktype(L, 2, LUA_TTABLE);
-        gcsh_karg_keys(L, 2, a.fname, "coll algo n offset root out");
+    if (gcsh_opts_check(L, 2, a.fname, "coll algo n offset root out")) {
         gcsh_karg_region(L, 2, &a);
         if (lua_getfield(L, 2, "coll") != LUA_TNIL)
             coll_name = luaL_checkstring(L, -1);
@@ -519,7 +583,12 @@ static int kernel_plan(lua_State *L)
                              "reduces its own slots as the flags arrive (src/core/kll.h)");
     enum gcsh_kalgo algo = check_algo(L, &a, (enum gcsh_kcoll)coll,
                                       first_planned((enum gcsh_kcoll)coll));
-    gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n};
+    gcsh_kplan p = {(enum gcsh_kcoll)coll, algo, a.o->desc.team_size, root, a.n, 0};
+    if (has_out && coll == GCSH_KC_ALLREDUCE && algo == GCSH_KA_MULTICAST)
+        return luaL_error(L, "plan: algo 'multicast' takes no out (its st stores into every "
+                             "slice): twoshot moves the same data, out of place through the "
+                             "scratch areas");
+    p.scratch = has_out && gcsh_kplan_needs_scratch(&p);
     gcsh_push_kplan(L, a.o, &p, a.offset, has_out);
     return 1;
 }

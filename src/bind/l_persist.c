@@ -30,6 +30,7 @@
 
 #include "bind/graph.h"
 #include "bind/kernel.h"
+#include "bind/opts.h"
 #include "core/kll.h"
 #include "core/kpersist.h"
 
@@ -186,10 +187,8 @@ static void read_start_options(lua_State *L, int idx, lpersist *p)
     size_t cap = gcsh_ll_capacity(gcsh_kern_window_bytes(p->o));
     p->max_bytes = cap;
     p->sms = 1;
-    if (lua_isnoneornil(L, idx))
+    if (!gcsh_opts_check(L, idx, "persistent", "algo max_bytes sms"))
         return;
-    luaL_checktype(L, idx, LUA_TTABLE);
-    gcsh_karg_keys(L, idx, "persistent", "algo max_bytes sms");
     if (lua_getfield(L, idx, "algo") != LUA_TNIL && strcmp(luaL_checkstring(L, -1), "ll") != 0)
         luaL_error(L, "persistent: unknown algo '%s' (valid: ll)", lua_tostring(L, -1));
     lua_pop(L, 1);
@@ -217,7 +216,7 @@ static gcsh_comm_check *enter_start_check(lua_State *L, const lpersist *p)
 int gcsh_kernel_persistent(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_symobj *o = gcsh_karg_window(L, 1, "persistent");
+    gcsh_symobj *o = gcsh_karg_comm_window(L, 1, "persistent", "c:allreduce");
     if (!ctx->be->persist)
         return luaL_error(L, "persistent: not available on the %s backend", ctx->be->name);
     gcsh_graph_refuse_now(L, "kernel.persistent", "start it before the capture");

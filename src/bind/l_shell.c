@@ -18,6 +18,7 @@
 #include "wire/msg.h"
 #include "wire/out.h"
 #include "bind/l_shell.h"
+#include "bind/opts.h"
 #include "bind/winbuild.h"
 
 static int shell_print(lua_State *L)
@@ -341,7 +342,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
         {"check", shell_check},           {"progress", shell_progress},
         {"varies", shell_varies},         {"timeout", shell_timeout},
         {"check_file", shell_check_file}, {"write_file", shell_write_file},
-        {"check_counts", shell_check_counts}, {NULL, NULL},
+        {"check_counts", shell_check_counts}, {"check_options", gcsh_opts_lua_check},
+        {NULL, NULL},
     };
     lua_getglobal(L, "gcsh");
     luaL_setfuncs(L, gcsh_funcs, 0);

@@ -4,6 +4,8 @@
  *   s = c:signals(n)            collective, checked like windows (symmem.h)
  *   s:set(peer, slot, v)        peer's word slot = v      (release)
  *   s:add(peer, slot, v)        peer's word slot += v     (release; wraps mod 2^64)
+ *   s:fetch_add(peer, slot, v)  the same, returning the word before (acquire and
+ *                               release; on cuda after the rank's stream)
  *   s:read(slot)                my word slot              (acquire)
  *   s:wait(slot, v [, cmp=">="])
  *   s:wait{slot=, value=, cmp=">=", cpu=false, timeout=nil}
@@ -18,8 +20,12 @@
  *                               so no peer's add lands before the reset.
  *   s.n s.kind s.rank s.size s.team s.comm s.seq   s:info()   s:free()
  *
- * Values are integers 0..2^63-1; cmp is one of >= > == ~= <= < (unsigned
- * comparison of the 64-bit word).  peer is a rank of c in s.team; slots are
+ * Words are unsigned 64-bit (gcsh_sym_word_value): a Lua integer carries
+ * the word's bits, so 2^63..2^64-1 are the negative integers (-1 is
+ * 2^64-1), as math.ult compares them; s:read returns that integer and
+ * gcsh's texts print it unsigned (("%u"):format(v) does too).  A float
+ * 2^63..2^64 (exclusive) is taken too.  cmp is one of >= > == ~= <= <,
+ * an unsigned comparison of the word.  peer is a rank of c in s.team; slots are
  * 0..n-1.  Every argument is checked before any word is touched. */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +35,7 @@
 
 #include "wire/collcheck.h"
 #include "bind/comm.h"
+#include "bind/opts.h"
 #include "bind/symmem.h"
 
 /* Signal words are for synchronisation, not data: s:reset() touches each. */
@@ -83,12 +90,11 @@ static size_t check_slot_value(lua_State *L, const gcsh_symobj *o, int idx, cons
 
 static uint64_t check_word_value(lua_State *L, int idx, const char *name)
 {
-    int isint = 0;
-    lua_Integer v = lua_tointegerx(L, idx, &isint);
-    if (lua_type(L, idx) != LUA_TNUMBER || !isint || v < 0)
-        luaL_error(L, "%s must be an integer 0..%I, got %s", name, (lua_Integer)LUA_MAXINTEGER,
+    uint64_t v;
+    if (!gcsh_sym_word_value(L, idx, &v))
+        luaL_error(L, "%s must be " GCSH_SYM_WORD_RANGE ", got %s", name,
                    luaL_tolstring(L, idx, NULL));
-    return (uint64_t)v;
+    return v;
 }
 
 static enum gcsh_cmp check_cmp(lua_State *L, int idx)
@@ -131,6 +137,18 @@ static int signals_add(lua_State *L)
     return store(L, gcsh_ctx_of(L)->be->win->signal_add, "add");
 }
 
+static int signals_fetch_add(lua_State *L)
+{
+    gcsh_symobj *o = check_signals(L, 1);
+    int peer = gcsh_sym_check_peer(L, o, 2);
+    size_t slot = check_slot_value(L, o, 3, "fetch_add: slot");
+    uint64_t v = check_word_value(L, 4, "fetch_add: value"), old = 0;
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    check_backend(L, ctx->be->win->signal_fetch_add(ctx, o->impl, &o->desc, peer, slot, v, &old));
+    lua_pushinteger(L, (lua_Integer)old);
+    return 1;
+}
+
 static int signals_read(lua_State *L)
 {
     gcsh_symobj *o = check_signals(L, 1);
@@ -162,25 +180,10 @@ typedef struct wait_args {
     double timeout; /* seconds; INFINITY when none */
 } wait_args;
 
-static void check_wait_keys(lua_State *L)
-{
-    static const char *const keys[] = {"slot", "value", "cmp", "cpu", "timeout", NULL};
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-        lua_pop(L, 1);
-        int known = 0;
-        for (int i = 0; keys[i] && lua_type(L, -1) == LUA_TSTRING; i++)
-            known |= strcmp(lua_tostring(L, -1), keys[i]) == 0;
-        if (!known)
-            luaL_error(L, "wait: unknown option '%s' (valid: slot value cmp cpu timeout)",
-                       luaL_tolstring(L, -1, NULL));
-    }
-}
-
 /* s:wait{slot=, value=, cmp=, cpu=, timeout=}; fields land at 3..7. */
 static void read_wait_table(lua_State *L, const gcsh_symobj *o, wait_args *a)
 {
-    check_wait_keys(L);
+    gcsh_opts_check(L, 2, "wait", "slot value cmp cpu timeout");
     lua_settop(L, 2);
     lua_getfield(L, 2, "slot");
     lua_getfield(L, 2, "value");
@@ -232,8 +235,9 @@ static int signals_wait(lua_State *L)
     if (rc == 1) {
         uint64_t now = 0;
         check_backend(L, win->signal_read(ctx, o->impl, &o->desc, a.slot, &now));
-        luaL_error(L, "wait: timed out after %f s: slot %I is %I, waiting for %s %I", a.timeout,
-                   (lua_Integer)a.slot, (lua_Integer)now, cmp_names[a.cmp], (lua_Integer)a.value);
+        luaL_error(L, "wait: timed out after %f s: slot %I is %s, waiting for %s %s", a.timeout,
+                   (lua_Integer)a.slot, gcsh_sym_word_text(L, now), cmp_names[a.cmp],
+                   gcsh_sym_word_text(L, a.value));
     }
     return 0;
 }
@@ -284,6 +288,7 @@ static int signals_index(lua_State *L)
 static const luaL_Reg meth[] = {
     {"set", signals_set},
     {"add", signals_add},
+    {"fetch_add", signals_fetch_add},
     {"read", signals_read},
     {"reset", signals_reset},
     {"wait", signals_wait},

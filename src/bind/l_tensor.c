@@ -652,6 +652,29 @@ static int tensor_view(lua_State *L)
     return 1;
 }
 
+/* t:as(dtype): the same bytes seen as dtype (a view sharing t's memory,
+ * as numpy's view(dtype)): t's bytes must be a whole number of dtype's
+ * elements, starting at a multiple of its size in the storage. */
+static int tensor_as(lua_State *L)
+{
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    luaL_checkany(L, 2);
+    gcsh_dtype to = gcsh_arg_dtype(L, 2, t->dtype);
+    size_t from_es = gcsh_dtype_size(t->dtype), to_es = gcsh_dtype_size(to);
+    size_t start = t->offset * from_es, bytes = t->n * from_es;
+    if (bytes % to_es != 0)
+        return luaL_error(L, "as: %I %s elements (%I bytes) are not a whole number of %s "
+                             "elements (%I bytes each)",
+                          (lua_Integer)t->n, gcsh_dtype_name(t->dtype), (lua_Integer)bytes,
+                          gcsh_dtype_name(to), (lua_Integer)to_es);
+    if (start % to_es != 0)
+        return luaL_error(L, "as: the view starts at byte %I of its memory, not a multiple of "
+                             "%s's %I bytes",
+                          (lua_Integer)start, gcsh_dtype_name(to), (lua_Integer)to_es);
+    gcsh_push_tensor(L, t->st, start / to_es, bytes / to_es, to);
+    return 1;
+}
+
 /* :free() and __close: the allocating handle releases the memory now. */
 static int tensor_free(lua_State *L)
 {
@@ -989,6 +1012,7 @@ static const luaL_Reg meth[] = {
     {"rand", tensor_rand},
     {"copy", tensor_copy},
     {"view", tensor_view},
+    {"as", tensor_as},
     {"totable", tensor_totable},
     {"sum", tensor_sum},
     {"equal", tensor_equal},

@@ -6,7 +6,8 @@
  *   w:peer(r)         rank r's slice as a tensor view (r a rank of c in w.team)
  *   w.kind w.n w.dtype w.rank w.size w.team w.comm w.seq
  *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
- *                     peers, team, seq, where, handle
+ *                     peers, team, seq, where, handle, and the kernels' areas:
+ *                     ll_offset, scratch_bytes, sync_offset (bytes in a slice)
  *   w:multicast()     collective: a multicast object (l_mcast.c adds it)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
@@ -21,6 +22,7 @@
 #include <lauxlib.h>
 
 #include "bind/comm.h"
+#include "bind/kernel.h"
 #include "bind/symmem.h"
 #include "bind/tensor.h"
 #include "bind/xfer.h"
@@ -105,6 +107,7 @@ static int window_info(lua_State *L)
     gcsh_sym_info_fields(L, o);
     lua_pushstring(L, gcsh_dtype_name(o->dtype));
     lua_setfield(L, -2, "dtype");
+    gcsh_kern_info_fields(L, o);
     return 1;
 }
 

@@ -47,6 +47,7 @@
 
 #include "wire/out.h"
 #include "bind/graph.h"
+#include "bind/opts.h"
 #include "bind/xfer.h"
 
 #define XFER_MT "xfer"
@@ -154,30 +155,6 @@ static void check_range(lua_State *L, const plan_args *a, int arg, const char *w
                                       (lua_Integer)a->win->n));
 }
 
-static int is_listed(const char *list, const char *word)
-{
-    size_t len = strlen(word);
-    for (const char *p = list; *p;) {
-        size_t w = strcspn(p, " ");
-        if (w == len && len > 0 && strncmp(p, word, len) == 0)
-            return 1;
-        p += w;
-        p += strspn(p, " ");
-    }
-    return 0;
-}
-
-static void check_option_keys(lua_State *L, int idx, int arg, const char *valid)
-{
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING || !is_listed(valid, lua_tostring(L, -1)))
-            luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (valid: %s)",
-                                                  luaL_tolstring(L, -1, NULL), valid));
-    }
-}
-
 static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
 {
     const char *engines = xfer_ops(L)->engines;
@@ -187,33 +164,50 @@ static void read_engine(lua_State *L, int opts, int arg, plan_args *a)
         if (!e)
             luaL_argerror(L, arg, lua_pushfstring(L, "engine must be a string, got %s",
                                                   type_name(L, -1)));
-        if (!is_listed(engines, e))
+        if (!gcsh_opts_listed(engines, e))
             luaL_argerror(L, arg, lua_pushfstring(L, "unknown engine '%s' (valid: %s)", e, engines));
         a->engine = strcmp(e, "sm") == 0 ? GCSH_XFER_SM : GCSH_XFER_CE;
     }
     lua_pop(L, 1);
 }
 
-static uint64_t read_signal_field(lua_State *L, int sig, int i, int arg, const char *name,
-                                  lua_Integer def, lua_Integer max)
+/* The signal's slot, field 2 of the signal table. */
+static size_t read_signal_slot(lua_State *L, int sig, int arg, lua_Integer max)
 {
-    lua_rawgeti(L, sig, i);
-    lua_Integer v = def;
-    if (!lua_isnil(L, -1)) {
-        int isint = 0;
-        v = lua_tointegerx(L, -1, &isint);
-        if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < 0 || v > max)
-            luaL_argerror(L, arg, lua_pushfstring(L, "signal %s must be an integer 0..%I, got %s",
-                                                  name, max, luaL_tolstring(L, -1, NULL)));
-    } else if (def < 0) {
-        luaL_argerror(L, arg, lua_pushfstring(L, "signal needs {s, slot [, value]}: no %s", name));
-    }
+    lua_rawgeti(L, sig, 2);
+    if (lua_isnil(L, -1))
+        luaL_argerror(L, arg, "signal needs {s, slot [, value]}: no slot");
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < 0 || v > max)
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal slot must be an integer 0..%I, got %s", max,
+                                              luaL_tolstring(L, -1, NULL)));
     lua_pop(L, 1);
-    return (uint64_t)v;
+    return (size_t)v;
 }
 
-/* signal = {s, slot [, value=1]}: s on the window's communicator, the peer
- * in its team; resolves the peer's word. */
+/* The value added to the word: field 3 or value= (not both), 1 by default;
+ * a u64 word as s:add takes it (symmem.h). */
+static uint64_t read_signal_value(lua_State *L, int sig, int arg)
+{
+    int top = lua_gettop(L);
+    lua_rawgeti(L, sig, 3);
+    lua_getfield(L, sig, "value");
+    if (!lua_isnil(L, -1) && !lua_isnil(L, -2))
+        luaL_argerror(L, arg, "signal value given twice ({s, slot, v} or {s, slot, value = v})");
+    if (lua_isnil(L, -1))
+        lua_pop(L, 1);
+    uint64_t v = 1;
+    if (!lua_isnil(L, -1) && !gcsh_sym_word_value(L, -1, &v))
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal value must be " GCSH_SYM_WORD_RANGE
+                                                 ", got %s",
+                                              luaL_tolstring(L, -1, NULL)));
+    lua_settop(L, top);
+    return v;
+}
+
+/* signal = {s, slot [, value=1]} or {s, slot, value = v}: s on the window's
+ * communicator, the peer in its team; resolves the peer's word. */
 static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
 {
     lua_getfield(L, opts, "signal");
@@ -225,6 +219,11 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     if (!lua_istable(L, sig))
         luaL_argerror(L, arg, lua_pushfstring(L, "signal must be a table {s, slot [, value]}, got %s",
                                               type_name(L, sig)));
+    char key[64];
+    if (gcsh_opts_unknown(L, sig, 3, "value", key, sizeof key))
+        luaL_argerror(L, arg, lua_pushfstring(L, "signal: unknown key '%s' (valid: {s, slot [, "
+                                                 "value]} or {s, slot, value = v})",
+                                              key));
     lua_rawgeti(L, sig, 1);
     gcsh_symobj **h = luaL_testudata(L, -1, GCSH_SIGNALS_MT);
     if (!h)
@@ -239,8 +238,8 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
         luaL_argerror(L, arg, lua_pushfstring(L, "rank %d is not in the signals' team (reachable: %s)",
                                               a->peer, gcsh_sym_team_text(s, team, sizeof team)));
     }
-    size_t slot = read_signal_field(L, sig, 2, arg, "slot", -1, (lua_Integer)s->n - 1);
-    a->signal_value = read_signal_field(L, sig, 3, arg, "value", 1, LUA_MAXINTEGER);
+    size_t slot = read_signal_slot(L, sig, arg, (lua_Integer)s->n - 1);
+    a->signal_value = read_signal_value(L, sig, arg);
     a->sig = s;
     a->signal_slot = slot;
     a->signal = (uint64_t *)s->desc.peer[member] + slot;
@@ -255,12 +254,8 @@ static void read_opts(lua_State *L, int opts, int arg, plan_args *a, int with_si
                       gcsh_xfer_engine engine)
 {
     a->engine = engine;
-    if (lua_isnoneornil(L, opts))
+    if (!gcsh_opts_check_arg(L, opts, arg, with_signal ? "engine signal" : "engine"))
         return;
-    if (!lua_istable(L, opts))
-        luaL_argerror(L, arg, lua_pushfstring(L, "options table expected, got %s",
-                                              type_name(L, opts)));
-    check_option_keys(L, opts, arg, with_signal ? "engine signal" : "engine");
     read_engine(L, opts, arg, a);
     if (with_signal)
         read_signal(L, opts, arg, a);
@@ -471,6 +466,11 @@ static void read_descriptor(lua_State *L, plan_args *a, size_t i)
     if (!lua_istable(L, d))
         luaL_argerror(L, 3, lua_pushfstring(L, "descriptor %I must be {src, dst_offset}, got %s", k,
                                             type_name(L, d)));
+    char key[64];
+    if (gcsh_opts_unknown(L, d, 2, "peer window", key, sizeof key))
+        luaL_argerror(L, 3, lua_pushfstring(L, "descriptor %I: unknown key '%s' (valid: {src, "
+                                               "dst_offset [, peer=] [, window=]})",
+                                            k, key));
     lua_rawgeti(L, d, 1);
     lua_rawgeti(L, d, 2);
     lua_getfield(L, d, "peer");
@@ -606,10 +606,8 @@ typedef struct wait_opts {
 static wait_opts read_wait_opts(lua_State *L)
 {
     wait_opts w = {0, INFINITY};
-    if (lua_isnoneornil(L, 2))
+    if (!gcsh_opts_check_arg(L, 2, 2, "cpu timeout"))
         return w;
-    luaL_checktype(L, 2, LUA_TTABLE);
-    check_option_keys(L, 2, 2, "cpu timeout");
     lua_getfield(L, 2, "cpu");
     w.cpu = lua_toboolean(L, -1);
     lua_getfield(L, 2, "timeout");

@@ -12,6 +12,7 @@
 #include "wire/out.h"
 #include "bind/graph.h"
 #include "bind/kernel.h"
+#include "bind/opts.h"
 #include "bind/symmem.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
@@ -174,20 +175,6 @@ void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
 
 /* ---- Reading creation arguments into a proposal ---------------------------------- */
 
-/* Whether `kind` is one word of the space-separated list `kinds`. */
-static int kind_is_listed(const char *kinds, const char *kind)
-{
-    size_t len = strlen(kind);
-    for (const char *p = kinds; *p;) {
-        size_t w = strcspn(p, " ");
-        if (w == len && len > 0 && strncmp(p, kind, len) == 0)
-            return 1;
-        p += w;
-        p += strspn(p, " ");
-    }
-    return 0;
-}
-
 /* n at arg, argument #argno of fname (a method's #1 is its first after self). */
 void gcsh_sym_read_n(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname, int argno)
 {
@@ -220,24 +207,6 @@ static void preferred_kind(gcsh_ctx *ctx, gcsh_comm_impl *c, char *kind, size_t 
     kind[0] = '\0';
 }
 
-/* The first unknown key of the options table at arg, in sorted order, so
- * that every rank names the same one (traversal order follows each
- * process's string hashes); "" when every key is known. */
-static void first_unknown_option(lua_State *L, int arg, char *unknown, size_t len)
-{
-    unknown[0] = '\0';
-    lua_pushnil(L);
-    while (lua_next(L, arg)) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "kind") == 0)
-            continue;
-        const char *name = luaL_tolstring(L, -1, NULL);
-        if (!unknown[0] || strcmp(name, unknown) < 0)
-            snprintf(unknown, len, "%s", name);
-        lua_pop(L, 1); /* lua_next needs the key on top */
-    }
-}
-
 /* Options {kind=} at arg: an unknown kind or option is a problem that lists
  * the valid ones, and a kind that does not work on c says why and names the
  * one that does (never a silent fallback).  Without kind=, the backend's
@@ -253,8 +222,7 @@ void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char 
                          luaL_typename(L, arg));
     } else if (lua_istable(L, arg)) {
         char unknown[64];
-        first_unknown_option(L, arg, unknown, sizeof unknown);
-        if (unknown[0])
+        if (gcsh_opts_unknown(L, arg, 0, "kind", unknown, sizeof unknown))
             gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown option '%s' (valid: kind))",
                              argno, fname, unknown);
         lua_getfield(L, arg, "kind");
@@ -272,7 +240,7 @@ void gcsh_sym_read_kind(lua_State *L, int arg, gcsh_sym_proposal *p, const char 
         return;
     }
     snprintf(p->kind, sizeof p->kind, "%s", asked);
-    if (!kind_is_listed(win->kinds, asked))
+    if (!gcsh_opts_listed(win->kinds, asked))
         gcsh_sym_problem(p, "bad argument #%d to '%s' (unknown kind '%s' (valid: %s))", argno,
                          fname, asked, win->kinds);
     else if (win->kind_usable && win->kind_usable(ctx, c, asked, why, sizeof why) != 0)
@@ -713,6 +681,30 @@ int gcsh_sym_team_index(const gcsh_symobj *o, int r)
 const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len)
 {
     return gcsh_format_ranks(o->desc.team, o->desc.team_size, buf, len);
+}
+
+int gcsh_sym_word_value(lua_State *L, int idx, uint64_t *v)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        return 0;
+    int isint = 0;
+    lua_Integer i = lua_tointegerx(L, idx, &isint);
+    if (isint) {
+        *v = (uint64_t)i;
+        return 1;
+    }
+    lua_Number f = lua_tonumber(L, idx);
+    if (!(f >= 0x1p63 && f < 0x1p64))
+        return 0;
+    *v = (uint64_t)f;
+    return 1;
+}
+
+const char *gcsh_sym_word_text(lua_State *L, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return lua_pushstring(L, buf);
 }
 
 int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)

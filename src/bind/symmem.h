@@ -171,6 +171,19 @@ int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg);
 /* "0-1,3": the team as communicator ranks, into buf. */
 const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len);
 
+/* Signal words are unsigned 64-bit, and a Lua integer carries a word's
+ * bits: 2^63..2^64-1 are the negative integers (-1 is 2^64-1), in the order
+ * math.ult gives them.  A value given is such an integer, or a float
+ * 2^63 <= f < 2^64 (every one an integer; Lua reads the literal
+ * 9223372036854775808 as one).  Returns 0 for anything else; the error
+ * then says "<what> must be " GCSH_SYM_WORD_RANGE ", got ...". */
+#define GCSH_SYM_WORD_RANGE                                                                        \
+    "an integer 0..18446744073709551615 (a u64 word; a negative integer is its "                  \
+    "two's complement, as math.ult reads it)"
+int gcsh_sym_word_value(lua_State *L, int idx, uint64_t *v);
+/* The word's decimal text, unsigned, pushed on L. */
+const char *gcsh_sym_word_text(lua_State *L, uint64_t v);
+
 /* Handles (one userdata type per Lua type, each holding a gcsh_symobj *,
  * NULL while closed).  push makes a closed one; check raises "attempt to use
  * a freed <type>" unless the object is registered. */

@@ -221,6 +221,11 @@ typedef struct gcsh_window_ops {
                       int peer, size_t slot, uint64_t v);
     int (*signal_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                       int peer, size_t slot, uint64_t v);
+    /* add that returns the word's value before it (*old), acquire and
+     * release: after everything the rank queued (cuda: the stream is
+     * waited for), so the value is there when it returns. */
+    int (*signal_fetch_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                            int peer, size_t slot, uint64_t v, uint64_t *old);
     /* Waits until my word `slot` compares true against v, with acquire
      * ordering.  Stream-ordered on cuda: it returns at once and the stream
      * waits.  The host backend waits here, polling ctx->interrupt. */
@@ -276,6 +281,8 @@ typedef struct gcsh_kcoll_args {
     gcsh_redop op;
     void *out;         /* local memory at d->loc, or NULL: the result stays in the window */
     size_t sync_off;   /* bytes: where the sync area starts in every slice */
+    size_t scratch_off; /* bytes: where the scratch area starts in every slice (the
+                           LL area past its header; plan.scratch: kplan.h) */
     uint64_t *epoch;   /* barriers passed on this window, equal on every rank;
                           the backend advances it by the barriers it ran */
     const gcsh_mcast *mc; /* the window's multicast when it is nvls (algo multicast:

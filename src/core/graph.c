@@ -186,6 +186,11 @@
     X(win, signal_read,                                                                            \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, size_t s, uint64_t *v),    \
       (w, d, s, v), "a host read of a signal word (s:read)", "the capture runs nothing")          \
+    X(win, signal_fetch_add,                                                                       \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int p, size_t s,           \
+       uint64_t v, uint64_t *old),                                                                 \
+      (w, d, p, s, v, old), "a fetch-add (s:fetch_add returns the old value to the host)",        \
+      "the capture runs nothing; s:add is captured")                                              \
     X(kern, mc_open,                                                                               \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, gcsh_mcast *m), (w, d, m), \
       "w:multicast()", "open the multicast before the capture")                                   \

@@ -26,6 +26,7 @@ static const char *const phase_names[GCSH_KP_NPHASE] = {
     [GCSH_KP_ALL_GATHER] = "all-gather",
     [GCSH_KP_BROADCAST] = "broadcast",
     [GCSH_KP_COPY_OUT] = "copy-out",
+    [GCSH_KP_CLEAR] = "clear-scratch",
 };
 
 /* Every algorithm name each collective takes, one row each, in the order
@@ -149,6 +150,12 @@ int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo)
     return 0;
 }
 
+int gcsh_kplan_needs_scratch(const gcsh_kplan *p)
+{
+    return p->coll == GCSH_KC_ALLREDUCE &&
+           (p->algo == GCSH_KA_TWOSHOT || (p->algo == GCSH_KA_RING && p->team > 1));
+}
+
 /* ---- chunks ------------------------------------------------------------------ */
 
 gcsh_kchunk gcsh_kplan_chunk(size_t n, int k, int r)
@@ -214,6 +221,8 @@ int gcsh_kplan_steps(const gcsh_kplan *p, gcsh_kstep *steps)
             fenced_moves(&pg, GCSH_KP_REDUCE_SCATTER, 1);
         }
         add(&pg, GCSH_KS_MOVE, GCSH_KP_COPY_OUT, 0);
+        if (p->scratch) /* zeros before any peer's next LL call (kplan.h) */
+            fenced_moves(&pg, GCSH_KP_CLEAR, 1);
         break;
     case GCSH_KC_REDUCE_SCATTER:
         fenced_moves(&pg, GCSH_KP_REDUCE_SCATTER, p->algo == GCSH_KA_RING ? k - 1 : 1);
@@ -243,12 +252,23 @@ int gcsh_kplan_steps(const gcsh_kplan *p, gcsh_kstep *steps)
 
 static void src(gcsh_kmove *mv, int peer, size_t first)
 {
-    mv->src[mv->k++] = (gcsh_kplace){peer, first};
+    mv->src[mv->k++] = (gcsh_kplace){peer, 0, first};
 }
 
 static void dst(gcsh_kmove *mv, int peer, size_t first)
 {
-    mv->dst[mv->m++] = (gcsh_kplace){peer, first};
+    mv->dst[mv->m++] = (gcsh_kplace){peer, 0, first};
+}
+
+/* member peer's scratch area, as a source or a destination */
+static void src_scratch(gcsh_kmove *mv, int peer, size_t first)
+{
+    mv->src[mv->k++] = (gcsh_kplace){peer, 1, first};
+}
+
+static void dst_scratch(gcsh_kmove *mv, int peer, size_t first)
+{
+    mv->dst[mv->m++] = (gcsh_kplace){peer, 1, first};
 }
 
 /* every member's slice at first, in team order */
@@ -260,17 +280,25 @@ static void every_slice(gcsh_kmove *mv, int k, size_t first)
 
 /* Ring step s, reduce-scatter: member r adds its left neighbour's partial
  * of chunk (r - s - 2) mod k to its own, so after k - 1 steps r holds chunk r
- * reduced.  All-gather: r copies chunk (r - s - 1) mod k from its left. */
+ * reduced.  All-gather: r copies chunk (r - s - 1) mod k from its left.
+ * Through the scratch areas, the partials and results live there and the
+ * slices are only read (the left's slice at step 0: its input). */
 static void ring_move(const gcsh_kplan *p, enum gcsh_kphase phase, int s, int r, gcsh_kmove *mv)
 {
     int k = p->team, left = wrap(r - 1, p->team);
     int c = wrap(phase == GCSH_KP_REDUCE_SCATTER ? r - s - 2 : r - s - 1, k);
     gcsh_kchunk ch = gcsh_kplan_chunk(p->n, k, c);
     mv->count = ch.count;
-    src(mv, left, ch.first);
+    if (p->scratch && (phase == GCSH_KP_ALL_GATHER || s > 0))
+        src_scratch(mv, left, ch.first);
+    else
+        src(mv, left, ch.first);
     if (phase == GCSH_KP_REDUCE_SCATTER)
         src(mv, r, ch.first);
-    dst(mv, r, ch.first);
+    if (p->scratch)
+        dst_scratch(mv, r, ch.first);
+    else
+        dst(mv, r, ch.first);
 }
 
 /* Member r reduces chunk r of every slice: to every slice (all-reduce), or
@@ -280,7 +308,10 @@ static void chunk_reduce(const gcsh_kplan *p, int r, int has_out, gcsh_kmove *mv
     gcsh_kchunk ch = gcsh_kplan_chunk(p->n, p->team, r);
     mv->count = ch.count;
     every_slice(mv, p->team, ch.first);
-    if (p->coll == GCSH_KC_ALLREDUCE)
+    if (p->coll == GCSH_KC_ALLREDUCE && p->scratch)
+        for (int q = 0; q < p->team; q++)
+            dst_scratch(mv, q, ch.first);
+    else if (p->coll == GCSH_KC_ALLREDUCE)
         for (int q = 0; q < p->team; q++)
             dst(mv, q, ch.first);
     else if (has_out)
@@ -339,8 +370,18 @@ static void copy_out(const gcsh_kplan *p, int r, gcsh_kmove *mv)
     gcsh_kchunk whole = {0, p->n};
     gcsh_kchunk ch = p->coll == GCSH_KC_REDUCE_SCATTER ? gcsh_kplan_chunk(p->n, p->team, r) : whole;
     mv->count = ch.count;
-    src(mv, r, ch.first);
+    if (p->scratch)
+        src_scratch(mv, r, ch.first);
+    else
+        src(mv, r, ch.first);
     dst(mv, GCSH_KPLAN_OUT, 0);
+}
+
+/* My scratch area's region back to zeros: no move, one destination. */
+static void clear_scratch(const gcsh_kplan *p, int r, gcsh_kmove *mv)
+{
+    mv->count = p->n;
+    dst_scratch(mv, r, 0);
 }
 
 int gcsh_kplan_move(const gcsh_kplan *p, const gcsh_kstep *s, int r, int has_out, gcsh_kmove *mv)
@@ -371,8 +412,9 @@ int gcsh_kplan_move(const gcsh_kplan *p, const gcsh_kstep *s, int r, int has_out
         if (has_out)
             copy_out(p, r, mv);
         break;
+    case GCSH_KP_CLEAR: clear_scratch(p, r, mv); break;
     case GCSH_KP_SYNC:
     case GCSH_KP_NPHASE: break;
     }
-    return mv->count > 0 && mv->k > 0 && mv->m > 0;
+    return mv->count > 0 && (mv->k > 0 || s->phase == GCSH_KP_CLEAR) && mv->m > 0;
 }

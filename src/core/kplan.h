@@ -10,9 +10,18 @@
  * A plan is a list of steps, the same on every member: a barrier (every
  * member waits for every member: what was written before is visible after),
  * or a move step, where each member does at most one move (a reduce of k
- * sources into m destinations, or a copy when k == 1).  Moves read and write
- * slices (team indices), the caller's out tensor or a local scratch of n
- * elements; element indices are relative to the region.
+ * sources into m destinations, a copy when k == 1, zeros when k == 0).
+ * Moves read and write slices (team indices), the caller's out tensor, a
+ * local scratch of n elements, or a member's scratch area (the window's LL
+ * area past its header, reachable by peers like its slice); element
+ * indices are relative to the region.
+ *
+ * out= is out of place: the window is never written.  One-shot reduces
+ * straight into out; two-shot and ring, whose moves store results into
+ * slices, gather them in the members' scratch areas instead (every member
+ * must then pass out: gcsh_kplan.scratch), copy their own into out and
+ * zero it again (the LL protocol takes any nonzero word for a flag), with
+ * a barrier after, so no peer's next LL call lands before the zeros.
  *
  * Chunks: n elements over k members, balanced: the first n % k members get
  * one element more than n / k; member r's chunk starts at
@@ -54,11 +63,13 @@ enum gcsh_kalgo {
 
 typedef struct gcsh_kplace {
     int peer;     /* team index, GCSH_KPLAN_OUT or GCSH_KPLAN_TMP */
-    size_t first; /* element index: in the region for slices and tmp, in out */
+    int scratch;  /* with a team index: that member's scratch area, not its slice */
+    size_t first; /* element index: in the region for slices, tmp and scratch, in out */
 } gcsh_kplace;
 
-/* k sources reduced in order with the collective's op (k == 1: a copy),
- * stored to m destinations; count elements from each place's first. */
+/* k sources reduced in order with the collective's op (k == 1: a copy,
+ * k == 0: zeros), stored to m destinations; count elements from each
+ * place's first. */
 typedef struct gcsh_kmove {
     int k, m;
     size_t count;
@@ -72,6 +83,8 @@ typedef struct gcsh_kplan {
     int team;   /* members, 1..GCSH_KERN_MAX_TEAM */
     int root;   /* team index (broadcast, reduce) */
     size_t n;   /* elements of the region */
+    int scratch; /* every member passed out and the moves go through the
+                    scratch areas (gcsh_kplan_needs_scratch) */
 } gcsh_kplan;
 
 enum gcsh_kstep_kind { GCSH_KS_BARRIER, GCSH_KS_MOVE };
@@ -85,6 +98,7 @@ enum gcsh_kphase {
     GCSH_KP_ALL_GATHER,     /* chunks spread */
     GCSH_KP_BROADCAST,      /* copies of root's region */
     GCSH_KP_COPY_OUT,       /* the result into the caller's out */
+    GCSH_KP_CLEAR,          /* my scratch area zeroed again */
     GCSH_KP_NPHASE
 };
 
@@ -95,7 +109,7 @@ typedef struct gcsh_kstep {
 } gcsh_kstep;
 
 /* The most steps a plan has (a ring all-reduce of GCSH_KERN_MAX_TEAM). */
-#define GCSH_KPLAN_MAX_STEPS (4 * GCSH_KERN_MAX_TEAM + 4)
+#define GCSH_KPLAN_MAX_STEPS (4 * GCSH_KERN_MAX_TEAM + 6)
 
 typedef struct gcsh_kchunk {
     size_t first, count;
@@ -113,6 +127,10 @@ int gcsh_kcoll_parse(const char *name);
 int gcsh_kalgo_parse(const char *name);
 /* Whether coll has a plan for algo. */
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo);
+/* Whether p with out= goes through the scratch areas: the all-reduce's
+ * two-shot and ring (of more than one member: alone, a ring only copies
+ * its slice into out), whose moves store into slices. */
+int gcsh_kplan_needs_scratch(const gcsh_kplan *p);
 /* The algorithm names coll takes, the one list (kplan.c): the i-th
  * (NULL past the last), *planned (may be NULL) = whether it has a plan
  * ("auto", "ll", "comm" and "nccl_dev", the all-reduce's others, have

@@ -188,6 +188,23 @@ static int cuda_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     return signal_store(ctx, d, peer, slot, v, 1);
 }
 
+/* Stream-ordered, then waited for: the kernel leaves the old value in
+ * poll_dev (free: the poll stream is only used inside a call), which the
+ * stream-ordered copy of s:read brings to the host. */
+static int cuda_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                                 int peer, size_t slot, uint64_t v, uint64_t *old)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_signal_fetch_add(word_of(d, peer, slot), v, st->poll_dev, st->stream));
+    return gcsh_cuda_backend.mem->copy(ctx, old, GCSH_LOC_HOST, st->poll_dev, d->loc,
+                                       sizeof *old);
+fail:
+    return -1;
+}
+
 /* Stream-ordered: returns at once; the kernel spins on the GPU, bounded by
  * st->wait_bound_ns and released early by cuda_cancel_waits (interrupts). */
 static int cuda_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
@@ -280,6 +297,7 @@ const gcsh_window_ops gcsh_cuda_window_ops = {
     .destroy = cuda_win_destroy,
     .signal_set = cuda_signal_set,
     .signal_add = cuda_signal_add,
+    .signal_fetch_add = cuda_signal_fetch_add,
     .signal_wait = cuda_signal_wait,
     .signal_wait_cpu = cuda_signal_wait_cpu,
     .signal_read = cuda_signal_read,

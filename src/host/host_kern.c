@@ -134,6 +134,8 @@ typedef struct run {
 /* Where a place of the plan is on this rank. */
 static char *place_at(run *r, const gcsh_kplace *pl)
 {
+    if (pl->peer >= 0 && pl->scratch)
+        return (char *)r->d->peer[pl->peer] + r->a->scratch_off + pl->first * r->esize;
     if (pl->peer >= 0)
         return (char *)r->d->peer[pl->peer] + (r->a->offset + pl->first) * r->esize;
     if (pl->peer == GCSH_KPLAN_OUT)
@@ -158,6 +160,11 @@ static int run_move(gcsh_ctx *ctx, run *r, const gcsh_kmove *mv)
     for (int q = 0; q < mv->m; q++)
         if (!(j.dst[q] = place_at(r, &mv->dst[q])))
             return gcsh_set_error(ctx, "host kernels: out of host memory");
+    if (mv->k == 0) { /* a scratch area zeroed (kplan.h) */
+        for (int q = 0; q < mv->m; q++)
+            memset(j.dst[q], 0, mv->count * r->esize);
+        return 0;
+    }
     return host_reduce(ctx, &j);
 }
 

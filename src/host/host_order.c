@@ -64,6 +64,10 @@
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int peer, size_t slot,     \
        uint64_t v),                                                                                \
       (ctx, w, d, peer, slot, v))                                                                  \
+    X(win, signal_fetch_add,                                                                       \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int peer, size_t slot,     \
+       uint64_t v, uint64_t *old),                                                                 \
+      (ctx, w, d, peer, slot, v, old))                                                             \
     X(win, signal_wait,                                                                            \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, size_t slot, uint64_t v,   \
        enum gcsh_cmp cmp),                                                                         \

@@ -300,6 +300,15 @@ static int host_signal_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     return 0;
 }
 
+static int host_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                                 int peer, size_t slot, uint64_t v, uint64_t *old)
+{
+    (void)ctx;
+    (void)w;
+    *old = atomic_fetch_add_explicit(signal_word(d, peer, slot), v, memory_order_acq_rel);
+    return 0;
+}
+
 /* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when
  * interrupted. */
 static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
@@ -343,6 +352,7 @@ const gcsh_window_ops gcsh_host_window_ops = {
     .destroy = host_destroy,
     .signal_set = host_signal_set,
     .signal_add = host_signal_add,
+    .signal_fetch_add = host_signal_fetch_add,
     .signal_wait = host_signal_wait,
     .signal_wait_cpu = host_signal_wait_cpu,
     .signal_read = host_signal_read,

@@ -128,6 +128,10 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int peer, size_t slot,     \
        uint64_t v),                                                                                \
       (ctx, w, d, peer, slot, v), SIGNAL(d, d->team[peer], slot, v), NONE)                         \
+    X(INT, win, signal_fetch_add, "signal", GPU,                                                   \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int peer, size_t slot,     \
+       uint64_t v, uint64_t *old),                                                                 \
+      (ctx, w, d, peer, slot, v, old), SIGNAL(d, d->team[peer], slot, v), NONE)                    \
     X(INT, win, signal_wait, "signal", GPU,                                                        \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, size_t slot, uint64_t v,   \
        enum gcsh_cmp cmp),                                                                         \

@@ -166,6 +166,7 @@ local refusals = {
   { "c:split()", function() c:split(0) end },
   { "c:agree()", function() c:agree("x") end },
   { "a host read of a signal word (s:read)", function() s:read(0) end },
+  { "a fetch-add (s:fetch_add returns the old value to the host)", function() s:fetch_add(T.next, 0, 1) end },
   { "a blocking wait (s:wait{cpu=true})", function() s:wait { slot = 0, value = 0, cpu = true } end },
   { "a timer", function() gcsh.timer() end },
   { "making a transfer (w:put", function() w:put(T.next, t:view(0, 1), 0) end },

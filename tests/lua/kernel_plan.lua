@@ -25,10 +25,12 @@ local COMBINE = {
 
 -- ---- the simulation -----------------------------------------------------------
 
--- state: slices[r][i] (absolute slice index i), out[r][i], tmp[r][i] (region index)
+-- state: slices[r][i] (absolute slice index i), out[r][i], tmp[r][i] and
+-- scratch[r][i] (region index)
 local function place_ref(state, r, pl)
   if pl.peer == "out" then return state.out[r], pl.first end
   if pl.peer == "tmp" then return state.tmp[r], pl.first end
+  if pl.scratch then return state.scratch[pl.peer], pl.first end
   return state.slices[pl.peer], pl.first
 end
 
@@ -45,6 +47,7 @@ local function simulate(plans, state, op)
         if mv.rank == r then
           local vals = {}
           for i = 0, mv.count - 1 do
+            if #mv.src == 0 then vals[i] = 0 goto next end -- op "zero"
             local t, f = place_ref(state, r, mv.src[1])
             local acc = t[f + i]
             for q = 2, #mv.src do
@@ -52,6 +55,7 @@ local function simulate(plans, state, op)
               acc = COMBINE[op](acc, u[g + i])
             end
             vals[i] = acc
+            ::next::
           end
           pending[#pending + 1] = { r = r, mv = mv, vals = vals }
         end
@@ -84,14 +88,25 @@ local RUN = {
   reduce = function(o, root) return kernel.reduce_to(root, w, o) end,
 }
 
+-- out= on the all-reduce is out of place (tests/lua/kernel_out.lua): multicast
+-- refuses it, and two-shot and ring, which go through the scratch areas,
+-- need it on every member (a mixed call is refused by the check)
+local function refused(coll, algo, variant)
+  if coll ~= "allreduce" or variant == "none" then return false end
+  if algo == "multicast" then return true end
+  local mixed = variant == "mixed" and k > 1
+  return mixed and (algo == "twoshot" or algo == "ring")
+end
+
 local function run_case(coll, algo, n, offset, op, root, variant)
+  if refused(coll, algo, variant) then return end
   local tag = string.format("%s %s n=%d offset=%d %s root=%d out=%s", coll, algo, n, offset, op, root, variant)
   -- the model: every slice as the data, out and tmp poisoned
-  local state = { slices = {}, out = {}, tmp = {} }
+  local state = { slices = {}, out = {}, tmp = {}, scratch = {} }
   for r = 0, k - 1 do
     state.slices[r] = {}
     for i = 0, SLICE - 1 do state.slices[r][i] = all[r][i + 1] end
-    state.out[r], state.tmp[r] = {}, {}
+    state.out[r], state.tmp[r], state.scratch[r] = {}, {}, {}
     for i = 0, n - 1 do state.out[r][i] = -7.0 end
   end
   local plans = {}

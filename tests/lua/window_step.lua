@@ -220,7 +220,7 @@ said(multi, function() multi:reset() end)
 H.raises(function() multi:next(0) end, "next: k (steps) must be an integer >= 1, got 0")
 H.raises(function() multi:next("x") end, "next: k (steps) must be an integer >= 1, got x")
 H.raises(function() multi:run({ loud = true }) end, "run: unknown option 'loud' (valid: quiet)")
-H.raises(function() multi:run(3) end, "run: options must be a table, got number")
+H.raises(function() multi:run(3) end, "run: options must be a table (valid keys: quiet), got number")
 H.eq(multi.step, 0, "bad arguments take no step")
 
 -- ---- every rank is checked to be at the same step ---------------------------------

@@ -1,0 +1,111 @@
+-- help's index by other libraries' names: what someone who knows PyTorch's
+-- symmetric memory, NCCL or NVSHMEM types (help("put_signal"),
+-- help("ncclGetLsaPointer")) finds: the gcsh call, and how it differs.
+-- name = {from = the libraries' names, gcsh = {{the gcsh call, the
+-- difference}, ...}, see = the gcsh names help knows (tests/lua/help_names.lua
+-- checks each)}.
+local S = {
+  put_signal = {
+    from = "PyTorch symm_mem put_signal; NVSHMEM nvshmem_putmem_signal",
+    gcsh = { { "w:put(peer, src, dst_offset, {signal = {s, slot, value = v}})",
+               "a handle prepared and checked once, then x:post(); the signal adds v "
+               .. "(default 1) to the peer's word after the data, release order; "
+               .. "the peer waits with s:wait(slot, v)" } },
+    see = { "w:put", "x:post", "s:wait" },
+  },
+  wait_signal = {
+    from = "PyTorch symm_mem wait_signal; NVSHMEM nvshmem_signal_wait_until",
+    gcsh = { { "s:wait(slot, v [, cmp=\">=\"])", "stream-ordered on cuda (the CPU goes on); "
+               .. "s:wait{..., cpu=true, timeout=S} waits here and fails after S s; "
+               .. "the comparison is unsigned (u64 words)" } },
+    see = { "s:wait" },
+  },
+  barrier = {
+    from = "torch.distributed barrier; NVSHMEM nvshmem_barrier_all; NCCL's "
+           .. "ncclLsaBarrierSession",
+    gcsh = { { "c:barrier()", "the communicator's barrier, from the host, checked "
+               .. "(every rank must call it)" },
+             { "kernel.plan(w)", "the kernels' own barriers (on the window's sync words) "
+               .. "are steps of the plan; step.allreduce(w) runs them one at a time; "
+               .. "algo=\"nccl_dev\" uses NCCL's LSA barrier on cuda" } },
+    see = { "c:barrier", "kernel.plan", "step.allreduce" },
+  },
+  ncclGetLsaPointer = {
+    from = "NCCL's device API; also nvshmem_ptr, PyTorch symm_mem buffer_ptrs",
+    gcsh = { { "w:peer(r)", "rank r's slice as a tensor: loads and stores from the host "
+               .. "prompt; the kernels take the same peer pointer table; "
+               .. "kernel.allreduce{algo=\"nccl_dev\"} calls the real one on nccl windows" } },
+    see = { "w:peer", "kernel.allreduce" },
+  },
+  nvshmem_ptr = "ncclGetLsaPointer",
+  nvshmem_quiet = {
+    from = "NVSHMEM nvshmem_quiet and nvshmem_fence",
+    gcsh = { { "x:wait([{cpu=true}])", "completion is per transfer handle, not per PE: "
+               .. "x:wait() orders the stream after it, cpu=true waits here; a w:put's "
+               .. "signal already lands after its data (no fence needed for that)" } },
+    see = { "x:wait", "w:put" },
+  },
+  nvshmem_fence = "nvshmem_quiet",
+  nvshmem_malloc = {
+    from = "NVSHMEM nvshmem_malloc; NCCL ncclMemAlloc + ncclCommWindowRegister; "
+           .. "PyTorch symm_mem.empty + rendezvous",
+    gcsh = { { "c:window(n [, dtype [, {kind=}]])", "collective: allocates and registers "
+               .. "in one call, arguments compared across ranks; step.window(c, n) "
+               .. "shows each registration stage" } },
+    see = { "c:window", "step.window" },
+  },
+  ncclMemAlloc = "nvshmem_malloc",
+  ncclCommWindowRegister = "nvshmem_malloc",
+  rendezvous = "nvshmem_malloc",
+  signal_add = {
+    from = "NVSHMEM nvshmemx_signal_op (NVSHMEM_SIGNAL_ADD / SET)",
+    gcsh = { { "s:add(peer, slot, v), s:set(peer, slot, v)", "from the host (stream-ordered "
+               .. "on cuda), release order; words are u64 (-1 is 2^64-1); "
+               .. "s:read(slot) reads my own word" } },
+    see = { "s:add", "s:set", "s:read" },
+  },
+  nvshmem_atomic_fetch_add = {
+    from = "NVSHMEM nvshmem_atomic_fetch_add / nvshmem_uint64_atomic_fetch_add",
+    gcsh = { { "s:fetch_add(peer, slot, v)", "on a signals object's u64 words only (not on a "
+               .. "window's data), from the host; it waits for the rank's stream on cuda, "
+               .. "so it is refused inside gcsh.graph" } },
+    see = { "s:fetch_add" },
+  },
+  one_shot_all_reduce = {
+    from = "PyTorch symm_mem one_shot_all_reduce / two_shot_all_reduce_ / "
+           .. "multimem_all_reduce_",
+    gcsh = { { "kernel.allreduce(w, {algo=\"oneshot\"|\"twoshot\"|\"multicast\"})",
+               "over the window's region, checked across ranks; returns the result and "
+               .. "the algorithm run; out= is out of place; kernel.plan shows its moves" } },
+    see = { "kernel.allreduce", "kernel.plan" },
+  },
+  two_shot_all_reduce_ = "one_shot_all_reduce",
+  multimem_all_reduce_ = "one_shot_all_reduce",
+  ncclAllReduce = {
+    from = "NCCL ncclAllReduce; torch.distributed all_reduce",
+    gcsh = { { "c:allreduce(t [, op [, out]])", "blocking from Lua's view (stream-ordered "
+               .. "on cuda), arguments compared across ranks first" },
+             { "kernel.allreduce(w, {algo=\"comm\"})", "the same on a window's memory" } },
+    see = { "c:allreduce", "kernel.allreduce" },
+  },
+  all_reduce = "ncclAllReduce",
+}
+
+local M = {}
+
+-- The entry for name, following one alias; nil when none.
+function M.entry(name)
+  local e = S[name]
+  if type(e) == "string" then e = S[e] end
+  return e
+end
+
+-- Every name the index answers, sorted.
+function M.names()
+  local list = {}
+  for name in pairs(S) do list[#list + 1] = name end
+  table.sort(list)
+  return list
+end
+
+return M
