@@ -118,7 +118,8 @@ local ROW = {
   { "rank", "rank" }, { "host", "host" }, { "local", "local_rank" }, { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
 }
-local USED = { size = true, node = true, backend = true, gpu = true }
+-- gpu_memory_used changes from moment to moment: gcsh.info()'s, not .info's
+local USED = { size = true, node = true, backend = true, gpu = true, gpu_memory_used = true }
 
 local function items(ranks, specs, used)
   local out = {}
