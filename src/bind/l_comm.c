@@ -32,7 +32,8 @@
  * Checks (collcheck.h): every collective, split, barrier and comm.world() first
  * exchanges a fingerprint through rank 0 (.check on), and publishes where the
  * rank is while it runs.  An interrupted operation aborts its communicator on
- * every rank; an aborted comm refuses every use but :free().
+ * every rank; an aborted comm refuses every use but :free() (its windows and
+ * signals stay readable and free locally: symmem.h).
  */
 #include <limits.h>
 #include <stdio.h>

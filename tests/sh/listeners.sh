@@ -46,7 +46,7 @@ expect_contains "4 ranks: the session ran" "$OUT" "[0-3] up"
 expect_eq "4 ranks: no rank listens on a non-loopback address" \
     "$(grep '^gcsh ' <<<"$LISTEN" | beyond_loopback)" ""
 expect_contains "4 ranks: .info says MPI stays on this machine" "$OUT" \
-    "mpi_network this machine only: pml ob1, btl self,vader, oob lo"
+    "MPI network: this machine only: pml ob1, btl self,vader, oob lo"
 # mpirun's own out-of-band listener: Open MPI 4's mpirun (ORTE) binds it to
 # every address whatever the MCA parameters say (launch_net.h); anything
 # more than that one pair (IPv4, IPv6) is a failure
@@ -75,9 +75,9 @@ expect_contains "--mca: .info names the setting as the user's" "$OUT" "pml as yo
 echo "localhost slots=2" >"$TMP/hosts"
 open_session 2 --hostfile "$TMP/hosts"
 expect_contains "a host file: Open MPI chooses the interfaces" "$OUT" \
-    "mpi_network machines from --hostfile: Open MPI's choice of interfaces"
+    "MPI network: machines from --hostfile: Open MPI's choice of interfaces"
 open_session 2 --host "localhost:2"
 expect_contains "--host naming this machine only: loopback" "$OUT" \
-    "mpi_network this machine only:"
+    "MPI network: this machine only:"
 
 finish
