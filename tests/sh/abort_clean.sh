@@ -60,11 +60,21 @@ kill -INT "$BG"
 bg_wait_out "gcsh: interrupted"
 bg_line 'print("read", w:tensor()[0], s:read(0))'
 bg_line 'w:free() s:free() print("freed")'
+# the aborted world, dropped for a fresh one, goes at once and quietly
+bg_line 'c = comm.world(); collectgarbage(); collectgarbage(); s2 = c:split(rank % 2)'
+bg_line 'print("fresh " .. c:allreduce(tensor.new(1):fill(1))[0])'
+# a split dropped unfreed stays until the end of the session, said once
+bg_line 's2 = nil; collectgarbage(); collectgarbage(); c:split(0):free()'
 bg_line '.quit'
 bg_end
 expect_contains "piped: rank 0 reads" "$OUT" "[0] read	1.0	7"
 expect_contains "piped: rank 1 reads" "$OUT" "[1] read	2.0	8"
 expect_contains "piped: frees" "$OUT" "[0-1] freed"
+expect_contains "piped: a fresh world" "$OUT" "[0-1] fresh 2.0"
+NOTE='a comm was garbage-collected without :free(); it is freed at the end of the session'
+expect_eq "piped: the dropped split is noted, once on each rank" "$(grep -c "$NOTE" <<<"$OUT")" 2
+expect_eq "piped: the dropped aborted world was not (the note comes after the fresh world)" \
+    "$(grep -n -e "$NOTE" -e 'fresh 2.0' <<<"$OUT" | head -n 1 | grep -c 'fresh')" 1
 for n in "${NO_NOISE[@]}"; do expect_not_contains "piped: nothing about '$n'" "$OUT" "$n"; done
 expect_eq "piped: the interrupted line makes the status 1" "$RC" 1
 
