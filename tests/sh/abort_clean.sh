@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # An aborted communicator is a clean state (issue 35): after Ctrl-C aborts
-# a host all-reduce loop, the windows and signals made on that communicator
+# an all-reduce loop (a communicator's, a persistent resident's), the windows and signals made on that communicator
 # can still be read (w:tensor(), w:peer(), fields, s:read()) and freed, each
 # rank alone, the communicator too; nothing about them is printed at exit,
 # and the session ends with status 0.  The interrupt's advice (comm.world()
 # makes a fresh one) works.  A terminal session in tmux, and the same piped
-# (where the interrupted line makes the status 1).
+# (where the interrupted line makes the status 1).  Any backend: on a GPU
+# machine it runs on cuda (the first kind that works there).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 
@@ -24,10 +25,10 @@ check_wait "Ctrl-C interrupts it" "gcsh: interrupted [0-1]" 30
 keys '=c:allreduce(t)' Enter
 check_wait "the aborted communicator refuses collectives, saying what is left" \
     "comm.world() makes a fresh one; its windows and signals can still be read and freed)" 10
-keys 'print(table.concat({"mine", w:tensor()[0], w:tensor()[1023], "peer", w:peer((rank + 1) % 2)[0], w.kind, w.n, s:read(0)}, " "))' Enter
+keys 'print(table.concat({"mine", w:tensor()[0], w:tensor()[1023], "peer", w:peer((rank + 1) % 2)[0], w.dtype, w.n, s:read(0)}, " "))' Enter
 check_wait "rank 0 reads its slice, the peer's, the fields and its signal" \
-    "[0] mine 1.0 1.0 peer 2.0 host 1024 7" 10
-check_wait "rank 1 too" "[1] mine 2.0 2.0 peer 1.0 host 1024 8" 10
+    "[0] mine 1.0 1.0 peer 2.0 f32 1024 7" 10
+check_wait "rank 1 too" "[1] mine 2.0 2.0 peer 1.0 f32 1024 8" 10
 keys 'w:free() s:free() c:free() print("freed " .. tostring(w) .. " " .. tostring(c))' Enter
 check_wait "the window, the signals and the communicator free alone on each rank" \
     "[0-1] freed window (freed) comm(freed)" 10
@@ -77,5 +78,21 @@ expect_eq "piped: the dropped aborted world was not (the note comes after the fr
     "$(grep -n -e "$NOTE" -e 'fresh 2.0' <<<"$OUT" | head -n 1 | grep -c 'fresh')" 1
 for n in "${NO_NOISE[@]}"; do expect_not_contains "piped: nothing about '$n'" "$OUT" "$n"; done
 expect_eq "piped: the interrupted line makes the status 1" "$RC" 1
+
+# ---- persistent all-reduces interrupted (the resident stops with its
+# communicator, or runs on when the interrupt came between two calls):
+# p:free() then w:free() work either way, and so does a fresh world
+bg_start 2
+bg_line 'c = comm.world(); w = c:window(1024); p = kernel.persistent(w); print("up") for i = 1, 1e9 do p:allreduce { n = 8 } end'
+bg_wait_out "[0-1] up"
+kill -INT "$BG"
+bg_wait_out "gcsh: interrupted"
+bg_line 'p:free() w:free() print("freed")'
+bg_line 'c = comm.world() print("fresh " .. c:allreduce(tensor.new(1):fill(1))[0])'
+bg_line '.quit'
+bg_end
+expect_contains "persistent: the resident and its window free" "$OUT" "[0-1] freed"
+expect_contains "persistent: a fresh world" "$OUT" "[0-1] fresh 2.0"
+for n in "${NO_NOISE[@]}"; do expect_not_contains "persistent: nothing about '$n'" "$OUT" "$n"; done
 
 finish
