@@ -848,20 +848,25 @@ gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt)
     return h;
 }
 
-gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt)
+static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, int usable)
 {
     gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
+    if (usable)
+        gcsh_check_usable(L, &o->comm->chk);
+    gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
     return o;
+}
+
+gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt)
+{
+    return check_registered(L, idx, mt, 0);
 }
 
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
 {
-    gcsh_symobj *o = gcsh_sym_check_readable(L, idx, mt);
-    gcsh_check_usable(L, &o->comm->chk);
-    gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
-    return o;
+    return check_registered(L, idx, mt, 1);
 }
 
 static void push_team(lua_State *L, const gcsh_symobj *o)
