@@ -20,6 +20,7 @@
 #include "shell/cmdline.h"
 #include "shell/coord.h"
 #include "shell/launch.h"
+#include "shell/launch_net.h"
 #include "wire/msg.h"
 #include "rank/rank.h"
 #include "core/safefile.h"
@@ -456,6 +457,8 @@ static int launch_ranks(int argc, char **argv, const options *o, const char *con
     }
     for (int i = 0; i < o->n_mpirun_args; i++)
         v[n++] = (char *)o->mpirun_args[i];
+    /* one machine: shared memory and loopback only (launch_net.h) */
+    n += gcsh_launch_network(o->mpirun_args, o->n_mpirun_args, v + n);
     v[n++] = self;
     for (int i = 1; i < argc; i++)
         if (!o->launcher_only[i]) /* -n and mpirun's options stay here */

@@ -110,6 +110,8 @@ local CAPS = {
   { "fabric", "cumem_fabric" }, { "NCCL symmetric", "nccl_symmetric" },
 }
 local NVLS = { { "NVLS", "nvls" } }
+-- which networks MPI may use (gcsh -n's launcher: shell/launch_net.h)
+local NET = { { "MPI network:", "mpi_network" } }
 -- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart
 local SHARE = {
   { "GPU shared:", "gpu_shared" }, { "MPS:", "mps" }, { "NCCL hosts:", "nccl_hosts" },
@@ -118,7 +120,8 @@ local ROW = {
   { "rank", "rank" }, { "host", "host" }, { "local", "local_rank" }, { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
 }
-local USED = { size = true, node = true, backend = true, gpu = true }
+-- gpu_memory_used changes from moment to moment: gcsh.info()'s, not .info's
+local USED = { size = true, node = true, backend = true, gpu = true, gpu_memory_used = true }
 
 local function items(ranks, specs, used)
   local out = {}
@@ -233,6 +236,7 @@ function M.format(texts)
   wrap(head, ", ", out)
   wrap(items(ranks, CAPS, used), ", ", out)
   wrap(items(ranks, NVLS, used), "; ", out)
+  wrap(items(ranks, NET, used), "; ", out)
   for _, item in ipairs(items(ranks, SHARE, used)) do
     local words = {}
     for w in item:gmatch("%S+") do words[#words + 1] = w end

@@ -25,10 +25,18 @@ typedef struct lcomm {
     /* Windows and signals registered on it and not yet freed. */
     int registered;
     gcsh_comm_check chk;  /* id, sequence number, members, aborted (collcheck.h) */
+    struct comm_entry *entry; /* its place among the open ones (l_comm.c) */
 } lcomm;
 
 /* luaL_checkudata + "attempt to use a freed comm". */
 lcomm *gcsh_arg_comm(lua_State *L, int idx);
+
+/* At the end of the session, before lua_close and after the windows and
+ * signals (gcsh_symmem_close): every communicator not yet freed, its handle
+ * open or collected, is released in creation order, as c:free() would
+ * (after a barrier on it; an aborted one, or one whose barrier fails,
+ * locally). */
+void gcsh_comm_close(lua_State *L);
 
 /* c:window() and c:signals() are those types' constructors: each type's
  * file adds its one to comm's methods as it opens (gcsh_add_methods, after

@@ -25,14 +25,18 @@
  * __close (a <close> variable leaves its scope at the same point of the
  * program on every rank) do it.  __gc never does: a rank collecting a
  * communicator at its own moment would hang the others.  A communicator that
- * is collected while still open is leaked instead, and the next comm call on
- * that rank prints a one-time note to stderr (not from __gc itself, so a
- * script's exit, when everything is collected, stays quiet).
+ * is collected while still open stays in the rank's list of open ones and is
+ * released at the end of the session with the others, in creation order
+ * (gcsh_comm_close); the next comm call on that rank prints a one-time note
+ * to stderr (not from __gc itself, so a script's exit, when everything is
+ * collected, stays quiet).  An aborted one waits for nobody: __gc releases
+ * it at once, without a note.
  *
  * Checks (collcheck.h): every collective, split, barrier and comm.world() first
  * exchanges a fingerprint through rank 0 (.check on), and publishes where the
  * rank is while it runs.  An interrupted operation aborts its communicator on
- * every rank; an aborted comm refuses every use but :free().
+ * every rank; an aborted comm refuses every use but :free() (its windows and
+ * signals stay readable and free locally: symmem.h).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -50,6 +54,8 @@
 
 #define WORLD_KEY "gcsh.comm.world"
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
+#define OPEN_KEY "gcsh.comm.open"   /* registry: the open ones (comm_list) */
+#define OPEN_MT "gcsh.comm.list"    /* its metatable */
 
 /* The pseudo-communicator of comm.world()'s check: every rank of the session. */
 #define SESSION_COMM_ID (~0ULL)
@@ -57,6 +63,87 @@
 static const gcsh_comm_ops *ops_of(gcsh_ctx *ctx)
 {
     return ctx->be->comm;
+}
+
+/* ---- the open communicators, in creation order ---------------------------- */
+
+/* A communicator not released yet: its handle's, or, once the handle was
+ * collected unfreed, its own until the session ends. */
+typedef struct comm_entry {
+    lcomm *lc;            /* the handle; NULL once collected */
+    gcsh_comm_impl *impl; /* a collected handle's communicator */
+    struct comm_entry *prev, *next;
+} comm_entry;
+
+/* A full userdata in the registry, made when the type opens, before any
+ * handle: at lua_close its finalizer runs after every handle's. */
+typedef struct comm_list {
+    comm_entry *head, *tail;
+} comm_list;
+
+static comm_list *open_list(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
+    comm_list *l = luaL_testudata(L, -1, OPEN_MT);
+    lua_pop(L, 1);
+    return l;
+}
+
+static void list_add(lua_State *L, lcomm *lc)
+{
+    comm_list *l = open_list(L);
+    comm_entry *e = l ? calloc(1, sizeof *e) : NULL;
+    lc->entry = e;
+    if (!e)
+        return; /* out of host memory: __gc then releases it (aborted) or leaks it */
+    e->lc = lc;
+    e->prev = l->tail;
+    if (l->tail)
+        l->tail->next = e;
+    else
+        l->head = e;
+    l->tail = e;
+}
+
+static void list_drop(lua_State *L, comm_entry *e)
+{
+    comm_list *l = e ? open_list(L) : NULL;
+    if (!l)
+        return;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        l->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        l->tail = e->prev;
+    free(e);
+}
+
+/* At lua_close, after every handle's finalizer: what is left is memory. */
+static int open_list_gc(lua_State *L)
+{
+    comm_list *l = luaL_checkudata(L, 1, OPEN_MT);
+    for (comm_entry *e = l->head, *next; e; e = next) {
+        next = e->next;
+        if (e->lc)
+            e->lc->entry = NULL;
+        free(e);
+    }
+    l->head = l->tail = NULL;
+    return 0;
+}
+
+static void open_list_new(lua_State *L)
+{
+    comm_list *l = lua_newuserdatauv(L, sizeof *l, 0);
+    l->head = l->tail = NULL;
+    luaL_newmetatable(L, OPEN_MT);
+    lua_pushcfunction(L, open_list_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -84,14 +171,17 @@ static lcomm *push_closed(lua_State *L)
     memset(&lc->chk, 0, sizeof lc->chk);
     lc->next_seq = 1;
     lc->registered = 0;
+    lc->entry = NULL;
     luaL_setmetatable(L, GCSH_COMM_MT);
     return lc;
 }
 
 /* members: the world rank of each member (taken over), or NULL. */
-static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl, uint64_t id, int *members)
+static void adopt(lua_State *L, gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl, uint64_t id,
+                  int *members)
 {
     lc->impl = impl;
+    list_add(L, lc);
     lc->rank = ops_of(ctx)->rank(impl);
     lc->size = ops_of(ctx)->size(impl);
     gcsh_comm_check_attach(ctx, &lc->chk, impl, id, lc->rank, lc->size, members);
@@ -99,13 +189,22 @@ static void adopt(gcsh_ctx *ctx, lcomm *lc, gcsh_comm_impl *impl, uint64_t id, i
 
 /* The collective release behind :free() and __close; idempotent.  An aborted
  * communicator's release does not wait for anyone (backend.h). */
-static void release(gcsh_ctx *ctx, lcomm *lc)
+static void release(lua_State *L, gcsh_ctx *ctx, lcomm *lc)
 {
     if (lc->impl) {
         gcsh_comm_check_detach(ctx, &lc->chk);
         ops_of(ctx)->release(ctx, lc->impl);
         lc->impl = NULL;
+        list_drop(L, lc->entry);
+        lc->entry = NULL;
     }
+}
+
+/* Whether c was aborted (here, or by the backend itself). */
+static int is_aborted(gcsh_ctx *ctx, const lcomm *lc, gcsh_comm_impl *impl)
+{
+    return (lc && lc->chk.aborted) ||
+           (impl && ops_of(ctx)->aborted && ops_of(ctx)->aborted(impl));
 }
 
 static void push_leaks(lua_State *L)
@@ -122,9 +221,19 @@ static void push_leaks(lua_State *L)
 static int comm_gc(lua_State *L)
 {
     lcomm *lc = luaL_checkudata(L, 1, GCSH_COMM_MT);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (!lc->impl)
         return 0;
-    gcsh_comm_check_detach(gcsh_ctx_of(L), &lc->chk);
+    if (is_aborted(ctx, lc, lc->impl)) { /* waits for nobody (backend.h) */
+        release(L, ctx, lc);
+        return 0;
+    }
+    gcsh_comm_check_detach(ctx, &lc->chk);
+    if (lc->entry) { /* the list keeps it until the end of the session */
+        lc->entry->impl = lc->impl;
+        lc->entry->lc = NULL;
+        lc->entry = NULL;
+    }
     lc->impl = NULL;
     push_leaks(L);
     lua_getfield(L, -1, "count");
@@ -146,8 +255,8 @@ static void note_leaks_once(lua_State *L)
         char note[400];
         int k = snprintf(note, sizeof note,
                          "gcsh: note (rank %d): a comm was garbage-collected without :free(); "
-                         "its communicator is leaked, because freeing is collective and __gc "
-                         "never does it (use c:free() or `local c <close> = ...`)\n",
+                         "it is freed at the end of the session, because freeing is collective "
+                         "and __gc never does it (use c:free() or `local c <close> = ...`)\n",
                          ctx->rank);
         if (ctx->cap) /* with the rank's other errors, folded on rank 0's stderr */
             gcsh_capture_write(ctx->cap, GCSH_STDERR, note, (size_t)k);
@@ -180,7 +289,7 @@ static int comm_free(lua_State *L)
         gcsh_check_enter(L, &lc->chk, &fp);
         gcsh_check_leave(L, &lc->chk, 0);
     }
-    release(gcsh_ctx_of(L), lc);
+    release(L, gcsh_ctx_of(L), lc);
     return 0;
 }
 
@@ -272,7 +381,7 @@ static int comm_world(lua_State *L)
     gcsh_comm_impl *impl;
     if (ops_of(ctx)->world(ctx, &impl) != 0)
         return gcsh_raise(L, ctx);
-    adopt(ctx, lc, impl, gcsh_comm_world_id(ctx), world_members(ctx));
+    adopt(L, ctx, lc, impl, gcsh_comm_world_id(ctx), world_members(ctx));
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, WORLD_KEY);
     return 1;
@@ -308,7 +417,8 @@ static int comm_split(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    adopt(ctx, lc, impl, gcsh_comm_split_id(&parent->chk, color), exchange_members(ctx, impl));
+    adopt(L, ctx, lc, impl, gcsh_comm_split_id(&parent->chk, color),
+          exchange_members(ctx, impl));
     return 1;
 }
 
@@ -805,8 +915,35 @@ static const luaL_Reg funcs[] = {
     {NULL, NULL},
 };
 
+void gcsh_comm_close(lua_State *L)
+{
+    comm_list *l = open_list(L);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    while (l && l->head) {
+        comm_entry *e = l->head;
+        lcomm *lc = e->lc;
+        gcsh_comm_impl *impl = lc ? lc->impl : e->impl;
+        /* every member is here, releasing its communicators in creation
+         * order; one that does not come fails the barrier (an interrupt,
+         * an abort), and then nobody is waited for */
+        if (impl && !is_aborted(ctx, lc, impl) && ops_of(ctx)->barrier(ctx, impl) != 0)
+            ops_of(ctx)->abort(ctx, impl);
+        if (lc && lc->impl) {
+            release(L, ctx, lc); /* unlinks e */
+        } else {
+            if (impl)
+                ops_of(ctx)->release(ctx, impl);
+            if (lc)
+                lc->entry = NULL;
+            list_drop(L, e);
+        }
+    }
+}
+
 int luaopen_gcsh_comm(lua_State *L)
 {
+    if (!open_list(L))
+        open_list_new(L);
     gcsh_new_type(L, GCSH_COMM_MT, meth, metameth, comm_index);
     luaL_newlib(L, funcs);
     return 1;

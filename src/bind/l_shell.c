@@ -317,6 +317,10 @@ static int shell_info(lua_State *L)
     MPI_Get_library_version(mpi, &len);
     mpi[strcspn(mpi, ",\n")] = '\0'; /* the first clause names the library and version */
     gcsh_set_string(L, "mpi", mpi);
+    /* the networks MPI may use, as gcsh -n's launcher chose them
+     * (shell/launch_net.h, which exports GCSH_MPI_NETWORK to every rank) */
+    const char *net = getenv("GCSH_MPI_NETWORK");
+    gcsh_set_string(L, "mpi_network", net ? net : "Open MPI's choice (not started by gcsh -n)");
     return 1;
 }
 

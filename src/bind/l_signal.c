@@ -151,7 +151,8 @@ static int signals_fetch_add(lua_State *L)
 
 static int signals_read(lua_State *L)
 {
-    gcsh_symobj *o = check_signals(L, 1);
+    /* reading works after an abort too, until s:free() */
+    gcsh_symobj *o = gcsh_sym_check_readable(L, 1, GCSH_SIGNALS_MT);
     size_t slot = check_slot_value(L, o, 2, "read: slot");
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     uint64_t v = 0;

@@ -28,11 +28,6 @@
 #include "bind/xfer.h"
 
 
-static gcsh_symobj *check_window(lua_State *L, int idx)
-{
-    return gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
-}
-
 /* ---- creation: arguments become a proposal, never an early error ---------- */
 
 static gcsh_dtype read_dtype(lua_State *L, int arg, gcsh_sym_proposal *p, const char *fname,
@@ -85,16 +80,22 @@ static int comm_window(lua_State *L)
 
 /* ---- methods ------------------------------------------------------------- */
 
+/* What reads a window works after an abort too, until w:free(). */
+static gcsh_symobj *readable_window(lua_State *L, int idx)
+{
+    return gcsh_sym_check_readable(L, idx, GCSH_WINDOW_MT);
+}
+
 static int window_tensor(lua_State *L)
 {
-    gcsh_symobj *o = check_window(L, 1);
+    gcsh_symobj *o = readable_window(L, 1);
     gcsh_push_tensor(L, o->slices[o->desc.team_rank], 0, o->n, o->dtype);
     return 1;
 }
 
 static int window_peer(lua_State *L)
 {
-    gcsh_symobj *o = check_window(L, 1);
+    gcsh_symobj *o = readable_window(L, 1);
     int i = gcsh_sym_check_peer(L, o, 2);
     gcsh_push_tensor(L, o->slices[i], 0, o->n, o->dtype);
     return 1;
@@ -102,7 +103,7 @@ static int window_peer(lua_State *L)
 
 static int window_info(lua_State *L)
 {
-    gcsh_symobj *o = check_window(L, 1);
+    gcsh_symobj *o = readable_window(L, 1);
     lua_newtable(L);
     gcsh_sym_info_fields(L, o);
     lua_pushstring(L, gcsh_dtype_name(o->dtype));

@@ -596,12 +596,9 @@ void gcsh_sym_detach_xfer(gcsh_symobj *o, gcsh_xfer_impl *x)
         }
 }
 
-/* Collective over o's communicator, inside the free's checked section,
- * before its barrier: 0 when no rank has a transfer in flight over o, else
- * -1 with the same message in ctx->err on every rank. */
-static int refuse_in_flight(lua_State *L, gcsh_symobj *o)
+/* The transfers over o still in flight on this rank. */
+static int in_flight_here(gcsh_ctx *ctx, const gcsh_symobj *o)
 {
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     int busy = 0;
     for (size_t i = 0; i < o->nxfers; i++) {
         enum gcsh_xfer_status status = GCSH_XFER_DONE;
@@ -609,6 +606,18 @@ static int refuse_in_flight(lua_State *L, gcsh_symobj *o)
         if (ctx->be->xfer->test(ctx, o->xfers[i], &status) != 0 || status == GCSH_XFER_PENDING)
             busy++;
     }
+    return busy;
+}
+
+#define WAIT_FIRST "(wait for it first: x:wait{cpu=true})"
+
+/* Collective over o's communicator, inside the free's checked section,
+ * before its barrier: 0 when no rank has a transfer in flight over o, else
+ * -1 with the same message in ctx->err on every rank. */
+static int refuse_in_flight(lua_State *L, gcsh_symobj *o)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int busy = in_flight_here(ctx, o);
     int size = o->comm->size;
     int *all = malloc((size_t)size * 2 * sizeof *all), *ranks = all + size, n = 0;
     if (!all)
@@ -622,7 +631,7 @@ static int refuse_in_flight(lua_State *L, gcsh_symobj *o)
         char text[256];
         gcsh_format_ranks(ranks, n, text, sizeof text);
         rc = gcsh_set_error(ctx, "%s #%llu: cannot free: a transfer using it is still in "
-                                 "flight on rank(s) %s (wait for it first: x:wait{cpu=true})",
+                                 "flight on rank(s) %s " WAIT_FIRST,
                             o->type, (unsigned long long)o->seq, text);
     }
     free(all);
@@ -645,8 +654,13 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
      * object, unless the communicator was aborted (the exchange fails at once). */
     gcsh_comm_check *cc = &o->comm->chk;
     if (cc->aborted) {
-        if (refuse_in_flight(L, o) != 0 || ctx->be->comm->barrier(ctx, o->comm_impl) != 0)
-            gcsh_raise(L, ctx);
+        /* An abort tore the communicator down on every rank: nobody is left
+         * to agree with, and nobody runs on o any more (its residents were
+         * stopped with it).  Each rank frees alone; the backend's destroy is
+         * local on an aborted communicator (backend.h). */
+        if (in_flight_here(ctx, o))
+            luaL_error(L, "%s #%llu: cannot free: a transfer using it is still in flight "
+                          WAIT_FIRST, o->type, (unsigned long long)o->seq);
     } else {
         char op[24];
         snprintf(op, sizeof op, "%s:free", o->type);
@@ -787,21 +801,26 @@ void gcsh_symmem_close(lua_State *L)
         next = o->next;
         if (!holds_memory(o))
             continue;
-        if (!o->handles && !o->garbage_noted)
+        if (!o->handles && !o->garbage_noted && !o->comm->chk.aborted)
             note_garbage(ctx, o);
         char what[128], line[1200];
         describe_object(o, what, sizeof what);
-        /* A failed barrier (a communicator an interrupt abandoned) leaves the
-         * memory to MPI_Finalize rather than risk a destroy peers never join.
-         * A registration stopped part-way (a stepper's) is undone instead. */
-        int rc = ctx->be->comm->barrier(ctx, o->comm_impl);
+        /* On an aborted communicator each rank frees alone (gcsh_sym_free
+         * says why), and quietly: the abort was reported when it happened.
+         * A failed barrier leaves the memory to MPI_Finalize rather than
+         * risk a destroy peers never join.  A registration stopped part-way
+         * (a stepper's) is undone instead. */
+        int aborted = o->comm->chk.aborted;
+        int rc = aborted ? 0 : ctx->be->comm->barrier(ctx, o->comm_impl);
         if (rc == 0 && o->impl)
             rc = destroy_now(L, o);
         else if (rc == 0)
             abort_now(L, o);
         if (rc != 0) {
-            snprintf(line, sizeof line, "at exit, could not free %s: %s", what, ctx->err);
-            say(ctx, line);
+            if (!aborted) {
+                snprintf(line, sizeof line, "at exit, could not free %s: %s", what, ctx->err);
+                say(ctx, line);
+            }
             o->impl = NULL;
             gcsh_winbuild_leak(&o->build);
         }
@@ -821,14 +840,25 @@ gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt)
     return h;
 }
 
-gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
+static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, int usable)
 {
     gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
-    gcsh_check_usable(L, &o->comm->chk);
+    if (usable)
+        gcsh_check_usable(L, &o->comm->chk);
     gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
     return o;
+}
+
+gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt)
+{
+    return check_registered(L, idx, mt, 0);
+}
+
+gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
+{
+    return check_registered(L, idx, mt, 1);
 }
 
 static void push_team(lua_State *L, const gcsh_symobj *o)
@@ -871,7 +901,7 @@ int gcsh_sym_index(lua_State *L, const char *mt,
     if (lua_type(L, 2) != LUA_TSTRING)
         return 1; /* nil */
     const char *key = lua_tostring(L, 2);
-    gcsh_symobj *o = gcsh_sym_check_open(L, 1, mt); /* a freed one has no fields */
+    gcsh_symobj *o = gcsh_sym_check_readable(L, 1, mt); /* a freed one has no fields */
     if (push_common_field(L, o, key) || (extra && extra(L, o, key)))
         return 1;
     lua_pushnil(L);

@@ -17,7 +17,9 @@
  * never frees: a handle collected while its object is registered leaves the
  * record behind, which is reported once in the rank's output at the end of
  * the command, and freed at exit (gcsh_symmem_close, in creation order, the
- * same order on every rank since creation and free are collective). */
+ * same order on every rank since creation and free are collective).  On a
+ * communicator an abort tore down, reading an object stays possible and
+ * freeing it is local, at exit too, where it goes without a word. */
 #ifndef GCSH_SYMMEM_H
 #define GCSH_SYMMEM_H
 
@@ -152,7 +154,9 @@ gcsh_symobj *gcsh_sym_register(lua_State *L, int comm_idx, const char *mt, gcsh_
 void gcsh_sym_abort_build(lua_State *L, gcsh_symobj *o);
 
 /* Collective, idempotent: barrier, then destroy; views become tombstones.
- * Raises when the barrier or the backend fails. */
+ * Raises when the barrier or the backend fails.  On a communicator an abort
+ * tore down, local: every rank frees its own (refused only while a transfer
+ * over o is in flight here); at exit those go without a word. */
 void gcsh_sym_free(lua_State *L, gcsh_symobj *o);
 /* __gc of a handle (or a stepper letting go): local only (see the top of
  * the file); a record that never passed its check is freed here. */
@@ -189,6 +193,10 @@ const char *gcsh_sym_word_text(lua_State *L, uint64_t v);
  * a freed <type>" unless the object is registered. */
 gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt);
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt);
+/* The same, but also on a communicator an abort tore down: what only reads
+ * the object (its fields, w:tensor(), w:peer(), w:info(), s:read()), which
+ * stays possible until it is freed. */
+gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt);
 /* __index: methods (upvalue 1) first, then the fields both types have (kind,
  * n, rank, size, team, comm, seq) and those of `extra` (may be NULL). */
 int gcsh_sym_index(lua_State *L, const char *mt,

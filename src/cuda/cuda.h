@@ -88,6 +88,12 @@ typedef struct cuda_state {
      * runs may wait for it to end (cuda_persist.c). */
     gcsh_persist_bell *bells, *bells_dev;
     char *bell_sync; /* GCSH_PERSIST_SYNC_BYTES a slot */
+    /* Each slot's stream, and the event that orders it after the rank's
+     * stream at a start, made with the doorbells: a start and a stop make
+     * and destroy nothing (each made and destroyed a stream, and a start/
+     * stop grew RSS by ~10 KiB a round on GPUs, issue 35). */
+    cudaStream_t bell_stream[GCSH_PERSIST_MAX_RUNNING];
+    cudaEvent_t bell_event[GCSH_PERSIST_MAX_RUNNING];
     unsigned bells_taken; /* bit i: slot i belongs to a resident */
 } cuda_state;
 

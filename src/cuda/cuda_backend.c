@@ -420,6 +420,14 @@ static void cuda_info(gcsh_ctx *ctx, void *lua_state)
         lua_pushfstring(L, "%d.%d", p.major, p.minor);
         lua_setfield(L, -2, "compute_capability");
     }
+    /* in use on the whole device, by every process (what a soak watches:
+     * tests/lua/soak.lua) */
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(st->dev) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        lua_pushinteger(L, (lua_Integer)(total_bytes - free_bytes));
+        lua_setfield(L, -2, "gpu_memory_used");
+    }
     char bus[32];
     if (pci_bus_of(st->dev, bus, sizeof bus) == 0) {
         lua_pushstring(L, bus);

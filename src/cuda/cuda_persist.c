@@ -32,9 +32,9 @@
  * synchronisation also cudaMalloc and cudaHostAlloc, may wait until every
  * kernel of the device ended, and a resident ends only when told: such a
  * call would never return.  So the doorbells and sync words of all the
- * rank's residents are allocated once, at the first start (when none runs),
- * and a resident takes a slot of them (take_bell) and gives it back once
- * its kernel is gone (give_back_bell).  Loading a kernel may wait the same
+ * rank's residents, and a stream and an event per slot, are made once, at
+ * the first start (when none runs), and a resident takes a slot of them
+ * (take_bell) and gives it back once its kernel is gone (give_back_bell).  Loading a kernel may wait the same
  * way, so every kernel is loaded when CUDA starts (cuda_backend.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +81,18 @@ static CUdeviceptr dev_addr(gcsh_persist_impl *p, const uint64_t *host_field)
 
 /* The rank's doorbells and sync words, at the first start (none runs yet,
  * so the allocations cannot wait for one). */
+static void free_slot_streams(cuda_state *st)
+{
+    for (int i = 0; i < GCSH_PERSIST_MAX_RUNNING; i++) {
+        if (st->bell_stream[i])
+            cudaStreamDestroy(st->bell_stream[i]);
+        if (st->bell_event[i])
+            cudaEventDestroy(st->bell_event[i]);
+        st->bell_stream[i] = NULL;
+        st->bell_event[i] = NULL;
+    }
+}
+
 static int alloc_bells(gcsh_ctx *ctx, cuda_state *st)
 {
     gcsh_persist_bell *bells = NULL, *bells_dev = NULL;
@@ -89,11 +101,18 @@ static int alloc_bells(gcsh_ctx *ctx, cuda_state *st)
                                 cudaHostAllocMapped));
     CUDA_TRY(ctx, cudaHostGetDevicePointer((void **)&bells_dev, bells, 0));
     CUDA_TRY(ctx, cudaMalloc((void **)&sync, GCSH_PERSIST_MAX_RUNNING * GCSH_PERSIST_SYNC_BYTES));
+    for (int i = 0; i < GCSH_PERSIST_MAX_RUNNING; i++) {
+        CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->bell_stream[i], cudaStreamNonBlocking));
+        CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->bell_event[i], cudaEventDisableTiming));
+    }
     st->bells = bells;
     st->bells_dev = bells_dev;
     st->bell_sync = sync;
     return 0;
 fail:
+    free_slot_streams(st);
+    if (sync)
+        cudaFree(sync);
     if (bells)
         cudaFreeHost(bells);
     return -1;
@@ -115,6 +134,7 @@ static int take_bell(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
     p->bell = &st->bells[slot];
     p->bell_dev = &st->bells_dev[slot];
     p->sync = st->bell_sync + (size_t)slot * GCSH_PERSIST_SYNC_BYTES;
+    p->stream = st->bell_stream[slot];
     memset(p->bell, 0, sizeof *p->bell);
     return 0;
 }
@@ -131,12 +151,14 @@ static void give_back_bell(gcsh_persist_impl *p)
     p->slot = -1;
     p->bell = p->bell_dev = NULL;
     p->sync = NULL;
+    p->stream = NULL; /* the slot's: the next resident there uses it */
 }
 
 void cuda_persist_free_bells(cuda_state *st)
 {
     if (!st->bells || st->bells_taken)
         return;
+    free_slot_streams(st);
     cudaFreeHost(st->bells);
     cudaFree(st->bell_sync);
     st->bells = st->bells_dev = NULL;
@@ -207,29 +229,23 @@ static const char *end_reason(gcsh_persist_impl *p)
 /* ---- start ----------------------------------------------------------------------- */
 
 /* p's host side.  A kernel that would not end keeps its doorbell slot (it
- * may still read it); its stream goes when it ends. */
+ * may still read it), and with it the slot's stream. */
 static void free_impl(gcsh_persist_impl *p)
 {
-    if (p->stream)
-        cudaStreamDestroy(p->stream);
     if (!p->live)
         give_back_bell(p);
     free(p);
 }
 
-/* The resident's stream, waiting for what the rank's stream holds now. */
-static int make_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+/* The resident's stream (its slot's) waits for what the rank's stream
+ * holds now. */
+static int order_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
 {
-    cudaEvent_t before = NULL;
-    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
-    CUDA_TRY(ctx, cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+    cudaEvent_t before = st->bell_event[p->slot];
     CUDA_TRY(ctx, cudaEventRecord(before, st->stream));
     CUDA_TRY(ctx, cudaStreamWaitEvent(p->stream, before, 0));
-    cudaEventDestroy(before);
     return 0;
 fail:
-    if (before)
-        cudaEventDestroy(before);
     return -1;
 }
 
@@ -251,7 +267,7 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     p->st = st;
     p->slot = -1;
     p->comm = a->comm;
-    if (take_bell(ctx, st, p) != 0 || make_stream(ctx, st, p) != 0)
+    if (take_bell(ctx, st, p) != 0 || order_stream(ctx, st, p) != 0)
         goto fail;
     /* on the resident's own stream: a non-blocking stream does not wait
      * for the legacy default stream a plain cudaMemset would use */

@@ -12,6 +12,7 @@
 #include "core/checks.h"
 #include "core/orphans.h"
 #include "rank/rank.h"
+#include "bind/comm.h"
 #include "bind/kernel.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
@@ -243,6 +244,7 @@ void gcsh_rank_close(gcsh_ctx *ctx)
         if (ctx->be) {
             gcsh_persist_stop_all(ctx->L); /* residents go before their windows */
             gcsh_symmem_close(ctx->L);
+            gcsh_comm_close(ctx->L); /* the windows go before their communicators */
         }
         lua_close(ctx->L);
         ctx->L = NULL;

@@ -209,7 +209,8 @@ void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
     abort_doomed(gcsh_ctx_of(L));
     if (cc->aborted)
         luaL_error(L, GCSH_ABORTED_MSG " (an interrupt, an error or .abort tore it down; "
-                      "comm.world() makes a fresh one)");
+                      "comm.world() makes a fresh one; its windows and signals can still be "
+                      "read and freed)");
 }
 
 static void note_aborted(gcsh_check *k, uint64_t id)

@@ -1,0 +1,207 @@
+-- The soak (issue 35): rounds that make and free what a user explores in an
+-- afternoon (a split with an all-reduce, windows of every kind, signals, a
+-- graph, a persistent resident, one-sided transfers) and checks that the
+-- rank stays flat after a warm-up: RSS grows by at most 64 KiB per 100
+-- rounds (host; on cuda host memory as well, and device memory by at most
+-- 1 MiB over the run), and open fds, threads and the /dev/shm files it maps
+-- or holds open do not grow at all.
+--   GCSH_SOAK_ROUNDS  rounds (default 100, the suite's short form; 1000 on GPUs)
+--   GCSH_SOAK_ONLY    some of split,window,signals,graph (default all): which
+--                     parts make a round, to find what grows
+-- Prints, per rank, rounds a second and the growth, for the issue's note.
+local H = require "harness"
+
+-- Under AddressSanitizer (make test-asan sets ASAN_OPTIONS) freed memory
+-- waits in a quarantine, so RSS grows by design: a short run that checks
+-- the rest (and lets ASan watch every free of the rounds).
+local SANITIZED = os.getenv("ASAN_OPTIONS") ~= nil
+local ROUNDS = tonumber(os.getenv("GCSH_SOAK_ROUNDS") or "") or (SANITIZED and 20 or 100)
+local WARMUP = math.max(10, ROUNDS // 10) -- the least warm-up (see below)
+local RSS_PER_100 = 64 * 1024       -- bytes of RSS growth allowed per 100 rounds
+local DEVICE_BUDGET = 1024 * 1024   -- bytes of device memory over the run
+
+-- no hang reports: the first one, 10 s into the run, reads every rank's
+-- flight recorder and would be measured as growth of rank 0
+gcsh.timeout(0)
+
+local c = comm.world()
+local me, n = c.rank, c.size
+local nxt = (me + 1) % n
+
+local KINDS = gcsh.backend == "cuda" and { "nccl", "vmm" } or { "host" }
+
+-- ---- what the rank holds -------------------------------------------------
+
+local function read_file(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local PID = read_file("/proc/self/stat"):match("^(%d+)")
+
+-- Lines of a command's output (its own fds are the pipe's: the same each time).
+local function lines_of(cmd)
+  local out, p = {}, assert(io.popen(cmd))
+  for l in p:lines() do out[#out + 1] = l end
+  p:close()
+  return out
+end
+
+-- The /dev/shm files this rank maps or holds open (other sessions on the
+-- machine have theirs: the machine-wide count says nothing).
+local function shm_files()
+  local seen, count = {}, 0
+  for l in io.lines("/proc/self/maps") do
+    local path = l:match("%s(/dev/shm/%S+)")
+    if path and not seen[path] then seen[path] = true; count = count + 1 end
+  end
+  for _, path in ipairs(lines_of("find /proc/" .. PID .. "/fd -lname '/dev/shm/*' 2>/dev/null")) do
+    if not seen[path] then seen[path] = true; count = count + 1 end
+  end
+  return count
+end
+
+local function sample()
+  collectgarbage("collect")
+  collectgarbage("collect")
+  local status = read_file("/proc/self/status")
+  local s = {
+    rss = tonumber(status:match("VmRSS:%s*(%d+) kB")) * 1024,
+    shmem = tonumber(status:match("RssShmem:%s*(%d+) kB")) * 1024,
+    threads = tonumber(status:match("Threads:%s*(%d+)")),
+    -- the least of three looks: a thread of MPI or of the rank may hold a
+    -- file open for a moment (/proc reads), which is no leak
+    fds = math.min(#lines_of("ls /proc/" .. PID .. "/fd"), #lines_of("ls /proc/" .. PID .. "/fd"),
+                   #lines_of("ls /proc/" .. PID .. "/fd")),
+    shm = shm_files(),
+  }
+  local info = gcsh.info()
+  s.device = tonumber(info.gpu_memory_used or "")
+  return s
+end
+
+-- ---- one round ------------------------------------------------------------
+
+local t = tensor.new(256):fill(1)
+
+local function split_round()
+  local s = c:split(me % 2, me)
+  local x = tensor.new(64):fill(1)
+  s:allreduce(x)
+  H.eq(x[0], s.size, "the split's all-reduce")
+  s:free()
+end
+
+local function window_round(kind)
+  local w = c:window(1024, "f32", { kind = kind })
+  w:tensor():fill(me)
+  c:barrier() -- every slice filled before any put lands
+  local x = w:put(nxt, tensor.new(16):fill(me + 1), 0)
+  x:post():wait { cpu = true }
+  x:free()
+  c:barrier()
+  H.eq(w:tensor()[0], (me - 1) % n + 1, kind .. ": the put landed")
+  local p = kernel.persistent(w)
+  w:tensor():fill(1)
+  c:barrier()
+  local res = p:allreduce { n = 8 }
+  p:wait()
+  H.eq(res[0], #w.team, kind .. ": the resident's all-reduce")
+  p:stop()
+  p:free()
+  w:free()
+end
+
+local function signals_round(round)
+  local s = c:signals(4)
+  s:add(nxt, 0, 1)
+  s:wait(0, 1)
+  H.eq(s:read(0), 1, "the signal")
+  s:free()
+  return round
+end
+
+local function graph_round()
+  local g = gcsh.graph(function() c:allreduce(t, "max") end)
+  g:replay(2)
+  g:free()
+end
+
+local usable = {}
+for _, kind in ipairs(KINDS) do
+  -- a kind the communicator cannot take is refused on every rank alike
+  local ok, err = pcall(function() c:window(1, "f32", { kind = kind }):free() end)
+  if ok then usable[#usable + 1] = kind
+  elseif me == 0 then io.stderr:write("soak: kind ", kind, " not here: ", tostring(err), "\n") end
+end
+H.truthy(#usable > 0, "some window kind works here")
+
+local ONLY = os.getenv("GCSH_SOAK_ONLY") or "split,window,signals,graph"
+local function part(name) return ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) end
+
+local function round(i)
+  if part("split") then split_round() end
+  if part("window") then for _, kind in ipairs(usable) do window_round(kind) end end
+  if part("signals") then signals_round(i) end
+  if part("graph") then graph_round() end
+  -- each round's garbage goes with it: what grows is then what is kept,
+  -- not how far Lua's collector lets the heap rise between its cycles
+  collectgarbage("collect")
+end
+
+-- ---- the run --------------------------------------------------------------
+
+-- Warm-up: at least WARMUP rounds, then blocks of 10 until a block leaves
+-- RSS where it was on every rank (what fills once stays: the flight
+-- recorder's ring of 2000 calls, MPI's and the allocator's pools), at most
+-- MAX_WARMUP rounds; then the measured rounds.
+local MAX_WARMUP = SANITIZED and WARMUP or 5 * ROUNDS
+local function all_flat(flat)
+  local votes = c:agree(flat and "1" or "0")
+  for _, v in ipairs(votes) do if v ~= "1" then return false end end
+  return true
+end
+local warm, last = 0, nil
+while warm < MAX_WARMUP do
+  for _ = 1, warm < WARMUP and WARMUP or 10 do warm = warm + 1; round(warm) end
+  local now = sample().rss
+  if last and all_flat(now <= last) then break end
+  last = now
+end
+c:barrier()
+local before = sample()
+local t0 = gcsh.wtime()
+for i = 1, ROUNDS do round(warm + i) end
+c:barrier()
+local seconds = gcsh.wtime() - t0
+local after = sample()
+
+local measured = ROUNDS
+local rss_growth = after.rss - before.rss
+local per_100 = rss_growth * 100 / measured
+print(string.format("rank %d: %d rounds (%s), %.1f rounds/s; after %d warm-up rounds: "
+                    .. "RSS %+d KiB (%+.1f KiB per 100; shared %+d KiB), fds %+d, threads %+d, /dev/shm %+d%s",
+                    me, measured, table.concat(usable, "+"), measured / seconds, warm,
+                    rss_growth // 1024, per_100 / 1024, (after.shmem - before.shmem) // 1024, after.fds - before.fds,
+                    after.threads - before.threads, after.shm - before.shm,
+                    before.device and string.format(", device %+d KiB",
+                                                    (after.device - before.device) // 1024) or "")
+      .. (SANITIZED and " (ASan: RSS not checked)" or ""))
+
+H.truthy(SANITIZED or per_100 <= RSS_PER_100,
+         string.format("RSS grew %.1f KiB per 100 rounds (at most %d)", per_100 / 1024,
+                       RSS_PER_100 // 1024))
+-- no growth (one fewer is a file some thread held open at the first look)
+local function no_growth(what, b, a)
+  H.truthy(a <= b, string.format("%s grew from %d to %d after the warm-up", what, b, a))
+end
+no_growth("open fds", before.fds, after.fds)
+no_growth("threads", before.threads, after.threads)
+no_growth("/dev/shm files mapped or open", before.shm, after.shm)
+if before.device then
+  H.truthy(after.device - before.device <= DEVICE_BUDGET,
+           string.format("device memory grew %d KiB (at most %d)",
+                         (after.device - before.device) // 1024, DEVICE_BUDGET // 1024))
+end
