@@ -330,14 +330,17 @@ static void print_help(const char *prog)
            "Options:\n",
            GCSH_VERSION, prog);
     gcsh_cmdline_print(option_table, stdout);
-    printf("\nExit status, as `git bisect run` reads it:\n"
+    printf("\nExit status, as `git bisect run` reads it: the worst of every rank's,\n"
+           "abort (>=128) > bad (1-124) > skip (125) > good (0):\n"
            "  0    every command succeeded\n"
-           "  1    the script or a line failed: an error, a wrong result (os.exit(1))\n"
-           "  125  cannot test here: too few ranks, no GPU, a missing script, a syntax\n"
-           "       error, an unknown API or module, a file gcsh could not write\n"
-           "  128  a usage error (a bad option or file name): a bisect stops\n"
-           "  also 69 a rank was lost, 70 a device fault, 130 a second Ctrl-C,\n"
-           "  143 SIGTERM, n os.exit(n)\n");
+           "  1    the script or a line failed: any runtime error, a wrong result\n"
+           "  125  cannot test here: too few ranks, no GPU, the script or a Lua file it\n"
+           "       loads cannot be read or compiled, a required module is missing, a\n"
+           "       file gcsh could not write\n"
+           "  128  a usage error (a bad option or file name, misuse of repro): a bisect\n"
+           "       stops\n"
+           "  also 69 a rank crashed or was lost, 70 a device fault, 130 a second\n"
+           "  Ctrl-C, 143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -467,9 +470,11 @@ static void set_arg_table(lua_State *L, int argc, char **argv, int script)
 
 /* ---- rank 0 ----------------------------------------------------------------- */
 
-static char *read_script(const char *path, size_t *len)
+/* The script's text, or NULL with errno and *failed ("open", "read"). */
+static char *read_script(const char *path, size_t *len, const char **failed)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    *failed = "open";
     if (!f)
         return NULL;
     size_t cap = 1 << 16, n = 0, r;
@@ -479,8 +484,16 @@ static char *read_script(const char *path, size_t *len)
         if (n == cap)
             buf = realloc(buf, cap *= 2);
     }
+    int unread = ferror(f); /* a directory opens, and reads as an error (EISDIR) */
+    int why = errno;
     if (f != stdin)
         fclose(f);
+    if (unread) {
+        free(buf);
+        errno = why;
+        *failed = "read";
+        return NULL;
+    }
     if (n >= 2 && buf[0] == '#') { /* skip a #! line, keep line numbers */
         size_t e = 0;
         while (e < n && buf[e] != '\n')
@@ -496,9 +509,10 @@ static int run_script(gcsh_session *s, char **argv, int at)
 {
     const char *path = argv[at];
     size_t len;
-    char *src = read_script(path, &len);
+    const char *what;
+    char *src = read_script(path, &len, &what);
     if (!src) { /* git bisect's "cannot test": a commit without the script */
-        gcsh_coord_say(s->coord, "gcsh: cannot open %s: %s", path, strerror(errno));
+        gcsh_coord_say(s->coord, "gcsh: cannot %s %s: %s", what, path, strerror(errno));
         return GCSH_EXIT_SKIP;
     }
     int nargs = 0;

@@ -257,6 +257,7 @@ local API = {
       { "gcsh.check_file(path)", "true when gcsh may write path, else nil and why" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
+      { "gcsh.usage_error(msg [, level])", "error(msg, level) that exits 128 uncaught (misuse)" },
       { "gcsh.debug.inject(what)", "make a fault happen (tests; GCSH_TEST_FAULTS=1)" },
       { "show(x [, c])", "x of every rank as one table (windows, tensors, signals: elements)" },
       { "help([x])", "this help, for any value, topic or function name" },

@@ -52,7 +52,8 @@ typedef struct run_state {
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
-    char *harness;      /* per rank: its error was CHUNK_HARNESS (cannot run here) */
+    int *error_status;  /* per rank, for CHUNK_ERROR: 1, 125 (CHUNK_CANNOT_TEST) or
+                           128 (CHUNK_USAGE): rank/verdict.h */
     double exit_deadline; /* 0: no rank called os.exit */
     double interrupted_at; /* the first interrupt of this command; 0: none */
     int unanswered_said;   /* "has not answered the interrupt" was said */
@@ -576,8 +577,10 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 c->tap->varies = 1;
             rs->status[r] &= ~CHUNK_VARIES;
         }
-        rs->harness[r] = (rs->status[r] & CHUNK_HARNESS) != 0;
-        rs->status[r] &= ~CHUNK_HARNESS;
+        rs->error_status[r] = (rs->status[r] & CHUNK_CANNOT_TEST) ? GCSH_EXIT_SKIP
+                              : (rs->status[r] & CHUNK_USAGE)     ? GCSH_EXIT_USAGE
+                                                                  : 1;
+        rs->status[r] &= ~(CHUNK_CANNOT_TEST | CHUNK_USAGE);
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
@@ -882,24 +885,53 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
                                            sizeof buf, NULL));
 }
 
+/* Rank r's outcome of the command, as an exit status (README "Exit
+ * statuses"): 0 done, its os.exit status, its error's (1, 125 or 128:
+ * rank/verdict.h), 1 an interrupt. */
+static int rank_verdict(const run_state *rs, int r)
+{
+    if (rs->status[r] == CHUNK_OK)
+        return 0;
+    if (rs->status[r] == CHUNK_EXIT)
+        return rs->exit_status[r];
+    return rs->status[r] == CHUNK_ERROR ? rs->error_status[r] : 1;
+}
+
+/* The command's verdict: the worst outcome of the ranks that are done
+ * (gcsh_status_worst); -1 when none is. */
+static int command_verdict(const gcsh_coord *c, const run_state *rs)
+{
+    int v = -1;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == DONE)
+            v = gcsh_status_worst(v, rank_verdict(rs, r));
+    return v;
+}
+
 /* After a command in which some rank called os.exit: the status the session
- * ends with (the first non-zero one by rank, else 0; the caller ends it).
- * Said, unless every rank called os.exit with one status, as a script's last
- * line does; ranks still running after the grace period are not waited for:
- * the session ends at once. */
+ * ends with (the caller ends it), the worst of every rank's outcome, so that
+ * no rank's os.exit hides another's failure.  Said, unless every rank called
+ * os.exit with one status, as a script's last line does; ranks still
+ * running after the grace period are not waited for: the session ends at
+ * once. */
 static int end_by_exit(gcsh_coord *c, run_state *rs)
 {
-    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, same = 1;
+    int code = command_verdict(c, rs);
     char (*text)[32] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
     for (int r = 0; r < c->size; r++) {
-        if (rs->state[r] != DONE || rs->status[r] != CHUNK_EXIT)
-            continue;
-        int st = rs->exit_status[r];
-        if (code < 0 || (code == 0 && st != 0))
-            code = st;
-        same &= n == 0 || st == rs->exit_status[ranks[0]];
-        snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        if (rs->state[r] != DONE || rs->status[r] == CHUNK_OK)
+            continue; /* those that finished are not what ends the session */
+        int st = rank_verdict(rs, r);
+        same &= rs->status[r] == CHUNK_EXIT && (n == 0 || st == rank_verdict(rs, ranks[0]));
+        if (rs->status[r] == CHUNK_EXIT)
+            snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        else
+            snprintf(text[n], sizeof text[n], "%s (%d)",
+                     st == GCSH_EXIT_SKIP    ? "cannot test"
+                     : st == GCSH_EXIT_USAGE ? "usage error"
+                                             : "failed", st);
         v[n] = text[n];
         ranks[n++] = r;
     }
@@ -913,8 +945,8 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
             die_now(c, rs, code, why, 0);
         }
         if (n < c->size || !same)
-            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
-                           code);
+            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d%s",
+                           t.s, code, same ? "" : ", the worst");
         gcsh_text_free(&t);
     }
     free(ranks);
@@ -932,7 +964,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
-    rs.harness = calloc((size_t)c->size, 1);
+    rs.error_status = calloc((size_t)c->size, sizeof *rs.error_status);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -952,7 +984,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
-        res->harness += rs.harness[r];
+
         exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
     }
@@ -969,6 +1001,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     EACH_LISTENER(c, l)
         if (rs.abort_all && l->hooks->aborted)
             l->hooks->aborted(l->arg, c);
+    res->verdict = command_verdict(c, &rs);
     res->exit_code = exited ? end_by_exit(c, &rs) : -1;
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
@@ -977,7 +1010,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.where);
     free(rs.asked);
     free(rs.exit_status);
-    free(rs.harness);
+    free(rs.error_status);
 }
 
 void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n)

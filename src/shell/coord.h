@@ -113,11 +113,11 @@ typedef struct gcsh_run_result {
     int aborted;       /* .abort tore the communicators down */
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
-    int harness;       /* ranks whose error says the chunk cannot run here (a
-                          missing module, an unknown API: CHUNK_HARNESS) */
     int lost;          /* ranks whose connection closed meanwhile */
-    int exit_code;     /* os.exit on some rank: the session's status (the first
-                          non-zero one by rank, else 0); -1 when none */
+    int verdict;       /* the worst of the ranks' outcomes as exit statuses
+                          (gcsh_status_worst: 0, 1, 125, os.exit's); -1: none ran */
+    int exit_code;     /* os.exit on some rank: the session's status (the
+                          verdict, over every rank); -1 when none */
     double seconds;
 } gcsh_run_result;
 

@@ -33,6 +33,7 @@ struct gcsh_replayer {
     int lines, varied;      /* entries replayed; of those, with output not compared */
     gcsh_text differ;       /* "3, 7": the entries that differed */
     int ndiffer;
+    int untestable;         /* the entry that could not be tested here (0: none) */
 };
 
 /* ---- the header, before MPI --------------------------------------------- */
@@ -581,6 +582,11 @@ static int replay_entry(gcsh_session *s, lua_State *L, gcsh_replayer *rp)
         gcsh_session_feed(s, &line, &(gcsh_feed){.typed = 1, .echo = e.src}, &res);
     }
     rp->expect_status = -1;
+    if (res.ran && res.verdict == GCSH_EXIT_SKIP) { /* as the script run alone would say */
+        rp->untestable = rp->index;
+        gcsh_line_result_free(s, &res);
+        return 0;
+    }
     int rc = compare(s, rp->path, &e, &res);
     rp->varied += rc == 0 && res.ran && (e.varies || res.tap.varies);
     gcsh_line_result_free(s, &res);
@@ -683,7 +689,8 @@ int gcsh_replay(gcsh_session *s, const char *path, int keep_going)
     s->replay_ops = &replay_rider;
     lua_getfield(L, LUA_REGISTRYINDEX, ENTRIES_KEY);
     int n = (int)lua_rawlen(L, -1);
-    for (int i = 1; i <= n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {
+    for (int i = 1; i <= n && !s->quit && !rp.untestable && (keep_going || rp.ndiffer == 0);
+         i++) {
         rp.index = i;
         lua_rawgeti(L, -1, i);
         if (replay_entry(s, L, &rp) != 0)
@@ -693,7 +700,15 @@ int gcsh_replay(gcsh_session *s, const char *path, int keep_going)
     }
     s->replay = NULL;
     lua_close(L);
-    int rc = rp.ndiffer && !keep_going ? 1 : summary(s, &rp);
+    int rc;
+    if (rp.untestable && !rp.ndiffer) { /* as the script run alone (rank/loads.h) */
+        gcsh_coord_say(s->coord, "gcsh: replay: %s: line %d cannot be tested here (a Lua file "
+                                 "it loads does not load, or a module it requires is missing)",
+                       path, rp.untestable);
+        rc = GCSH_EXIT_SKIP;
+    } else {
+        rc = rp.ndiffer && !keep_going ? 1 : summary(s, &rp);
+    }
     gcsh_text_free(&rp.differ);
     return rc;
 }
