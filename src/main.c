@@ -49,6 +49,8 @@ typedef struct options {
     gcsh_share_mode share; /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
     double timeout;
     int timeout_set;   /* --timeout was given: collective checks fail after it */
+    double deadline;   /* --deadline S: the job ends S s after it started; 0: never */
+    int deadline_status; /* --deadline-status N: the status it ends with */
     gcsh_tag_mode tag; /* --tag */
     action *actions;   /* -e and -l, [argc] */
     int nactions;
@@ -139,6 +141,24 @@ static int opt_timeout(void *target, const gcsh_option *row, const char *val, co
     options *o = target;
     o->timeout_set = 1;
     return parse_number(val, 0, 1e6, &o->timeout);
+}
+
+static int opt_deadline(void *target, const gcsh_option *row, const char *val,
+                        const char *val2)
+{
+    (void)row, (void)val2;
+    return parse_number(val, 0, 1e6, &((options *)target)->deadline);
+}
+
+static int opt_deadline_status(void *target, const gcsh_option *row, const char *val,
+                               const char *val2)
+{
+    (void)row, (void)val2;
+    double v;
+    if (parse_number(val, 0, 255, &v) != 0 || v != (int)v)
+        return -1;
+    ((options *)target)->deadline_status = (int)v;
+    return 0;
 }
 
 static int opt_tag(void *target, const gcsh_option *row, const char *val, const char *val2)
@@ -278,6 +298,10 @@ static const gcsh_option option_table[] = {
      "ranks share GPUs round-robin; MPS unless =nomps"},
     {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
+    {"--deadline", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_deadline,
+     "end the job S s after start: hang report, flight file, status 1"},
+    {"--deadline-status", NULL, OPT_VALUE, "N", "a status 0..255", 0, opt_deadline_status,
+     "the status a job ended by --deadline exits with (default 1)"},
     {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
      "[0-1] before lines: always (default), never, or auto"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
@@ -358,7 +382,7 @@ static void print_help(const char *prog)
 /* Returns 0, or -1 after saying what is wrong. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS};
+    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS, .deadline_status = 1};
     o->actions = calloc((size_t)argc, sizeof *o->actions);
     const char *env_share = getenv("GCSH_SHARE_GPU");
     if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
@@ -600,6 +624,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
+    coord.deadline_status = o->deadline_status;
+    gcsh_coord_set_deadline(&coord, o->deadline);
     gcsh_tracing_listen(&coord, o->flight);
     static const gcsh_coord_hooks terminal = {.exit = give_back_terminal};
     gcsh_coord_listen(&coord, &terminal, &term);

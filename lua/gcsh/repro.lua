@@ -16,6 +16,10 @@
 --   repro.fail(fmt, ...)              print what went wrong, exit 1
 --   repro.skip(fmt, ...)              print why this cannot be tested here, exit 125
 --   repro.abort(fmt, ...)             print why the bisect must stop, exit 128
+--   repro.deadline(s)                 as --deadline s: the whole job ends s seconds
+--                                     after it started, whatever runs then (a hang),
+--                                     with a hang report, the flight recorder
+--                                     written and status 1 (--deadline-status N)
 --   repro.expect(got, want, what [, c])  compare two tensors; repro.fail naming the
 --                                     elements.  With c (collective): every rank of c
 --                                     exits 1 when any differs, the others quietly
@@ -154,6 +158,14 @@ end
 function repro.abort(fmt, ...)
   say("stop: " .. fmt, ...)
   os.exit(repro.USAGE)
+end
+
+function repro.deadline(s)
+  if type(s) ~= "number" or not (s > 0 and s <= 1e6) then
+    usage(string.format("bad argument #1 to 'repro.deadline' (seconds must be in (0, 1e6], got %s)",
+                        tostring(s)), 2)
+  end
+  gcsh.deadline(s)
 end
 
 local function value_text(v, dtype)

@@ -176,6 +176,21 @@ static int shell_timeout(lua_State *L)
     return 0;
 }
 
+/* gcsh.deadline(seconds): as --deadline from a script: the whole job ends
+ * `seconds` after the session started, whatever runs then, with a hang
+ * report, the flight recorder written and --deadline-status (1 by
+ * default).  0: no deadline.  Rank 0's coordinator holds it; the last call
+ * wins. */
+static int shell_deadline(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->cap)
+        gcsh_capture_send(ctx->cap, MSG_DEADLINE, &s, sizeof s);
+    return 0;
+}
+
 /* true, or (as io.open answers) nil and why. */
 static int file_answer(lua_State *L, int rc, const char *err)
 {
@@ -340,6 +355,7 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
         {"sleep", shell_sleep},           {"info", shell_info},
         {"check", shell_check},           {"progress", shell_progress},
         {"varies", shell_varies},         {"timeout", shell_timeout},
+        {"deadline", shell_deadline},
         {"check_file", shell_check_file}, {"write_file", shell_write_file},
         {"check_counts", shell_check_counts}, {NULL, NULL},
     };

@@ -58,6 +58,7 @@ typedef struct run_state {
     double interrupted_at; /* the first interrupt of this command; 0: none */
     int unanswered_said;   /* "has not answered the interrupt" was said */
     double term_at;        /* SIGTERM came (0: no); the job ends TERM_GRACE_S on */
+    int deadline_due;      /* the deadline passed: the job ends once the probe is in */
 } run_state;
 
 typedef struct coord_run {
@@ -69,12 +70,19 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
                      FILE *err, gcsh_tag_mode tag)
 {
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
-                      .err = err, .abort_fd = -1, .end_status = -1};
+                      .err = err, .abort_fd = -1, .end_status = -1,
+                      .started = gcsh_now_seconds(), .deadline_status = 1};
     c->lost = calloc((size_t)ctx->size, 1);
     c->lost_why = calloc((size_t)ctx->size, sizeof *c->lost_why);
     gcsh_fold_init(&c->fold, ctx->size, out, err, tag);
     gcsh_progress_init(&c->progress, err, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
+}
+
+void gcsh_coord_set_deadline(gcsh_coord *c, double seconds)
+{
+    c->deadline_s = seconds;
+    c->deadline = seconds > 0 ? c->started + seconds : 0;
 }
 
 void gcsh_tap_init(gcsh_tap *t, int size)
@@ -302,8 +310,25 @@ static void read_idle_rank(gcsh_coord *c, int r, gcsh_msg *m)
     die_now(c, NULL, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
 }
 
+/* The deadline passed between commands (at the prompt, reading a pipe):
+ * nothing runs, so there is nothing to report but that. */
+static void end_idle_at_deadline(gcsh_coord *c)
+{
+    if (c->deadline == 0 || gcsh_now_seconds() < c->deadline)
+        return;
+    char why[128];
+    snprintf(why, sizeof why, "the deadline (%g s) is over, between commands", c->deadline_s);
+    die_now(c, NULL, c->deadline_status, why, 1);
+}
+
 int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
 {
+    end_idle_at_deadline(c);
+    if (c->deadline > 0) {
+        int left_ms = (int)((c->deadline - gcsh_now_seconds()) * 1000) + 1;
+        if (timeout_ms < 0 || left_ms < timeout_ms)
+            timeout_ms = left_ms;
+    }
     struct pollfd *all = malloc((size_t)(n + c->size) * sizeof *all);
     int *who = malloc((size_t)c->size * sizeof *who), k = 0;
     if (!all || !who) {
@@ -318,6 +343,8 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
             all[n + k++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
         }
     int ready = poll(all, (nfds_t)(n + k), timeout_ms);
+    if (ready == 0)
+        end_idle_at_deadline(c);
     gcsh_msg m = {0};
     for (int i = 0; ready > 0 && i < k; i++) /* before any signal: see coord.h */
         if (all[n + i].revents & (POLLIN | POLLHUP | POLLERR))
@@ -418,15 +445,16 @@ static void unask(run_state *rs, int r)
     }
 }
 
-/* The hang report: one line, then where the running ranks are, folded. */
-static void report_progress(gcsh_coord *c, run_state *rs, double now)
+/* The hang report: one line (ending with `then`), then where the running
+ * ranks are, folded. */
+static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
 {
     char done[1024], running[1024];
     flush_output(c, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
-    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
-                   now - rs->start, done, running, c->abort_fd >= 0 ? ", .abort aborts" : "");
+    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; %s", now - rs->start, done,
+                   running, then);
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
     char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
@@ -446,12 +474,29 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
-    EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
-        if (l->hooks->hang)
-            l->hooks->hang(l->arg, c);
     free(ranks);
     free(text);
     free(v);
+}
+
+static void report_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    say_where(c, rs, now, c->abort_fd >= 0 ? "waiting (Ctrl-C interrupts, .abort aborts)"
+                                           : "waiting (Ctrl-C interrupts)");
+    EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
+        if (l->hooks->hang)
+            l->hooks->hang(l->arg, c);
+}
+
+/* The deadline passed while a command runs: the hang report, then the job
+ * ends at once (die_now writes the flight recorder: every rank's last
+ * calls, the stuck ones' included). */
+static _Noreturn void end_at_deadline(gcsh_coord *c, run_state *rs, double now)
+{
+    char why[128];
+    snprintf(why, sizeof why, "the deadline (%g s) is over", c->deadline_s);
+    say_where(c, rs, now, why);
+    die_now(c, rs, c->deadline_status, why, 1);
 }
 
 /* ---- interrupts and aborts ------------------------------------------------- */
@@ -611,6 +656,13 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         if (c->tap)
             gcsh_text_append(&c->tap->tape[r], m->data, m->h.len);
         break;
+    case MSG_DEADLINE: /* gcsh.deadline(s) in the chunk: as --deadline s */
+        if (m->h.len == sizeof(double)) {
+            double v;
+            memcpy(&v, m->data, sizeof v);
+            gcsh_coord_set_deadline(c, v);
+        }
+        break;
     case MSG_TIMEOUT: /* gcsh.timeout(s) in the chunk: as .timeout s */
         if (m->h.len == sizeof(double)) {
             double v;
@@ -658,6 +710,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
     next = earliest(next, rs->exit_deadline);
+    next = earliest(next, c->deadline);
     if (rs->interrupted_at > 0 && !rs->unanswered_said)
         next = earliest(next, rs->interrupted_at + INTERRUPT_ANSWER_S);
     if (rs->term_at > 0)
@@ -709,8 +762,14 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_checker_needs_probe(&c->checker, &io, now, c->limit))
         start_probe(c, rs, now);
+    if (c->deadline > 0 && now >= c->deadline && !rs->deadline_due) {
+        rs->deadline_due = 1; /* where every rank is, first */
+        start_probe(c, rs, now);
+    }
     show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
+        if (rs->deadline_due)
+            end_at_deadline(c, rs, now);
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
         gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);

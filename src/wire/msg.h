@@ -43,6 +43,7 @@ enum gcsh_msg_type {
     MSG_TAPE,      /* worker -> coordinator: the doubles gcsh.wtime returned in a chunk
                     * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
                     * values it returns in the next chunk (a replay, record.h) */
+    MSG_DEADLINE,  /* worker -> coordinator: a double, gcsh.deadline(s): as --deadline s */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */

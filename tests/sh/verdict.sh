@@ -88,6 +88,49 @@ for N in 2 4; do
     case_rc "$N ranks: misuse caught by pcall is no verdict" 0 -n $N -e 'pcall(repro.need, {rank = 2})'
 done
 
+# ---- --deadline: the whole job ends, with a hang report and the flight file
+# flight_ranks FILE: the ranks (trace pids) with a process in the flight file
+flight_ranks() {
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(",".join(str(p) for p in sorted({e["pid"] for e in d["traceEvents"]})))' "$1" 2>&1
+}
+deadline_case() { # NAME N WANT SECONDS CHUNK [options]
+    local name=$1 n=$2 want=$3 secs=$4 chunk=$5 start=$SECONDS
+    shift 5
+    rm -f flight.json
+    run -n "$n" --flight flight.json "$@" -e "$chunk"
+    expect_eq "$name: exit $want" "$RC" "$want"
+    expect_eq "$name: well before 40 s" "$((SECONDS - start < 40))" 1
+    expect_match "$name: the hang report" "$OUT" "^gcsh: [0-9.]+ s: done \[.*\], still running \[.+\]; the deadline \($secs s\) is over$"
+    expect_contains "$name: the job's end" "$OUT" "gcsh: the deadline ($secs s) is over; every rank exits with status $want"
+    expect_contains "$name: the flight file is said" "$OUT" "gcsh: flight recorder: flight.json"
+    expect_eq "$name: the flight file has every rank" "$(flight_ranks flight.json)" "$(seq -s, 0 $((n - 1)))"
+}
+for N in 2 4; do
+    L=$((N - 1))
+    deadline_case "$N ranks: every rank in s:wait" $N 1 5 \
+        'local s = comm.world():signals(1); s:wait(0, 1)' --deadline 5
+    expect_contains "$N ranks: s:wait: where" "$OUT" "in signal wait (slot 0 >= 1)"
+    deadline_case "$N ranks: a Lua loop on one rank" $N 1 4 \
+        "if rank == $L then while true do end end" --deadline 4
+    deadline_case "$N ranks: a Lua loop on every rank, --deadline-status 3" $N 3 4 \
+        'while true do end' --deadline 4 --deadline-status 3
+    deadline_case "$N ranks: a collective that the last rank never joins" $N 1 4 \
+        "if rank ~= $L then comm.world():barrier() end gcsh.sleep(1000)" --deadline 4
+    deadline_case "$N ranks: repro.deadline" $N 1 3 'repro.deadline(3) gcsh.sleep(1000)'
+done
+start=$SECONDS
+OUT=$(timeout 60 "$GCSH" -n 2 --deadline 3 < <(echo 'print("up")'; sleep 30) 2>&1); RC=$?
+expect_eq "the deadline between commands (a pipe that stays open): exit 1" "$RC" 1
+expect_eq "the deadline between commands: before the pipe ends" "$((SECONDS - start < 25))" 1
+expect_contains "the deadline between commands: said" "$OUT" \
+    "gcsh: the deadline (3 s) is over, between commands; every rank exits with status 1"
+case_rc "a job within its deadline" 0 -n 2 --deadline 60 -e 'comm.world():barrier()'
+case_rc "--deadline x" 128 -n 2 --deadline x -e 'print(1)'
+case_rc "--deadline-status 256" 128 -n 2 --deadline-status 256 -e 'print(1)'
+case_rc "repro.deadline(0)" 128 -n 2 -e 'repro.deadline(0)'
+
 # ---- a piped session: the worst of its lines
 OUT=$(printf '%s\n' 'y = = 2' 'repro.need{rank = 2}' 'error("boom")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "a piped session with a usage error among its failures: 128" "$RC" 128
