@@ -319,6 +319,7 @@ static int shell_info(lua_State *L)
     gcsh_set_integer(L, "size", ctx->size);
     gcsh_set_integer(L, "node", ctx->node);
     gcsh_set_integer(L, "local_rank", ctx->local_rank);
+    gcsh_set_integer(L, "pid", (lua_Integer)getpid()); /* gdb -p */
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     gcsh_set_string(L, "host", host);

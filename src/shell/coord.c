@@ -445,8 +445,25 @@ static void unask(run_state *rs, int r)
     }
 }
 
+/* The process ids of ranks[0..n), so that a debugger can attach (gdb -p). */
+static void say_pids(gcsh_coord *c, const int *ranks, int n)
+{
+    if (n == 0 || !c->link->pids)
+        return;
+    gcsh_text t = {0};
+    gcsh_text_append(&t, "gcsh:   pid", 11);
+    for (int i = 0; i < n; i++) {
+        char one[48];
+        int len = snprintf(one, sizeof one, "%s [%d] %d", i ? "," : "", ranks[i],
+                           c->link->pids[ranks[i]]);
+        gcsh_text_append(&t, one, (size_t)len);
+    }
+    gcsh_coord_say(c, "%s (gdb -p PID attaches)", t.s);
+    gcsh_text_free(&t);
+}
+
 /* The hang report: one line (ending with `then`), then where the running
- * ranks are, folded. */
+ * ranks are, folded, and their process ids. */
 static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
 {
     char done[1024], running[1024];
@@ -474,6 +491,7 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
+    say_pids(c, ranks, n);
     free(ranks);
     free(text);
     free(v);

@@ -115,10 +115,23 @@ for N in 2 4; do
     deadline_case "$N ranks: a Lua loop on one rank" $N 1 4 \
         "if rank == $L then while true do end end" --deadline 4
     deadline_case "$N ranks: a Lua loop on every rank, --deadline-status 3" $N 3 4 \
-        'while true do end' --deadline 4 --deadline-status 3
+        'print("os pid", io.open("/proc/self/stat"):read("n")) while true do end' \
+        --deadline 4 --deadline-status 3
+    # the report's process ids are the ranks' own (as the kernel numbers them)
+    PIDS=$(for ((r = 0; r < N; r++)); do
+        sed -n "s/^\[$r\] os pid\t\([0-9]*\)\$/[$r] \1/p" <<<"$OUT"; done | paste -sd, | sed 's/,/, /g')
+    expect_contains "$N ranks: the hang report's pids" "$OUT" "gcsh:   pid $PIDS (gdb -p PID attaches)"
+    expect_eq "$N ranks: a pid for every rank" "$(grep -o '\[[0-9]*\] [0-9]' <<<"$PIDS" | wc -l)" $N
     deadline_case "$N ranks: a collective that the last rank never joins" $N 1 4 \
         "if rank ~= $L then comm.world():barrier() end gcsh.sleep(1000)" --deadline 4
     deadline_case "$N ranks: repro.deadline" $N 1 3 'repro.deadline(3) gcsh.sleep(1000)'
+done
+# .info's pid column: each rank's own
+OUT=$(printf '%s\n' 'print("os pid", io.open("/proc/self/stat"):read("n"))' '.info' |
+      timeout 60 "$GCSH" -n 4 2>&1)
+for r in 0 1 2 3; do
+    want=$(sed -n "s/^\[$r\] os pid\t\([0-9]*\)\$/\1/p" <<<"$OUT")
+    expect_match ".info: rank $r's pid" "$OUT" "^ +$r  [^ ]+ +${want:-none}  +$r  cpu"
 done
 start=$SECONDS
 OUT=$(timeout 60 "$GCSH" -n 2 --deadline 3 < <(echo 'print("up")'; sleep 30) 2>&1); RC=$?
