@@ -21,6 +21,8 @@
 #include "shell/launch.h"
 #include "wire/msg.h"
 #include "rank/rank.h"
+#include "bind/l_shell.h"
+#include "core/safefile.h"
 #include "core/share.h"
 #include "shell/record.h"
 #include "shell/repl.h"
@@ -172,8 +174,10 @@ static int opt_tag(void *target, const gcsh_option *row, const char *val, const 
 static int opt_flight(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)row, (void)val2;
+    char err[PATH_MAX + 200];
     ((options *)target)->flight = val;
-    return val[0] ? 0 : -1;
+    /* refused now, not when a hang or a crash comes to write it */
+    return gcsh_file_check(val, err, sizeof err) == 0 ? 0 : -1;
 }
 
 static int opt_keep_going(void *target, const gcsh_option *row, const char *val,
@@ -312,8 +316,8 @@ static const gcsh_option option_table[] = {
      "trace every rank's lines and calls (Chrome JSON)"},
     {"--keep-going", NULL, OPT_FLAG, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
-    {"--flight", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_flight,
-     "the flight recorder's file (every rank's last calls)"},
+    {"--flight", NULL, OPT_VALUE, "FILE", "a file gcsh may write (no folder, link, device)", 0,
+     opt_flight, "the flight recorder's file (every rank's last calls)"},
     {"--hostfile", NULL, OPT_VALUE, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", OPT_VALUE, "LIST", "a host list", 1, opt_mpirun,

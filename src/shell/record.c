@@ -311,10 +311,10 @@ static gcsh_recorder *record_open(gcsh_session *s, const char *path)
         return NULL;
     }
     if (replaces[0])
-        gcsh_coord_say(s->coord, "recording to %s (it replaces %s when the recording ends)", path,
-                       replaces);
-    else
-        gcsh_coord_say(s->coord, "recording to %s", path);
+        gcsh_coord_error(s->coord, "recording to %s (it replaces %s when the recording ends)",
+                         path, replaces);
+    else /* notes on stderr: stdout is the program's output */
+        gcsh_coord_error(s->coord, "recording to %s", path);
     return r;
 }
 
@@ -353,8 +353,8 @@ static int record_close(gcsh_recorder *r, gcsh_coord *c)
                          r->lines, r->lines == 1 ? "" : "s", r->lines);
         rc = gcsh_file_commit(&r->file, err, sizeof err);
         if (rc == 0)
-            gcsh_coord_say(c, "recording written to %s: %d line%s", r->path, r->lines,
-                           r->lines == 1 ? "" : "s");
+            gcsh_coord_error(c, "recording written to %s: %d line%s", r->path, r->lines,
+                             r->lines == 1 ? "" : "s");
         else
             gcsh_coord_say(c, "gcsh: .record: %s", err);
     }

@@ -187,7 +187,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
         of(c)->tracer = NULL;
         return GCSH_EXIT_SKIP;
     }
-    gcsh_coord_say(c, "tracing to %s", path);
+    gcsh_coord_error(c, "tracing to %s", path); /* a note, not program output */
     return 0;
 }
 
@@ -210,13 +210,13 @@ int gcsh_tracer_stop(gcsh_coord *c)
     unsigned long long gone = dropped(&t->b);
     const char *cap = getenv("GCSH_TRACE_EVENTS");
     if (spans >= 0 && gone)
-        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s; %llu older span%s "
+        gcsh_coord_error(c, "trace written to %s: %ld spans from %d rank%s; %llu older span%s "
                           "dropped (each rank keeps its most recent %s: GCSH_TRACE_EVENTS)",
                        t->b.path, spans, t->b.size, t->b.size == 1 ? "" : "s", gone,
                        gone == 1 ? "" : "s", cap && atoll(cap) > 0 ? cap : "1048576");
     else if (spans >= 0)
-        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
-                       t->b.size, t->b.size == 1 ? "" : "s");
+        gcsh_coord_error(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
+                         t->b.size, t->b.size == 1 ? "" : "s");
     free_tracer(t);
     of(c)->tracer = NULL;
     return spans >= 0 ? 0 : -1;
