@@ -52,6 +52,7 @@ typedef struct options {
     double timeout;
     int timeout_set;   /* --timeout was given: collective checks fail after it */
     double deadline;   /* --deadline S: the job ends S s after it started; 0: never */
+    long long seed;    /* --seed N (-1: none) */
     int deadline_status; /* --deadline-status N: the status it ends with */
     gcsh_tag_mode tag; /* --tag */
     action *actions;   /* -e and -l, [argc] */
@@ -143,6 +144,16 @@ static int opt_timeout(void *target, const gcsh_option *row, const char *val, co
     options *o = target;
     o->timeout_set = 1;
     return parse_number(val, 0, 1e6, &o->timeout);
+}
+
+static int opt_seed(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)row, (void)val2;
+    double v;
+    if (parse_number(val, 0, 2147483647.0, &v) != 0 || v != (long long)v)
+        return -1;
+    ((options *)target)->seed = (long long)v;
+    return 0;
 }
 
 static int opt_deadline(void *target, const gcsh_option *row, const char *val,
@@ -302,10 +313,12 @@ static const gcsh_option option_table[] = {
      "ranks share GPUs round-robin; MPS unless =nomps"},
     {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
+    {"--seed", NULL, OPT_VALUE, "N", "an integer 0..2147483647", 0, opt_seed,
+     "seed math.random and t:rand() on every rank (with the rank)"},
     {"--deadline", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_deadline,
-     "end the job S s after start: hang report, flight file, status 1"},
+     "end the job at S s: hang report, flight file, exit 1"},
     {"--deadline-status", NULL, OPT_VALUE, "N", "a status 0..255", 0, opt_deadline_status,
-     "the status a job ended by --deadline exits with (default 1)"},
+     "the status --deadline ends a job with (default 1)"},
     {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
      "[0-1] before lines: always (default), never, or auto"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
@@ -386,7 +399,7 @@ static void print_help(const char *prog)
 /* Returns 0, or -1 after saying what is wrong. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS, .deadline_status = 1};
+    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS, .deadline_status = 1, .seed = -1};
     o->actions = calloc((size_t)argc, sizeof *o->actions);
     const char *env_share = getenv("GCSH_SHARE_GPU");
     if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
@@ -793,6 +806,8 @@ static int rank_main(int argc, char **argv, const options *o)
         } else {
             say_nothing_to_share(&ctx);
             set_arg_table(ctx.L, argc, argv, o->script);
+            if (o->seed >= 0) /* before anything runs */
+                gcsh_shell_seed(ctx.L, o->seed);
             code = run_rank(&ctx, argv, o);
         }
     }

@@ -108,6 +108,10 @@ struct gcsh_ctx {
     /* os.exit(code) in the running chunk: the status the session should
      * end with (-1: not called).  Reset when a chunk starts. */
     int exit_code;
+    /* --seed N, gcsh.seed(N): math.random was seeded with (seed, rank), and
+     * t:rand() without a seed uses (seed << 32) + rank instead of the rank. */
+    int seeded;
+    long long seed;
     /* The running chunk read a clock, an address or the machine's facts:
      * its output may differ between runs (CHUNK_VARIES).  Reset when a
      * chunk starts; set by gcsh.varies() and the functions that do. */

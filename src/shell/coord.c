@@ -470,8 +470,11 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
     flush_output(c, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
-    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; %s", now - rs->start, done,
-                   running, then);
+    char seed[48] = ""; /* the run to make again: gcsh --seed N */
+    if (c->ctx->seeded)
+        snprintf(seed, sizeof seed, " (--seed %lld)", c->ctx->seed);
+    gcsh_coord_say(c, "gcsh: %.1f s%s: done [%s], still running [%s]; %s", now - rs->start, seed,
+                   done, running, then);
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
     char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);

@@ -662,14 +662,17 @@ static int replay_ending(gcsh_session *s, int status, const char *why)
 
 static const gcsh_rider replay_rider = {.ending = replay_ending};
 
-/* Seeds math.random as the recording did (header seed=). */
+/* Seeds math.random as the recording did (header seed=), and t:rand()
+ * too when it was made with --seed (header rand=true). */
 static void seed_ranks(gcsh_session *s, lua_State *L)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, HEADER_KEY);
+    int rand = lua_getfield(L, -1, "rand") == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    lua_pop(L, 1);
     if (lua_getfield(L, -1, "seed") == LUA_TNUMBER && lua_isinteger(L, -1)) {
         char src[96];
-        snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)",
-                 (long long)lua_tointeger(L, -1));
+        snprintf(src, sizeof src, "require('gcsh.record').seed(%lld%s)",
+                 (long long)lua_tointeger(L, -1), rand ? ", true" : "");
         gcsh_tap tap;
         gcsh_session_aside(s, src, &tap);
         gcsh_tap_destroy(&tap, s->coord->size);

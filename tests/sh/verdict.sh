@@ -144,6 +144,42 @@ case_rc "--deadline x" 128 -n 2 --deadline x -e 'print(1)'
 case_rc "--deadline-status 256" 128 -n 2 --deadline-status 256 -e 'print(1)'
 case_rc "repro.deadline(0)" 128 -n 2 -e 'repro.deadline(0)'
 
+# ---- --seed: the same run again, every rank its own numbers
+DRAW='print(math.random(1000000), tensor.new(2):rand():totable()[1])'
+for N in 2 4; do
+    run -n $N --seed 42 -e "$DRAW"; A=$OUT
+    run -n $N --seed 42 -e "$DRAW"; B=$OUT
+    run -n $N --seed 43 -e "$DRAW"; C=$OUT
+    expect_eq "$N ranks: --seed 42 twice: the same numbers" "$B" "$A"
+    if [ "$A" != "$C" ]; then pass; else fail "$N ranks: --seed 43 draws other numbers than 42"; fi
+    expect_eq "$N ranks: --seed: every rank its own numbers" "$(sed 's/^\[[0-9]*\] //' <<<"$A" | sort -u | wc -l)" $N
+done
+run -n 2 -e 'print(tensor.new(8):rand():equal(tensor.new(8):rand(rank)))'
+expect_eq "without --seed, t:rand() is seeded with the rank, as before" "$OUT" "[0-1] true"
+run -n 2 --seed 7 --deadline 3 -e 'while true do end'
+expect_match "--seed in the hang report's first line" "$OUT" '^gcsh: [0-9.]+ s \(--seed 7\): done \[\], still running \[0-1\]; the deadline \(3 s\) is over$'
+run -n 2 --seed 42 --record seeded.lua -e "$DRAW"
+expect_eq "a recording with --seed: exit 0" "$RC" 0
+expect_contains "the recording keeps the seed" "$(cat seeded.lua)" 'seed = 42, rand = true }'
+RECORDED=$(grep '^\[' <<<"$OUT")
+run --replay seeded.lua
+expect_eq "its replay draws the same numbers" "$RC" 0
+expect_contains "its replay: the same output" "$OUT" "$RECORDED"
+case_rc "--seed -1" 128 -n 2 --seed -1 -e 'print(1)'
+case_rc "--seed 1.5" 128 -n 2 --seed 1.5 -e 'print(1)'
+
+# ---- notes on stderr, program output alone on stdout
+OUT=$(timeout 60 "$GCSH" -n 2 --record notes.lua --trace notes.json -e 'print("data")' 2>/dev/null </dev/null)
+expect_eq "--record, --trace: stdout holds the program's output only" "$OUT" "[0-1] data"
+OUT=$(timeout 60 "$GCSH" -n 2 --record notes.lua --trace notes.json -e 'print("data")' 2>&1 >/dev/null </dev/null)
+expect_contains "--record: its notes on stderr" "$OUT" "recording written to notes.lua: 1 line"
+expect_contains "--trace: its notes on stderr" "$OUT" "tracing to notes.json"
+
+# ---- --flight FILE is checked when parsed, not when a hang comes to write it
+case_rc "--flight on a folder" 128 -n 2 --flight adir -e 'print(1)'
+expect_contains "--flight on a folder: why" "$OUT" "gcsh: '--flight' needs a file gcsh may write (no folder, link, device), got 'adir'"
+case_rc "--flight in a missing folder" 128 -n 2 --flight no/such/dir.json -e 'print(1)'
+
 # ---- a piped session: the worst of its lines
 OUT=$(printf '%s\n' 'y = = 2' 'repro.need{rank = 2}' 'error("boom")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "a piped session with a usage error among its failures: 128" "$RC" 128
