@@ -314,7 +314,7 @@ static const gcsh_option option_table[] = {
     {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
     {"--seed", NULL, OPT_VALUE, "N", "an integer 0..2147483647", 0, opt_seed,
-     "seed math.random and t:rand() on every rank (with the rank)"},
+     "seed math.random and t:rand() on every rank (N, rank)"},
     {"--deadline", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_deadline,
      "end the job at S s: hang report, flight file, exit 1"},
     {"--deadline-status", NULL, OPT_VALUE, "N", "a status 0..255", 0, opt_deadline_status,
