@@ -35,6 +35,7 @@ typedef struct blob_set {
 
 struct gcsh_tracer {
     blob_set b;
+    int written; /* a trace is in the file, not only the start's placeholder */
 };
 
 /* The flight recorder's file being written (during a hang report the other
@@ -140,7 +141,27 @@ static void free_tracer(gcsh_tracer *t)
 
 static long write_file(gcsh_coord *c, const char *why)
 {
-    return write_set(c, &of(c)->tracer->b, "trace", why);
+    long spans = write_set(c, &of(c)->tracer->b, "trace", why);
+    of(c)->tracer->written |= spans >= 0;
+    return spans;
+}
+
+#define PLACEHOLDER "tracing: nothing written yet"
+
+/* Tracing ends without a trace written (a full disk, a rank that did not
+ * start): the placeholder written at the start goes, so that no file says
+ * there is a trace where there is none (a file there that is not the
+ * placeholder stays). */
+static void drop_placeholder(gcsh_coord *c, const gcsh_tracer *t)
+{
+    char head[512];
+    FILE *f = t->written ? NULL : fopen(t->b.path, "r");
+    size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+    if (f)
+        fclose(f);
+    head[n] = '\0';
+    if (f && strstr(head, PLACEHOLDER) && unlink(t->b.path) == 0)
+        gcsh_coord_say(c, "gcsh: trace: %s removed (no trace was written)", t->b.path);
 }
 
 /* Stops every rank and writes what they send; returns the spans written. */
@@ -164,8 +185,8 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     }
     gcsh_tracer *t = calloc(1, sizeof *t);
     set_init(&t->b, c->size, path);
-    if (gcsh_trace_write(path, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet", err,
-                         sizeof err) < 0) { /* a full disk, a folder not writable */
+    if (gcsh_trace_write(path, t->b.size, t->b.blob, t->b.len, PLACEHOLDER, err, sizeof err) <
+        0) { /* a full disk, a folder not writable */
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
         return GCSH_EXIT_SKIP;
@@ -183,6 +204,7 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     if (!all) {
         gcsh_coord_say(c, "gcsh: .trace: tracing did not start on every rank; it is off");
         stop_all(c);
+        drop_placeholder(c, t);
         free_tracer(t);
         of(c)->tracer = NULL;
         return GCSH_EXIT_SKIP;
@@ -217,6 +239,8 @@ int gcsh_tracer_stop(gcsh_coord *c)
     else if (spans >= 0)
         gcsh_coord_error(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
                          t->b.size, t->b.size == 1 ? "" : "s");
+    else
+        drop_placeholder(c, t);
     free_tracer(t);
     of(c)->tracer = NULL;
     return spans >= 0 ? 0 : -1;

@@ -7,7 +7,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+trap 'umount "$TMP/small" 2>/dev/null; rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
 
 run() { OUT=$(timeout 120 "$GCSH" "$@" 2>&1 </dev/null); RC=$?; }
@@ -179,6 +179,21 @@ expect_contains "--trace: its notes on stderr" "$OUT" "tracing to notes.json"
 case_rc "--flight on a folder" 128 -n 2 --flight adir -e 'print(1)'
 expect_contains "--flight on a folder: why" "$OUT" "gcsh: '--flight' needs a file gcsh may write (no folder, link, device), got 'adir'"
 case_rc "--flight in a missing folder" 128 -n 2 --flight no/such/dir.json -e 'print(1)'
+
+# ---- a trace that cannot be written leaves no placeholder behind
+MNT=$TMP/small
+if mkdir -p "$MNT" && mount -t tmpfs -o size=64k tmpfs "$MNT" 2>/dev/null; then
+    # room for the placeholder written at the start, not for the trace
+    dd if=/dev/zero of="$MNT/fill" bs=1k count=56 2>/dev/null
+    case_rc "--trace on a full disk" 125 -n 2 --trace "$MNT/t.json" \
+        -e 'for i = 1, 200 do tensor.new(1):fill(i) end'
+    expect_contains "--trace on a full disk: the placeholder goes" "$OUT" \
+        "gcsh: trace: $MNT/t.json removed (no trace was written)"
+    if [ -e "$MNT/t.json" ]; then fail "--trace on a full disk: a file is left"; else pass; fi
+    umount "$MNT"
+else
+    skip "a full filesystem: cannot mount a small tmpfs here (needs root)"
+fi
 
 # ---- a piped session: the worst of its lines
 OUT=$(printf '%s\n' 'y = = 2' 'repro.need{rank = 2}' 'error("boom")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
