@@ -44,7 +44,7 @@ for N in 2 4; do
     case_rc "$N ranks: every rank os.exit(0)" 0 -n $N -e 'os.exit(0)'
     expect_not_contains "$N ranks: nothing said when all agree" "$OUT" "the session ends"
     # a crash is always 69, never the signal's 139
-    case_rc "$N ranks: a rank killed by SIGSEGV" 69 -n $N -e "
+    case_rc "$N ranks: a rank killed by SIGSEGV" 69 -n $N --flight crash.json -e "
         local c = comm.world(); c:barrier()
         if rank == $L then os.execute('kill -SEGV ' .. io.open('/proc/self/stat'):read('n')) end
         gcsh.sleep(60)"
@@ -134,7 +134,7 @@ for r in 0 1 2 3; do
     expect_match ".info: rank $r's pid" "$OUT" "^ +$r  [^ ]+ +${want:-none}  +$r  cpu"
 done
 start=$SECONDS
-OUT=$(timeout 60 "$GCSH" -n 2 --deadline 3 < <(echo 'print("up")'; sleep 30) 2>&1); RC=$?
+OUT=$(timeout 60 "$GCSH" -n 2 --deadline 3 --flight idle.json < <(echo 'print("up")'; sleep 30) 2>&1); RC=$?
 expect_eq "the deadline between commands (a pipe that stays open): exit 1" "$RC" 1
 expect_eq "the deadline between commands: before the pipe ends" "$((SECONDS - start < 25))" 1
 expect_contains "the deadline between commands: said" "$OUT" \
@@ -156,7 +156,7 @@ for N in 2 4; do
 done
 run -n 2 -e 'print(tensor.new(8):rand():equal(tensor.new(8):rand(rank)))'
 expect_eq "without --seed, t:rand() is seeded with the rank, as before" "$OUT" "[0-1] true"
-run -n 2 --seed 7 --deadline 3 -e 'while true do end'
+run -n 2 --seed 7 --deadline 3 --flight seed.json -e 'while true do end'
 expect_match "--seed in the hang report's first line" "$OUT" '^gcsh: [0-9.]+ s \(--seed 7\): done \[\], still running \[0-1\]; the deadline \(3 s\) is over$'
 run -n 2 --seed 42 --record seeded.lua -e "$DRAW"
 expect_eq "a recording with --seed: exit 0" "$RC" 0
