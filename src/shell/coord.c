@@ -292,6 +292,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
         rs->running--;
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
+    rs->error_status[r] = GCSH_EXIT_LOST; /* its verdict, should anyone ask */
     flush_output(c, 0);
     why_lost(c, r);
     gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
