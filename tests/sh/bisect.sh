@@ -14,7 +14,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 run() { OUT=$(timeout 120 "$GCSH" "$@" 2>&1 </dev/null); RC=$?; }
 
-# ---- each kind of harness error, in a script and with -e
+# ---- what each kind of failure gives, in a script and with -e
 cd "$TMP" || exit 1
 printf 'x = = 1\n' >syntax.lua
 printf 'comm.world():allreduce_fast(tensor.new(4))\n' >api.lua
