@@ -23,6 +23,7 @@
 #include "shell/launch_net.h"
 #include "wire/msg.h"
 #include "rank/rank.h"
+#include "bind/l_shell.h"
 #include "core/safefile.h"
 #include "core/share.h"
 #include "shell/record.h"
@@ -52,6 +53,9 @@ typedef struct options {
     gcsh_share_mode share; /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
     double timeout;
     int timeout_set;   /* --timeout was given: collective checks fail after it */
+    double deadline;   /* --deadline S: the job ends S s after it started; 0: never */
+    long long seed;    /* --seed N (-1: none) */
+    int deadline_status; /* --deadline-status N: the status it ends with */
     gcsh_tag_mode tag; /* --tag */
     action *actions;   /* -e and -l, [argc] */
     int nactions;
@@ -155,6 +159,34 @@ static int opt_timeout(void *target, const gcsh_option *row, const char *val, co
     return parse_number(val, 0, 1e6, &o->timeout);
 }
 
+static int opt_seed(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)row, (void)val2;
+    double v;
+    if (parse_number(val, 0, 2147483647.0, &v) != 0 || v != (long long)v)
+        return -1;
+    ((options *)target)->seed = (long long)v;
+    return 0;
+}
+
+static int opt_deadline(void *target, const gcsh_option *row, const char *val,
+                        const char *val2)
+{
+    (void)row, (void)val2;
+    return parse_number(val, 0, 1e6, &((options *)target)->deadline);
+}
+
+static int opt_deadline_status(void *target, const gcsh_option *row, const char *val,
+                               const char *val2)
+{
+    (void)row, (void)val2;
+    double v;
+    if (parse_number(val, 0, 255, &v) != 0 || v != (int)v)
+        return -1;
+    ((options *)target)->deadline_status = (int)v;
+    return 0;
+}
+
 static int opt_tag(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)row, (void)val2;
@@ -166,8 +198,10 @@ static int opt_tag(void *target, const gcsh_option *row, const char *val, const 
 static int opt_flight(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)row, (void)val2;
+    char err[PATH_MAX + 200];
     ((options *)target)->flight = val;
-    return val[0] ? 0 : -1;
+    /* refused now, not when a hang or a crash comes to write it */
+    return gcsh_file_check(val, err, sizeof err) == 0 ? 0 : -1;
 }
 
 static int opt_keep_going(void *target, const gcsh_option *row, const char *val,
@@ -294,6 +328,12 @@ static const gcsh_option option_table[] = {
      "ranks share GPUs round-robin; MPS unless =nomps"},
     {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
      "report ranks still running after S seconds (0: never)"},
+    {"--seed", NULL, OPT_VALUE, "N", "an integer 0..2147483647", 0, opt_seed,
+     "seed math.random and t:rand() on every rank (N, rank)"},
+    {"--deadline", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_deadline,
+     "end the job at S s: hang report, flight file, exit 1"},
+    {"--deadline-status", NULL, OPT_VALUE, "N", "a status 0..255", 0, opt_deadline_status,
+     "the status --deadline ends a job with (default 1)"},
     {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
      "[0-1] before lines: always (default), never, or auto"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
@@ -306,8 +346,8 @@ static const gcsh_option option_table[] = {
      "with --replay: run FILE even if others could change it"},
     {"--keep-going", NULL, OPT_FLAG, NULL, NULL, 0, opt_keep_going,
      "with --replay: run past differences and list them all"},
-    {"--flight", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_flight,
-     "the flight recorder's file (every rank's last calls)"},
+    {"--flight", NULL, OPT_VALUE, "FILE", "a file gcsh may write (no folder, link, device)", 0,
+     opt_flight, "the flight recorder's file (every rank's last calls)"},
     {"--hostfile", NULL, OPT_VALUE, "FILE", "a readable host file", 1, opt_hostfile,
      "with -n: mpirun's host file (hosts and slots)"},
     {"--host", "-H", OPT_VALUE, "LIST", "a host list", 1, opt_mpirun,
@@ -348,14 +388,18 @@ static void print_help(const char *prog)
            "Options:\n",
            GCSH_VERSION, prog);
     gcsh_cmdline_print(option_table, stdout);
-    printf("\nExit status, as `git bisect run` reads it:\n"
+    printf("\nExit status, as `git bisect run` reads it: the worst of every rank's,\n"
+           "abort (>=128) > bad (1-124) > skip (125) > good (0):\n"
            "  0    every command succeeded\n"
-           "  1    the script or a line failed: an error, a wrong result (os.exit(1))\n"
-           "  125  cannot test here: too few ranks, no GPU, a missing script, a syntax\n"
-           "       error, an unknown API or module, a file gcsh could not write\n"
-           "  128  a usage error (a bad option or file name): a bisect stops\n"
-           "  also 69 a rank was lost, 70 a device fault, 130 a second Ctrl-C,\n"
-           "  143 SIGTERM, n os.exit(n)\n");
+           "  1    the script or a line failed: any runtime error, a wrong result,\n"
+           "       a --deadline that ended the job (--deadline-status N)\n"
+           "  125  cannot test here: too few ranks, no GPU, the script or a Lua file it\n"
+           "       loads cannot be read or compiled, a required module is missing, a\n"
+           "       file gcsh could not write\n"
+           "  128  a usage error (a bad option or file name, misuse of repro): a bisect\n"
+           "       stops\n"
+           "  also 69 a rank crashed or was lost, 70 a device fault, 130 a second\n"
+           "  Ctrl-C, 143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -373,7 +417,7 @@ static void print_help(const char *prog)
 /* Returns 0, or -1 after saying what is wrong. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS};
+    *o = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS, .deadline_status = 1, .seed = -1};
     o->actions = calloc((size_t)argc, sizeof *o->actions);
     const char *env_share = getenv("GCSH_SHARE_GPU");
     if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
@@ -489,9 +533,11 @@ static void set_arg_table(lua_State *L, int argc, char **argv, int script)
 
 /* ---- rank 0 ----------------------------------------------------------------- */
 
-static char *read_script(const char *path, size_t *len)
+/* The script's text, or NULL with errno and *failed ("open", "read"). */
+static char *read_script(const char *path, size_t *len, const char **failed)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    *failed = "open";
     if (!f)
         return NULL;
     size_t cap = 1 << 16, n = 0, r;
@@ -501,8 +547,16 @@ static char *read_script(const char *path, size_t *len)
         if (n == cap)
             buf = realloc(buf, cap *= 2);
     }
+    int unread = ferror(f); /* a directory opens, and reads as an error (EISDIR) */
+    int why = errno;
     if (f != stdin)
         fclose(f);
+    if (unread) {
+        free(buf);
+        errno = why;
+        *failed = "read";
+        return NULL;
+    }
     if (n >= 2 && buf[0] == '#') { /* skip a #! line, keep line numbers */
         size_t e = 0;
         while (e < n && buf[e] != '\n')
@@ -518,9 +572,10 @@ static int run_script(gcsh_session *s, char **argv, int at)
 {
     const char *path = argv[at];
     size_t len;
-    char *src = read_script(path, &len);
+    const char *what;
+    char *src = read_script(path, &len, &what);
     if (!src) { /* git bisect's "cannot test": a commit without the script */
-        gcsh_coord_say(s->coord, "gcsh: cannot open %s: %s", path, strerror(errno));
+        gcsh_coord_say(s->coord, "gcsh: cannot %s %s: %s", what, path, strerror(errno));
         return GCSH_EXIT_SKIP;
     }
     int nargs = 0;
@@ -609,6 +664,8 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
+    coord.deadline_status = o->deadline_status;
+    gcsh_coord_set_deadline(&coord, o->deadline);
     gcsh_tracing_listen(&coord, o->flight);
     static const gcsh_coord_hooks terminal = {.exit = give_back_terminal};
     gcsh_coord_listen(&coord, &terminal, &term);
@@ -795,6 +852,8 @@ static int rank_main(int argc, char **argv, const options *o)
             if (ctx.rank == 0) /* what writers that were killed left, said once */
                 gcsh_file_leftovers(stderr);
             set_arg_table(ctx.L, argc, argv, o->script);
+            if (o->seed >= 0) /* before anything runs */
+                gcsh_shell_seed(ctx.L, o->seed);
             code = run_rank(&ctx, argv, o);
         }
     }

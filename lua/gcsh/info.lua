@@ -117,7 +117,8 @@ local SHARE = {
   { "GPU shared:", "gpu_shared" }, { "MPS:", "mps" }, { "NCCL hosts:", "nccl_hosts" },
 }
 local ROW = {
-  { "rank", "rank" }, { "host", "host" }, { "local", "local_rank" }, { "device", "device" },
+  { "rank", "rank" }, { "host", "host" }, { "pid", "pid" }, { "local", "local_rank" },
+  { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
 }
 -- gpu_memory_used changes from moment to moment: gcsh.info()'s, not .info's
@@ -178,7 +179,8 @@ local function rank_table(ranks, used, out)
   for _, row in ipairs(grid) do
     local cells = {}
     for i, cell in ipairs(row) do
-      local numeric = cols[i][2] == "rank" or cols[i][2] == "local_rank" or cols[i][2] == "numa"
+      local numeric = cols[i][2] == "rank" or cols[i][2] == "pid" or cols[i][2] == "local_rank"
+                      or cols[i][2] == "numa"
       cells[i] = string.format("%" .. (numeric and "" or "-") .. width[i] .. "s", cell)
     end
     out[#out + 1] = (table.concat(cells, "  "):gsub("%s+$", ""))

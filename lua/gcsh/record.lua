@@ -80,11 +80,14 @@ end
 
 -- math.random on every rank as the recording had it: seeded with (seed,
 -- rank), and math.randomseed() without a seed gives (seed + k, rank) for
--- its k-th call, so a replay draws the same numbers.  (gcsh --record and
--- --replay send this to every rank; a plain rerun calls it from script.)
+-- its k-th call, so a replay draws the same numbers.  With rand (a
+-- recording made with --seed), t:rand() too, as gcsh.seed does.  (gcsh
+-- --record and --replay send this to every rank; a plain rerun calls it
+-- from script.)
 local plain_randomseed = math.randomseed
-function M.seed(seed)
+function M.seed(seed, rand)
   local k = 0
+  if rand then gcsh.seed(seed) end
   plain_randomseed(seed, rank)
   math.randomseed = function(...)
     if select("#", ...) > 0 then return plain_randomseed(...) end
@@ -106,7 +109,7 @@ function M.script(header)
     print(string.format("note: recorded on the %s backend, running on %s: output will differ "
                         .. "where it names the device", header.backend, gcsh.backend))
   end
-  if header.seed then M.seed(header.seed) end
+  if header.seed then M.seed(header.seed, header.rand) end
   return setmetatable({ dot = dot, chunk = chunk, finish = function() end }, {
     __call = function(_, _, ranks, src, expected)
       if in_ranks(ranks, rank) then run_line(src, expected) end

@@ -5,8 +5,10 @@
 -- runs the correct pattern and exits 0; with --bug it runs the buggy one,
 -- says what went wrong and exits 1; it exits 125 when it cannot test here
 -- (bisect skips the commit) and 128 on a usage error (bisect stops).  gcsh
--- itself exits 125 on a harness error: a missing script, a syntax error, a
--- missing module, a call of a function that does not exist.
+-- itself exits 125 when the script or a Lua file it loads cannot be read or
+-- compiled, or a module it requires is missing; misuse of this API (an
+-- unknown requirement or option, an argument of the wrong type) is a usage
+-- error, 128, with the message (gcsh.usage_error): the reproducer is wrong.
 --
 --   local opt = repro.args()          {bug = true|false}; an unknown argument: usage, exit 128
 --   repro.need{ranks = 2, gpu = true} exit 125 (with the reason) below 2 ranks, or
@@ -14,6 +16,10 @@
 --   repro.fail(fmt, ...)              print what went wrong, exit 1
 --   repro.skip(fmt, ...)              print why this cannot be tested here, exit 125
 --   repro.abort(fmt, ...)             print why the bisect must stop, exit 128
+--   repro.deadline(s)                 as --deadline s: the whole job ends s seconds
+--                                     after it started, whatever runs then (a hang),
+--                                     with a hang report, the flight recorder
+--                                     written and status 1 (--deadline-status N)
 --   repro.expect(got, want, what [, c])  compare two tensors; repro.fail naming the
 --                                     elements.  With c (collective): every rank of c
 --                                     exits 1 when any differs, the others quietly
@@ -57,9 +63,24 @@ for name, d in pairs(require("gcsh.dtypes")) do
   BYTES[name], FLOAT[name], RTOL[name] = d.size, d.float or nil, d.rtol
 end
 
+-- Misuse of this API: error(msg, level) as a usage error (status 128,
+-- src/rank/verdict.h), so that a bisect stops and the script gets fixed.
+-- Looked up when called: gcsh.usage_error comes after the prelude.
+local function usage(msg, level)
+  gcsh.usage_error(msg, level + 1)
+end
+
+-- An options table checked as every one is (gcsh.check_options), an
+-- unknown key a usage error.
+local function check_keys(o, fname, valid, level)
+  local ok, err = pcall(gcsh.check_options, o, fname, valid, 0)
+  if not ok then usage(err, level + 1) end
+end
+
 -- The size of one element of dtype, in bytes.
 function repro.bytes(dtype)
-  return BYTES[dtype] or error("unknown dtype '" .. tostring(dtype) .. "'", 2)
+  if not BYTES[dtype] then usage("unknown dtype '" .. tostring(dtype) .. "'", 2) end
+  return BYTES[dtype]
 end
 
 -- ---- the reproducer convention -------------------------------------------
@@ -74,7 +95,7 @@ end
 -- name, or "string"), as luaL_checkudata words it; optional: nil passes.
 local function check_arg(fname, i, v, want, optional)
   if (optional and v == nil) or type_name(v) == want then return end
-  error(string.format("bad argument #%d to '%s' (%s expected, got %s)", i, fname, want,
+  usage(string.format("bad argument #%d to '%s' (%s expected, got %s)", i, fname, want,
                       type_name(v)), 3)
 end
 
@@ -104,10 +125,10 @@ end
 
 function repro.need(req)
   check_arg("repro.need", 1, req, "table")
-  gcsh.check_options(req, "repro.need", "ranks gpu")
+  check_keys(req, "repro.need", "ranks gpu", 2)
   local n = req.ranks
   if n ~= nil and not (math.type(n) == "integer" and n >= 1) then
-    error(string.format("bad argument #1 to 'repro.need' (ranks must be a positive integer, " ..
+    usage(string.format("bad argument #1 to 'repro.need' (ranks must be a positive integer, " ..
                         "got %s)", type(n) == "string" and string.format("%q", n) or tostring(n)), 2)
   end
   if req.ranks and size < req.ranks then
@@ -139,6 +160,14 @@ end
 function repro.abort(fmt, ...)
   say("stop: " .. fmt, ...)
   os.exit(repro.USAGE)
+end
+
+function repro.deadline(s)
+  if type(s) ~= "number" or not (s > 0 and s <= 1e6) then
+    usage(string.format("bad argument #1 to 'repro.deadline' (seconds must be in (0, 1e6], got %s)",
+                        tostring(s)), 2)
+  end
+  gcsh.deadline(s)
 end
 
 local function value_text(v, dtype)
@@ -213,14 +242,14 @@ local function check_list(o, key, default, kind)
   local v = o[key]
   if v == nil then return default end
   if type(v) ~= "table" or #v == 0 then
-    error(string.format("sweep: %s must be a non-empty list of %s", key, kind), 3)
+    usage(string.format("sweep: %s must be a non-empty list of %s", key, kind), 3)
   end
   local least = (key == "n" or key == "ranks") and 1 or 0
   for i, x in ipairs(v) do
     local ok = kind == "integers" and math.type(x) == "integer" and x >= least
                or kind == "names" and type(x) == "string"
     if not ok then
-      error(string.format("sweep: %s[%d] = %s is not %s", key, i, tostring(x),
+      usage(string.format("sweep: %s[%d] = %s is not %s", key, i, tostring(x),
                           kind == "names" and "a name" or "an integer >= " .. least), 3)
     end
   end
@@ -242,17 +271,17 @@ local function in_order(list, order)
 end
 
 local function sweep_options(o)
-  if type(o) ~= "table" then error("sweep: expects a table {candidate=, reference=, n=, ...}", 3) end
-  gcsh.check_options(o, "sweep", "candidate reference n offset dtype op ranks comm out rtol "
-                     .. "atol shrink quiet", 3)
+  if type(o) ~= "table" then usage("sweep: expects a table {candidate=, reference=, n=, ...}", 3) end
+  check_keys(o, "sweep", "candidate reference n offset dtype op ranks comm out rtol "
+             .. "atol shrink quiet", 3)
   for _, k in ipairs { "candidate", "reference" } do
     if type(o[k]) ~= "function" then
-      error(string.format("sweep: %s must be a function(case) returning a tensor, got %s", k,
+      usage(string.format("sweep: %s must be a function(case) returning a tensor, got %s", k,
                           type(o[k])), 3)
     end
   end
   local n = check_list(o, "n", nil, "integers")
-  if not n then error("sweep: n = {lengths...} is required", 3) end
+  if not n then usage("sweep: n = {lengths...} is required", 3) end
   local c = o.comm or comm.world()
   local s = {
     candidate = o.candidate, reference = o.reference, n = n, comm = c,
@@ -263,14 +292,14 @@ local function sweep_options(o)
     out = o.out, rtol = o.rtol, atol = o.atol, shrink = o.shrink or 256, quiet = o.quiet,
   }
   for _, d in ipairs(s.dtype) do
-    if not BYTES[d] then error("sweep: unknown dtype '" .. d .. "'", 3) end
+    if not BYTES[d] then usage("sweep: unknown dtype '" .. d .. "'", 3) end
   end
   for _, k in ipairs(s.ranks or {}) do
     if k > c.size then
-      error(string.format("sweep: ranks[] = %d is more than the communicator's %d", k, c.size), 3)
+      usage(string.format("sweep: ranks[] = %d is more than the communicator's %d", k, c.size), 3)
     end
   end
-  if s.out ~= nil and type(s.out) ~= "string" then error("sweep: out must be a file name", 3) end
+  if s.out ~= nil and type(s.out) ~= "string" then usage("sweep: out must be a file name", 3) end
   return s
 end
 
@@ -442,7 +471,7 @@ local function plan_out(s)
   end
   local all = s.comm:agree(problem)
   for r = 1, #all do
-    if all[r] ~= "" then error("sweep: out=" .. s.out .. ": " .. all[r], 3) end
+    if all[r] ~= "" then usage("sweep: out=" .. s.out .. ": " .. all[r], 3) end
   end
   return plan
 end

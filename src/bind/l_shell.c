@@ -177,6 +177,45 @@ static int shell_timeout(lua_State *L)
     return 0;
 }
 
+/* gcsh.deadline(seconds): as --deadline from a script: the whole job ends
+ * `seconds` after the session started, whatever runs then, with a hang
+ * report, the flight recorder written and --deadline-status (1 by
+ * default).  0: no deadline.  Rank 0's coordinator holds it; the last call
+ * wins. */
+static int shell_deadline(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "seconds must be 0..1e6");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->cap)
+        gcsh_capture_send(ctx->cap, MSG_DEADLINE, &s, sizeof s);
+    return 0;
+}
+
+/* gcsh.seed(n): as --seed n on this rank: math.randomseed(n, rank), and
+ * t:rand() without a seed draws from (n << 32) + rank, so a run is the same
+ * run again and every rank draws its own numbers. */
+void gcsh_shell_seed(lua_State *L, long long n)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    ctx->seeded = 1;
+    ctx->seed = n;
+    lua_getglobal(L, "math");
+    lua_getfield(L, -1, "randomseed");
+    lua_pushinteger(L, (lua_Integer)n);
+    lua_pushinteger(L, ctx->rank);
+    lua_call(L, 2, 0);
+    lua_pop(L, 1);
+}
+
+static int shell_seed(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0 && n <= 0x7fffffff, 1, "seed must be 0..2147483647");
+    gcsh_shell_seed(L, (long long)n);
+    return 0;
+}
+
 /* true, or (as io.open answers) nil and why. */
 static int file_answer(lua_State *L, int rc, const char *err)
 {
@@ -305,6 +344,7 @@ static int shell_info(lua_State *L)
     gcsh_set_integer(L, "size", ctx->size);
     gcsh_set_integer(L, "node", ctx->node);
     gcsh_set_integer(L, "local_rank", ctx->local_rank);
+    gcsh_set_integer(L, "pid", (lua_Integer)getpid()); /* gdb -p */
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     gcsh_set_string(L, "host", host);
@@ -345,6 +385,7 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
         {"sleep", shell_sleep},           {"info", shell_info},
         {"check", shell_check},           {"progress", shell_progress},
         {"varies", shell_varies},         {"timeout", shell_timeout},
+        {"deadline", shell_deadline},     {"seed", shell_seed},
         {"check_file", shell_check_file}, {"write_file", shell_write_file},
         {"check_counts", shell_check_counts}, {"check_options", gcsh_opts_lua_check},
         {NULL, NULL},

@@ -10,4 +10,8 @@
  * (errors) of L into cap, and adds gcsh.sleep and the shell's functions. */
 void gcsh_shell_install(lua_State *L, gcsh_capture *cap);
 
+/* gcsh.seed(n) on L's rank (--seed n): math.randomseed(n, rank), and
+ * t:rand()'s default seed from n and the rank. */
+void gcsh_shell_seed(lua_State *L, long long n);
+
 #endif

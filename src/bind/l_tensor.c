@@ -585,12 +585,15 @@ static int tensor_arange(lua_State *L)
     return 1;
 }
 
-/* t:rand([seed=rank]): see counter_rng.h for the values. */
+/* t:rand([seed]): see counter_rng.h for the values.  The default seed is
+ * the rank, or with --seed N (gcsh.seed) N's and the rank's together. */
 static int tensor_rand(lua_State *L)
 {
     gcsh_tensor *t = gcsh_arg_tensor(L, 1);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    uint64_t seed = (uint64_t)luaL_optinteger(L, 2, ctx->rank);
+    lua_Integer dflt = ctx->seeded ? (lua_Integer)(((uint64_t)ctx->seed << 32) | (uint32_t)ctx->rank)
+                                   : ctx->rank;
+    uint64_t seed = (uint64_t)luaL_optinteger(L, 2, dflt);
     check_backend(L, ctx, ctx->be->mem->rand(ctx, gcsh_tensor_data(t), t->st->loc, t->dtype,
                                              t->n, seed));
     lua_settop(L, 1);

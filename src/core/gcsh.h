@@ -18,12 +18,28 @@
 /* Exit statuses as `git bisect run` reads them (contract; README "Exit
  * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
  * these two.  (69, 70 and 143 are in collcheck.h and sigint.h.) */
-#define GCSH_EXIT_SKIP 125  /* cannot test here: too few ranks, no GPU, a harness
-                               error (a missing script, a syntax error, an unknown
-                               API, a failed require), a file that could not be
-                               written; bisect skips the commit */
-#define GCSH_EXIT_USAGE 128 /* a usage error (a bad option, a refused file name):
-                               bisect stops */
+#define GCSH_EXIT_SKIP 125  /* cannot test here: too few ranks, no GPU, the script
+                               or a Lua file it loads cannot be read or compiled,
+                               a required module is missing (rank/loads.h), a
+                               file that could not be written; bisect skips */
+#define GCSH_EXIT_USAGE 128 /* a usage error (a bad option, a refused file name,
+                               misuse of gcsh's repro API): bisect stops */
+
+/* The job's verdict is the worst of every rank's status (and of every
+ * command's, in a session), in this order: abort (128 and above) > bad
+ * (1-124, 126, 127) > skip (125) > good (0); of two in the same class, the
+ * higher (a rank's os.exit(4) or a crash's 69 says more than the 1 of an
+ * error it caused elsewhere).  -1 is "none yet" and loses to anything. */
+static inline int gcsh_status_class(int status)
+{
+    return status < 0 ? -1 : status == 0 ? 0 : status == GCSH_EXIT_SKIP ? 1 : status < 128 ? 2 : 3;
+}
+
+static inline int gcsh_status_worst(int a, int b)
+{
+    int ca = gcsh_status_class(a), cb = gcsh_status_class(b);
+    return cb > ca || (cb == ca && b > a) ? b : a;
+}
 
 typedef struct gcsh_capture gcsh_capture;
 typedef struct gcsh_check gcsh_check;
@@ -92,6 +108,10 @@ struct gcsh_ctx {
     /* os.exit(code) in the running chunk: the status the session should
      * end with (-1: not called).  Reset when a chunk starts. */
     int exit_code;
+    /* --seed N, gcsh.seed(N): math.random was seeded with (seed, rank), and
+     * t:rand() without a seed uses (seed << 32) + rank instead of the rank. */
+    int seeded;
+    long long seed;
     /* The running chunk read a clock, an address or the machine's facts:
      * its output may differ between runs (CHUNK_VARIES).  Reset when a
      * chunk starts; set by gcsh.varies() and the functions that do. */

@@ -13,6 +13,7 @@
 #include "core/orphans.h"
 #include "rank/rank.h"
 #include "bind/comm.h"
+#include "rank/verdict.h"
 #include "bind/kernel.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
@@ -232,6 +233,7 @@ lua_State *gcsh_rank_lua(gcsh_ctx *ctx)
     gcsh_open_libs(L);
     if (found)
         run_prelude(L, ctx);
+    gcsh_verdict_install(L); /* the user's loads from here on */
     return L;
 }
 

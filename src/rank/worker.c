@@ -14,6 +14,7 @@
 #include "wire/collcheck.h"
 #include "wire/msg.h"
 #include "bind/l_shell.h"
+#include "rank/verdict.h"
 #include "rank/worker.h"
 #include "bind/symmem.h"
 #include "trace/flight.h"
@@ -211,6 +212,7 @@ static int msghandler(lua_State *L)
 {
     if (lua_touserdata(L, 1) == gcsh_exit_token())
         return 1; /* os.exit: no message, no traceback */
+    gcsh_verdict_note_error(L); /* here, before the stack unwinds: who raised it */
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
@@ -298,27 +300,6 @@ static void print_results(lua_State *L, int first)
                        lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
 }
 
-/* Whether an error message (its first line) says the chunk cannot run on
- * this gcsh rather than that it found a bug: a module that is missing or
- * does not compile, a call of a global, field or method that does not
- * exist, a global table that does not (an API of another version).  Lua's
- * own wording, stable across 5.4. */
-static int harness_error(const char *msg)
-{
-    static const char *const says[] = {
-        "attempt to call a nil value (global '", "attempt to call a nil value (field '",
-        "attempt to call a nil value (method '", "attempt to index a nil value (global '",
-        "module '", "error loading module '", NULL};
-    size_t n = strcspn(msg, "\n");
-    for (const char *const *p = says; *p; p++) {
-        const char *at = strstr(msg, *p);
-        if (at && (size_t)(at - msg) < n &&
-            (strncmp(*p, "module '", 8) != 0 || strstr(at, "' not found") != NULL))
-            return 1;
-    }
-    return 0;
-}
-
 /* The last KEPT_CHUNKS sources of chunks with no file behind them (typed
  * at the prompt, -e: names "=..."), in registry["gcsh.chunks"] as a ring
  * {n = chunks kept so far, size = KEPT_CHUNKS, [1 + i % size] = source}:
@@ -353,6 +334,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     lua_State *L = w->ctx->L;
     int base = lua_gettop(L);
     lua_pushcfunction(L, msghandler);
+    gcsh_verdict_begin(L);
     int st = luaL_loadbuffer(L, src, len, name);
     if (st == LUA_OK)
         keep_source(L, name, src, len);
@@ -371,14 +353,16 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         lua_settop(L, base); /* os.exit: no message (serve_chunk reports it) */
         return CHUNK_ERROR;
     }
-    uint32_t harness = 0;
+    uint32_t kind = 0;
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         capture_error(w->ctx, msg ? msg : "(error object is not a string)");
-        harness = msg && harness_error(msg) ? CHUNK_HARNESS : 0;
+        /* what happened decides, never the message's text (verdict.h) */
+        int v = gcsh_verdict_of_error(L);
+        kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;
     }
     lua_settop(L, base);
-    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | harness;
+    return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | kind;
 }
 
 /* MSG_TAPE between chunks: the next chunk's gcsh.wtime returns these (a

@@ -53,11 +53,13 @@ typedef struct run_state {
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
-    char *harness;      /* per rank: its error was CHUNK_HARNESS (cannot run here) */
+    int *error_status;  /* per rank, for CHUNK_ERROR: 1, 125 (CHUNK_CANNOT_TEST) or
+                           128 (CHUNK_USAGE): rank/verdict.h */
     double exit_deadline; /* 0: no rank called os.exit */
     double interrupted_at; /* the first interrupt of this command; 0: none */
     int unanswered_said;   /* "has not answered the interrupt" was said */
     double term_at;        /* SIGTERM came (0: no); the job ends TERM_GRACE_S on */
+    int deadline_due;      /* the deadline passed: the job ends once the probe is in */
 } run_state;
 
 typedef struct coord_run {
@@ -69,12 +71,19 @@ void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, F
                      FILE *err, gcsh_tag_mode tag)
 {
     *c = (gcsh_coord){.ctx = ctx, .link = link, .size = ctx->size, .sigfd = sigfd, .out = out,
-                      .err = err, .abort_fd = -1, .end_status = -1};
+                      .err = err, .abort_fd = -1, .end_status = -1,
+                      .started = gcsh_now_seconds(), .deadline_status = 1};
     c->lost = calloc((size_t)ctx->size, 1);
     c->lost_why = calloc((size_t)ctx->size, sizeof *c->lost_why);
     gcsh_fold_init(&c->fold, ctx->size, out, err, tag);
     gcsh_progress_init(&c->progress, err, ctx->size);
     gcsh_checker_init(&c->checker, ctx->size);
+}
+
+void gcsh_coord_set_deadline(gcsh_coord *c, double seconds)
+{
+    c->deadline_s = seconds;
+    c->deadline = seconds > 0 ? c->started + seconds : 0;
 }
 
 void gcsh_tap_init(gcsh_tap *t, int size)
@@ -284,6 +293,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
         rs->running--;
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
+    rs->error_status[r] = GCSH_EXIT_LOST; /* its verdict, should anyone ask */
     flush_output(c, 0);
     why_lost(c, r);
     gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
@@ -302,8 +312,25 @@ static void read_idle_rank(gcsh_coord *c, int r, gcsh_msg *m)
     die_now(c, NULL, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
 }
 
+/* The deadline passed between commands (at the prompt, reading a pipe):
+ * nothing runs, so there is nothing to report but that. */
+static void end_idle_at_deadline(gcsh_coord *c)
+{
+    if (c->deadline == 0 || gcsh_now_seconds() < c->deadline)
+        return;
+    char why[128];
+    snprintf(why, sizeof why, "the deadline (%g s) is over, between commands", c->deadline_s);
+    die_now(c, NULL, c->deadline_status, why, 1);
+}
+
 int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
 {
+    end_idle_at_deadline(c);
+    if (c->deadline > 0) {
+        int left_ms = (int)((c->deadline - gcsh_now_seconds()) * 1000) + 1;
+        if (timeout_ms < 0 || left_ms < timeout_ms)
+            timeout_ms = left_ms;
+    }
     struct pollfd *all = malloc((size_t)(n + c->size) * sizeof *all);
     int *who = malloc((size_t)c->size * sizeof *who), k = 0;
     if (!all || !who) {
@@ -318,6 +345,8 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
             all[n + k++] = (struct pollfd){.fd = c->link->peer_cmd[r], .events = POLLIN};
         }
     int ready = poll(all, (nfds_t)(n + k), timeout_ms);
+    if (ready == 0)
+        end_idle_at_deadline(c);
     gcsh_msg m = {0};
     for (int i = 0; ready > 0 && i < k; i++) /* before any signal: see coord.h */
         if (all[n + i].revents & (POLLIN | POLLHUP | POLLERR))
@@ -418,15 +447,36 @@ static void unask(run_state *rs, int r)
     }
 }
 
-/* The hang report: one line, then where the running ranks are, folded. */
-static void report_progress(gcsh_coord *c, run_state *rs, double now)
+/* The process ids of ranks[0..n), so that a debugger can attach (gdb -p). */
+static void say_pids(gcsh_coord *c, const int *ranks, int n)
+{
+    if (n == 0 || !c->link->pids)
+        return;
+    gcsh_text t = {0};
+    gcsh_text_append(&t, "gcsh:   pid", 11);
+    for (int i = 0; i < n; i++) {
+        char one[48];
+        int len = snprintf(one, sizeof one, "%s [%d] %d", i ? "," : "", ranks[i],
+                           c->link->pids[ranks[i]]);
+        gcsh_text_append(&t, one, (size_t)len);
+    }
+    gcsh_coord_say(c, "%s (gdb -p PID attaches)", t.s);
+    gcsh_text_free(&t);
+}
+
+/* The hang report: one line (ending with `then`), then where the running
+ * ranks are, folded, and their process ids. */
+static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
 {
     char done[1024], running[1024];
     flush_output(c, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
-    gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
-                   now - rs->start, done, running, c->abort_fd >= 0 ? ", .abort aborts" : "");
+    char seed[48] = ""; /* the run to make again: gcsh --seed N */
+    if (c->ctx->seeded)
+        snprintf(seed, sizeof seed, " (--seed %lld)", c->ctx->seed);
+    gcsh_coord_say(c, "gcsh: %.1f s%s: done [%s], still running [%s]; %s", now - rs->start, seed,
+                   done, running, then);
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
     char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
@@ -446,12 +496,30 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
     if (n)
         gcsh_coord_say(c, "%s", t.s);
     gcsh_text_free(&t);
-    EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
-        if (l->hooks->hang)
-            l->hooks->hang(l->arg, c);
+    say_pids(c, ranks, n);
     free(ranks);
     free(text);
     free(v);
+}
+
+static void report_progress(gcsh_coord *c, run_state *rs, double now)
+{
+    say_where(c, rs, now, c->abort_fd >= 0 ? "waiting (Ctrl-C interrupts, .abort aborts)"
+                                           : "waiting (Ctrl-C interrupts)");
+    EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
+        if (l->hooks->hang)
+            l->hooks->hang(l->arg, c);
+}
+
+/* The deadline passed while a command runs: the hang report, then the job
+ * ends at once (die_now writes the flight recorder: every rank's last
+ * calls, the stuck ones' included). */
+static _Noreturn void end_at_deadline(gcsh_coord *c, run_state *rs, double now)
+{
+    char why[128];
+    snprintf(why, sizeof why, "the deadline (%g s) is over", c->deadline_s);
+    say_where(c, rs, now, why);
+    die_now(c, rs, c->deadline_status, why, 1);
 }
 
 /* ---- interrupts and aborts ------------------------------------------------- */
@@ -577,8 +645,10 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 c->tap->varies = 1;
             rs->status[r] &= ~CHUNK_VARIES;
         }
-        rs->harness[r] = (rs->status[r] & CHUNK_HARNESS) != 0;
-        rs->status[r] &= ~CHUNK_HARNESS;
+        rs->error_status[r] = (rs->status[r] & CHUNK_CANNOT_TEST) ? GCSH_EXIT_SKIP
+                              : (rs->status[r] & CHUNK_USAGE)     ? GCSH_EXIT_USAGE
+                                                                  : 1;
+        rs->status[r] &= ~(CHUNK_CANNOT_TEST | CHUNK_USAGE);
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
@@ -608,6 +678,13 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_TAPE:
         if (c->tap)
             gcsh_text_append(&c->tap->tape[r], m->data, m->h.len);
+        break;
+    case MSG_DEADLINE: /* gcsh.deadline(s) in the chunk: as --deadline s */
+        if (m->h.len == sizeof(double)) {
+            double v;
+            memcpy(&v, m->data, sizeof v);
+            gcsh_coord_set_deadline(c, v);
+        }
         break;
     case MSG_TIMEOUT: /* gcsh.timeout(s) in the chunk: as .timeout s */
         if (m->h.len == sizeof(double)) {
@@ -656,6 +733,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
         next = earliest(next, rs->next_report);
     next = earliest(next, rs->probe_until);
     next = earliest(next, rs->exit_deadline);
+    next = earliest(next, c->deadline);
     if (rs->interrupted_at > 0 && !rs->unanswered_said)
         next = earliest(next, rs->interrupted_at + INTERRUPT_ANSWER_S);
     if (rs->term_at > 0)
@@ -707,8 +785,14 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_checker_needs_probe(&c->checker, &io, now, c->limit))
         start_probe(c, rs, now);
+    if (c->deadline > 0 && now >= c->deadline && !rs->deadline_due) {
+        rs->deadline_due = 1; /* where every rank is, first */
+        start_probe(c, rs, now);
+    }
     show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
+        if (rs->deadline_due)
+            end_at_deadline(c, rs, now);
         if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
             report_progress(c, rs, now);
         gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);
@@ -883,24 +967,53 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
                                            sizeof buf, NULL));
 }
 
+/* Rank r's outcome of the command, as an exit status (README "Exit
+ * statuses"): 0 done, its os.exit status, its error's (1, 125 or 128:
+ * rank/verdict.h), 1 an interrupt. */
+static int rank_verdict(const run_state *rs, int r)
+{
+    if (rs->status[r] == CHUNK_OK)
+        return 0;
+    if (rs->status[r] == CHUNK_EXIT)
+        return rs->exit_status[r];
+    return rs->status[r] == CHUNK_ERROR ? rs->error_status[r] : 1;
+}
+
+/* The command's verdict: the worst outcome of the ranks that are done
+ * (gcsh_status_worst); -1 when none is. */
+static int command_verdict(const gcsh_coord *c, const run_state *rs)
+{
+    int v = -1;
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == DONE)
+            v = gcsh_status_worst(v, rank_verdict(rs, r));
+    return v;
+}
+
 /* After a command in which some rank called os.exit: the status the session
- * ends with (the first non-zero one by rank, else 0; the caller ends it).
- * Said, unless every rank called os.exit with one status, as a script's last
- * line does; ranks still running after the grace period are not waited for:
- * the session ends at once. */
+ * ends with (the caller ends it), the worst of every rank's outcome, so that
+ * no rank's os.exit hides another's failure.  Said, unless every rank called
+ * os.exit with one status, as a script's last line does; ranks still
+ * running after the grace period are not waited for: the session ends at
+ * once. */
 static int end_by_exit(gcsh_coord *c, run_state *rs)
 {
-    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, code = -1, same = 1;
+    int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, same = 1;
+    int code = command_verdict(c, rs);
     char (*text)[32] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
     for (int r = 0; r < c->size; r++) {
-        if (rs->state[r] != DONE || rs->status[r] != CHUNK_EXIT)
-            continue;
-        int st = rs->exit_status[r];
-        if (code < 0 || (code == 0 && st != 0))
-            code = st;
-        same &= n == 0 || st == rs->exit_status[ranks[0]];
-        snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        if (rs->state[r] != DONE || rs->status[r] == CHUNK_OK)
+            continue; /* those that finished are not what ends the session */
+        int st = rank_verdict(rs, r);
+        same &= rs->status[r] == CHUNK_EXIT && (n == 0 || st == rank_verdict(rs, ranks[0]));
+        if (rs->status[r] == CHUNK_EXIT)
+            snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
+        else
+            snprintf(text[n], sizeof text[n], "%s (%d)",
+                     st == GCSH_EXIT_SKIP    ? "cannot test"
+                     : st == GCSH_EXIT_USAGE ? "usage error"
+                                             : "failed", st);
         v[n] = text[n];
         ranks[n++] = r;
     }
@@ -914,8 +1027,8 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
             die_now(c, rs, code, why, 0);
         }
         if (n < c->size || !same)
-            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d", t.s,
-                           code);
+            gcsh_coord_say(c, "gcsh: %s: the session ends; every rank exits with status %d%s",
+                           t.s, code, same ? "" : ", the worst");
         gcsh_text_free(&t);
     }
     free(ranks);
@@ -933,7 +1046,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
-    rs.harness = calloc((size_t)c->size, 1);
+    rs.error_status = calloc((size_t)c->size, sizeof *rs.error_status);
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -953,7 +1066,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
             continue;
         res->failed += rs.status[r] != CHUNK_OK && rs.status[r] != CHUNK_EXIT;
         res->interrupted += rs.status[r] == CHUNK_INTERRUPTED;
-        res->harness += rs.harness[r];
+
         exited += rs.status[r] == CHUNK_EXIT;
         res->lost += c->lost[r] && targets[r];
     }
@@ -970,6 +1083,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     EACH_LISTENER(c, l)
         if (rs.abort_all && l->hooks->aborted)
             l->hooks->aborted(l->arg, c);
+    res->verdict = command_verdict(c, &rs);
     res->exit_code = exited ? end_by_exit(c, &rs) : -1;
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
@@ -978,7 +1092,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.where);
     free(rs.asked);
     free(rs.exit_status);
-    free(rs.harness);
+    free(rs.error_status);
 }
 
 void gcsh_coord_play_tape(gcsh_coord *c, int r, const double *v, size_t n)

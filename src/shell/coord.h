@@ -106,6 +106,13 @@ struct gcsh_coord {
     /* -1 while the session goes on; else the status it must end with, as
      * soon as the command is over: os.exit on some rank, or SIGTERM. */
     int end_status;
+    /* --deadline S, gcsh.deadline(S): when the whole job ends (on
+     * gcsh_now_seconds' clock; 0: never), whatever runs then, with a hang
+     * report, the flight recorder written and deadline_status (--deadline-
+     * status, 1 by default: a hang is a failure). */
+    double started;    /* when the session started: deadlines count from it */
+    double deadline, deadline_s;
+    int deadline_status;
 };
 
 typedef struct gcsh_run_result {
@@ -113,16 +120,18 @@ typedef struct gcsh_run_result {
     int aborted;       /* .abort tore the communicators down */
     int failed;        /* ranks that ended with an error (interrupts included) */
     int interrupted;
-    int harness;       /* ranks whose error says the chunk cannot run here (a
-                          missing module, an unknown API: CHUNK_HARNESS) */
     int lost;          /* ranks whose connection closed meanwhile */
-    int exit_code;     /* os.exit on some rank: the session's status (the first
-                          non-zero one by rank, else 0); -1 when none */
+    int verdict;       /* the worst of the ranks' outcomes as exit statuses
+                          (gcsh_status_worst: 0, 1, 125, os.exit's); -1: none ran */
+    int exit_code;     /* os.exit on some rank: the session's status (the
+                          verdict, over every rank); -1 when none */
     double seconds;
 } gcsh_run_result;
 
 void gcsh_coord_init(gcsh_coord *c, gcsh_ctx *ctx, gcsh_link *link, int sigfd, FILE *out,
                      FILE *err, gcsh_tag_mode tag);
+/* The job ends `seconds` after the session started (0: no deadline). */
+void gcsh_coord_set_deadline(gcsh_coord *c, double seconds);
 void gcsh_coord_destroy(gcsh_coord *c);
 
 /* Runs src on every rank r with targets[r] != 0 and waits for all of them. */

@@ -217,16 +217,18 @@ static void write_header(gcsh_recorder *r, gcsh_session *s, const char *path, lo
     for (char **e = environ; *e; e++)
         if (behaviour_env(*e))
             gcsh_file_printf(f, "-- env %s\n", *e);
-    gcsh_file_printf(f, "-- Data: :rand() without a seed is seeded with the rank, so at %d ranks "
-                        "every\n-- tensor gets the values it had when this was recorded; "
+    gcsh_file_printf(f, "-- Data: :rand() without a seed is seeded with the rank%s, so at %d "
+                        "ranks every\n-- tensor gets the values it had when this was recorded; "
                         "math.random is seeded\n-- with (seed, rank), and gcsh.wtime returns "
-                        "on replay what it returned here.\n", ctx->size);
+                        "on replay what it returned here.\n",
+                     ctx->seeded ? " and the seed (--seed)" : "", ctx->size);
     gcsh_file_printf(f, "-- Each line(N, ranks, source, expected) below is one line of the "
                         "session: it\n-- runs on those ranks; out is what each rank group "
                         "printed (varies: read a\n-- clock or an address, so not compared), "
                         "failed the ranks that raised an error.\n");
     gcsh_file_printf(f, "local line = require(\"gcsh.record\").script { ranks = %d, backend = "
-                        "\"%s\", seed = %lld }\n\n", ctx->size, ctx->be->name, seed);
+                        "\"%s\", seed = %lld%s }\n\n", ctx->size, ctx->be->name, seed,
+                     ctx->seeded ? ", rand = true" : "");
 }
 
 /* Whether FILE holds a gcsh recording; what it is, into what. */
@@ -298,11 +300,13 @@ static gcsh_recorder *record_open(gcsh_session *s, const char *path)
     }
     r->path = strdup(path);
     snprintf(r->replaces, sizeof r->replaces, "%s", replaces);
-    long long seed = new_seed();
+    gcsh_ctx *ctx = s->coord->ctx;
+    long long seed = ctx->seeded ? ctx->seed : new_seed(); /* --seed: the run's own */
     write_header(r, s, path, seed);
     char src[96];
     gcsh_tap tap;
-    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)", seed);
+    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld%s)", seed,
+             ctx->seeded ? ", true" : "");
     gcsh_session_aside(s, src, &tap);
     gcsh_tap_destroy(&tap, s->coord->size);
     flush_checked(r, s);
@@ -311,10 +315,10 @@ static gcsh_recorder *record_open(gcsh_session *s, const char *path)
         return NULL;
     }
     if (replaces[0])
-        gcsh_coord_say(s->coord, "recording to %s (it replaces %s when the recording ends)", path,
-                       replaces);
-    else
-        gcsh_coord_say(s->coord, "recording to %s", path);
+        gcsh_coord_error(s->coord, "recording to %s (it replaces %s when the recording ends)",
+                         path, replaces);
+    else /* notes on stderr: stdout is the program's output */
+        gcsh_coord_error(s->coord, "recording to %s", path);
     return r;
 }
 
@@ -353,8 +357,8 @@ static int record_close(gcsh_recorder *r, gcsh_coord *c)
                          r->lines, r->lines == 1 ? "" : "s", r->lines);
         rc = gcsh_file_commit(&r->file, err, sizeof err);
         if (rc == 0)
-            gcsh_coord_say(c, "recording written to %s: %d line%s", r->path, r->lines,
-                           r->lines == 1 ? "" : "s");
+            gcsh_coord_error(c, "recording written to %s: %d line%s", r->path, r->lines,
+                             r->lines == 1 ? "" : "s");
         else
             gcsh_coord_say(c, "gcsh: .record: %s", err);
     }

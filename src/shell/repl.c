@@ -301,8 +301,8 @@ static void dot_flight(gcsh_session *s, const char *arg)
     }
     long calls = gcsh_flight_write(s->coord, arg, "at .flight");
     if (calls >= 0)
-        gcsh_coord_say(s->coord, "flight recorder written to %s: %ld calls from %d rank%s", arg,
-                       calls, s->coord->size, s->coord->size == 1 ? "" : "s");
+        gcsh_coord_error(s->coord, "flight recorder written to %s: %ld calls from %d rank%s", arg,
+                         calls, s->coord->size, s->coord->size == 1 ? "" : "s");
     else { /* said: the session fails as a failed write does */
         s->failures++;
         s->harness_failures++;

@@ -26,6 +26,7 @@ struct gcsh_replayer {
     int lines, varied;      /* entries replayed; of those, with output not compared */
     gcsh_text differ;       /* "3, 7": the entries that differed */
     int ndiffer;
+    int untestable;         /* the entry that could not be tested here (0: none) */
 };
 
 /* ---- one entry ------------------------------------------------------------- */
@@ -275,6 +276,11 @@ static int replay_entry(gcsh_session *s, const entry *e, int index, gcsh_replaye
         gcsh_line_result_free(s, &res);
         return 0;
     }
+    if (res.ran && res.verdict == GCSH_EXIT_SKIP) { /* as the script run alone would say */
+        rp->untestable = rp->index;
+        gcsh_line_result_free(s, &res);
+        return 0;
+    }
     int rc = compare(s, rp->path, e, index, &res);
     rp->varied += rc == 0 && res.ran && (e->varies || res.tap.varies);
     gcsh_line_result_free(s, &res);
@@ -352,13 +358,15 @@ static int replay_ending(gcsh_session *s, int status, const char *why)
 
 static const gcsh_rider replay_rider = {.ending = replay_ending};
 
-/* Seeds math.random as the recording did (header seed=). */
+/* Seeds math.random as the recording did (header seed=), and t:rand()
+ * too when it was made with --seed (header rand=true). */
 static void seed_ranks(gcsh_session *s, const gcsh_recording *rec)
 {
     if (!rec->has_seed)
         return;
     char src[96];
-    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld)", rec->seed);
+    snprintf(src, sizeof src, "require('gcsh.record').seed(%lld%s)", rec->seed,
+             rec->rand ? ", true" : "");
     gcsh_tap tap;
     gcsh_session_aside(s, src, &tap);
     gcsh_tap_destroy(&tap, s->coord->size);
@@ -371,7 +379,8 @@ int gcsh_replay(gcsh_session *s, const gcsh_recording *rec, int keep_going)
     gcsh_replayer rp = {.path = rec->path, .keep_going = keep_going, .expect_status = -1};
     s->replay = &rp;
     s->replay_ops = &replay_rider;
-    for (int i = 1; i <= rec->n && !s->quit && (keep_going || rp.ndiffer == 0); i++) {
+    for (int i = 1; i <= rec->n && !s->quit && !rp.untestable && (keep_going || rp.ndiffer == 0);
+         i++) {
         rp.index = i;
         int rc = replay_entry(s, &rec->e[i - 1], i, &rp);
         if (s->coord->end_status == GCSH_EXIT_TERM)
@@ -387,7 +396,15 @@ int gcsh_replay(gcsh_session *s, const gcsh_recording *rec, int keep_going)
         gcsh_text_free(&rp.differ);
         return GCSH_EXIT_TERM;
     }
-    int rc = rp.ndiffer && !keep_going ? 1 : summary(s, &rp);
+    int rc;
+    if (rp.untestable && !rp.ndiffer) { /* as the script run alone (rank/loads.h) */
+        gcsh_coord_say(s->coord, "gcsh: replay: %s: line %d cannot be tested here (a Lua file "
+                                 "it loads does not load, or a module it requires is missing)",
+                       rp.path, rp.untestable);
+        rc = GCSH_EXIT_SKIP;
+    } else {
+        rc = rp.ndiffer && !keep_going ? 1 : summary(s, &rp);
+    }
     gcsh_text_free(&rp.differ);
     return rc;
 }

@@ -639,12 +639,12 @@ static int collect_finish(lua_State *L)
     return 0;
 }
 
-/* require("gcsh.record").script{ranks=, backend=, seed=}: the collector
+/* require("gcsh.record").script{ranks=, backend=, seed=, rand=}: the collector
  * `line`; the header's rank count is checked against the file's first
  * lines (their backend is the one used). */
 static int collect_script(lua_State *L)
 {
-    static const char *const keys[] = {"ranks", "backend", "seed", NULL};
+    static const char *const keys[] = {"ranks", "backend", "seed", "rand", NULL};
     reader *rd = reader_of(L);
     gcsh_recording *rec = rd->rec;
     if (!rd->reading)
@@ -665,6 +665,12 @@ static int collect_script(lua_State *L)
             bad(L, "the header's seed is a %s, not an integer", luaL_typename(L, -1));
         rec->has_seed = 1;
         rec->seed = (long long)lua_tointeger(L, -1);
+    }
+    lua_pop(L, 1);
+    if (raw_field(L, 1, "rand") != LUA_TNIL) {
+        if (!lua_isboolean(L, -1))
+            bad(L, "the header's rand is a %s, not a boolean", luaL_typename(L, -1));
+        rec->rand = lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
     lua_newtable(L);

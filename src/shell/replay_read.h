@@ -61,6 +61,7 @@ typedef struct gcsh_recording {
     int format;
     int has_seed;
     long long seed;
+    int rand;             /* header rand=true: t:rand() seeded too (--seed) */
     gcsh_replay_entry *e;
     int n;
     char *text;           /* the file, for its comments (the environment) */

@@ -23,7 +23,8 @@ static int session_on_end(void *arg, int status, const char *why)
 
 void gcsh_session_init(gcsh_session *s, gcsh_coord *coord, gcsh_term *term, lua_State *L0)
 {
-    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1};
+    *s = (gcsh_session){.coord = coord, .term = term, .L0 = L0, .check_on = 1, .exit_code = -1,
+                        .worst = -1};
     static const gcsh_coord_hooks ending = {.ending = session_on_end};
     gcsh_coord_listen(coord, &ending, s);
     s->syntax = luaL_newstate();
@@ -59,7 +60,7 @@ int gcsh_session_status(const gcsh_session *s)
 {
     if (s->failures == 0)
         return 0;
-    return s->failures > s->harness_failures ? 1 : GCSH_EXIT_SKIP;
+    return gcsh_status_worst(s->failures > s->harness_failures ? 1 : GCSH_EXIT_SKIP, s->worst);
 }
 
 /* ---- targets and the prompt ------------------------------------------------ */
@@ -280,8 +281,10 @@ static void run_compiled(gcsh_session *s, const char *targets, const char *name,
     s->coord->abort_fd = -1;
     if (res->failed)
         s->failures++;
-    if (res->failed && res->harness)
+    if (res->failed && res->verdict == GCSH_EXIT_SKIP) /* no rank failed on its own */
         s->harness_failures++;
+    if (res->failed)
+        s->worst = gcsh_status_worst(s->worst, res->verdict);
     if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
         s->exit_code = res->exit_code;
         s->quit = 1;
@@ -313,8 +316,10 @@ static int run_fed(gcsh_session *s, const gcsh_chunk *k, const char *src, size_t
                  !how->keep, &rr);
     if (tap)
         s->coord->tap = outer;
-    if (res)
+    if (res) {
         res->exit_code = rr.exit_code;
+        res->verdict = rr.verdict;
+    }
     return rr.failed;
 }
 
@@ -329,7 +334,7 @@ int gcsh_session_feed(gcsh_session *s, const gcsh_chunk *k, const gcsh_feed *how
     if (!res && recorded)
         res = &mine;
     if (res)
-        *res = (gcsh_line_result){.exit_code = -1};
+        *res = (gcsh_line_result){.exit_code = -1, .verdict = -1};
     if (how->echo)
         echo_for(s, how->targets ? how->targets : s->targets, how->echo);
     if (recorded) { /* kept if the session ends during it (session_on_end) */

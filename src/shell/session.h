@@ -61,8 +61,11 @@ struct gcsh_session {
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (collcheck.h) */
     int failures;      /* chunks that failed on some rank */
-    int harness_failures; /* of those, chunks that could not run here: a syntax
-                          error, a missing module, an unknown API (CHUNK_HARNESS) */
+    int harness_failures; /* of those, chunks that could not be tested here: a
+                          syntax error, a Lua file that does not load, a
+                          missing module (CHUNK_CANNOT_TEST), a failed write */
+    int worst;         /* the worst verdict of a failed chunk (gcsh_status_worst:
+                          a usage error, 128, outranks 1); -1: none */
     int quit;          /* .quit was typed, or a chunk called os.exit */
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     char syntax_msg[512]; /* the last line's syntax error */
@@ -96,6 +99,7 @@ struct gcsh_line_result {
     gcsh_tap tap;      /* when it ran */
     int ran;
     int exit_code;     /* os.exit in it, or -1 */
+    int verdict;       /* its ranks' worst outcome (gcsh_run_result), or -1 */
 };
 
 /* How gcsh_session_feed runs a chunk.  {0}: a chunk of the command line,

@@ -39,6 +39,7 @@ typedef struct blob_set {
 
 struct gcsh_tracer {
     blob_set b;
+    int written; /* a trace is in the file, not only the start's placeholder */
 };
 
 /* The flight recorder's file being written (during a hang report the other
@@ -148,7 +149,27 @@ static void free_tracer(gcsh_tracer *t)
 
 static long write_file(gcsh_coord *c, const char *why)
 {
-    return write_set(c, &of(c)->tracer->b, "trace", why);
+    long spans = write_set(c, &of(c)->tracer->b, "trace", why);
+    of(c)->tracer->written |= spans >= 0;
+    return spans;
+}
+
+#define PLACEHOLDER "tracing: nothing written yet"
+
+/* Tracing ends without a trace written (a full disk, a rank that did not
+ * start): the placeholder written at the start goes, so that no file says
+ * there is a trace where there is none (a file there that is not the
+ * placeholder stays). */
+static void drop_placeholder(gcsh_coord *c, const gcsh_tracer *t)
+{
+    char head[512];
+    FILE *f = t->written ? NULL : fopen(t->b.path, "r");
+    size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+    if (f)
+        fclose(f);
+    head[n] = '\0';
+    if (f && strstr(head, PLACEHOLDER) && unlink(t->b.path) == 0)
+        gcsh_coord_say(c, "gcsh: trace: %s removed (no trace was written)", t->b.path);
 }
 
 /* Stops every rank and writes what they send; returns the spans written. */
@@ -172,8 +193,8 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     }
     gcsh_tracer *t = calloc(1, sizeof *t);
     set_init(&t->b, c->size, path);
-    if (gcsh_trace_write(path, 0, t->b.size, t->b.blob, t->b.len, "tracing: nothing written yet",
-                         err, sizeof err) < 0) { /* a full disk, a folder not writable */
+    if (gcsh_trace_write(path, 0, t->b.size, t->b.blob, t->b.len, PLACEHOLDER, err,
+                         sizeof err) < 0) { /* a full disk, a folder not writable */
         gcsh_coord_say(c, "gcsh: .trace: %s", err);
         free_tracer(t);
         return GCSH_EXIT_SKIP;
@@ -191,11 +212,12 @@ int gcsh_tracer_start(gcsh_coord *c, const char *path)
     if (!all) {
         gcsh_coord_say(c, "gcsh: .trace: tracing did not start on every rank; it is off");
         stop_all(c);
+        drop_placeholder(c, t);
         free_tracer(t);
         of(c)->tracer = NULL;
         return GCSH_EXIT_SKIP;
     }
-    gcsh_coord_say(c, "tracing to %s", path);
+    gcsh_coord_error(c, "tracing to %s", path); /* a note, not program output */
     return 0;
 }
 
@@ -218,13 +240,15 @@ int gcsh_tracer_stop(gcsh_coord *c)
     unsigned long long gone = dropped(&t->b);
     const char *cap = getenv("GCSH_TRACE_EVENTS");
     if (spans >= 0 && gone)
-        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s; %llu older span%s "
+        gcsh_coord_error(c, "trace written to %s: %ld spans from %d rank%s; %llu older span%s "
                           "dropped (each rank keeps its most recent %s: GCSH_TRACE_EVENTS)",
                        t->b.path, spans, t->b.size, t->b.size == 1 ? "" : "s", gone,
                        gone == 1 ? "" : "s", cap && atoll(cap) > 0 ? cap : "1048576");
     else if (spans >= 0)
-        gcsh_coord_say(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
-                       t->b.size, t->b.size == 1 ? "" : "s");
+        gcsh_coord_error(c, "trace written to %s: %ld spans from %d rank%s", t->b.path, spans,
+                         t->b.size, t->b.size == 1 ? "" : "s");
+    else
+        drop_placeholder(c, t);
     free_tracer(t);
     of(c)->tracer = NULL;
     return spans >= 0 ? 0 : -1;

@@ -298,6 +298,9 @@ int gcsh_link_open(gcsh_ctx *ctx, gcsh_link *link)
                 : gcsh_set_error(ctx, "rank 0 could not open its control sockets");
     }
     free(addrs);
+    int pid = (int)getpid();
+    link->pids = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *link->pids) : NULL;
+    MPI_Gather(&pid, 1, MPI_INT, link->pids ? link->pids : &pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
     int all = rc == 0, all_ok = 0;
     MPI_Allreduce(&all, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok && rc == 0)
@@ -319,5 +322,6 @@ void gcsh_link_close(gcsh_link *link, int size)
     }
     free(link->peer_cmd);
     free(link->peer_ctl);
+    free(link->pids);
     *link = (gcsh_link){.cmd_fd = -1, .ctl_fd = -1};
 }

@@ -19,6 +19,8 @@ typedef struct gcsh_link {
     int cmd_fd, ctl_fd;          /* this rank's channels to rank 0 */
     /* rank 0 only: rank 0's ends of every rank's channels (index = rank) */
     int *peer_cmd, *peer_ctl;
+    /* rank 0 only: every rank's process id, for hang reports (gdb -p) */
+    int *pids;
 } gcsh_link;
 
 /* Collective: connects every rank to rank 0.  Rank 0's own worker is reached

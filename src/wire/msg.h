@@ -43,6 +43,7 @@ enum gcsh_msg_type {
     MSG_TAPE,      /* worker -> coordinator: the doubles gcsh.wtime returned in a chunk
                     * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
                     * values it returns in the next chunk (a replay, record.h) */
+    MSG_DEADLINE,  /* worker -> coordinator: a double, gcsh.deadline(s): as --deadline s */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
@@ -71,10 +72,14 @@ enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, C
  * machine's facts, so its output may differ between runs (replays do not
  * compare it). */
 #define CHUNK_VARIES 0x10000u
-/* A flag of the DONE status word with CHUNK_ERROR: the error says the chunk
- * cannot run on this gcsh (a missing module, a call of a name that does not
- * exist), not that it found a bug: git bisect's "cannot test" (worker.c). */
-#define CHUNK_HARNESS 0x20000u
+/* A flag of the DONE status word with CHUNK_ERROR: the chunk could not be
+ * tested here (a Lua file it loads cannot be read or compiled, a required
+ * module is missing: rank/loads.h), not that it found a bug: git bisect's
+ * skip, status 125. */
+#define CHUNK_CANNOT_TEST 0x20000u
+/* Likewise: the error was a usage error (gcsh.usage_error: a script that
+ * misuses gcsh's own API), status 128: bisect stops. */
+#define CHUNK_USAGE 0x40000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

@@ -294,8 +294,8 @@ OUT=$(printf '%s\n' 'print("before")' 'os.exit(0)' 'print("never")' | timeout 60
 expect_eq "os.exit(0) on every rank: silent" "$OUT" "[0-1] before"
 expect_eq "os.exit(0) on every rank: exit 0" "$RC" 0
 run -n 3 -e 'os.exit(rank == 2 and 7 or 0)' -e 'print("never")'
-expect_eq "os.exit with different statuses" "$OUT" "gcsh: [0-1] os.exit(0), [2] os.exit(7): the session ends; every rank exits with status 7"
-expect_eq "os.exit with different statuses: the non-zero one" "$RC" 7
+expect_eq "os.exit with different statuses" "$OUT" "gcsh: [0-1] os.exit(0), [2] os.exit(7): the session ends; every rank exits with status 7, the worst"
+expect_eq "os.exit with different statuses: the worst one" "$RC" 7
 run -n 2 -e 'pcall(os.exit, 3) print("caught")'
 expect_eq "os.exit cannot be caught by pcall" "$OUT:$RC" ":3"
 run -e 'os.exit(false)'
@@ -306,7 +306,7 @@ expect_eq "os.exit while another rank is in a checked barrier" "$OUT" "[0] stdin
 [0] stack traceback:
 [0] ${T}[C]: in method 'barrier'
 [0] ${T}stdin:1: in main chunk
-gcsh: [1] os.exit(4): the session ends; every rank exits with status 4"
+gcsh: [0] failed (1), [1] os.exit(4): the session ends; every rank exits with status 4, the worst"
 expect_eq "os.exit while another rank is in a checked barrier: exit 4" "$RC" 4
 TAG=$(new_tag)
 OUT=$(printf '%s\n' 'c = comm.world()' '.check off' 'if rank == 1 then os.exit(4) else c:barrier() end' |

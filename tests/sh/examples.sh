@@ -145,12 +145,12 @@ expect_all_ranks "the same answer with the lists in another order" "$OUT" "1${T}
 # what a script cannot carry is refused before any case runs
 run -n 2 -e "local w = tensor.new(4) local calls = 0
 repro.sweep{candidate = function(k) calls = calls + 1 return w end, reference = function(k) return w end, n = {1, 2}, out = '$TMP/no.lua', quiet = true}"
-expect_eq "a tensor upvalue: an error" "$RC" 1
+expect_eq "a tensor upvalue: a usage error (the sweep cannot be written as asked)" "$RC" 128
 expect_contains "a tensor upvalue: named, before the sweep" "$OUT" "sweep: out=$TMP/no.lua: upvalue 'w' of candidate is a tensor, which a script cannot rebuild"
 if [ -e "$TMP/no.lua" ]; then fail "a tensor upvalue: a file was written"; else pass; fi
 # an unwritable out= is an error on every rank, before the sweep
 run -n 2 -e "repro.sweep{candidate = function(k) error('never called') end, reference = function(k) return tensor.new(k.n) end, n = {1}, out = '/nonexistent/dir/x.lua', quiet = true}"
-expect_eq "out= unwritable: exit 1" "$RC" 1
+expect_eq "out= unwritable: a usage error, 128" "$RC" 128
 expect_contains "out= unwritable: named" "$OUT" "sweep: out=/nonexistent/dir/x.lua: cannot write /nonexistent/dir/x.lua: No such file or directory"
 expect_not_contains "out= unwritable: checked before the sweep" "$OUT" "never called"
 

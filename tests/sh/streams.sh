@@ -98,7 +98,7 @@ expect_eq "the output cap: its note on stderr" "$ERR" \
     "[0-1] gcsh: output capped at 10 bytes; 21 bytes dropped"
 split -n 2 -e 'os.exit(rank == 1 and 3 or 0)' </dev/null
 expect_eq "os.exit's report on stderr" "$OUT|$ERR|$RC" \
-    "|gcsh: [0] os.exit(0), [1] os.exit(3): the session ends; every rank exits with status 3|3"
+    "|gcsh: [0] os.exit(0), [1] os.exit(3): the session ends; every rank exits with status 3, the worst|3"
 
 # ---- addresses: texts that differ only there fold, the note said once
 # (each rank allocates a different amount first, so that the addresses
