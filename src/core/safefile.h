@@ -93,7 +93,8 @@ int gcsh_file_leftovers(FILE *say);
  * root, not writable by group or others, and each folder on its way (as
  * named, and with links resolved) owned by this user or root and not
  * writable by others unless sticky (/tmp: others cannot replace what is
- * not theirs there).  0, or -1 with why in err ("FILE can be changed by
+ * not theirs there).  A file that is not a regular one passes: the
+ * recording's reader refuses it.  0, or -1 with why in err ("FILE can be changed by
  * others (mode 0666)"), or -2 when it cannot be looked at ("cannot open
  * FILE: No such file or directory"). */
 int gcsh_file_trusted(const char *path, char *err, size_t elen);
