@@ -191,14 +191,6 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
- * progress line first. */
-static void flush_output(gcsh_coord *c, int whole_lines)
-{
-    if (gcsh_fold_pending(&c->fold))
-        gcsh_progress_hide(&c->progress);
-    gcsh_fold_flush(&c->fold, whole_lines);
-}
 
 typedef struct state_want {
     const run_state *rs;
@@ -233,15 +225,35 @@ static void fill_tap(gcsh_coord *c, const run_state *rs)
         }
 }
 
+static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines);
+
 /* Every other rank exits with `code` (their watchers do it, whatever their
- * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
- * a device is lost, and finalising could hang.  A crash (a lost rank, a
- * device fault) writes the flight recorder's file.  The ending hooks first: the
- * recorder keeps the line that was running, a replay compares how it ended. */
+ * workers are blocked in), then rank 0 with `status`.  No MPI_Finalize: a
+ * peer is dead or a device is lost, and finalising could hang. */
+static _Noreturn void end_now(gcsh_coord *c, int code, int status)
+{
+    gcsh_launcher_status(c->launcher, status);
+    for (int r = 1; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    EACH_LISTENER(c, l)
+        if (l->hooks->exit)
+            l->hooks->exit(l->arg);
+    /* not fflush(NULL): rank 0's worker may hold its io.stdout's lock,
+     * blocked sending output that this thread no longer reads */
+    fflush(c->out);
+    fflush(c->err);
+    _exit(status);
+}
+
+/* The session ends at once, every rank with `code` (end_now), said on
+ * stderr.  A crash (a lost rank, a device fault) writes the flight
+ * recorder's file.  The ending hooks first: the recorder keeps the line
+ * that was running, a replay compares how it ended. */
 static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why,
                               int crash)
 {
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     EACH_LISTENER(c, l) /* where every rank stopped */
         if (l->hooks->dying)
             l->hooks->dying(l->arg, c, why, crash);
@@ -251,15 +263,30 @@ static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, cons
     EACH_LISTENER(c, l)
         if (l->hooks->ending)
             status = l->hooks->ending(l->arg, status, why);
-    gcsh_launcher_status(c->launcher, status);
-    for (int r = 1; r < c->size; r++)
-        if (!c->lost[r])
-            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    end_now(c, code, status);
+}
+
+/* Whether some rank ended this command with an error. */
+static int some_rank_failed(const gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; rs && r < c->size; r++)
+        if (rs->state[r] == DONE && rs->status[r] != CHUNK_OK && rs->status[r] != CHUNK_EXIT)
+            return 1;
+    return 0;
+}
+
+/* The reader of rank 0's output left (`| head -1`, quitting `| less`): as a
+ * program that SIGPIPE kills, every rank stops at once and nothing more is
+ * printed or written; the status is 141 (128 + SIGPIPE), or the session's
+ * failure when a rank failed first (the ending hooks say so). */
+static _Noreturn void die_of_closed_output(gcsh_coord *c, const run_state *rs)
+{
+    int status = some_rank_failed(c, rs) ? 1 : GCSH_EXIT_PIPE;
+    fill_tap(c, rs);
     EACH_LISTENER(c, l)
-        if (l->hooks->exit)
-            l->hooks->exit(l->arg);
-    fflush(NULL);
-    _exit(status);
+        if (l->hooks->ending)
+            status = l->hooks->ending(l->arg, status, "its output's reader is gone (SIGPIPE)");
+    end_now(c, GCSH_EXIT_PIPE, status);
 }
 
 /* How rank r ended, once its connection closed: the signal its crash
@@ -283,7 +310,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
         rs->running--;
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     why_lost(c, r);
     gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
     die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
@@ -331,6 +358,18 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
     free(all);
     free(who);
     return ready;
+}
+
+/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
+ * progress line first; a reader that is gone ends the session (rs: the
+ * command running, NULL between commands). */
+static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines)
+{
+    if (gcsh_fold_pending(&c->fold))
+        gcsh_progress_hide(&c->progress);
+    gcsh_fold_flush(&c->fold, whole_lines);
+    if (c->fold.closed)
+        die_of_closed_output(c, rs);
 }
 
 /* ---- what ranks are doing --------------------------------------------------- */
@@ -421,7 +460,7 @@ static void unask(run_state *rs, int r)
 static void report_progress(gcsh_coord *c, run_state *rs, double now)
 {
     char done[1024], running[1024];
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
     gcsh_coord_say(c, "gcsh: %.1f s: done [%s], still running [%s]; waiting (Ctrl-C interrupts%s)",
@@ -467,7 +506,7 @@ static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
             mark_lost(c, rs, r);
     gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
     rs->abort_all |= abort;
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
                    ranks_where(c, rs, RUNNING, buf, sizeof buf));
 }
@@ -627,7 +666,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 l->hooks->message(l->arg, c, r, m);
         break;
     case MSG_FATAL:
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         fputs(m->data, c->err);
         die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from", 1);
     }
@@ -693,11 +732,11 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     coord_run cr = {c, rs};
     gcsh_checker_io io = checker_io(&cr);
     if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
-        flush_output(c, 1);
+        flush_output(c, rs, 1);
         rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
     gcsh_checker_resolve(&c->checker, &io, now, c->limit, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
@@ -724,7 +763,7 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
 static _Noreturn void end_unanswered(gcsh_coord *c, run_state *rs, int code, const char *why)
 {
     char ranks[1024];
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     gcsh_coord_say(c, "gcsh: [%s] never answered the interrupt (%.1f s)",
                    ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
                    gcsh_now_seconds() - rs->interrupted_at);
@@ -748,7 +787,7 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
         job_control |= l->hooks->job_control != NULL;
     if ((mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT)) && job_control) {
         double stopped = gcsh_now_seconds();
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         EACH_LISTENER(c, l)
             if (l->hooks->job_control)
                 l->hooks->job_control(l->arg, mask);
@@ -767,7 +806,7 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
             end_unanswered(c, rs, GCSH_EXIT_TERM, "SIGTERM ends the job");
         if (c->end_status < 0) {
             c->end_status = GCSH_EXIT_TERM;
-            flush_output(c, 0);
+            flush_output(c, rs, 0);
             gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
                               "this command");
         }
@@ -791,7 +830,7 @@ static void check_unanswered(gcsh_coord *c, run_state *rs, double now)
     if (!rs->unanswered_said && now >= rs->interrupted_at + INTERRUPT_ANSWER_S) {
         char ranks[1024];
         rs->unanswered_said = 1;
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         gcsh_coord_say(c, "gcsh: [%s] has not answered for %.1f s; %s again ends the job",
                        ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
                        now - rs->interrupted_at, rs->term_at > 0 ? "SIGTERM" : "Ctrl-C");
@@ -946,7 +985,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     wait_for_ranks(c, &rs);
     gcsh_progress_end(&c->progress);
     gcsh_checker_clear(&c->checker);
-    flush_output(c, 0);
+    flush_output(c, &rs, 0);
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;

@@ -21,6 +21,9 @@
 #define GCSH_EXIT_TERM 143
 /* The status of a job ended at once by a second Ctrl-C (128 + SIGINT). */
 #define GCSH_EXIT_INT 130
+/* 128 + SIGPIPE: the reader of rank 0's output left (| head, quitting | less);
+ * every rank stops at once, as a program SIGPIPE kills. */
+#define GCSH_EXIT_PIPE 141
 
 /* Installs SIGINT/SIGWINCH/SIGTERM/SIGHUP handlers; returns the pipe's read
  * end (or -1). */

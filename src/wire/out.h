@@ -113,6 +113,8 @@ typedef struct gcsh_fold {
     char *printed;      /* per rank: printed program output in this command */
     int nprinted;
     int addresses_said; /* the note on 0x… was printed (once a session) */
+    int closed;         /* a write failed with EPIPE: the reader of rank 0's
+                           stdout or stderr is gone (head, less quit) */
 } gcsh_fold;
 
 void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, FILE *err, gcsh_tag_mode tag);
@@ -125,7 +127,8 @@ int gcsh_fold_pending(const gcsh_fold *f);
 /* Bytes waiting, all ranks together. */
 size_t gcsh_fold_bytes(const gcsh_fold *f);
 /* Prints what is pending.  With whole_lines, a rank's unfinished last line
- * stays pending (it may still grow); otherwise everything goes. */
+ * stays pending (it may still grow); otherwise everything goes.  A write
+ * that finds its reader gone sets f->closed. */
 void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n);
