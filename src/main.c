@@ -337,7 +337,7 @@ static void print_help(const char *prog)
            "       error, an unknown API or module, a file gcsh could not write\n"
            "  128  a usage error (a bad option or file name): a bisect stops\n"
            "  also 69 a rank was lost, 70 a device fault, 130 a second Ctrl-C,\n"
-           "  143 SIGTERM, n os.exit(n)\n");
+           "  141 the output's reader left (| head), 143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();

@@ -116,15 +116,6 @@ void gcsh_tap_destroy(gcsh_tap *t, int size)
     *t = (gcsh_tap){0};
 }
 
-/* A rank's output on one stream: folded for the terminal, and kept by a
- * tap (both streams in the order written). */
-static void take_output(gcsh_coord *c, int r, int stream, const char *s, size_t n)
-{
-    if (c->tap)
-        gcsh_text_append(&c->tap->out[r], s, n);
-    if (!c->tap || !c->tap->quiet)
-        gcsh_fold_add(&c->fold, r, stream, s, n);
-}
 
 /* Each listener l of c, in the order they came. */
 #define EACH_LISTENER(c, l)                                                                        \
@@ -372,6 +363,21 @@ static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines)
         die_of_closed_output(c, rs);
 }
 
+/* A rank's output on one stream: folded for the terminal (with --tag=never
+ * printed as it comes, whole lines, so in the order the ranks' lines
+ * arrive), and kept by a tap (both streams in the order written). */
+static void take_output(gcsh_coord *c, const run_state *rs, int r, int stream, const char *s,
+                        size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet) {
+        gcsh_fold_add(&c->fold, r, stream, s, n);
+        if (c->fold.tag == GCSH_TAG_NEVER)
+            flush_output(c, rs, 1);
+    }
+}
+
 /* ---- what ranks are doing --------------------------------------------------- */
 
 static int io_running(void *arg, int r)
@@ -602,7 +608,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     switch (m->h.type) {
     case MSG_OUT:
     case MSG_ERR:
-        take_output(c, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
+        take_output(c, rs, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -623,7 +629,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             if (rs->exit_deadline == 0)
                 rs->exit_deadline = now + EXIT_GRACE_S;
         }
-        take_output(c, r, GCSH_STDOUT, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        take_output(c, rs, r, GCSH_STDOUT, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);

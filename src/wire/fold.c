@@ -292,7 +292,7 @@ void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
         if (done[r] || take[r] == 0)
             continue;
         int g = 0, varies = 0;
-        for (int q = r; q < n; q++) {
+        for (int q = r; q < (f->tag == GCSH_TAG_NEVER ? r + 1 : n); q++) { /* never: no fold */
             int how = done[q] || !take[q] ? 0
                                           : alike(&f->pending[r], take[r], &f->pending[q], take[q]);
             if (how) {

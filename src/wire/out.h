@@ -90,9 +90,10 @@ typedef struct gcsh_text {
 } gcsh_text;
 
 /* When folded lines get their "[0-2,5] " prefix (--tag): always; never
- * (mpirun's habit, pdsh -N); auto: program output is left bare while one
- * rank alone has printed in the command (errors are always tagged).  At one
- * rank, never. */
+ * (mpirun's habit: each rank's lines as they are, not folded, in the order
+ * they arrive: rank 0 flushes after each gcsh_fold_add); auto: program
+ * output is left bare while one rank alone has printed in the command
+ * (errors are always tagged).  At one rank, never. */
 typedef enum gcsh_tag_mode { GCSH_TAG_ALWAYS, GCSH_TAG_NEVER, GCSH_TAG_AUTO } gcsh_tag_mode;
 
 /* "always", "never", "auto": 0 and *mode set, else -1. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Unix habits (issue 39), at 2 and 4 ranks: a closed stdout stops every rank
-# at once with 141, as lua and coreutils do under SIGPIPE.
+# at once with 141, as lua and coreutils do under SIGPIPE; --tag=never prints
+# every rank's lines as mpirun does.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -59,5 +60,20 @@ TAG=$(new_tag); TAGS+=("$TAG")
  echo $? >"$TMP/rc") | head -1 >/dev/null
 expect_eq "one rank without -n | head -1: status 141" "$(cat "$TMP/rc")" 141
 expect_eq "gcsh -n 1 | head -1: status 141" "$RC1" 141
+
+# ---- --tag=never: mpirun's habit, every rank's lines, bare, not folded
+for n in 2 4; do
+    OUT=$(timeout 60 "$GCSH" -n $n --tag=never -e 'print("host-a")' </dev/null | sort | uniq -c)
+    expect_eq "[$n] --tag=never | sort | uniq -c counts the ranks" "$(echo $OUT)" "$n host-a"
+    OUT=$(timeout 60 "$GCSH" -n $n --tag=never \
+          -e 'io.write("part") io.write(rank, "\n") io.stderr:write("err\n") error("x", 0)' 2>&1 </dev/null)
+    expect_eq "[$n] --tag=never: no tag on any line" "$(grep -c '^\[' <<<"$OUT")" 0
+    expect_eq "[$n] --tag=never: each rank's whole line" "$(grep -c '^part[0-9]$' <<<"$OUT")" $n
+    expect_eq "[$n] --tag=never: errors too, one per rank" "$(grep -c '^x$' <<<"$OUT")" $n
+    OUT=$(timeout 60 "$GCSH" -n $n -e 'print("host-a")' </dev/null)
+    expect_eq "[$n] the default still folds and tags" "$OUT" "[0-$((n - 1))] host-a"
+    OUT=$(timeout 60 "$GCSH" -n $n --tag=auto -e 'if rank == 0 then print("t") end' </dev/null)
+    expect_eq "[$n] --tag=auto unchanged: rank 0 alone bare" "$OUT" "t"
+done
 
 finish
