@@ -46,6 +46,7 @@ typedef struct run_state {
     int running;
     double start, first_pending, next_report;
     char (*where)[WHERE_LEN]; /* per rank: its latest answer to MSG_WHERE */
+    char *waits;      /* per rank: that answer said it waits for other ranks */
     char *asked;      /* per rank: a MSG_WHERE is outstanding */
     int nasked;
     double probe_until; /* 0: no probe in flight */
@@ -446,6 +447,7 @@ static void start_probe(gcsh_coord *c, run_state *rs, double now)
         if (rs->state[r] != RUNNING || gcsh_checker_waiting(&c->checker, r))
             continue;
         rs->where[r][0] = '\0';
+        rs->waits[r] = 0;
         if (gcsh_msg_send(c->link->peer_ctl[r], MSG_WHERE, c->seq, NULL, 0, NULL, 0) == 0) {
             rs->asked[r] = 1;
             rs->nasked++;
@@ -460,6 +462,17 @@ static void unask(run_state *rs, int r)
         rs->asked[r] = 0;
         rs->nasked--;
     }
+}
+
+/* Whether some running rank waits for others (a collective or its check, a
+ * signal, a transfer): a hang report is for such waits, not for ranks that
+ * each run their own Lua or C. */
+static int someone_waits(const gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == RUNNING && (rs->waits[r] || gcsh_checker_waiting(&c->checker, r)))
+            return 1;
+    return 0;
 }
 
 /* The hang report: one line, then where the running ranks are, folded. */
@@ -642,10 +655,16 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             io_verdict(&(coord_run){c, rs}, r, serial, 0, "malformed fingerprint");
         }
         break;
-    case MSG_WHERE:
-        snprintf(rs->where[r], WHERE_LEN, "%s", m->data);
+    case MSG_WHERE: {
+        uint32_t waits = 0;
+        if (m->h.len >= sizeof waits)
+            memcpy(&waits, m->data, sizeof waits);
+        rs->waits[r] = waits != 0;
+        snprintf(rs->where[r], WHERE_LEN, "%.*s", (int)(m->h.len - sizeof waits),
+                 m->h.len >= sizeof waits ? m->data + sizeof waits : "");
         unask(rs, r);
         break;
+    }
     case MSG_ABORTED:
         note_aborted(c, rs, r, m->data, m->h.len);
         break;
@@ -753,7 +772,8 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
         start_probe(c, rs, now);
     show_progress(c, rs, now);
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
-        if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
+        /* before verdicts change who waits */
+        if (rs->report_due && rs->running > 0 && someone_waits(c, rs))
             report_progress(c, rs, now);
         gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);
         rs->report_due = 0;
@@ -821,6 +841,8 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
     } else if (mask & GCSH_SIGMASK_INT) {
         if (unanswered)
             end_unanswered(c, rs, GCSH_EXIT_INT, "a second Ctrl-C ends the job");
+        if (c->int_ends && (mask & GCSH_SIGMASK_KEYBOARD) && c->end_status < 0)
+            c->end_status = GCSH_EXIT_INT;
         interrupt_running(c, rs);
     }
 }
@@ -975,6 +997,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
+    rs.waits = calloc((size_t)c->size, 1);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
     rs.harness = calloc((size_t)c->size, 1);
@@ -1020,6 +1043,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.state);
     free(rs.status);
     free(rs.where);
+    free(rs.waits);
     free(rs.asked);
     free(rs.exit_status);
     free(rs.harness);

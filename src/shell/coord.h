@@ -106,6 +106,11 @@ struct gcsh_coord {
     /* -1 while the session goes on; else the status it must end with, as
      * soon as the command is over: os.exit on some rank, or SIGTERM. */
     int end_status;
+    /* A Ctrl-C typed at the terminal (GCSH_SIGMASK_KEYBOARD) ends the
+     * session (status 130) once the command it interrupts is over: a piped
+     * session, which is a filter, not a prompt.  A SIGINT from a program
+     * (timeout -s INT) interrupts the command and the session reads on. */
+    int int_ends;
 };
 
 typedef struct gcsh_run_result {

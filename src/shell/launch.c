@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "shell/launch.h"
+#include "shell/sigint.h"
 #include "shell/launch_streams.h"
 #include "wire/collcheck.h"
 
@@ -122,7 +123,7 @@ static void end_through_mpirun(launcher *l, int status, const char *why)
 /* SIGINT, SIGTERM, SIGHUP from outside: to rank 0 (the interrupt, the
  * stop), or to mpirun before rank 0's hello, and when rank 0 cannot take
  * them: it is stopped, or a third SIGTERM finds the job still there. */
-static void forward(launcher *l, int sig)
+static void forward(launcher *l, int sig, int typed)
 {
     if (sig == SIGINT) {
         /* `timeout -s INT` signals its child, then the child's process
@@ -151,7 +152,9 @@ static void forward(launcher *l, int sig)
         fprintf(stderr, "gcsh: rank 0 (pid %d) is stopped: the interrupt waits until it is "
                         "continued; Ctrl-C again ends the job\n", (int)l->rank0);
     int fwd = sig == SIGINT ? SIGINT : SIGTERM; /* SIGHUP stops the session as SIGTERM */
-    if (!l->rank0 || kill(l->rank0, fwd) != 0)
+    /* a Ctrl-C typed at the terminal says so (sigint.h): it ends a piped session */
+    union sigval key = {.sival_int = GCSH_SIGINT_KEYBOARD};
+    if (!l->rank0 || (typed && fwd == SIGINT ? sigqueue(l->rank0, fwd, key) : kill(l->rank0, fwd)) != 0)
         kill(l->child, fwd); /* mpirun: it ends the job */
 }
 
@@ -247,7 +250,7 @@ static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status
     } else if (sig == SIGTSTP || sig == SIGCONT) {
         on_job_control(l, sig);
     } else {
-        forward(l, sig);
+        forward(l, sig, si->ssi_code == SI_KERNEL);
     }
     return 0;
 }

@@ -63,6 +63,7 @@ struct gcsh_session {
     int failures;      /* chunks that failed on some rank */
     int harness_failures; /* of those, chunks that could not run here: a syntax
                           error, a missing module, an unknown API (CHUNK_HARNESS) */
+    int unknown_dots;  /* dot-commands that do not exist: -e '.x' exits 128 */
     int quit;          /* .quit was typed, or a chunk called os.exit */
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     char syntax_msg[512]; /* the last line's syntax error */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Unix habits (issue 39), at 2 and 4 ranks: a closed stdout stops every rank
 # at once with 141, as lua and coreutils do under SIGPIPE; --tag=never prints
-# every rank's lines as mpirun does.
+# every rank's lines as mpirun does; hang reports only while some rank waits
+# for another.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -74,6 +75,29 @@ for n in 2 4; do
     expect_eq "[$n] the default still folds and tags" "$OUT" "[0-$((n - 1))] host-a"
     OUT=$(timeout 60 "$GCSH" -n $n --tag=auto -e 'if rank == 0 then print("t") end' </dev/null)
     expect_eq "[$n] --tag=auto unchanged: rank 0 alone bare" "$OUT" "t"
+done
+
+# ---- hang reports only for waits: 13 s of Lua on every rank says nothing
+for n in 2 4; do
+    mkdir -p "$TMP/quiet"
+    OUT=$(TMPDIR=$TMP/quiet timeout 120 "$GCSH" -n $n --timeout 2 \
+          -e 'local t = gcsh.wtime() while gcsh.wtime() - t < 13 do end print("ok")' 2>&1 </dev/null)
+    RC=$?
+    expect_eq "[$n] 13 s of Lua, --timeout 2: no report" "$RC:$OUT" "0:[0-$((n - 1))] ok"
+    OUT=$(printf '.timeout 2\n%s\n%s\n' 'if rank == 1 then gcsh.sleep(5) end print("ok")' \
+              'local t = gcsh.wtime() while gcsh.wtime() - t < 5 do end print("ok")' |
+          TMPDIR=$TMP/quiet timeout 120 "$GCSH" -n $n 2>&1)
+    expect_eq "[$n] .timeout 2: a sleep, a loop on their own: no report" "$OUT" "timeout 2 s
+[0-$((n - 1))] ok
+[0-$((n - 1))] ok"
+    # a real wait still reports, with the flight recorder
+    expect_eq "[$n] no flight file either" "$(ls "$TMP/quiet")" ""
+    OUT=$(TMPDIR=$TMP timeout 120 "$GCSH" -n $n --timeout 1 -e 'local c = comm.world()
+if rank == 1 then local t = gcsh.wtime() while gcsh.wtime() - t < 3 do end end
+c:barrier() print("ok")' 2>&1 </dev/null)
+    expect_match "[$n] a barrier that waits: the report" "$OUT" '^gcsh: 1\.[0-9] s: done \[\], still running \[0-'$((n - 1))'\]'
+    expect_contains "[$n] a barrier that waits: where rank 1 is" "$OUT" "[1] running line 2 of the chunk"
+    expect_match "[$n] a barrier that waits: the flight file" "$OUT" '^gcsh: flight recorder: '
 done
 
 finish
