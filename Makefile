@@ -192,5 +192,6 @@ LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
 unit: $(UNIT_BINS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -Itests/unit $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $< \
+	$(SAY) CC $<
+	$(Q)$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -Itests/unit $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(LIB_OBJS) $(GCSH_LDLIBS) $(LDLIBS)

@@ -117,7 +117,6 @@ void gcsh_tap_destroy(gcsh_tap *t, int size)
     *t = (gcsh_tap){0};
 }
 
-
 /* Each listener l of c, in the order they came. */
 #define EACH_LISTENER(c, l)                                                                        \
     for (const struct gcsh_coord_listener *l = (c)->listeners;                                     \
@@ -182,7 +181,6 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     say_on(c, c->err, fmt, ap);
     va_end(ap);
 }
-
 
 typedef struct state_want {
     const run_state *rs;

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/../.." || exit 1
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 command -v make >/dev/null || { skip "no make"; finish; exit; }
+# make as a user types it: not as a child of a make (make test-asan) whose
+# flags and job server would come along
+make() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make "$@"; }
 
 cores=$(nproc)
 expect_eq "parallel by default: one job per core" \
