@@ -4,7 +4,25 @@
 #
 # The cuda backend is built when nvcc and nccl.h are found (CUDA=0 disables it,
 # CUDA=1 insists).  The binary still runs on machines without a GPU or driver:
-# it then picks the host backend at run time.
+# it then picks the host backend at run time.  `make run` is the exception:
+# where no GPU is visible it builds the host backend alone (build-host/, the
+# kernels take most of a clean build), unless CUDA=1 or GPU=1 asks for it;
+# `make` and `make test` (CI) always compile the cuda backend where they can,
+# so a CUDA compile error is caught on any machine.
+#
+# Parallel by default (one job per core; make -jN chooses), one line per step
+# (`CC src/main.c`); V=1 prints the whole commands.
+NPROC := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0) # the top make; a sub-make shares its jobs
+MAKEFLAGS += -j$(NPROC)
+endif
+ifeq ($(V),1)
+Q :=
+SAY := @:
+else
+Q := @
+SAY := @printf '  %-5s %s\n'
+endif
 
 BUILD     ?= build
 CUDA_HOME ?= /usr/local/cuda
@@ -83,15 +101,18 @@ DEPS      := $(OBJS:.o=.d)
 all: $(BUILD)/gcsh
 
 $(BUILD)/gcsh: $(OBJS)
-	$(CC) $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $^ $(GCSH_LDLIBS) $(LDLIBS)
+	$(SAY) LINK $@
+	$(Q)$(CC) $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $^ $(GCSH_LDLIBS) $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(SAY) CC $<
+	$(Q)$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(GCSH_NVCCFLAGS) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
+	$(SAY) NVCC $<
+	$(Q)$(NVCC) $(GCSH_NVCCFLAGS) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(DEPS)
 
@@ -108,9 +129,22 @@ print-deps-flags:
 	@echo "LUA_CFLAGS='$(LUA_CFLAGS)' LUA_LIBS='$(LUA_LIBS)'"
 	@echo "READLINE_LIBS='$(READLINE_LIBS)' JANSSON_LIBS='$(JANSSON_LIBS)'"
 
+# make run without a visible GPU (no /dev/nvidia0, nvidia-smi sees none):
+# the host backend alone, in build-host/ (objects built with and without the
+# cuda backend differ, so they are kept apart), unless CUDA= or GPU=1 is given.
+GPU_SEEN := $(shell test -e /dev/nvidia0 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
+ifeq ($(origin CUDA)$(CUDA)$(GPU)$(GPU_SEEN),file1)
+RUN_FLAGS := BUILD=build-host CUDA=0
+RUN_BUILD := build-host
+else
+RUN_FLAGS :=
+RUN_BUILD := $(BUILD)
+endif
+
 run: deps
-	@$(MAKE) --no-print-directory all
-	$(BUILD)/gcsh -n 2
+	@$(if $(RUN_FLAGS),echo "make run: no GPU here: the host backend alone in $(RUN_BUILD)/ (make run GPU=1 builds the kernels too)")
+	@$(MAKE) --no-print-directory $(RUN_FLAGS) all
+	$(RUN_BUILD)/gcsh -n 2
 
 test: deps-test
 	@$(MAKE) --no-print-directory all
@@ -158,5 +192,6 @@ LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
 unit: $(UNIT_BINS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -Itests/unit $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $< \
+	$(SAY) CC $<
+	$(Q)$(CC) $(GCSH_CFLAGS) $(CPPFLAGS) $(CFLAGS) -Itests/unit $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(LIB_OBJS) $(GCSH_LDLIBS) $(LDLIBS)

@@ -3,8 +3,11 @@
  * Command line as lua.c: gcsh [options] [script [args]].  Rank 0 runs the
  * terminal and the coordinator; every rank (rank 0 in a second thread) runs a
  * worker that executes the chunks rank 0 sends. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +51,7 @@ typedef struct options {
     int help;          /* -h */
     int quiet;         /* -q */
     int warnings;      /* -W */
+    int no_env;        /* -E: no LUA_INIT, no init file */
     int nranks;        /* -n N, 0 when absent */
     const char *backend;
     gcsh_share_mode share; /* --share-gpu[=nomps], else GCSH_SHARE_GPU */
@@ -130,6 +134,7 @@ static int opt_flag(void *target, const gcsh_option *row, const char *val, const
     case 'v': o->version = 1; break;
     case 'h': o->help = 1; break;
     case 'W': o->warnings = 1; break;
+    case 'E': o->no_env = 1; break;
     }
     return 0;
 }
@@ -317,17 +322,19 @@ static const gcsh_option option_table[] = {
      "interactive after the script (prompts on a pipe too)"},
     {"-q", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag, "no banner"},
     {"-W", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag, "turn warnings on (warn(), on stderr)"},
+    {"-E", NULL, OPT_FLAG, NULL, NULL, 0, opt_flag,
+     "ignore LUA_INIT and the init file (as lua -E)"},
     {"-v", "--version", OPT_FLAG, NULL, NULL, 0, opt_flag,
      "versions of gcsh, Lua, MPI, NCCL, CUDA"},
     {"-h", "--help", OPT_FLAG, NULL, NULL, 0, opt_flag, "this text"},
-    {"-n", "-np", OPT_VALUE, "N", "a rank count 1..4096", 1, opt_ranks,
-     "start N ranks under mpirun (gcsh stays their parent)"},
+    {"-n", "-np --np --n -c", OPT_VALUE, "N", "a rank count 1..4096", 1, opt_ranks,
+     "start N ranks under mpirun (--np, --n, -c N too)"},
     {"--backend", NULL, OPT_VALUE, "B", "host or cuda", 0, opt_backend,
      "host or cuda (default: cuda when a GPU is visible)"},
     {"--share-gpu", NULL, OPT_OPTIONAL, "[=nomps]", "nothing or =nomps", 0, opt_share,
      "ranks share GPUs round-robin; MPS unless =nomps"},
     {"--timeout", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_timeout,
-     "report ranks still running after S seconds (0: never)"},
+     "report where ranks wait after S seconds (0: never)"},
     {"--seed", NULL, OPT_VALUE, "N", "an integer 0..2147483647", 0, opt_seed,
      "seed math.random and t:rand() on every rank (N, rank)"},
     {"--deadline", NULL, OPT_VALUE, "S", "seconds 0..1e6", 0, opt_deadline,
@@ -399,7 +406,7 @@ static void print_help(const char *prog)
            "  128  a usage error (a bad option or file name, misuse of repro): a bisect\n"
            "       stops\n"
            "  also 69 a rank crashed or was lost, 70 a device fault, 130 a second\n"
-           "  Ctrl-C, 143 SIGTERM, n os.exit(n)\n");
+           "  Ctrl-C, 141 the output's reader left (| head), 143 SIGTERM, n os.exit(n)\n");
     printf("\nAt the prompt (Lua lines; `=expr` prints a value):\n");
     gcsh_print_dot_commands(stdout);
     const char *dir = gcsh_lua_dir();
@@ -411,7 +418,14 @@ static void print_help(const char *prog)
     } else {
         printf("\nLua files: not found beside the binary; set GCSH_LUA_DIR\n");
     }
-    printf("Manual:    man gcsh; `.help` and `help(x)` at the prompt\n");
+    char page[PATH_MAX + 32], full[PATH_MAX];
+    if (dir)
+        snprintf(page, sizeof page, "%s/../src/gcsh.1", dir);
+    if (dir && access(page, R_OK) == 0 && realpath(page, full) != NULL) /* a build tree */
+        printf("Manual:    man %s\n", full);
+    else
+        printf("Manual:    man gcsh\n");
+    printf("At the prompt: `.help`, and `help(x)` for any value\n");
 }
 
 /* Returns 0, or -1 after saying what is wrong. */
@@ -533,26 +547,62 @@ static void set_arg_table(lua_State *L, int argc, char **argv, int script)
 
 /* ---- rank 0 ----------------------------------------------------------------- */
 
-/* The script's text, or NULL with errno and *failed ("open", "read"). */
-static char *read_script(const char *path, size_t *len, const char **failed)
+/* All of fd, read beside the signal pipe sigfd (-1: none): NULL with errno,
+ * EINTR when SIGINT or SIGTERM came first (*sig: its GCSH_SIGMASK_*), else
+ * the read's error (a directory opens, and reads as EISDIR). */
+static char *read_all(int fd, int sigfd, size_t *len, int *sig)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    *failed = "open";
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0, r;
+    size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
+        if (sigfd >= 0 && poll(p, 2, -1) < 0)
+            continue; /* EINTR */
+        if (sigfd >= 0 && (p[1].revents & POLLIN) &&
+            (*sig = gcsh_sig_drain(sigfd) & (GCSH_SIGMASK_INT | GCSH_SIGMASK_TERM))) {
+            free(buf);
+            errno = EINTR;
+            return NULL;
+        }
+        if (sigfd >= 0 && !(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int why = errno;
+            free(buf);
+            errno = why;
+            return NULL;
+        }
+        if (r == 0)
+            break; /* end of file */
+        n += (size_t)r;
         if (n == cap)
             buf = realloc(buf, cap *= 2);
     }
-    int unread = ferror(f); /* a directory opens, and reads as an error (EISDIR) */
+    *len = n;
+    return buf;
+}
+
+/* A script's text: the file at path, or with "-" rank 0's input (the
+ * terminal, where it reads until Ctrl-D as lua does, or a pipe) beside the
+ * signal pipe, so that Ctrl-C stops the reading.  NULL with errno and
+ * *failed ("open", "read"). */
+static char *read_script(const char *path, const gcsh_session *s, size_t *len, int *sig,
+                         const char **failed)
+{
+    int from_input = strcmp(path, "-") == 0;
+    *failed = "open";
+    int fd = from_input ? fileno(s->term->in) : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t n;
+    char *buf = read_all(fd, from_input ? s->coord->sigfd : -1, &n, sig);
     int why = errno;
-    if (f != stdin)
-        fclose(f);
-    if (unread) {
-        free(buf);
+    if (!from_input)
+        close(fd);
+    if (!buf) {
         errno = why;
         *failed = "read";
         return NULL;
@@ -573,7 +623,10 @@ static int run_script(gcsh_session *s, char **argv, int at)
     const char *path = argv[at];
     size_t len;
     const char *what;
-    char *src = read_script(path, &len, &what);
+    int sig = 0;
+    char *src = read_script(path, s, &len, &sig, &what);
+    if (!src && sig) /* Ctrl-C or SIGTERM while `gcsh -` read its input */
+        return sig & GCSH_SIGMASK_TERM ? GCSH_EXIT_TERM : GCSH_EXIT_INT;
     if (!src) { /* git bisect's "cannot test": a commit without the script */
         gcsh_coord_say(s->coord, "gcsh: cannot %s %s: %s", what, path, strerror(errno));
         return GCSH_EXIT_SKIP;
@@ -590,6 +643,77 @@ static int run_script(gcsh_session *s, char **argv, int at)
     return failed != 0 ? gcsh_session_status(s) : 0;
 }
 
+/* Runs the file at path as one chunk on every rank; returns the ranks where
+ * it failed, or -1 when it cannot be read. */
+static int run_file(gcsh_session *s, const char *path)
+{
+    size_t len;
+    int sig = 0;
+    const char *what;
+    char *src = read_script(path, s, &len, &sig, &what);
+    if (!src)
+        return -1;
+    char name[PATH_MAX + 2];
+    snprintf(name, sizeof name, "@%s", path);
+    gcsh_chunk k = {.name = name, .src = src, .len = len};
+    int failed = gcsh_session_feed(s, &k, &(gcsh_feed){0}, NULL);
+    free(src);
+    return failed;
+}
+
+/* LUA_INIT_5_4, else LUA_INIT, as lua.c: "@file" runs the file, anything
+ * else is a chunk; on every rank, before -e, -l and the script.  Returns 0,
+ * or the status to exit with (lua exits 1 when it fails). */
+static int run_lua_init(gcsh_session *s)
+{
+    const char *name = "LUA_INIT_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR;
+    const char *init = getenv(name);
+    if (!init) {
+        name = "LUA_INIT";
+        init = getenv(name);
+    }
+    if (!init)
+        return 0;
+    int failed;
+    if (init[0] == '@') {
+        failed = run_file(s, init + 1);
+        if (failed < 0)
+            gcsh_coord_error(s->coord, "gcsh: %s: cannot open %s: %s", name, init + 1,
+                             strerror(errno));
+    } else {
+        char chunk_name[32];
+        snprintf(chunk_name, sizeof chunk_name, "=%s", name);
+        gcsh_chunk k = {.name = chunk_name, .src = init, .len = strlen(init)};
+        failed = gcsh_session_feed(s, &k, &(gcsh_feed){0}, NULL);
+    }
+    return failed == 0 ? 0 : failed < 0 ? 1 : gcsh_session_status(s);
+}
+
+/* The init file of an interactive session: $XDG_CONFIG_HOME/gcsh/init.lua
+ * (~/.config when unset) if it exists, else ~/.gcshrc; a Lua chunk run on
+ * every rank before the first prompt.  Its errors are shown, the session
+ * goes on. */
+static void run_init_file(gcsh_session *s)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    char path[PATH_MAX];
+    if (xdg && *xdg)
+        snprintf(path, sizeof path, "%s/gcsh/init.lua", xdg);
+    else if (home)
+        snprintf(path, sizeof path, "%s/.config/gcsh/init.lua", home);
+    else
+        return;
+    if (access(path, F_OK) != 0) {
+        if (!home)
+            return;
+        snprintf(path, sizeof path, "%s/.gcshrc", home);
+        if (access(path, F_OK) != 0)
+            return;
+    }
+    if (run_file(s, path) < 0)
+        gcsh_coord_error(s->coord, "gcsh: cannot read %s: %s", path, strerror(errno));
+}
+
 /* -e and -l in command-line order; stops at the first failure (as lua.c). */
 static int run_actions(gcsh_session *s, const options *o)
 {
@@ -604,6 +728,17 @@ static int run_actions(gcsh_session *s, const options *o)
             else
                 snprintf(buf, sizeof buf, "%s = require(\"%s\")", val, val);
             val = buf;
+        }
+        if (o->actions[i].kind == 'e' && val[0] == '.' && isalpha((unsigned char)val[1])) {
+            int failures = s->failures, unknown = s->unknown_dots;
+            gcsh_session_dot(s, val); /* -e '.info': a dot-command, as typed */
+            if (s->unknown_dots > unknown)
+                return GCSH_EXIT_USAGE;
+            if (s->failures > failures)
+                return gcsh_session_status(s);
+            if (s->quit)
+                return 0;
+            continue;
         }
         gcsh_chunk k = {.name = "=(command line)", .src = val, .len = strlen(val)};
         if (gcsh_session_feed(s, &k, &(gcsh_feed){0}, NULL) != 0)
@@ -688,14 +823,20 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
         code = GCSH_EXIT_USAGE; /* a file name it refuses */
         goto done;
     }
-    code = run_actions(&s, o);
+    if (!o->no_env)
+        code = run_lua_init(&s);
+    if (code == 0 && !s.quit)
+        code = run_actions(&s, o);
     if (code == 0 && o->script && !s.quit)
         code = run_script(&s, argv, o->script);
     int repl = !s.quit && (o->interactive || (!o->script && !o->has_exec && !o->version));
     if (code == 0 && repl) {
         if (term.interactive && !o->quiet)
             banner(&s, ctx);
+        if (term.interactive && !o->no_env)
+            run_init_file(&s);
         s.failures = 0;
+        coord.int_ends = !term.interactive; /* a piped session: Ctrl-C ends it (130) */
         gcsh_repl(&s);
         /* a piped session fails if any of its chunks failed (as sqlite3) */
         code = !term.interactive ? gcsh_session_status(&s) : 0;

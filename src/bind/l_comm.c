@@ -379,7 +379,10 @@ static int comm_world(lua_State *L)
     check_world(L, ctx);
     lcomm *lc = push_closed(L);
     gcsh_comm_impl *impl;
-    if (ops_of(ctx)->world(ctx, &impl) != 0)
+    gcsh_where_begin(ctx, "comm.world() (made by every rank)"); /* a wait: hang reports */
+    int rc = ops_of(ctx)->world(ctx, &impl);
+    gcsh_where_end(ctx);
+    if (rc != 0)
         return gcsh_raise(L, ctx);
     adopt(L, ctx, lc, impl, gcsh_comm_world_id(ctx), world_members(ctx));
     lua_pushvalue(L, -1);

@@ -110,7 +110,7 @@ static int shell_sleep(lua_State *L)
         end.tv_sec++;
         end.tv_nsec -= 1000000000L;
     }
-    gcsh_where_begin(ctx, "gcsh.sleep(%g)", s); /* for hang reports */
+    gcsh_where_begin_alone(ctx, "gcsh.sleep(%g)", s); /* for hang reports */
     for (;;) {
         if (atomic_load(&ctx->interrupt)) {
             gcsh_where_end(ctx);

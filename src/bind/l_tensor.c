@@ -978,6 +978,11 @@ static int push_field(lua_State *L, const char *key)
             lua_pushstring(L, t->st->where);
         return 1;
     }
+    /* what numpy, torch and comm (c.size) users type for the length */
+    static const char *const length_words[] = {"size", "len", "length", "numel", NULL};
+    for (const char *const *w = length_words; *w; w++)
+        if (strcmp(key, *w) == 0)
+            return luaL_error(L, "a tensor has no field '%s': its length is t.n (or #t)", key);
     lua_pushnil(L);
     return 1;
 }

@@ -640,7 +640,10 @@ static int xfer_wait(lua_State *L)
         if (ops->wait_stream(ctx, x->impl) != 0)
             return gcsh_raise(L, ctx);
     } else {
+        gcsh_where_begin(ctx, "transfer wait (%s of %lld bytes with rank %d)", op_names[x->op],
+                         (long long)x->bytes, x->peer); /* for hang reports */
         int rc = ops->wait_cpu(ctx, x->impl, w.timeout);
+        gcsh_where_end(ctx);
         if (rc < 0)
             return gcsh_raise(L, ctx);
         if (rc == 1)

@@ -188,6 +188,10 @@ int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
 struct luaL_Reg;
 void gcsh_new_type(lua_State *L, const char *name, const struct luaL_Reg *meth,
                    const struct luaL_Reg *metameth, lua_CFunction index);
+/* For "attempt to call a nil value (method 'alreduce')": the method closest
+ * to name, within two edits, of the gcsh type named type ("comm"; NULL: of
+ * any), into buf; 0, or -1 when none is that close. */
+int gcsh_suggest_method(lua_State *L, const char *type, const char *name, char *buf, size_t len);
 /* Adds meth to the methods of the type made as name (gcsh_new_type): a
  * type whose constructor is another type's method (c:window(), c:signals())
  * adds it from its own file. */

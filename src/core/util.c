@@ -75,6 +75,55 @@ void gcsh_new_type(lua_State *L, const char *name, const luaL_Reg *meth, const l
     lua_pop(L, 1);
 }
 
+/* Levenshtein distance between a and b, capped: cap + 1 once above it. */
+static size_t edits(const char *a, const char *b, size_t cap)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64 || (la > lb ? la - lb : lb - la) > cap)
+        return cap + 1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0], best = row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+            v = v < up + 1 ? v : up + 1;
+            v = v < row[j - 1] + 1 ? v : row[j - 1] + 1;
+            row[j] = v;
+            diag = up;
+            best = v < best ? v : best;
+        }
+        if (best > cap)
+            return cap + 1;
+    }
+    return row[lb];
+}
+
+int gcsh_suggest_method(lua_State *L, const char *type, const char *name, char *buf, size_t len)
+{
+    size_t best = 3; /* within two edits */
+    int top = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, LUA_REGISTRYINDEX)) { /* each type's metatable */
+        if (lua_type(L, -1) == LUA_TTABLE && lua_getfield(L, -1, "__methods") == LUA_TTABLE &&
+            lua_getfield(L, -2, "__name") == LUA_TSTRING &&
+            (!type || strcmp(type, lua_tostring(L, -1)) == 0)) {
+            lua_pushnil(L);
+            while (lua_next(L, -3)) {
+                const char *m = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+                size_t d = m && m[0] != '_' ? edits(name, m, 2) : 3;
+                if (d < best && d < strlen(name)) {
+                    best = d;
+                    snprintf(buf, len, "%s", m);
+                }
+                lua_pop(L, 1);
+            }
+        }
+        lua_settop(L, top + 1); /* the key */
+    }
+    return best <= 2 ? 0 : -1;
+}
+
 lua_Integer gcsh_registry_count(lua_State *L, const char *key)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, key);

@@ -94,9 +94,11 @@ static void answer_where(gcsh_worker *w)
     int running = w->running_seq != 0;
     int armed = running && gcsh_check_sample_arm(w->ctx);
     pthread_mutex_unlock(&w->run_lock);
-    char text[256];
-    gcsh_check_where(w->ctx, running, armed, text, sizeof text);
-    gcsh_capture_send(&w->cap, MSG_WHERE, text, strlen(text));
+    char answer[sizeof(uint32_t) + 256];
+    uint32_t waits = (uint32_t)gcsh_check_where(w->ctx, running, armed, answer + sizeof waits,
+                                                sizeof answer - sizeof waits);
+    memcpy(answer, &waits, sizeof waits);
+    gcsh_capture_send(&w->cap, MSG_WHERE, answer, sizeof waits + strlen(answer + sizeof waits));
 }
 
 /* The control channel closed without a QUIT: rank 0 is gone, and with it the
@@ -207,6 +209,31 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
     return w;
 }
 
+/* The gcsh type of the object whose method call failed at level 1, or
+ * NULL: OP_SELF puts the object in the slot after the method's, which is
+ * nil, so it is the first gcsh userdata that follows a nil there. */
+static const char *receiver_type(lua_State *L)
+{
+    lua_Debug ar;
+    const char *type = NULL;
+    if (!lua_getstack(L, 1, &ar))
+        return NULL;
+    int prev_nil = 0;
+    for (int i = 1; !type && lua_getlocal(L, &ar, i); i++) {
+        if (prev_nil && lua_type(L, -1) == LUA_TUSERDATA && lua_getmetatable(L, -1)) {
+            if (lua_getfield(L, -1, "__methods") == LUA_TTABLE &&
+                lua_getfield(L, -2, "__name") == LUA_TSTRING)
+                type = lua_tostring(L, -1); /* the metatable keeps it alive */
+            else
+                lua_pushnil(L);
+            lua_pop(L, 3);
+        }
+        prev_nil = lua_isnil(L, -1);
+        lua_pop(L, 1);
+    }
+    return type;
+}
+
 /* lua.c's msghandler: the message plus a traceback. */
 static int msghandler(lua_State *L)
 {
@@ -218,6 +245,14 @@ static int msghandler(lua_State *L)
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
             return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    /* a mistyped method of gcsh's own types: c:alreduce() */
+    const char *method = strstr(msg, "attempt to call a nil value (method '");
+    char name[64], hint[160];
+    if (method && sscanf(method, "attempt to call a nil value (method '%63[^']", name) == 1) {
+        const char *type = receiver_type(L); /* only gcsh's own types get a hint */
+        if (type && gcsh_suggest_method(L, type, name, hint, sizeof hint) == 0)
+            msg = lua_pushfstring(L, "%s; did you mean %s (a method of %s)?", msg, hint, type);
     }
     luaL_traceback(L, L, msg, 1);
     return 1;

@@ -15,11 +15,23 @@ static int fail(gcsh_cmdline *cl, const char *fmt, ...)
     return -1;
 }
 
+/* Whether one of the blank-separated words of list is name[0..len). */
+static int in_list(const char *list, const char *name, size_t len)
+{
+    for (const char *w = list; w && *w;) {
+        size_t n = strcspn(w, " ");
+        if (n == len && strncmp(w, name, len) == 0)
+            return 1;
+        w += n + strspn(w + n, " ");
+    }
+    return 0;
+}
+
 static const gcsh_option *find_named(const gcsh_option *table, const char *name, size_t len)
 {
     for (const gcsh_option *r = table; r->name; r++)
         if ((strlen(r->name) == len && strncmp(name, r->name, len) == 0) ||
-            (r->alias && strlen(r->alias) == len && strncmp(name, r->alias, len) == 0))
+            in_list(r->alias, name, len))
             return r;
     return NULL;
 }
@@ -40,6 +52,17 @@ static const gcsh_option *match(const gcsh_option *table, const char *a, const c
     }
     *len = strlen(a);
     const gcsh_option *row = find_named(table, a, *len);
+    const char *eq = strchr(a, '=');
+    if (!row && eq) {
+        /* -n=2, -np=2 (mpirun's options: the value after '=', as a long
+         * option's); lua's own keep all after the letter (-e=1: "=1") */
+        const gcsh_option *named = find_named(table, a, (size_t)(eq - a));
+        if (named && named->takes == OPT_VALUE && (named->launcher || eq - a > 2)) {
+            *len = (size_t)(eq - a);
+            *attached = eq + 1;
+            return named;
+        }
+    }
     if (row || *len <= 2)
         return row;
     /* -estat, -n2: a one-letter option with its value attached */
@@ -132,8 +155,9 @@ void gcsh_cmdline_print(const gcsh_option *table, FILE *f)
     for (const gcsh_option *r = table; r->name; r++) {
         char head[64];
         const char *sep = !r->arg ? "" : r->takes == OPT_OPTIONAL ? "" : " ";
-        snprintf(head, sizeof head, "%s%s%s%s%s", r->name, r->alias ? ", " : "",
-                 r->alias ? r->alias : "", sep, r->arg ? r->arg : "");
+        snprintf(head, sizeof head, "%s%s%.*s%s%s", r->name, r->alias ? ", " : "",
+                 r->alias ? (int)strcspn(r->alias, " ") : 0, r->alias ? r->alias : "", sep,
+                 r->arg ? r->arg : "");
         if (strlen(head) > 22)
             fprintf(f, "  %s\n  %-22s %s\n", head, "", r->help);
         else

@@ -5,6 +5,7 @@
  *   -e stat, -estat          one-letter options take their value attached too
  *   --timeout 5, --timeout=5 long options take it after '='
  *   -np 4                    a several-letter alias is matched whole
+ *   -n=4                     a one-letter option's value after '=' too
  *   --share-gpu[=nomps]      an optional value, only after '='
  *   --mca key value          two values
  * Options end at the first word that is not one (the script), at "-" (stdin
@@ -32,7 +33,9 @@ typedef int (*gcsh_opt_fn)(void *target, const gcsh_option *row, const char *val
 
 struct gcsh_option {
     const char *name;  /* "-e", "--timeout" */
-    const char *alias; /* "-np", "--version", or NULL */
+    const char *alias; /* "-np", "--version", or NULL; more spellings after a blank
+                          ("-np --np --n -c"): accepted, and only the first is
+                          listed beside the name in --help */
     gcsh_opt_takes takes;
     const char *arg;   /* the value's name in --help ("N", "KEY VALUE", "=MODE") */
     const char *need;  /* what the value must be, for the error */

@@ -47,6 +47,7 @@ typedef struct run_state {
     int running;
     double start, first_pending, next_report;
     char (*where)[WHERE_LEN]; /* per rank: its latest answer to MSG_WHERE */
+    char *waits;      /* per rank: that answer said it waits for other ranks */
     char *asked;      /* per rank: a MSG_WHERE is outstanding */
     int nasked;
     double probe_until; /* 0: no probe in flight */
@@ -126,16 +127,6 @@ void gcsh_tap_destroy(gcsh_tap *t, int size)
     *t = (gcsh_tap){0};
 }
 
-/* A rank's output on one stream: folded for the terminal, and kept by a
- * tap (both streams in the order written). */
-static void take_output(gcsh_coord *c, int r, int stream, const char *s, size_t n)
-{
-    if (c->tap)
-        gcsh_text_append(&c->tap->out[r], s, n);
-    if (!c->tap || !c->tap->quiet)
-        gcsh_fold_add(&c->fold, r, stream, s, n);
-}
-
 /* Each listener l of c, in the order they came. */
 #define EACH_LISTENER(c, l)                                                                        \
     for (const struct gcsh_coord_listener *l = (c)->listeners;                                     \
@@ -201,15 +192,6 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
- * progress line first. */
-static void flush_output(gcsh_coord *c, int whole_lines)
-{
-    if (gcsh_fold_pending(&c->fold))
-        gcsh_progress_hide(&c->progress);
-    gcsh_fold_flush(&c->fold, whole_lines);
-}
-
 typedef struct state_want {
     const run_state *rs;
     int state;
@@ -243,15 +225,35 @@ static void fill_tap(gcsh_coord *c, const run_state *rs)
         }
 }
 
+static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines);
+
 /* Every other rank exits with `code` (their watchers do it, whatever their
- * workers are blocked in), then rank 0.  No MPI_Finalize: a peer is dead or
- * a device is lost, and finalising could hang.  A crash (a lost rank, a
- * device fault) writes the flight recorder's file.  The ending hooks first: the
- * recorder keeps the line that was running, a replay compares how it ended. */
+ * workers are blocked in), then rank 0 with `status`.  No MPI_Finalize: a
+ * peer is dead or a device is lost, and finalising could hang. */
+static _Noreturn void end_now(gcsh_coord *c, int code, int status)
+{
+    gcsh_launcher_status(c->launcher, status);
+    for (int r = 1; r < c->size; r++)
+        if (!c->lost[r])
+            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    EACH_LISTENER(c, l)
+        if (l->hooks->exit)
+            l->hooks->exit(l->arg);
+    /* not fflush(NULL): rank 0's worker may hold its io.stdout's lock,
+     * blocked sending output that this thread no longer reads */
+    fflush(c->out);
+    fflush(c->err);
+    _exit(status);
+}
+
+/* The session ends at once, every rank with `code` (end_now), said on
+ * stderr.  A crash (a lost rank, a device fault) writes the flight
+ * recorder's file.  The ending hooks first: the recorder keeps the line
+ * that was running, a replay compares how it ended. */
 static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, const char *why,
                               int crash)
 {
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     EACH_LISTENER(c, l) /* where every rank stopped */
         if (l->hooks->dying)
             l->hooks->dying(l->arg, c, why, crash);
@@ -261,15 +263,30 @@ static _Noreturn void die_now(gcsh_coord *c, const run_state *rs, int code, cons
     EACH_LISTENER(c, l)
         if (l->hooks->ending)
             status = l->hooks->ending(l->arg, status, why);
-    gcsh_launcher_status(c->launcher, status);
-    for (int r = 1; r < c->size; r++)
-        if (!c->lost[r])
-            gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);
+    end_now(c, code, status);
+}
+
+/* Whether some rank ended this command with an error. */
+static int some_rank_failed(const gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; rs && r < c->size; r++)
+        if (rs->state[r] == DONE && rs->status[r] != CHUNK_OK && rs->status[r] != CHUNK_EXIT)
+            return 1;
+    return 0;
+}
+
+/* The reader of rank 0's output left (`| head -1`, quitting `| less`): as a
+ * program that SIGPIPE kills, every rank stops at once and nothing more is
+ * printed or written; the status is 141 (128 + SIGPIPE), or the session's
+ * failure when a rank failed first (the ending hooks say so). */
+static _Noreturn void die_of_closed_output(gcsh_coord *c, const run_state *rs)
+{
+    int status = some_rank_failed(c, rs) ? 1 : GCSH_EXIT_PIPE;
+    fill_tap(c, rs);
     EACH_LISTENER(c, l)
-        if (l->hooks->exit)
-            l->hooks->exit(l->arg);
-    fflush(NULL);
-    _exit(status);
+        if (l->hooks->ending)
+            status = l->hooks->ending(l->arg, status, "its output's reader is gone (SIGPIPE)");
+    end_now(c, GCSH_EXIT_PIPE, status);
 }
 
 /* How rank r ended, once its connection closed: the signal its crash
@@ -294,7 +311,7 @@ static void mark_lost(gcsh_coord *c, run_state *rs, int r)
     rs->state[r] = DONE;
     rs->status[r] = CHUNK_ERROR;
     rs->error_status[r] = GCSH_EXIT_LOST; /* its verdict, should anyone ask */
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     why_lost(c, r);
     gcsh_coord_say(c, "gcsh: rank %d is gone (%s)", r, c->lost_why[r]);
     die_now(c, rs, GCSH_EXIT_LOST, "the session cannot go on without it", 1);
@@ -361,6 +378,33 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
     free(all);
     free(who);
     return ready;
+}
+
+/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
+ * progress line first; a reader that is gone ends the session (rs: the
+ * command running, NULL between commands). */
+static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines)
+{
+    if (gcsh_fold_pending(&c->fold))
+        gcsh_progress_hide(&c->progress);
+    gcsh_fold_flush(&c->fold, whole_lines);
+    if (c->fold.closed)
+        die_of_closed_output(c, rs);
+}
+
+/* A rank's output on one stream: folded for the terminal (with --tag=never
+ * printed as it comes, whole lines, so in the order the ranks' lines
+ * arrive), and kept by a tap (both streams in the order written). */
+static void take_output(gcsh_coord *c, const run_state *rs, int r, int stream, const char *s,
+                        size_t n)
+{
+    if (c->tap)
+        gcsh_text_append(&c->tap->out[r], s, n);
+    if (!c->tap || !c->tap->quiet) {
+        gcsh_fold_add(&c->fold, r, stream, s, n);
+        if (c->fold.tag == GCSH_TAG_NEVER)
+            flush_output(c, rs, 1);
+    }
 }
 
 /* ---- what ranks are doing --------------------------------------------------- */
@@ -431,6 +475,7 @@ static void start_probe(gcsh_coord *c, run_state *rs, double now)
         if (rs->state[r] != RUNNING || gcsh_checker_waiting(&c->checker, r))
             continue;
         rs->where[r][0] = '\0';
+        rs->waits[r] = 0;
         if (gcsh_msg_send(c->link->peer_ctl[r], MSG_WHERE, c->seq, NULL, 0, NULL, 0) == 0) {
             rs->asked[r] = 1;
             rs->nasked++;
@@ -464,12 +509,23 @@ static void say_pids(gcsh_coord *c, const int *ranks, int n)
     gcsh_text_free(&t);
 }
 
+/* Whether some running rank waits for others (a collective or its check, a
+ * signal, a transfer): a hang report is for such waits, not for ranks that
+ * each run their own Lua or C. */
+static int someone_waits(const gcsh_coord *c, const run_state *rs)
+{
+    for (int r = 0; r < c->size; r++)
+        if (rs->state[r] == RUNNING && (rs->waits[r] || gcsh_checker_waiting(&c->checker, r)))
+            return 1;
+    return 0;
+}
+
 /* The hang report: one line (ending with `then`), then where the running
  * ranks are, folded, and their process ids. */
 static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
 {
     char done[1024], running[1024];
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     ranks_where(c, rs, DONE, done, sizeof done);
     ranks_where(c, rs, RUNNING, running, sizeof running);
     char seed[48] = ""; /* the run to make again: gcsh --seed N */
@@ -536,7 +592,7 @@ static void send_interrupts(gcsh_coord *c, run_state *rs, int abort)
             mark_lost(c, rs, r);
     gcsh_checker_clear(&c->checker); /* their waits end with the interrupt */
     rs->abort_all |= abort;
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     gcsh_coord_say(c, "\ngcsh: %s [%s]", abort ? "aborting" : "interrupting",
                    ranks_where(c, rs, RUNNING, buf, sizeof buf));
 }
@@ -632,7 +688,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     switch (m->h.type) {
     case MSG_OUT:
     case MSG_ERR:
-        take_output(c, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
+        take_output(c, rs, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
         break;
@@ -655,7 +711,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             if (rs->exit_deadline == 0)
                 rs->exit_deadline = now + EXIT_GRACE_S;
         }
-        take_output(c, r, GCSH_STDOUT, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
+        take_output(c, rs, r, GCSH_STDOUT, m->data + sizeof(uint32_t), m->h.len - sizeof(uint32_t));
         rs->state[r] = DONE;
         rs->running--;
         unask(rs, r);
@@ -668,10 +724,16 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
             io_verdict(&(coord_run){c, rs}, r, serial, 0, "malformed fingerprint");
         }
         break;
-    case MSG_WHERE:
-        snprintf(rs->where[r], WHERE_LEN, "%s", m->data);
+    case MSG_WHERE: {
+        uint32_t waits = 0;
+        if (m->h.len >= sizeof waits)
+            memcpy(&waits, m->data, sizeof waits);
+        rs->waits[r] = waits != 0;
+        snprintf(rs->where[r], WHERE_LEN, "%.*s", (int)(m->h.len - sizeof waits),
+                 m->h.len >= sizeof waits ? m->data + sizeof waits : "");
         unask(rs, r);
         break;
+    }
     case MSG_ABORTED:
         note_aborted(c, rs, r, m->data, m->h.len);
         break;
@@ -705,7 +767,7 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
                 l->hooks->message(l->arg, c, r, m);
         break;
     case MSG_FATAL:
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         fputs(m->data, c->err);
         die_now(c, rs, GCSH_EXIT_FATAL, "a device fault cannot be recovered from", 1);
     }
@@ -772,11 +834,11 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     coord_run cr = {c, rs};
     gcsh_checker_io io = checker_io(&cr);
     if (rs->first_pending > 0 && now >= rs->first_pending + FOLD_WINDOW_S) {
-        flush_output(c, 1);
+        flush_output(c, rs, 1);
         rs->first_pending = gcsh_fold_pending(&c->fold) ? now : 0;
     }
     if (gcsh_fold_bytes(&c->fold) > FOLD_MAX_PENDING)
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
     gcsh_checker_resolve(&c->checker, &io, now, c->limit, 0);
     if (c->timeout > 0 && now >= rs->next_report) {
         rs->report_due = 1;
@@ -793,7 +855,8 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     if (rs->probe_until > 0 && (rs->nasked == 0 || now >= rs->probe_until)) {
         if (rs->deadline_due)
             end_at_deadline(c, rs, now);
-        if (rs->report_due && rs->running > 0) /* before verdicts change who waits */
+        /* before verdicts change who waits */
+        if (rs->report_due && rs->running > 0 && someone_waits(c, rs))
             report_progress(c, rs, now);
         gcsh_checker_resolve(&c->checker, &io, now, c->limit, 1);
         rs->report_due = 0;
@@ -809,7 +872,7 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
 static _Noreturn void end_unanswered(gcsh_coord *c, run_state *rs, int code, const char *why)
 {
     char ranks[1024];
-    flush_output(c, 0);
+    flush_output(c, rs, 0);
     gcsh_coord_say(c, "gcsh: [%s] never answered the interrupt (%.1f s)",
                    ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
                    gcsh_now_seconds() - rs->interrupted_at);
@@ -833,7 +896,7 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
         job_control |= l->hooks->job_control != NULL;
     if ((mask & (GCSH_SIGMASK_TSTP | GCSH_SIGMASK_CONT)) && job_control) {
         double stopped = gcsh_now_seconds();
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         EACH_LISTENER(c, l)
             if (l->hooks->job_control)
                 l->hooks->job_control(l->arg, mask);
@@ -852,7 +915,7 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
             end_unanswered(c, rs, GCSH_EXIT_TERM, "SIGTERM ends the job");
         if (c->end_status < 0) {
             c->end_status = GCSH_EXIT_TERM;
-            flush_output(c, 0);
+            flush_output(c, rs, 0);
             gcsh_coord_say(c, "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after "
                               "this command");
         }
@@ -861,6 +924,8 @@ static void on_signals(gcsh_coord *c, run_state *rs, int mask)
     } else if (mask & GCSH_SIGMASK_INT) {
         if (unanswered)
             end_unanswered(c, rs, GCSH_EXIT_INT, "a second Ctrl-C ends the job");
+        if (c->int_ends && (mask & GCSH_SIGMASK_KEYBOARD) && c->end_status < 0)
+            c->end_status = GCSH_EXIT_INT;
         interrupt_running(c, rs);
     }
 }
@@ -876,7 +941,7 @@ static void check_unanswered(gcsh_coord *c, run_state *rs, double now)
     if (!rs->unanswered_said && now >= rs->interrupted_at + INTERRUPT_ANSWER_S) {
         char ranks[1024];
         rs->unanswered_said = 1;
-        flush_output(c, 0);
+        flush_output(c, rs, 0);
         gcsh_coord_say(c, "gcsh: [%s] has not answered for %.1f s; %s again ends the job",
                        ranks_where(c, rs, RUNNING, ranks, sizeof ranks),
                        now - rs->interrupted_at, rs->term_at > 0 ? "SIGTERM" : "Ctrl-C");
@@ -1044,6 +1109,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.state = calloc((size_t)c->size, 1);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
+    rs.waits = calloc((size_t)c->size, 1);
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
     rs.error_status = calloc((size_t)c->size, sizeof *rs.error_status);
@@ -1060,7 +1126,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     wait_for_ranks(c, &rs);
     gcsh_progress_end(&c->progress);
     gcsh_checker_clear(&c->checker);
-    flush_output(c, 0);
+    flush_output(c, &rs, 0);
     for (int r = 0; r < c->size; r++) {
         if (rs.state[r] != DONE)
             continue;
@@ -1090,6 +1156,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.state);
     free(rs.status);
     free(rs.where);
+    free(rs.waits);
     free(rs.asked);
     free(rs.exit_status);
     free(rs.error_status);

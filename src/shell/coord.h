@@ -113,6 +113,11 @@ struct gcsh_coord {
     double started;    /* when the session started: deadlines count from it */
     double deadline, deadline_s;
     int deadline_status;
+    /* A Ctrl-C typed at the terminal (GCSH_SIGMASK_KEYBOARD) ends the
+     * session (status 130) once the command it interrupts is over: a piped
+     * session, which is a filter, not a prompt.  A SIGINT from a program
+     * (timeout -s INT) interrupts the command and the session reads on. */
+    int int_ends;
 };
 
 typedef struct gcsh_run_result {

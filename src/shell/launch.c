@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shell/launch.h"
+#include "shell/sigint.h"
 #include "shell/launch_streams.h"
 #include "shell/sigint.h"
 #include "wire/collcheck.h"
@@ -220,7 +221,7 @@ static void end_in_startup(launcher *l, int sig)
  * stop).  The job ends through mpirun instead before rank 0's hello, when
  * rank 0 cannot take them (it is stopped; held by a debugger, a second
  * Ctrl-C), at a third SIGTERM, and END_AFTER_TERM_S after the first. */
-static void forward(launcher *l, int sig)
+static void forward(launcher *l, int sig, int typed)
 {
     /* `timeout` signals its child, then the child's process group: the same
      * signal twice, one request */
@@ -248,7 +249,11 @@ static void forward(launcher *l, int sig)
     if (sig != SIGINT && !l->end_at)
         l->end_at = now() + END_AFTER_TERM_S;
     int fwd = sig == SIGINT ? SIGINT : SIGTERM; /* SIGHUP stops the session as SIGTERM */
-    if (l->pidfd < 0 || kill(l->rank0, fwd) != 0)
+    /* a Ctrl-C typed at the terminal says so (sigint.h): it ends a piped session */
+    union sigval key = {.sival_int = GCSH_SIGINT_KEYBOARD};
+    int sent = l->pidfd >= 0 &&
+               (typed && fwd == SIGINT ? sigqueue(l->rank0, fwd, key) : kill(l->rank0, fwd)) == 0;
+    if (!sent)
         kill(l->child, fwd); /* rank 0 is gone: mpirun ends the job */
 }
 
@@ -383,7 +388,7 @@ static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status
     } else if (sig == SIGTSTP || sig == SIGCONT) {
         on_job_control(l, sig);
     } else {
-        forward(l, sig);
+        forward(l, sig, si->ssi_code == SI_KERNEL);
     }
     return 0;
 }

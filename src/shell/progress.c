@@ -13,7 +13,9 @@
 
 void gcsh_progress_init(gcsh_progress *p, FILE *out, int nranks)
 {
-    *p = (gcsh_progress){.out = out, .nranks = nranks};
+    const char *term = getenv("TERM"), *no_color = getenv("NO_COLOR");
+    *p = (gcsh_progress){.out = out, .nranks = nranks,
+                         .plain = (term && strcmp(term, "dumb") == 0) || (no_color && *no_color)};
     p->tty = out && isatty(fileno(out)); /* the caller knows better under mpirun */
     p->by_rank = calloc((size_t)nranks, sizeof *p->by_rank);
 }
@@ -37,9 +39,13 @@ void gcsh_progress_hide(gcsh_progress *p)
 {
     if (!p->shown)
         return;
-    fputs("\r\033[K", p->out);
+    if (p->plain)
+        fprintf(p->out, "\r%*s\r", (int)p->len, "");
+    else
+        fputs("\r\033[K", p->out);
     fflush(p->out);
     p->shown = 0;
+    p->len = 0;
     p->dirty = 1;
 }
 
@@ -121,8 +127,13 @@ void gcsh_progress_draw(gcsh_progress *p, double now)
     size_t width = columns(p->out) - 1; /* never wrap: \r must reach the start */
     if (strlen(line) > width)
         line[width] = '\0';
-    fprintf(p->out, "\r%s\033[K", line);
+    size_t len = strlen(line);
+    if (p->plain) /* spaces over what the last line left */
+        fprintf(p->out, "\r%s%*s", line, p->len > len ? (int)(p->len - len) : 0, "");
+    else
+        fprintf(p->out, "\r%s\033[K", line);
     fflush(p->out);
+    p->len = len > p->len ? len : p->len;
     p->shown = 1;
     p->drawn = now;
     p->dirty = 0;

@@ -25,6 +25,9 @@ typedef struct gcsh_progress {
     int tty;                    /* out reaches a terminal: lines are shown at all
                                    (the owner sets it: term.h's out_tty) */
     int shown;                  /* a line is on the screen, the cursor after it */
+    int plain;                  /* no escape sequences (TERM=dumb, NO_COLOR): the
+                                   line is blanked with spaces */
+    size_t len;                 /* the length of the line on the screen */
     int nranks;
     gcsh_progress_msg *by_rank; /* the latest report of each rank; total 0: none */
     char waiting[160];          /* the coordinator's own text, "" when none */

@@ -325,7 +325,8 @@ static const gcsh_dot dot_commands[] = {
     {"ranks", "LIST|all", ".ranks [LIST|all]", "run lines on these ranks only (e.g. 0,2-3)",
      dot_ranks},
     {"timeout", "SECONDS", ".timeout [SECONDS]",
-     "after this long, report where running ranks are, and\n"
+     "after this long, report where running ranks are if one\n"
+     "                    waits for another (a collective, a signal), and\n"
      "                    (once set) fail collective checks still waiting (0: never)",
      dot_timeout},
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
@@ -386,6 +387,7 @@ static void dot_command(gcsh_session *s, char *line)
             return;
         }
     char prefix[96];
+    s->unknown_dots++;
     snprintf(prefix, sizeof prefix, "gcsh: unknown command '.%.40s'; ", cmd);
     say_usage(s, prefix);
 }
@@ -393,6 +395,15 @@ static void dot_command(gcsh_session *s, char *line)
 static int is_dot_command(const char *line)
 {
     return line[0] == '.' && isalpha((unsigned char)line[1]);
+}
+
+/* `exit` or `quit` alone on a line at the terminal: what a newcomer types to
+ * leave (Python's and many shells' word); as Lua they would print nil. */
+static int is_quit_word(const char *line)
+{
+    size_t a = strspn(line, " \t"), n = strcspn(line + a, " \t");
+    return line[a + n + strspn(line + a + n, " \t")] == '\0' &&
+           ((n == 4 && (strncmp(line + a, "exit", 4) == 0 || strncmp(line + a, "quit", 4) == 0)));
 }
 
 /* ---- reading lines ------------------------------------------------------- */
@@ -612,8 +623,10 @@ static int take_buffered_line(gcsh_session *s, char **line)
 }
 
 /* Lines from a pipe or a file, read with read(2) beside the signal pipe, so
- * that a SIGTERM while waiting ends the session and a SIGINT (from outside:
- * nothing runs) is dropped instead of interrupting the next command. */
+ * that a SIGTERM while waiting ends the session, and so does a Ctrl-C typed
+ * at the terminal where it ends the session (int_ends: a piped session, as
+ * any filter); a SIGINT from a program (kill, timeout -s INT: nothing runs)
+ * is dropped instead of interrupting the next command. */
 static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
 {
     if (s->term->interactive) {
@@ -628,8 +641,11 @@ static enum got read_plain(gcsh_session *s, const char *prompt, char **line)
                               {.fd = s->coord->sigfd, .events = POLLIN}};
         if (gcsh_coord_idle_poll(s->coord, p, 2, -1) < 0 && errno != EINTR)
             return GOT_EOF;
-        if ((p[1].revents & POLLIN) && (gcsh_sig_drain(s->coord->sigfd) & GCSH_SIGMASK_TERM))
+        int mask = p[1].revents & POLLIN ? gcsh_sig_drain(s->coord->sigfd) : 0;
+        if (mask & GCSH_SIGMASK_TERM)
             return GOT_TERM;
+        if ((mask & GCSH_SIGMASK_KEYBOARD) && s->coord->int_ends)
+            return GOT_INTERRUPT;
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         char buf[1 << 16];
@@ -764,17 +780,34 @@ void gcsh_repl(gcsh_session *s)
         if (g == GOT_EOF && chunk && s->term->editing) {
             /* Ctrl-D at ">>": the unfinished chunk is dropped, as Ctrl-C drops
              * a line; the session goes on (lua5.4 does the same) */
+#if RL_READLINE_VERSION >= 0x0802
+            /* readline 8.2 ends the line itself, and keeps its EOF state,
+             * which would end every later line with a second newline */
+            RL_UNSETSTATE(RL_STATE_EOF);
+            rl_eof_found = 0;
+#else
             fputc('\n', rl_outstream);
             fflush(rl_outstream);
+#endif
             free(chunk);
             chunk = NULL;
             continue;
         }
         if (g == GOT_EOF)
             break;
+        if (g == GOT_INTERRUPT && s->coord->int_ends) { /* Ctrl-C ends a piped session */
+            s->coord->end_status = GCSH_EXIT_INT;
+            s->quit = 1;
+            break;
+        }
         if (g == GOT_INTERRUPT) {
             free(chunk);
             chunk = NULL;
+            continue;
+        }
+        if (!chunk && s->term->editing && is_quit_word(line)) {
+            free(line);
+            gcsh_session_dot(s, ".quit");
             continue;
         }
         if (!chunk && is_dot_command(line)) {
@@ -809,7 +842,9 @@ void gcsh_repl(gcsh_session *s)
     free(chunk);
     if (s->term->editing) {
         history_close();
+#if RL_READLINE_VERSION < 0x0802 /* 8.2 ends the line at Ctrl-D itself */
         if (!s->quit)
             fputc('\n', rl_outstream); /* Ctrl-D leaves the cursor after the prompt */
+#endif
     }
 }

@@ -7,6 +7,7 @@
 #include <lauxlib.h>
 
 #include "shell/session.h"
+#include "shell/sigint.h"
 #include "wire/msg.h"
 
 /* coord's ending hook: the session ends at once (a lost rank, a device fault).
@@ -15,6 +16,8 @@
 static int session_on_end(void *arg, int status, const char *why)
 {
     gcsh_session *s = arg;
+    if (status == GCSH_EXIT_PIPE && gcsh_session_status(s) != 0)
+        status = gcsh_session_status(s); /* a line failed before the reader left */
     int end = s->replay ? s->replay_ops->ending(s, status, why) : status;
     if (s->rec && s->rec_ops->ending(s, status, why) != 0 && end == 0)
         end = GCSH_EXIT_SKIP;

@@ -66,6 +66,7 @@ struct gcsh_session {
                           missing module (CHUNK_CANNOT_TEST), a failed write */
     int worst;         /* the worst verdict of a failed chunk (gcsh_status_worst:
                           a usage error, 128, outranks 1); -1: none */
+    int unknown_dots;  /* dot-commands that do not exist: -e '.x' exits 128 */
     int quit;          /* .quit was typed, or a chunk called os.exit */
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     char syntax_msg[512]; /* the last line's syntax error */

@@ -51,8 +51,16 @@ static void on_deadline(int sig)
     _exit(GCSH_EXIT_TERM);
 }
 
-static void on_signal(int sig)
+/* A SIGINT the terminal sent (Ctrl-C), or gcsh -n's launcher on its behalf. */
+static int typed(const siginfo_t *si)
 {
+    return si && (si->si_code == SI_KERNEL ||
+                  (si->si_code == SI_QUEUE && si->si_value.sival_int == GCSH_SIGINT_KEYBOARD));
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
     int saved = errno;
     if (sig == SIGCONT)
         continued = continued + 1;
@@ -71,7 +79,8 @@ static void on_signal(int sig)
             alarm(GCSH_TERM_DEADLINE_S);
         }
     }
-    char c = sig == SIGINT     ? GCSH_SIG_INT
+    char c = sig == SIGINT && typed(si) ? GCSH_SIG_KEY
+             : sig == SIGINT     ? GCSH_SIG_INT
              : sig == SIGWINCH ? GCSH_SIG_WINCH
              : sig == SIGTSTP  ? GCSH_SIG_TSTP
              : sig == SIGCONT  ? GCSH_SIG_CONT
@@ -85,11 +94,16 @@ static void on_signal(int sig)
 static void catch_signal(int sig)
 {
     struct sigaction sa = {0};
-    sa.sa_handler = sig == SIGALRM ? on_deadline : on_signal;
+    if (sig == SIGALRM) {
+        sa.sa_handler = on_deadline;
+    } else {
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO;
+    }
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGTERM); /* one handler at a time: they share last_term_ms */
     sigaddset(&sa.sa_mask, SIGHUP);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags |= SA_RESTART;
     sigaction(sig, &sa, NULL);
 }
 
@@ -126,7 +140,8 @@ int gcsh_sig_drain(int fd)
     ssize_t n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; i++)
-            mask |= buf[i] == GCSH_SIG_INT     ? GCSH_SIGMASK_INT
+            mask |= buf[i] == GCSH_SIG_KEY     ? GCSH_SIGMASK_INT | GCSH_SIGMASK_KEYBOARD
+                    : buf[i] == GCSH_SIG_INT   ? GCSH_SIGMASK_INT
                     : buf[i] == GCSH_SIG_WINCH ? GCSH_SIGMASK_WINCH
                     : buf[i] == GCSH_SIG_TSTP  ? GCSH_SIGMASK_TSTP
                     : buf[i] == GCSH_SIG_CONT  ? GCSH_SIGMASK_CONT

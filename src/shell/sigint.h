@@ -8,6 +8,10 @@
 #define GCSH_SIG_TERM 'T'
 #define GCSH_SIG_TSTP 'Z'
 #define GCSH_SIG_CONT 'C'
+#define GCSH_SIG_KEY 'K' /* SIGINT typed at a terminal */
+/* The value gcsh -n's launcher queues with a SIGINT that was typed at its
+ * terminal (Ctrl-C), so that rank 0 tells it from kill -INT or timeout. */
+#define GCSH_SIGINT_KEYBOARD 0x4b4559
 
 /* What gcsh_sig_drain returns, or'ed. */
 #define GCSH_SIGMASK_INT 1   /* SIGINT: interrupt the command (Ctrl-C) */
@@ -15,12 +19,18 @@
 #define GCSH_SIGMASK_TERM 4  /* SIGTERM, SIGHUP: interrupt and end the session */
 #define GCSH_SIGMASK_TSTP 8  /* SIGTSTP: Ctrl-Z, suspend the job (term.h) */
 #define GCSH_SIGMASK_CONT 16 /* SIGCONT: the job was continued (fg, bg) */
+#define GCSH_SIGMASK_KEYBOARD 32 /* with INT: Ctrl-C typed at a terminal (the kernel's
+                                    SIGINT, or the launcher's with GCSH_SIGINT_KEYBOARD),
+                                    not one sent by a program (kill, timeout -s INT) */
 
 /* The status a session stopped by SIGTERM ends with (128 + SIGTERM, as a
  * shell reports a process killed by it). */
 #define GCSH_EXIT_TERM 143
 /* The status of a job ended at once by a second Ctrl-C (128 + SIGINT). */
 #define GCSH_EXIT_INT 130
+/* 128 + SIGPIPE: the reader of rank 0's output left (| head, quitting | less);
+ * every rank stops at once, as a program SIGPIPE kills. */
+#define GCSH_EXIT_PIPE 141
 
 /* One SIGTERM always ends the process: if the session has not ended this
  * long after the first SIGTERM or SIGHUP (rank 0 stuck in C: a finalizer

@@ -54,6 +54,7 @@ struct gcsh_check {
     pthread_mutex_t lock;
     pthread_cond_t sampled_cond;
     int in_op;
+    int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
     char op[128];
     double since;
     int sampled;
@@ -292,7 +293,7 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
 
 static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len);
 
-static void publish_op(gcsh_check *k, const char *text)
+static void publish_op(gcsh_check *k, const char *text, int waits)
 {
     pthread_mutex_lock(&k->lock);
     snprintf(k->op, sizeof k->op, "%s", text);
@@ -300,6 +301,7 @@ static void publish_op(gcsh_check *k, const char *text)
     k->op_lazy = k->last_lazy = 0;
     k->since = now_seconds();
     k->in_op = 1;
+    k->op_waits = waits;
     k->op_on_comm = 0;
     pthread_mutex_unlock(&k->lock);
 }
@@ -312,6 +314,7 @@ static void publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
     k->op_lazy = k->last_lazy = 1;
     k->since = now_seconds();
     k->in_op = 1;
+    k->op_waits = 1;
     k->op_on_comm = 1;
     k->op_comm = fp->comm;
     pthread_mutex_unlock(&k->lock);
@@ -350,16 +353,29 @@ static void unpublish_op(gcsh_check *k)
     pthread_mutex_unlock(&k->lock);
 }
 
-void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...)
+static void where_begin(gcsh_ctx *ctx, int waits, const char *fmt, va_list ap)
 {
     if (!ctx->check)
         return;
     char text[128];
+    vsnprintf(text, sizeof text, fmt, ap);
+    publish_op(ctx->check, text, waits);
+}
+
+void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    where_begin(ctx, 1, fmt, ap);
     va_end(ap);
-    publish_op(ctx->check, text);
+}
+
+void gcsh_where_begin_alone(gcsh_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    where_begin(ctx, 0, fmt, ap);
+    va_end(ap);
 }
 
 void gcsh_where_end(gcsh_ctx *ctx)
@@ -484,12 +500,12 @@ static void deadline_in_ms(struct timespec *ts, int ms)
     ts->tv_nsec %= 1000000000L;
 }
 
-void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len)
+int gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len)
 {
     gcsh_check *k = ctx->check;
     if (!k || !running) {
         snprintf(buf, len, "idle");
-        return;
+        return 0;
     }
     pthread_mutex_lock(&k->lock);
     if (armed) {
@@ -505,7 +521,9 @@ void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t l
         snprintf(buf, len, "%s", k->line);
     else
         snprintf(buf, len, "running C code (no Lua line reached in %d ms)", SAMPLE_WAIT_MS);
+    int waits = k->in_op && k->op_waits;
     pthread_mutex_unlock(&k->lock);
+    return waits;
 }
 
 /* ---- checked operations ---------------------------------------------------- */

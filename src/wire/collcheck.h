@@ -151,9 +151,12 @@ void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out);
 int gcsh_check_enabled(gcsh_ctx *ctx);
 void gcsh_check_set_enabled(gcsh_ctx *ctx, int on);
 
-/* Publishes a blocking wait that is not a checked operation (a signal wait):
- * "in <what>" until gcsh_where_end. */
+/* Publishes a blocking wait for other ranks that is not a checked operation
+ * (a signal wait, a transfer): "in <what>" until gcsh_where_end.  _alone: a
+ * wait of the rank's own (gcsh.sleep), which is no reason for a hang report. */
 void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gcsh_where_begin_alone(gcsh_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void gcsh_where_end(gcsh_ctx *ctx);
 
 /* ---- the worker's side (worker.c) ------------------------------------------ */
@@ -177,9 +180,10 @@ void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from
 /* Watcher thread, answering MSG_WHERE.  First, holding the worker's run
  * lock while a chunk runs: arms the one-shot line sample (returns whether it
  * did).  Then: writes where the worker is into buf, waiting up to 100 ms for
- * an armed sample. */
+ * an armed sample; returns 1 when it waits for other ranks (a checked
+ * operation, gcsh_where_begin), 0 while it runs its own Lua or C. */
 int gcsh_check_sample_arm(gcsh_ctx *ctx);
-void gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len);
+int gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len);
 
 /* A lua_CFunction run at the end of every command that succeeded: waits for
  * the work the command left on the rank's stream (cuda: collectives, kernels

@@ -1,5 +1,6 @@
 /* Rank 0's folding of every rank's output.  See out.h. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,15 @@ static int tagged(const gcsh_fold *f, int stream, int g)
     return f->tag == GCSH_TAG_ALWAYS;
 }
 
+/* Flushes out (in order with the other stream at a terminal) and notes
+ * whether its reader is gone: a pipe closed by `head` or `less` (EPIPE;
+ * rank 0 ignores SIGPIPE, so the write fails instead). */
+static void note_closed(gcsh_fold *f, FILE *out)
+{
+    if ((fflush(out) != 0 || ferror(out)) && errno == EPIPE)
+        f->closed = 1;
+}
+
 /* Prints s line by line, each after "[label] " unless label is NULL; an
  * unfinished last line is ended. */
 static void print_lines(FILE *out, const char *label, const char *s, size_t n)
@@ -244,7 +254,7 @@ static void print_group(gcsh_fold *f, const int *group, int g, const size_t *tak
             print_lines(out, lab, t.s, t.len);
             gcsh_text_free(&t);
         }
-        fflush(out); /* in order with the other stream at a terminal */
+        note_closed(f, out);
     }
     free(texts);
     free(lens);
@@ -282,7 +292,7 @@ void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
         if (done[r] || take[r] == 0)
             continue;
         int g = 0, varies = 0;
-        for (int q = r; q < n; q++) {
+        for (int q = r; q < (f->tag == GCSH_TAG_NEVER ? r + 1 : n); q++) { /* never: no fold */
             int how = done[q] || !take[q] ? 0
                                           : alike(&f->pending[r], take[r], &f->pending[q], take[q]);
             if (how) {
@@ -299,7 +309,7 @@ void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
     if (addresses && !f->addresses_said) {
         fprintf(f->out[GCSH_STDERR], "gcsh: 0x\xe2\x80\xa6 is an address that differs between "
                                      "the ranks; their lines are otherwise the same\n");
-        fflush(f->out[GCSH_STDERR]);
+        note_closed(f, f->out[GCSH_STDERR]);
         f->addresses_said = 1;
     }
     free(take);

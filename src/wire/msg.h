@@ -19,7 +19,7 @@ enum gcsh_msg_type {
     MSG_FP,        /* worker -> coordinator: a fingerprint; the worker waits for VERDICT */
     MSG_VERDICT,   /* coordinator -> worker: u32 serial, u32 ok, then the error text */
     MSG_WHERE,     /* coordinator -> watcher (ctl): where are you?  worker -> coordinator
-                    * (cmd): the answer, as text */
+                    * (cmd): the answer: u32 1 when it waits for other ranks, then text */
     MSG_ABORTED,   /* worker -> coordinator: u64 ids of communicators it aborted */
     MSG_ABORT_COMMS, /* coordinator -> worker, between chunks: abort these u64 ids
                       * (seq = 1: abort every communicator) */

@@ -90,9 +90,10 @@ typedef struct gcsh_text {
 } gcsh_text;
 
 /* When folded lines get their "[0-2,5] " prefix (--tag): always; never
- * (mpirun's habit, pdsh -N); auto: program output is left bare while one
- * rank alone has printed in the command (errors are always tagged).  At one
- * rank, never. */
+ * (mpirun's habit: each rank's lines as they are, not folded, in the order
+ * they arrive: rank 0 flushes after each gcsh_fold_add); auto: program
+ * output is left bare while one rank alone has printed in the command
+ * (errors are always tagged).  At one rank, never. */
 typedef enum gcsh_tag_mode { GCSH_TAG_ALWAYS, GCSH_TAG_NEVER, GCSH_TAG_AUTO } gcsh_tag_mode;
 
 /* "always", "never", "auto": 0 and *mode set, else -1. */
@@ -113,6 +114,8 @@ typedef struct gcsh_fold {
     char *printed;      /* per rank: printed program output in this command */
     int nprinted;
     int addresses_said; /* the note on 0x… was printed (once a session) */
+    int closed;         /* a write failed with EPIPE: the reader of rank 0's
+                           stdout or stderr is gone (head, less quit) */
 } gcsh_fold;
 
 void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, FILE *err, gcsh_tag_mode tag);
@@ -125,7 +128,8 @@ int gcsh_fold_pending(const gcsh_fold *f);
 /* Bytes waiting, all ranks together. */
 size_t gcsh_fold_bytes(const gcsh_fold *f);
 /* Prints what is pending.  With whole_lines, a rank's unfinished last line
- * stays pending (it may still grow); otherwise everything goes. */
+ * stays pending (it may still grow); otherwise everything goes.  A write
+ * that finds its reader gone sets f->closed. */
 void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n);

@@ -41,34 +41,41 @@ dumped() { sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/
 
 for n in 1 2 4; do
   last=$((n - 1))
-  # ---- a hang report writes it: every rank's calls, the running ones
-  # unfinished (copied as soon as the report says it is there: later
-  # reports write it again)
-  F=$TMP/hang$n.json
-  printf '%s\n' '.timeout 1' '.check off' 'c = comm.world()' \
-        'if rank == size - 1 then gcsh.sleep(6) end c:barrier()' |
-        timeout 60 "$GCSH" -n "$n" --flight "$F" >"$TMP/hang.out" 2>&1 &
-  pid=$!
-  for _ in $(seq 300); do grep -q "every rank's last calls" "$TMP/hang.out" && break; sleep 0.1; done
-  cp "$F" "$F.first" 2>/dev/null
-  wait $pid; RC=$?
-  OUT=$(cat "$TMP/hang.out")
-  expect_eq "$n ranks: a hang, no --trace: exit 0" "$RC" 0
-  expect_contains "$n ranks: a hang report says where the last calls are" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
-  expect_eq "$n ranks: said once per command" "$(grep -c "every rank's last calls" <<<"$OUT")" 1
-  C=$($CHECK "$F.first" "$n" 2>&1); RC=$?
-  expect_eq "$n ranks: the hang's file loads and checks out" "$RC" 0
-  printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
-  expect_contains "$n ranks: the note" "$C" "note: the flight recorder (the last 2000 calls of each rank), written at a hang report"
-  S=$(span 'if rank == size - 1 then gcsh.sleep(6) end c:barrier() (unfinished)' "$F.first")
-  expect_contains "$n ranks: the sleeping rank's line, running" "$S" "rank $last: {\"source\": \"if rank == size - 1 then gcsh.sleep(6) end c:barrier()\", \"state\": \"running\", \"unfinished\": true}"
-  S=$(span 'comm.world' "$F.first")
-  expect_contains "$n ranks: a call done, with its Lua line" "$S" 'rank 0: {"lua": "stdin:1", "state": "done"}'
-  if [ "$n" -gt 1 ]; then
-    S=$(span 'comm.barrier (unfinished)' "$F.first")
-    expect_contains "$n ranks: rank 0 stuck in the barrier" "$S" 'rank 0: {"collective": "barrier #1", "comm": "world 0", "lua": "stdin:1", "seq": 1, "state": "running", "unfinished": true}'
+  if [ "$n" -eq 1 ]; then
+    # ---- one rank waits for no other: a long command is no hang (issue 39)
+    OUT=$(printf '%s\n' '.timeout 1' 'gcsh.sleep(2.5) comm.world():barrier()' |
+          timeout 60 "$GCSH" --flight "$TMP/hang1.json" 2>&1)
+    expect_eq "1 rank: no hang report, no flight file" "$OUT:$(ls "$TMP/hang1.json" 2>/dev/null)" "timeout 1 s:"
+  else
+    # ---- a hang report writes it: every rank's calls, the running ones
+    # unfinished (copied as soon as the report says it is there: later
+    # reports write it again)
+    F=$TMP/hang$n.json
+    printf '%s\n' '.timeout 1' '.check off' 'c = comm.world()' \
+          'if rank == size - 1 then gcsh.sleep(6) end c:barrier()' |
+          timeout 60 "$GCSH" -n "$n" --flight "$F" >"$TMP/hang.out" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do grep -q "every rank's last calls" "$TMP/hang.out" && break; sleep 0.1; done
+    cp "$F" "$F.first" 2>/dev/null
+    wait $pid; RC=$?
+    OUT=$(cat "$TMP/hang.out")
+    expect_eq "$n ranks: a hang, no --trace: exit 0" "$RC" 0
+    expect_contains "$n ranks: a hang report says where the last calls are" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
+    expect_eq "$n ranks: said once per command" "$(grep -c "every rank's last calls" <<<"$OUT")" 1
+    C=$($CHECK "$F.first" "$n" 2>&1); RC=$?
+    expect_eq "$n ranks: the hang's file loads and checks out" "$RC" 0
+    printf '%s\n' "$C" | grep '^FAIL' | sed 's/^/  | /'
+    expect_contains "$n ranks: the note" "$C" "note: the flight recorder (the last 2000 calls of each rank), written at a hang report"
+    S=$(span 'if rank == size - 1 then gcsh.sleep(6) end c:barrier() (unfinished)' "$F.first")
+    expect_contains "$n ranks: the sleeping rank's line, running" "$S" "rank $last: {\"source\": \"if rank == size - 1 then gcsh.sleep(6) end c:barrier()\", \"state\": \"running\", \"unfinished\": true}"
+    S=$(span 'comm.world' "$F.first")
+    expect_contains "$n ranks: a call done, with its Lua line" "$S" 'rank 0: {"lua": "stdin:1", "state": "done"}'
+    if [ "$n" -gt 1 ]; then
+      S=$(span 'comm.barrier (unfinished)' "$F.first")
+      expect_contains "$n ranks: rank 0 stuck in the barrier" "$S" 'rank 0: {"collective": "barrier #1", "comm": "world 0", "lua": "stdin:1", "seq": 1, "state": "running", "unfinished": true}'
+    fi
+    expect_eq "$n ranks: call numbers rise on every rank" "$(calls_in_order "$F.first")" "yes"
   fi
-  expect_eq "$n ranks: call numbers rise on every rank" "$(calls_in_order "$F.first")" "yes"
 
   # ---- a crash writes it: a device fault ends every rank (70)
   OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' "if rank == $last then gcsh.debug.inject('fatal') end c:barrier()" |

@@ -205,23 +205,26 @@ gcsh_pipe 2 'error("e", 0)
 .quit'
 expect_eq ".quit after a failure: exit 1" "$RC" 1
 
-# ---- .timeout reports done and running ranks, then keeps waiting
+# ---- .timeout reports where ranks are while some rank waits for another,
+# then keeps waiting (.check off: no collective check that the limit fails)
 gcsh_pipe 4 '.timeout 0.4
-if rank == 2 then gcsh.sleep(1.1) end print("done", rank)
+.check off
+c = comm.world()
+if rank ~= 2 then print("done", rank) else gcsh.sleep(1.1) end c:barrier()
 print("next")'
-expect_eq ".timeout: output of the done ranks first" "$(sed -n 2,4p <<<"$OUT")" "[0] done${T}0
+expect_eq ".timeout: output of the done ranks first" "$(sed -n 3,5p <<<"$OUT")" "[0] done${T}0
 [1] done${T}1
 [3] done${T}3"
-expect_match ".timeout report" "$(sed -n 5p <<<"$OUT")" \
-    '^gcsh: 0\.[4-9] s: done \[0-1,3\], still running \[2\]; waiting \(Ctrl-C interrupts\)$'
-expect_eq ".timeout: it kept waiting" "$(grep -v '^gcsh: [0-9.]* s: done' <<<"$OUT" | tail -n 2)" \
-    "[2] done${T}2
-[0-3] next"
-n=$(grep -c 'still running \[2\]' <<<"$OUT")
+expect_match ".timeout report" "$(sed -n 6p <<<"$OUT")" \
+    '^gcsh: 0\.[4-9] s: done \[\], still running \[0-3\]; waiting \(Ctrl-C interrupts\)$'
+expect_eq ".timeout: it kept waiting" "$(grep -v '^gcsh: ' <<<"$OUT" | tail -n 1)" "[0-3] next"
+n=$(grep -c 'still running \[0-3\]' <<<"$OUT")
 if [ "$n" -ge 2 ] && [ "$n" -le 3 ]; then pass; else fail ".timeout: reports every 0.4 s (got $n in 1.1 s)"; fi
 expect_eq ".timeout: exit 0" "$RC" 0
-gcsh_pipe 2 'gcsh.sleep(0.6)' --timeout 0.25
+gcsh_pipe 2 'gcsh.check(false) if rank == 0 then gcsh.sleep(0.6) end comm.world():barrier()' --timeout 0.25
 expect_match "--timeout" "$OUT" '^gcsh: 0\.[2-5] s: done \[\], still running \[0-1\]; waiting'
+gcsh_pipe 2 'gcsh.sleep(0.6) print("slept")' --timeout 0.25
+expect_eq "no report while no rank waits for another" "$OUT" "[0-1] slept"
 gcsh_pipe 2 'gcsh.sleep(0.3)'
 expect_eq "no report under the timeout" "$OUT" ""
 
