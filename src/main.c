@@ -597,7 +597,7 @@ static char *read_script(const char *path, const gcsh_session *s, size_t *len, i
     int fd = from_input ? fileno(s->term->in) : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    size_t n;
+    size_t n = 0;
     char *buf = read_all(fd, from_input ? s->coord->sigfd : -1, &n, sig);
     int why = errno;
     if (!from_input)
