@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test and ends with the line "N passed, N failed, N skipped".
-#   tests/run.sh [-j N] [path/to/gcsh]
+#   tests/run.sh [-j N] [-t NAME] [path/to/gcsh]
 # - C unit tests   tests/unit/test_*.c  (built by `make unit`; each prints its counts)
 # - shell tests    tests/sh/*.sh        (piped sessions, command line, a real
 #                                        terminal through tmux; each prints its counts)
@@ -8,7 +8,10 @@
 #                                        one test per file and rank count)
 # TESTS=pattern runs only the files whose path contains pattern; RANKS="2 4"
 # chooses the Lua tests' rank counts; QUICK=1 leaves out the shell tests marked
-# "# tests/run.sh: slow" (make check).
+# "# tests/run.sh: slow" (make check).  -t NAME runs one test file (make
+# test-one T=NAME): NAME as a path, or a file of tests/unit, tests/sh or
+# tests/lua without its folder and suffix (test_dtype or dtype, startup,
+# comm_p2p); its whole output is printed if it fails.
 #
 # Tests run N at a time (-j N or JOBS=N; default: the number of cores), the
 # longest first (their times from the last run, $BUILD/test-times, else
@@ -21,10 +24,12 @@
 set -u
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
-while getopts j: opt; do
+ONE="" ONE_NAME=""
+while getopts j:t: opt; do
     case $opt in
         j) JOBS=$OPTARG ;;
-        *) echo "usage: tests/run.sh [-j N] [path/to/gcsh]" >&2; exit 2 ;;
+        t) ONE_NAME=$OPTARG ;;
+        *) echo "usage: tests/run.sh [-j N] [-t NAME] [path/to/gcsh]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -42,7 +47,25 @@ LOGS="$BUILD_DIR/test-logs"
 TMP_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
 trap 'rm -rf "$TMP_ROOT"' EXIT
 
-selected() { [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; }
+# the_one NAME: the one test file NAME names (a unit test: its binary)
+the_one() {
+    local c found=()
+    for c in "$1" {tests/sh/,tests/lua/,tests/unit/,tests/unit/test_}"$1"{,.sh,.lua,.c}; do
+        [ -f "$c" ] && [[ " ${found[*]:-} " != *" $c "* ]] && found+=("$c")
+    done
+    if [ ${#found[@]} != 1 ]; then
+        echo "tests/run.sh -t $1: ${#found[@]} test files have that name${found:+: ${found[*]}}" >&2
+        return 1
+    fi
+    case $found in
+        tests/unit/*.c) echo "$BUILD_DIR/tests/$(basename "$found" .c)" ;;
+        *) echo "$found" ;;
+    esac
+}
+if [ -n "$ONE_NAME" ]; then ONE=$(the_one "$ONE_NAME") || exit 2; fi
+selected() {
+    if [ -n "$ONE" ]; then [ "$1" = "$ONE" ]; else [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; fi
+}
 marked() { grep -qx "# tests/run.sh: $2" "$1"; } # FILE MARK
 
 # ---- the list of tests, in the order their results are printed
@@ -54,12 +77,17 @@ failures=()
 echo "== C unit tests"
 # GCSH_MAKE_FLAGS: the flags gcsh was built with (make test-asan sets them),
 # so the unit tests link against the same objects.
+# Only the selected ones are built.
 mkdir -p "$BUILD_DIR"
-if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" unit \
+units=()
+for t in tests/unit/test_*.c; do
+    t="$BUILD_DIR/tests/$(basename "$t" .c)"
+    selected "$t" && units+=("$t")
+done
+if [ ${#units[@]} = 0 ] ||
+   eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" '"${units[@]}"' \
         >"$BUILD_DIR/unit-build.log" 2>&1; then
-    for t in "$BUILD_DIR"/tests/test_*; do
-        [ -x "$t" ] && selected "$t" && add unit "$t"
-    done
+    for t in "${units[@]}"; do add unit "$t"; done
 else
     cat "$BUILD_DIR/unit-build.log"
     failed=$((failed + 1)); failures+=("building the unit tests")
@@ -86,15 +114,18 @@ run_one() { # I
     local i=$1 dir="$LOGS/$(name "$1")" t=${FILE[$1]} start=${EPOCHREALTIME/./} st ms
     local tmp="$TMP_ROOT/$1"
     mkdir -p "$dir" "$tmp/tmp" && mkdir -m 0700 "$tmp/run"
-    (
-        export TMPDIR="$tmp/tmp" XDG_RUNTIME_DIR="$tmp/run"
-        case ${KIND[$i]} in
-            # build/tests/test_x is not where gcsh looks for its Lua files
-            unit) GCSH_LUA_DIR="$PWD/lua" timeout "$PER_TEST_TIMEOUT" "$t" ;;
-            sh) timeout "$PER_TEST_TIMEOUT" bash "$t" ;;
-            lua) timeout "$PER_TEST_TIMEOUT" "$GCSH" -n "${NR[$i]}" "$t" ;;
-        esac
-    ) </dev/null >"$dir/out" 2>&1
+    case ${KIND[$i]} in
+        # build/tests/test_x is not where gcsh looks for its Lua files
+        unit) set -- env GCSH_LUA_DIR="$PWD/lua" "$t" ;;
+        sh) set -- bash "$t" ;;
+        lua) set -- "$GCSH" -n "${NR[$i]}" "$t" ;;
+    esac
+    TMPDIR="$tmp/tmp" XDG_RUNTIME_DIR="$tmp/run" timeout "$PER_TEST_TIMEOUT" "$@" \
+        </dev/null >"$dir/out" 2>&1 &
+    # timeout makes a process group of its own, out of the terminal's reach:
+    # a stopped run (SIGTERM to this job) passes the signal on
+    trap 'kill -TERM $! 2>/dev/null' TERM
+    wait $!
     st=$? ms=$(((${EPOCHREALTIME/./} - start) / 1000))
     printf '%d.%d\n' $((ms / 1000)) $((ms % 1000 / 100)) >"$dir/secs"
     echo "$st" >"$dir/rc.new" && mv "$dir/rc.new" "$dir/rc"
@@ -174,6 +205,7 @@ show_done() {
 }
 
 rm -rf "$LOGS"
+trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM
 running=0
 for i in "${ORDER[@]}"; do
     while [ "$running" -ge "$JOBS" ]; do wait -n; running=$((running - 1)); show_done; done
@@ -182,7 +214,7 @@ for i in "${ORDER[@]}"; do
 done
 wait
 show_done
-for i in "${ALONE[@]}"; do run_one "$i"; show_done; done
+for i in "${ALONE[@]}"; do run_one "$i" & wait $!; show_done; done
 headers lua
 
 # the times, for the next run's order (a partial run keeps the others')
@@ -196,6 +228,13 @@ fi
 if [ ${#failures[@]} -gt 0 ]; then
     echo "== failures (each test's whole output: $LOGS/NAME/out)"
     printf '  %s\n' "${failures[@]}"
+fi
+if [ -n "$ONE" ] && [ "$failed" != 0 ]; then
+    for ((i = 0; i < COUNT; i++)); do
+        [ "$(cat "$LOGS/$(name "$i")/rc")" = 0 ] && continue
+        echo "== $(name "$i"): its whole output"
+        cat "$LOGS/$(name "$i")/out"
+    done
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
