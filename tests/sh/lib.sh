@@ -88,14 +88,23 @@ launcher_pid() {
 }
 # piped_while N 'lines' ACTION...: a tagged piped session (TAG, added to TAGS
 # for the caller's cleanup) whose input stays open while ACTION runs in the
-# input's subshell, once rank N-1 runs; sets OUT and RC.
+# input's subshell, once rank N-1 runs; sets OUT and RC.  ACTION sees the
+# output so far in $PIPED_OUT (piped_wait_out) and may wait for the end
+# (job_gone); the input closes when it returns.
 piped_while() {
     local n=$1 lines=$2 i; shift 2
     TAG=$(new_tag); TAGS+=("$TAG")
-    OUT=$( (printf '%s\n' "$lines"
-            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
-            "$@") | GCSH_TEST_TAG=$TAG timeout -k 10 90 "$GCSH" -n "$n" 2>&1); RC=$?
+    PIPED_OUT=${TMP:?piped_while needs TMP}/piped.out
+    (printf '%s\n' "$lines"
+     for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
+     "$@") | GCSH_TEST_TAG=$TAG timeout -k 10 90 "$GCSH" -n "$n" >"$PIPED_OUT" 2>&1; RC=$?
+    OUT=$(cat "$PIPED_OUT")
 }
+# piped_wait_out TEXT [SECONDS]: until piped_while's output holds TEXT.
+piped_wait_out() { wait_until "${2:-60}" grep -qF -- "$1" "$PIPED_OUT"; }
+# job_gone [SECONDS]: until no process of the session $TAG is left.
+job_gone() { wait_until "${1:-30}" no_tagged_pids "$TAG"; }
+no_tagged_pids() { [ -z "$(tagged_pids "$1")" ]; }
 # expect_no_procs NAME TAG: no tagged process is left (they get 5 s to go).
 expect_no_procs() {
     local i left
