@@ -142,7 +142,7 @@ expect_no_procs "fatal fault: no process left" "$TAG"
 # ---- kill -9 of a rank during a command: rank 0 says so, everyone exits
 # (the kill once the command runs: it prints "up"; the input open until the end)
 kill_in_command() { # RANK
-    piped_wait_out "] up"
+    piped_wait_all up
     kill -9 "$(rank_pid "$TAG" "$1")"
     job_gone 30
 }

@@ -12,7 +12,7 @@ trap tmux_cleanup EXIT
 # once the session printed "up", kills RANK; once the loss is said, sends one
 # more line (it must not run); the input stays open until the job is gone
 kill_after_up() { # RANK [SIGNAL]
-    piped_wait_out "] up"
+    piped_wait_all up
     kill "-${2:-9}" "$(rank_pid "$TAG" "$1")"
     piped_wait_out " is gone" 30
     echo 'print("NOT-RUN")'

@@ -24,7 +24,7 @@ expect_eq "late rank: exit 0" "$RC" 0
 bg_start 2
 bg_line '.check off'
 bg_line "$SETUP"
-bg_wait_out "[0-1] up"
+bg_wait_all up 2
 bg_line 'print("ringing") if rank == 0 then for i = 1, 64 do p:allreduce() end print("rung") p:wait() else gcsh.sleep(60) end'
 bg_wait_out "[0] rung"
 kill -INT "$BG"

@@ -49,6 +49,7 @@ for n in $(seq 1 "$count"); do
         cat "$B.in.$k" >&3
         if [ -f "$B.before.$k" ]; then
             # the command to interrupt runs once the output before it is there
+            # (and 0.5 s on: a transcript's command shows nothing as it starts)
             want=$(cat "$B.before.$k")
             for _ in $(seq 600); do [ "$(lines "$out")" -ge "$want" ] && break; sleep 0.1; done
             sleep 0.5

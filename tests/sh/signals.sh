@@ -55,7 +55,7 @@ TAG=$(new_tag)
 start 2 "$TAG"
 # (one line: once "ready" is out, the sleep runs)
 printf '%s\n' 'print("ready") gcsh.sleep(60)' >&3
-if wait_out "[0-1] ready" 60; then pass; else fail "SIGINT: the session did not start"; fi
+if wait_until 60 all_said "$TMP/out" ready 2; then pass; else fail "SIGINT: the session did not start"; fi
 kill -INT "$PID"
 if wait_out "gcsh: interrupted [0-1]" 30; then pass; else fail "SIGINT: no interrupt"; cat "$TMP/out"; fi
 printf '%s\n' 'print("next")' >&3
@@ -88,7 +88,7 @@ for sig in TERM HUP; do
     TAG=$(new_tag)
     start 3 "$TAG"
     printf '%s\n' 'print("ready") gcsh.sleep(60)' 'print("never")' >&3
-    wait_out "[0-2] ready" 60
+    wait_until 60 all_said "$TMP/out" ready 3
     kill -$sig "$PID"
     wait_out "gcsh: interrupted" 30
     end_run
@@ -118,7 +118,7 @@ printf '%s\n' 'print("in script")' 'gcsh.sleep(60)' 'print("never")' >"$TMP/long
 TAG=$(new_tag)
 GCSH_TEST_TAG=$TAG "$GCSH" -n 2 "$TMP/long.lua" >"$TMP/out" 2>&1 </dev/null &
 PID=$!
-wait_out "[0-1] in script" 60
+wait_until 60 all_said "$TMP/out" "in script" 2
 kill -INT "$PID"
 wait "$PID"; RC=$?; PID=""
 OUT=$(cat "$TMP/out")

@@ -14,7 +14,7 @@ trap tags_cleanup EXIT
 stopped_loop='.check off
 c = comm.world() t = tensor.new(16):fill(1) print("up") for i = 1, 1e9 do c:allreduce(t) end'
 stop_then() { # RANK SIGNAL: stops RANK (in the loop: "up" is out), signals gcsh -n
-    piped_wait_out "] up"
+    piped_wait_all up
     kill -STOP "$(rank_pid "$TAG" "$1")"
     kill "-$2" "$(launcher_pid "$TAG")"
 }
