@@ -66,7 +66,7 @@ if [ -n "$ONE_NAME" ]; then ONE=$(the_one "$ONE_NAME") || exit 2; fi
 selected() {
     if [ -n "$ONE" ]; then [ "$1" = "$ONE" ]; else [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; fi
 }
-marked() { grep -qx "# tests/run.sh: $2" "$1"; } # FILE MARK
+marked() { grep -qE "^# tests/run.sh: $2( |$)" "$1"; } # FILE MARK: a line "# tests/run.sh: MARK ..."
 
 # ---- the list of tests, in the order their results are printed
 KIND=() FILE=() NR=()

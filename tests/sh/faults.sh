@@ -3,6 +3,7 @@
 # command, or, for lost ranks and device faults, in every process exiting
 # with a distinct status.  Host backend, at 2 and 4 ranks; the terminal parts
 # (Ctrl-C, .abort) through a real pseudo-terminal (tmux, as term.sh).
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 tmux_setup

@@ -4,6 +4,7 @@
 # alive until MPI is done with it (src/core/orphans.h).  Also: MPI errors
 # are Lua errors with .check off, and the session goes on.  Host backend;
 # `make test-asan` runs these under AddressSanitizer too.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -2,6 +2,7 @@
 # Every lost rank is reported, whichever it is and whenever it dies (at the
 # prompt as during a command, piped or at a terminal), with status 69
 # (issue 26).  Host backend.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -3,6 +3,7 @@
 # runs in a piped session at its rank count, and its output must be the
 # README's.  The conventions (… for figures that vary, ^C for an interrupt,
 # ```no-test) are in tests/sh/readme.lua and in the README.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 ROOT=$PWD

@@ -7,6 +7,7 @@
 # (rank 1, and rank 0, which holds the guard's pipe); never started when a
 # server already answers, with =nomps, or with --backend host; a daemon that
 # cannot start is said once and the job runs.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -2,6 +2,7 @@
 # Signals from outside to `gcsh -n N` (launch.h): the launcher stays mpirun's
 # parent and turns SIGINT into the interrupt Ctrl-C gives (the session reads
 # on), SIGTERM and SIGHUP into a clean stop of every rank (status 143).
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 T=$'\t'

@@ -3,6 +3,7 @@
 # them at 1, 2 and 4), a window whose team is not the whole communicator,
 # and a stepper interrupted (SIGINT to rank 0, as Ctrl-C) while ranks wait
 # for a late one: its next call puts it back at the start and it works.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 export LUA_PATH="$PWD/tests/lua/?.lua;;"

@@ -3,6 +3,7 @@
 # rank keeps waiting (with hang reports saying where every rank is) unless
 # the user set a limit: --timeout S, .timeout S or gcsh.timeout(S) in the
 # script; then the check fails after S, naming where the late rank is.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -3,6 +3,7 @@
 # hold the job: a second SIGTERM or Ctrl-C ends it at once, naming the rank,
 # and so does SIGTERM's grace; a stopped rank 0 is ended through mpirun.  A
 # non-zero status does not make mpirun linger (issue 26).  Host backend.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

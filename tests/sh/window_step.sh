@@ -8,6 +8,7 @@
 # st:next(), st:run() and c:window(); a stepper dropped part-way, reported
 # and freed at exit.  After each failure nothing stays registered (the
 # split communicator it used can be freed) and the next window works.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.."
 . tests/sh/lib.sh
 TAGS=()
