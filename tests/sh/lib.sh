@@ -112,8 +112,9 @@ piped_while() {
 }
 # piped_wait_out TEXT [SECONDS]: until piped_while's output holds TEXT.
 piped_wait_out() { wait_until "${2:-60}" grep -qF -- "$1" "$PIPED_OUT"; }
-# piped_wait_all LINE [SECONDS]: until every rank printed LINE there.
-piped_wait_all() { wait_until "${2:-60}" all_said "$PIPED_OUT" "$1" "$PIPED_N"; }
+# piped_wait_all LINE [SECONDS [N]]: until every rank (of N: those that
+# print it) printed LINE there.
+piped_wait_all() { wait_until "${2:-60}" all_said "$PIPED_OUT" "$1" "${3:-$PIPED_N}"; }
 # job_gone [SECONDS]: until no process of the session $TAG is left.
 job_gone() { wait_until "${1:-30}" no_tagged_pids "$TAG"; }
 no_tagged_pids() { [ -z "$(tagged_pids "$1")" ]; }

@@ -10,10 +10,11 @@ SOCK="$TMP/tmux"
 TAGS=()
 trap tmux_cleanup EXIT
 
-# once the session printed "up", kills RANK; once the loss is said, sends one
-# more line (it must not run); the input stays open until the job is gone
+# once the session printed "up" (on UP_RANKS ranks, default all), kills
+# RANK; once the loss is said, sends one more line (it must not run); the
+# input stays open until the job is gone
 kill_after_up() { # RANK [SIGNAL]
-    piped_wait_all up
+    piped_wait_all up 60 "${UP_RANKS:-$PIPED_N}"
     kill "-${2:-9}" "$(rank_pid "$TAG" "$1")"
     piped_wait_out " is gone" 30
     echo 'print("NOT-RUN")'
@@ -47,7 +48,7 @@ done
 piped_while 2 'c = comm.world() c:barrier()
 print("up") if rank == 1 then c:barrier() else gcsh.sleep(20) end' kill_after_up 0
 lost_rank_said "in a command, rank 0" 2 0
-piped_while 4 '.ranks 0-1
+UP_RANKS=2 piped_while 4 '.ranks 0-1
 print("up") gcsh.sleep(20)' kill_after_up 3
 lost_rank_said "in a command, a rank it does not run on" 4 3
 
