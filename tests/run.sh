@@ -131,19 +131,21 @@ run_one() { # I
     echo "$st" >"$dir/rc.new" && mv "$dir/rc.new" "$dir/rc"
 }
 
-# ---- the order they start in: longest first
+# ---- the order they start in: the unit tests (seconds, printed first),
+# then the longest first
 weight() { # I: seconds it took last time, else a guess by kind
     local n w
     n=$(name "$1")
     w=$(awk -v n="$n" '$2 == n { print $1; exit }' "$TIMES" 2>/dev/null)
     [ -n "$w" ] && { echo "$w"; return; }
-    case ${KIND[$1]} in unit) echo 1 ;; sh) echo 30 ;; lua) echo $((2 * NR[$1])) ;; esac
+    case ${KIND[$1]} in sh) echo 30 ;; lua) echo $((2 * NR[$1])) ;; esac
 }
 TIMES="$BUILD_DIR/test-times"
 [ -s "$TIMES" ] || TIMES=tests/test-times
 ORDER=() ALONE=()
-for i in $(for ((i = 0; i < COUNT; i++)); do echo "$(weight $i) $i"; done | sort -k1,1nr -k2,2n |
-           cut -d' ' -f2); do
+for i in $(for ((i = 0; i < COUNT; i++)); do
+               if [ "${KIND[$i]}" = unit ]; then echo "1 0 $i"; else echo "0 $(weight $i) $i"; fi
+           done | sort -k1,1nr -k2,2nr -k3,3n | cut -d' ' -f3); do
     if [ "${KIND[$i]}" = sh ] && marked "${FILE[$i]}" alone; then ALONE+=("$i"); else ORDER+=("$i"); fi
 done
 
