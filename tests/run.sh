@@ -16,9 +16,10 @@
 # Tests run N at a time (-j N or JOBS=N; default: the number of cores), the
 # longest first (their times from the last run, $BUILD/test-times, else
 # tests/test-times), so that the run does not end waiting on one long test.
-# Each test has a folder of its own: TMPDIR, XDG_RUNTIME_DIR (the files gcsh
-# writes by itself) and its output, build/test-logs/NAME/out; the results are
-# printed in a fixed order (units, shell, Lua) as soon as those before are in.
+# Each test has folders of its own: TMPDIR, XDG_RUNTIME_DIR and GCSH_STATE_DIR
+# (the files gcsh writes by itself) and its output, build/test-logs/NAME/out;
+# the results are printed in a fixed order (units, shell, Lua) as soon as
+# those before them are in.
 # A shell test that cannot share the machine says "# tests/run.sh: alone"
 # and runs after the others, by itself.
 set -u
@@ -120,8 +121,9 @@ run_one() { # I
         sh) set -- bash "$t" ;;
         lua) set -- "$GCSH" -n "${NR[$i]}" "$t" ;;
     esac
-    TMPDIR="$tmp/tmp" XDG_RUNTIME_DIR="$tmp/run" timeout "$PER_TEST_TIMEOUT" "$@" \
-        </dev/null >"$dir/out" 2>&1 &
+    # GCSH_STATE_DIR: gcsh's own folder, where it has one (issue 35's branch)
+    TMPDIR="$tmp/tmp" XDG_RUNTIME_DIR="$tmp/run" GCSH_STATE_DIR="$tmp/state" \
+        timeout "$PER_TEST_TIMEOUT" "$@" </dev/null >"$dir/out" 2>&1 &
     # timeout makes a process group of its own, out of the terminal's reach:
     # a stopped run (SIGTERM to this job) passes the signal on
     trap 'kill -TERM $! 2>/dev/null' TERM
