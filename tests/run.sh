@@ -34,6 +34,7 @@ while getopts j:t: opt; do
     esac
 done
 shift $((OPTIND - 1))
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: -j (JOBS) must be a count of 1 or more, got '$JOBS'" >&2; exit 2; }
 export GCSH="${1:-build/gcsh}"
 BUILD_DIR=$(dirname "$GCSH")
 export LUA_PATH="$PWD/tests/lua/?.lua;;"
