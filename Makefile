@@ -97,7 +97,7 @@ endif
 OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
-.PHONY: all deps deps-test print-deps-flags run test test-asan bench clean install uninstall
+.PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench clean install uninstall
 all: $(BUILD)/gcsh
 
 $(BUILD)/gcsh: $(OBJS)
@@ -149,6 +149,18 @@ run: deps
 test: deps-test
 	@$(MAKE) --no-print-directory all
 	@bash tests/run.sh $(BUILD)/gcsh
+
+# The fast tier: unit tests, Lua tests at 2 ranks, the shell tests not
+# marked "# tests/run.sh: slow" (a few minutes; `make test` runs everything).
+check: deps-test
+	@$(MAKE) --no-print-directory all
+	@QUICK=1 RANKS=2 bash tests/run.sh $(BUILD)/gcsh
+
+# One test file: make test-one T=startup (tests/sh/startup.sh), T=comm_p2p
+# (tests/lua, at RANKS, default 1 2 4), T=dtype (tests/unit/test_dtype.c).
+test-one: all
+	@[ -n '$(T)' ] || { echo 'usage: make test-one T=NAME' >&2; exit 2; }
+	@bash tests/run.sh -t '$(T)' $(BUILD)/gcsh
 
 # The host test set under AddressSanitizer and UndefinedBehaviorSanitizer.
 ASAN_FLAGS := BUILD=build-asan CUDA=0 OPT="-O1 -g -fno-omit-frame-pointer" \

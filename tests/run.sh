@@ -1,14 +1,40 @@
 #!/usr/bin/env bash
 # Runs every test and ends with the line "N passed, N failed, N skipped".
-#   tests/run.sh [path/to/gcsh]
+#   tests/run.sh [-j N] [-t NAME] [path/to/gcsh]
 # - C unit tests   tests/unit/test_*.c  (built by `make unit`; each prints its counts)
 # - shell tests    tests/sh/*.sh        (piped sessions, command line, a real
 #                                        terminal through tmux; each prints its counts)
 # - Lua tests      tests/lua/*.lua      (each file under `gcsh -n N` for N = 1, 2, 4;
 #                                        one test per file and rank count)
-# TESTS=pattern runs only the files whose path contains pattern.
+# TESTS=pattern runs only the files whose path contains pattern; RANKS="2 4"
+# chooses the Lua tests' rank counts; QUICK=1 leaves out the shell tests marked
+# "# tests/run.sh: slow" (make check).  -t NAME runs one test file (make
+# test-one T=NAME): NAME as a path, or a file of tests/unit, tests/sh or
+# tests/lua without its folder and suffix (test_dtype or dtype, startup,
+# comm_p2p); its whole output is printed if it fails.
+#
+# Tests run N at a time (-j N or JOBS=N; default: the number of cores), the
+# longest first (their times from the last run, $BUILD/test-times, else
+# tests/test-times), so that the run does not end waiting on one long test.
+# Each test has folders of its own: TMPDIR, XDG_RUNTIME_DIR and GCSH_STATE_DIR
+# (the files gcsh writes by itself) and its output, build/test-logs/NAME/out;
+# the results are printed in a fixed order (units, shell, Lua) as soon as
+# those before them are in.
+# A shell test that cannot share the machine says "# tests/run.sh: alone"
+# and runs after the others, by itself.
 set -u
 cd "$(dirname "$0")/.."
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+ONE="" ONE_NAME=""
+while getopts j:t: opt; do
+    case $opt in
+        j) JOBS=$OPTARG ;;
+        t) ONE_NAME=$OPTARG ;;
+        *) echo "usage: tests/run.sh [-j N] [-t NAME] [path/to/gcsh]" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: -j (JOBS) must be a count of 1 or more, got '$JOBS'" >&2; exit 2; }
 export GCSH="${1:-build/gcsh}"
 BUILD_DIR=$(dirname "$GCSH")
 export LUA_PATH="$PWD/tests/lua/?.lua;;"
@@ -16,19 +42,117 @@ export GCSH_HISTORY=""            # tests never touch the user's history
 export OMPI_MCA_rmaps_base_oversubscribe=1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="${RANKS:-1 2 4}"
-# the flight recorder writes to gcsh's own folder at an interrupt, a hang
-# report or a crash: GCSH_STATE_DIR, in a folder of this run's own (TMPDIR
-# too), removed at the end
-export TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
-export GCSH_STATE_DIR="$TMPDIR/state"
-trap 'rm -rf "$TMPDIR"' EXIT
-PER_TEST_TIMEOUT="${PER_TEST_TIMEOUT:-180}"
+PER_TEST_TIMEOUT="${PER_TEST_TIMEOUT:-300}"
+LOGS="$BUILD_DIR/test-logs"
+# the flight recorder writes to $TMPDIR at an interrupt, a hang report or a
+# crash: into a folder of the test's own, all removed at the end
+TMP_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
+trap 'rm -rf "$TMP_ROOT"' EXIT
+
+# the_one NAME: the one test file NAME names (a unit test: its binary)
+the_one() {
+    local c found=()
+    for c in "$1" {tests/sh/,tests/lua/,tests/unit/,tests/unit/test_}"$1"{,.sh,.lua,.c}; do
+        [ -f "$c" ] && [[ " ${found[*]:-} " != *" $c "* ]] && found+=("$c")
+    done
+    if [ ${#found[@]} != 1 ]; then
+        echo "tests/run.sh -t $1: ${#found[@]} test files have that name${found:+: ${found[*]}}" >&2
+        return 1
+    fi
+    case $found in
+        tests/unit/*.c) echo "$BUILD_DIR/tests/$(basename "$found" .c)" ;;
+        *) echo "$found" ;;
+    esac
+}
+if [ -n "$ONE_NAME" ]; then ONE=$(the_one "$ONE_NAME") || exit 2; fi
+selected() {
+    if [ -n "$ONE" ]; then [ "$1" = "$ONE" ]; else [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; fi
+}
+marked() { grep -qE "^# tests/run.sh: $2( |$)" "$1"; } # FILE MARK: a line "# tests/run.sh: MARK ..."
+
+# ---- the list of tests, in the order their results are printed
+KIND=() FILE=() NR=()
+add() { KIND+=("$1"); FILE+=("$2"); NR+=("${3:-}"); }
 
 passed=0 failed=0 skipped=0
 failures=()
+echo "== C unit tests"
+# GCSH_MAKE_FLAGS: the flags gcsh was built with (make test-asan sets them),
+# so the unit tests link against the same objects.
+# Only the selected ones are built.
+mkdir -p "$BUILD_DIR"
+units=()
+for t in tests/unit/test_*.c; do
+    t="$BUILD_DIR/tests/$(basename "$t" .c)"
+    selected "$t" && units+=("$t")
+done
+if [ ${#units[@]} = 0 ] ||
+   eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" '"${units[@]}"' \
+        >"$BUILD_DIR/unit-build.log" 2>&1; then
+    for t in "${units[@]}"; do add unit "$t"; done
+else
+    cat "$BUILD_DIR/unit-build.log"
+    failed=$((failed + 1)); failures+=("building the unit tests")
+fi
+for t in tests/sh/*.sh; do
+    case "$t" in */lib.sh) continue ;; esac
+    selected "$t" || continue
+    [ -n "${QUICK:-}" ] && marked "$t" slow && continue
+    add sh "$t"
+done
+for t in tests/lua/*.lua; do
+    case "$t" in */harness.lua) continue ;; esac
+    selected "$t" || continue
+    for n in $RANKS; do add lua "$t" "$n"; done
+done
+COUNT=${#KIND[@]}
+name() { # I: the test's name in test-times and build/test-logs
+    case ${KIND[$1]} in lua) echo "$(basename "${FILE[$1]}")@${NR[$1]}" ;; *) basename "${FILE[$1]}" ;; esac
+}
 
-selected() { [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; }
+# ---- one test, in the background: its output in $LOGS/NAME/out, its exit
+# status in rc (written last: the sign it is done), its time in secs
+run_one() { # I
+    local i=$1 dir="$LOGS/$(name "$1")" t=${FILE[$1]} start=${EPOCHREALTIME/./} st ms
+    local tmp="$TMP_ROOT/$1"
+    mkdir -p "$dir" "$tmp/tmp" && mkdir -m 0700 "$tmp/run"
+    case ${KIND[$i]} in
+        # build/tests/test_x is not where gcsh looks for its Lua files
+        unit) set -- env GCSH_LUA_DIR="$PWD/lua" "$t" ;;
+        sh) set -- bash "$t" ;;
+        lua) set -- "$GCSH" -n "${NR[$i]}" "$t" ;;
+    esac
+    # GCSH_STATE_DIR: gcsh's own folder, where it has one (issue 35's branch)
+    TMPDIR="$tmp/tmp" XDG_RUNTIME_DIR="$tmp/run" GCSH_STATE_DIR="$tmp/state" \
+        timeout "$PER_TEST_TIMEOUT" "$@" </dev/null >"$dir/out" 2>&1 &
+    # timeout makes a process group of its own, out of the terminal's reach:
+    # a stopped run (SIGTERM to this job) passes the signal on
+    trap 'kill -TERM $! 2>/dev/null' TERM
+    wait $!
+    st=$? ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+    printf '%d.%d\n' $((ms / 1000)) $((ms % 1000 / 100)) >"$dir/secs"
+    echo "$st" >"$dir/rc.new" && mv "$dir/rc.new" "$dir/rc"
+}
 
+# ---- the order they start in: the unit tests (seconds, printed first),
+# then the longest first
+weight() { # I: seconds it took last time, else a guess by kind
+    local n w
+    n=$(name "$1")
+    w=$(awk -v n="$n" '$2 == n { print $1; exit }' "$TIMES" 2>/dev/null)
+    [ -n "$w" ] && { echo "$w"; return; }
+    case ${KIND[$1]} in sh) echo 30 ;; lua) echo $((2 * NR[$1])) ;; esac
+}
+TIMES="$BUILD_DIR/test-times"
+[ -s "$TIMES" ] || TIMES=tests/test-times
+ORDER=() ALONE=()
+for i in $(for ((i = 0; i < COUNT; i++)); do
+               if [ "${KIND[$i]}" = unit ]; then echo "1 0 $i"; else echo "0 $(weight $i) $i"; fi
+           done | sort -k1,1nr -k2,2nr -k3,3n | cut -d' ' -f3); do
+    if [ "${KIND[$i]}" = sh ] && marked "${FILE[$i]}" alone; then ALONE+=("$i"); else ORDER+=("$i"); fi
+done
+
+# ---- the results, printed in list order as they come in
 # Adds the closing "N passed, N failed[, N skipped]" line of a test program.
 add_counts() { # name output status
     local line p f s
@@ -48,54 +172,74 @@ add_counts() { # name output status
         printf '%s\n' "$2" | grep -E '^(FAIL|not ok)' | head -n 40 | sed 's/^/    /'
     fi
 }
-
-echo "== C unit tests"
-# GCSH_MAKE_FLAGS: the flags gcsh was built with (make test-asan sets them),
-# so the unit tests link against the same objects.
-if eval make --no-print-directory -s BUILD="$BUILD_DIR" "${GCSH_MAKE_FLAGS:-}" unit \
-        >"$BUILD_DIR/unit-build.log" 2>&1; then
-    for t in "$BUILD_DIR"/tests/test_*; do
-        [ -x "$t" ] || continue
-        selected "$t" || continue
-        # build/tests/test_x is not where gcsh looks for its Lua files
-        out=$(GCSH_LUA_DIR="$PWD/lua" timeout "$PER_TEST_TIMEOUT" "$t" 2>&1); st=$?
-        echo "  $(basename "$t"): $(printf '%s\n' "$out" | tail -n 1)"
-        add_counts "$(basename "$t")" "$out" $st
+# headers KIND: the section headers up to KIND's, each once
+SECTIONS=(unit sh lua) headed=1   # the units' header is out already
+headers() {
+    while [ "${SECTIONS[$((headed - 1))]}" != "$1" ]; do
+        case ${SECTIONS[$headed]} in
+            sh) echo "== shell tests" ;;
+            lua) echo "== Lua tests at ranks: $RANKS" ;;
+        esac
+        headed=$((headed + 1))
     done
-else
-    cat "$BUILD_DIR/unit-build.log"
-    failed=$((failed + 1)); failures+=("building the unit tests")
+}
+report() { # I
+    local i=$1 t=${FILE[$1]} out st
+    out=$(cat "$LOGS/$(name "$i")/out"); st=$(cat "$LOGS/$(name "$i")/rc")
+    headers "${KIND[$i]}"
+    case ${KIND[$i]} in
+        unit | sh)
+            echo "  $(basename "$t"): $(printf '%s\n' "$out" | tail -n 1)"
+            add_counts "$(basename "$t")" "$out" "$st" ;;
+        lua)
+            if [ "$st" = 0 ]; then
+                passed=$((passed + 1))
+            else
+                failed=$((failed + 1)); failures+=("$t at ${NR[$i]} ranks (exit $st)")
+                echo "  FAIL $t at ${NR[$i]} ranks (exit $st)"
+                printf '%s\n' "$out" | tail -n 25 | sed 's/^/    /'
+            fi
+            [ "${FILE[$((i + 1))]:-}" = "$t" ] || echo "  $(basename "$t"): done" ;;
+    esac
+}
+shown=0
+show_done() {
+    while [ "$shown" -lt "$COUNT" ] && [ -e "$LOGS/$(name "$shown")/rc" ]; do
+        report "$shown"; shown=$((shown + 1))
+    done
+}
+
+rm -rf "$LOGS"
+trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM
+running=0
+for i in "${ORDER[@]}"; do
+    while [ "$running" -ge "$JOBS" ]; do wait -n; running=$((running - 1)); show_done; done
+    run_one "$i" &
+    running=$((running + 1))
+done
+wait
+show_done
+for i in "${ALONE[@]}"; do run_one "$i" & wait $!; show_done; done
+headers lua
+
+# the times, for the next run's order (a partial run keeps the others')
+if [ "$COUNT" -gt 0 ]; then
+    { for ((i = 0; i < COUNT; i++)); do echo "$(cat "$LOGS/$(name "$i")/secs") $(name "$i")"; done
+      [ -s "$BUILD_DIR/test-times" ] && cat "$BUILD_DIR/test-times"
+    } | awk '!seen[$2]++' | sort -k1,1nr >"$BUILD_DIR/test-times.new" &&
+        mv "$BUILD_DIR/test-times.new" "$BUILD_DIR/test-times"
 fi
 
-echo "== shell tests"
-for t in tests/sh/*.sh; do
-    case "$t" in */lib.sh) continue ;; esac
-    selected "$t" || continue
-    out=$(timeout "$PER_TEST_TIMEOUT" bash "$t" 2>&1); st=$?
-    echo "  $(basename "$t"): $(printf '%s\n' "$out" | tail -n 1)"
-    add_counts "$(basename "$t")" "$out" $st
-done
-
-echo "== Lua tests at ranks: $RANKS"
-for t in tests/lua/*.lua; do
-    case "$t" in */harness.lua) continue ;; esac
-    selected "$t" || continue
-    for n in $RANKS; do
-        out=$(timeout "$PER_TEST_TIMEOUT" "$GCSH" -n "$n" "$t" 2>&1 </dev/null); st=$?
-        if [ $st = 0 ]; then
-            passed=$((passed + 1))
-        else
-            failed=$((failed + 1)); failures+=("$t at $n ranks (exit $st)")
-            echo "  FAIL $t at $n ranks (exit $st)"
-            printf '%s\n' "$out" | tail -n 25 | sed 's/^/    /'
-        fi
-    done
-    echo "  $(basename "$t"): done"
-done
-
 if [ ${#failures[@]} -gt 0 ]; then
-    echo "== failures"
+    echo "== failures (each test's whole output: $LOGS/NAME/out)"
     printf '  %s\n' "${failures[@]}"
+fi
+if [ -n "$ONE" ] && [ "$failed" != 0 ]; then
+    for ((i = 0; i < COUNT; i++)); do
+        [ "$(cat "$LOGS/$(name "$i")/rc")" = 0 ] && continue
+        echo "== $(name "$i"): its whole output"
+        cat "$LOGS/$(name "$i")/out"
+    done
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

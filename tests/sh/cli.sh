@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The command line (lua.c habit): scripts and their arg table, -e, -l, -v, -q,
 # -i, --backend, --timeout, -n, bad options; exit codes; no process left over.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 T=$'\t'

@@ -2,6 +2,7 @@
 # The reproducers (lua/examples): exit 0 plain, 1 with --bug and their
 # message, 125 where they cannot run (one rank), 128 on an unknown argument;
 # repro.sweep's out= script; os.exit's statuses.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -3,6 +3,7 @@
 # command, or, for lost ranks and device faults, in every process exiting
 # with a distinct status.  Host backend, at 2 and 4 ranks; the terminal parts
 # (Ctrl-C, .abort) through a real pseudo-terminal (tmux, as term.sh).
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 tmux_setup
@@ -140,20 +141,16 @@ expect_eq "fatal fault: exit status 70" "$RC" 70
 expect_no_procs "fatal fault: no process left" "$TAG"
 
 # ---- kill -9 of a rank during a command: rank 0 says so, everyone exits
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
+# (the kill once the command runs: it prints "up"; the input open until the end)
+kill_in_command() { # RANK
+    piped_wait_all up
+    kill -9 "$(rank_pid "$TAG" "$1")"
+    job_gone 30
 }
 for n in 2 4; do
-    TAG=$(new_tag); TAGS+=("$TAG")
     victim=$((n - 1))
-    OUT=$( (printf '%s\n' 'c = comm.world() c:barrier() print("up")' \
-                'if rank == 0 then c:barrier() else gcsh.sleep(20) end'
-            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $victim)" ] && break; sleep 0.1; done
-            sleep 1.5; kill -9 $(rank_pid "$TAG" $victim); sleep 5) |
-        GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n $n 2>&1); RC=$?
+    piped_while $n 'c = comm.world() c:barrier()
+print("up") if rank == 0 then c:barrier() else gcsh.sleep(20) end' kill_in_command $victim
     expect_contains "kill -9 at $n ranks: rank 0 names it" "$OUT" "gcsh: rank $victim is gone (its connection to rank 0 closed)"
     expect_contains "kill -9 at $n ranks: session ends" "$OUT" "gcsh: the session cannot go on without it; every rank exits with status 69"
     expect_eq "kill -9 at $n ranks: the job exits with the status said" "$RC" 69
@@ -194,8 +191,8 @@ keys '=c:allreduce(tensor.new(1):fill(1))[0]' Enter
 check_wait "pty: after Ctrl-C the comm works (nothing was abandoned)" "[0-1] 2.0" 10
 
 keys '.check off' Enter
-keys 'if rank == 0 then c:barrier() else gcsh.sleep(60) end' Enter
-sleep 1
+keys 'print("blocking") if rank == 0 then c:barrier() else gcsh.sleep(60) end' Enter
+check_wait "pty: the barrier blocks" "[0-1] blocking" 15
 keys '.abort' Enter
 check_wait "pty: .abort" "gcsh: aborting [0-1]" 10
 check_wait "pty: .abort: the blocked barrier's error" "[0] stdin:1: interrupted in barrier #3: the communicator is aborted on every rank (comm.world() makes a fresh one)" 10

@@ -4,6 +4,7 @@
 # interrupt or .flight FILE writes them as a trace file (python3's json
 # loads it, tests/sh/trace_check.py checks it), at 1, 2 and 4 ranks; a rank
 # that is stuck or dead still tells its last calls.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

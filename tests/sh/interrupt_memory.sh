@@ -4,12 +4,14 @@
 # alive until MPI is done with it (src/core/orphans.h).  Also: MPI errors
 # are Lua errors with .check off, and the session goes on.  Host backend;
 # `make test-asan` runs these under AddressSanitizer too.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
 TAGS=()
 trap tags_cleanup EXIT
 
+is_stopped() { [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ]; }
 no_crash() { # NAME
     expect_not_contains "$1: no EFAULT from MPI into freed memory" "$OUT" "errno = 14"
     expect_not_contains "$1: no segfault" "$OUT" "Segmentation fault"
@@ -20,7 +22,8 @@ no_crash() { # NAME
 
 # ---- the issue's reproducer, as it was given: a 512 MiB all-reduce loop
 # interrupted after 3 s, the tensor collected, a fresh world made (MPI's
-# progress then wrote into the freed tensor: EFAULT, then SIGSEGV)
+# progress then wrote into the freed tensor: EFAULT, then SIGSEGV); its
+# times are the reproducer's (the sequence in step below waits for events)
 TAG=$(new_tag); TAGS+=("$TAG")
 OUT=$( (echo 'c = comm.world(); t = tensor.new(1<<27):fill(1); for i = 1, 5 do c:allreduce(t) end'; sleep 5
         echo 't = nil; collectgarbage(); c2 = comm.world()'
@@ -37,8 +40,7 @@ expect_no_procs "reproducer: no process left" "$TAG"
 # a fast one finished them all before the interrupt came)
 bg_start 2
 bg_line 'c = comm.world(); t = tensor.new(1<<27):fill(1); print("filled") for i = 1, 1e9 do c:allreduce(t) end'
-bg_wait_out "[0-1] filled"
-sleep 0.5
+bg_wait_all filled 2 120
 kill -INT "$BG"
 bg_wait_out "gcsh: interrupted"
 bg_line 't = nil; collectgarbage(); c2 = comm.world()'
@@ -57,13 +59,13 @@ expect_eq "in step: a piped session with an interrupted line exits 1" "$RC" 1
 bg_start 2
 bg_line '.check off'
 bg_line 'c = comm.world(); t = tensor.new(1 << 16):fill(1); print("up") for i = 1, 1e8 do c:allreduce(t) end'
-bg_wait_out "[0-1] up"
-sleep 1
-kill -STOP "$(rank_pid "$TAG" 1)"
-sleep 0.5
+bg_wait_all up 2
+R1=$(rank_pid "$TAG" 1)
+kill -STOP "$R1"
+wait_until 10 is_stopped "$R1"
 kill -INT "$BG"
-sleep 1
-kill -CONT "$(rank_pid "$TAG" 1)"
+sleep 1 # the frozen time under test: rank 0 abandons its part meanwhile
+kill -CONT "$R1"
 bg_wait_out "gcsh: interrupted"
 bg_line 't = nil; collectgarbage(); c = comm.world()'
 bg_line 'for i = 1, 20 do c:allreduce(tensor.new(1 << 16)) end print("after", rank)'
@@ -82,8 +84,7 @@ bg_line '.check off'
 bg_line 'c = comm.world(); w = c:window(1024); c2 = c:split(0); addr = tonumber(w:info().address)'
 bg_line 'function mapped(a) for l in io.lines("/proc/self/maps") do local lo, hi = l:match("^(%x+)-(%x+)") if a >= tonumber(lo, 16) and a < tonumber(hi, 16) then return true end end return false end'
 bg_line 'print("ready") if rank == 0 then c2:recv(w:tensor(), 1) else gcsh.sleep(30) end'
-bg_wait_out "[0-1] ready"
-sleep 1
+bg_wait_all ready 2
 kill -INT "$BG"
 bg_wait_out "gcsh: interrupted"
 bg_line 'w:free() print("freed, still mapped:", mapped(addr))'
@@ -121,8 +122,7 @@ done
 bg_start 2
 bg_line 'c = comm.world(); t = tensor.new(1 << 12):fill(1)'
 bg_line 'g = gcsh.graph(function() c:allreduce(t, "max") end) print("captured") g:replay(1e9)'
-bg_wait_out "[0-1] captured"
-sleep 1
+bg_wait_all captured 2
 kill -INT "$BG"
 bg_wait_out "gcsh: interrupted"
 bg_line 'c = comm.world(); g:free(); g = gcsh.graph(function() c:allreduce(t) end)'

@@ -148,7 +148,7 @@ check_last "paste: then the prompt" "$PT" 10
 # ---- the same with bracketed paste (readline takes it as one line)
 keys 'clear_screen_marker = 1' Enter
 tm paste-buffer -p -t "$S"
-sleep 0.5
+wait_for 'print("line 20")' 10 2 # readline holds the whole paste
 press Enter
 check_wait "bracketed paste: the last line ran" "[0-1] line 20" 20 2
 GOT=$(screen | sed -n '/clear_screen_marker = 1$/,$p' | grep '^\[')

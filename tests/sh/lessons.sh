@@ -7,6 +7,7 @@
 # name, ambiguous names, the commands' errors; a lesson that needs more
 # ranks says so at 1; the kinds of exercise feedback; errors in a lesson
 # name the lesson file's own lines.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 

@@ -40,21 +40,31 @@ expect_all_ranks_match() {
     ranks_printed "$1" "$2" "$3" "$4" regex
 }
 ranks_printed() {
+    local missing
+    missing=$(ranks_missing "$2" "$3" "$4" "$5")
+    if [ -z "$missing" ]; then pass; else
+        fail "$1: ranks$missing did not print '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+}
+# ranks_missing OUTPUT LINE N exact|regex: the ranks of 0..N-1 that did not
+# print LINE (" 1 3"), however the output folded them
+ranks_missing() {
     local seen=() line set part a b r missing="" text
     while IFS= read -r line; do
         [[ "$line" =~ ^\[([0-9,-]+)\]\ (.*)$ ]] || continue
         set=${BASH_REMATCH[1]} text=${BASH_REMATCH[2]}
-        if [ "$5" = regex ]; then [[ "$text" =~ ^($3)$ ]] || continue
-        else [ "$text" == "$3" ] || continue; fi
+        if [ "$4" = regex ]; then [[ "$text" =~ ^($2)$ ]] || continue
+        else [ "$text" == "$2" ] || continue; fi
         for part in ${set//,/ }; do
             a=${part%-*} b=${part#*-}
             for ((r = a; r <= b; r++)); do seen[r]=1; done
         done
-    done <<<"$2"
-    for ((r = 0; r < $4; r++)); do [ -n "${seen[r]:-}" ] || missing+=" $r"; done
-    if [ -z "$missing" ]; then pass; else
-        fail "$1: ranks$missing did not print '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+    done <<<"$1"
+    for ((r = 0; r < $3; r++)); do [ -n "${seen[r]:-}" ] || missing+=" $r"; done
+    echo "$missing"
 }
+# all_said FILE LINE N: every rank of 0..N-1 printed LINE into FILE (under
+# load the ranks' lines come apart: "[0] up" and "[1] up", not "[0-1] up")
+all_said() { [ -z "$(ranks_missing "$(cat "$1" 2>/dev/null)" "$2" "$3" exact)" ]; }
 # Runs a piped session: gcsh_pipe N 'lines' [extra args]; sets OUT and RC.
 gcsh_pipe() {
     local n=$1 input=$2; shift 2
@@ -92,14 +102,26 @@ launcher_pid() {
 }
 # piped_while N 'lines' ACTION...: a tagged piped session (TAG, added to TAGS
 # for the caller's cleanup) whose input stays open while ACTION runs in the
-# input's subshell, once rank N-1 runs; sets OUT and RC.
+# input's subshell, once rank N-1 runs; sets OUT and RC.  ACTION sees the
+# output so far in $PIPED_OUT (piped_wait_out) and may wait for the end
+# (job_gone); the input closes when it returns.
 piped_while() {
     local n=$1 lines=$2 i; shift 2
     TAG=$(new_tag); TAGS+=("$TAG")
-    OUT=$( (printf '%s\n' "$lines"
-            for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
-            "$@") | GCSH_TEST_TAG=$TAG timeout -k 10 90 "$GCSH" -n "$n" 2>&1); RC=$?
+    PIPED_OUT=${TMP:?piped_while needs TMP}/piped.out PIPED_N=$n
+    (printf '%s\n' "$lines"
+     for i in $(seq 100); do [ -n "$(rank_pid "$TAG" $((n - 1)))" ] && break; sleep 0.1; done
+     "$@") | GCSH_TEST_TAG=$TAG timeout -k 10 90 "$GCSH" -n "$n" >"$PIPED_OUT" 2>&1; RC=$?
+    OUT=$(cat "$PIPED_OUT")
 }
+# piped_wait_out TEXT [SECONDS]: until piped_while's output holds TEXT.
+piped_wait_out() { wait_until "${2:-60}" grep -qF -- "$1" "$PIPED_OUT"; }
+# piped_wait_all LINE [SECONDS [N]]: until every rank (of N: those that
+# print it) printed LINE there.
+piped_wait_all() { wait_until "${2:-60}" all_said "$PIPED_OUT" "$1" "${3:-$PIPED_N}"; }
+# job_gone [SECONDS]: until no process of the session $TAG is left.
+job_gone() { wait_until "${1:-30}" no_tagged_pids "$TAG"; }
+no_tagged_pids() { [ -z "$(tagged_pids "$1")" ]; }
 # expect_no_procs NAME TAG: no tagged process is left (they get 5 s to go).
 expect_no_procs() {
     local i left
@@ -131,6 +153,9 @@ bg_wait_out() { # TEXT [SECONDS]: until the output holds TEXT
         sleep 0.1
     done
     return 1
+}
+bg_wait_all() { # LINE N [SECONDS]: until every rank of N printed LINE
+    wait_until "${3:-60}" all_said "$TMP/out" "$1" "$2"
 }
 bg_end() {
     exec 7>&-

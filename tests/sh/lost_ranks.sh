@@ -2,6 +2,7 @@
 # Every lost rank is reported, whichever it is and whenever it dies (at the
 # prompt as during a command, piped or at a terminal), with status 69
 # (issue 26).  Host backend.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -9,13 +10,15 @@ SOCK="$TMP/tmux"
 TAGS=()
 trap tmux_cleanup EXIT
 
-# gives the first lines 2 s to run, then kills RANK, then sends one more line
+# once the session printed "up" (on UP_RANKS ranks, default all), kills
+# RANK; once the loss is said, sends one more line (it must not run); the
+# input stays open until the job is gone
 kill_after_up() { # RANK [SIGNAL]
-    sleep 1.5
+    piped_wait_all up 60 "${UP_RANKS:-$PIPED_N}"
     kill "-${2:-9}" "$(rank_pid "$TAG" "$1")"
-    sleep 2.5
+    piped_wait_out " is gone" 30
     echo 'print("NOT-RUN")'
-    sleep 1
+    job_gone 30
 }
 lost_rank_said() { # NAME N VICTIM
     if [ "$3" = 0 ]; then
@@ -42,12 +45,11 @@ for case in "2 0" "2 1" "4 0" "4 2" "4 3"; do
 done
 
 # ---- during a command: rank 0 itself, and a rank the command does not run on
-piped_while 2 'c = comm.world() c:barrier() print("up")
-if rank == 1 then c:barrier() else gcsh.sleep(20) end' kill_after_up 0
+piped_while 2 'c = comm.world() c:barrier()
+print("up") if rank == 1 then c:barrier() else gcsh.sleep(20) end' kill_after_up 0
 lost_rank_said "in a command, rank 0" 2 0
-piped_while 4 '.ranks 0-1
-print("up")
-gcsh.sleep(20)' kill_after_up 3
+UP_RANKS=2 piped_while 4 '.ranks 0-1
+print("up") gcsh.sleep(20)' kill_after_up 3
 lost_rank_said "in a command, a rank it does not run on" 4 3
 
 # ---- a real terminal: a rank killed at the prompt is a lost rank, not a stop

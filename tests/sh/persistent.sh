@@ -24,10 +24,9 @@ expect_eq "late rank: exit 0" "$RC" 0
 bg_start 2
 bg_line '.check off'
 bg_line "$SETUP"
-bg_wait_out "[0-1] up"
-bg_line 'print("ringing") if rank == 0 then for i = 1, 64 do p:allreduce() end p:wait() else gcsh.sleep(60) end'
-bg_wait_out "[0-1] ringing"
-sleep 1
+bg_wait_all up 2
+bg_line 'print("ringing") if rank == 0 then for i = 1, 64 do p:allreduce() end print("rung") p:wait() else gcsh.sleep(60) end'
+bg_wait_out "[0] rung"
 kill -INT "$BG"
 bg_wait_out "gcsh: interrupted"
 bg_line '=p.running, p.calls'
@@ -55,7 +54,6 @@ keys "$SETUP" Enter
 check_wait "pty: started" "[0-1] up" 15
 keys 'print("looping") for i = 1, 1e9 do p:allreduce() end' Enter
 check_wait "pty: looping" "[0-1] looping" 15
-sleep 1
 keys '.abort' Enter
 check_wait ".abort: everything torn down" "gcsh: every communicator is aborted; comm.world() makes a fresh one" 15
 keys '=p.running' Enter

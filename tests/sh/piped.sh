@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Piped sessions: lines from a pipe, no prompts, each rank's output folded by
 # rank range; exit status 1 when some chunk failed.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

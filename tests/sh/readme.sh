@@ -3,6 +3,7 @@
 # runs in a piped session at its rank count, and its output must be the
 # README's.  The conventions (… for figures that vary, ^C for an interrupt,
 # ```no-test) are in tests/sh/readme.lua and in the README.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 ROOT=$PWD
@@ -49,6 +50,7 @@ for n in $(seq 1 "$count"); do
         cat "$B.in.$k" >&3
         if [ -f "$B.before.$k" ]; then
             # the command to interrupt runs once the output before it is there
+            # (and 0.5 s on: a transcript's command shows nothing as it starts)
             want=$(cat "$B.before.$k")
             for _ in $(seq 600); do [ "$(lines "$out")" -ge "$want" ] && break; sleep 0.1; done
             sleep 0.5

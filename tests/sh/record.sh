@@ -6,6 +6,7 @@
 # script and -e are recorded, the line a killed rank ended is kept with how
 # it ended, an empty or cut recording is refused, an existing file is never
 # replaced without a word, math.random and gcsh.wtime replay as recorded.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

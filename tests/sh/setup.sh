@@ -4,6 +4,7 @@
 # check uses what is installed, installs only what is missing where apt-get
 # is, and elsewhere lists it with Debian's, Ubuntu's and Fedora's package
 # names, the test-only ones apart.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 T=$'\t'

@@ -7,6 +7,7 @@
 # (rank 1, and rank 0, which holds the guard's pipe); never started when a
 # server already answers, with =nomps, or with --backend host; a daemon that
 # cannot start is said once and the job runs.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -43,7 +44,7 @@ LOG=$TMP/mps.log
 cat >"$TMP/bin/nvidia-cuda-mps-control" <<STANDIN
 #!/bin/sh
 if [ "\${1:-}" = -d ]; then
-    [ -e "$TMP/fail" ] && { echo "cannot open /dev/nvidiactl"; exit 3; }
+    [ -e "$TMP/fail" ] && { echo "fail \$CUDA_MPS_PIPE_DIRECTORY" >>"$LOG"; echo "cannot open /dev/nvidiactl"; exit 3; }
     echo "start \$CUDA_MPS_PIPE_DIRECTORY \$CUDA_MPS_LOG_DIRECTORY cvd=\${CUDA_VISIBLE_DEVICES-unset} extra=\${GCSH_TEST_EXTRA-unset}" >>"$LOG"
     : >"\$CUDA_MPS_PIPE_DIRECTORY/control"
     [ -e "$TMP/nopid" ] || echo 4242 >"\$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid"
@@ -58,10 +59,13 @@ STANDIN
 chmod +x "$TMP/bin/nvidia-cuda-mps-control"
 fake() { env PATH="$TMP/bin:$PATH" GCSH_NVIDIA_PROC="$TMP/proc" CUDA_MPS_PIPE_DIRECTORY= "$@"; }
 calls() { grep -c "^$1 " "$LOG" 2>/dev/null || true; }
+# logged_dir [start|fail]: the daemon's folder, from the stand-in's log (not
+# from a look at /tmp, where another test run's folders may be)
+logged_dir() { sed -n "s/^${1:-start} \(.*\)\/pipe\( .*\)*\$/\1/p" "$LOG" | tail -n 1; }
 # gone NAME: the daemon's folder (from the log) is removed within 5 s
 gone() {
     local dir i
-    dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+    dir=$(logged_dir)
     for i in $(seq 50); do
         [ -n "$dir" ] && [ ! -e "$dir" ] && { pass; return; }
         sleep 0.1
@@ -87,7 +91,8 @@ expect_eq "normal exit: status" "$RC" 0
 [ $((SECONDS - start)) -lt 15 ] && pass || fail "normal exit: took $((SECONDS - start)) s"
 expect_eq "normal exit: started once" "$(calls start)" 1
 expect_eq "normal exit: quit once, before gcsh returned" "$(calls quit)" 1
-expect_eq "normal exit: the folder is gone when gcsh returns" "$(ls -d /tmp/gcsh-mps-"$(id -u)"-* 2>/dev/null | while read -r d; do [ -n "$(find "$d" -maxdepth 0 -newer "$LOG")" ] && echo "$d"; done)" ""
+dir=$(logged_dir)
+[ -n "$dir" ] && [ ! -e "$dir" ] && pass || fail "normal exit: the folder '$dir' is gone when gcsh returns"
 expect_contains "normal exit: the private pipe directory" "$(cat "$LOG")" "start /tmp/gcsh-mps-$(id -u)-"
 gone "normal exit"
 expect_not_contains "normal exit: no time-slicing warning" "$OUT" "time-sliced"
@@ -157,9 +162,8 @@ expect_contains "a daemon that cannot start: said with the reason" "$OUT" \
     "gcsh: MPS could not start: $TMP/bin/nvidia-cuda-mps-control -d failed (status 3: cannot open /dev/nvidiactl); ranks that share a GPU take turns on it (time-sliced)"
 expect_eq "a daemon that cannot start: said once" \
     "$(grep -c 'MPS could not start' <<<"$OUT")" 1
-left=$(ls -d /tmp/gcsh-mps-* 2>/dev/null | while read -r d; do
-    [ -n "$(find "$d" -maxdepth 0 -newer "$LOG" 2>/dev/null)" ] && echo "$d"; done)
-expect_eq "a daemon that cannot start: its folder is removed" "$left" ""
+dir=$(logged_dir fail)
+[ -n "$dir" ] && [ ! -e "$dir" ] && pass || fail "a daemon that cannot start: its folder '$dir' is removed"
 
 # the daemon gets a minimal environment: not the rank's CUDA_VISIBLE_DEVICES
 # (it would renumber the devices its clients name), nor anything else
@@ -173,7 +177,7 @@ expect_contains "the daemon's environment: no CUDA_VISIBLE_DEVICES, nothing else
 : >"$LOG"; touch "$TMP/slow"
 OUT=$(fake "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
 expect_eq "a slow quit: done when gcsh returns" "$(calls quit)" 1
-dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+dir=$(logged_dir)
 [ -n "$dir" ] && [ ! -e "$dir" ] && pass || fail "a slow quit: the folder '$dir' is gone when gcsh returns"
 rm -f "$TMP/slow"
 
@@ -188,7 +192,7 @@ gone "a daemon that does not come up"
 # GCSH_MPS_KEEP=1 keeps the folder and the daemon's logs
 : >"$LOG"
 OUT=$(fake env GCSH_MPS_KEEP=1 "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
-dir=$(sed -n 's/^start \(.*\)\/pipe .*/\1/p' "$LOG" | tail -n 1)
+dir=$(logged_dir)
 [ -n "$dir" ] && [ -d "$dir/log" ] && pass || fail "GCSH_MPS_KEEP: the folder '$dir' is kept"
 expect_eq "GCSH_MPS_KEEP: the daemon was still quit" "$(calls quit)" 1
 [ -n "$dir" ] && rm -rf "$dir"

@@ -3,6 +3,7 @@
 # them at 1, 2 and 4), a window whose team is not the whole communicator,
 # and a stepper interrupted (SIGINT to rank 0, as Ctrl-C) while ranks wait
 # for a late one: its next call puts it back at the start and it works.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 export LUA_PATH="$PWD/tests/lua/?.lua;;"
@@ -24,23 +25,23 @@ expect_contains "team: refused" "$OUT" "[0-3] stdin:1: step.allreduce: the windo
 expect_eq "team: exit status" "$RC" 1
 
 # ---- SIGINT to rank 0 while rank 0 waits at a barrier for rank 1, which
-# sleeps (delay) at step 2 of a two-step call
-rank_pid() { # TAG RANK
-    local p
-    for p in $(tagged_pids "$1"); do
-        grep -qxzF "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && echo "$p"
-    done
-}
+# sleeps (delay) at step 2 of a two-step call: the hang report of .timeout 1
+# says when rank 1 is in its sleep; the lines after once the interrupt is said
+TMP=$(mktemp -d)
+trap 'kill_tagged; rm -rf "$TMP"' EXIT
 TAG=$(new_tag); TAGS+=("$TAG")
-OUT=$( (printf '%s\n' 'c = comm.world() w = c:window(8, "i32") w:tensor():fill(1 << rank)' \
-            'st = step.allreduce(w, {algo = "ring", delay = {rank = 1, ms = 60000, step = 2}})' \
-            'st:next(2)'
-        for i in $(seq 100); do [ -n "$(rank_pid "$TAG" 0)" ] && break; sleep 0.1; done
-        sleep 3; kill -INT "$(rank_pid "$TAG" 0)"; sleep 1
-        printf '%s\n' 'st:next()' '=st.step' 'st:reset()' '=st.step' \
-            'other = step.allreduce(w, {algo = "twoshot"})' '=other:run{quiet = true}' 'other:free()' \
-            '=c:allreduce(tensor.new(1):fill(1))[0]' 'st:free() w:free()') |
-    GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+said() { grep -qF -- "$1" "$TMP/out"; }
+(printf '%s\n' '.timeout 1' 'c = comm.world() w = c:window(8, "i32") w:tensor():fill(1 << rank)' \
+        'st = step.allreduce(w, {algo = "ring", delay = {rank = 1, ms = 60000, step = 2}})' \
+        'st:next(2)'
+    wait_until 60 said "gcsh:   [1] in gcsh.sleep(60)"
+    kill -INT "$(rank_pid "$TAG" 0)"
+    wait_until 30 said "gcsh: interrupted"
+    printf '%s\n' '.timeout 0' 'st:next()' '=st.step' 'st:reset()' '=st.step' \
+        'other = step.allreduce(w, {algo = "twoshot"})' '=other:run{quiet = true}' 'other:free()' \
+        '=c:allreduce(tensor.new(1):fill(1))[0]' 'st:free() w:free()') |
+    GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 2 >"$TMP/out" 2>&1; RC=$?
+OUT=$(cat "$TMP/out")
 expect_contains "interrupt: the wait is interrupted" "$OUT" "gcsh: interrupted [0-1]"
 expect_contains "interrupt: the next call recovers" "$OUT" "[0] step: the last call was interrupted; data, signals and step count are reset"
 expect_contains "interrupt: then takes step 1" "$OUT" "[0] ring allreduce (sum) of 8 i32 on 2 ranks: step 1 of 2 (reduce-scatter)"

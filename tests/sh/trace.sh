@@ -7,6 +7,7 @@
 # write it with the running calls unfinished, a dead rank's last calls
 # included; the cap keeps the most recent spans and says so; bad arguments
 # are named.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -8,6 +8,7 @@
 # st:next(), st:run() and c:window(); a stepper dropped part-way, reported
 # and freed at exit.  After each failure nothing stays registered (the
 # split communicator it used can be freed) and the next window works.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.."
 . tests/sh/lib.sh
 TAGS=()
@@ -111,13 +112,15 @@ rank_pid() { # TAG RANK
     done
 }
 # interrupted 'lines' 'lines after': SIGINT to rank 0 once the session printed
-# "go" (the line that prints it then enters a stage where rank 1 waits for it)
+# "go" (the line that prints it then enters a stage where rank 1 waits for it);
+# the lines after once the interrupt is said
 interrupted() {
     local tag out
     tag=$(new_tag); TAGS+=("$tag"); out=$(mktemp)
     ( printf '%s\n' "$1"
       for i in $(seq 300); do grep -q '] go$' "$out" && break; sleep 0.1; done
-      kill -INT $(rank_pid "$tag" 0); sleep 3
+      kill -INT $(rank_pid "$tag" 0)
+      for i in $(seq 300); do grep -q 'interrupted' "$out" && break; sleep 0.1; done
       printf '%s\n' "$2" ) |
         GCSH_TEST_FAULTS=1 GCSH_TEST_TAG=$tag timeout 120 "$GCSH" -n 2 >"$out" 2>&1
     OUT=$(cat "$out"); rm -f "$out"
