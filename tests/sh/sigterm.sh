@@ -14,34 +14,6 @@ tmux_setup
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; tmux_cleanup' EXIT
 
-# start_bg NAME CMD...: CMD in the background, its output in $TMP/NAME.out,
-# tagged (TAG); P is its pid (gcsh -n's launcher when CMD is gcsh)
-start_bg() {
-    local name=$1
-    shift
-    TAG=$(new_tag); TAGS+=("$TAG")
-    GCSH_TEST_TAG=$TAG timeout -k 5 20 "$@" >"$TMP/$name.out" 2>&1 </dev/null &
-    P=$!
-    PIDS+=("$P")
-}
-# wait_file FILE: until the Lua code wrote FILE (60 s at most)
-wait_file() { wait_until 60 test -e "$1"; }
-# after_kill SIG PID: sends SIG, waits for the job; RC, SECS (whole seconds
-# from the signal to the end) and OUT (of $TMP/$NAME.out)
-after_kill() {
-    local t0
-    t0=$(date +%s%N)
-    kill -"$1" "$2"
-    wait "$P"; RC=$?
-    SECS=$((($(date +%s%N) - t0) / 1000000000))
-}
-# within NAME LIMIT: the job ended within LIMIT seconds of the signal
-within() {
-    if [ "$SECS" -lt "$2" ]; then pass; else fail "$1: took $SECS s (limit $2)"; fi
-}
-# the pid of `timeout`'s child: the launcher
-child_of() { pgrep -P "$1" | head -n 1; }
-mark() { printf 'io.open("%s", "w"):close()' "$1"; }
 
 # ---- a finalizer that loops at exit, on rank 0
 start_bg gc_loop "$GCSH" -n 2 -e "if rank == 0 then x = setmetatable({}, {__gc = function() $(mark "$TMP/gc_loop") while true do end end}) end"
