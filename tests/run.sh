@@ -43,7 +43,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="${RANKS:-1 2 4}"
 PER_TEST_TIMEOUT="${PER_TEST_TIMEOUT:-300}"
-LOGS="$BUILD_DIR/test-logs"
+# each run logs into a folder of its own (another run from this build may go
+# on beside it: make test-one while make test runs); the last to end is left
+# as $BUILD_DIR/test-logs
+LOGS="$(mktemp -d "$BUILD_DIR/test-logs.run-XXXXXX")"
 # the flight recorder writes to $TMPDIR at an interrupt, a hang report or a
 # crash: into a folder of the test's own, all removed at the end
 TMP_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/gcsh-tests-XXXXXX")"
@@ -209,8 +212,7 @@ show_done() {
     done
 }
 
-rm -rf "$LOGS"
-trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM
+trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; rm -rf "$LOGS"; exit 130' INT TERM
 running=0
 for i in "${ORDER[@]}"; do
     while [ "$running" -ge "$JOBS" ]; do wait -n; running=$((running - 1)); show_done; done
@@ -226,9 +228,10 @@ headers lua
 if [ "$COUNT" -gt 0 ]; then
     { for ((i = 0; i < COUNT; i++)); do echo "$(cat "$LOGS/$(name "$i")/secs") $(name "$i")"; done
       [ -s "$BUILD_DIR/test-times" ] && cat "$BUILD_DIR/test-times"
-    } | awk '!seen[$2]++' | sort -k1,1nr >"$BUILD_DIR/test-times.new" &&
-        mv "$BUILD_DIR/test-times.new" "$BUILD_DIR/test-times"
+    } | awk '!seen[$2]++' | sort -k1,1nr >"$LOGS/test-times" &&
+        mv "$LOGS/test-times" "$BUILD_DIR/test-times"
 fi
+rm -rf "$BUILD_DIR/test-logs" && mv "$LOGS" "$BUILD_DIR/test-logs" && LOGS="$BUILD_DIR/test-logs"
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo "== failures (each test's whole output: $LOGS/NAME/out)"
