@@ -62,7 +62,7 @@ craft() { # NAME BODY: a recording with the base's header and BODY
 craft meta_header 'local l = require("gcsh.record").script(setmetatable({}, {__index = function() error("x") end}))'
 sed -i '/^local line = /d' "$TMP/meta_header.lua"
 replay "$TMP/meta_header.lua"
-refused "a header table with an erroring __index" 128 "$TMP/meta_header.lua:$(wc -l <<<"$HEAD"): attempt to call a nil value (global 'setmetatable')"
+refused "a header table with an erroring __index" 128 "/meta_header.lua:$(wc -l <<<"$HEAD"): attempt to call a nil value (global 'setmetatable')"
 
 craft empty_name 'line.chunk(1, "0-1", "", "print(1)")
 line.finish(1)'

@@ -12,9 +12,10 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 # ---- make CFLAGS=... LDFLAGS=...: appended, never replacing the include paths
+# (V=1: the whole command lines, which the check reads)
 # (the host backend alone: the flags are the C compiler's)
 LOG=$TMP/build.log
-make -j2 --no-print-directory BUILD="$TMP/b" CUDA=0 CFLAGS="-O2 -march=native -DGCSH_USER_CFLAGS" \
+make -j2 --no-print-directory V=1 BUILD="$TMP/b" CUDA=0 CFLAGS="-O2 -march=native -DGCSH_USER_CFLAGS" \
     LDFLAGS="-Wl,-O1" >"$LOG" 2>&1; RC=$?
 expect_eq "make CFLAGS=\"-O2 -march=native\" builds" "$RC" 0
 [ "$RC" = 0 ] || tail -n 20 "$LOG" | sed 's/^/  | /'
