@@ -4,6 +4,7 @@
 # FILE...") and a non-zero status (125: cannot be replayed here; 128:
 # malformed) within bounded time: no crash, no hang, no sanitizer report.
 # Designed for ASan too: TESTS=replay_fuzz make test-asan.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

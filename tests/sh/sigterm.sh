@@ -7,6 +7,7 @@
 # from outside is said, and Ctrl-C ends the job.  (sigterm_once.sh: the
 # requests themselves.)  Every run is under `timeout 20` and waits for a
 # marker the Lua code writes, never a fixed time.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 need_tmux

@@ -7,6 +7,7 @@
 # end the job with 130 or 143.  (sigterm.sh: a stuck rank 0.)  Every run is
 # under `timeout 20` and waits for a marker the Lua code writes, never a
 # fixed time.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -3,6 +3,7 @@
 # at once with 141, as lua and coreutils do under SIGPIPE; --tag=never prints
 # every rank's lines as mpirun does; hang reports only while some rank waits
 # for another.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -2,6 +2,7 @@
 # Unix habits (issue 39), at 2 and 4 ranks: `gcsh -` runs its input as one
 # chunk, as lua does, reading a terminal until Ctrl-D; one Ctrl-C typed at
 # the terminal ends a piped session (130).
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 need_tmux

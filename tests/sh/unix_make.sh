@@ -3,6 +3,7 @@
 # step (V=1: the commands), and `make run` without a GPU builds the host
 # backend alone, while `make` and `make test` still compile the cuda backend
 # where nvcc is (CI catches CUDA compile errors).
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

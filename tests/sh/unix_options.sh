@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Unix habits (issue 39), options at 2 and 4 ranks: mpirun's spellings of -n,
 # LUA_INIT and -E as lua takes them, dot-commands given with -e.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)

@@ -4,6 +4,7 @@
 # another's error; 125 only from what happened (a file that cannot be read
 # or compiled, a module not found), never from an error's text; misuse of
 # repro's API is 128.  At 2 and 4 ranks, host backend.
+# tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
