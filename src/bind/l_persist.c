@@ -339,11 +339,25 @@ static void release(lua_State *L, lpersist *p)
     }
 }
 
+/* Stops and releases, whatever the stop says: a free that raised before
+ * releasing left the resident's window unfreeable.  Calls lost to an abort
+ * of the communicator were reported with the abort, so only calls lost
+ * otherwise make the free an error (after the release). */
 static int persist_free(lua_State *L)
 {
     lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
-    persist_stop(L);
+    if (!p->impl)
+        return 0;
+    gcsh_graph_refuse_now(L, "p:free()", "free it after the capture");
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int lost = persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->o->comm->chk.aborted;
+    char why[sizeof ctx->err];
+    snprintf(why, sizeof why, "%s", ctx->err);
     release(L, p);
+    if (lost) {
+        snprintf(ctx->err, sizeof ctx->err, "%s", why);
+        return gcsh_raise(L, ctx);
+    }
     return 0;
 }
 
