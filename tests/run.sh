@@ -172,7 +172,11 @@ add_counts() { # name output status
     if [ "$f" != 0 ] || [ "$3" != 0 ]; then
         [ "$f" = 0 ] && failed=$((failed + 1))
         failures+=("$1")
-        printf '%s\n' "$2" | grep -E '^(FAIL|not ok)' | head -n 40 | sed 's/^/    /'
+        # each FAIL line with its context ("  | ..."), so that a failure in CI,
+        # where build/test-logs cannot be read, can be understood from here
+        printf '%s\n' "$2" | awk '/^(FAIL|not ok)/ { on = 1; print; next }
+                                   on && /^  [|]/ { print; next } { on = 0 }' |
+            head -n 120 | sed 's/^/    /'
     fi
 }
 # headers KIND: the section headers up to KIND's, each once

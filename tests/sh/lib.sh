@@ -14,6 +14,17 @@ pass() { _pass=$((_pass + 1)); }
 fail() { _fail=$((_fail + 1)); printf 'FAIL %s\n' "$*"; }
 skip() { _skip=$((_skip + 1)); printf 'SKIP %s\n' "$*"; }
 
+# context TEXT: what a failed check looked at, indented under its FAIL line:
+# all of it up to 40 lines, else its first 15 and last 25 (the end of a
+# session is where its last command's output is)
+context() {
+    local n
+    n=$(printf '%s\n' "$1" | wc -l)
+    if [ "$n" -le 40 ]; then printf '%s\n' "$1" | sed 's/^/  | /'; return; fi
+    printf '%s\n' "$1" | head -n 15 | sed 's/^/  | /'
+    echo "  | ... ($((n - 40)) lines)"
+    printf '%s\n' "$1" | tail -n 25 | sed 's/^/  | /'
+}
 # expect_eq NAME GOT WANT
 expect_eq() {
     if [ "$2" == "$3" ]; then pass; else
@@ -22,11 +33,11 @@ expect_eq() {
 # expect_contains NAME HAYSTACK NEEDLE (fixed string; it may span lines)
 expect_contains() {
     if [[ "$2" == *"$3"* ]]; then pass; else
-        fail "$1: missing '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+        fail "$1: missing '$3'"; context "$2"; fi
 }
 expect_not_contains() {
     if [[ "$2" != *"$3"* ]]; then pass; else
-        fail "$1: unexpected '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+        fail "$1: unexpected '$3'"; context "$2"; fi
 }
 # expect_all_ranks NAME TEXT LINE N: every rank 0..N-1 printed LINE, folded
 # into one "[0-3] LINE" or spread over lines such as "[0,2-3] LINE" and
@@ -43,7 +54,7 @@ ranks_printed() {
     local missing
     missing=$(ranks_missing "$2" "$3" "$4" "$5")
     if [ -z "$missing" ]; then pass; else
-        fail "$1: ranks$missing did not print '$3'"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+        fail "$1: ranks$missing did not print '$3'"; context "$2"; fi
 }
 # ranks_missing OUTPUT LINE N exact|regex: the ranks of 0..N-1 that did not
 # print LINE (" 1 3"), however the output folded them
@@ -73,7 +84,7 @@ gcsh_pipe() {
 # expect_match NAME TEXT ERE: some line of TEXT matches the extended regex.
 expect_match() {
     if grep -qE -- "$3" <<<"$2"; then pass; else
-        fail "$1: no line matches /$3/"; printf '%s\n' "$2" | head -n 30 | sed 's/^/  | /'; fi
+        fail "$1: no line matches /$3/"; context "$2"; fi
 }
 # A tag to put in a gcsh's environment (GCSH_TEST_TAG=$tag): mpirun passes it
 # on to every rank, so tagged_pids finds the whole process tree, and nothing

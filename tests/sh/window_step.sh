@@ -85,15 +85,15 @@ check_failures() { # NP
     expect_contains "$n ranks: segment fails on rank 1, every rank says so" "$OUT" \
         "[$all] window #1: stage 'segment' failed on rank 1: injected failure (gcsh.debug.inject); nothing stays registered"
     expect_contains "$n ranks: the stepper is back at step 0" "$OUT" "[$all] 0	nil"
-    expect_contains "$n ranks: run prints the steps that ran" "$OUT" "[$all] step 2/3 segment"
-    expect_contains "$n ranks: peers fails within run" "$OUT" \
-        "[$all] window #2: stage 'peers' failed on rank 1: injected failure (gcsh.debug.inject); nothing stays registered"
+    expect_all_ranks "$n ranks: run prints the steps that ran" "$OUT" "step 2/3 segment" "$n"
+    expect_all_ranks "$n ranks: peers fails within run" "$OUT" \
+        "window #2: stage 'peers' failed on rank 1: injected failure (gcsh.debug.inject); nothing stays registered" "$n"
     expect_eq "$n ranks: no peers step but the last run's" "$(grep -c 'step 3/3 peers' <<<"$OUT")" 1
     expect_contains "$n ranks: the comm holds nothing" "$OUT" "[$all] nothing registered"
     expect_contains "$n ranks: c:window runs the same stages" "$OUT" \
         "[$all] stdin:1: window #1: stage 'peers' failed on rank 1: injected failure (gcsh.debug.inject); nothing stays registered"
     expect_contains "$n ranks: the next window" "$OUT" "[$all] next window	2	$n"
-    expect_contains "$n ranks: a stepped window after the failures" "$OUT" "[$all] true"
+    expect_all_ranks "$n ranks: a stepped window after the failures" "$OUT" "true" "$n"
     expect_eq "$n ranks: exit status (the failed lines)" "$RC" 1
 }
 check_failures 2
@@ -138,15 +138,15 @@ expect_contains "Ctrl-C in st:next(): the stage is undone" "$OUT" \
 expect_contains "Ctrl-C in st:next(): step 0" "$OUT" "[0-1] 0	nil"
 expect_contains "Ctrl-C in st:next(): nothing registered" "$OUT" "[0-1] nothing registered"
 expect_contains "Ctrl-C in st:next(): the comm works" "$OUT" "[0-1] comm usable"
-expect_contains "Ctrl-C in st:next(): the next window" "$OUT" "[0-1] true"
+expect_all_ranks "Ctrl-C in st:next(): the next window" "$OUT" "true" 2
 
 interrupted 'c = comm.world() sub = c:split(0) st = step.window(sub, 64)
 if rank == 1 then gcsh.debug.inject("stage_slow:peers") end print("go") st:run()' "$AFTER"
-expect_contains "Ctrl-C in st:run(): the steps before it were printed" "$OUT" "[0-1] step 2/3 segment"
-expect_contains "Ctrl-C in st:run(): undone" "$OUT" \
-    "[0-1] stdin:1: window #1: interrupted in stage 'peers' (on rank 1); nothing stays registered"
+expect_all_ranks "Ctrl-C in st:run(): the steps before it were printed" "$OUT" "step 2/3 segment" 2
+expect_all_ranks "Ctrl-C in st:run(): undone" "$OUT" \
+    "stdin:1: window #1: interrupted in stage 'peers' (on rank 1); nothing stays registered" 2
 expect_contains "Ctrl-C in st:run(): nothing registered" "$OUT" "[0-1] nothing registered"
-expect_contains "Ctrl-C in st:run(): the next window" "$OUT" "[0-1] true"
+expect_all_ranks "Ctrl-C in st:run(): the next window" "$OUT" "true" 2
 
 interrupted 'c = comm.world() sub = c:split(0)
 if rank == 1 then gcsh.debug.inject("stage_slow:segment") end print("go") w = sub:window(64)' \
@@ -156,7 +156,7 @@ expect_contains "Ctrl-C in c:window(): undone" "$OUT" \
     "[0-1] stdin:1: window #1: interrupted in stage 'segment' (on rank 1); nothing stays registered"
 expect_contains "Ctrl-C in c:window(): no window" "$OUT" "[0-1] nil"
 expect_contains "Ctrl-C in c:window(): nothing registered" "$OUT" "[0-1] nothing registered"
-expect_contains "Ctrl-C in c:window(): the next window" "$OUT" "[0-1] true"
+expect_all_ranks "Ctrl-C in c:window(): the next window" "$OUT" "true" 2
 
 # ---- a stepper dropped part-way: reported once, freed at exit ----------------------------
 gcsh_pipe 2 'c = comm.world()
