@@ -37,6 +37,7 @@
 #include "shell/term.h"
 #include "trace/flight.h"
 #include "shell/trace_coord.h"
+#include "core/env.h"
 
 /* -e stat and -l mod, in command-line order. */
 typedef struct action {
@@ -436,6 +437,11 @@ static int parse_options(int argc, char **argv, options *o)
     const char *env_share = getenv("GCSH_SHARE_GPU");
     if (env_share && *env_share && gcsh_share_parse(env_share, &o->share) != 0)
         return usage_error("GCSH_SHARE_GPU must be 1, mps, nomps or 0");
+    char env_error[200];
+    if (gcsh_env_check(env_error, sizeof env_error) != 0) {
+        fprintf(stderr, "gcsh: %s (ENVIRONMENT in the manual lists them)\n", env_error);
+        return -1;
+    }
     gcsh_cmdline cl;
     int rc = gcsh_cmdline_parse(option_table, argc, argv, o, &cl);
     o->launcher_only = cl.launcher_only; /* kept past the parse */

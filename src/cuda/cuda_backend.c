@@ -14,6 +14,7 @@
 #include "cuda/cuda.h"
 #include "initkern.h"
 #include "reducekern.h"
+#include "core/env.h"
 
 /* Every kernel is loaded when CUDA starts, not at its first launch.  CUDA
  * 12+ loads lazily by default, and loading a kernel may wait until every
@@ -143,11 +144,7 @@ void cuda_pool_trim(cuda_state *st)
  * signal wait may hold the GPU before it gives up and reports. */
 static uint64_t wait_bound_ns(void)
 {
-    const char *s = getenv("GCSH_GPU_WAIT_TIMEOUT");
-    double sec = s && *s ? atof(s) : 600.0;
-    if (!(sec > 0) || sec > 1e6)
-        sec = 600.0;
-    return (uint64_t)(sec * 1e9);
+    return (uint64_t)(gcsh_env_value(GCSH_ENV_GPU_WAIT_TIMEOUT) * 1e9);
 }
 
 /* NCCL connects peers lazily by default (NCCL_RUNTIME_CONNECT=1): the

@@ -40,6 +40,7 @@
 #include "core/gcsh.h"
 #include "core/orphans.h"
 #include "host/host.h"
+#include "core/env.h"
 
 struct gcsh_comm_impl {
     MPI_Comm comm;
@@ -60,7 +61,6 @@ struct gcsh_host_comm_state {
 /* Tag of gcsh's point-to-point messages; each communicator is private to gcsh. */
 #define P2P_TAG 7411
 
-#define DEFAULT_MAX_COUNT ((size_t)1 << 30)
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -100,9 +100,7 @@ static MPI_User_function *const half_fns[NHALF][NHALF_OPS] = {
 
 static size_t max_count_setting(void)
 {
-    const char *s = getenv("GCSH_HOST_MPI_MAX_COUNT");
-    long long v = s && *s ? atoll(s) : 0;
-    return v > 0 && v <= INT_MAX ? (size_t)v : DEFAULT_MAX_COUNT;
+    return (size_t)gcsh_env_value(GCSH_ENV_HOST_MPI_MAX_COUNT);
 }
 
 static void state_free(gcsh_host_comm_state *s)

@@ -17,16 +17,13 @@
 #include "bind/kernel.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
+#include "core/env.h"
 
 /* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
  * multi-node layouts can be tried on one machine. */
 static int ranks_per_node_override(void)
 {
-    const char *s = getenv("GCSH_RANKS_PER_NODE");
-    if (!s || !*s)
-        return 0;
-    int k = atoi(s);
-    return k > 0 ? k : 0;
+    return (int)gcsh_env_value(GCSH_ENV_RANKS_PER_NODE);
 }
 
 void gcsh_rank_topology(gcsh_ctx *ctx)

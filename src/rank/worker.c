@@ -19,9 +19,9 @@
 #include "bind/symmem.h"
 #include "trace/flight.h"
 #include "trace/trace.h"
+#include "core/env.h"
 
 #define FLUSH_EVERY_MS 100
-#define OUTPUT_CAP_DEFAULT (64u << 20)
 
 struct gcsh_worker {
     gcsh_ctx *ctx;
@@ -176,9 +176,7 @@ static void *watcher_main(void *arg)
 
 static size_t output_cap(void)
 {
-    const char *s = getenv("GCSH_OUTPUT_CAP");
-    long long v = s ? atoll(s) : 0;
-    return v > 0 ? (size_t)v : OUTPUT_CAP_DEFAULT;
+    return (size_t)gcsh_env_value(GCSH_ENV_OUTPUT_CAP);
 }
 
 gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)

@@ -13,8 +13,8 @@
 #include <mpi.h>
 
 #include "trace/flight.h"
+#include "core/env.h"
 
-#define MAX_CALLS (1u << 20)
 
 /* One call: its record, the strings it names, and what changes when it
  * ends.  id is the slot's sequence number (0 while rewritten). */
@@ -47,9 +47,7 @@ struct gcsh_flight {
 
 static long calls_wanted(void)
 {
-    const char *s = getenv("GCSH_FLIGHT_CALLS");
-    long v = s && *s ? atol(s) : GCSH_FLIGHT_CALLS_DEFAULT;
-    return v < 0 ? 0 : v > (long)MAX_CALLS ? (long)MAX_CALLS : v;
+    return (long)gcsh_env_value(GCSH_ENV_FLIGHT_CALLS);
 }
 
 /* Node shared memory for the rings of rank 0's node (rank 0 learns where

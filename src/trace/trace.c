@@ -22,10 +22,10 @@
 
 #include "trace/flight.h"
 #include "trace/trace.h"
+#include "core/env.h"
 
 #define MAX_DEPTH 16            /* calls running inside each other, Lua line included */
 #define MAX_COLLS 8             /* collectives open inside each other */
-#define MAX_EVENTS_DEFAULT ((size_t)1 << 20)
 #define LINE_TEXT_MAX 240       /* bytes of a Lua line kept */
 #define SYNC_ROUNDS 10          /* clock ping-pongs per rank */
 #define SYNC_TAG 0x7ace
@@ -595,9 +595,7 @@ void gcsh_trace_clock(gcsh_ctx *ctx, const char *host, int64_t *offset, int64_t 
 
 static size_t max_events(void)
 {
-    const char *s = getenv("GCSH_TRACE_EVENTS");
-    long long v = s ? atoll(s) : 0;
-    return v > 0 ? (size_t)v : MAX_EVENTS_DEFAULT;
+    return (size_t)gcsh_env_value(GCSH_ENV_TRACE_EVENTS);
 }
 
 /* ctx->be is the recording table (or the backend's own again). */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "wire/msg.h"
+#include "core/env.h"
 
 /* Writes every byte of iov[0..n), restarting after signals and partial writes.
  * MSG_NOSIGNAL: a dead peer must give -1, not kill us with SIGPIPE. */
@@ -112,6 +113,5 @@ int gcsh_wait_readable(int fd, int spin_us, int timeout_ms)
 
 int gcsh_spin_us(void)
 {
-    const char *s = getenv("GCSH_SPIN_US");
-    return s && *s ? atoi(s) : 50;
+    return (int)gcsh_env_value(GCSH_ENV_SPIN_US);
 }
