@@ -82,6 +82,7 @@ static int status_of(int wstatus)
 /* What the launcher knows of the job while mpirun runs. */
 typedef struct launcher {
     pid_t child;   /* mpirun */
+    const char *mpirun; /* its name, as started */
     int token;
     pid_t rank0;   /* known after rank 0's hello */
     int pidfd;     /* rank 0's, to see it end; -1: none */
@@ -369,6 +370,17 @@ static void on_job_control(launcher *l, int sig)
 }
 
 /* One signal; returns 1 when mpirun has exited (*status: the user's). */
+/* mpirun failed before rank 0 said hello: it may have said why (or, as
+ * GCSH_MPIRUN=/bin/false, not); the user gets at least this line.  127 is
+ * exec_child's, which said it. */
+static void said_no_start(const launcher *l, int wstatus)
+{
+    int code = status_of(wstatus);
+    if (l->rank0 || l->ended_by >= 0 || code == 0 || code == 127)
+        return;
+    fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started\n", l->mpirun, code);
+}
+
 static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status)
 {
     int sig = (int)si->ssi_signo;
@@ -377,6 +389,7 @@ static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status
         if (waitpid(l->child, &wstatus, WNOHANG) != l->child)
             return 0;
         *status = final_status(l, wstatus);
+        said_no_start(l, wstatus);
         return 1;
     }
     if (sig == SIGUSR1) {
@@ -402,8 +415,8 @@ int gcsh_launch(char *const argv[])
     for (size_t i = 0; i < sizeof handled_signals / sizeof *handled_signals; i++)
         sigaddset(&handled, handled_signals[i]);
     sigprocmask(SIG_BLOCK, &handled, &old); /* from now on they queue for the signalfd */
-    launcher l = {.token = random_token(), .pidfd = -1, .streams = -1, .declared = -1,
-                  .end_status = -1, .ended_by = -1};
+    launcher l = {.mpirun = argv[0], .token = random_token(), .pidfd = -1, .streams = -1,
+                  .declared = -1, .end_status = -1, .ended_by = -1};
     if (set_launcher_env(l.token) != 0)
         perror("gcsh: setenv");
     l.streams = gcsh_streams_listen(l.token);

@@ -2,7 +2,7 @@
 # gcsh's numeric environment variables (core/env.c): a value gcsh cannot
 # read, or one out of range, is refused at start with 128 and one line naming
 # the variable and the range (before any rank runs); sizes take nccl-tests'
-# suffixes and mean what they say.
+# suffixes and mean what they say; a GCSH_MPIRUN that fails is named.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 
@@ -37,4 +37,11 @@ done
 OUT=$(GCSH_OUTPUT_CAP=2KiB GCSH_SPIN_US=0 GCSH_GPU_WAIT_TIMEOUT=0.5 GCSH_FLIGHT_CALLS=0 \
     timeout 60 "$GCSH" -n 2 -e 'io.write(string.rep("x", 3000), "\n")' 2>&1 </dev/null)
 expect_contains "KiB, and the bounds themselves, are accepted" "$OUT" "[0-1] gcsh: output capped at 2048 bytes; 953 bytes dropped"
+# GCSH_MPIRUN: a launcher that fails before any rank starts is named
+OUT=$(GCSH_MPIRUN=/bin/false timeout 60 "$GCSH" -n 2 -e 'print("ran")' 2>&1 </dev/null); RC=$?
+expect_eq "a failing GCSH_MPIRUN: its status, and why" "$RC:$OUT" \
+    "1:gcsh: /bin/false ended with status 1 before rank 0 started"
+OUT=$(GCSH_MPIRUN=/nonexistent/mpirun timeout 60 "$GCSH" -n 2 -e 'print("ran")' 2>&1 </dev/null); RC=$?
+expect_eq "a missing GCSH_MPIRUN: 127, said once" "$RC:$OUT" \
+    "127:gcsh: cannot start /nonexistent/mpirun: No such file or directory (is Open MPI installed?)"
 finish
