@@ -59,9 +59,9 @@ local function source(x, c)
     }
   elseif kind == "tensor" then
     return {
-      comm = c or comm.world(), n = #x, where = x.where,
-      -- the longest tensor's length, known once every rank's is in
-      title = function(n) return string.format("tensor (%d %s): each rank's", n, x.dtype) end,
+      comm = c or comm.world(), n = #x, where = x.where, shape = #x .. " " .. x.dtype,
+      -- every rank's length and dtype, known once all are in
+      title = function(shapes) return "tensor (" .. shapes .. "): each rank's" end,
       value = function(i) return format_value(x[i], x.dtype) end,
     }
   end
@@ -86,9 +86,11 @@ end
 local function most_common(cells)
   local count, best, best_count, tied = {}, nil, 0, false
   for _, v in ipairs(cells) do
+    if v == "" then goto next end -- a shorter rank's missing cell is no value
     count[v] = (count[v] or 0) + 1
     if count[v] > best_count then best, best_count, tied = v, count[v], false
     elseif count[v] == best_count and v ~= best then tied = true end
+    ::next::
   end
   if tied then return nil end
   return best
@@ -135,11 +137,43 @@ local function render(title, cols, rows, wheres)
   return table.concat(out, "\n")
 end
 
--- Any other value: each rank's text as the prompt prints it (gcsh.pretty).
-local function format_any(x, c)
+-- What every rank holds, in a title: "3 f32" when it is the same on every
+-- rank, else each with its ranks: "3 f32 on 0, 4 i32 on 1-3".
+local function grouped(list)
+  local groups, order = {}, {}
+  for r, s in ipairs(list) do
+    if not groups[s] then groups[s] = {}; order[#order + 1] = s end
+    table.insert(groups[s], r - 1)
+  end
+  if #order == 1 then return order[1], 1 end
+  local parts = {}
+  for i, s in ipairs(order) do parts[i] = s .. " on " .. require("gcsh.repro").ranges(groups[s]) end
+  return table.concat(parts, ", "), #order
+end
+
+-- Every rank's tensor ("3 f32") in a title: as grouped for one or two
+-- shapes, else the dtypes and the range of lengths ("i32, 1 to 8 elements").
+local function shapes_text(shapes)
+  local text, count = grouped(shapes)
+  if count <= 2 then return text end
+  local dtypes, low, high = {}, math.huge, 0
+  for r, s in ipairs(shapes) do
+    local len, dtype = s:match("^(%d+) (.*)$")
+    dtypes[r], low, high = dtype, math.min(low, tonumber(len)), math.max(high, tonumber(len))
+  end
+  local lengths = low == high and (low .. " elements") or (low .. " to " .. high .. " elements")
+  return grouped(dtypes) .. ", " .. lengths
+end
+
+-- Any other value: each rank's text as the prompt prints it (gcsh.pretty);
+-- kinds: each rank's type_of.
+local function format_any(x, c, kinds)
   c = c or comm.world()
   local texts = c:agree(require("gcsh.pretty").format(x))
-  local title = string.format("%s on %d rank%s", type_of(x), #texts, #texts == 1 and "" or "s")
+  local title = grouped(kinds)
+  if not title:find(" on ", 1, true) then
+    title = string.format("%s on %d rank%s", title, #texts, #texts == 1 and "" or "s")
+  end
   local multiline = false
   for _, t in ipairs(texts) do multiline = multiline or t:find("\n", 1, true) ~= nil end
   if not multiline then
@@ -231,10 +265,16 @@ function M.format(x, c)
     error(string.format("show: unknown aspect '%s' (valid: info, for a window or signals)", c), 3)
   end
   local src = source(x, c)
-  if not src then return format_any(x, c) end
-  local lens = src.comm:agree(tostring(src.n))
-  local n = 0
-  for _, s in ipairs(lens) do n = math.max(n, tonumber(s)) end
+  -- Every rank says what it holds first, so that all take the same path: a
+  -- tensor on one rank and a table on another show as text on every rank.
+  local said = (src and src.comm or c or comm.world()):agree(
+    type_of(x) .. "\t" .. (src and src.n or 0) .. "\t" .. (src and src.shape or ""))
+  local n, kinds, shapes, same = 0, {}, {}, true
+  for r, s in ipairs(said) do
+    local kind, len, shape = s:match("^([^\t]*)\t(%d+)\t(.*)$")
+    n, kinds[r], shapes[r], same = math.max(n, tonumber(len)), kind, shape, same and kind == type_of(x)
+  end
+  if not src or not same then return format_any(x, c, kinds) end
   local cols = columns(n)
   local mine = {}
   for k, i in ipairs(cols) do mine[k] = (i and i < src.n) and src.value(i) or "" end
@@ -245,7 +285,7 @@ function M.format(x, c)
     rows[r] = cells
   end
   local wheres = src.where and src.comm:agree(src.where) or nil
-  local title = type(src.title) == "function" and src.title(n) or src.title
+  local title = type(src.title) == "function" and src.title(shapes_text(shapes)) or src.title
   return render(title, cols, rows, wheres)
 end
 
