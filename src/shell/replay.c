@@ -34,11 +34,11 @@ struct gcsh_replayer {
 /* The "[ranks] text" lines of a recorded output, back into per-rank texts
  * (the reader checked every range; they are clamped to 0..size-1 all the
  * same, so no range walks past the ranks there are). */
-static void unfold(const char *out, int size, gcsh_text *texts)
+static void unfold(const char *out, size_t len, int size, gcsh_text *texts)
 {
-    const char *p = out;
-    while (p && *p) {
-        size_t n = strcspn(p, "\n");
+    for (const char *p = out, *end = out ? out + len : NULL; p && p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         const char *close = p[0] == '[' ? memchr(p, ']', n) : NULL;
         if (close && close + 1 < p + n && close[1] == ' ') {
             const char *text = close + 2;
@@ -55,7 +55,7 @@ static void unfold(const char *out, int size, gcsh_text *texts)
                 q = *end == ',' ? end + 1 : close;
             }
         }
-        p += n + (p[n] == '\n');
+        p += n + (nl != NULL);
     }
 }
 
@@ -120,7 +120,7 @@ static int compare_output(gcsh_session *s, const char *where, const entry *e,
     gcsh_text *want = calloc((size_t)size, sizeof *want);
     char *differ = calloc((size_t)size, 1);
     int *ranks = malloc((size_t)size * sizeof *ranks);
-    unfold(e->out, size, want);
+    unfold(e->out, e->out_len, size, want);
     for (int r = 0; r < size; r++) {
         gcsh_text got = {0}, exp = {0};
         if (res->tap.ran[r])

@@ -378,16 +378,26 @@ static int raw_field(lua_State *L, int t, const char *key)
     return lua_rawget(L, t);
 }
 
-static char *opt_text(lua_State *L, int t, const char *key, const char *what)
+/* t[key], a string copied whole (NUL bytes and all: len says where it ends),
+ * or NULL. */
+static char *opt_text_len(lua_State *L, int t, const char *key, const char *what, size_t *len)
 {
     char *s = NULL;
+    *len = 0;
     if (raw_field(L, t, key) != LUA_TNIL) {
         char name[64];
         snprintf(name, sizeof name, "%s.%s", what, key);
         s = arg_string(L, -1, name);
+        *len = lua_rawlen(L, -1);
     }
     lua_pop(L, 1);
     return s;
+}
+
+static char *opt_text(lua_State *L, int t, const char *key, const char *what)
+{
+    size_t len;
+    return opt_text_len(L, t, key, what, &len);
 }
 
 static char *opt_ranks(lua_State *L, int t, const char *key, const char *what)
@@ -420,19 +430,20 @@ static long long opt_integer(lua_State *L, int t, const char *key, const char *w
 /* ---- the expected table -------------------------------------------------------- */
 
 /* out: "[ranks] text" lines whose ranks are within the rank count. */
-static void check_out(lua_State *L, const char *out, const char *what)
+static void check_out(lua_State *L, const char *out, size_t len, const char *what)
 {
     reader *rd = reader_of(L);
     int line = 1;
-    for (const char *p = out; *p; line++) {
-        size_t n = strcspn(p, "\n");
+    for (const char *p = out, *end = out + len; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         const char *close = p[0] == '[' ? memchr(p, ']', n) : NULL;
         char why[200];
         if (!close || (close + 1 < p + n && close[1] != ' '))
             bad(L, "%s.out: its line %d is not '[ranks] text'", what, line);
         if (!rank_list_ok(p + 1, (size_t)(close - p - 1), rd->rec->ranks, 0, 0, why, sizeof why))
             bad(L, "%s.out: its line %d: %s", what, line, why);
-        p += n + (p[n] == '\n');
+        p += n + (nl != NULL);
     }
 }
 
@@ -530,9 +541,9 @@ static void read_expected(lua_State *L, int x, gcsh_replay_entry *e, const char 
     snprintf(name, sizeof name, "%s's expected output", what);
     check_table(L, x, name, "a table");
     known_keys(L, x, what, keys);
-    e->out = opt_text(L, x, "out", what);
+    e->out = opt_text_len(L, x, "out", what, &e->out_len);
     if (e->out)
-        check_out(L, e->out, what);
+        check_out(L, e->out, e->out_len, what);
     e->failed = opt_ranks(L, x, "failed", what);
     e->syntax = opt_text(L, x, "syntax", what);
     int varies = raw_field(L, x, "varies");

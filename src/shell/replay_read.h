@@ -42,6 +42,7 @@ typedef struct gcsh_replay_entry {
     char *name;     /* chunks: "@file.lua" or "=(command line)"; else NULL */
     /* What was recorded (NULL, 0 or -1 when absent): */
     char *out;      /* folded output, "[ranks] text" lines within the rank count */
+    size_t out_len; /* its bytes (output may hold NUL bytes) */
     char *failed;   /* a rank list */
     char *syntax;
     int varies;
