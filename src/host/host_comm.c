@@ -319,13 +319,41 @@ static void abandon(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const in
     *req = MPI_REQUEST_NULL;
 }
 
+/* What a request is, for wait_status: an MPI error inside a collective
+ * leaves the ranks out of step (a point-to-point request that fails is
+ * simply over); a receive, unlike a collective or a send, can be cancelled. */
+typedef enum { WAIT_P2P = 0, WAIT_COLLECTIVE = 1, WAIT_RECEIVE = 2 } wait_kind;
+
+/* An interrupted receive: MPI_Cancel, then a bounded wait for the request
+ * to end (cancelled, or completed if the message was already matched).
+ * 1 when it ended: MPI will never touch its buffer, which can be freed at
+ * once (an abandoned one kept a 256 MiB buffer until exit); 0 when it is
+ * still pending (a matched message whose data has not all come): then it
+ * is abandoned as any other request. */
+static int cancel_receive(MPI_Request *req)
+{
+    if (MPI_Cancel(req) != MPI_SUCCESS)
+        return 0;
+    double until = MPI_Wtime() + 0.5;
+    do {
+        int done = 0;
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return 0;
+        if (done)
+            return 1;
+    } while (MPI_Wtime() < until);
+    return 0;
+}
+
 /* Waits for *req, polling the rank's interrupt flag (see the top of the
  * file).  f: what the request may touch, kept alive if it is abandoned.
- * collective: an MPI error leaves the ranks out of step (a point-to-point
- * request that fails is simply over). */
+ * Returns 0; -1 with the error set; CANCELLED (a receive interrupted and
+ * cancelled: nothing of it lives on). */
+#define CANCELLED (-2)
 static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
-                       const inflight *f, int collective, MPI_Status *status)
+                       const inflight *f, wait_kind kind, MPI_Status *status)
 {
+    int collective = kind == WAIT_COLLECTIVE;
     gcsh_orphans_reap(ctx->orphans);
     for (;;) {
         int done = 0;
@@ -340,6 +368,12 @@ static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const
         if (done)
             return 0;
         if (atomic_load(&ctx->interrupt)) {
+            if (kind == WAIT_RECEIVE && cancel_receive(req)) {
+                c->broken = 1; /* the ranks are out of step all the same */
+                gcsh_set_error(ctx, "%s interrupted: the receive is cancelled and the "
+                                    "communicator abandoned", what);
+                return CANCELLED;
+            }
             abandon(ctx, c, req, f, 0);
             return gcsh_set_error(ctx, "%s interrupted: the communicator is abandoned (its "
                                        "buffers are kept until MPI is done with them)", what);
@@ -350,7 +384,7 @@ static int wait_status(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const
 static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const char *what,
                     const inflight *f)
 {
-    return wait_status(ctx, c, req, what, f, 1, MPI_STATUS_IGNORE);
+    return wait_status(ctx, c, req, what, f, WAIT_COLLECTIVE, MPI_STATUS_IGNORE);
 }
 
 /* Posts one non-blocking MPI call (args end with &req) and waits for it;
@@ -629,8 +663,9 @@ static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     f.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;
     GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Irecv,
                         (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
-    if (wait_status(ctx, c, &req, "MPI_Irecv", &f, 0, &status) != 0) {
-        if (c->broken)
+    int waited = wait_status(ctx, c, &req, "MPI_Irecv", &f, WAIT_RECEIVE, &status);
+    if (waited != 0) {
+        if (waited != CANCELLED && c->broken)
             sp.derived = 0; /* the orphan list owns it now */
         goto done;
     }
