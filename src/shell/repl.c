@@ -506,11 +506,23 @@ static void on_line(char *line)
     rl_callback_handler_remove(); /* terminal back to normal while a command runs */
 }
 
+/* Inside a string a word is the whole string so far (dofile("tests/s.): file
+ * names have dots and slashes; elsewhere Lua's operators break words. */
+static char *word_breaks(void)
+{
+    static char quotes[] = "\"'";
+    return gcsh_in_string(rl_line_buffer, rl_point) ? quotes : NULL;
+}
+
 static char **on_complete(const char *text, int start, int end)
 {
     (void)end;
-    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_attempted_completion_over = 1; /* file names only inside strings */
     rl_completion_append_character = '\0'; /* readline resets it before each call */
+    if (gcsh_in_string(rl_line_buffer, start)) {
+        rl_filename_completion_desired = 1; /* a '/' after a folder's name */
+        return rl_completion_matches(text, rl_filename_completion_function);
+    }
     char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text, dot_name)
                                              : gcsh_complete(rl.s->L0, text);
     if (!v || !v[0]) {
@@ -765,6 +777,7 @@ void gcsh_repl(gcsh_session *s)
         rl_readline_name = "gcsh";
         rl_attempted_completion_function = on_complete;
         rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
+        rl_completion_word_break_hook = word_breaks;
         history_open();
     }
     char *chunk = NULL;
