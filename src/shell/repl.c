@@ -161,6 +161,19 @@ static void dot_time(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
 }
 
+static void dot_traceback(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->traceback_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->traceback_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .traceback: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "traceback %s", s->traceback_on ? "on" : "off");
+}
+
 static void dot_check(gcsh_session *s, const char *arg)
 {
     if (strcmp(arg, "on") == 0)
@@ -332,6 +345,10 @@ static const gcsh_dot dot_commands[] = {
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
      dot_check},
+    {"traceback", "on|off", ".traceback [on|off]",
+     "a line's error with its stack traceback (off: the\n"
+     "                    message alone unless your own functions ran)",
+     dot_traceback},
     {"record", "FILE|off", ".record [FILE|off]",
      "write the following lines and their output to FILE as a\n"
      "                    script (gcsh --replay FILE compares a rerun with it)",
