@@ -427,6 +427,11 @@ static void print_help(const char *prog)
     else
         printf("Manual:    man gcsh\n");
     printf("At the prompt: `.help`, and `help(x)` for any value\n");
+    printf("\nFiles read: $XDG_CONFIG_HOME/gcsh/init.lua or ~/.gcshrc (the init file,\n"
+           "  interactive sessions), ~/.gcsh_history (GCSH_HISTORY), script, --replay FILE,\n"
+           "  --hostfile FILE.  Written: ~/.gcsh_history, --record/.record FILE,\n"
+           "  --trace/.trace FILE, --flight/.flight FILE, and flight dumps in gcsh's own\n"
+           "  folder (GCSH_STATE_DIR, $XDG_RUNTIME_DIR/gcsh or ~/.cache/gcsh).\n");
 }
 
 /* Returns 0, or -1 after saying what is wrong. */

@@ -14,6 +14,7 @@
 #include "wire/collcheck.h"
 #include "wire/msg.h"
 #include "bind/l_shell.h"
+#include "rank/rank.h"
 #include "rank/verdict.h"
 #include "rank/worker.h"
 #include "bind/symmem.h"
@@ -232,7 +233,38 @@ static const char *receiver_type(lua_State *L)
     return type;
 }
 
-/* lua.c's msghandler: the message plus a traceback. */
+/* Whether the function at stack level `level` is the user's own Lua code:
+ * a Lua function or another chunk's main (dofile) outside gcsh's Lua folder,
+ * not the command's chunk itself (its name is the handler's upvalue 1). */
+static int users_frame(lua_State *L, lua_Debug *ar)
+{
+    if (!lua_getinfo(L, "S", ar) || ar->what[0] == 'C')
+        return 0;
+    const char *chunk = lua_tostring(L, lua_upvalueindex(1));
+    if (ar->what[0] == 'm' && chunk && strcmp(ar->source, chunk) == 0)
+        return 0;
+    const char *dir = gcsh_lua_dir();
+    size_t dl = dir ? strlen(dir) : 0;
+    return !(dir && ar->source[0] == '@' && strncmp(ar->source + 1, dir, dl) == 0 &&
+             ar->source[1 + dl] == '/');
+}
+
+/* An error at the prompt is its message alone (CHUNK_SHORT_ERRORS) unless it
+ * passed through the user's own functions, where the traceback says how it
+ * got there; a traceback into gcsh's C or Lua tells a user nothing. */
+static int wants_traceback(lua_State *L)
+{
+    if (!lua_toboolean(L, lua_upvalueindex(2)))
+        return 1;
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++)
+        if (users_frame(L, &ar))
+            return 1;
+    return 0;
+}
+
+/* lua.c's msghandler: the message plus a traceback (upvalues: the chunk's
+ * name as Lua writes its source, and whether errors are short). */
 static int msghandler(lua_State *L)
 {
     if (lua_touserdata(L, 1) == gcsh_exit_token())
@@ -252,7 +284,10 @@ static int msghandler(lua_State *L)
         if (type && gcsh_suggest_method(L, type, name, hint, sizeof hint) == 0)
             msg = lua_pushfstring(L, "%s; did you mean %s (a method of %s)?", msg, hint, type);
     }
-    luaL_traceback(L, L, msg, 1);
+    if (wants_traceback(L))
+        luaL_traceback(L, L, msg, 1);
+    else
+        lua_pushstring(L, msg);
     return 1;
 }
 
@@ -366,7 +401,9 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
 {
     lua_State *L = w->ctx->L;
     int base = lua_gettop(L);
-    lua_pushcfunction(L, msghandler);
+    lua_pushstring(L, name); /* luaL_loadbuffer's chunkname is the source as is */
+    lua_pushboolean(L, (flags & CHUNK_SHORT_ERRORS) != 0);
+    lua_pushcclosure(L, msghandler, 2);
     gcsh_verdict_begin(L);
     int st = luaL_loadbuffer(L, src, len, name);
     if (st == LUA_OK)

@@ -152,3 +152,20 @@ char **gcsh_complete_dot(const char *text, const char *(*name)(int i))
             add_match(&m, ".", 1, name(i));
     return m.v;
 }
+
+int gcsh_in_string(const char *line, int point)
+{
+    int quote = 0;
+    for (int i = 0; i < point && line[i]; i++) {
+        char ch = line[i];
+        if (quote && ch == '\\' && i + 1 < point)
+            i++; /* the escaped character cannot end the string */
+        else if (quote && ch == quote)
+            quote = 0;
+        else if (!quote && (ch == '"' || ch == '\''))
+            quote = ch;
+        else if (!quote && ch == '-' && line[i + 1] == '-')
+            return 0;
+    }
+    return quote;
+}

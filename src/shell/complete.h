@@ -14,4 +14,9 @@ char **gcsh_complete(lua_State *L, const char *text);
  * names name(0), name(1), ... up to NULL (repl.c's table, without the dot). */
 char **gcsh_complete_dot(const char *text, const char *(*name)(int i));
 
+/* Whether line[0..point) ends inside a quoted Lua string ('...' or "...",
+ * backslash escapes kept in mind; a "--" comment outside one ends the scan):
+ * the quote character, else 0.  There Tab completes file names (dofile("s.). */
+int gcsh_in_string(const char *line, int point);
+
 #endif

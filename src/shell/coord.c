@@ -17,8 +17,15 @@
 #include "shell/sigint.h"
 
 /* A rank's streamed text is held this long before printing, so that the same
- * line from every rank arrives in time to be folded into one. */
-#define FOLD_WINDOW_S 0.25
+ * line from every rank arrives in time to be folded into one (and no
+ * longer: a rank's io.flush shows within about 0.2 s, 0.1 s of it the
+ * worker's own flush, FLUSH_EVERY_MS). */
+#define FOLD_WINDOW_S 0.1
+/* A running rank that printed less than this long ago (or, before its first
+ * output, since the command started) keeps printing: the others' text that
+ * it has not printed yet waits for it, so that a run folds whole however
+ * long it is and whichever rank is ahead (gcsh_fold_flush's waiting). */
+#define KEEP_UP_S 1.0
 /* Text waiting to be folded is printed at once beyond this many bytes (all
  * ranks together), so rank 0's memory stays bounded whatever ranks print. */
 #define FOLD_MAX_PENDING ((size_t)8 << 20)
@@ -46,6 +53,7 @@ typedef struct run_state {
     uint32_t *status; /* per rank: CHUNK_* once DONE */
     int running;
     double start, first_pending, next_report;
+    double *last_out; /* per rank: when its output last came (0: none yet) */
     char (*where)[WHERE_LEN]; /* per rank: its latest answer to MSG_WHERE */
     char *waits;      /* per rank: that answer said it waits for other ranks */
     char *asked;      /* per rank: a MSG_WHERE is outstanding */
@@ -169,6 +177,7 @@ static void say_on(gcsh_coord *c, FILE *f, const char *fmt, va_list ap)
         return;
     if (!f) /* gcsh_coord_say: "gcsh: ..." (after any newlines) is a diagnostic */
         f = strncmp(text + strspn(text, "\n"), "gcsh:", 5) == 0 ? c->err : c->out;
+    gcsh_fold_end_line(&c->fold);
     gcsh_progress_hide(&c->progress);
     fputs(text, f);
     fputc('\n', f);
@@ -225,7 +234,7 @@ static void fill_tap(gcsh_coord *c, const run_state *rs)
         }
 }
 
-static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines);
+static void flush_output(gcsh_coord *c, const run_state *rs, int running);
 
 /* Every other rank exits with `code` (their watchers do it, whatever their
  * workers are blocked in), then rank 0 with `status`.  No MPI_Finalize: a
@@ -380,14 +389,30 @@ int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
     return ready;
 }
 
-/* Prints the ranks' text that is due (whole_lines: gcsh_fold_flush, out.h), clearing the
+/* The ranks that run and keep printing (KEEP_UP_S): their output may be
+ * about to match what the others printed. */
+static void keeping_up(const gcsh_coord *c, const run_state *rs, char *waiting)
+{
+    double now = gcsh_now_seconds();
+    for (int r = 0; r < c->size; r++) {
+        double last = rs->last_out[r] > 0 ? rs->last_out[r] : rs->start;
+        waiting[r] = rs->state[r] == RUNNING && !c->lost[r] && now - last < KEEP_UP_S;
+    }
+}
+
+/* Prints the ranks' text that is due (running: the command runs, so text may
+ * wait for ranks that keep printing, gcsh_fold_flush in out.h), clearing the
  * progress line first; a reader that is gone ends the session (rs: the
  * command running, NULL between commands). */
-static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines)
+static void flush_output(gcsh_coord *c, const run_state *rs, int running)
 {
     if (gcsh_fold_pending(&c->fold))
         gcsh_progress_hide(&c->progress);
-    gcsh_fold_flush(&c->fold, whole_lines);
+    char *waiting = running && rs ? malloc((size_t)c->size) : NULL;
+    if (waiting)
+        keeping_up(c, rs, waiting);
+    gcsh_fold_flush(&c->fold, !running, waiting);
+    free(waiting);
     if (c->fold.closed)
         die_of_closed_output(c, rs);
 }
@@ -398,6 +423,8 @@ static void flush_output(gcsh_coord *c, const run_state *rs, int whole_lines)
 static void take_output(gcsh_coord *c, const run_state *rs, int r, int stream, const char *s,
                         size_t n)
 {
+    if (rs && n)
+        rs->last_out[r] = gcsh_now_seconds();
     if (c->tap)
         gcsh_text_append(&c->tap->out[r], s, n);
     if (!c->tap || !c->tap->quiet) {
@@ -811,7 +838,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
  * done and others still run, which ones the command waits for. */
 static void show_progress(gcsh_coord *c, run_state *rs, double now)
 {
-    if (!c->progress.tty)
+    if (!c->progress.tty || c->fold.open) /* a rank's unfinished line is there */
         return;
     int done = 0, targeted = 0;
     for (int r = 0; r < c->size; r++) {
@@ -1107,6 +1134,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
 {
     run_state rs = {.targets = targets};
     rs.state = calloc((size_t)c->size, 1);
+    rs.last_out = calloc((size_t)c->size, sizeof *rs.last_out);
     rs.status = calloc((size_t)c->size, sizeof *rs.status);
     rs.where = calloc((size_t)c->size, sizeof *rs.where);
     rs.waits = calloc((size_t)c->size, 1);
@@ -1154,6 +1182,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     res->aborted = rs.abort_all;
     res->seconds = gcsh_now_seconds() - rs.start;
     free(rs.state);
+    free(rs.last_out);
     free(rs.status);
     free(rs.where);
     free(rs.waits);

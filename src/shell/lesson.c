@@ -320,7 +320,7 @@ static void show_kept(gcsh_session *s, const gcsh_tap *tap)
     for (int r = 0; r < s->coord->size; r++)
         if (tap->out[r].len)
             gcsh_fold_add(&s->coord->fold, r, GCSH_STDOUT, tap->out[r].s, tap->out[r].len);
-    gcsh_fold_flush(&s->coord->fold, 0);
+    gcsh_fold_flush(&s->coord->fold, 1, NULL);
 }
 
 /* Runs a command of the lesson (named name) on every rank, whatever

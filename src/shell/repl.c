@@ -161,6 +161,19 @@ static void dot_time(gcsh_session *s, const char *arg)
     gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
 }
 
+static void dot_traceback(gcsh_session *s, const char *arg)
+{
+    if (strcmp(arg, "on") == 0)
+        s->traceback_on = 1;
+    else if (strcmp(arg, "off") == 0)
+        s->traceback_on = 0;
+    else if (*arg) {
+        gcsh_coord_say(s->coord, "gcsh: .traceback: expected on or off, got '%s'", arg);
+        return;
+    }
+    gcsh_coord_say(s->coord, "traceback %s", s->traceback_on ? "on" : "off");
+}
+
 static void dot_check(gcsh_session *s, const char *arg)
 {
     if (strcmp(arg, "on") == 0)
@@ -332,6 +345,10 @@ static const gcsh_dot dot_commands[] = {
     {"time", "on|off", ".time [on|off]", "print each command's wall time", dot_time},
     {"check", "on|off", ".check [on|off]", "compare every collective's arguments across ranks first",
      dot_check},
+    {"traceback", "on|off", ".traceback [on|off]",
+     "a line's error with its stack traceback (off: the\n"
+     "                    message alone unless your own functions ran)",
+     dot_traceback},
     {"record", "FILE|off", ".record [FILE|off]",
      "write the following lines and their output to FILE as a\n"
      "                    script (gcsh --replay FILE compares a rerun with it)",
@@ -506,11 +523,23 @@ static void on_line(char *line)
     rl_callback_handler_remove(); /* terminal back to normal while a command runs */
 }
 
+/* Inside a string a word is the whole string so far (dofile("tests/s.): file
+ * names have dots and slashes; elsewhere Lua's operators break words. */
+static char *word_breaks(void)
+{
+    static char quotes[] = "\"'";
+    return gcsh_in_string(rl_line_buffer, rl_point) ? quotes : NULL;
+}
+
 static char **on_complete(const char *text, int start, int end)
 {
     (void)end;
-    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_attempted_completion_over = 1; /* file names only inside strings */
     rl_completion_append_character = '\0'; /* readline resets it before each call */
+    if (gcsh_in_string(rl_line_buffer, start)) {
+        rl_filename_completion_desired = 1; /* a '/' after a folder's name */
+        return rl_completion_matches(text, rl_filename_completion_function);
+    }
     char **v = start == 0 && text[0] == '.' ? gcsh_complete_dot(text, dot_name)
                                              : gcsh_complete(rl.s->L0, text);
     if (!v || !v[0]) {
@@ -765,6 +794,7 @@ void gcsh_repl(gcsh_session *s)
         rl_readline_name = "gcsh";
         rl_attempted_completion_function = on_complete;
         rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
+        rl_completion_word_break_hook = word_breaks;
         history_open();
     }
     char *chunk = NULL;

@@ -332,6 +332,10 @@ int gcsh_session_feed(gcsh_session *s, const gcsh_chunk *k, const gcsh_feed *how
     gcsh_chunk line = *k;
     if (how->typed) /* the recorder and the runner tell a typed line by it */
         line.flags |= CHUNK_PRINT_RESULTS;
+    /* a line's error is one line unless the user's own functions ran
+     * (worker.c); scripts, -e and `gcsh -` keep lua's traceback */
+    if (how->typed && !s->traceback_on)
+        line.flags |= CHUNK_SHORT_ERRORS;
     int recorded = s->rec && !how->unrecorded;
     gcsh_line_result mine;
     if (!res && recorded)

@@ -60,6 +60,7 @@ struct gcsh_session {
     char *everyone;    /* per rank: 1 (what runs on every rank whatever .ranks says) */
     int time_on;       /* .time on */
     int check_on;      /* .check on: collectives are checked (collcheck.h) */
+    int traceback_on;  /* .traceback on: errors typed at the prompt keep their traceback */
     int failures;      /* chunks that failed on some rank */
     int harness_failures; /* of those, chunks that could not be tested here: a
                           syntax error, a Lua file that does not load, a

@@ -76,17 +76,6 @@ int gcsh_fold_pending(const gcsh_fold *f)
     return 0;
 }
 
-/* How much of a rank's pending text a flush takes. */
-static size_t flushable(const gcsh_text *t, int whole_lines)
-{
-    if (!whole_lines)
-        return t->len;
-    size_t n = t->len;
-    while (n > 0 && t->s[n - 1] != '\n')
-        n--;
-    return n;
-}
-
 /* The i-th run of p within its first `take` bytes: its stream, and its
  * bytes [*from, *to); -1 past the last. */
 static int run_of(const gcsh_pending *p, size_t take, size_t i, size_t *from, size_t *to)
@@ -143,27 +132,6 @@ static int same_but_addresses(const char *a, size_t na, const char *b, size_t nb
     return i == na && j == nb;
 }
 
-/* How two ranks' first ta and tb bytes compare: 1 the same runs of the same
- * text, 2 the same but for addresses, 0 different. */
-static int alike(const gcsh_pending *a, size_t ta, const gcsh_pending *b, size_t tb)
-{
-    int how = 1;
-    for (size_t i = 0;; i++) {
-        size_t af = 0, at = 0, bf = 0, bt = 0;
-        int sa = run_of(a, ta, i, &af, &at), sb = run_of(b, tb, i, &bf, &bt);
-        if (sa != sb)
-            return 0;
-        if (sa < 0)
-            return how;
-        const char *x = a->text.s + af, *y = b->text.s + bf;
-        if (at - af == bt - bf && memcmp(x, y, at - af) == 0)
-            continue;
-        if (!same_but_addresses(x, at - af, y, bt - bf))
-            return 0;
-        how = 2;
-    }
-}
-
 /* Appends the first member's text s[0] to t, each address that is not the
  * same in every member's text (s[m], n[m]) written as 0x…. */
 static void fold_addresses(gcsh_text *t, const char **s, const size_t *n, int g)
@@ -192,6 +160,80 @@ static void fold_addresses(gcsh_text *t, const char **s, const size_t *n, int g)
     free(pos);
 }
 
+/* ---- agreement ------------------------------------------------------------------ */
+
+/* Walks a rank's pending text piece by piece: a piece is one stream's text up
+ * to a newline, a change of stream, or the limit (then it may be a line the
+ * rank has not finished). */
+typedef struct cursor {
+    const gcsh_pending *p;
+    size_t limit; /* the bytes looked at */
+    size_t at;    /* where the next piece starts */
+    size_t seg;   /* the run that holds `at` */
+} cursor;
+
+/* The next piece: its stream and *to, its end; -1 at the limit. */
+static int next_piece(cursor *c, size_t *to)
+{
+    const gcsh_pending *p = c->p;
+    if (c->at >= c->limit)
+        return -1;
+    while (c->seg + 1 < p->nseg && p->seg[c->seg + 1].at <= c->at)
+        c->seg++;
+    size_t end = c->seg + 1 < p->nseg ? p->seg[c->seg + 1].at : p->text.len;
+    if (end > c->limit)
+        end = c->limit;
+    const char *nl = memchr(p->text.s + c->at, '\n', end - c->at);
+    *to = nl ? (size_t)(nl - p->text.s) + 1 : end;
+    return p->seg[c->seg].stream;
+}
+
+/* Whether two ranks' texts (their first la and lb bytes) agree: one is the
+ * beginning of the other.  Whole pieces must be alike (same stream, same
+ * text but for addresses: *addr is set where those differ); a line the
+ * shorter one has not finished must begin the other's, byte for byte.
+ * *ta and *tb: the bytes of each that the shorter one covers. */
+static int agree(const gcsh_pending *a, size_t la, const gcsh_pending *b, size_t lb, size_t *ta,
+                 size_t *tb, int *addr)
+{
+    cursor ca = {a, la, 0, 0}, cb = {b, lb, 0, 0};
+    for (;;) {
+        size_t ea = 0, eb = 0;
+        int sa = next_piece(&ca, &ea), sb = next_piece(&cb, &eb);
+        if (sa < 0 || sb < 0)
+            break; /* one is used up */
+        if (sa != sb)
+            return 0;
+        const char *x = a->text.s + ca.at, *y = b->text.s + cb.at;
+        size_t nx = ea - ca.at, ny = eb - cb.at;
+        int whole_a = ea < la || x[nx - 1] == '\n', whole_b = eb < lb || y[ny - 1] == '\n';
+        if (whole_a && whole_b) {
+            if (nx != ny || memcmp(x, y, nx) != 0) {
+                if (!same_but_addresses(x, nx, y, ny))
+                    return 0;
+                *addr = 1;
+            }
+            ca.at = ea;
+            cb.at = eb;
+            continue;
+        }
+        if (!whole_a && nx <= ny && memcmp(x, y, nx) == 0) {
+            ca.at = ea;
+            cb.at += nx;
+            break;
+        }
+        if (!whole_b && ny <= nx && memcmp(x, y, ny) == 0) {
+            cb.at = eb;
+            ca.at += ny;
+            break;
+        }
+        return 0;
+    }
+    *ta = ca.at;
+    *tb = cb.at;
+    return 1;
+}
+
 /* ---- printing ----------------------------------------------------------------- */
 
 /* Whether a group of g ranks' run of `stream` gets its "[ranks] " prefix. */
@@ -211,37 +253,60 @@ static void note_closed(gcsh_fold *f, FILE *out)
         f->closed = 1;
 }
 
-/* Prints s line by line, each after "[label] " unless label is NULL; an
- * unfinished last line is ended. */
-static void print_lines(FILE *out, const char *label, const char *s, size_t n)
+void gcsh_fold_end_line(gcsh_fold *f)
 {
+    if (!f->open)
+        return;
+    FILE *out = f->out[f->open_stream];
+    fputc('\n', out);
+    f->open = 0;
+    note_closed(f, out);
+}
+
+/* Prints s line by line on stream, each after "[label] " when tagged.  An
+ * unfinished last line stays open, unless `end`: the same ranks' next text
+ * on that stream continues it; anything else ends it first. */
+static void print_lines(gcsh_fold *f, int stream, const char *label, int tag, const char *s,
+                        size_t n, int end)
+{
+    FILE *out = f->out[stream];
+    if (f->open && (f->open_stream != stream || strcmp(f->open_label, label) != 0))
+        gcsh_fold_end_line(f);
     size_t i = 0;
     while (i < n) {
         const char *nl = memchr(s + i, '\n', n - i);
-        size_t end = nl ? (size_t)(nl - s) : n;
-        if (label)
+        size_t stop = nl ? (size_t)(nl - s) : n;
+        if (!f->open && tag)
             fprintf(out, "[%s] ", label);
-        fwrite(s + i, 1, end - i, out);
-        fputc('\n', out);
-        i = end + 1;
+        fwrite(s + i, 1, stop - i, out);
+        f->open = 0;
+        if (nl || end) {
+            fputc('\n', out);
+        } else {
+            f->open = 1;
+            f->open_stream = stream;
+            snprintf(f->open_label, sizeof f->open_label, "%s", label);
+        }
+        i = stop + 1;
     }
 }
 
 /* Prints the runs of a group of g ranks (group[0]'s text, which the others
- * share, but for addresses when `addresses`), each on its stream. */
-static void print_group(gcsh_fold *f, const int *group, int g, const size_t *take, int addresses)
+ * share, but for addresses when `addresses`), each on its stream; `end`:
+ * an unfinished last line is ended. */
+static void print_group(gcsh_fold *f, const int *group, int g, const size_t *take, int addresses,
+                        int end)
 {
-    char label[4096];
+    char label[sizeof f->open_label];
     gcsh_format_ranks(group, g, label, sizeof label);
     const gcsh_pending *p = &f->pending[group[0]];
     const char **texts = malloc((size_t)g * sizeof *texts);
     size_t *lens = malloc((size_t)g * sizeof *lens), from, to;
     int stream;
     for (size_t i = 0; (stream = run_of(p, take[group[0]], i, &from, &to)) >= 0; i++) {
-        const char *lab = tagged(f, stream, g) ? label : NULL;
-        FILE *out = f->out[stream];
+        int tag = tagged(f, stream, g);
         if (!addresses) {
-            print_lines(out, lab, p->text.s + from, to - from);
+            print_lines(f, stream, label, tag, p->text.s + from, to - from, end);
         } else {
             for (int m = 0; m < g; m++) {
                 size_t mf = 0, mt = 0;
@@ -251,10 +316,10 @@ static void print_group(gcsh_fold *f, const int *group, int g, const size_t *tak
             }
             gcsh_text t = {0};
             fold_addresses(&t, texts, lens, g);
-            print_lines(out, lab, t.s, t.len);
+            print_lines(f, stream, label, tag, t.s, t.len, end);
             gcsh_text_free(&t);
         }
-        note_closed(f, out);
+        note_closed(f, f->out[stream]);
     }
     free(texts);
     free(lens);
@@ -280,39 +345,93 @@ static void drop_front(gcsh_pending *p, size_t n)
     p->text.s[p->text.len] = '\0';
 }
 
-void gcsh_fold_flush(gcsh_fold *f, int whole_lines)
+/* Whether a rank of set[0..n) that the fold waits for has nothing pending:
+ * what the others have may be what it is about to print. */
+static int one_behind(const gcsh_fold *f, const int *set, int n, const char *waiting)
 {
-    int n = f->nranks, addresses = 0;
-    size_t *take = calloc((size_t)n, sizeof *take);
-    int *group = malloc((size_t)n * sizeof *group);
-    char *done = calloc((size_t)n, 1);
-    for (int r = 0; r < n; r++)
-        take[r] = flushable(&f->pending[r].text, whole_lines);
-    for (int r = 0; r < n; r++) {
-        if (done[r] || take[r] == 0)
+    for (int i = 0; waiting && i < n; i++)
+        if (waiting[set[i]] && f->pending[set[i]].text.len == 0)
+            return 1;
+    return 0;
+}
+
+/* Prints the text of the ranks in set[0..n) (each has some): the ranks whose
+ * texts agree with the lowest one's (one the beginning of the other) print
+ * what all of them have, folded, then what is left of theirs the same way;
+ * then the next lowest rank's, and so on.  Unless `end`, nothing is printed
+ * while `hold` (a rank in waiting[] that was with them has nothing
+ * pending: it may be about to print the same), and an unfinished line
+ * stays open. */
+static void flush_set(gcsh_fold *f, const int *set, int n, const char *waiting, int end,
+                      int hold)
+{
+    if (!end && hold)
+        return;
+    int *group = malloc((size_t)(n ? n : 1) * sizeof *group);
+    int *rest = malloc((size_t)(n ? n : 1) * sizeof *rest);
+    char *done = calloc((size_t)(n ? n : 1), 1);
+    size_t *take = calloc((size_t)f->nranks, sizeof *take);
+    for (int i = 0; i < n; i++) {
+        if (done[i])
             continue;
-        int g = 0, varies = 0;
-        for (int q = r; q < (f->tag == GCSH_TAG_NEVER ? r + 1 : n); q++) { /* never: no fold */
-            int how = done[q] || !take[q] ? 0
-                                          : alike(&f->pending[r], take[r], &f->pending[q], take[q]);
-            if (how) {
-                group[g++] = q;
-                done[q] = 1;
-                varies |= how == 2;
+        const gcsh_pending *rep = &f->pending[set[i]];
+        int g = 0, addr = 0;
+        size_t common = rep->text.len, tr = 0, tq = 0;
+        for (int j = i; j < n; j++) { /* never: each rank on its own */
+            if (done[j] || (j > i && f->tag == GCSH_TAG_NEVER))
+                continue;
+            const gcsh_pending *q = &f->pending[set[j]];
+            if (j == i || agree(rep, rep->text.len, q, q->text.len, &tr, &tq, &addr)) {
+                group[g++] = set[j];
+                done[j] = 1;
+                if (j > i && tr < common)
+                    common = tr;
             }
         }
-        print_group(f, group, g, take, varies);
-        addresses |= varies;
+        for (int m = 0; m < g; m++) { /* each member's bytes for rep's first `common` */
+            const gcsh_pending *q = &f->pending[group[m]];
+            take[group[m]] = common;
+            if (m > 0)
+                agree(rep, common, q, q->text.len, &tr, &take[group[m]], &addr);
+        }
+        print_group(f, group, g, take, addr, end);
+        int left = 0;
+        for (int m = 0; m < g; m++) {
+            drop_front(&f->pending[group[m]], take[group[m]]);
+            if (f->pending[group[m]].text.len)
+                rest[left++] = group[m];
+        }
+        if (left)
+            flush_set(f, rest, left, waiting, end, one_behind(f, group, g, waiting));
+        f->addresses_seen |= addr;
     }
-    for (int r = 0; r < n; r++)
-        drop_front(&f->pending[r], take[r]);
-    if (addresses && !f->addresses_said) {
+    free(group);
+    free(rest);
+    free(done);
+    free(take);
+}
+
+void gcsh_fold_flush(gcsh_fold *f, int end, const char *waiting)
+{
+    int n = 0, *set = malloc((size_t)f->nranks * sizeof *set), *all = malloc((size_t)f->nranks * sizeof *all);
+    for (int r = 0; r < f->nranks; r++) {
+        all[r] = r;
+        if (f->pending[r].text.len)
+            set[n++] = r;
+    }
+    if (f->tag == GCSH_TAG_NEVER)
+        waiting = NULL; /* mpirun's habit: as the lines come */
+    /* a rank that has printed nothing yet may print what any other has */
+    flush_set(f, set, n, waiting, end, one_behind(f, all, f->nranks, waiting));
+    free(all);
+    if (end)
+        gcsh_fold_end_line(f);
+    if (f->addresses_seen && !f->addresses_said) {
+        gcsh_fold_end_line(f);
         fprintf(f->out[GCSH_STDERR], "gcsh: 0x\xe2\x80\xa6 is an address that differs between "
                                      "the ranks; their lines are otherwise the same\n");
         note_closed(f, f->out[GCSH_STDERR]);
         f->addresses_said = 1;
     }
-    free(take);
-    free(group);
-    free(done);
+    free(set);
 }

@@ -61,6 +61,8 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 #define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
 #define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
+#define CHUNK_SHORT_ERRORS 32u /* an error is its message alone unless the user's own
+                                  functions were on the stack (the prompt, .traceback off) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */

@@ -113,7 +113,12 @@ typedef struct gcsh_fold {
     gcsh_tag_mode tag;
     char *printed;      /* per rank: printed program output in this command */
     int nprinted;
+    int addresses_seen; /* some fold hid differing addresses as 0x… */
     int addresses_said; /* the note on 0x… was printed (once a session) */
+    int open;           /* a line is unfinished on the screen: text of the same
+                           ranks (open_label) and stream continues it */
+    int open_stream;
+    char open_label[4096];
     int closed;         /* a write failed with EPIPE: the reader of rank 0's
                            stdout or stderr is gone (head, less quit) */
 } gcsh_fold;
@@ -127,10 +132,18 @@ void gcsh_fold_add(gcsh_fold *f, int rank, int stream, const char *s, size_t n);
 int gcsh_fold_pending(const gcsh_fold *f);
 /* Bytes waiting, all ranks together. */
 size_t gcsh_fold_bytes(const gcsh_fold *f);
-/* Prints what is pending.  With whole_lines, a rank's unfinished last line
- * stays pending (it may still grow); otherwise everything goes.  A write
- * that finds its reader gone sets f->closed. */
-void gcsh_fold_flush(gcsh_fold *f, int whole_lines);
+/* Prints what is pending, ranks whose texts agree (one is the beginning of
+ * the other's) folded over what all of them have, the rest of each after.
+ * With end (the command is over), everything goes and an unfinished line
+ * is ended.  Otherwise (it runs) waiting[r] (NULL: none) marks a rank that
+ * runs and keeps printing: while such a rank has nothing pending, the
+ * others' text waits for it (it may be about to print the same), and an
+ * unfinished line is printed and stays open (a progress of dots).  With
+ * --tag=never nothing waits or folds.  A write that finds its reader gone
+ * sets f->closed. */
+void gcsh_fold_flush(gcsh_fold *f, int end, const char *waiting);
+/* Ends an unfinished line on the screen (before the shell's own lines). */
+void gcsh_fold_end_line(gcsh_fold *f);
 
 void gcsh_text_append(gcsh_text *t, const char *s, size_t n);
 /* Appends "[0,2-3] text<sep>[1] other": ranks[i] said texts[i]; equal texts

@@ -42,8 +42,6 @@ expect_eq "timeout -s INT: interrupted, then the next line" "$OUT" "[0-1] start
 
 gcsh: interrupting [0-1]
 [0-1] interrupted!
-[0-1] stack traceback:
-[0-1] ${T}stdin:1: in main chunk
 gcsh: interrupted [0-1]
 gcsh: flight recorder: $TMP/flight.json (every rank's last calls)
 [0] after${T}0

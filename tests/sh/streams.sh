@@ -62,10 +62,7 @@ expect_eq "piped: stdout" "$OUT" "[0-1] a
 [0-1] after"
 expect_eq "piped: stderr (the syntax error once, then the error)" "$ERR" "[0-1] b
 stdin:1: unexpected symbol near '='
-[0-1] failed here
-[0-1] stack traceback:
-[0-1] ${T}[C]: in function 'error'
-[0-1] ${T}stdin:1: in main chunk"
+[0-1] failed here"
 expect_eq "piped: exit 1" "$RC" 1
 OUT=$(timeout 60 "$GCSH" -n 2 <"$TMP/lines" 2>&1)
 expect_eq "piped, both to one pipe: in order" "$OUT" "[0-1] a
@@ -73,9 +70,6 @@ expect_eq "piped, both to one pipe: in order" "$OUT" "[0-1] a
 [0-1] c
 stdin:1: unexpected symbol near '='
 [0-1] failed here
-[0-1] stack traceback:
-[0-1] ${T}[C]: in function 'error'
-[0-1] ${T}stdin:1: in main chunk
 [0-1] after"
 
 # ---- warnings: off until -W or warn("@on"), then on stderr

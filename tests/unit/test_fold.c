@@ -33,7 +33,7 @@ static void add(sink *k, int rank, int stream, const char *s)
 /* Flushes everything; k->obuf, k->ebuf hold what was printed. */
 static void flush(sink *k)
 {
-    gcsh_fold_flush(&k->f, 0);
+    gcsh_fold_flush(&k->f, 1, NULL);
     fflush(k->out);
     fflush(k->err);
 }
@@ -60,7 +60,7 @@ static void test_one_place(void)
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 3; i++)
             gcsh_fold_add(&f, r, seq[i][0][0] == 'e' ? GCSH_STDERR : GCSH_STDOUT, seq[i][1], 2);
-    gcsh_fold_flush(&f, 0);
+    gcsh_fold_flush(&f, 1, NULL);
     fflush(both);
     CHECK(strcmp(buf, "[0-1] a\n[0-1] b\n[0-1] c\n") == 0, "one place, in order: %s", buf);
     gcsh_fold_destroy(&f);
@@ -92,12 +92,13 @@ static void test_streams(void)
           k.ebuf);
     sink_close(&k);
 
-    /* whole lines only: an unfinished line waits, on its stream */
+    /* while the command runs an unfinished line is printed and stays open:
+     * the same rank's next text on its stream continues it */
     sink_open(&k, 1, GCSH_TAG_ALWAYS);
     add(&k, 0, GCSH_STDERR, "done\npart");
-    gcsh_fold_flush(&k.f, 1);
+    gcsh_fold_flush(&k.f, 0, NULL);
     fflush(k.err);
-    CHECK(strcmp(k.ebuf, "done\n") == 0, "whole lines: %s", k.ebuf);
+    CHECK(strcmp(k.ebuf, "done\npart") == 0 && k.f.open, "an open line: %s", k.ebuf);
     add(&k, 0, GCSH_STDERR, "ial\n");
     flush(&k);
     CHECK(strcmp(k.ebuf, "done\npartial\n") == 0, "the rest, one rank untagged: %s", k.ebuf);
@@ -172,11 +173,92 @@ static void test_tags(void)
     CHECK(gcsh_tag_parse("sometimes", &m) == -1, "parse a bad one");
 }
 
+/* Flushes what is due while the command runs; waiting: "01" marks ranks. */
+static void due(sink *k, const char *waiting)
+{
+    char w[8] = {0};
+    for (int r = 0; waiting && waiting[r]; r++)
+        w[r] = waiting[r] == '1';
+    gcsh_fold_flush(&k->f, 0, waiting ? w : NULL);
+    fflush(k->out);
+    fflush(k->err);
+}
+
+/* Runs of any length: a rank ahead prints what the others have printed too,
+ * and keeps the rest for a rank that keeps printing (issue 39, item 7). */
+static void test_runs(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "x\nx\nx\n");
+    add(&k, 1, GCSH_STDOUT, "x\n");
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "[0-1] x\n") == 0, "what both have: %s", k.obuf);
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "[0-1] x\n") == 0, "rank 1 is behind: the rest waits: %s", k.obuf);
+    add(&k, 1, GCSH_STDOUT, "x\nx\n");
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "[0-1] x\n[0-1] x\n[0-1] x\n") == 0, "caught up: %s", k.obuf);
+    add(&k, 0, GCSH_STDOUT, "x\ny\n");
+    due(&k, "10"); /* rank 1 stopped printing: no wait */
+    CHECK(strcmp(k.obuf, "[0-1] x\n[0-1] x\n[0-1] x\n[0] x\n[0] y\n") == 0, "no wait: %s", k.obuf);
+    sink_close(&k);
+
+    /* texts that part: each rank's, as before */
+    sink_open(&k, 3, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "a\nb\n");
+    add(&k, 1, GCSH_STDOUT, "a\nc\n");
+    add(&k, 2, GCSH_STDOUT, "a\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0,2] a\n[0] b\n[1] a\n[1] c\n") == 0, "parted: %s", k.obuf);
+    sink_close(&k);
+}
+
+/* Partial lines: printed while the command runs, continued by the same
+ * ranks' next text, ended by anything else (issue 39: a progress of dots). */
+static void test_partial(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "..");
+    add(&k, 1, GCSH_STDOUT, ".");
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "[0-1] .") == 0 && k.f.open, "dots both have: %s", k.obuf);
+    add(&k, 1, GCSH_STDOUT, ".");
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "[0-1] ..") == 0, "continued, no new prefix: %s", k.obuf);
+    add(&k, 0, GCSH_STDOUT, "\n");
+    add(&k, 1, GCSH_STDOUT, "\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] ..\n") == 0 && !k.f.open, "ended: %s", k.obuf);
+    add(&k, 0, GCSH_STDOUT, "ab");
+    due(&k, NULL);
+    add(&k, 1, GCSH_STDOUT, "x\n");
+    due(&k, NULL);
+    CHECK(strcmp(k.obuf, "[0-1] ..\n[0] ab\n[1] x\n") == 0, "another rank's line ends it: %s",
+          k.obuf);
+    add(&k, 0, GCSH_STDOUT, "c");
+    due(&k, NULL);
+    gcsh_fold_end_line(&k.f); /* the shell's own line comes */
+    CHECK(strcmp(k.obuf, "[0-1] ..\n[0] ab\n[1] x\n[0] c\n") == 0, "ended for the shell: %s",
+          k.obuf);
+    sink_close(&k);
+
+    /* never: nothing waits, nothing folds */
+    sink_open(&k, 2, GCSH_TAG_NEVER);
+    add(&k, 0, GCSH_STDOUT, "x\n");
+    due(&k, "11");
+    CHECK(strcmp(k.obuf, "x\n") == 0, "never: no wait: %s", k.obuf);
+    sink_close(&k);
+}
+
 int main(void)
 {
     test_one_place();
     test_streams();
     test_addresses();
     test_tags();
+    test_runs();
+    test_partial();
     UNIT_END();
 }
