@@ -882,6 +882,7 @@ static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
         return 1;
     }
     gcsh_worker *w = gcsh_worker_start(ctx, link.cmd_fd, link.ctl_fd);
+    gcsh_worker_evidence(w, o->flight, o->trace);
     if (o->warnings)
         lua_warning(ctx->L, "@on", 0); /* as lua -W: the worker's warn() hears it */
     int code;
