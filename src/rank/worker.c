@@ -1,6 +1,7 @@
 /* A rank's worker: runs the chunks rank 0 sends, under a traceback handler,
  * and reports captured output and status.  Its watcher thread serves the
  * control channel: interrupts and periodic output flushes.  See link.h. */
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -102,18 +103,19 @@ static void watch_sigterm(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Whether the control channel is at its end (rank 0 gone), without
- * reading a message. */
+/* Whether the control channel is at its end (rank 0 gone).  What rank 0
+ * sent before it died (a probe) is read and dropped on the way: the rank
+ * ends either way. */
 static int rank0_closed(int ctl_fd)
 {
-    struct pollfd p = {.fd = ctl_fd, .events = POLLIN};
-    if (poll(&p, 1, 0) <= 0)
-        return 0;
-    if (p.revents & (POLLHUP | POLLERR))
-        return 1;
-    char b;
-    ssize_t n = recv(ctl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = recv(ctl_fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0)
+            return 1;
+        if (n < 0)
+            return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    }
 }
 
 static _Noreturn void rank0_gone(gcsh_worker *w);
@@ -445,6 +447,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     int base = lua_gettop(L);
     lua_pushcfunction(L, msghandler);
     gcsh_verdict_begin(L);
+    w->ctx->check_failed[0] = '\0';
     int st = luaL_loadbuffer(L, src, len, name);
     if (st == LUA_OK)
         keep_source(L, name, src, len);
@@ -470,6 +473,8 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         /* what happened decides, never the message's text (verdict.h) */
         int v = gcsh_verdict_of_error(L);
         kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;
+        if (msg && w->ctx->check_failed[0] && strstr(msg, w->ctx->check_failed))
+            kind |= CHUNK_CHECK_FAILED; /* the error is the check's, not one of its own */
     }
     lua_settop(L, base);
     return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | kind;
