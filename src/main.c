@@ -397,13 +397,15 @@ static void print_help(const char *prog)
            GCSH_VERSION, prog);
     gcsh_cmdline_print(option_table, stdout);
     printf("\nExit status, as `git bisect run` reads it: the worst of every rank's,\n"
-           "abort (>=128) > bad (1-124) > skip (125) > good (0):\n"
+           "abort (>=128) > bad (1-124, 126, 127) > skip (125) > good (0):\n"
            "  0    every command succeeded\n"
            "  1    the script or a line failed: any runtime error, a wrong result,\n"
-           "       a --deadline that ended the job (--deadline-status N)\n"
+           "       a replay that differs, a --deadline that ended the job\n"
+           "       (--deadline-status N)\n"
            "  125  cannot test here: too few ranks, no GPU, the script or a Lua file it\n"
            "       loads cannot be read or compiled, a required module is missing, a\n"
-           "       file gcsh could not write\n"
+           "       file gcsh could not write; also the others' check error when a\n"
+           "       rank skips (repro.skip) while they wait in a collective\n"
            "  128  a usage error (a bad option or file name, misuse of repro): a bisect\n"
            "       stops\n"
            "  also 69 a rank crashed or was lost, 70 a device fault, 130 a second\n"
@@ -893,6 +895,7 @@ static int run_rank(gcsh_ctx *ctx, char **argv, const options *o)
         return 1;
     }
     gcsh_worker *w = gcsh_worker_start(ctx, link.cmd_fd, link.ctl_fd);
+    gcsh_worker_evidence(w, o->flight, o->trace);
     if (o->warnings)
         lua_warning(ctx->L, "@on", 0); /* as lua -W: the worker's warn() hears it */
     int code;

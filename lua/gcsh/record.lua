@@ -6,8 +6,16 @@
 -- script (.check: gcsh.check on every rank; the others only change the
 -- prompt's state); line.chunk(N, ranks, name, source, expected) reruns a
 -- script or -e with its arguments; line.finish(N) closes the file.  The
--- expectations are for gcsh --replay, which compares; this only reruns.
+-- expectations are for gcsh --replay, which compares; this only reruns,
+-- keeping the verdict as the session had it: a script or -e that fails
+-- ends the job with its error's own status (1; 125 when a file it loads
+-- does not compile; 128 for a usage error), as on the command line; a
+-- typed line that fails fails the rank at line.finish (1, or 125 when a
+-- file a line loaded did not compile), as a piped session's status says
+-- a line failed; os.exit (repro.skip) ends the job with its status.
 local M = {}
+
+local failed_line -- the first typed line that failed on this rank, or nil
 
 local function in_ranks(list, r)
   for part in list:gmatch("[^,]+") do
@@ -36,18 +44,25 @@ local function handler(err)
   return cut and tb:sub(1, cut - 1) or tb
 end
 
-local function run_line(src, expected)
+local function run_line(n, src, expected)
   if expected and expected.syntax then
-    if rank == 0 then print(expected.syntax) end -- the prompt said it once
+    if rank == 0 then -- the prompt said it once, and the line failed
+      print(expected.syntax)
+      failed_line = failed_line or n
+    end
     return
   end
   local f, err = compile(src)
   if not f then
-    if rank == 0 then print(err) end
+    if rank == 0 then
+      print(err)
+      failed_line = failed_line or n
+    end
     return
   end
   local res = table.pack(xpcall(f, handler))
   if not res[1] then
+    failed_line = failed_line or n
     print(res[2])
   elseif res.n > 1 then
     print(table.unpack(res, 2, res.n))
@@ -61,21 +76,31 @@ local function dot(_, ranks, text)
 end
 
 -- line.chunk(N, ranks, name, source, expected): a script or -e of the
--- recorded session, with its arguments, as the command line ran it.
+-- recorded session, with its arguments (in ... and in arg, arg[0] the
+-- script's name), as the command line ran it: an error is not caught, so
+-- the job's status is the one the command line gave (rank/verdict.h).
 local function chunk(_, ranks, name, src, expected)
   if not in_ranks(ranks, rank) then return end
   if expected and expected.syntax then
     if rank == 0 then print(expected.syntax) end
-    return
+    os.exit(125) -- a script that does not compile cannot be tested
   end
   local f, err = load(src, name)
   if not f then
     if rank == 0 then print(err) end
-    return
+    os.exit(125)
   end
   local args = expected and expected.args or {}
-  local ok, msg = xpcall(f, handler, table.unpack(args))
-  if not ok then print(msg) end
+  arg = { [0] = name:match("^[@=]?(.*)$") }
+  for i, a in ipairs(args) do arg[i] = a end
+  f(table.unpack(args))
+end
+
+-- line.finish(N): a typed line that failed here fails the rank now.
+local function finish()
+  if failed_line then
+    error(string.format("recorded line %d failed on rank %d", failed_line, rank), 0)
+  end
 end
 
 -- math.random on every rank as the recording had it: seeded with (seed,
@@ -110,9 +135,9 @@ function M.script(header)
                         .. "where it names the device", header.backend, gcsh.backend))
   end
   if header.seed then M.seed(header.seed, header.rand) end
-  return setmetatable({ dot = dot, chunk = chunk, finish = function() end }, {
-    __call = function(_, _, ranks, src, expected)
-      if in_ranks(ranks, rank) then run_line(src, expected) end
+  return setmetatable({ dot = dot, chunk = chunk, finish = finish }, {
+    __call = function(_, n, ranks, src, expected)
+      if in_ranks(ranks, rank) then run_line(n, src, expected) end
     end,
   })
 end

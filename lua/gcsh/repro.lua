@@ -44,7 +44,8 @@
 --     to use: c, or with ranks= the first case.size ranks of c (the others
 --     sit the case out).  The smallest failing case is then shrunk: shorter
 --     lengths than the grid's (each with every dtype and op), then smaller
---     offsets, then (with ranks=) fewer ranks, at most `shrink` tries.
+--     offsets, earlier dtypes and ops, then (with ranks=) fewer ranks,
+--     repeated until nothing shrinks, at most `shrink` tries.
 --     Returns nil when every case passes, else the case with `detail` (what
 --     differed, on the lowest rank whose error is its own rather than a
 --     check naming another rank), `ranks` (those ranks, "0,2-3"), `failed`
@@ -423,9 +424,18 @@ local function kind_of(detail)
   return (detail:gsub("%-?%d+%.?%d*", "#"))
 end
 
--- Smaller cases than f: shorter lengths (every dtype and op at each),
--- then smaller offsets, then fewer ranks (with ranks= only); the smallest
--- that still fails, within s.shrink tries.
+-- Smaller cases than f, over every axis in turn: shorter lengths (every
+-- dtype and op at each), smaller offsets, dtypes and then ops earlier in
+-- gcsh's order, fewer ranks (with ranks= only); the passes repeat until
+-- none shrinks (a fixpoint: a length that fails only at fewer ranks is
+-- found after the ranks shrank), within s.shrink tries in all.
+local function position(list, x)
+  for i, v in ipairs(list) do
+    if v == x then return i end
+  end
+  return #list + 1
+end
+
 local function shrink(s, f, tried)
   local budget = s.shrink
   local function try(case)
@@ -447,15 +457,26 @@ local function shrink(s, f, tried)
     end
     return false
   end
-  for n = 1, f.n - 1 do
-    if each_kind(n, f.offset, f.size) then break end
+  local function pass()
+    local before = f
+    for n = 1, f.n - 1 do
+      if each_kind(n, f.offset, f.size) then break end
+    end
+    for off = 0, f.offset - 1 do
+      if try({ n = f.n, offset = off, dtype = f.dtype, op = f.op }) then break end
+    end
+    for i = 1, position(s.dtype, f.dtype) - 1 do
+      if try({ n = f.n, offset = f.offset, dtype = s.dtype[i], op = f.op }) then break end
+    end
+    for i = 1, position(s.op, f.op) - 1 do
+      if try({ n = f.n, offset = f.offset, dtype = f.dtype, op = s.op[i] }) then break end
+    end
+    for k = 1, s.ranks and f.size - 1 or 0 do
+      if try({ n = f.n, offset = f.offset, dtype = f.dtype, op = f.op, size = k }) then break end
+    end
+    return f ~= before
   end
-  for off = 0, f.offset - 1 do
-    if try({ n = f.n, offset = off, dtype = f.dtype, op = f.op }) then break end
-  end
-  for k = 1, s.ranks and f.size - 1 or 0 do
-    if try({ n = f.n, offset = f.offset, dtype = f.dtype, op = f.op, size = k }) then break end
-  end
+  while budget > 0 and pass() do end
   return f
 end
 

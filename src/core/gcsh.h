@@ -134,6 +134,8 @@ struct gcsh_ctx {
     gcsh_graph_capture *graph;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
+    char check_failed[1024];    /* the running chunk's last failed collective check ("":
+                                   none): its error may be that failure (worker.c) */
 };
 
 /* Values of ctx->interrupt (0: none). */

@@ -1,12 +1,15 @@
 /* A rank's worker: runs the chunks rank 0 sends, under a traceback handler,
  * and reports captured output and status.  Its watcher thread serves the
  * control channel: interrupts and periodic output flushes.  See link.h. */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -14,6 +17,7 @@
 #include "wire/collcheck.h"
 #include "wire/msg.h"
 #include "bind/l_shell.h"
+#include "rank/heir.h"
 #include "rank/rank.h"
 #include "rank/verdict.h"
 #include "rank/worker.h"
@@ -34,6 +38,7 @@ struct gcsh_worker {
      * meant for a finished chunk never lands in the next one. */
     pthread_mutex_t run_lock;
     uint32_t running_seq; /* 0 when idle */
+    const char *flight_path, *trace_path; /* --flight, --trace: for heir.h */
 };
 
 /* ---- a rank that crashes says how -------------------------------------------
@@ -70,6 +75,60 @@ static void report_crashes(int ctl_fd)
         sigaction(crash_signals[i], &sa, &crash_old[i]);
 }
 
+/* ---- SIGTERM: mpirun ending the job -------------------------------------------
+ *
+ * mpirun ends the job with SIGTERM (then SIGKILL) when a rank dies.  When
+ * the dead rank is rank 0, this rank may be its heir (heir.h), which must
+ * write the evidence first; the SIGTERM may come before the watcher saw
+ * the control channel close.  So the handler only wakes the watcher, which
+ * looks: rank 0 gone, the heir's work; else the SIGTERM's default end. */
+static int term_pipe[2] = {-1, -1};
+
+static void on_term(int sig)
+{
+    (void)sig;
+    char b = 1;
+    ssize_t n = write(term_pipe[1], &b, 1);
+    (void)n;
+}
+
+static void watch_sigterm(void)
+{
+    if (pipe(term_pipe) != 0)
+        return;
+    fcntl(term_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(term_pipe[1], F_SETFD, FD_CLOEXEC);
+    fcntl(term_pipe[1], F_SETFL, O_NONBLOCK);
+    struct sigaction sa = {.sa_handler = on_term};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Whether the control channel is at its end (rank 0 gone).  What rank 0
+ * sent before it died (a probe) is read and dropped on the way: the rank
+ * ends either way. */
+static int rank0_closed(int ctl_fd)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t n = recv(ctl_fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0)
+            return 1;
+        if (n < 0)
+            return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    }
+}
+
+static _Noreturn void rank0_gone(gcsh_worker *w);
+
+static void sigterm_came(gcsh_worker *w)
+{
+    if (rank0_closed(w->ctl_fd))
+        rank0_gone(w);
+    signal(SIGTERM, SIG_DFL); /* as if no handler had been there */
+    kill(getpid(), SIGTERM);
+}
+
 /* As lua.c's lstop: raise an error at the next Lua instruction. */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
@@ -104,9 +163,14 @@ static void answer_where(gcsh_worker *w)
 
 /* The control channel closed without a QUIT: rank 0 is gone, and with it the
  * session.  The worker may be blocked anywhere (in MPI with a dead peer), so
- * the process ends here, at once, and does not linger. */
+ * the process ends here, once the evidence rank 0 cannot write is written
+ * (heir.h), and does not linger. */
 static _Noreturn void rank0_gone(gcsh_worker *w)
 {
+    /* mpirun ends the job with SIGTERM as rank 0 died: the evidence first
+     * (its SIGKILL comes later) */
+    signal(SIGTERM, SIG_IGN);
+    gcsh_heir_write(w->ctx, w->flight_path, w->trace_path);
     fprintf(stderr, "gcsh: rank %d: rank 0 is gone; exiting (status %d)\n", w->ctx->rank,
             GCSH_EXIT_LOST);
     _exit(GCSH_EXIT_LOST);
@@ -148,9 +212,12 @@ static void *watcher_main(void *arg)
     gcsh_worker *w = arg;
     gcsh_msg m = {0};
     for (;;) {
-        struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
-        int r = poll(&p, 1, FLUSH_EVERY_MS);
-        if (r > 0) {
+        struct pollfd p[2] = {{.fd = w->ctl_fd, .events = POLLIN},
+                              {.fd = term_pipe[0], .events = POLLIN}};
+        int r = poll(p, term_pipe[0] >= 0 ? 2 : 1, FLUSH_EVERY_MS);
+        if (r > 0 && term_pipe[0] >= 0 && (p[1].revents & POLLIN))
+            sigterm_came(w);
+        if (r > 0 && p[0].revents) {
             if (gcsh_msg_recv(w->ctl_fd, &m) != 0)
                 rank0_gone(w);
             if (m.h.type == MSG_QUIT)
@@ -175,6 +242,14 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
+void gcsh_worker_evidence(gcsh_worker *w, const char *flight, const char *trace)
+{
+    if (!w)
+        return;
+    w->flight_path = flight;
+    w->trace_path = trace;
+}
+
 static size_t output_cap(void)
 {
     return (size_t)gcsh_env_value(GCSH_ENV_OUTPUT_CAP);
@@ -197,8 +272,10 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
         return NULL;
     }
     gcsh_shell_install(ctx->L, &w->cap);
-    if (ctx->rank != 0) /* rank 0's own end is the session's */
+    if (ctx->rank != 0) { /* rank 0's own end is the session's */
         report_crashes(ctl_fd);
+        watch_sigterm();
+    }
     /* Only rank 0's terminal thread handles SIGINT; the watcher must not. */
     sigset_t all, old;
     sigfillset(&all);
@@ -405,6 +482,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     lua_pushboolean(L, (flags & CHUNK_SHORT_ERRORS) != 0);
     lua_pushcclosure(L, msghandler, 2);
     gcsh_verdict_begin(L);
+    w->ctx->check_failed[0] = '\0';
     int st = luaL_loadbuffer(L, src, len, name);
     if (st == LUA_OK)
         keep_source(L, name, src, len);
@@ -430,6 +508,8 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         /* what happened decides, never the message's text (verdict.h) */
         int v = gcsh_verdict_of_error(L);
         kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;
+        if (msg && w->ctx->check_failed[0] && strstr(msg, w->ctx->check_failed))
+            kind |= CHUNK_CHECK_FAILED; /* the error is the check's, not one of its own */
     }
     lua_settop(L, base);
     return st == LUA_OK ? CHUNK_OK : CHUNK_ERROR | kind;

@@ -480,9 +480,28 @@ static void fail_text(const gcsh_checker *k, const gcsh_checker_io *io, const gr
     free(text);
 }
 
+/* A group whose every missing member called os.exit failed because of
+ * those exits (repro.skip on one rank while the others wait): each member
+ * is told so (the job's verdict is then the exit's: coord.c). */
+static void blame_exits(const gcsh_checker *k, const gcsh_checker_io *io, const group *g)
+{
+    if (!io->exited || !io->because_exit || g->nmissing == 0)
+        return;
+    int cause = -1;
+    for (int i = 0; i < g->nmissing; i++) {
+        int m = g->missing[i], st = k->slot[m].present ? -1 : io->exited(io->arg, m);
+        if (st < 0)
+            return; /* a member elsewhere: a failure of its own */
+        cause = gcsh_status_worst(cause, st);
+    }
+    for (int i = 0; i < g->n; i++)
+        io->because_exit(io->arg, g->ranks[i], cause);
+}
+
 static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now)
 {
     gcsh_text msg = {0};
+    blame_exits(k, io, g);
     fail_text(k, io, g, now, &msg);
     answer(k, io, g, 0, msg.s);
     gcsh_text_free(&msg);

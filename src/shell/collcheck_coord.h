@@ -43,6 +43,12 @@ typedef struct gcsh_checker_io {
      * escalated: its fingerprint will come, or its check will pass) or
      * CHECK_BOARD_ABSENT.  NULL: no board. */
     int (*board)(void *arg, int r, const gcsh_fingerprint *fp);
+    /* The os.exit status of a rank that ended the command by os.exit, or
+     * -1; and, for each rank of a group that failed only because every
+     * rank missing from it called os.exit, that failure's cause (the worst
+     * of their statuses).  NULL: not asked. */
+    int (*exited)(void *arg, int r);
+    void (*because_exit)(void *arg, int r, int status);
 } gcsh_checker_io;
 
 enum { CHECK_BOARD_ABSENT, CHECK_BOARD_AGREED, CHECK_BOARD_COMING };

@@ -62,6 +62,9 @@ typedef struct run_state {
     int report_due;     /* a hang report waits for the probe */
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
+    char *check_error;  /* per rank: its error is its failed collective check */
+    int *exit_caused;   /* per rank: a collective it waited in failed only because the
+                           ranks missing there called os.exit: their status; -1 */
     int *error_status;  /* per rank, for CHUNK_ERROR: 1, 125 (CHUNK_CANNOT_TEST) or
                            128 (CHUNK_USAGE): rank/verdict.h */
     double exit_deadline; /* 0: no rank called os.exit */
@@ -486,10 +489,26 @@ static int io_board(void *arg, int r, const gcsh_fingerprint *fp)
                                                                  : CHECK_BOARD_ABSENT;
 }
 
+static int io_exited(void *arg, int r)
+{
+    const coord_run *cr = arg;
+    const run_state *rs = cr->rs;
+    return !cr->c->lost[r] && rs->state[r] == DONE && rs->status[r] == CHUNK_EXIT
+               ? rs->exit_status[r]
+               : -1;
+}
+
+static void io_because_exit(void *arg, int r, int status)
+{
+    const coord_run *cr = arg;
+    cr->rs->exit_caused[r] = gcsh_status_worst(cr->rs->exit_caused[r], status);
+}
+
 static gcsh_checker_io checker_io(coord_run *cr)
 {
     return (gcsh_checker_io){.arg = cr, .running = io_running, .where = io_where,
-                             .verdict = io_verdict,
+                             .verdict = io_verdict, .exited = io_exited,
+                             .because_exit = io_because_exit,
                              .board = cr->c->ctx->board ? io_board : NULL};
 }
 
@@ -731,7 +750,8 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         rs->error_status[r] = (rs->status[r] & CHUNK_CANNOT_TEST) ? GCSH_EXIT_SKIP
                               : (rs->status[r] & CHUNK_USAGE)     ? GCSH_EXIT_USAGE
                                                                   : 1;
-        rs->status[r] &= ~(CHUNK_CANNOT_TEST | CHUNK_USAGE);
+        rs->check_error[r] = (rs->status[r] & CHUNK_CHECK_FAILED) != 0;
+        rs->status[r] &= ~(CHUNK_CANNOT_TEST | CHUNK_USAGE | CHUNK_CHECK_FAILED);
         if (CHUNK_STATUS(rs->status[r]) == CHUNK_EXIT) {
             rs->exit_status[r] = CHUNK_EXIT_STATUS(rs->status[r]);
             rs->status[r] = CHUNK_EXIT;
@@ -1059,15 +1079,31 @@ static void say_interrupted(gcsh_coord *c, const run_state *rs)
                                            sizeof buf, NULL));
 }
 
+/* Whether rank r's error is the consequence of other ranks' os.exit: a
+ * collective it waited in failed because they left by os.exit, and the
+ * error the rank ended with is that check's failure (CHUNK_CHECK_FAILED:
+ * not one of its own raised after catching it). */
+static int error_caused_by_exit(const run_state *rs, int r)
+{
+    return rs->status[r] == CHUNK_ERROR && rs->error_status[r] == 1 && rs->check_error[r] &&
+           rs->exit_caused[r] >= 0;
+}
+
 /* Rank r's outcome of the command, as an exit status (README "Exit
  * statuses"): 0 done, its os.exit status, its error's (1, 125 or 128:
- * rank/verdict.h), 1 an interrupt. */
+ * rank/verdict.h), 1 an interrupt.  An error caused by other ranks'
+ * os.exit (error_caused_by_exit) takes their status when it is a skip
+ * (125): one rank's repro.skip while the others wait in a collective is
+ * the job's skip, while a real failure of any rank still counts; other
+ * exits that leave ranks waiting (os.exit(0) among them) make it 1. */
 static int rank_verdict(const run_state *rs, int r)
 {
     if (rs->status[r] == CHUNK_OK)
         return 0;
     if (rs->status[r] == CHUNK_EXIT)
         return rs->exit_status[r];
+    if (error_caused_by_exit(rs, r) && rs->exit_caused[r] == GCSH_EXIT_SKIP)
+        return GCSH_EXIT_SKIP;
     return rs->status[r] == CHUNK_ERROR ? rs->error_status[r] : 1;
 }
 
@@ -1103,9 +1139,10 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
             snprintf(text[n], sizeof text[n], "os.exit(%d)", st);
         else
             snprintf(text[n], sizeof text[n], "%s (%d)",
-                     st == GCSH_EXIT_SKIP    ? "cannot test"
-                     : st == GCSH_EXIT_USAGE ? "usage error"
-                                             : "failed", st);
+                     error_caused_by_exit(rs, r) ? "failed by that exit"
+                     : st == GCSH_EXIT_SKIP      ? "cannot test"
+                     : st == GCSH_EXIT_USAGE     ? "usage error"
+                                                 : "failed", st);
         v[n] = text[n];
         ranks[n++] = r;
     }
@@ -1141,6 +1178,10 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     rs.asked = calloc((size_t)c->size, 1);
     rs.exit_status = calloc((size_t)c->size, sizeof *rs.exit_status);
     rs.error_status = calloc((size_t)c->size, sizeof *rs.error_status);
+    rs.check_error = calloc((size_t)c->size, 1);
+    rs.exit_caused = malloc((size_t)c->size * sizeof *rs.exit_caused);
+    for (int r = 0; r < c->size; r++)
+        rs.exit_caused[r] = -1;
     rs.start = gcsh_now_seconds();
     rs.next_report = rs.start + c->timeout;
     c->seq++;
@@ -1188,6 +1229,8 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     free(rs.waits);
     free(rs.asked);
     free(rs.exit_status);
+    free(rs.exit_caused);
+    free(rs.check_error);
     free(rs.error_status);
 }
 

@@ -41,8 +41,9 @@ struct gcsh_flight {
     MPI_Comm comm;        /* the ranks of rank 0's node sharing rings, or MPI_COMM_NULL */
     MPI_Win win;
     flight_ring *mine;
-    flight_ring **node;   /* [world size] on rank 0: the rings it reads, else NULL */
+    flight_ring **node;   /* [world size] on rank 0's node: the rings it reads, else NULL */
     int rank, size, private_ring;
+    int heir;             /* this rank writes for rank 0 if it dies (gcsh_flight_heir) */
 };
 
 static long calls_wanted(void)
@@ -72,14 +73,16 @@ static int share_rings(gcsh_flight *f, const gcsh_ctx *ctx, size_t bytes)
     MPI_Comm_size(f->comm, &n);
     int *world = malloc((size_t)n * sizeof *world);
     MPI_Allgather(&ctx->rank, 1, MPI_INT, world, 1, MPI_INT, f->comm);
-    if (ctx->rank == 0) {
-        f->node = calloc((size_t)ctx->size, sizeof *f->node);
-        for (int i = 0; i < n; i++) {
-            MPI_Aint size;
-            int disp;
-            MPI_Win_shared_query(f->win, i, &size, &disp, &f->node[world[i]]);
-        }
+    /* every rank of the node learns where the rings are: rank 0 reads
+     * them, and so does its heir once rank 0 is gone (world is in rank
+     * order: world[1] is the lowest rank after rank 0) */
+    f->node = calloc((size_t)ctx->size, sizeof *f->node);
+    for (int i = 0; i < n; i++) {
+        MPI_Aint size;
+        int disp;
+        MPI_Win_shared_query(f->win, i, &size, &disp, &f->node[world[i]]);
     }
+    f->heir = n > 1 && world[1] == ctx->rank;
     free(world);
     return 0;
 }
@@ -127,6 +130,11 @@ void gcsh_flight_close(gcsh_flight *f)
         free(f->mine);
     free(f->node);
     free(f);
+}
+
+int gcsh_flight_heir(const gcsh_flight *f)
+{
+    return f && f->heir;
 }
 
 size_t gcsh_flight_size(const gcsh_flight *f)

@@ -9,7 +9,8 @@
  * The rings of the ranks on rank 0's node live in node shared memory
  * (MPI_Win_allocate_shared at start-up, as the check board): rank 0 reads
  * them without the ranks' help, so a rank stuck in a wait, or dead, still
- * tells its last calls.  A rank elsewhere keeps its ring in its own memory
+ * tells its last calls; if rank 0 itself dies, its heir reads them
+ * (rank/heir.h).  A rank elsewhere keeps its ring in its own memory
  * and sends a copy when asked (MSG_FLIGHT_FLUSH, answered by its watcher).
  * Rank 0 writes them as one trace file (trace_coord.h) on a hang report, a
  * crash, an interrupt or .flight FILE.
@@ -46,8 +47,8 @@ void gcsh_flight_end(gcsh_flight *f, int slot, uint64_t id, int64_t t1, int stat
  * id are done. */
 void gcsh_flight_synced(gcsh_flight *f, uint64_t id);
 
-/* Whether this process can read rank r's ring (its own; rank 0: every
- * rank of its node). */
+/* Whether this process can read rank r's ring (its own; on rank 0's
+ * node: every rank of that node). */
 int gcsh_flight_readable(const gcsh_flight *f, int r);
 /* Rank r's ring as a trace blob (trace.h; malloc'd, *len bytes), the
  * calls in number order, those not finished with t1 = -1.  NULL when
@@ -56,6 +57,10 @@ void *gcsh_flight_blob(gcsh_flight *f, int r, size_t *len);
 /* The same with only its `newest` calls (a dump that must be quick:
  * the session ending as mpirun kills the job). */
 void *gcsh_flight_blob_last(gcsh_flight *f, int r, size_t newest, size_t *len);
+/* Whether this rank is rank 0's heir: the lowest other rank on rank 0's
+ * node, which reads every ring there and writes the flight file if rank 0
+ * dies (rank/heir.h).  0 when the rings are not shared. */
+int gcsh_flight_heir(const gcsh_flight *f);
 /* The calls a ring keeps. */
 size_t gcsh_flight_size(const gcsh_flight *f);
 

@@ -603,6 +603,8 @@ static int await_verdict(gcsh_ctx *ctx, gcsh_check *k, const char *what)
         if (v[0] != k->serial)
             continue;
         rc = v[1] ? 0 : gcsh_set_error(ctx, "%s", m.data + sizeof v);
+        if (rc != 0)
+            snprintf(ctx->check_failed, sizeof ctx->check_failed, "%s", ctx->err);
         break;
     }
     gcsh_msg_free(&m);

@@ -82,6 +82,10 @@ enum gcsh_chunk_status { CHUNK_OK = 0, CHUNK_ERROR = 1, CHUNK_INTERRUPTED = 2, C
 /* Likewise: the error was a usage error (gcsh.usage_error: a script that
  * misuses gcsh's own API), status 128: bisect stops. */
 #define CHUNK_USAGE 0x40000u
+/* Likewise: the error is the chunk's failed collective check (its text,
+ * raised or re-raised): rank 0 knows whether the check failed only because
+ * other ranks called os.exit (coord.c). */
+#define CHUNK_CHECK_FAILED 0x80000u
 
 typedef struct gcsh_msg_header {
     uint32_t type;

@@ -132,6 +132,27 @@ if size >= 3 then
   H.eq(found.size, 3, "shrunk to the fewest ranks that fail")
   H.truthy(rank >= 2 or seen_sizes[2], "smaller rank counts were tried")
 end
+-- the shrink reaches a fixpoint: a length that fails only at fewer ranks is
+-- found after the ranks shrank (n >= 2 * size + 1 fails: at size ranks the
+-- grid's 9 shrinks to 2 * size + 1, then at 1 rank to 3), and so is a dtype
+-- earlier in gcsh's order that fails only there (i32 fails everywhere, f32
+-- at 1 rank)
+local function wrong_from(k_wrong)
+  return function(k)
+    local t = k.comm:allreduce(tensor.new(k.n, k.dtype):fill(1))
+    if k_wrong(k) then t[0] = 0 end
+    return t
+  end
+end
+local function times_size(k) return tensor.new(k.n, k.dtype):fill(k.comm.size) end
+found = repro.sweep { candidate = wrong_from(function(k) return k.n >= 2 * k.size + 1 end),
+                      reference = times_size, n = { 9 }, ranks = { size }, quiet = true }
+H.eq(found.size .. " " .. found.n, "1 3", "shrunk to a fixpoint: n again after the ranks")
+found = repro.sweep { candidate = wrong_from(function(k) return k.dtype == "i32" or k.size == 1 end),
+                      reference = times_size, n = { 4 }, dtype = { "i32", "f32" },
+                      ranks = { size }, quiet = true }
+H.eq(string.format("%d %d %s", found.size, found.n, found.dtype), "1 1 f32",
+     "shrunk to a fixpoint: the dtype again after the ranks")
 H.raises(function() repro.sweep { candidate = reference, reference = reference, n = { 1 },
                                   ranks = { size + 1 } } end,
          "sweep: ranks[] = " .. (size + 1) .. " is more than the communicator's " .. size)

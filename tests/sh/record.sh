@@ -72,7 +72,9 @@ stdin:1: unexpected symbol near '=']==]}"
   expect_contains "$n ranks: replay: the environment that differs" "$OUT" "gcsh: replay: note: GCSH_SPIN_US was '20' when recorded, is unset now"
 
   OUT=$(timeout 60 "$GCSH" -n "$n" "$F" 2>&1 </dev/null); RC=$?
-  expect_eq "$n ranks: rerun as a plain script: exit 0" "$RC" 0
+  expect_eq "$n ranks: rerun as a plain script: its verdict, exit 1" "$RC" 1
+  expect_contains "$n ranks: plain rerun: the failed line, at the end" "$OUT" "[1] recorded line 7 failed on rank 1"
+  expect_contains "$n ranks: plain rerun: the syntax error's line" "$OUT" "[0] recorded line 9 failed on rank 0"
   expect_contains "$n ranks: plain rerun: output" "$OUT" "tensor(f32, 4, host)"
   expect_contains "$n ranks: plain rerun: the error, traceback cut at the line" "$OUT" "[1] ${T}stdin:1: in main chunk"
   expect_not_contains "$n ranks: plain rerun: no runner frames" "$OUT" "xpcall"
@@ -186,6 +188,24 @@ expect_contains "a recorded script replays: summary" "$OUT" "gcsh: replay: 2 lin
 OUT=$(timeout 60 "$GCSH" -n 2 "$TMP/sc.lua" 2>&1 </dev/null); RC=$?
 expect_eq "a recorded script as a plain script: exit 0" "$RC" 0
 expect_all_ranks "a recorded script as a plain script: its arguments" "$OUT" "args${T}x${T}y" 2
+# ---- a recording run as a plain script keeps the recorded run's verdict
+# (issue 36): arg as recorded; a failing script 1, a skip 125, a usage
+# error 128, a script that does not compile 125
+printf '%s\n' 'print("arg", arg[0], arg[1], #arg, ...)' 'if rank == 1 then error("rank 1 fails") end' >"$TMP/fails.lua"
+printf '%s\n' 'local repro = require("gcsh.repro")' 'if rank == 1 then repro.skip("no NVLink") end' >"$TMP/skips.lua"
+printf '%s\n' 'local repro = require("gcsh.repro")' 'repro.need{rank = 2}' >"$TMP/misuse.lua"
+printf '%s\n' 'x = = 1' >"$TMP/broken.lua"
+# (a replay of a recorded skip is a skip too, as the script alone says)
+for k in "fails 1 0" "skips 125 125" "misuse 128 0" "broken 125 0"; do
+  set -- $k
+  OUT=$(cd "$TMP" && timeout 60 "$GCSH" -n 2 --record "$TMP/rec-$1.lua" "$1.lua" a1 2>&1 </dev/null); RC=$?
+  expect_eq "recorded $1.lua: exit $2" "$RC" "$2"
+  OUT=$(timeout 60 "$GCSH" -n 2 "$TMP/rec-$1.lua" 2>&1 </dev/null); RC=$?
+  expect_eq "recorded $1.lua, run as a plain script: exit $2 as recorded" "$RC" "$2"
+  [ "$1" = fails ] && expect_all_ranks "recorded $1.lua, plain: arg as recorded" "$OUT" "arg${T}fails.lua${T}a1${T}1${T}a1" 2
+  OUT=$(timeout 60 "$GCSH" --replay "$TMP/rec-$1.lua" 2>&1 </dev/null); RC=$?
+  expect_eq "recorded $1.lua: replays, exit $3" "$RC" "$3"
+done
 sed "s/^print(\"sum\"/print(\"total\"/" "$TMP/sc.lua" >"$TMP/sc2.lua"
 OUT=$(timeout 60 "$GCSH" --replay "$TMP/sc2.lua" 2>&1 </dev/null); RC=$?
 expect_eq "an edited recorded script: exit 1" "$RC" 1

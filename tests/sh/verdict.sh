@@ -44,6 +44,24 @@ for N in 2 4; do
         -e "if rank == $L then os.exit(1) else repro.need{rank = 2} end"
     case_rc "$N ranks: every rank os.exit(0)" 0 -n $N -e 'os.exit(0)'
     expect_not_contains "$N ranks: nothing said when all agree" "$OUT" "the session ends"
+    # ---- a skip on one rank while the others wait in a collective: the
+    # others' check error is the skip's consequence, the job's status 125;
+    # a real failure on another rank still wins, and an os.exit(0) that
+    # leaves the others waiting is a failure
+    for S in 0 $L; do
+        case_rc "$N ranks: rank $S repro.skip, the others in a barrier" 125 -n $N \
+            -e "c = comm.world() if rank == $S then repro.skip('no NVLink') end c:barrier()"
+        expect_contains "$N ranks: rank $S skips: said" "$OUT" "[$S] os.exit(125)"
+        expect_contains "$N ranks: rank $S skips: the others failed by it" "$OUT" "failed by that exit (125)"
+    done
+    case_rc "$N ranks: rank 0 repro.skip, the last rank fails, the others wait" 1 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') elseif rank == $L then error('real') end c:barrier()"
+    case_rc "$N ranks: rank 0 repro.skip, a rank fails after the check's error" 1 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') end pcall(c.barrier, c) if rank == $L then error('real') end"
+    case_rc "$N ranks: rank 0 os.exit(0), the others in a barrier" 1 -n $N \
+        -e "c = comm.world() if rank == 0 then os.exit(0) end c:barrier()"
+    case_rc "$N ranks: rank 0 os.exit(130), the others in a barrier" 130 -n $N \
+        -e "c = comm.world() if rank == 0 then os.exit(130) end c:barrier()"
     # a crash is always 69, never the signal's 139
     case_rc "$N ranks: a rank killed by SIGSEGV" 69 -n $N --flight crash.json -e "
         local c = comm.world(); c:barrier()

@@ -37,9 +37,18 @@ static int board(void *arg, int r, const gcsh_fingerprint *fp)
     return CHECK_BOARD_COMING;
 }
 
-static const gcsh_checker_io io = {NULL, running, where, verdict, board};
+static const gcsh_checker_io io = {NULL, running, where, verdict, board, NULL, NULL};
 /* Without a board, numbers only advance through the coordinator. */
-static const gcsh_checker_io no_board = {NULL, running, where, verdict, NULL};
+static const gcsh_checker_io no_board = {NULL, running, where, verdict, NULL, NULL, NULL};
+
+/* Rank 1 left the command: by os.exit(exit_of_1), or (-1) by finishing. */
+static int exit_of_1;
+static int caused[RANKS];
+static int rank0_runs(void *arg, int r) { (void)arg; return r == 0; }
+static const char *left(void *arg, int r) { (void)arg, (void)r; return "called os.exit"; }
+static int exited(void *arg, int r) { (void)arg; return r == 1 ? exit_of_1 : -1; }
+static void because_exit(void *arg, int r, int status) { (void)arg; caused[r] = status; }
+static const gcsh_checker_io exits = {NULL, rank0_runs, left, verdict, NULL, exited, because_exit};
 
 /* Rank r's fingerprint of op #seq on communicator 7 of n ranks, as sent. */
 static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int kind, int peer)
@@ -137,5 +146,42 @@ int main(void)
     CHECK(got[0].answered && !got[0].ok && got[1].answered && !got[1].ok,
           "a send beside a collective fails both ('%s')", got[0].text);
     gcsh_checker_destroy(&k);
+
+    /* a group that fails only because its missing member called os.exit
+     * (repro.skip): its members are told the exit's status (coord.c makes
+     * their errors the skip's); one whose missing member finished is not */
+    for (int e = 0; e < 2; e++) {
+        gcsh_checker_init(&k, 2);
+        reset();
+        caused[0] = caused[1] = -1;
+        exit_of_1 = e == 0 ? 125 : -1;
+        struct {
+            uint32_t head[2];
+            gcsh_fingerprint fp;
+            int32_t members[2];
+        } msg; /* with its members: rank 1 is known to be missing */
+        memset(&msg, 0, sizeof msg);
+        msg.head[0] = 1;
+        msg.head[1] = 2;
+        snprintf(msg.fp.op, sizeof msg.fp.op, "barrier");
+        msg.fp.comm = 7;
+        msg.fp.seq = 1;
+        msg.fp.kind = GCSH_FP_COLLECTIVE;
+        msg.fp.root = -1;
+        msg.fp.dtype = msg.fp.redop = -1;
+        msg.fp.comm_size = 2;
+        msg.members[0] = 0;
+        msg.members[1] = 1;
+        CHECK(gcsh_checker_add(&k, 0, &msg, sizeof msg, 0.0) == 0, "add rank 0's barrier");
+        gcsh_checker_resolve(&k, &exits, 0.0, 10.0, 0);
+        CHECK(got[0].answered && !got[0].ok, "rank 1 gone from the barrier: it fails ('%s')",
+              got[0].text);
+        if (e == 0)
+            CHECK(caused[0] == 125 && caused[1] == -1, "the exit is the cause: %d %d", caused[0],
+                  caused[1]);
+        else
+            CHECK(caused[0] == -1, "no exit, no cause: %d", caused[0]);
+        gcsh_checker_destroy(&k);
+    }
     UNIT_END();
 }
