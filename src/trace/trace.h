@@ -167,7 +167,6 @@ void gcsh_trace_wrap(gcsh_trace_tables *t, const gcsh_backend *plain);
 /* Operation names and categories, the same in every process. */
 const char *gcsh_trace_op_name(uint32_t op);
 const char *gcsh_trace_op_cat(uint32_t op);
-uint32_t gcsh_trace_op_count(void);
 /* The operations that are not backend calls: a Lua line, a collective
  * (parent of its check and calls), its check. */
 uint32_t gcsh_trace_op_lua(void);
