@@ -8,11 +8,11 @@
  * the bench timers) are QUIET there and shared unwrapped: a polling loop
  * would flood the record with calls that say nothing.
  *
- * This file and trace.c call each other on purpose: the wrappers open and
- * close records with trace.c's gcsh_trace_call_begin/end, and trace.c
- * installs the table and names operations from the list, which only this
- * file expands (gcsh_trace_wrap, gcsh_trace_op_*). */
-#include "trace/trace.h"
+ * The wrappers open and close records with trace.c's
+ * gcsh_trace_call_begin/end; trace.c installs the table that main.c has it
+ * fill with gcsh_trace_wrap, without naming this file. */
+#include "trace/trace_ops.h"
+#include "trace/trace_wrap.h"
 
 #define GPU GCSH_TRACE_GPU
 
@@ -57,57 +57,6 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
 #define SYNC GCSH_TRACE_SYNC
 #define MEM GCSH_TRACE_MEM
 
-/* ---- operation ids, names and categories ---------------------------------- */
-
-/* The rows of backend.h marked TRACED, in order, then the records of the
- * layers above the backend. */
-#define OP_ID(tab, fn, ret, params, args, trace, ...) OP_ID_##trace(tab, fn)
-#define OP_ID_QUIET(tab, fn)
-#define OP_ID_TRACED(tab, fn) OP_##tab##_##fn,
-enum { GCSH_BACKEND_OPS(OP_ID) OP_LUA, OP_COLL, OP_CHECK, OP_COUNT };
-
-#define OP_NAME(tab, fn, ret, params, args, trace, ...) OP_NAME_##trace(tab, fn)
-#define OP_NAME_QUIET(tab, fn)
-#define OP_NAME_TRACED(tab, fn) #tab "." #fn,
-static const char *const op_names[] = {GCSH_BACKEND_OPS(OP_NAME) "lua", "collective", "check"};
-
-#define OP_CAT(tab, fn, ret, params, args, trace, cat, ...) OP_CAT_##trace(cat)
-#define OP_CAT_QUIET(cat)
-#define OP_CAT_TRACED(cat) cat,
-static const char *const op_cats[] = {GCSH_BACKEND_OPS(OP_CAT) "lua", "collective", "control"};
-
-const char *gcsh_trace_op_name(uint32_t op)
-{
-    return op < OP_COUNT ? op_names[op] : "?";
-}
-
-const char *gcsh_trace_op_cat(uint32_t op)
-{
-    return op < OP_COUNT ? op_cats[op] : "?";
-}
-
-uint32_t gcsh_trace_op_lua(void)
-{
-    return OP_LUA;
-}
-
-uint32_t gcsh_trace_op_coll(void)
-{
-    return OP_COLL;
-}
-
-uint32_t gcsh_trace_op_check(void)
-{
-    return OP_CHECK;
-}
-
-int gcsh_trace_op_signal(uint32_t op)
-{
-    if (op == OP_win_signal_set || op == OP_win_signal_add || op == OP_xfer_post)
-        return 1;
-    return op == OP_win_signal_wait || op == OP_win_signal_wait_cpu ? 2 : 0;
-}
-
 /* ---- the wrappers ------------------------------------------------------------ */
 
 #define WRAP(tab, fn, ret, params, args, trace, cat, flags, capture, order, facts)                 \
@@ -121,7 +70,7 @@ int gcsh_trace_op_signal(uint32_t op)
     gcsh_xfer_impl **made = NULL; /* a transfer prepare's, noted once made */                     \
     GCSH_PP_EACH(DESCRIBE, facts)                                                                  \
     (void)D;                                                                                       \
-    gcsh_trace_call_begin(ctx, &call, OP_##tab##_##fn, flags)
+    gcsh_trace_call_begin(ctx, &call, GCSH_TRACE_OP_##tab##_##fn, flags)
 #define WRAP_int(tab, fn, params, args, flags, facts)                                              \
     static int tr_##tab##_##fn params                                                              \
     {                                                                                              \
