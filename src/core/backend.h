@@ -160,6 +160,12 @@ typedef struct gcsh_mem_ops {
        size_t count, gcsh_dtype dt, gcsh_redop op, int root),                                      \
       (ctx, c, in, out, count, dt, op, root),                                                      \
       TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op), PEER(root)))       \
+    /* Inclusive prefix reduction (MPI_Scan): out on rank r = the op over the                    \
+     * inputs of ranks 0..r.  Every op but avg (the binding refuses it). */                        \
+    X(comm, scan, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,               \
+       size_t count, gcsh_dtype dt, gcsh_redop op),                                                \
+      (ctx, c, in, out, count, dt, op),                                                            \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op)))                   \
     /* count = elements per rank (input size) */                                                   \
     X(comm, allgather, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,          \
        size_t count, gcsh_dtype dt),                                                               \
