@@ -36,6 +36,8 @@
 #include "rank/worker.h"
 #include "shell/term.h"
 #include "trace/flight.h"
+#include "trace/trace.h"
+#include "trace/trace_wrap.h"
 #include "shell/trace_coord.h"
 #include "core/env.h"
 
@@ -1000,7 +1002,7 @@ static int rank_main(int argc, char **argv, const options *o)
         code = be == -2 ? GCSH_EXIT_USAGE : GCSH_EXIT_SKIP;
     } else {
         ctx.flight = gcsh_flight_open(&ctx); /* collective, as the board */
-        if (!gcsh_rank_lua(&ctx) || gcsh_trace_init(&ctx) != 0) {
+        if (!gcsh_rank_lua(&ctx) || gcsh_trace_init(&ctx, gcsh_trace_wrap) != 0) {
             fprintf(stderr, "gcsh: rank %d: cannot create a Lua state\n", ctx.rank);
         } else {
             say_nothing_to_share(&ctx);

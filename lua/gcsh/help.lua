@@ -50,6 +50,7 @@ local API = {
       { "c:allreduce(t [, op=\"sum\" [, out=t]])", "ops sum prod min max avg; returns the output" },
       { "c:broadcast(t, root)", "root's t to every rank" },
       { "c:reduce(t, root [, op [, out=t]])", "the reduction on root" },
+      { "c:scan(t [, op [, out=t]])", "rank r gets the reduction over ranks 0..r (no avg)" },
       { "c:allgather(t, out)", "every rank's t, in rank order, into out" },
       { "c:reducescatter(t, out [, op])", "rank r gets chunk r of the reduction" },
       { "c:alltoall(t, out)", "chunk j of t to rank j" },

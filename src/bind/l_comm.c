@@ -7,6 +7,7 @@
  *   c:allreduce(t [, op="sum" [, out=t]])     c:broadcast(t, root)
  *   c:reduce(t, root [, op="sum" [, out=t]])  c:allgather(t, out)
  *   c:reducescatter(t, out [, op="sum"])      c:alltoall(t, out)
+ *   c:scan(t [, op="sum" [, out=t]])          rank r: the op over ranks 0..r
  *   c:send(t, peer)                           c:recv(t, peer)
  *   c:window(n [, dtype [, {kind=}]])  c:signals(n)   (l_window.c, l_signal.c)
  *   c:agree(s)                         every rank's string, in rank order
@@ -15,9 +16,10 @@
  *
  * Collectives return their output tensor.  Every argument is checked here,
  * before the backend runs (backend.h: backends trust their arguments), by one
- * table of collective shapes (coll_specs) and one checker.
+ * table of collective shapes (coll_specs: each row is a method) and one
+ * checker.
  *
- * In place: allreduce, reduce and alltoall with out == t (or out omitted);
+ * In place: allreduce, reduce, scan and alltoall with out == t (or out omitted);
  * allgather with t = out:view(rank * n, n); reducescatter with
  * out = t:view(rank * n, n) (NCCL's layouts).  Any other overlap is refused.
  *
@@ -464,6 +466,7 @@ typedef struct coll_spec {
     int out_arg;      /* 0: works on t alone */
     int out_optional; /* out omitted or nil: in place on t */
     int op_arg;       /* 0: not a reduction */
+    int no_avg;       /* avg is not one of its ops */
     int rank_arg;     /* 0: no root or peer */
     const char *rank_role; /* "root" | "peer" */
     size_rule sizes;
@@ -498,6 +501,11 @@ static int run_reduce(gcsh_ctx *ctx, const coll_args *a)
                                a->op, a->rank_arg_value);
 }
 
+static int run_scan(gcsh_ctx *ctx, const coll_args *a)
+{
+    return ops_of(ctx)->scan(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt, a->op);
+}
+
 static int run_allgather(gcsh_ctx *ctx, const coll_args *a)
 {
     return ops_of(ctx)->allgather(ctx, a->comm->impl, in_data(a), out_data(a), a->count, a->dt);
@@ -524,20 +532,20 @@ static int run_recv(gcsh_ctx *ctx, const coll_args *a)
     return ops_of(ctx)->recv(ctx, a->comm->impl, in_data(a), a->count, a->dt, a->rank_arg_value);
 }
 
-enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER,
-       COLL_ALLTOALL, COLL_SEND, COLL_RECV };
-
+/* The collectives, each a method of comm (add_collectives) and a name c:loop takes. */
 static const coll_spec coll_specs[] = {
-    /* name           out opt op rank role    sizes          run */
-    [COLL_ALLREDUCE] = {"allreduce", 4, 1, 3, 0, NULL, SIZE_SAME, run_allreduce},
-    [COLL_BROADCAST] = {"broadcast", 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast},
-    [COLL_REDUCE] = {"reduce", 5, 1, 4, 3, "root", SIZE_SAME, run_reduce},
-    [COLL_ALLGATHER] = {"allgather", 3, 0, 0, 0, NULL, SIZE_GATHER, run_allgather},
-    [COLL_REDUCESCATTER] = {"reducescatter", 3, 0, 4, 0, NULL, SIZE_SCATTER, run_reducescatter},
-    [COLL_ALLTOALL] = {"alltoall", 3, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall},
-    [COLL_SEND] = {"send", 0, 0, 0, 3, "peer", SIZE_SAME, run_send},
-    [COLL_RECV] = {"recv", 0, 0, 0, 3, "peer", SIZE_SAME, run_recv},
+    /* name        out opt op avg? rank role   sizes          run */
+    {"allreduce", 4, 1, 3, 0, 0, NULL, SIZE_SAME, run_allreduce},
+    {"broadcast", 0, 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast},
+    {"reduce", 5, 1, 4, 0, 3, "root", SIZE_SAME, run_reduce},
+    {"scan", 4, 1, 3, 1, 0, NULL, SIZE_SAME, run_scan},
+    {"allgather", 3, 0, 0, 0, 0, NULL, SIZE_GATHER, run_allgather},
+    {"reducescatter", 3, 0, 4, 0, 0, NULL, SIZE_SCATTER, run_reducescatter},
+    {"alltoall", 3, 0, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall},
+    {"send", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_send},
+    {"recv", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_recv},
 };
+#define NCOLLS (sizeof coll_specs / sizeof coll_specs[0])
 
 static const char *loc_name(int loc, char *buf, size_t len)
 {
@@ -578,6 +586,10 @@ static void check_op(lua_State *L, const coll_spec *spec, coll_args *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     a->op = gcsh_arg_redop(L, spec->op_arg, GCSH_OP_SUM);
+    if (spec->no_avg && a->op == GCSH_OP_AVG)
+        luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op 'avg' is not defined for %s "
+                                                          "(valid: sum prod min max)",
+                                                       spec->name));
     if (!ops_of(ctx)->can_reduce(a->dt, a->op))
         luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op '%s' is not defined for %s on the "
                                                           "%s backend", gcsh_redop_name(a->op),
@@ -710,9 +722,10 @@ static void fingerprint(const coll_spec *spec, const coll_args *a, const char *o
     }
 }
 
-static int collective(lua_State *L, int which)
+/* c:<name>(...): the collective coll_specs[upvalue 1] is. */
+static int collective(lua_State *L)
 {
-    const coll_spec *spec = &coll_specs[which];
+    const coll_spec *spec = &coll_specs[lua_tointeger(L, lua_upvalueindex(1))];
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     coll_args a;
     int result_idx = check_collective(L, spec, &a);
@@ -734,13 +747,19 @@ static int comm_loop(lua_State *L)
     lua_Integer iters = luaL_checkinteger(L, 3);
     luaL_argcheck(L, iters >= 1 && iters <= 1000000000, 2, "iters must be 1..1e9");
     const coll_spec *spec = NULL;
-    for (size_t i = 0; i < sizeof coll_specs / sizeof coll_specs[0]; i++)
-        if (coll_specs[i].name && strcmp(coll_specs[i].name, name) == 0)
+    luaL_Buffer valid;
+    luaL_buffinit(L, &valid);
+    for (size_t i = 0; i < NCOLLS; i++) {
+        if (strcmp(coll_specs[i].name, name) == 0)
             spec = &coll_specs[i];
+        luaL_addstring(&valid, i ? " " : "");
+        luaL_addstring(&valid, coll_specs[i].name);
+    }
+    luaL_pushresult(&valid);
     if (!spec)
-        return luaL_argerror(L, 1, lua_pushfstring(L, "unknown collective '%s' (valid: allreduce "
-                                                      "broadcast reduce allgather reducescatter "
-                                                      "alltoall send recv)", name));
+        return luaL_argerror(L, 1, lua_pushfstring(L, "unknown collective '%s' (valid: %s)", name,
+                                                   lua_tostring(L, -1)));
+    lua_pop(L, 1);
     gcsh_graph_refuse_now(L, "c:loop()", "it times the loop on the host");
     lua_remove(L, 2); /* the stack is now what the collective's method sees */
     lua_remove(L, 2);
@@ -766,14 +785,18 @@ static int comm_loop(lua_State *L)
     return 1;
 }
 
-static int comm_allreduce(lua_State *L) { return collective(L, COLL_ALLREDUCE); }
-static int comm_broadcast(lua_State *L) { return collective(L, COLL_BROADCAST); }
-static int comm_reduce(lua_State *L) { return collective(L, COLL_REDUCE); }
-static int comm_allgather(lua_State *L) { return collective(L, COLL_ALLGATHER); }
-static int comm_reducescatter(lua_State *L) { return collective(L, COLL_REDUCESCATTER); }
-static int comm_alltoall(lua_State *L) { return collective(L, COLL_ALLTOALL); }
-static int comm_send(lua_State *L) { return collective(L, COLL_SEND); }
-static int comm_recv(lua_State *L) { return collective(L, COLL_RECV); }
+/* Every row of coll_specs becomes a method of comm. */
+static void add_collectives(lua_State *L)
+{
+    luaL_getmetatable(L, GCSH_COMM_MT);
+    lua_getfield(L, -1, "__methods");
+    for (size_t i = 0; i < NCOLLS; i++) {
+        lua_pushinteger(L, (lua_Integer)i);
+        lua_pushcclosure(L, collective, 1);
+        lua_setfield(L, -2, coll_specs[i].name);
+    }
+    lua_pop(L, 2);
+}
 
 /* ---- registration -------------------------------------------------------- */
 
@@ -891,14 +914,6 @@ static const luaL_Reg meth[] = {
     {"split", comm_split},
     {"translate", comm_translate},
     {"barrier", comm_barrier},
-    {"allreduce", comm_allreduce},
-    {"broadcast", comm_broadcast},
-    {"reduce", comm_reduce},
-    {"allgather", comm_allgather},
-    {"reducescatter", comm_reducescatter},
-    {"alltoall", comm_alltoall},
-    {"send", comm_send},
-    {"recv", comm_recv},
     {"loop", comm_loop},
     {"agree", comm_agree},
     {"free", comm_free},
@@ -948,6 +963,7 @@ int luaopen_gcsh_comm(lua_State *L)
     if (!open_list(L))
         open_list_new(L);
     gcsh_new_type(L, GCSH_COMM_MT, meth, metameth, comm_index);
+    add_collectives(L);
     luaL_newlib(L, funcs);
     return 1;
 }

@@ -209,16 +209,6 @@ gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx)
     return t;
 }
 
-gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx)
-{
-    gcsh_tensor *t = luaL_testudata(L, idx, GCSH_TENSOR_MT);
-    if (t) {
-        check_not_freed(L, t);
-        gcsh_graph_keep(L, idx, t->st, t->st->owner_data);
-    }
-    return t;
-}
-
 void *gcsh_tensor_data(const gcsh_tensor *t)
 {
     return (char *)t->st->base + t->offset * gcsh_dtype_size(t->dtype);

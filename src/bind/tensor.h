@@ -51,8 +51,6 @@ typedef struct gcsh_tensor {
 
 /* luaL_checkudata + "attempt to use a freed ..." check. */
 gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx);
-/* NULL if the value is not a tensor; a freed tensor raises as above. */
-gcsh_tensor *gcsh_test_tensor(lua_State *L, int idx);
 /* Address of element 0 of the view (in the storage's memory space). */
 void *gcsh_tensor_data(const gcsh_tensor *t);
 size_t gcsh_tensor_bytes(const gcsh_tensor *t);

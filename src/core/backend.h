@@ -20,6 +20,7 @@
 #include "core/hd.h"
 #include "core/kreduce.h"
 #include "core/kplan.h"
+#include "core/pp.h"
 
 typedef struct gcsh_ctx gcsh_ctx;
 
@@ -29,90 +30,198 @@ typedef struct gcsh_ctx gcsh_ctx;
 /* An opaque per-backend communicator (MPI_Comm for host, ncclComm_t for cuda). */
 typedef struct gcsh_comm_impl gcsh_comm_impl;
 
+/* ---- the one list of operations ---------------------------------------------
+ *
+ * Every function a backend provides is one row of a list below (one list a
+ * table), and everything else is made from the rows: the tables' structs
+ * (GCSH_OP_FIELD), the tracer's wrappers (trace/trace_wrap.c), graph capture
+ * (core/graph.c) and the host's ordering around persistent all-reduces
+ * (host/host_order.c).  A new operation is a row here and a function in each
+ * backend; the layers follow.  A row:
+ *
+ *   X(table, fn, returns, (parameters), (arguments), trace, category, flags,
+ *     capture, order, (facts))
+ *
+ *   trace     TRACED: the tracer records each call (the flight recorder, and a
+ *             span while .trace is on) under category ("collective"), with
+ *             flags GPU (enqueues GPU work), SYNC (waits for the rank's
+ *             stream), MEM (a memory call); QUIET: shared unwrapped (no work,
+ *             or polling that would flood the record).
+ *   capture   what gcsh.graph does with a call while it captures: RECORD (kept
+ *             in the graph, passed down where the backend captures), REFUSE
+ *             (it must reach the host now: the capture is abandoned, naming
+ *             it; graph.c says what and why), DEFER (a release: done when the
+ *             capture ends), SHARE (called as it is).
+ *   order     ORDERED: on host, waits first for the calls rung on persistent
+ *             all-reduces (it touches memory they may write); FREELY: not.
+ *   facts     what a call does, for the layers to read: ELEMS(n, dt) elements
+ *             moved, BYTES(b), REDOP(op), PEER(rank) its root or peer,
+ *             OBJ(id) the window it works on, PLAN(p) a kernel collective's
+ *             plan, LOCS(dst, src) where a copy's ends live, SIGNAL(d, peer,
+ *             slot, v) and WAIT(d, slot, v, cmp) a signal word, COUNT(n),
+ *             KEPT(p) a pointer to arguments a recording must copy, XFER_NEW,
+ *             XFER_POST, XFER_WAIT, XFER_GONE a transfer's life; NOTHING. */
+#define GCSH_OP_FIELD(tab, fn, ret, params, ...) ret(*fn) params;
+
+#define GCSH_MEM_OPS(X)                                                                            \
+    /* Memory for tensor.new: host memory or device memory. */                                     \
+    X(mem, alloc, int, (gcsh_ctx *ctx, size_t bytes, void **out, int *loc),                        \
+      (ctx, bytes, out, loc),                                                                      \
+      TRACED, "memory", MEM, REFUSE, FREELY, (BYTES(bytes)))                                       \
+    X(mem, release, void, (gcsh_ctx *ctx, void *p, int loc),                                       \
+      (ctx, p, loc),                                                                               \
+      TRACED, "memory", MEM, DEFER, FREELY, (NOTHING))                                             \
+    /* Copies between any two locations (host<->device, device<->device). */                       \
+    X(mem, copy, int, (gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,        \
+       size_t bytes),                                                                              \
+      (ctx, dst, dst_loc, src, src_loc, bytes),                                                    \
+      TRACED, "memory", GPU | MEM, RECORD, ORDERED, (BYTES(bytes), LOCS(dst_loc, src_loc)))        \
+    /* Element-wise initialisers, run where the memory lives. */                                   \
+    X(mem, fill, int, (gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v),   \
+      (ctx, p, loc, dt, n, v),                                                                     \
+      TRACED, "memory", GPU | MEM, RECORD, ORDERED, (ELEMS(n, dt)))                                \
+    X(mem, arange, int, (gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,                 \
+       gcsh_scalar start, gcsh_scalar step),                                                       \
+      (ctx, p, loc, dt, n, start, step),                                                           \
+      TRACED, "memory", GPU | MEM, RECORD, ORDERED, (ELEMS(n, dt)))                                \
+    /* Counter-based: element i depends only on (seed, i), so results are the                      \
+     * same on every backend and for every view offset. */                                         \
+    X(mem, rand, int, (gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed),   \
+      (ctx, p, loc, dt, n, seed),                                                                  \
+      TRACED, "memory", GPU | MEM, RECORD, ORDERED, (ELEMS(n, dt)))                                \
+    /* Waits until every operation queued on this rank's stream is finished. */                    \
+    X(mem, sync, int, (gcsh_ctx *ctx),                                                             \
+      (ctx),                                                                                       \
+      TRACED, "memory", GPU | SYNC | MEM, REFUSE, ORDERED, (NOTHING))                              \
+    /* Timing for bench: timer_begin marks now on the rank's stream (a CUDA                        \
+     * event on cuda, the wall clock on host); timer_end marks again, waits for                    \
+     * that mark and gives the seconds between the two.  The token belongs to                      \
+     * the backend from begin until end, which frees it. */                                        \
+    X(mem, timer_begin, int, (gcsh_ctx *ctx, void **tok),                                          \
+      (ctx, tok),                                                                                  \
+      QUIET, "", 0, REFUSE, ORDERED, (NOTHING))                                                    \
+    X(mem, timer_end, int, (gcsh_ctx *ctx, void *tok, double *seconds),                            \
+      (ctx, tok, seconds),                                                                         \
+      QUIET, "", 0, REFUSE, ORDERED, (NOTHING))                                                    \
+    /* Optional (NULL where work runs on the calling thread, as on host):                          \
+     * marks for traces (trace.h), which time the GPU's side of calls that                         \
+     * return once enqueued.  mark records a point on the rank's stream and                        \
+     * returns at once; mark_seconds gives the seconds from mark a to mark b                       \
+     * without waiting: 0, 1 while b has not passed yet, -1 on error (never                        \
+     * touches ctx->err: the rank's watcher thread reads marks during a                            \
+     * hang); mark_free releases one. */                                                           \
+    X(mem, mark, int, (gcsh_ctx *ctx, void **tok),                                                 \
+      (ctx, tok),                                                                                  \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(mem, mark_seconds, int, (gcsh_ctx *ctx, void *a, void *b, double *seconds),                  \
+      (ctx, a, b, seconds),                                                                        \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(mem, mark_free, void, (gcsh_ctx *ctx, void *tok),                                            \
+      (ctx, tok),                                                                                  \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))
+
 typedef struct gcsh_mem_ops {
-    /* Memory for tensor.new: host memory or device memory. */
-    int (*alloc)(gcsh_ctx *ctx, size_t bytes, void **out, int *loc);
-    void (*release)(gcsh_ctx *ctx, void *p, int loc);
-    /* Copies between any two locations (host<->device, device<->device). */
-    int (*copy)(gcsh_ctx *ctx, void *dst, int dst_loc, const void *src, int src_loc,
-                size_t bytes);
-    /* Element-wise initialisers, run where the memory lives. */
-    int (*fill)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, gcsh_scalar v);
-    int (*arange)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n,
-                  gcsh_scalar start, gcsh_scalar step);
-    /* Counter-based: element i depends only on (seed, i), so results are the
-     * same on every backend and for every view offset. */
-    int (*rand)(gcsh_ctx *ctx, void *p, int loc, gcsh_dtype dt, size_t n, uint64_t seed);
-    /* Waits until every operation queued on this rank's stream is finished. */
-    int (*sync)(gcsh_ctx *ctx);
-    /* Timing for bench: timer_begin marks now on the rank's stream (a CUDA
-     * event on cuda, the wall clock on host); timer_end marks again, waits for
-     * that mark and gives the seconds between the two.  The token belongs to
-     * the backend from begin until end, which frees it. */
-    int (*timer_begin)(gcsh_ctx *ctx, void **tok);
-    int (*timer_end)(gcsh_ctx *ctx, void *tok, double *seconds);
-    /* Optional (NULL where work runs on the calling thread, as on host):
-     * marks for traces (trace.h), which time the GPU's side of calls that
-     * return once enqueued.  mark records a point on the rank's stream and
-     * returns at once; mark_seconds gives the seconds from mark a to mark b
-     * without waiting: 0, 1 while b has not passed yet, -1 on error (never
-     * touches ctx->err: the rank's watcher thread reads marks during a
-     * hang); mark_free releases one. */
-    int (*mark)(gcsh_ctx *ctx, void **tok);
-    int (*mark_seconds)(gcsh_ctx *ctx, void *a, void *b, double *seconds);
-    void (*mark_free)(gcsh_ctx *ctx, void *tok);
+    GCSH_MEM_OPS(GCSH_OP_FIELD)
 } gcsh_mem_ops;
 
+#define GCSH_COMM_OPS(X)                                                                           \
+    X(comm, world, int, (gcsh_ctx *ctx, gcsh_comm_impl **out),                                     \
+      (ctx, out),                                                                                  \
+      TRACED, "communicator", 0, REFUSE, FREELY, (NOTHING))                                        \
+    X(comm, split, int, (gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,                \
+       gcsh_comm_impl **out),                                                                      \
+      (ctx, parent, color, key, out),                                                              \
+      TRACED, "communicator", 0, REFUSE, FREELY, (NOTHING))                                        \
+    X(comm, release, void, (gcsh_ctx *ctx, gcsh_comm_impl *c),                                     \
+      (ctx, c),                                                                                    \
+      TRACED, "communicator", 0, DEFER, FREELY, (NOTHING))                                         \
+    X(comm, rank, int, (gcsh_comm_impl *c),                                                        \
+      (c),                                                                                         \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(comm, size, int, (gcsh_comm_impl *c),                                                        \
+      (c),                                                                                         \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Whether this backend can reduce dt with op (NCCL's list, MPI's list). */                    \
+    X(comm, can_reduce, int, (gcsh_dtype dt, gcsh_redop op),                                       \
+      (dt, op),                                                                                    \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(comm, barrier, int, (gcsh_ctx *ctx, gcsh_comm_impl *c),                                      \
+      (ctx, c),                                                                                    \
+      TRACED, "collective", GPU, REFUSE, ORDERED, (NOTHING))                                       \
+    X(comm, allreduce, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,          \
+       size_t count, gcsh_dtype dt, gcsh_redop op),                                                \
+      (ctx, c, in, out, count, dt, op),                                                            \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op)))                   \
+    X(comm, broadcast, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,            \
+       gcsh_dtype dt, int root),                                                                   \
+      (ctx, c, buf, count, dt, root),                                                              \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), PEER(root)))                  \
+    X(comm, reduce, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,             \
+       size_t count, gcsh_dtype dt, gcsh_redop op, int root),                                      \
+      (ctx, c, in, out, count, dt, op, root),                                                      \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op), PEER(root)))       \
+    /* Inclusive prefix reduction (MPI_Scan): out on rank r = the op over the                    \
+     * inputs of ranks 0..r.  Every op but avg (the binding refuses it). */                        \
+    X(comm, scan, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,               \
+       size_t count, gcsh_dtype dt, gcsh_redop op),                                                \
+      (ctx, c, in, out, count, dt, op),                                                            \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op)))                   \
+    /* count = elements per rank (input size) */                                                   \
+    X(comm, allgather, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,          \
+       size_t count, gcsh_dtype dt),                                                               \
+      (ctx, c, in, out, count, dt),                                                                \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt)))                              \
+    /* count = elements per rank (output size) */                                                  \
+    X(comm, reducescatter, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,      \
+       size_t count, gcsh_dtype dt, gcsh_redop op),                                                \
+      (ctx, c, in, out, count, dt, op),                                                            \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt), REDOP(op)))                   \
+    /* count = elements sent to each peer */                                                       \
+    X(comm, alltoall, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,           \
+       size_t count, gcsh_dtype dt),                                                               \
+      (ctx, c, in, out, count, dt),                                                                \
+      TRACED, "collective", GPU, RECORD, ORDERED, (ELEMS(count, dt)))                              \
+    X(comm, send, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,           \
+       gcsh_dtype dt, int peer),                                                                   \
+      (ctx, c, buf, count, dt, peer),                                                              \
+      TRACED, "p2p", GPU, RECORD, ORDERED, (ELEMS(count, dt), PEER(peer)))                         \
+    X(comm, recv, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, gcsh_dtype dt,  \
+       int peer),                                                                                  \
+      (ctx, c, buf, count, dt, peer),                                                              \
+      TRACED, "p2p", GPU, RECORD, ORDERED, (ELEMS(count, dt), PEER(peer)))                         \
+    /* The control exchange: every rank of c contributes `bytes` of host                           \
+     * memory and gets everyone's, in rank order (all = size * bytes).  Used                       \
+     * to agree on arguments before registering memory (and for collective                         \
+     * fingerprints), so it works on host memory on every backend, waits                           \
+     * interruptibly, and never touches the GPU. */                                                \
+    X(comm, agree, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,            \
+       size_t bytes),                                                                              \
+      (ctx, c, mine, all, bytes),                                                                  \
+      TRACED, "control", 0, REFUSE, FREELY, (BYTES(bytes)))                                        \
+    /* The same exchange, not interruptible: for ranks that are already inside                     \
+     * one sequence of steps together (a window's staged registration past its                     \
+     * check), where every member is known to come and one rank leaving on an                      \
+     * interrupt would strand the others in the next step.  It works on a                          \
+     * communicator whose collectives were aborted meanwhile (cuda: the MPI                        \
+     * twin; host: the broken mark only stops gcsh's own waits). */                                \
+    X(comm, agree_blocking, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,   \
+       size_t bytes),                                                                              \
+      (ctx, c, mine, all, bytes),                                                                  \
+      TRACED, "control", 0, REFUSE, FREELY, (BYTES(bytes)))                                        \
+    /* Abandons c on this rank without waiting for anyone (an interrupt or                         \
+     * .abort on some rank): afterwards only release may be called, and it                         \
+     * must not block (host: leak the MPI communicator; cuda: ncclCommAbort). */                   \
+    X(comm, abort, void, (gcsh_ctx *ctx, gcsh_comm_impl *c),                                       \
+      (ctx, c),                                                                                    \
+      TRACED, "communicator", 0, SHARE, FREELY, (NOTHING))                                         \
+    /* Whether the backend gave c up by itself (an interrupted wait, an                            \
+     * asynchronous NCCL error). */                                                                \
+    X(comm, aborted, int, (gcsh_comm_impl *c),                                                     \
+      (c),                                                                                         \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))
+
 typedef struct gcsh_comm_ops {
-    int (*world)(gcsh_ctx *ctx, gcsh_comm_impl **out);
-    int (*split)(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
-                 gcsh_comm_impl **out);
-    void (*release)(gcsh_ctx *ctx, gcsh_comm_impl *c);
-    int (*rank)(gcsh_comm_impl *c);
-    int (*size)(gcsh_comm_impl *c);
-    /* Whether this backend can reduce dt with op (NCCL's list, MPI's list). */
-    int (*can_reduce)(gcsh_dtype dt, gcsh_redop op);
-    int (*barrier)(gcsh_ctx *ctx, gcsh_comm_impl *c);
-    int (*allreduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                     size_t count, gcsh_dtype dt, gcsh_redop op);
-    int (*broadcast)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
-                     gcsh_dtype dt, int root);
-    int (*reduce)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                  size_t count, gcsh_dtype dt, gcsh_redop op, int root);
-    /* count = elements per rank (input size) */
-    int (*allgather)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                     size_t count, gcsh_dtype dt);
-    /* count = elements per rank (output size) */
-    int (*reducescatter)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                         size_t count, gcsh_dtype dt, gcsh_redop op);
-    /* count = elements sent to each peer */
-    int (*alltoall)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                    size_t count, gcsh_dtype dt);
-    int (*send)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t count,
-                gcsh_dtype dt, int peer);
-    int (*recv)(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
-                gcsh_dtype dt, int peer);
-    /* The control exchange: every rank of c contributes `bytes` of host
-     * memory and gets everyone's, in rank order (all = size * bytes).  Used
-     * to agree on arguments before registering memory (and for collective
-     * fingerprints), so it works on host memory on every backend, waits
-     * interruptibly, and never touches the GPU. */
-    int (*agree)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all, size_t bytes);
-    /* The same exchange, not interruptible: for ranks that are already inside
-     * one sequence of steps together (a window's staged registration past its
-     * check), where every member is known to come and one rank leaving on an
-     * interrupt would strand the others in the next step.  It works on a
-     * communicator whose collectives were aborted meanwhile (cuda: the MPI
-     * twin; host: the broken mark only stops gcsh's own waits). */
-    int (*agree_blocking)(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *all,
-                          size_t bytes);
-    /* Abandons c on this rank without waiting for anyone (an interrupt or
-     * .abort on some rank): afterwards only release may be called, and it
-     * must not block (host: leak the MPI communicator; cuda: ncclCommAbort). */
-    void (*abort)(gcsh_ctx *ctx, gcsh_comm_impl *c);
-    /* Whether the backend gave c up by itself (an interrupted wait, an
-     * asynchronous NCCL error). */
-    int (*aborted)(gcsh_comm_impl *c);
+    GCSH_COMM_OPS(GCSH_OP_FIELD)
 } gcsh_comm_ops;
 
 /* ---- symmetric memory windows and signals --------------------------------
@@ -169,85 +278,117 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
     return 0;
 }
 
+#define GCSH_WINDOW_OPS(X)                                                                         \
+    /* Optional (NULL: every kind works everywhere): whether kind works on                         \
+     * communicator c, as the library behind it reports for c (local, the                          \
+     * same on every rank of c).  0, or -1 with the reason in why, which                           \
+     * names the kind that works instead. */                                                       \
+    X(win, kind_usable, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, char *why,       \
+       size_t len),                                                                                \
+      (ctx, c, kind, why, len),                                                                    \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* The allocation granularity of kind (no allocation; equal on every rank). */                 \
+    X(win, granularity, int, (gcsh_ctx *ctx, const char *kind, size_t *gran),                      \
+      (ctx, kind, gran),                                                                           \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Optional (NULL: no bound beyond the binding's element limit): the most                      \
+     * bytes one rank's slice of kind may have here (no allocation, local).                        \
+     * The binding refuses larger windows on every rank before create, so an                       \
+     * absurd size is a clean error, never an allocation failure part-way                          \
+     * through a collective. */                                                                    \
+    X(win, max_bytes, int, (gcsh_ctx *ctx, const char *kind, size_t *max),                         \
+      (ctx, kind, max),                                                                            \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Staged creation (winbuild.h runs it; c:window() runs every stage back                       \
+     * to back, step.window one per step).  The stages of kind, in order: */                       \
+    X(win, create_plan, const gcsh_window_plan *, (const char *kind),                              \
+      (kind),                                                                                      \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Local: the window object, nothing registered yet (host memory only;                         \
+     * the binding has set desc's bytes, granularity and alloc_bytes, and                          \
+     * the ranks agree on them before the first stage). */                                         \
+    X(win, create_begin, int, (gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,                 \
+       gcsh_window_desc *desc, gcsh_window_impl **out),                                            \
+      (ctx, c, kind, desc, out),                                                                   \
+      TRACED, "window", 0, REFUSE, FREELY, (BYTES(desc->alloc_bytes)))                             \
+    /* Runs stage i (0, 1, ... in order) on this rank and says in report                           \
+     * what it did (short lines, '\n' between them).  Not a status exchange                        \
+     * of its own: the caller exchanges every rank's outcome after each stage                      \
+     * (agree_blocking), so stage i may rely on every rank having finished                         \
+     * stage i - 1, and a stage may call collectives the others also call in                       \
+     * that stage.  After the last stage desc is filled and the window works. */                   \
+    X(win, create_stage, int, (gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,  \
+       char *report, size_t len),                                                                  \
+      (ctx, w, desc, i, report, len),                                                              \
+      TRACED, "window", 0, REFUSE, FREELY, (BYTES(desc->alloc_bytes)))                             \
+    /* Undoes whatever the stages did (any number of them, the last perhaps                        \
+     * half done on this rank), frees w and desc's arrays.  Every rank calls                       \
+     * it at the same point (after an agreed failure, a checked reset, or at                       \
+     * exit), so it may call collectives, except when c was aborted: then it                       \
+     * is local and never waits.  With no stage run it is local. */                                \
+    X(win, create_abort, void, (gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc),       \
+      (ctx, w, desc),                                                                              \
+      TRACED, "window", 0, SHARE, FREELY, (BYTES(desc->alloc_bytes)))                              \
+    /* Collective: deregisters and frees (the binding has put a barrier before                     \
+     * it, so no peer still reads), and frees desc's arrays. */                                    \
+    X(win, destroy, int, (gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc),             \
+      (ctx, w, desc),                                                                              \
+      TRACED, "window", 0, REFUSE, FREELY, (BYTES(desc->alloc_bytes), OBJ(desc->trace_id)))        \
+    /* Signals are 64-bit words in a window; slots and peers (team indices)                        \
+     * are checked by the binding.  set/add store to a peer's word with                            \
+     * release ordering (data written before is visible to a waiter that                           \
+     * sees the value).  On cuda they are stream-ordered. */                                       \
+    X(win, signal_set, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,        \
+       int peer, size_t slot, uint64_t v),                                                         \
+      (ctx, w, d, peer, slot, v),                                                                  \
+      TRACED, "signal", GPU, RECORD, ORDERED, (SIGNAL(d, peer, slot, v)))                          \
+    X(win, signal_add, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,        \
+       int peer, size_t slot, uint64_t v),                                                         \
+      (ctx, w, d, peer, slot, v),                                                                  \
+      TRACED, "signal", GPU, RECORD, ORDERED, (SIGNAL(d, peer, slot, v)))                          \
+    /* add that returns the word's value before it (*old), acquire and                             \
+     * release: after everything the rank queued (cuda: the stream is                              \
+     * waited for), so the value is there when it returns. */                                      \
+    X(win, signal_fetch_add, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,  \
+       int peer, size_t slot, uint64_t v, uint64_t *old),                                          \
+      (ctx, w, d, peer, slot, v, old),                                                             \
+      TRACED, "signal", GPU, REFUSE, ORDERED, (SIGNAL(d, peer, slot, v)))                          \
+    /* Waits until my word `slot` compares true against v, with acquire                            \
+     * ordering.  Stream-ordered on cuda: it returns at once and the stream                        \
+     * waits.  The host backend waits here, polling ctx->interrupt. */                             \
+    X(win, signal_wait, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
+       size_t slot, uint64_t v, enum gcsh_cmp cmp),                                                \
+      (ctx, w, d, slot, v, cmp),                                                                   \
+      TRACED, "signal", GPU, RECORD, ORDERED, (WAIT(d, slot, v, cmp)))                             \
+    /* Waits on the CPU, at most timeout seconds: returns 0 when satisfied,                        \
+     * 1 when the time ran out, -1 on error (interrupt included). */                               \
+    X(win, signal_wait_cpu, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,   \
+       size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout),                                \
+      (ctx, w, d, slot, v, cmp, timeout),                                                          \
+      TRACED, "signal", 0, REFUSE, ORDERED, (WAIT(d, slot, v, cmp)))                               \
+    X(win, signal_read, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
+       size_t slot, uint64_t *v),                                                                  \
+      (ctx, w, d, slot, v),                                                                        \
+      QUIET, "", 0, REFUSE, ORDERED, (NOTHING))                                                    \
+    /* Optional (may be NULL): copies `bytes` from team member peer's slice,                       \
+     * starting at byte `offset`, into dst (memory at d->loc), with the                            \
+     * backend's own load loop going through the peer table (cuda: a kernel                        \
+     * reading d->peer_table_dev, for nccl windows filled by                                       \
+     * ncclGetLsaPointer).  Bounds are checked by the caller.  On cuda it is                       \
+     * stream-ordered (returns at once), like a device-to-device copy.  It                         \
+     * exists to exercise and time the device path next to mem->copy from                          \
+     * d->peer[peer], which uses the copy engines. */                                              \
+    X(win, peer_read, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,         \
+       int peer, size_t offset, void *dst, size_t bytes),                                          \
+      (ctx, w, d, peer, offset, dst, bytes),                                                       \
+      TRACED, "window", GPU, RECORD, FREELY,                                                       \
+       (BYTES(bytes), PEER(d->team[peer]), OBJ(d->trace_id)))
+
 typedef struct gcsh_window_ops {
     /* The valid kinds, space separated, in order of preference ("host",
      * "nccl vmm"): a window without {kind=} gets the first usable one. */
     const char *kinds;
-    /* Optional (NULL: every kind works everywhere): whether kind works on
-     * communicator c, as the library behind it reports for c (local, the
-     * same on every rank of c).  0, or -1 with the reason in why, which
-     * names the kind that works instead. */
-    int (*kind_usable)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, char *why,
-                       size_t len);
-    /* The allocation granularity of kind (no allocation; equal on every rank). */
-    int (*granularity)(gcsh_ctx *ctx, const char *kind, size_t *gran);
-    /* Optional (NULL: no bound beyond the binding's element limit): the most
-     * bytes one rank's slice of kind may have here (no allocation, local).
-     * The binding refuses larger windows on every rank before create, so an
-     * absurd size is a clean error, never an allocation failure part-way
-     * through a collective. */
-    int (*max_bytes)(gcsh_ctx *ctx, const char *kind, size_t *max);
-    /* Staged creation (winbuild.h runs it; c:window() runs every stage back
-     * to back, step.window one per step).  The stages of kind, in order: */
-    const gcsh_window_plan *(*create_plan)(const char *kind);
-    /* Local: the window object, nothing registered yet (host memory only;
-     * the binding has set desc's bytes, granularity and alloc_bytes, and
-     * the ranks agree on them before the first stage). */
-    int (*create_begin)(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
-                        gcsh_window_desc *desc, gcsh_window_impl **out);
-    /* Runs stage i (0, 1, ... in order) on this rank and says in report
-     * what it did (short lines, '\n' between them).  Not a status exchange
-     * of its own: the caller exchanges every rank's outcome after each stage
-     * (agree_blocking), so stage i may rely on every rank having finished
-     * stage i - 1, and a stage may call collectives the others also call in
-     * that stage.  After the last stage desc is filled and the window works. */
-    int (*create_stage)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
-                        char *report, size_t len);
-    /* Undoes whatever the stages did (any number of them, the last perhaps
-     * half done on this rank), frees w and desc's arrays.  Every rank calls
-     * it at the same point (after an agreed failure, a checked reset, or at
-     * exit), so it may call collectives, except when c was aborted: then it
-     * is local and never waits.  With no stage run it is local. */
-    void (*create_abort)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
-    /* Collective: deregisters and frees (the binding has put a barrier before
-     * it, so no peer still reads), and frees desc's arrays. */
-    int (*destroy)(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc);
-
-    /* Signals are 64-bit words in a window; slots and peers (team indices)
-     * are checked by the binding.  set/add store to a peer's word with
-     * release ordering (data written before is visible to a waiter that
-     * sees the value).  On cuda they are stream-ordered. */
-    int (*signal_set)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                      int peer, size_t slot, uint64_t v);
-    int (*signal_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                      int peer, size_t slot, uint64_t v);
-    /* add that returns the word's value before it (*old), acquire and
-     * release: after everything the rank queued (cuda: the stream is
-     * waited for), so the value is there when it returns. */
-    int (*signal_fetch_add)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                            int peer, size_t slot, uint64_t v, uint64_t *old);
-    /* Waits until my word `slot` compares true against v, with acquire
-     * ordering.  Stream-ordered on cuda: it returns at once and the stream
-     * waits.  The host backend waits here, polling ctx->interrupt. */
-    int (*signal_wait)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                       size_t slot, uint64_t v, enum gcsh_cmp cmp);
-    /* Waits on the CPU, at most timeout seconds: returns 0 when satisfied,
-     * 1 when the time ran out, -1 on error (interrupt included). */
-    int (*signal_wait_cpu)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                           size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout);
-    int (*signal_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                       size_t slot, uint64_t *v);
-
-    /* Optional (may be NULL): copies `bytes` from team member peer's slice,
-     * starting at byte `offset`, into dst (memory at d->loc), with the
-     * backend's own load loop going through the peer table (cuda: a kernel
-     * reading d->peer_table_dev, for nccl windows filled by
-     * ncclGetLsaPointer).  Bounds are checked by the caller.  On cuda it is
-     * stream-ordered (returns at once), like a device-to-device copy.  It
-     * exists to exercise and time the device path next to mem->copy from
-     * d->peer[peer], which uses the copy engines. */
-    int (*peer_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int peer,
-                     size_t offset, void *dst, size_t bytes);
+    GCSH_WINDOW_OPS(GCSH_OP_FIELD)
 } gcsh_window_ops;
 
 /* ---- reduce kernels and multicast (issue 5; core/kreduce.h, bind/l_kernel.c, l_mcast.c) ----
@@ -322,45 +463,68 @@ struct gcsh_mcast {
     void *base;        /* nvls: multicast address of slice offset 0 */
 };
 
+#define GCSH_KERNEL_OPS(X)                                                                         \
+    /* One job (above), stream-ordered on cuda. */                                                 \
+    X(kern, reduce, int, (gcsh_ctx *ctx, const gcsh_kjob *j),                                      \
+      (ctx, j),                                                                                    \
+      TRACED, "kernel", GPU, RECORD, ORDERED, (KEPT(j), ELEMS(j->n, j->dt), REDOP(j->op)))         \
+    /* One empty kernel on the rank's stream (host: nothing): the launch                           \
+     * floor the kernels are measured against (kernel.empty()). */                                 \
+    X(kern, empty, int, (gcsh_ctx *ctx),                                                           \
+      (ctx),                                                                                       \
+      TRACED, "kernel", GPU, RECORD, ORDERED, (NOTHING))                                           \
+    /* Collective over the window's team: every member calls it with the                           \
+     * same arguments (out and root aside: out is local). */                                       \
+    X(kern, collective, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
+       const gcsh_kcoll_args *a),                                                                  \
+      (ctx, w, d, a),                                                                              \
+      TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
+       (KEPT(a), ELEMS(a->plan.n, a->dt), REDOP(a->op), PLAN(a->plan), OBJ(d->trace_id)))          \
+    /* The "ll" all-reduce, collective like the others: no barrier, the                            \
+     * flags travel with the data (core/kll.h). */                                                 \
+    X(kern, ll_allreduce, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,     \
+       const gcsh_kll_args *a),                                                                    \
+      (ctx, w, d, a),                                                                              \
+      QUIET, "", 0, RECORD, ORDERED, (KEPT(a), ELEMS(a->n, a->dt)))                                \
+    /* Optional (NULL where the backend has no NCCL device API, as on host):                       \
+     * the "nccl_dev" all-reduce.  dev_usable is local and never fails: 0                          \
+     * when window w can take it, else -1 with why naming w's kind and the                         \
+     * reason (the same on every rank of w's communicator).  dev_allreduce                         \
+     * is collective like the others; its barriers are NCCL's, which have no                       \
+     * bound (the binding's collective check makes every member launch it                          \
+     * or none). */                                                                                \
+    X(kern, dev_usable, int, (gcsh_ctx *ctx, gcsh_window_impl *w, char *why, size_t len),          \
+      (ctx, w, why, len),                                                                          \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(kern, dev_allreduce, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,    \
+       const gcsh_kdev_args *a),                                                                   \
+      (ctx, w, d, a),                                                                              \
+      TRACED, "kernel", GPU, RECORD, FREELY,                                                       \
+       (KEPT(a), ELEMS(a->n, a->dt), REDOP(a->op), OBJ(d->trace_id)))                              \
+    /* Collective over the window's team: decides the mode (every member the                       \
+     * same) and, for nvls, sets up the multicast address.  The NVLS path is                       \
+     * taken only under src/DESIGN.md's opt-in. */                                                 \
+    X(kern, mc_open, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,          \
+       gcsh_mcast *out),                                                                           \
+      (ctx, w, d, out),                                                                            \
+      TRACED, "kernel", 0, REFUSE, FREELY, (OBJ(d->trace_id)))                                     \
+    /* nvls only (NULL where there is none): out[0..n) = the op over every                         \
+     * slice's elements from byte offset; and a store of src to every slice. */                    \
+    X(kern, mc_ld_reduce, int, (gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, void *out,      \
+       size_t n, gcsh_dtype dt, gcsh_redop op),                                                    \
+      (ctx, m, offset, out, n, dt, op),                                                            \
+      TRACED, "kernel", GPU, RECORD, FREELY, (ELEMS(n, dt), REDOP(op)))                            \
+    X(kern, mc_st, int, (gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, const void *src,       \
+       size_t n, gcsh_dtype dt),                                                                   \
+      (ctx, m, offset, src, n, dt),                                                                \
+      TRACED, "kernel", GPU, RECORD, FREELY, (ELEMS(n, dt)))
+
 typedef struct gcsh_kernel_ops {
     /* Bytes at the end of every window slice kept for the sync words (the
      * binding adds them, and the LL area before them (core/kll.h), to the
      * allocation; zeroed at creation). */
     size_t sync_bytes;
-    /* One job (above), stream-ordered on cuda. */
-    int (*reduce)(gcsh_ctx *ctx, const gcsh_kjob *j);
-    /* One empty kernel on the rank's stream (host: nothing): the launch
-     * floor the kernels are measured against (kernel.empty()). */
-    int (*empty)(gcsh_ctx *ctx);
-    /* Collective over the window's team: every member calls it with the
-     * same arguments (out and root aside: out is local). */
-    int (*collective)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                      const gcsh_kcoll_args *a);
-    /* The "ll" all-reduce, collective like the others: no barrier, the
-     * flags travel with the data (core/kll.h). */
-    int (*ll_allreduce)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                        const gcsh_kll_args *a);
-    /* Optional (NULL where the backend has no NCCL device API, as on host):
-     * the "nccl_dev" all-reduce.  dev_usable is local and never fails: 0
-     * when window w can take it, else -1 with why naming w's kind and the
-     * reason (the same on every rank of w's communicator).  dev_allreduce
-     * is collective like the others; its barriers are NCCL's, which have no
-     * bound (the binding's collective check makes every member launch it
-     * or none). */
-    int (*dev_usable)(gcsh_ctx *ctx, gcsh_window_impl *w, char *why, size_t len);
-    int (*dev_allreduce)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                         const gcsh_kdev_args *a);
-    /* Collective over the window's team: decides the mode (every member the
-     * same) and, for nvls, sets up the multicast address.  The NVLS path is
-     * taken only under src/DESIGN.md's opt-in. */
-    int (*mc_open)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                   gcsh_mcast *out);
-    /* nvls only (NULL where there is none): out[0..n) = the op over every
-     * slice's elements from byte offset; and a store of src to every slice. */
-    int (*mc_ld_reduce)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, void *out, size_t n,
-                        gcsh_dtype dt, gcsh_redop op);
-    int (*mc_st)(gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, const void *src, size_t n,
-                 gcsh_dtype dt);
+    GCSH_KERNEL_OPS(GCSH_OP_FIELD)
 } gcsh_kernel_ops;
 
 /* ---- the persistent all-reduce (kernel.persistent: bind/l_persist.c) ------
@@ -408,30 +572,47 @@ int gcsh_persist_error_interrupted(gcsh_ctx *ctx);
 /* GCSH_PERSIST_MAX_RUNNING run on the rank already. */
 int gcsh_persist_error_full(gcsh_ctx *ctx);
 
+#define GCSH_PERSIST_OPS(X)                                                                        \
+    /* Starts the resident over window w (after the work the rank issued                           \
+     * before).  Every member of the team calls it (the binding checked). */                       \
+    X(persist, start, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,         \
+       const gcsh_persist_args *a, gcsh_persist_impl **out),                                       \
+      (ctx, w, d, a, out),                                                                         \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Rings the doorbell for one call and returns: at once, or once the                           \
+     * ring has a free entry (back-pressure: an entry is never overwritten                         \
+     * before its call completed; the wait polls ctx->interrupt). */                               \
+    X(persist, ring, int, (gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c),       \
+      (ctx, p, c),                                                                                 \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Waits until every call rung so far completed: 0; -1 with ctx->err                           \
+     * when the resident ended before, or when an interrupt came (the                              \
+     * resident is then stopped and its communicator marked aborted). */                           \
+    X(persist, wait, int, (gcsh_ctx *ctx, gcsh_persist_impl *p),                                   \
+      (ctx, p),                                                                                    \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Waits for every running resident of the rank (host reads of memory,                         \
+     * gcsh.sync): as wait, for all of them.  NULL where the rank's stream                         \
+     * already orders host reads after the calls (cuda). */                                        \
+    X(persist, drain, int, (gcsh_ctx *ctx),                                                        \
+      (ctx),                                                                                       \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    X(persist, state, void, (gcsh_persist_impl *p, gcsh_persist_state *out),                       \
+      (p, out),                                                                                    \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Ends the resident (drain: after its calls complete, else at once,                           \
+     * abandoning them) and waits until it is gone; idempotent.  Returns the                       \
+     * drain's status. */                                                                          \
+    X(persist, stop, int, (gcsh_ctx *ctx, gcsh_persist_impl *p, int drain),                        \
+      (ctx, p, drain),                                                                             \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Stops it without draining (if running) and frees p. */                                      \
+    X(persist, release, void, (gcsh_ctx *ctx, gcsh_persist_impl *p),                               \
+      (ctx, p),                                                                                    \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))
+
 typedef struct gcsh_persist_ops {
-    /* Starts the resident over window w (after the work the rank issued
-     * before).  Every member of the team calls it (the binding checked). */
-    int (*start)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
-                 const gcsh_persist_args *a, gcsh_persist_impl **out);
-    /* Rings the doorbell for one call and returns: at once, or once the
-     * ring has a free entry (back-pressure: an entry is never overwritten
-     * before its call completed; the wait polls ctx->interrupt). */
-    int (*ring)(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c);
-    /* Waits until every call rung so far completed: 0; -1 with ctx->err
-     * when the resident ended before, or when an interrupt came (the
-     * resident is then stopped and its communicator marked aborted). */
-    int (*wait)(gcsh_ctx *ctx, gcsh_persist_impl *p);
-    /* Waits for every running resident of the rank (host reads of memory,
-     * gcsh.sync): as wait, for all of them.  NULL where the rank's stream
-     * already orders host reads after the calls (cuda). */
-    int (*drain)(gcsh_ctx *ctx);
-    void (*state)(gcsh_persist_impl *p, gcsh_persist_state *out);
-    /* Ends the resident (drain: after its calls complete, else at once,
-     * abandoning them) and waits until it is gone; idempotent.  Returns the
-     * drain's status. */
-    int (*stop)(gcsh_ctx *ctx, gcsh_persist_impl *p, int drain);
-    /* Stops it without draining (if running) and frees p. */
-    void (*release)(gcsh_ctx *ctx, gcsh_persist_impl *p);
+    GCSH_PERSIST_OPS(GCSH_OP_FIELD)
 } gcsh_persist_ops;
 
 /* ---- one-sided transfers (l_xfer.c) ---------------------------------------
@@ -467,20 +648,35 @@ typedef struct gcsh_xfer_impl gcsh_xfer_impl;
 
 enum gcsh_xfer_status { GCSH_XFER_PENDING, GCSH_XFER_DONE, GCSH_XFER_ERROR };
 
+#define GCSH_XFER_OPS(X)                                                                           \
+    X(xfer, prepare, int, (gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl **out),       \
+      (ctx, plan, out),                                                                            \
+      TRACED, "transfer", 0, REFUSE, FREELY, (XFER_NEW(plan, out)))                                \
+    /* Enqueues the transfer on the rank's stream (cuda: returns at once). */                      \
+    X(xfer, post, int, (gcsh_ctx *ctx, gcsh_xfer_impl *x),                                         \
+      (ctx, x),                                                                                    \
+      TRACED, "transfer", GPU, RECORD, ORDERED, (XFER_POST(x)))                                    \
+    /* The last post's status; GCSH_XFER_ERROR with ctx->err saying why. */                        \
+    X(xfer, test, int, (gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status),          \
+      (ctx, x, status),                                                                            \
+      QUIET, "", 0, REFUSE, FREELY, (NOTHING))                                                     \
+    /* Work queued on the rank's stream after this call runs after the last post. */               \
+    X(xfer, wait_stream, int, (gcsh_ctx *ctx, gcsh_xfer_impl *x),                                  \
+      (ctx, x),                                                                                    \
+      TRACED, "transfer", GPU, RECORD, ORDERED, (XFER_WAIT(x)))                                    \
+    /* Waits on the CPU: 0 when done, 1 when timeout seconds ran out, -1 on                        \
+     * error (interrupt included). */                                                              \
+    X(xfer, wait_cpu, int, (gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout),                     \
+      (ctx, x, timeout),                                                                           \
+      TRACED, "transfer", 0, REFUSE, ORDERED, (XFER_WAIT(x)))                                      \
+    /* Frees x; safe while a post is in flight (the memory goes when it ends). */                  \
+    X(xfer, release, void, (gcsh_ctx *ctx, gcsh_xfer_impl *x),                                     \
+      (ctx, x),                                                                                    \
+      TRACED, "transfer", 0, DEFER, FREELY, (XFER_GONE(x)))
+
 typedef struct gcsh_xfer_ops {
     const char *engines;        /* the valid engines, space separated: "ce sm" */
-    int (*prepare)(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl **out);
-    /* Enqueues the transfer on the rank's stream (cuda: returns at once). */
-    int (*post)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
-    /* The last post's status; GCSH_XFER_ERROR with ctx->err saying why. */
-    int (*test)(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
-    /* Work queued on the rank's stream after this call runs after the last post. */
-    int (*wait_stream)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
-    /* Waits on the CPU: 0 when done, 1 when timeout seconds ran out, -1 on
-     * error (interrupt included). */
-    int (*wait_cpu)(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout);
-    /* Frees x; safe while a post is in flight (the memory goes when it ends). */
-    void (*release)(gcsh_ctx *ctx, gcsh_xfer_impl *x);
+    GCSH_XFER_OPS(GCSH_OP_FIELD)
 } gcsh_xfer_ops;
 
 /* ---- graphs (core/graph.h, l_graph.c) -------------------------------------
@@ -495,25 +691,38 @@ typedef struct gcsh_xfer_ops {
 typedef struct gcsh_graph_impl gcsh_graph_impl;
 typedef struct gcsh_graph_rec gcsh_graph_rec; /* the recorded calls (core/graph.h) */
 
+#define GCSH_GRAPH_OPS(X)                                                                          \
+    /* Capture starts on this rank (cuda: the stream captures, nothing runs). */                   \
+    X(graph, begin, int, (gcsh_ctx *ctx),                                                          \
+      (ctx),                                                                                       \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Capture ends: the graph that replays rec's calls (the backend keeps                         \
+     * rec until release; the layer gave it away). */                                              \
+    X(graph, end, int, (gcsh_ctx *ctx, gcsh_graph_rec *rec, gcsh_graph_impl **out),                \
+      (ctx, rec, out),                                                                             \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Capture ends without a graph (an error or a refusal in fn): nothing of                      \
+     * it stays, and the rank's stream works as before.  Never fails. */                           \
+    X(graph, abandon, void, (gcsh_ctx *ctx),                                                       \
+      (ctx),                                                                                       \
+      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+    /* Replays g n times (n >= 1), stream-ordered on cuda (returns once                            \
+     * enqueued; a long run of launches waits, interruptibly, for older ones),                     \
+     * at once on host, polling ctx->interrupt between calls. */                                   \
+    X(graph, launch, int, (gcsh_ctx *ctx, gcsh_graph_impl *g, uint64_t n),                         \
+      (ctx, g, n),                                                                                 \
+      TRACED, "graph", GPU, REFUSE, ORDERED, (COUNT(n)))                                           \
+    /* Frees g; safe while replays are in flight. */                                               \
+    X(graph, release, void, (gcsh_ctx *ctx, gcsh_graph_impl *g),                                   \
+      (ctx, g),                                                                                    \
+      QUIET, "", 0, DEFER, FREELY, (NOTHING))
+
 typedef struct gcsh_graph_ops {
     /* 1: the backend captures the calls as they are issued (cuda), so the
      * layer passes them down; 0: nothing runs during a capture, and the
      * backend replays the recording (host). */
     int pass_down;
-    /* Capture starts on this rank (cuda: the stream captures, nothing runs). */
-    int (*begin)(gcsh_ctx *ctx);
-    /* Capture ends: the graph that replays rec's calls (the backend keeps
-     * rec until release; the layer gave it away). */
-    int (*end)(gcsh_ctx *ctx, gcsh_graph_rec *rec, gcsh_graph_impl **out);
-    /* Capture ends without a graph (an error or a refusal in fn): nothing of
-     * it stays, and the rank's stream works as before.  Never fails. */
-    void (*abandon)(gcsh_ctx *ctx);
-    /* Replays g n times (n >= 1), stream-ordered on cuda (returns once
-     * enqueued; a long run of launches waits, interruptibly, for older ones),
-     * at once on host, polling ctx->interrupt between calls. */
-    int (*launch)(gcsh_ctx *ctx, gcsh_graph_impl *g, uint64_t n);
-    /* Frees g; safe while replays are in flight. */
-    void (*release)(gcsh_ctx *ctx, gcsh_graph_impl *g);
+    GCSH_GRAPH_OPS(GCSH_OP_FIELD)
 } gcsh_graph_ops;
 
 typedef struct gcsh_backend {
@@ -540,6 +749,16 @@ typedef struct gcsh_backend {
     const gcsh_graph_ops *graph; /* gcsh.graph */
     const gcsh_persist_ops *persist; /* kernel.persistent; NULL: none */
 } gcsh_backend;
+
+/* Every operation a layer may wrap: the tables gcsh_backend_copy copies (the
+ * persistent all-reduce's are rung by l_persist.c alone and wrapped by none). */
+#define GCSH_BACKEND_OPS(X)                                                                        \
+    GCSH_MEM_OPS(X)                                                                                \
+    GCSH_COMM_OPS(X)                                                                               \
+    GCSH_WINDOW_OPS(X)                                                                             \
+    GCSH_KERNEL_OPS(X)                                                                             \
+    GCSH_XFER_OPS(X)                                                                               \
+    GCSH_GRAPH_OPS(X)
 
 /* A backend's tables copied, for a layer that puts functions of its own in
  * some of them (the tracer, graph capture, the host's ordering around

@@ -60,10 +60,6 @@ int gcsh_graph_capture_end(gcsh_ctx *ctx, gcsh_graph_impl **out, const gcsh_grap
 /* Ends it without a graph; never fails.  Idempotent. */
 void gcsh_graph_capture_abandon(gcsh_ctx *ctx);
 
-/* Whether this rank is capturing now. */
-int gcsh_graph_capturing(const gcsh_ctx *ctx);
-/* The first refusal of this capture ("" when none). */
-const char *gcsh_graph_refusal(const gcsh_ctx *ctx);
 /* Records that `what` cannot be captured (why: a short reason) in ctx->err
  * and in the capture; returns -1.  For bindings that refuse before a call
  * reaches the backend (a checked collective must not fail after its check). */

@@ -18,6 +18,7 @@
  * (the only way NCCL offers to stop its kernels) and an asynchronous error
  * is reported by the command that caused it.  A barrier waits. */
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -25,7 +26,9 @@
 
 #include "core/orphans.h"
 #include "core/checks.h"
+#include "core/elementwise.h"
 #include "cuda/cuda.h"
+#include "initkern.h"
 
 static const ncclRedOp_t nccl_op[GCSH_NOPS] = {
     [GCSH_OP_SUM] = ncclSum, [GCSH_OP_PROD] = ncclProd, [GCSH_OP_MIN] = ncclMin,
@@ -333,6 +336,72 @@ fail:
     return -1;
 }
 
+/* op's identity in dt (sum 0, prod 1, min the largest value, max the
+ * smallest): what a rank after a scan's root contributes to its reduce. */
+static gcsh_scalar identity(gcsh_dtype dt, gcsh_redop op)
+{
+    int largest = op == GCSH_OP_MIN;
+    if (op == GCSH_OP_SUM || op == GCSH_OP_PROD)
+        return (gcsh_scalar){.is_int = 1, .i = op == GCSH_OP_PROD};
+    if (gcsh_dtype_is_float(dt))
+        return (gcsh_scalar){.f = largest ? INFINITY : -INFINITY};
+    int bits = gcsh_dtype_bits(dt); /* magnitude bits: one fewer than the size when signed */
+    int64_t max = (int64_t)((UINT64_C(1) << bits) - 1);
+    int is_signed = bits < 8 * (int)gcsh_dtype_size(dt);
+    return (gcsh_scalar){.is_int = 1, .i = largest ? max : is_signed ? -max - 1 : 0};
+}
+
+/* One reduce per root inside an open group: root r's reduce takes the
+ * inputs of ranks 0..r and op's identity from the others. */
+static ncclResult_t scan_calls(gcsh_comm_impl *c, cuda_state *st, const void *in,
+                               const void *neutral, void *out, size_t count, gcsh_dtype dt,
+                               gcsh_redop op)
+{
+    for (int root = 0; root < c->size; root++) {
+        ncclResult_t r = ncclReduce(c->rank <= root ? in : neutral, out, count,
+                                    cuda_nccl_type(dt), nccl_op[op], root, c->coll, st->stream);
+        if (r != ncclSuccess)
+            return r;
+    }
+    return ncclSuccess;
+}
+
+/* NCCL has no scan: one group of size reduces (scan_calls).  The identity
+ * sits in a temporary buffer, and so does an in-place call's input, which
+ * the reduce to this rank would otherwise overwrite while the reduces to
+ * later ranks still read it. */
+static int cuda_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t count,
+                     gcsh_dtype dt, gcsh_redop op)
+{
+    size_t esize = gcsh_dtype_size(dt), bytes = count * esize;
+    char *tmp = NULL; /* the identity, then an in-place call's input */
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    if (!bytes)
+        return 0;
+    CUDA_TRY(ctx, cudaMallocAsync((void **)&tmp, in == out ? 2 * bytes : bytes, st->stream));
+    uint64_t bits = 0;
+    gcsh_elem_store_scalar(&bits, dt, 0, identity(dt, op));
+    CUDA_TRY(ctx, gcsh_k_fill(tmp, esize, count, bits, st->stream));
+    if (in == out) {
+        CUDA_TRY(ctx, cudaMemcpyAsync(tmp + bytes, in, bytes, cudaMemcpyDeviceToDevice,
+                                      st->stream));
+        in = tmp + bytes;
+    }
+    NCCL_TRY(ctx, c->coll, ncclGroupStart());
+    ncclResult_t r = scan_calls(c, st, in, tmp, out, count, dt, op);
+    ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
+    NCCL_TRY(ctx, c->coll, r);
+    NCCL_TRY(ctx, c->coll, g);
+    CUDA_TRY(ctx, cudaFreeAsync(tmp, st->stream));
+    return finish(ctx, st, c);
+fail:
+    if (tmp)
+        cudaFreeAsync(tmp, st->stream);
+    return -1;
+}
+
 static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt)
 {
@@ -500,6 +569,7 @@ const gcsh_comm_ops gcsh_cuda_comm_ops = {
     .allreduce = cuda_allreduce,
     .broadcast = cuda_broadcast,
     .reduce = cuda_reduce,
+    .scan = cuda_scan,
     .allgather = cuda_allgather,
     .reducescatter = cuda_reducescatter,
     .alltoall = cuda_alltoall,

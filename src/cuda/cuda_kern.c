@@ -83,14 +83,14 @@ fail:
  * answer for the communicator, the same on every rank. */
 static int cuda_dev_usable(gcsh_ctx *ctx, gcsh_window_impl *w, char *why, size_t len)
 {
-    if (w->kind == WIN_NCCL)
+    if (w->kind->device_api)
         return 0;
     if (w->c->symmetric)
-        snprintf(why, len, "it is of kind 'vmm', and NCCL's device API reaches only NCCL's "
-                           "symmetric memory: make the window with {kind='nccl'}");
+        snprintf(why, len, "it is of kind '%s', and NCCL's device API reaches only NCCL's "
+                           "symmetric memory: make the window with {kind='nccl'}", w->kind->name);
     else
-        snprintf(why, len, "it is of kind 'vmm', and the device API needs a window of kind "
-                           "'nccl', which this communicator cannot have: %s",
+        snprintf(why, len, "it is of kind '%s', and the device API needs a window of kind "
+                           "'nccl', which this communicator cannot have: %s", w->kind->name,
                  cuda_no_symmetric_reason(ctx->be_state, w->c->size));
     return -1;
 }
@@ -142,7 +142,7 @@ int cuda_nvls_policy(cuda_state *st, const char *refusal, char *why, size_t len)
 static int nvls_allowed_here(cuda_state *st, const gcsh_window_impl *w,
                              char *why, size_t len)
 {
-    return cuda_nvls_policy(st, w->kind == WIN_NCCL ? NULL
+    return cuda_nvls_policy(st, w->kind->device_api ? NULL
                                 : "the nvls path needs a window of kind nccl (NCCL's LSA multimem)",
                             why, len);
 }

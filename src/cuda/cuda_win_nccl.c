@@ -21,7 +21,7 @@
 #include "cuda/cuda_window.h"
 
 static const char *const stage_names[] = {"allocate", "register", "devcomm", "peers"};
-const gcsh_window_plan win_nccl_plan = {4, stage_names};
+static const gcsh_window_plan win_nccl_plan = {4, stage_names};
 
 /* The step's outcome: 1 when the call succeeded and the communicator has
  * settled, else 0 with the error recorded.  Communicators are non-blocking
@@ -156,7 +156,7 @@ static int stage_peers(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_
     return 0;
 }
 
-int win_nccl_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+static int win_nccl_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
                    char *report, size_t len)
 {
     switch (i) {
@@ -175,7 +175,7 @@ int win_nccl_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_wind
  * NCCL calls below are matched on all ranks; a rank whose own call failed
  * has nothing of that step to undo.  After an abort the communicator took
  * its window and device communicator with it: only the memory is left. */
-void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+static void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     (void)st;
     gcsh_comm_impl *c = w->c;
@@ -192,7 +192,7 @@ void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 
 /* Collective (the binding calls it on every rank after a barrier).  After an
  * abort the communicator took its windows with it: only the memory is left. */
-int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+static int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     (void)st;
     gcsh_comm_impl *c = w->c;
@@ -207,3 +207,34 @@ int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
         ok = nccl_error(ctx, NULL, __FILE__, __LINE__, "ncclMemFree", r) == 0;
     return ok ? 0 : -1;
 }
+
+/* Needs NCCL's symmetric memory on c, as NCCL answered when c was made. */
+static int win_nccl_usable(cuda_state *st, const gcsh_comm_impl *c, char *why, size_t len)
+{
+    if (!c || c->symmetric)
+        return 0;
+    snprintf(why, len, "%s; kind='vmm' works", cuda_no_symmetric_reason(st, c->size));
+    return -1;
+}
+
+/* The VMM granularity (ncclMemAlloc rounds to it too), and NCCL's own
+ * alignment for registered windows. */
+static int win_nccl_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran)
+{
+    if (win_vmm_granularity(ctx, st, gran) != 0)
+        return -1;
+    if (*gran < NCCL_WIN_REQUIRED_ALIGNMENT)
+        *gran = NCCL_WIN_REQUIRED_ALIGNMENT;
+    return 0;
+}
+
+const cuda_win_kind win_nccl_kind = {
+    .name = "nccl",
+    .plan = &win_nccl_plan,
+    .usable = win_nccl_usable,
+    .granularity = win_nccl_granularity,
+    .stage = win_nccl_stage,
+    .undo = win_nccl_undo,
+    .destroy = win_nccl_destroy,
+    .device_api = 1,
+};

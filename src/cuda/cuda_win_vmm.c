@@ -32,7 +32,7 @@
 
 static const char *const stage_names[] = {"allocate", "export", "exchange",
                                           "map",      "access", "table"};
-const gcsh_window_plan win_vmm_plan = {6, stage_names};
+static const gcsh_window_plan win_vmm_plan = {6, stage_names};
 
 #define FDX_TIMEOUT_S 30.0
 
@@ -270,7 +270,7 @@ static int stage_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_
     return 0;
 }
 
-int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+static int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
                   char *report, size_t len)
 {
     switch (i) {
@@ -291,7 +291,7 @@ int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_windo
 
 /* Local undo of whatever was set up (fds and sockets included); safe at any
  * stage.  The device peer table is the caller's (cuda_window.c). */
-void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+static void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     (void)ctx;
     fdx_close(&w->x);
@@ -319,8 +319,27 @@ void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 
 /* Local: my mappings and handles go; a peer's physical slice lives on
  * until its last mapping (here or on its node mates) is released. */
-int win_vmm_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
+static int win_vmm_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     win_vmm_undo(ctx, st, w);
     return 0;
 }
+
+/* CUDA VMM and POSIX-fd handles work for ranks on one GPU, on several, and
+ * at one rank: everywhere. */
+static int win_vmm_usable(cuda_state *st, const gcsh_comm_impl *c, char *why, size_t len)
+{
+    (void)st, (void)c, (void)why, (void)len;
+    return 0;
+}
+
+const cuda_win_kind win_vmm_kind = {
+    .name = "vmm",
+    .plan = &win_vmm_plan,
+    .usable = win_vmm_usable,
+    .granularity = win_vmm_granularity,
+    .stage = win_vmm_stage,
+    .undo = win_vmm_undo,
+    .destroy = win_vmm_destroy,
+    .device_api = 0,
+};

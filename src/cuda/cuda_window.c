@@ -13,27 +13,27 @@
  * Signals are 64-bit words in a window: set/add/wait are small kernels on
  * the rank's stream (kernels/window.cu); see the comments there for the
  * memory ordering. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_window.h"
 
-static int kind_of(const char *kind)
+/* The kinds, in the order of .kinds below (the binding has checked that
+ * a name is one of .kinds). */
+static const cuda_win_kind *const kinds[] = {&win_nccl_kind, &win_vmm_kind};
+
+static const cuda_win_kind *kind_of(const char *name)
 {
-    return strcmp(kind, "vmm") == 0 ? WIN_VMM : WIN_NCCL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i]->name, name) == 0)
+            return kinds[i];
+    return kinds[0];
 }
 
-/* Both kinds map with the device's recommended VMM granularity (ncclMemAlloc
- * rounds to it too); NCCL also needs NCCL_WIN_REQUIRED_ALIGNMENT. */
 static int cuda_win_granularity(gcsh_ctx *ctx, const char *kind, size_t *gran)
 {
     cuda_state *st = cuda_enter(ctx);
-    if (!st || win_vmm_granularity(ctx, st, gran) != 0)
-        return -1;
-    if (kind_of(kind) == WIN_NCCL && *gran < NCCL_WIN_REQUIRED_ALIGNMENT)
-        *gran = NCCL_WIN_REQUIRED_ALIGNMENT;
-    return 0;
+    return st ? kind_of(kind)->granularity(ctx, st, gran) : -1;
 }
 
 /* A slice cannot exceed the GPU's memory (what is free changes, and a
@@ -51,17 +51,10 @@ fail:
     return -1;
 }
 
-/* "nccl" needs NCCL's symmetric memory on c, as NCCL answered when c was
- * made; "vmm" needs only CUDA VMM and POSIX-fd handles, which work for
- * ranks on one GPU, on several, and at one rank. */
 static int cuda_kind_usable(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind, char *why,
                             size_t len)
 {
-    cuda_state *st = ctx->be_state;
-    if (kind_of(kind) == WIN_VMM || !c || c->symmetric)
-        return 0;
-    snprintf(why, len, "%s; kind='vmm' works", cuda_no_symmetric_reason(st, c->size));
-    return -1;
+    return kind_of(kind)->usable(ctx->be_state, c, why, len);
 }
 
 static void desc_clear(gcsh_window_desc *d)
@@ -76,7 +69,7 @@ static void desc_clear(gcsh_window_desc *d)
 
 static const gcsh_window_plan *cuda_create_plan(const char *kind)
 {
-    return kind_of(kind) == WIN_VMM ? &win_vmm_plan : &win_nccl_plan;
+    return kind_of(kind)->plan;
 }
 
 /* Local: host memory only; the check stage that follows tells every rank
@@ -116,18 +109,14 @@ static int cuda_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_des
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    return w->kind == WIN_NCCL ? win_nccl_stage(ctx, st, w, d, i, report, len)
-                               : win_vmm_stage(ctx, st, w, d, i, report, len);
+    return w->kind->stage(ctx, st, w, d, i, report, len);
 }
 
 static void cuda_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     cuda_state *st = cuda_enter(ctx);
     if (st) { /* else the device is gone, and what it held with it */
-        if (w->kind == WIN_NCCL)
-            win_nccl_undo(ctx, st, w);
-        else
-            win_vmm_undo(ctx, st, w);
+        w->kind->undo(ctx, st, w);
         if (d->peer_table_dev)
             cuda_free_ordered(st, d->peer_table_dev);
     }
@@ -145,7 +134,7 @@ static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
     if (st && cuda_kern_window_gone(ctx, w) != 0)
         rc = -1;
     if (st) {
-        if ((w->kind == WIN_NCCL ? win_nccl_destroy(ctx, st, w) : win_vmm_destroy(ctx, st, w)) != 0)
+        if (w->kind->destroy(ctx, st, w) != 0)
             rc = -1;
         if (d->peer_table_dev)
             cuda_free_ordered(st, d->peer_table_dev);
@@ -286,7 +275,7 @@ fail:
 }
 
 const gcsh_window_ops gcsh_cuda_window_ops = {
-    .kinds = "nccl vmm",
+    .kinds = "nccl vmm", /* kinds[]'s names, in order of preference */
     .kind_usable = cuda_kind_usable,
     .granularity = cuda_win_granularity,
     .max_bytes = cuda_win_max_bytes,

@@ -7,10 +7,10 @@
 #include "cuda/cuda.h"
 #include "cuda/cuda_fdpass.h"
 
-enum { WIN_NCCL, WIN_VMM };
+typedef struct cuda_win_kind cuda_win_kind;
 
 struct gcsh_window_impl {
-    int kind;
+    const cuda_win_kind *kind;
     gcsh_comm_impl *c;      /* the communicator it was created on (outlives it) */
     size_t bytes;           /* alloc_bytes: each member's slice */
     /* nccl */
@@ -41,19 +41,31 @@ int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w);
  * exportable allocation (cuda_win_vmm.c, whose allocations they are). */
 int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
 
-/* The kinds' stages (backend.h: create_stage; winbuild.h exchanges every
- * rank's outcome after each): the plan, stage i, and the undo of whatever
- * ran (local once the communicator is aborted).  desc->team and desc->peer
- * come allocated with room for c->size entries. */
-extern const gcsh_window_plan win_nccl_plan, win_vmm_plan;
-int win_nccl_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
-                   char *report, size_t len);
-void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
-int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
-                  char *report, size_t len);
-void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
-/* Collective destroy of a made window (the binding's barrier came first). */
-int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
-int win_vmm_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+/* A window kind: everything cuda_window.c and cuda_kern.c do differently
+ * per kind, one row each (cuda_win_nccl.c, cuda_win_vmm.c), listed in
+ * cuda_window.c's kinds[].  A new kind is a file that exports its row. */
+struct cuda_win_kind {
+    const char *name;                 /* {kind=...} */
+    const gcsh_window_plan *plan;     /* its stages, for step.window */
+    /* Whether it works on c (local, the same on every rank of c): 0, or -1
+     * with the reason in why, naming the kind that works instead. */
+    int (*usable)(cuda_state *st, const gcsh_comm_impl *c, char *why, size_t len);
+    /* Its allocation granularity on this GPU (no allocation). */
+    int (*granularity)(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
+    /* Stage i (backend.h: create_stage; winbuild.h exchanges every rank's
+     * outcome after each); desc->team and desc->peer come allocated with
+     * room for c->size entries. */
+    int (*stage)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
+                 char *report, size_t len);
+    /* The undo of whatever ran (local once the communicator is aborted). */
+    void (*undo)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+    /* Collective destroy of a made window (the binding's barrier came first). */
+    int (*destroy)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+    /* NCCL's device API and LSA multimem reach its memory (algo nccl_dev,
+     * the nvls multicast). */
+    int device_api;
+};
+
+extern const cuda_win_kind win_nccl_kind, win_vmm_kind;
 
 #endif

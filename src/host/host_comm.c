@@ -566,6 +566,26 @@ static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *o
     return 0;
 }
 
+/* Element-wise, so a scan in chunks of max_count is the scan of the whole. */
+static int host_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t count,
+                     gcsh_dtype dt, gcsh_redop op)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    const gcsh_host_comm_state *s = state_of(ctx);
+    size_t esize = gcsh_dtype_size(dt);
+    for (size_t done = 0; done < count;) {
+        size_t n = min_size(count - done, s->max_count);
+        const void *src = in == out ? MPI_IN_PLACE : (const char *)in + done * esize;
+        char *dst = (char *)out + done * esize;
+        inflight f = touching(src, n * esize, dst, n * esize);
+        POST_AND_WAIT(ctx, c, &f, MPI_Iscan, (src, dst, (int)n, mpi_type(s, dt),
+                                              mpi_op(s, dt, op), c->comm, &req));
+        done += n;
+    }
+    return 0;
+}
+
 static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt)
 {
@@ -751,6 +771,7 @@ const gcsh_comm_ops gcsh_host_comm_ops = {
     .allreduce = host_allreduce,
     .broadcast = host_broadcast,
     .reduce = host_reduce,
+    .scan = host_scan,
     .allgather = host_allgather,
     .reducescatter = host_reducescatter,
     .alltoall = host_alltoall,

@@ -1,9 +1,8 @@
 /* The flight recorder's rings.  See flight.h.
  *
- * This file and trace.c call each other on purpose: trace.c writes every
- * record into a ring here (gcsh_flight_begin/end), and the ring's blob
- * takes trace.c's clock and offset (gcsh_trace_now, gcsh_trace_clock), so
- * that a flight file and a trace share one time line. */
+ * trace.c writes every record into a ring here (gcsh_flight_begin/end);
+ * the ring's blob takes the recorders' clock and offset (trace_clock.h),
+ * so that a flight file and a trace share one time line. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "trace/flight.h"
 #include "core/env.h"
+#include "trace/trace_clock.h"
 
 
 /* One call: its record, the strings it names, and what changes when it

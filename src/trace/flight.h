@@ -23,7 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace/trace.h"
+#include "core/gcsh.h"
+#include "trace/trace_rec.h"
 
 typedef struct gcsh_flight gcsh_flight;
 

@@ -23,12 +23,12 @@
 #include "trace/flight.h"
 #include "trace/trace.h"
 #include "core/env.h"
+#include "trace/trace_clock.h"
+#include "trace/trace_ops.h"
 
 #define MAX_DEPTH 16            /* calls running inside each other, Lua line included */
 #define MAX_COLLS 8             /* collectives open inside each other */
 #define LINE_TEXT_MAX 240       /* bytes of a Lua line kept */
-#define SYNC_ROUNDS 10          /* clock ping-pongs per rank */
-#define SYNC_TAG 0x7ace
 #define LABELS 32               /* collective names kept for reuse */
 #define WHERES 1024             /* Lua file:line strings kept for reuse (a hash table) */
 #define XFER_NOTES 64           /* transfers whose peer and signal a later post names */
@@ -91,13 +91,6 @@ struct gcsh_trace {
     open_call lua_line;     /* the chunk running, for the flight recorder */
     open_call check;        /* the check running */
 };
-
-int64_t gcsh_trace_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static gcsh_trace_rec blank_rec(void)
 {
@@ -432,7 +425,7 @@ void gcsh_trace_chunk_begin(gcsh_ctx *ctx, const char *src, size_t len)
         len -= 7;
     }
     t->lua_line = (open_call){.rec = blank_rec()};
-    t->lua_line.rec.op = gcsh_trace_op_lua();
+    t->lua_line.rec.op = GCSH_TRACE_OP_LUA;
     t->lua_line.rec.track = GCSH_TRACK_LUA;
     open_rec(ctx, t, &t->lua_line, NULL, src, len);
 }
@@ -474,7 +467,7 @@ static int check_begin(gcsh_ctx *ctx, const gcsh_check_note *n)
     *c = (open_call){.rec = blank_rec()};
     char *where = c->where;
     lua_where(ctx, t, where, sizeof c->where);
-    c->rec.op = gcsh_trace_op_coll();
+    c->rec.op = GCSH_TRACE_OP_COLL;
     c->rec.track = GCSH_TRACK_CALLS;
     c->rec.comm = n->comm;
     c->rec.seq = n->seq;
@@ -487,7 +480,7 @@ static int check_begin(gcsh_ctx *ctx, const gcsh_check_note *n)
     if (!n->exchanged)
         return -1; /* .check off: no exchange, no check span */
     t->check = (open_call){.rec = c->rec};
-    t->check.rec.op = gcsh_trace_op_check();
+    t->check.rec.op = GCSH_TRACE_OP_CHECK;
     copy_text(t->check.label, sizeof t->check.label, n->op);
     open_rec(ctx, t, &t->check, where, NULL, 0);
     return 0;
@@ -557,40 +550,6 @@ void gcsh_trace_xfer_forget(gcsh_ctx *ctx, const void *x)
             t->xfers[k] = t->xfers[--t->nxfers];
 }
 
-/* ---- the clock -------------------------------------------------------------- */
-
-/* Rank 0 answers each rank that asks (one on another host), in turn; the
- * ping-pong with the least round trip gives the offset. */
-void gcsh_trace_clock(gcsh_ctx *ctx, const char *host, int64_t *offset, int64_t *rtt)
-{
-    char host0[64] = "";
-    snprintf(host0, sizeof host0, "%s", host);
-    MPI_Bcast(host0, (int)sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
-    int away = strcmp(host0, host) != 0;
-    int *who = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *who) : NULL;
-    MPI_Gather(&away, 1, MPI_INT, who, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    *offset = 0;
-    *rtt = -1;
-    for (int r = 1; ctx->rank == 0 && r < ctx->size; r++)
-        for (int k = 0; who[r] && k < SYNC_ROUNDS; k++) {
-            int64_t v;
-            MPI_Recv(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            v = gcsh_trace_now();
-            MPI_Send(&v, 1, MPI_INT64_T, r, SYNC_TAG, MPI_COMM_WORLD);
-        }
-    free(who);
-    for (int k = 0; ctx->rank != 0 && away && k < SYNC_ROUNDS; k++) {
-        int64_t t1 = gcsh_trace_now(), t0;
-        MPI_Send(&t1, 1, MPI_INT64_T, 0, SYNC_TAG, MPI_COMM_WORLD);
-        MPI_Recv(&t0, 1, MPI_INT64_T, 0, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        int64_t t2 = gcsh_trace_now();
-        if (*rtt < 0 || t2 - t1 < *rtt) {
-            *rtt = t2 - t1;
-            *offset = t0 - (t1 + t2) / 2;
-        }
-    }
-}
-
 /* ---- init, start, stop, copies ------------------------------------------------- */
 
 static size_t max_events(void)
@@ -605,7 +564,7 @@ static void install(gcsh_ctx *ctx, gcsh_trace *t, int on)
     t->installed = on;
 }
 
-int gcsh_trace_init(gcsh_ctx *ctx)
+int gcsh_trace_init(gcsh_ctx *ctx, gcsh_trace_wrapper *wrap)
 {
     if (ctx->trace_store)
         return 0;
@@ -617,7 +576,7 @@ int gcsh_trace_init(gcsh_ctx *ctx)
     t->cur_anchor = -1;
     t->check.fslot = t->check.span = t->lua_line.fslot = t->lua_line.span = -1;
     gethostname(t->host, sizeof t->host - 1);
-    gcsh_trace_wrap(&t->tables, t->plain);
+    wrap(&t->tables, t->plain);
     ctx->trace_store = t;
     ctx->check_hooks = &gcsh_trace_check_hooks;
     install(ctx, t, ctx->flight != NULL);
@@ -626,9 +585,9 @@ int gcsh_trace_init(gcsh_ctx *ctx)
 
 int gcsh_trace_start(gcsh_ctx *ctx)
 {
-    if (gcsh_trace_init(ctx) != 0)
-        return -1;
     gcsh_trace *t = ctx->trace_store;
+    if (!t)
+        return gcsh_set_error(ctx, "trace: this rank has no recorder");
     if (ctx->trace)
         return 0; /* already on */
     t->max = max_events();

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "core/gcsh.h"
 #include "core/kplan.h"
 #include "core/safefile.h"
 #include "trace/trace_json.h"
@@ -110,9 +111,9 @@ static json_t *span_name(const rank_data *d, const gcsh_trace_rec *r, const char
                  text && text[n] ? " ..." : "", open ? " (unfinished)" : "");
         return text_json(name, strlen(name));
     }
-    if (r->op == gcsh_trace_op_check())
+    if (r->op == GCSH_TRACE_OP_CHECK)
         snprintf(name, sizeof name, "check %s", coll);
-    else if (r->op == gcsh_trace_op_coll())
+    else if (r->op == GCSH_TRACE_OP_COLL)
         snprintf(name, sizeof name, "%s", coll[0] ? coll : "collective");
     else if (r->algo >= 0 && r->coll >= 0)
         snprintf(name, sizeof name, "kern.%s.%s", gcsh_kcoll_name((enum gcsh_kcoll)r->coll),
@@ -315,8 +316,8 @@ static int emit_flows(FILE *f, const rank_data *d, int size, int64_t base, int *
         uint64_t last_comm = 0, last_seq = 0;
         for (uint64_t k = 0; k < d[r].b->nrec; k++) {
             const gcsh_trace_rec *x = &d[r].rec[d[r].order[k]];
-            if (x->track != GCSH_TRACK_CALLS || !x->seq || x->op == gcsh_trace_op_check() ||
-                (x->op == gcsh_trace_op_coll() && x->failed) ||
+            if (x->track != GCSH_TRACK_CALLS || !x->seq || x->op == GCSH_TRACE_OP_CHECK ||
+                (x->op == GCSH_TRACE_OP_COLL && x->failed) ||
                 (x->comm == last_comm && x->seq == last_seq))
                 continue;
             last_comm = x->comm;

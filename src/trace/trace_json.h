@@ -5,7 +5,8 @@
 
 #include <stddef.h>
 
-#include "trace/trace.h"
+#include "trace/trace_ops.h"
+#include "trace/trace_rec.h"
 
 /* Writes blobs[r] (lens[r] bytes; NULL: that rank sent none) of every rank
  * to path (safefile.h: written whole beside it, then renamed; private: a

@@ -164,6 +164,23 @@ static void put_input(void *dev, gcsh_dtype dt, gcsh_redop op, int r, size_t n)
     free(h);
 }
 
+/* scan: rank r gets the reduction over ranks 0..r, out of place and in place */
+static void test_scan(gcsh_comm_impl *w, gcsh_dtype dt, gcsh_redop op, void *in, void *out,
+                      uint64_t *want)
+{
+    int me = C->rank(w);
+    char what[64];
+    for (size_t i = 0; i < N; i++)
+        want[i] = ref_bits(dt, reduce_ref(dt, op, me + 1, i));
+    put_input(in, dt, op, me, N);
+    snprintf(what, sizeof what, "scan %s", op_name[op]);
+    CHECK(C->scan(&ctx, w, in, out, N, dt, op) == 0, "%s: %s", what, ctx.err);
+    expect(what, dt, out, want, N);
+    snprintf(what, sizeof what, "scan in place %s", op_name[op]);
+    CHECK(C->scan(&ctx, w, in, in, N, dt, op) == 0, "%s: %s", what, ctx.err);
+    expect(what, dt, in, want, N);
+}
+
 static void test_reductions(gcsh_comm_impl *w)
 {
     int size = C->size(w), me = C->rank(w);
@@ -201,6 +218,8 @@ static void test_reductions(gcsh_comm_impl *w)
             for (size_t i = 0; i < N; i++)
                 want[i] = ref_bits(dt, reduce_ref(dt, op, size, me * N + i));
             expect(what, dt, out, want, N);
+            if (op != GCSH_OP_AVG)
+                test_scan(w, dt, op, in, out, want);
         }
         M->release(&ctx, in, 0);
         M->release(&ctx, out, 0);

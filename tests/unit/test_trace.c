@@ -15,6 +15,8 @@
 #include "host/host.h"
 #include "trace/flight.h"
 #include "trace/trace.h"
+#include "trace/trace_ops.h"
+#include "trace/trace_wrap.h"
 #include "trace/trace_json.h"
 #include "wire/collcheck.h"
 #include "unit.h"
@@ -76,6 +78,10 @@ static const char *pool(const void *blob, uint32_t at)
 
 static void test_swap(gcsh_ctx *ctx)
 {
+    CHECK(gcsh_trace_start(ctx) == -1 && strstr(ctx->err, "no recorder"),
+          "start before the recorder is made: %s", ctx->err);
+    CHECK(gcsh_trace_init(ctx, gcsh_trace_wrap) == 0, "init: %s", ctx->err);
+    CHECK(ctx->be == &backend, "no flight recorder: nothing records yet");
     CHECK(gcsh_trace_start(ctx) == 0, "start: %s", ctx->err);
     CHECK(ctx->trace != NULL && ctx->be != &backend, "ctx->be is the traced table");
     CHECK(gcsh_trace_plain(ctx) == &backend, "the plain table is kept");
@@ -128,7 +134,7 @@ static void test_spans(gcsh_ctx *ctx)
     CHECK(r[0].g0 >= 0 && r[0].g1 >= r[0].g0, "fill's GPU span from the marks: %lld %lld",
           (long long)r[0].g0, (long long)r[0].g1);
     /* spans in the order they ended: the copy, then its collective */
-    CHECK(r[2].op == gcsh_trace_op_coll() && r[2].comm == 7 && r[2].seq == 5,
+    CHECK(r[2].op == GCSH_TRACE_OP_COLL && r[2].comm == 7 && r[2].seq == 5,
           "the collective's own span, #5 of comm 7: %llu #%llu", (unsigned long long)r[2].comm,
           (unsigned long long)r[2].seq);
     CHECK(r[2].t0 <= r[1].t0 && r[2].t1 >= r[1].t1, "it holds the copy");
@@ -234,7 +240,7 @@ static void test_flight(gcsh_ctx *ctx)
     ctx->flight = gcsh_flight_open(ctx);
     CHECK(ctx->flight && gcsh_flight_size(ctx->flight) == 8, "a ring of 8");
     gcsh_trace_free(ctx);
-    CHECK(gcsh_trace_init(ctx) == 0 && ctx->be != &backend, "recording for the whole session");
+    CHECK(gcsh_trace_init(ctx, gcsh_trace_wrap) == 0 && ctx->be != &backend, "recording for the whole session");
     CHECK(ctx->trace == NULL, "no spans kept");
     float buf[4];
     gcsh_trace_chunk_begin(ctx, "for i = 1, 20 do t:fill(i) end", 31);
