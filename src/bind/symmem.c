@@ -14,6 +14,7 @@
 #include "bind/kernel.h"
 #include "bind/opts.h"
 #include "bind/symmem.h"
+#include "bind/users.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
 #define REGISTRY_MT "gcsh.symmem.registry"
@@ -646,8 +647,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     char what[24];
     snprintf(what, sizeof what, "%c:free()", o->type[0]); /* w:free(), s:free() */
     gcsh_graph_refuse_now(L, what, "free it after the capture");
-    gcsh_graph_check_unused(L, o, what);
-    gcsh_persist_check_unused(L, o, what);
+    gcsh_users_refuse(L, o, what); /* a live graph, a running resident */
     /* Refused everywhere while a transfer uses o; then a barrier, so no rank
      * tears down memory a peer may still read.  Both are collective, so they
      * run inside the check (collcheck.h) that every rank is freeing the same

@@ -15,6 +15,7 @@
 #include "bind/comm.h"
 #include "rank/verdict.h"
 #include "bind/kernel.h"
+#include "bind/persist.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
 
