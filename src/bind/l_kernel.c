@@ -70,6 +70,7 @@
 #include "bind/opts.h"
 #include "core/kll.h"
 #include "core/kreduce_tune.h"
+#include "wire/faults.h"
 
 /* ---- what the kernels keep in every slice: the LL area, then the sync words ---- */
 

@@ -35,6 +35,7 @@
 #include "bind/users.h"
 #include "core/kll.h"
 #include "core/kpersist.h"
+#include "wire/faults.h"
 
 #define PERSIST_MT "persistent"
 /* Registry: the rank's persistent handles (weak keys), for the window's

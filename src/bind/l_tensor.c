@@ -25,6 +25,7 @@
 #include "bind/graph.h"
 #include "bind/tensor.h"
 #include "bind/users.h"
+#include "wire/faults.h"
 
 /* Largest element size (f64, i64): room for one element on the stack. */
 #define MAX_ELEM_SIZE 8

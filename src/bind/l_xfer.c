@@ -50,6 +50,7 @@
 #include "bind/opts.h"
 #include "bind/users.h"
 #include "bind/xfer.h"
+#include "wire/faults.h"
 
 #define XFER_MT "xfer"
 /* A sanity bound on putv descriptors: far above any real scatter list. */

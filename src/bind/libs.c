@@ -3,6 +3,7 @@
 #include <lualib.h>
 
 #include "bind/graph.h"
+#include "bind/libs.h"
 #include "bind/persist.h"
 #include "core/gcsh.h"
 

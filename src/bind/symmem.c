@@ -516,7 +516,7 @@ int gcsh_sym_stage_failed(lua_State *L, gcsh_comm_check *cc, int aborted)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (ctx->fatal) /* a sticky CUDA error in this rank's stage: every rank exits */
-        gcsh_check_fatal(L, ctx);
+        gcsh_fatal(L, ctx);
     if (aborted) /* marks cc aborted and tells rank 0, which passes it on */
         gcsh_check_leave(L, cc, -1);
     /* after an interrupt the stop hook would replace this message by

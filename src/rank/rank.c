@@ -13,6 +13,7 @@
 #include "core/orphans.h"
 #include "rank/rank.h"
 #include "bind/comm.h"
+#include "bind/libs.h"
 #include "rank/verdict.h"
 #include "bind/kernel.h"
 #include "bind/persist.h"

@@ -92,10 +92,10 @@ static void answer_where(gcsh_worker *w)
 {
     pthread_mutex_lock(&w->run_lock);
     int running = w->running_seq != 0;
-    int armed = running && gcsh_check_sample_arm(w->ctx);
+    int armed = running && gcsh_where_sample_arm(w->ctx);
     pthread_mutex_unlock(&w->run_lock);
     char answer[sizeof(uint32_t) + 256];
-    uint32_t waits = (uint32_t)gcsh_check_where(w->ctx, running, armed, answer + sizeof waits,
+    uint32_t waits = (uint32_t)gcsh_where_report(w->ctx, running, armed, answer + sizeof waits,
                                                 sizeof answer - sizeof waits);
     memcpy(answer, &waits, sizeof waits);
     gcsh_capture_send(&w->cap, MSG_WHERE, answer, sizeof waits + strlen(answer + sizeof waits));
