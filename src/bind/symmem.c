@@ -519,10 +519,11 @@ int gcsh_sym_stage_failed(lua_State *L, gcsh_comm_check *cc, int aborted)
         gcsh_fatal(L, ctx);
     if (aborted) /* marks cc aborted and tells rank 0, which passes it on */
         gcsh_check_leave(L, cc, -1);
-    /* after an interrupt the stop hook would replace this message by
-     * "interrupted!" when the error handler runs: this one says more */
+    /* after an interrupt the stop part of the rank's hook would replace
+     * this message by "interrupted!" when the error handler runs: this one
+     * says more (core/luahook.h) */
     if (atomic_load(&ctx->interrupt))
-        lua_sethook(L, NULL, 0, 0);
+        gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_STOP);
     return luaL_error(L, "%s", ctx->err);
 }
 

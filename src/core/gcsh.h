@@ -11,6 +11,7 @@
 #include <lua.h>
 
 #include "core/backend.h"
+#include "core/luahook.h"
 #include "core/share.h"
 
 #define GCSH_VERSION "0.1.0"
@@ -81,6 +82,9 @@ struct gcsh_ctx {
      * only the operation in progress, on a communicator that another rank
      * aborted (collcheck.h); the operation's end clears it. */
     atomic_int interrupt;
+    /* The Lua debug hook's one owner (luahook.h): os.exit, the interrupt
+     * and the line sample arm their parts there, never lua_sethook. */
+    gcsh_luahook luahook;
     /* Collective checks, whereabouts and aborts (collcheck.h); NULL in a bare
      * state (C tests), where checks are off. */
     gcsh_check *check;

@@ -475,13 +475,13 @@ int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerpr
     return rc;
 }
 
-/* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
- * and would replace this message by "interrupted!" as soon as the error
- * handler is called: this message says more, so the hook goes. */
+/* Raises ctx->err.  After an interrupt, the stop part of the rank's hook
+ * is still armed and would replace this message by "interrupted!" as soon
+ * as the error handler is called: this message says more, so it goes. */
 static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
 {
     if (atomic_load(&ctx->interrupt))
-        lua_sethook(L, NULL, 0, 0);
+        gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_STOP);
     luaL_error(L, "%s", ctx->err);
     abort(); /* not reached: luaL_error does not return */
 }

@@ -120,16 +120,14 @@ static int is_shell_plumbing(const char *src)
     return n >= m && strcmp(src + n - m, "gcsh/prelude.lua") == 0;
 }
 
-/* A one-shot count hook, set by the watcher: records the running line.  It
- * clears itself before it looks at the interrupt flag, so an interrupt hook
- * set meanwhile is either kept or honoured here (worker.c's stop_hook). */
+/* The line sample's part of the rank's hook (core/luahook.h), armed by the
+ * watcher: records the running line, once.  An interrupt's part armed
+ * meanwhile stays armed and runs after it. */
 static void sample_hook(lua_State *L, lua_Debug *ar)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
-    lua_sethook(L, NULL, 0, 0);
-    if (atomic_load(&ctx->interrupt))
-        luaL_error(L, "interrupted!");
+    gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_SAMPLE);
     if (!k || !lua_getinfo(L, "Sl", ar))
         return;
     int chunk_line = chunk_line_on_stack(L, k);
@@ -162,7 +160,7 @@ int gcsh_where_sample_arm(gcsh_ctx *ctx)
     int arm = !k->in_op && !atomic_load(&ctx->interrupt);
     if (arm) {
         k->sampled = 0;
-        lua_sethook(ctx->L, sample_hook, LUA_MASKCOUNT, 1);
+        gcsh_luahook_arm(ctx->L, GCSH_LUAHOOK_SAMPLE, sample_hook, LUA_MASKCOUNT);
     }
     pthread_mutex_unlock(&k->lock);
     return arm;
