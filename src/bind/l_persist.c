@@ -160,13 +160,12 @@ void gcsh_persist_stop_all(lua_State *L)
 /* The touch hook (users.h): host reads and writes of memory wait for the
  * rank's residents (the backend's drain; none where its stream orders
  * them). */
-static int persist_drain(lua_State *L)
+static void persist_drain(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     const gcsh_persist_ops *ops = ctx->be ? ctx->be->persist : NULL;
     if (ops && ops->drain && ops->drain(ctx) != 0)
         gcsh_raise(L, ctx);
-    return 0;
 }
 
 /* ---- kernel.persistent ---------------------------------------------------------- */

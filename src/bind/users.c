@@ -3,7 +3,8 @@
  * Registry layout: USERS_KEY maps a resource (light userdata) to its list,
  * a table {user = order} with weak keys (a collected user is gone from
  * every list); KINDS_KEY maps a user to its kind (weak keys too).  The
- * order makes the first registered user the one a refusal names. */
+ * order makes the first registered user the one a refusal names.  The
+ * touch hooks are in the rank's context, for speed (gcsh_ctx.touch). */
 #include <lauxlib.h>
 
 #include "bind/users.h"
@@ -12,7 +13,6 @@
 #define USERS_KEY "gcsh.users"        /* {resource = {user = order}} */
 #define KINDS_KEY "gcsh.users.kinds"  /* {user = kind}, weak keys */
 #define ORDER_KEY "gcsh.users.order"  /* orders given so far */
-#define TOUCH_KEY "gcsh.users.touch"  /* {hook, ...} */
 
 static void set_weak_keys(lua_State *L)
 {
@@ -148,34 +148,20 @@ void gcsh_users_refuse_shared(lua_State *L, const void *resource, const char *wh
     refuse(L, resource, what, 1);
 }
 
-void gcsh_users_on_touch(lua_State *L, lua_CFunction hook)
+void gcsh_users_on_touch(lua_State *L, gcsh_touch_hook hook)
 {
-    push_table(L, TOUCH_KEY, 0);
-    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-    for (lua_Integer i = 1; i <= n; i++) {
-        lua_rawgeti(L, -1, i);
-        int same = lua_tocfunction(L, -1) == hook;
-        lua_pop(L, 1);
-        if (same) { /* once a hook: a library opened twice registers it again */
-            lua_pop(L, 1);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    for (int i = 0; i < ctx->ntouch; i++)
+        if (ctx->touch[i] == hook) /* once a hook: a library opened twice */
             return;
-        }
-    }
-    lua_pushcfunction(L, hook);
-    lua_rawseti(L, -2, n + 1);
-    lua_pop(L, 1);
+    if (ctx->ntouch == GCSH_TOUCH_MAX)
+        luaL_error(L, "gcsh: more than %d touch hooks (GCSH_TOUCH_MAX)", GCSH_TOUCH_MAX);
+    ctx->touch[ctx->ntouch++] = hook;
 }
 
 void gcsh_users_touch(lua_State *L)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, TOUCH_KEY) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        return;
-    }
-    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-    for (lua_Integer i = 1; i <= n; i++) {
-        lua_rawgeti(L, -1, i);
-        lua_call(L, 0, 0);
-    }
-    lua_pop(L, 1);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    for (int i = 0; i < ctx->ntouch; i++)
+        ctx->touch[i](L);
 }

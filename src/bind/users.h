@@ -36,9 +36,10 @@ void gcsh_users_refuse(lua_State *L, const void *resource, const char *what);
 void gcsh_users_refuse_shared(lua_State *L, const void *resource, const char *what);
 
 /* Before the host reads or writes memory: what must finish first (work a
- * resident was rung for).  A hook is called with no arguments and raises
- * on failure; each is registered once. */
-void gcsh_users_on_touch(lua_State *L, lua_CFunction hook);
+ * resident was rung for).  A hook raises on failure; each is registered
+ * once, at most GCSH_TOUCH_MAX. */
+typedef void (*gcsh_touch_hook)(lua_State *L);
+void gcsh_users_on_touch(lua_State *L, gcsh_touch_hook hook);
 void gcsh_users_touch(lua_State *L);
 
 #endif

@@ -16,6 +16,8 @@
 
 #define GCSH_VERSION "0.1.0"
 
+#define GCSH_TOUCH_MAX 4 /* touch hooks a rank may have (bind/users.h) */
+
 /* Exit statuses as `git bisect run` reads them (contract; README "Exit
  * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
  * these two.  (69, 70 and 143 are in collcheck.h and sigint.h.) */
@@ -85,6 +87,12 @@ struct gcsh_ctx {
     /* The Lua debug hook's one owner (luahook.h): os.exit, the interrupt
      * and the line sample arm their parts there, never lua_sethook. */
     gcsh_luahook luahook;
+    /* What must finish before the host reads or writes memory, registered
+     * by the features above the bindings (bind/users.h: the persistent
+     * all-reduce's drain).  Here, not in Lua's registry: every host read of
+     * a tensor element runs them. */
+    void (*touch[GCSH_TOUCH_MAX])(lua_State *L);
+    int ntouch;
     /* Collective checks, whereabouts and aborts (collcheck.h); NULL in a bare
      * state (C tests), where checks are off. */
     gcsh_check *check;
