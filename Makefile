@@ -81,7 +81,7 @@ endif
 # terminal, session and coordinator), rank (a rank's assembly and worker),
 # bind (the Lua types), trace, and the backends host and cuda
 LAYERS    := core wire shell rank bind trace host
-SRCS      := src/main.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+SRCS      := src/main.c src/options.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/cuda/*.c)
@@ -196,10 +196,11 @@ uninstall:
 	rm -f $(BINDIR)/gcsh $(MANDIR)/gcsh.1
 	rm -rf $(DATADIR)
 
-# C unit tests: tests/unit/test_*.c, each linked with every object but main.o.
+# C unit tests: tests/unit/test_*.c, each linked with every object but main.o
+# and options.o (the command line).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-LIB_OBJS  := $(filter-out $(BUILD)/src/main.o,$(OBJS))
+LIB_OBJS  := $(filter-out $(BUILD)/src/main.o $(BUILD)/src/options.o,$(OBJS))
 .PHONY: unit
 unit: $(UNIT_BINS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJS)

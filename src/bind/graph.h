@@ -6,8 +6,8 @@
  *     being made (gcsh_graph_keep: the check functions of tensors, comms,
  *     windows, signals, transfers and multicasts call it), so none of them
  *     is garbage while the graph lives;
- *   - an explicit free of something a live graph uses is refused, naming
- *     the graph (gcsh_graph_check_unused);
+ *   - a live graph is a user (bind/users.h) of every resource it keeps,
+ *     so their explicit free is refused, naming the graph;
  *   - a binding whose call must reach the host now refuses it while
  *     capturing, before any collective check (gcsh_graph_refuse_now): a
  *     checked operation that failed after its check would abort its
@@ -22,9 +22,6 @@
 /* While capturing: the graph being made keeps the value at idx, and the
  * resources (raw pointers; NULL: none) it stands for. */
 void gcsh_graph_keep(lua_State *L, int idx, const void *resource, const void *also);
-/* Raises "<what>: graph #2 (captured at stdin:1) uses it; g:free() it
- * first" when a live graph uses resource. */
-void gcsh_graph_check_unused(lua_State *L, const void *resource, const char *what);
 /* While capturing, raises the refusal of `what` (why: the reason) and
  * leaves the capture to be abandoned; otherwise nothing. */
 void gcsh_graph_refuse_now(lua_State *L, const char *what, const char *why);

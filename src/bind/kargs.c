@@ -8,6 +8,7 @@
 
 #include "bind/kernel.h"
 #include "bind/opts.h"
+#include "wire/faults.h"
 
 const gcsh_kernel_ops *gcsh_kern_backend(lua_State *L)
 {

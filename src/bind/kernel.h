@@ -74,22 +74,6 @@ size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
  * start (w:info()). */
 void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
 
-/* ---- l_persist.c: the persistent all-reduce (kernel.persistent) ------------------- */
-
-/* kernel.persistent, which luaopen_gcsh_kernel puts in the kernel table. */
-int gcsh_kernel_persistent(lua_State *L);
-/* Registers the "persistent" metatable. */
-void gcsh_persist_open(lua_State *L);
-/* Raises "<what>: persistent #1 (started at stdin:3) runs on it; p:stop()
- * it first" when a running persistent all-reduce uses window o. */
-void gcsh_persist_check_unused(lua_State *L, const gcsh_symobj *o, const char *what);
-/* Host reads and writes of memory wait here for the rank's persistent
- * all-reduces (the backend's drain; nothing where its stream orders them). */
-void gcsh_persist_drain(lua_State *L);
-/* The end of the session: every running one stops, without waiting for
- * calls in flight (commands end drained), before windows are freed. */
-void gcsh_persist_stop_all(lua_State *L);
-
 /* ---- kargs.c: the local reduce job ---------------------------------------------- */
 
 /* Runs j on the rank's kernels; errors as the backend said. */

@@ -52,6 +52,7 @@
 #include "bind/graph.h"
 #include "core/gcsh.h"
 #include "bind/tensor.h"
+#include "bind/users.h"
 #include "wire/out.h"
 
 #define WORLD_KEY "gcsh.comm.world"
@@ -281,7 +282,7 @@ static int comm_free(lua_State *L)
     if (!lc->impl)
         return 0;
     gcsh_graph_refuse_now(L, "c:free()", "free it after the capture");
-    gcsh_graph_check_unused(L, lc, "c:free()");
+    gcsh_users_refuse(L, lc, "c:free()");
     if (lc->registered > 0)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
                              "free them first", lc->registered);

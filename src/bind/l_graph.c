@@ -24,12 +24,12 @@
 #include <lauxlib.h>
 
 #include "bind/graph.h"
+#include "bind/users.h"
 #include "core/gcsh.h"
 #include "core/graph.h"
 #include "trace/trace.h"
 #include "wire/collcheck.h"
 
-#define GRAPHS_KEY "gcsh.graph.live"   /* registry: weak-keyed {graph = true} */
 #define USES_KEY "gcsh.graph.capture"  /* registry: the uses of the capture running */
 #define COUNT_KEY "gcsh.graph.count"   /* registry: graphs made on this rank */
 
@@ -75,24 +75,39 @@ static const char *graph_name(lua_State *L, const lgraph *g)
     return lua_pushfstring(L, "graph #%I (captured at %s)", g->id, g->where);
 }
 
-void gcsh_graph_check_unused(lua_State *L, const void *resource, const char *what)
+/* A live graph is a user of every resource it captured (users.h): their
+ * free is refused while it lives; it never needs one to itself. */
+static int graph_refuses(lua_State *L, int idx, const char *what, int exclusive)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, GRAPHS_KEY) != LUA_TTABLE) {
+    const lgraph *g = lua_touserdata(L, idx);
+    if (exclusive || !g->impl)
+        return 0;
+    lua_pushfstring(L, "%s: %s uses it (a replay would touch freed memory); g:free() the graph "
+                       "first", what, graph_name(L, g));
+    lua_remove(L, -2); /* the name */
+    return 1;
+}
+
+static const gcsh_user_kind graph_user = {graph_refuses};
+
+/* Adds (or, when !add, removes) the graph at idx as a user of every
+ * resource in its uses table (its uservalue). */
+static void use_resources(lua_State *L, int idx, int add)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_getiuservalue(L, idx, 1) != LUA_TTABLE) {
         lua_pop(L, 1);
         return;
     }
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pop(L, 1);
-        lua_getiuservalue(L, -1, 1);
-        lua_pushlightuserdata(L, (void *)resource);
-        int used = lua_rawget(L, -2) != LUA_TNIL;
-        lua_pop(L, 2);
-        if (used) {
-            const lgraph *g = lua_touserdata(L, -1);
-            luaL_error(L, "%s: %s uses it (a replay would touch freed memory); g:free() the "
-                          "graph first", what, graph_name(L, g));
-        }
+        if (lua_type(L, -1) != LUA_TLIGHTUSERDATA)
+            continue;
+        if (add)
+            gcsh_users_add(L, lua_touserdata(L, -1), idx, &graph_user);
+        else
+            gcsh_users_remove(L, lua_touserdata(L, -1), idx);
     }
     lua_pop(L, 1);
 }
@@ -121,18 +136,6 @@ static lgraph *check_open(lua_State *L, int idx)
     return g;
 }
 
-static void set_registry_table(lua_State *L, const char *key, const char *mode)
-{
-    lua_newtable(L);
-    if (mode) {
-        lua_createtable(L, 0, 1);
-        lua_pushstring(L, mode);
-        lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
-    }
-    lua_setfield(L, LUA_REGISTRYINDEX, key);
-}
-
 /* Local: frees the backend's graph and drops what it kept. */
 static void release(lua_State *L, lgraph *g, int idx)
 {
@@ -142,14 +145,9 @@ static void release(lua_State *L, lgraph *g, int idx)
     ctx->be->graph->release(ctx, g->impl);
     g->impl = NULL;
     g->rec = NULL;
+    use_resources(L, idx, 0);
     lua_pushnil(L);
     lua_setiuservalue(L, idx, 1);
-    if (lua_getfield(L, LUA_REGISTRYINDEX, GRAPHS_KEY) == LUA_TTABLE) {
-        lua_pushvalue(L, idx);
-        lua_pushnil(L);
-        lua_rawset(L, -3);
-    }
-    lua_pop(L, 1);
 }
 
 static int graph_free(lua_State *L)
@@ -202,14 +200,7 @@ static int graph_capture(lua_State *L)
     g->id = gcsh_registry_count(L, COUNT_KEY);
     lua_pushvalue(L, 3);
     lua_setiuservalue(L, 2, 1);
-    if (lua_getfield(L, LUA_REGISTRYINDEX, GRAPHS_KEY) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        set_registry_table(L, GRAPHS_KEY, "k");
-        lua_getfield(L, LUA_REGISTRYINDEX, GRAPHS_KEY);
-    }
-    lua_pushvalue(L, 2);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);
+    use_resources(L, 2, 1);
     lua_settop(L, 2);
     return 1;
 }

@@ -66,9 +66,11 @@
 
 #include "bind/comm.h"
 #include "bind/kernel.h"
+#include "bind/users.h"
 #include "bind/opts.h"
 #include "core/kll.h"
 #include "core/kreduce_tune.h"
+#include "wire/faults.h"
 
 /* ---- what the kernels keep in every slice: the LL area, then the sync words ---- */
 
@@ -176,7 +178,7 @@ static void check_scratch(lua_State *L, const gcsh_kargs *a, const char *algo)
     char what[96];
     snprintf(what, sizeof what, "kernel.%s{algo='%s', out=} (it uses the window's LL area as "
                                 "scratch)", a->fname, algo);
-    gcsh_persist_check_unused(L, a->o, what);
+    gcsh_users_refuse_shared(L, a->o, what);
 }
 
 /* A kernel collective: the plan of (coll, algo) over a's region, checked
@@ -674,7 +676,6 @@ static const luaL_Reg funcs[] = {
     {"broadcast", kernel_broadcast},
     {"choose", kernel_choose},
     {"plan", kernel_plan},
-    {"persistent", gcsh_kernel_persistent}, /* l_persist.c */
     {NULL, NULL},
 };
 
@@ -705,7 +706,6 @@ int luaopen_gcsh_kalgos(lua_State *L)
 
 int luaopen_gcsh_kernel(lua_State *L)
 {
-    gcsh_persist_open(L);
     luaL_newlib(L, funcs);
     push_crossovers(L);
     lua_setfield(L, -2, "crossovers");

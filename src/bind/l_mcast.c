@@ -17,6 +17,7 @@
 
 #include "bind/graph.h"
 #include "bind/kernel.h"
+#include "wire/faults.h"
 
 #define MCAST_MT "multicast"
 

@@ -31,8 +31,11 @@
 #include "bind/graph.h"
 #include "bind/kernel.h"
 #include "bind/opts.h"
+#include "bind/persist.h"
+#include "bind/users.h"
 #include "core/kll.h"
 #include "core/kpersist.h"
+#include "wire/faults.h"
 
 #define PERSIST_MT "persistent"
 /* Registry: the rank's persistent handles (weak keys), for the window's
@@ -124,26 +127,24 @@ static void for_each_handle(lua_State *L, void (*fn)(lua_State *, lpersist *, co
     lua_pop(L, 1);
 }
 
-typedef struct unused_arg {
-    const gcsh_symobj *o;
-    const char *what;
-} unused_arg;
-
-static void refuse_if_uses(lua_State *L, lpersist *p, const void *arg)
+/* A running resident is a user of its window (users.h): the window's
+ * free is refused, and so is anything that needs the window to itself
+ * (another resident, a kernel's out= on its LL area). */
+static int persist_refuses(lua_State *L, int idx, const char *what, int exclusive)
 {
-    const unused_arg *u = arg;
+    (void)exclusive;
+    const lpersist *p = lua_touserdata(L, idx);
     gcsh_persist_state s;
     state_of(L, p, &s);
-    if (p->o == u->o && s.running)
-        luaL_error(L, "%s: %s runs on it (its resident reads and writes the window); "
-                      "p:stop() it first", u->what, persist_name(L, p));
+    if (!p->impl || !s.running)
+        return 0;
+    lua_pushfstring(L, "%s: %s runs on it (its resident reads and writes the window); "
+                       "p:stop() it first", what, persist_name(L, p));
+    lua_remove(L, -2); /* the name */
+    return 1;
 }
 
-void gcsh_persist_check_unused(lua_State *L, const gcsh_symobj *o, const char *what)
-{
-    unused_arg u = {o, what};
-    for_each_handle(L, refuse_if_uses, &u);
-}
+static const gcsh_user_kind persist_user = {persist_refuses};
 
 static void stop_now(lua_State *L, lpersist *p, const void *arg)
 {
@@ -156,7 +157,10 @@ void gcsh_persist_stop_all(lua_State *L)
     for_each_handle(L, stop_now, NULL);
 }
 
-void gcsh_persist_drain(lua_State *L)
+/* The touch hook (users.h): host reads and writes of memory wait for the
+ * rank's residents (the backend's drain; none where its stream orders
+ * them). */
+static void persist_drain(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     const gcsh_persist_ops *ops = ctx->be ? ctx->be->persist : NULL;
@@ -213,7 +217,7 @@ static gcsh_comm_check *enter_start_check(lua_State *L, const lpersist *p)
     return cc;
 }
 
-int gcsh_kernel_persistent(lua_State *L)
+static int kernel_persistent(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_symobj *o = gcsh_karg_comm_window(L, 1, "persistent", "c:allreduce");
@@ -221,7 +225,7 @@ int gcsh_kernel_persistent(lua_State *L)
         return luaL_error(L, "persistent: not available on the %s backend", ctx->be->name);
     gcsh_graph_refuse_now(L, "kernel.persistent", "start it before the capture");
     /* one resident a window: two would run calls on its LL area at once */
-    gcsh_persist_check_unused(L, o, "kernel.persistent");
+    gcsh_users_refuse_shared(L, o, "kernel.persistent");
     lua_settop(L, 2);
     lpersist *p = lua_newuserdatauv(L, sizeof *p, 1);
     memset(p, 0, sizeof *p);
@@ -242,6 +246,7 @@ int gcsh_kernel_persistent(lua_State *L)
     gcsh_check_leave(L, cc, ctx->be->persist->start(ctx, o->impl, &o->desc, &a, &p->impl));
     p->number = gcsh_registry_count(L, COUNT_KEY);
     remember(L, h);
+    gcsh_users_add(L, o, h, &persist_user);
     lua_settop(L, h);
     return 1;
 }
@@ -331,11 +336,13 @@ static int persist_stop(lua_State *L)
     return 0;
 }
 
-static void release(lua_State *L, lpersist *p)
+/* p is the handle at idx. */
+static void release(lua_State *L, lpersist *p, int idx)
 {
     if (p->impl) {
         persist_ops(L)->release(gcsh_ctx_of(L), p->impl);
         p->impl = NULL;
+        gcsh_users_remove(L, p->o, idx);
     }
 }
 
@@ -353,7 +360,7 @@ static int persist_free(lua_State *L)
     int lost = persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->o->comm->chk.aborted;
     char why[sizeof ctx->err];
     snprintf(why, sizeof why, "%s", ctx->err);
-    release(L, p);
+    release(L, p, 1);
     if (lost) {
         snprintf(ctx->err, sizeof ctx->err, "%s", why);
         return gcsh_raise(L, ctx);
@@ -363,7 +370,7 @@ static int persist_free(lua_State *L)
 
 static int persist_gc(lua_State *L)
 {
-    release(L, luaL_checkudata(L, 1, PERSIST_MT));
+    release(L, luaL_checkudata(L, 1, PERSIST_MT), 1);
     return 0;
 }
 
@@ -449,7 +456,15 @@ static const luaL_Reg metameth[] = {
     {NULL, NULL},
 };
 
-void gcsh_persist_open(lua_State *L)
+int luaopen_gcsh_persistent(lua_State *L)
 {
     gcsh_new_type(L, PERSIST_MT, meth, metameth, persist_index);
+    gcsh_users_on_touch(L, persist_drain);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, "kernel") == LUA_TTABLE) {
+        lua_pushcfunction(L, kernel_persistent);
+        lua_setfield(L, -2, "persistent");
+    }
+    lua_pop(L, 2);
+    return 0;
 }

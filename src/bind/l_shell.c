@@ -303,8 +303,9 @@ const void *gcsh_exit_token(void)
     return &exit_token;
 }
 
-/* Set by os.exit: every Lua instruction raises the token again, so a pcall
- * in the user's code cannot keep the chunk going. */
+/* Armed by os.exit (its part of the rank's hook, core/luahook.h): every Lua
+ * instruction raises the token again, so a pcall in the user's code cannot
+ * keep the chunk going. */
 static void exit_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -323,10 +324,9 @@ static int shell_exit(lua_State *L)
     luaL_argcheck(L, code >= 0 && code <= 255, 1, "status must be 0..255");
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     ctx->exit_code = code;
-    int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
-    lua_sethook(ctx->L, exit_hook, mask, 1);
-    if (L != ctx->L) /* a coroutine: its resumer must stop too */
-        lua_sethook(L, exit_hook, mask, 1);
+    /* on the rank's state and, in a coroutine, on it too: its resumer
+     * must stop as well */
+    gcsh_luahook_arm(L, GCSH_LUAHOOK_EXIT, exit_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT);
     lua_pushlightuserdata(L, (void *)&exit_token);
     return lua_error(L);
 }

@@ -14,4 +14,8 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap);
  * t:rand()'s default seed from n and the rank. */
 void gcsh_shell_seed(lua_State *L, long long n);
 
+/* The error object os.exit raises to end the chunk: the worker's error
+ * handler passes it through without a traceback. */
+const void *gcsh_exit_token(void);
+
 #endif

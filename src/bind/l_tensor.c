@@ -23,8 +23,9 @@
 
 #include "core/elementwise.h"
 #include "bind/graph.h"
-#include "bind/kernel.h"
 #include "bind/tensor.h"
+#include "bind/users.h"
+#include "wire/faults.h"
 
 /* Largest element size (f64, i64): room for one element on the stack. */
 #define MAX_ELEM_SIZE 8
@@ -389,7 +390,7 @@ static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
     size_t size = gcsh_dtype_size(t->dtype);
     const char *src = (const char *)gcsh_tensor_data(t) + i * size;
     if (on_host(t)) {
-        gcsh_persist_drain(L); /* the host's stream order (kernel.h) */
+        gcsh_users_touch(L); /* the host's stream order (users.h) */
         memcpy(out, src, size);
         return;
     }
@@ -423,7 +424,7 @@ static void reader_open(lua_State *L, reader *r, const gcsh_tensor *t)
     r->t = t;
     r->size = gcsh_dtype_size(t->dtype);
     if (on_host(t)) {
-        gcsh_persist_drain(L);
+        gcsh_users_touch(L);
         r->stage = NULL;
         r->chunk = t->n ? t->n : 1;
     } else {
@@ -624,7 +625,7 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
     size_t size = gcsh_dtype_size(t->dtype);
     char *dst = (char *)gcsh_tensor_data(t) + i * size;
     if (on_host(t)) {
-        gcsh_persist_drain(L);
+        gcsh_users_touch(L);
         memcpy(dst, elem, size);
         return;
     }
@@ -686,7 +687,7 @@ static int tensor_free(lua_State *L)
     gcsh_tensor *t = luaL_checkudata(L, 1, GCSH_TENSOR_MT);
     /* the memory goes now, or with this last reference: not under a graph */
     if (t->st && t->st->base && (t->owns_memory || (t->st->refs == 1 && t->st->release)))
-        gcsh_graph_check_unused(L, t->st, "t:free()");
+        gcsh_users_refuse(L, t->st, "t:free()");
     release_handle(L, t, 1);
     return 0;
 }

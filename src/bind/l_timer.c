@@ -17,6 +17,7 @@
 
 #include "bind/graph.h"
 #include "core/gcsh.h"
+#include "wire/faults.h"
 
 #define TIMER_MT "timer"
 

@@ -48,7 +48,9 @@
 #include "wire/out.h"
 #include "bind/graph.h"
 #include "bind/opts.h"
+#include "bind/users.h"
 #include "bind/xfer.h"
+#include "wire/faults.h"
 
 #define XFER_MT "xfer"
 /* A sanity bound on putv descriptors: far above any real scatter list. */
@@ -681,7 +683,7 @@ static int xfer_cancel(lua_State *L)
     lxfer *x = check_xfer(L);
     if (x->cancelled)
         return 0;
-    gcsh_graph_check_unused(L, x, "x:cancel()");
+    gcsh_users_refuse(L, x, "x:cancel()");
     if (in_flight(L, x))
         return luaL_error(L, "cancel: the transfer is in flight (wait for it first: "
                              "x:wait{cpu=true})");

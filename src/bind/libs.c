@@ -3,6 +3,8 @@
 #include <lualib.h>
 
 #include "bind/graph.h"
+#include "bind/libs.h"
+#include "bind/persist.h"
 #include "core/gcsh.h"
 
 /* Copies every field of the table that open() returns into the global gcsh
@@ -37,6 +39,7 @@ void gcsh_open_libs(lua_State *L)
     lua_pop(L, 1);
     luaL_requiref(L, "kernel", luaopen_gcsh_kernel, 1);
     lua_pop(L, 1);
+    luaopen_gcsh_persistent(L); /* after kernel: adds kernel.persistent */
     luaL_requiref(L, "gcsh.kalgos", luaopen_gcsh_kalgos, 0);
     lua_pop(L, 1);
     luaopen_gcsh_window(L);

@@ -14,6 +14,7 @@
 #include "bind/kernel.h"
 #include "bind/opts.h"
 #include "bind/symmem.h"
+#include "bind/users.h"
 
 #define REGISTRY_KEY "gcsh.symmem"
 #define REGISTRY_MT "gcsh.symmem.registry"
@@ -515,13 +516,14 @@ int gcsh_sym_stage_failed(lua_State *L, gcsh_comm_check *cc, int aborted)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (ctx->fatal) /* a sticky CUDA error in this rank's stage: every rank exits */
-        gcsh_check_fatal(L, ctx);
+        gcsh_fatal(L, ctx);
     if (aborted) /* marks cc aborted and tells rank 0, which passes it on */
         gcsh_check_leave(L, cc, -1);
-    /* after an interrupt the stop hook would replace this message by
-     * "interrupted!" when the error handler runs: this one says more */
+    /* after an interrupt the stop part of the rank's hook would replace
+     * this message by "interrupted!" when the error handler runs: this one
+     * says more (core/luahook.h) */
     if (atomic_load(&ctx->interrupt))
-        lua_sethook(L, NULL, 0, 0);
+        gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_STOP);
     return luaL_error(L, "%s", ctx->err);
 }
 
@@ -646,8 +648,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
     char what[24];
     snprintf(what, sizeof what, "%c:free()", o->type[0]); /* w:free(), s:free() */
     gcsh_graph_refuse_now(L, what, "free it after the capture");
-    gcsh_graph_check_unused(L, o, what);
-    gcsh_persist_check_unused(L, o, what);
+    gcsh_users_refuse(L, o, what); /* a live graph, a running resident */
     /* Refused everywhere while a transfer uses o; then a barrier, so no rank
      * tears down memory a peer may still read.  Both are collective, so they
      * run inside the check (collcheck.h) that every rank is freeing the same

@@ -11,9 +11,12 @@
 #include <lua.h>
 
 #include "core/backend.h"
+#include "core/luahook.h"
 #include "core/share.h"
 
 #define GCSH_VERSION "0.1.0"
+
+#define GCSH_TOUCH_MAX 4 /* touch hooks a rank may have (bind/users.h) */
 
 /* Exit statuses as `git bisect run` reads them (contract; README "Exit
  * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
@@ -81,6 +84,15 @@ struct gcsh_ctx {
      * only the operation in progress, on a communicator that another rank
      * aborted (collcheck.h); the operation's end clears it. */
     atomic_int interrupt;
+    /* The Lua debug hook's one owner (luahook.h): os.exit, the interrupt
+     * and the line sample arm their parts there, never lua_sethook. */
+    gcsh_luahook luahook;
+    /* What must finish before the host reads or writes memory, registered
+     * by the features above the bindings (bind/users.h: the persistent
+     * all-reduce's drain).  Here, not in Lua's registry: every host read of
+     * a tensor element runs them. */
+    void (*touch[GCSH_TOUCH_MAX])(lua_State *L);
+    int ntouch;
     /* Collective checks, whereabouts and aborts (collcheck.h); NULL in a bare
      * state (C tests), where checks are off. */
     gcsh_check *check;
@@ -91,7 +103,7 @@ struct gcsh_ctx {
      * closes, before MPI_Finalize. */
     gcsh_orphans *orphans;
     /* Set by a backend that met an error the process cannot recover from (a
-     * sticky CUDA error): gcsh_raise then ends every rank (collcheck.h). */
+     * sticky CUDA error): gcsh_raise then ends every rank (wire/faults.h). */
     int fatal;
     /* gcsh.debug.inject("oom"): the backend's next tensor allocation fails
      * (each backend fails it its own real way, then clears this). */
@@ -174,14 +186,6 @@ char *gcsh_format_ranks_where(int n, int (*keep)(const void *arg, int r), const 
 /* keep for gcsh_format_ranks_where: arg is a per-rank char mask. */
 int gcsh_rank_in_mask(const void *mask, int r);
 
-/* The error object os.exit raises to end the chunk (l_shell.c): the
- * worker's error handler passes it through without a traceback. */
-const void *gcsh_exit_token(void);
-
-/* Raises ctx->err as a Lua error (never returns); after an unrecoverable
- * fault (ctx->fatal) it ends every rank instead (collcheck.c). */
-int gcsh_raise(lua_State *L, gcsh_ctx *ctx);
-
 /* Creates the metatable of a Lua type (lua.c/liolib.c style): metamethods
  * from metameth, methods from meth.  __index is the method table itself, or,
  * when index is given, the closure index(methods as upvalue 1) for types
@@ -219,36 +223,5 @@ static inline void gcsh_set_integer(lua_State *L, const char *key, lua_Integer v
     lua_setfield(L, -2, key);
 }
 
-/* Opens every gcsh library (tensor, comm, ...) into L: one luaopen per type. */
-void gcsh_open_libs(lua_State *L);
-
-/* One luaopen per Lua type, each in src/bind/l_<type>.c. */
-int luaopen_gcsh_tensor(lua_State *L);
-/* The dtype facts (dtype.c's one list), for the Lua modules: returns
- * {f32 = {size=4, float=true, bits=24, rtol=1e-5}, ...}, which
- * gcsh_open_libs puts in package.loaded as "gcsh.dtypes", l_tensor.c. */
-int luaopen_gcsh_dtypes(lua_State *L);
-int luaopen_gcsh_comm(lua_State *L);
-/* Register the "window" and "signals" metatables (made by comm methods). */
-int luaopen_gcsh_window(lua_State *L);
-int luaopen_gcsh_signals(lua_State *L);
-/* The "winstage" type (a window's registration stage by stage, step.window's
- * C half): returns {new=}, which gcsh_open_libs puts in package.loaded as
- * "gcsh.winstage" (no global), l_winstage.c. */
-int luaopen_gcsh_winstage(lua_State *L);
-/* The kernel library (reduce kernels), l_kernel.c. */
-int luaopen_gcsh_kernel(lua_State *L);
-/* The kernel collectives' algorithm names (core/kplan.c's one list):
- * {takes = {allreduce = {"auto", "oneshot", ...}, ...}, planned = {oneshot =
- * true, ...}}, which gcsh_open_libs puts in package.loaded as
- * "gcsh.kalgos", l_kernel.c. */
-int luaopen_gcsh_kalgos(lua_State *L);
-/* Registers the "multicast" metatable and adds w:multicast() to the window
- * type's methods (after luaopen_gcsh_window), l_mcast.c. */
-int luaopen_gcsh_multicast(lua_State *L);
-/* Registers the "xfer" metatable (handles made by w:put, w:get, w:putv). */
-int luaopen_gcsh_xfer(lua_State *L);
-/* Returns {timer=, wtime=, sync=}, which gcsh_open_libs puts into `gcsh`. */
-int luaopen_gcsh_timer(lua_State *L);
 
 #endif

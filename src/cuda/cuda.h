@@ -72,11 +72,14 @@ typedef struct cuda_state {
      * the next release or allocation after the capture (cuda_mem.c). */
     void **held;
     int nheld, cap_held;
-    /* Persistent all-reduces (cuda_persist.c): the running ones, and
-     * whether one was rung since the rank's stream last waited for them
-     * (cuda_enter then makes the stream wait before anything else). */
+    /* Persistent all-reduces (cuda_persist.c): the running ones. */
     gcsh_persist_impl *resident;
-    int persist_owed;
+    /* What the next entry owes the work of a layer above this state (a
+     * ring of a persistent all-reduce since the rank's stream last waited
+     * for it): cuda_enter runs the hook before anything else, and the hook
+     * clears it.  A hook, so that the entry (cuda_util.c) never names the
+     * features above it. */
+    int (*enter_owed)(gcsh_ctx *ctx, struct cuda_state *st);
     /* Work may have gone onto the rank's stream since it was last seen
      * idle (cuda_enter sets it, a wait or a query that finds the stream
      * idle clears it): a ring stores its entry's last pair from the host,
@@ -115,9 +118,11 @@ struct gcsh_comm_impl {
     /* NCCL offers symmetric memory on it (windows of kind "nccl"), as
      * NCCL itself answered when it was made (cuda_comm.c). */
     int symmetric;
-    /* The persistent all-reduces running over its windows: an abort of c
-     * stops them (cuda_persist.c). */
+    /* The persistent all-reduces running over its windows, and what an
+     * abort of c runs first (cuda_persist.c registers it with the first:
+     * it stops them, as their calls would wait for peers that stopped). */
     gcsh_persist_impl *resident;
+    void (*on_abort)(gcsh_comm_impl *c);
 };
 
 /* ---- GPU choice and sharing (cuda_share.c) ---- */
@@ -166,7 +171,7 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
 
 /* The rank's state with its device made current on the calling thread, or
  * NULL with ctx->err set.  Work enqueued after it runs after the calls of
- * the rank's persistent all-reduces rung so far (cuda_persist_order). */
+ * the rank's persistent all-reduces rung so far (st->enter_owed). */
 cuda_state *cuda_enter(gcsh_ctx *ctx);
 /* cuda_enter for an entry that puts nothing on the rank's stream that a
  * later ring must follow (the stream stays "clean": stream_dirty). */
@@ -181,11 +186,6 @@ cuda_state *cuda_enter_device(gcsh_ctx *ctx);
  * other than EAGER by the user; cuda_backend.c sets EAGER otherwise). */
 int gcsh_cuda_lazy_loading(void);
 
-/* Makes the rank's stream wait for every call rung so far (a stream wait
- * on each resident's completion word); 0, or -1 with ctx->err. */
-int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st);
-/* c is being aborted: its residents stop (no waiting). */
-void cuda_persist_comm_aborted(gcsh_comm_impl *c);
 /* At the end of the state: the doorbells' memory, unless a resident that
  * would not end still holds one (the process's end takes it then). */
 void cuda_persist_free_bells(cuda_state *st);

@@ -25,8 +25,8 @@
 #include <mpi.h>
 
 #include "core/orphans.h"
-#include "core/checks.h"
 #include "core/elementwise.h"
+#include "core/mpi_try.h"
 #include "cuda/cuda.h"
 #include "initkern.h"
 
@@ -118,12 +118,12 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
     c->comm = comm;
     c->mpi = mpi;
     /* an MPI error is a Lua error */
-    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_set_errhandler,
+    GCSH_MPI_TRY_GOTO(ctx, "communicator: ", fail, MPI_Comm_set_errhandler,
                         (mpi, MPI_ERRORS_RETURN));
     NCCL_TRY(ctx, comm, ncclCommUserRank(comm, &c->rank));
     NCCL_TRY(ctx, comm, ncclCommCount(comm, &c->size));
-    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_rank, (mpi, &mpi_rank));
-    GCSH_MPI_CHECK_GOTO(ctx, "communicator: ", fail, MPI_Comm_size, (mpi, &mpi_size));
+    GCSH_MPI_TRY_GOTO(ctx, "communicator: ", fail, MPI_Comm_rank, (mpi, &mpi_rank));
+    GCSH_MPI_TRY_GOTO(ctx, "communicator: ", fail, MPI_Comm_size, (mpi, &mpi_size));
     if (mpi_rank != c->rank || mpi_size != c->size) {
         gcsh_set_error(ctx, "communicator: NCCL rank %d of %d but MPI rank %d of %d", c->rank,
                        c->size, mpi_rank, mpi_size);
@@ -157,14 +157,14 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
         return -1;
     if (ctx->rank == 0)
         msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
-    GCSH_MPI_CHECK(ctx, "comm.world: ", MPI_Bcast, (&msg, sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD));
+    GCSH_MPI_TRY(ctx, "comm.world: ", MPI_Bcast, (&msg, sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD));
     if (!msg.ok)
         return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
                               ncclGetLastError(NULL));
     ncclConfig_t config = nonblocking_config();
     NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
     MPI_Comm mpi = MPI_COMM_NULL;
-    GCSH_MPI_CHECK_GOTO(ctx, "comm.world: ", dup_failed, MPI_Comm_dup, (MPI_COMM_WORLD, &mpi));
+    GCSH_MPI_TRY_GOTO(ctx, "comm.world: ", dup_failed, MPI_Comm_dup, (MPI_COMM_WORLD, &mpi));
     if (wrap(ctx, comm, mpi, out) != 0)
         return -1;
     cuda_state *st = ctx->be_state;
@@ -188,7 +188,7 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     if (!comm_enter(ctx, parent))
         return -1;
     ncclConfig_t config = nonblocking_config();
-    GCSH_MPI_CHECK(ctx, "split: ", MPI_Comm_split,
+    GCSH_MPI_TRY(ctx, "split: ", MPI_Comm_split,
                    (parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi));
     NCCL_TRY(ctx, parent->comm,
              ncclCommSplit(parent->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
@@ -553,7 +553,7 @@ static int cuda_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
 {
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    GCSH_MPI_CHECK(ctx, "agree: ", MPI_Allgather,
+    GCSH_MPI_TRY(ctx, "agree: ", MPI_Allgather,
                    (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->mpi));
     return 0;
 }

@@ -12,8 +12,8 @@
  *     otherwise the stream stores it (cuStreamWriteValue64), after that
  *     work;
  *   - work queued after a ring must run after its call: the ring only
- *     notes that the stream owes a wait (persist_owed), and the next entry
- *     of the backend that may queue work (cuda_enter) first makes the
+ *     notes that the stream owes a wait (st->enter_owed, a hook), and the
+ *     next entry of the backend that may queue work (cuda_enter) first makes the
  *     stream wait for the completion word (cuStreamWaitValue64, >= the
  *     calls rung).  So rings back to back cost no stream operation at all,
  *     and a host read (a copy on the stream, then a wait) sees the result.
@@ -23,7 +23,7 @@
  * An interrupt of such a wait stops the resident (stop word, and the
  * cancel generation bumped, which ends a wait in flight), and aborts its
  * communicator, which the checks pass on to every rank; an abort stops the
- * residents on that communicator (cuda_persist_comm_aborted).  An ended
+ * residents on that communicator (comm_aborted, its on_abort hook).  An ended
  * kernel sets GCSH_PERSIST_ENDED in its completion word, which releases
  * every wait for it, on the host and on the stream.
  *
@@ -190,7 +190,8 @@ static void ask_stop(gcsh_persist_impl *p, const char *why, int cancel)
         cuda_cancel_waits(p->st);
 }
 
-void cuda_persist_comm_aborted(gcsh_comm_impl *c)
+/* c is being aborted (its on_abort): its residents stop, without waiting. */
+static void comm_aborted(gcsh_comm_impl *c)
 {
     for (gcsh_persist_impl *p = c->resident; p; p = p->comm_next)
         ask_stop(p, "its communicator was aborted (an interrupt, .abort, or a failed collective "
@@ -280,6 +281,7 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     st->resident = p;
     p->comm_next = a->comm->resident;
     a->comm->resident = p;
+    a->comm->on_abort = comm_aborted;
     *out = p;
     return 0;
 fail:
@@ -338,6 +340,8 @@ fail:
     return -1;
 }
 
+static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
+
 static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)
 {
     cuda_state *st = cuda_enter_device(ctx);
@@ -357,15 +361,18 @@ static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
         return -1;
     p->rung = r + 1;
     p->owed = 1;
-    st->persist_owed = 1;
+    st->enter_owed = order_after_rings;
     /* its communicator has work in flight: an interrupted wait for the
      * stream aborts it (cuda_wait), which stops the resident everywhere */
     return cuda_mark_busy(ctx, st, p->comm);
 }
 
-int cuda_persist_order(gcsh_ctx *ctx, cuda_state *st)
+/* The entry's hook after a ring (st->enter_owed): makes the rank's stream
+ * wait for every call rung so far (a stream wait on each resident's
+ * completion word); 0, or -1 with ctx->err. */
+static int order_after_rings(gcsh_ctx *ctx, cuda_state *st)
 {
-    st->persist_owed = 0;
+    st->enter_owed = NULL;
     for (gcsh_persist_impl *p = st->resident; p; p = p->next) {
         if (!p->owed)
             continue;

@@ -56,7 +56,7 @@ cuda_state *cuda_enter(gcsh_ctx *ctx)
 cuda_state *cuda_enter_clean(gcsh_ctx *ctx)
 {
     cuda_state *st = cuda_enter_device(ctx);
-    if (st && st->persist_owed && cuda_persist_order(ctx, st) != 0)
+    if (st && st->enter_owed && st->enter_owed(ctx, st) != 0)
         return NULL;
     return st;
 }
@@ -106,7 +106,8 @@ void cuda_comm_lost(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
-    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
+    if (c->on_abort)
+        c->on_abort(c);
     if (c->coll)
         ncclCommAbort(c->coll);
     c->aborted = 1;
@@ -116,7 +117,8 @@ void cuda_abort_comm(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
-    cuda_persist_comm_aborted(c); /* their calls would wait for peers that stopped */
+    if (c->on_abort)
+        c->on_abort(c);
     if (c->coll)
         ncclCommAbort(c->coll);
     ncclCommAbort(c->comm);

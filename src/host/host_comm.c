@@ -36,7 +36,7 @@
 
 #include <mpi.h>
 
-#include "core/checks.h"
+#include "core/mpi_try.h"
 #include "core/gcsh.h"
 #include "core/orphans.h"
 #include "host/host.h"
@@ -128,11 +128,11 @@ int gcsh_host_comm_init(gcsh_ctx *ctx, gcsh_host_state *hs)
         for (int o = 0; o < NHALF_OPS; o++)
             s->half_op[h][o] = MPI_OP_NULL;
     s->max_count = max_count_setting();
-    GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Type_contiguous, (2, MPI_BYTE, &s->half));
-    GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Type_commit, (&s->half));
+    GCSH_MPI_TRY_GOTO(ctx, "", fail, MPI_Type_contiguous, (2, MPI_BYTE, &s->half));
+    GCSH_MPI_TRY_GOTO(ctx, "", fail, MPI_Type_commit, (&s->half));
     for (int h = 0; h < NHALF; h++)
         for (int o = 0; o < NHALF_OPS; o++)
-            GCSH_MPI_CHECK_GOTO(ctx, "", fail, MPI_Op_create,
+            GCSH_MPI_TRY_GOTO(ctx, "", fail, MPI_Op_create,
                                 (half_fns[h][o], 1, &s->half_op[h][o]));
     hs->comm = s;
     return 0;
@@ -229,21 +229,21 @@ static int span_make_derived(gcsh_ctx *ctx, const gcsh_host_comm_state *s, MPI_D
     MPI_Datatype block = MPI_DATATYPE_NULL, blocks = MPI_DATATYPE_NULL;
     MPI_Datatype tail = MPI_DATATYPE_NULL, whole = MPI_DATATYPE_NULL;
     int rc = -1;
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)s->max_count, base, &block));
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)q, block, &blocks));
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)s->max_count, base, &block));
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)q, block, &blocks));
     if (r == 0) {
         whole = blocks;
         blocks = MPI_DATATYPE_NULL;
     } else {
-        GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)r, base, &tail));
+        GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_contiguous, ((int)r, base, &tail));
         int lens[2] = {1, 1};
         MPI_Aint disps[2] = {0, (MPI_Aint)(q * s->max_count * esize)};
         MPI_Datatype types[2] = {blocks, tail};
-        GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_create_struct, (2, lens, disps, types, &whole));
+        GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_create_struct, (2, lens, disps, types, &whole));
     }
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_create_resized,
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_create_resized,
                   (whole, 0, (MPI_Aint)(count * esize), out));
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Type_commit, (out));
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Type_commit, (out));
     rc = 0;
 done:
     if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
@@ -392,7 +392,7 @@ static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const ch
 #define POST_AND_WAIT(ctx, c, f, fn, args)                                         \
     do {                                                                           \
         MPI_Request req;                                                           \
-        GCSH_MPI_CHECK(ctx, "", fn, args);                                         \
+        GCSH_MPI_TRY(ctx, "", fn, args);                                         \
         if (wait_for(ctx, c, &req, #fn, f) != 0)                                   \
             return -1;                                                             \
     } while (0)
@@ -413,7 +413,7 @@ static int wait_for(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Request *req, const ch
         in_.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;                       \
         int span_rc = -1;                                                          \
         MPI_Request req;                                                           \
-        GCSH_MPI_CHECK_GOTO(ctx, "", span_done, fn, args);                         \
+        GCSH_MPI_TRY_GOTO(ctx, "", span_done, fn, args);                         \
         if (wait_status(ctx, c, &req, #fn, &in_, coll, MPI_STATUS_IGNORE) != 0) {  \
             if (c->broken)                                                         \
                 sp.derived = 0; /* the orphan list owns it now */                  \
@@ -450,7 +450,7 @@ static int adopt(gcsh_ctx *ctx, MPI_Comm comm, gcsh_comm_impl **out)
 static int host_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
 {
     MPI_Comm comm;
-    GCSH_MPI_CHECK(ctx, "", MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
+    GCSH_MPI_TRY(ctx, "", MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
     return adopt(ctx, comm, out);
 }
 
@@ -462,7 +462,7 @@ static int host_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
     if (usable(ctx, parent) != 0)
         return -1;
     MPI_Comm comm;
-    GCSH_MPI_CHECK(ctx, "", MPI_Comm_split,
+    GCSH_MPI_TRY(ctx, "", MPI_Comm_split,
                    (parent->comm, color < 0 ? MPI_UNDEFINED : color, key, &comm));
     if (comm == MPI_COMM_NULL)
         return 0;
@@ -681,7 +681,7 @@ static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     MPI_Status status;
     inflight f = touching(buf, count * gcsh_dtype_size(dt), NULL, 0);
     f.type = sp.derived ? sp.type : MPI_DATATYPE_NULL;
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Irecv,
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Irecv,
                         (buf, sp.n, sp.type, peer, P2P_TAG, c->comm, &req));
     int waited = wait_status(ctx, c, &req, "MPI_Irecv", &f, WAIT_RECEIVE, &status);
     if (waited != 0) {
@@ -690,7 +690,7 @@ static int host_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
         goto done;
     }
     /* a longer message fails with MPI_ERR_TRUNCATE; a shorter one must fail too */
-    GCSH_MPI_CHECK_GOTO(ctx, "", done, MPI_Get_count, (&status, sp.type, &got));
+    GCSH_MPI_TRY_GOTO(ctx, "", done, MPI_Get_count, (&status, sp.type, &got));
     if (got != sp.n) {
         gcsh_set_error(ctx, "recv: peer %d sent fewer than the %zu elements expected", peer, count);
         goto done;
@@ -734,7 +734,7 @@ static int host_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
 {
     if (bytes > INT_MAX)
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
-    GCSH_MPI_CHECK(ctx, "", MPI_Allgather,
+    GCSH_MPI_TRY(ctx, "", MPI_Allgather,
              (mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c->comm));
     return 0;
 }

@@ -26,7 +26,7 @@
 
 #include <mpi.h>
 
-#include "core/checks.h"
+#include "core/mpi_try.h"
 #include "core/gcsh.h"
 #include "core/orphans.h"
 #include "host/host.h"
@@ -128,13 +128,13 @@ static int host_create_begin(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
 static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     int comm_rank;
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Comm_rank, (comm, &comm_rank));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Comm_split,
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Comm_rank, (comm, &comm_rank));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Comm_split,
                         (comm, ctx->node, comm_rank, &w->team));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Comm_set_errhandler,
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Comm_set_errhandler,
                         (w->team, MPI_ERRORS_RETURN));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Comm_size, (w->team, &desc->team_size));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Comm_rank, (w->team, &desc->team_rank));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Comm_size, (w->team, &desc->team_size));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Comm_rank, (w->team, &desc->team_rank));
     desc->team = calloc((size_t)desc->team_size, sizeof *desc->team);
     desc->peer = calloc((size_t)desc->team_size, sizeof *desc->peer);
     int *index = calloc((size_t)desc->team_size, sizeof *index);
@@ -148,9 +148,9 @@ static int make_team(gcsh_ctx *ctx, MPI_Comm comm, gcsh_window_impl *w, gcsh_win
      * an MPI_Allgather over the team would be one more collective */
     for (int i = 0; i < desc->team_size; i++)
         index[i] = i;
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", done, MPI_Comm_group, (w->team, &team));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", done, MPI_Comm_group, (comm, &all));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", done, MPI_Group_translate_ranks,
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", done, MPI_Comm_group, (w->team, &team));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", done, MPI_Comm_group, (comm, &all));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", done, MPI_Group_translate_ranks,
                   (team, desc->team_size, index, all, desc->team));
     rc = 0;
 done:
@@ -167,7 +167,7 @@ fail:
 static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     MPI_Info info;
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Info_create, (&info));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Info_create, (&info));
     /* each slice placed by the rank that owns it (its NUMA node), not one
      * block on the first rank's */
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -178,9 +178,9 @@ static int allocate_segment(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
         gcsh_mpi_failed(ctx, "host window: ", "MPI_Win_allocate_shared", rc, __FILE__, __LINE__);
         goto fail;
     }
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Win_set_errhandler,
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Win_set_errhandler,
                         (w->win, MPI_ERRORS_RETURN));
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Win_lock_all, (MPI_MODE_NOCHECK, w->win));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Win_lock_all, (MPI_MODE_NOCHECK, w->win));
     w->locked = 1;
     return 0;
 fail:
@@ -212,14 +212,14 @@ static int stage_peers(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *des
     for (int i = 0; i < desc->team_size; i++) {
         MPI_Aint size;
         int disp;
-        GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Win_shared_query,
+        GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Win_shared_query,
                             (w->win, i, &size, &disp, &desc->peer[i]));
     }
     /* A new window reads as zeros everywhere (signal words start at 0): each
      * rank clears its slice; the status exchange after this stage is the
      * barrier that waits until all have. */
     memset(w->mine, 0, desc->alloc_bytes);
-    GCSH_MPI_CHECK_GOTO(ctx, "host window: ", fail, MPI_Win_sync, (w->win));
+    GCSH_MPI_TRY_GOTO(ctx, "host window: ", fail, MPI_Win_sync, (w->win));
     snprintf(desc->handle, sizeof desc->handle,
              "MPI_Win_allocate_shared on node %d (%d of the comm's ranks), segment %p", ctx->node,
              desc->team_size, w->mine);

@@ -9,12 +9,14 @@
 #include <lualib.h>
 #include <mpi.h>
 
-#include "core/checks.h"
+#include "core/mpi_try.h"
 #include "core/orphans.h"
 #include "rank/rank.h"
 #include "bind/comm.h"
+#include "bind/libs.h"
 #include "rank/verdict.h"
 #include "bind/kernel.h"
+#include "bind/persist.h"
 #include "bind/symmem.h"
 #include "trace/trace.h"
 #include "core/env.h"
@@ -85,7 +87,7 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
         /* every rank takes the same backend: cuda only where each rank has
          * a GPU (the backend's start is collective over the machine) */
         int here = gcsh_cuda_available(), everywhere = 0;
-        GCSH_MPI_CHECK(ctx, "backend choice: ", MPI_Allreduce,
+        GCSH_MPI_TRY(ctx, "backend choice: ", MPI_Allreduce,
                        (&here, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
         if (everywhere)
             be = &gcsh_cuda_backend;
@@ -93,7 +95,7 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
 #endif
     ctx->be = be;
     int ok = be->init(ctx) == 0, all_ok = 0;
-    GCSH_MPI_CHECK_GOTO(ctx, "backend start: ", fail, MPI_Allreduce,
+    GCSH_MPI_TRY_GOTO(ctx, "backend start: ", fail, MPI_Allreduce,
                         (&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (all_ok)
         return 0;

@@ -129,11 +129,12 @@ static void sigterm_came(gcsh_worker *w)
     kill(getpid(), SIGTERM);
 }
 
-/* As lua.c's lstop: raise an error at the next Lua instruction. */
+/* As lua.c's lstop: raise an error at the next Lua instruction (the
+ * interrupt's part of the rank's hook, core/luahook.h). */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    lua_sethook(L, NULL, 0, 0);
+    gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_STOP);
     luaL_error(L, "interrupted!");
 }
 
@@ -142,7 +143,8 @@ static void interrupt_chunk(gcsh_worker *w, uint32_t seq)
     pthread_mutex_lock(&w->run_lock);
     if (w->running_seq == seq && seq != 0) {
         atomic_store(&w->ctx->interrupt, GCSH_INTERRUPT);
-        lua_sethook(w->ctx->L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+        gcsh_luahook_arm(w->ctx->L, GCSH_LUAHOOK_STOP, stop_hook,
+                         LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT);
     }
     pthread_mutex_unlock(&w->run_lock);
 }
@@ -152,10 +154,10 @@ static void answer_where(gcsh_worker *w)
 {
     pthread_mutex_lock(&w->run_lock);
     int running = w->running_seq != 0;
-    int armed = running && gcsh_check_sample_arm(w->ctx);
+    int armed = running && gcsh_where_sample_arm(w->ctx);
     pthread_mutex_unlock(&w->run_lock);
     char answer[sizeof(uint32_t) + 256];
-    uint32_t waits = (uint32_t)gcsh_check_where(w->ctx, running, armed, answer + sizeof waits,
+    uint32_t waits = (uint32_t)gcsh_where_report(w->ctx, running, armed, answer + sizeof waits,
                                                 sizeof answer - sizeof waits);
     memcpy(answer, &waits, sizeof waits);
     gcsh_capture_send(&w->cap, MSG_WHERE, answer, sizeof waits + strlen(answer + sizeof waits));
@@ -574,7 +576,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
 
     pthread_mutex_lock(&w->run_lock);
     w->running_seq = 0;
-    lua_sethook(w->ctx->L, NULL, 0, 0);
+    gcsh_luahook_disarm(w->ctx->L, GCSH_LUAHOOK_ALL);
     if (atomic_exchange(&w->ctx->interrupt, 0) && CHUNK_STATUS(status) == CHUNK_ERROR)
         status = CHUNK_INTERRUPTED;
     if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */

@@ -14,6 +14,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include "bind/libs.h"
 #include "shell/complete.h"
 #include "shell/lesson.h"
 #include "wire/msg.h"

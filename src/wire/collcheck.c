@@ -1,5 +1,6 @@
-/* Collective checks, whereabouts, aborts and faults: the rank's side.  See
- * collcheck.h; the coordinator's side is collcheck_coord.c. */
+/* Collective checks and aborts: the rank's side.  See collcheck.h; the
+ * coordinator's side is collcheck_coord.c; whereabouts in where.c, faults
+ * in faults.c (their shared state: check_state.h). */
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -14,71 +15,20 @@
 #include <lauxlib.h>
 
 #include "wire/board.h"
+#include "wire/check_state.h"
 #include "wire/collcheck.h"
+#include "wire/faults.h"
+#include "wire/where.h"
 #include "core/graph.h"
 #include "wire/msg.h"
 #include "wire/out.h"
 #include "core/check_hooks.h"
 
-#define SAMPLE_WAIT_MS 100   /* how long a WHERE waits for the Lua line */
 #define VERDICT_POLL_MS 50   /* interrupt latency of a fingerprint wait */
-#define FATAL_GRACE_S 30     /* a fatal rank exits alone if rank 0 never answers */
 /* How long a check waits on the board for the others before it escalates
  * to the coordinator (collcheck.h): ranks that arrive together never need it;
  * a rank that is late by more waits on a socket, costing no CPU. */
 #define BOARD_SPIN_S 2e-3
-/* Communicators other ranks aborted that one command remembers at most
- * before its end (beyond, they are aborted when the command ends). */
-#define DOOMED_MAX 32
-
-struct gcsh_check {
-    int enabled;
-    int fd;                 /* command channel */
-    gcsh_capture *cap;      /* its lock serialises our sends with the output's */
-    uint32_t serial;        /* fingerprints sent */
-    uint64_t worlds;        /* world communicators made so far */
-    gcsh_comm_check *comms; /* live communicators */
-    uint64_t *aborted;      /* ids aborted during this chunk, reported at its end */
-    size_t naborted, cap_aborted;
-    char chunk[64];         /* the running chunk's short source */
-    uint32_t chunk_seq;     /* the running chunk's number (the coordinator's) */
-    gcsh_check_counts counts;
-    char last_op[96];       /* the last operation entered, for fault reports */
-    /* Checked operations publish their fingerprint and are put into words
-     * only when someone asks (a hang report, a fault): a collective pays a
-     * copy, not a format.  *_lazy: op / last_op are still to be made. */
-    gcsh_fingerprint op_fp, last_fp;
-    int op_lazy, last_lazy;
-
-    /* Whereabouts: written by the worker thread, read by the watcher. */
-    pthread_mutex_t lock;
-    pthread_cond_t sampled_cond;
-    int in_op;
-    int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
-    char op[128];
-    double since;
-    int sampled;
-    char line[160];
-    /* The published operation's communicator (a checked one), for aborts
-     * that other ranks send while it runs (gcsh_check_abort_now). */
-    int op_on_comm;
-    uint64_t op_comm;
-    /* Communicators that another rank aborted during this command, and
-     * which rank: the worker aborts them before its next use of any
-     * communicator; peer_from: who aborted the one whose operation
-     * GCSH_INTERRUPT_PEER stopped. */
-    uint64_t doomed[DOOMED_MAX];
-    int doomed_from[DOOMED_MAX];
-    int ndoomed;
-    int peer_from;
-};
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -194,15 +144,6 @@ uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color)
     return h | (1ULL << 63);
 }
 
-const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len)
-{
-    if (cc->id < (1ULL << 63))
-        snprintf(buf, len, "world");
-    else
-        snprintf(buf, len, "comm %06llx", (unsigned long long)(cc->id & 0xffffff));
-    return buf;
-}
-
 static void abort_doomed(gcsh_ctx *ctx);
 
 void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
@@ -289,150 +230,6 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
     }
 }
 
-/* ---- whereabouts ---------------------------------------------------------- */
-
-static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len);
-
-static void publish_op(gcsh_check *k, const char *text, int waits)
-{
-    pthread_mutex_lock(&k->lock);
-    snprintf(k->op, sizeof k->op, "%s", text);
-    snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
-    k->op_lazy = k->last_lazy = 0;
-    k->since = now_seconds();
-    k->in_op = 1;
-    k->op_waits = waits;
-    k->op_on_comm = 0;
-    pthread_mutex_unlock(&k->lock);
-}
-
-/* A checked operation's whereabouts: the fingerprint, in words later. */
-static void publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
-{
-    pthread_mutex_lock(&k->lock);
-    k->op_fp = k->last_fp = *fp;
-    k->op_lazy = k->last_lazy = 1;
-    k->since = now_seconds();
-    k->in_op = 1;
-    k->op_waits = 1;
-    k->op_on_comm = 1;
-    k->op_comm = fp->comm;
-    pthread_mutex_unlock(&k->lock);
-}
-
-/* The published operation in words (the caller holds k->lock). */
-static const char *op_text(gcsh_check *k)
-{
-    if (k->op_lazy) {
-        describe_fp(&k->op_fp, k->op, sizeof k->op);
-        k->op_lazy = 0;
-    }
-    return k->op;
-}
-
-/* The last operation entered, in words, or "none". */
-static const char *last_op_text(gcsh_check *k)
-{
-    if (!k)
-        return "none";
-    pthread_mutex_lock(&k->lock);
-    if (k->last_lazy) {
-        char text[128];
-        describe_fp(&k->last_fp, text, sizeof text);
-        snprintf(k->last_op, sizeof k->last_op, "%.*s", (int)sizeof k->last_op - 1, text);
-        k->last_lazy = 0;
-    }
-    pthread_mutex_unlock(&k->lock);
-    return k->last_op[0] ? k->last_op : "none";
-}
-
-static void unpublish_op(gcsh_check *k)
-{
-    pthread_mutex_lock(&k->lock);
-    k->in_op = 0;
-    pthread_mutex_unlock(&k->lock);
-}
-
-static void where_begin(gcsh_ctx *ctx, int waits, const char *fmt, va_list ap)
-{
-    if (!ctx->check)
-        return;
-    char text[128];
-    vsnprintf(text, sizeof text, fmt, ap);
-    publish_op(ctx->check, text, waits);
-}
-
-void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    where_begin(ctx, 1, fmt, ap);
-    va_end(ap);
-}
-
-void gcsh_where_begin_alone(gcsh_ctx *ctx, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    where_begin(ctx, 0, fmt, ap);
-    va_end(ap);
-}
-
-void gcsh_where_end(gcsh_ctx *ctx)
-{
-    if (ctx->check)
-        unpublish_op(ctx->check);
-}
-
-/* The line of the chunk that is running, the innermost one on the stack
- * (0: the chunk is not on it). */
-static int chunk_line_on_stack(lua_State *L, const gcsh_check *k)
-{
-    lua_Debug d;
-    for (int level = 0; level < 64 && lua_getstack(L, level, &d); level++)
-        if (lua_getinfo(L, "Sl", &d) && strcmp(d.short_src, k->chunk) == 0 && d.currentline > 0)
-            return d.currentline;
-    return 0;
-}
-
-/* The shell's own Lua that a chunk calls through (prelude.lua's wrappers of
- * os.clock and the like): a sample there names the chunk's line instead. */
-static int is_shell_plumbing(const char *src)
-{
-    size_t n = strlen(src), m = strlen("gcsh/prelude.lua");
-    return n >= m && strcmp(src + n - m, "gcsh/prelude.lua") == 0;
-}
-
-/* A one-shot count hook, set by the watcher: records the running line.  It
- * clears itself before it looks at the interrupt flag, so an interrupt hook
- * set meanwhile is either kept or honoured here (worker.c's stop_hook). */
-static void sample_hook(lua_State *L, lua_Debug *ar)
-{
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_check *k = ctx->check;
-    lua_sethook(L, NULL, 0, 0);
-    if (atomic_load(&ctx->interrupt))
-        luaL_error(L, "interrupted!");
-    if (!k || !lua_getinfo(L, "Sl", ar))
-        return;
-    int chunk_line = chunk_line_on_stack(L, k);
-    pthread_mutex_lock(&k->lock);
-    if (strcmp(ar->short_src, k->chunk) == 0 && ar->currentline > 0)
-        snprintf(k->line, sizeof k->line, "running line %d of the chunk", ar->currentline);
-    else if (chunk_line > 0 && is_shell_plumbing(ar->short_src))
-        snprintf(k->line, sizeof k->line, "running line %d of the chunk", chunk_line);
-    else if (chunk_line > 0 && ar->currentline > 0)
-        snprintf(k->line, sizeof k->line, "running line %d of the chunk (in %.60s:%d)",
-                 chunk_line, ar->short_src, ar->currentline);
-    else if (ar->currentline > 0)
-        snprintf(k->line, sizeof k->line, "running %s:%d", ar->short_src, ar->currentline);
-    else
-        snprintf(k->line, sizeof k->line, "running %s", ar->short_src);
-    k->sampled = 1;
-    pthread_cond_signal(&k->sampled_cond);
-    pthread_mutex_unlock(&k->lock);
-}
-
 void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint32_t chunk)
 {
     gcsh_check *k = ctx->check;
@@ -468,62 +265,10 @@ void gcsh_check_chunk_end(gcsh_ctx *ctx)
     if (!k)
         return;
     reap_aborted(ctx, k);
-    unpublish_op(k);
+    gcsh_where_unpublish(k);
     if (k->naborted)
         gcsh_capture_send(k->cap, MSG_ABORTED, k->aborted, k->naborted * sizeof *k->aborted);
     k->naborted = 0;
-}
-
-/* Arms the line sample unless the worker is inside an operation (which says
- * more than a line).  The caller holds the worker's run lock and knows a
- * chunk is running. */
-int gcsh_check_sample_arm(gcsh_ctx *ctx)
-{
-    gcsh_check *k = ctx->check;
-    if (!k)
-        return 0;
-    pthread_mutex_lock(&k->lock);
-    int arm = !k->in_op && !atomic_load(&ctx->interrupt);
-    if (arm) {
-        k->sampled = 0;
-        lua_sethook(ctx->L, sample_hook, LUA_MASKCOUNT, 1);
-    }
-    pthread_mutex_unlock(&k->lock);
-    return arm;
-}
-
-static void deadline_in_ms(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_nsec += (long)ms * 1000000L;
-    ts->tv_sec += ts->tv_nsec / 1000000000L;
-    ts->tv_nsec %= 1000000000L;
-}
-
-int gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len)
-{
-    gcsh_check *k = ctx->check;
-    if (!k || !running) {
-        snprintf(buf, len, "idle");
-        return 0;
-    }
-    pthread_mutex_lock(&k->lock);
-    if (armed) {
-        struct timespec until;
-        deadline_in_ms(&until, SAMPLE_WAIT_MS);
-        while (!k->sampled && !k->in_op &&
-               pthread_cond_timedwait(&k->sampled_cond, &k->lock, &until) == 0) {
-        }
-    }
-    if (k->in_op)
-        snprintf(buf, len, "in %s for %.1f s", op_text(k), now_seconds() - k->since);
-    else if (armed && k->sampled)
-        snprintf(buf, len, "%s", k->line);
-    else
-        snprintf(buf, len, "running C code (no Lua line reached in %d ms)", SAMPLE_WAIT_MS);
-    int waits = k->in_op && k->op_waits;
-    pthread_mutex_unlock(&k->lock);
-    return waits;
 }
 
 /* ---- checked operations ---------------------------------------------------- */
@@ -541,22 +286,6 @@ void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *o
     fp->kind = GCSH_FP_COLLECTIVE;
     fp->comm_rank = cc->rank;
     fp->comm_size = cc->size;
-}
-
-/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1" (the
- * fingerprint names its communicator) */
-static void describe_fp(const gcsh_fingerprint *fp, char *buf, size_t len)
-{
-    char name[32];
-    gcsh_comm_check named = {.id = fp->comm};
-    gcsh_comm_name(&named, name, sizeof name);
-    int world = strcmp(name, "world") == 0;
-    if (fp->kind == GCSH_FP_COLLECTIVE)
-        snprintf(buf, len, "%s #%llu%s%s", fp->op, (unsigned long long)fp->seq,
-                 world ? "" : " on ", world ? "" : name);
-    else
-        snprintf(buf, len, "%s %s %d%s%s", fp->op, fp->kind == GCSH_FP_SEND ? "to" : "from",
-                 fp->root, world ? "" : " on ", world ? "" : name);
 }
 
 static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fingerprint *fp)
@@ -681,7 +410,7 @@ static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
         if (atomic_load(&ctx->interrupt)) {
             gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_FAILED);
             char what[128];
-            describe_fp(fp, what, sizeof what);
+            gcsh_fp_describe(fp, what, sizeof what);
             return gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s",
                                   what);
         }
@@ -712,7 +441,7 @@ static int coordinator_check(gcsh_ctx *ctx, gcsh_check *k, const gcsh_comm_check
                              const gcsh_fingerprint *fp)
 {
     char what[128];
-    describe_fp(fp, what, sizeof what);
+    gcsh_fp_describe(fp, what, sizeof what);
     if (send_fingerprint(k, cc, fp) != 0)
         return gcsh_set_error(ctx, "%s: rank 0 is gone (control channel closed)", what);
     return await_verdict(ctx, k, what);
@@ -748,13 +477,13 @@ int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerpr
     return rc;
 }
 
-/* Raises ctx->err.  After an interrupt, the worker's stop hook is still set
- * and would replace this message by "interrupted!" as soon as the error
- * handler is called: this message says more, so the hook goes. */
+/* Raises ctx->err.  After an interrupt, the stop part of the rank's hook
+ * is still armed and would replace this message by "interrupted!" as soon
+ * as the error handler is called: this message says more, so it goes. */
 static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx)
 {
     if (atomic_load(&ctx->interrupt))
-        lua_sethook(L, NULL, 0, 0);
+        gcsh_luahook_disarm(L, 1u << GCSH_LUAHOOK_STOP);
     luaL_error(L, "%s", ctx->err);
     abort(); /* not reached: luaL_error does not return */
 }
@@ -788,7 +517,7 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
             gcsh_graph_note_check(ctx, cc, cc->impl);
     }
     if (ctx->check)
-        publish_fp(ctx->check, fp);
+        gcsh_where_publish_fp(ctx->check, fp);
 }
 
 static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
@@ -805,7 +534,7 @@ static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, siz
     int expected = GCSH_INTERRUPT_PEER, peer;
     pthread_mutex_lock(&k->lock);
     if (rc != 0) /* words only for an error message */
-        snprintf(what, len, "%s", op_text(k));
+        snprintf(what, len, "%s", gcsh_where_op_text(k));
     k->in_op = 0;
     peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
     *from = k->peer_from;
@@ -838,7 +567,7 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     if (rc == 0)
         return;
     if (ctx->fatal)
-        gcsh_check_fatal(L, ctx);
+        gcsh_fatal(L, ctx);
     int interrupted = atomic_load(&ctx->interrupt);
     if (!interrupted && !peer && !backend_aborted(ctx, cc))
         raise_error(L, ctx);
@@ -868,46 +597,13 @@ int gcsh_check_end_sync(lua_State *L)
     if (!ctx->be || ctx->be->mem->sync(ctx) == 0)
         return 0;
     if (ctx->fatal)
-        gcsh_check_fatal(L, ctx);
+        gcsh_fatal(L, ctx);
     if (k)
         reap_aborted(ctx, k);
     if (atomic_load(&ctx->interrupt))
         gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
                             "communicators with work in flight are aborted on every rank "
                             "(comm.world() makes a fresh one)",
-                       last_op_text(k));
+                       gcsh_where_last_op(k));
     raise_error(L, ctx);
-}
-
-/* ---- faults ------------------------------------------------------------------ */
-
-/* Lives here, not with the small helpers: an unrecoverable fault ends every
- * rank through the coordinator, which is this file's business. */
-int gcsh_raise(lua_State *L, gcsh_ctx *ctx)
-{
-    if (ctx->fatal)
-        gcsh_check_fatal(L, ctx);
-    return luaL_error(L, "%s", ctx->err[0] ? ctx->err : "backend error");
-}
-
-_Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx)
-{
-    gcsh_check *k = ctx->check;
-    char text[1536];
-    luaL_where(L, 1);
-    snprintf(text, sizeof text,
-             "gcsh: rank %d: unrecoverable fault at %s%s (last operation: %s); this process "
-             "cannot recover: every rank exits with status %d\n",
-             ctx->rank, lua_tostring(L, -1), ctx->err, last_op_text(k),
-             GCSH_EXIT_FATAL);
-    if (!k || gcsh_capture_send(k->cap, MSG_FATAL, text, strlen(text)) != 0) {
-        fputs(text, stderr);
-        _exit(GCSH_EXIT_FATAL);
-    }
-    /* rank 0 answers with DIE, which the watcher turns into _exit */
-    for (int i = 0; i < FATAL_GRACE_S * 10; i++) {
-        struct timespec ts = {0, 100 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    _exit(GCSH_EXIT_FATAL);
 }

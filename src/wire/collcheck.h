@@ -1,5 +1,6 @@
-/* Collective checks, the rank's whereabouts, communicator aborts and
- * unrecoverable faults: what keeps a session from hanging or being lost.
+/* Collective checks, the rank's whereabouts (where.h), communicator aborts
+ * and unrecoverable faults (faults.h): what keeps a session from hanging
+ * or being lost.  collcheck.c holds the checks and the aborts.
  *
  * Checks (.check on, the default).  Before a collective operation is issued,
  * the rank sends a fingerprint of it (operation, communicator id, sequence
@@ -58,6 +59,8 @@
 
 #include "core/check_hooks.h"
 #include "core/gcsh.h"
+#include "wire/faults.h" /* a check that fails raises */
+#include "wire/where.h"  /* a checked operation is published */
 
 /* Exit statuses of every process (contract, README "When things go wrong"). */
 #define GCSH_EXIT_LOST 69  /* a rank died or lost its connection (EX_UNAVAILABLE) */
@@ -114,8 +117,6 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc);
 /* The id of the next world communicator (collective: every rank counts). */
 uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
 uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);
-/* "world", or "comm 1a2b3c" */
-const char *gcsh_comm_name(const gcsh_comm_check *cc, char *buf, size_t len);
 /* Raises GCSH_ABORTED_MSG when cc was aborted. */
 void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
 
@@ -151,14 +152,6 @@ void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out);
 int gcsh_check_enabled(gcsh_ctx *ctx);
 void gcsh_check_set_enabled(gcsh_ctx *ctx, int on);
 
-/* Publishes a blocking wait for other ranks that is not a checked operation
- * (a signal wait, a transfer): "in <what>" until gcsh_where_end.  _alone: a
- * wait of the rank's own (gcsh.sleep), which is no reason for a hang report. */
-void gcsh_where_begin(gcsh_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gcsh_where_begin_alone(gcsh_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void gcsh_where_end(gcsh_ctx *ctx);
-
 /* ---- the worker's side (worker.c) ------------------------------------------ */
 
 typedef struct gcsh_capture gcsh_capture;
@@ -177,22 +170,10 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
  * (GCSH_INTERRUPT_PEER: it would wait for that rank forever); the worker
  * aborts them before it next uses a communicator. */
 void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from);
-/* Watcher thread, answering MSG_WHERE.  First, holding the worker's run
- * lock while a chunk runs: arms the one-shot line sample (returns whether it
- * did).  Then: writes where the worker is into buf, waiting up to 100 ms for
- * an armed sample; returns 1 when it waits for other ranks (a checked
- * operation, gcsh_where_begin), 0 while it runs its own Lua or C. */
-int gcsh_check_sample_arm(gcsh_ctx *ctx);
-int gcsh_check_where(gcsh_ctx *ctx, int running, int armed, char *buf, size_t len);
-
 /* A lua_CFunction run at the end of every command that succeeded: waits for
  * the work the command left on the rank's stream (cuda: collectives, kernels
  * and copies are stream-ordered), so that an asynchronous error, or a hang
  * interrupted by Ctrl-C, is reported by the command that caused it. */
 int gcsh_check_end_sync(lua_State *L);
-
-/* Never returns: reports ctx->err as unrecoverable to rank 0 (MSG_FATAL),
- * which ends every process with GCSH_EXIT_FATAL. */
-_Noreturn void gcsh_check_fatal(lua_State *L, gcsh_ctx *ctx);
 
 #endif

@@ -222,6 +222,27 @@ do
   c2:free()
 end
 
+-- ---- two graphs on one resource: each is its user until it goes ----
+-- (a graph collected without g:free() leaves the lists it was on; the
+-- one a refusal names is the first that still uses the resource)
+do
+  local u = tensor.new(N)
+  local g1 = gcsh.graph(function() c:allreduce(u) end)
+  local g2 = gcsh.graph(function() c:allreduce(u) end)
+  local first = H.raises(function() u:free() end, "t:free(): graph #", "two graphs: refused")
+  H.truthy(first:find("graph #" .. g1.id .. " ", 1, true), "the first graph is named: " .. first)
+  g1:free()
+  local second = H.raises(function() u:free() end, "t:free(): graph #", "one graph left: refused")
+  H.truthy(second:find("graph #" .. g2.id .. " ", 1, true), "then the second: " .. second)
+  g2 = nil -- luacheck: ignore (collected, never freed: its __gc leaves the list)
+  collectgarbage()
+  collectgarbage()
+  local g3 = gcsh.graph(function() c:allreduce(u) end)
+  g3:free()
+  u:free() -- nobody uses it any more
+  H.truthy(tostring(u):find("freed", 1, true), "freed: " .. tostring(u))
+end
+
 -- ---- <close>, fields, tostring ----
 do
   local kept

@@ -12,6 +12,7 @@
 
 #include "core/gcsh.h"
 #include "host/host.h"
+#include "bind/libs.h"
 #include "bind/tensor.h"
 #include "unit.h"
 

@@ -1,7 +1,7 @@
-/* MPI's failures in words.  See checks.h. */
+/* MPI's failures in words.  See mpi_try.h. */
 #include <stdio.h>
 
-#include "core/checks.h"
+#include "core/mpi_try.h"
 
 int gcsh_mpi_failed(gcsh_ctx *ctx, const char *what, const char *call, int rc, const char *file,
                     int line)

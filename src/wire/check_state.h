@@ -1,0 +1,80 @@
+/* The rank's check state (ctx->check), shared by the rank's side of the
+ * checks, split in three: collcheck.c (checked operations, communicators,
+ * aborts), where.c (whereabouts: the published operation, the line
+ * sample) and faults.c (errors raised, unrecoverable faults).  Private to
+ * those files; everyone else sees collcheck.h, where.h and faults.h. */
+#ifndef GCSH_WIRE_CHECK_STATE_H
+#define GCSH_WIRE_CHECK_STATE_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include "wire/collcheck.h"
+#include "wire/out.h"
+
+/* Communicators other ranks aborted that one command remembers at most
+ * before its end (beyond, they are aborted when the command ends). */
+#define DOOMED_MAX 32
+
+struct gcsh_check {
+    int enabled;
+    int fd;                 /* command channel */
+    gcsh_capture *cap;      /* its lock serialises our sends with the output's */
+    uint32_t serial;        /* fingerprints sent */
+    uint64_t worlds;        /* world communicators made so far */
+    gcsh_comm_check *comms; /* live communicators */
+    uint64_t *aborted;      /* ids aborted during this chunk, reported at its end */
+    size_t naborted, cap_aborted;
+    char chunk[64];         /* the running chunk's short source */
+    uint32_t chunk_seq;     /* the running chunk's number (the coordinator's) */
+    gcsh_check_counts counts;
+    char last_op[96];       /* the last operation entered, for fault reports */
+    /* Checked operations publish their fingerprint and are put into words
+     * only when someone asks (a hang report, a fault): a collective pays a
+     * copy, not a format.  *_lazy: op / last_op are still to be made. */
+    gcsh_fingerprint op_fp, last_fp;
+    int op_lazy, last_lazy;
+
+    /* Whereabouts: written by the worker thread, read by the watcher. */
+    pthread_mutex_t lock;
+    pthread_cond_t sampled_cond;
+    int in_op;
+    int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
+    char op[128];
+    double since;
+    int sampled;
+    char line[160];
+    /* The published operation's communicator (a checked one), for aborts
+     * that other ranks send while it runs (gcsh_check_abort_now). */
+    int op_on_comm;
+    uint64_t op_comm;
+    /* Communicators that another rank aborted during this command, and
+     * which rank: the worker aborts them before its next use of any
+     * communicator; peer_from: who aborted the one whose operation
+     * GCSH_INTERRUPT_PEER stopped. */
+    uint64_t doomed[DOOMED_MAX];
+    int doomed_from[DOOMED_MAX];
+    int ndoomed;
+    int peer_from;
+};
+
+static inline double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- where.c, for the checks and the faults ---- */
+
+/* A checked operation's whereabouts: the fingerprint, in words later. */
+void gcsh_where_publish_fp(gcsh_check *k, const gcsh_fingerprint *fp);
+/* The published operation in words (the caller holds k->lock). */
+const char *gcsh_where_op_text(gcsh_check *k);
+/* The last operation entered, in words, or "none" (k may be NULL). */
+const char *gcsh_where_last_op(gcsh_check *k);
+void gcsh_where_unpublish(gcsh_check *k);
+/* "allreduce #5", "barrier #2 on comm 1a2b3c", "send to 1". */
+void gcsh_fp_describe(const gcsh_fingerprint *fp, char *buf, size_t len);
+
+#endif
