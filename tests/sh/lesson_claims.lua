@@ -481,9 +481,14 @@ local function common_claims(text, l)
   result(not wide, name .. ": every command as typed fits 80 columns", wide)
   if WRONG[num] then
     local fb = trim(between(text, "wrong " .. num))
-    local ok = fits(fb, 80) <= 3 and has(fb, WRONG[num][2]) and not has(fb, "traceback")
-               and fb:match("^%[" .. ALL:gsub("%-", "%%-") .. "%] not yet: ") ~= nil
-    result(ok, name .. ": a wrong answer is one folded line, at most 3 at 80 columns, no traceback", fb)
+    -- each rank's own line (its own numbers), folded where identical
+    local ok = has(flat(fb), WRONG[num][2]) and not has(fb, "traceback") and fb ~= ""
+    for line in (flat(fb) .. "\n"):gmatch("(.-)\n") do
+      ok = ok and line:match("^%[[%d,%-]+%] not yet: ") ~= nil and fits(line, 80) <= 3
+    end
+    for line in (fb .. "\n"):gmatch("(.-)\n") do ok = ok and #line <= 80 end
+    result(ok, name .. ": a wrong answer is a line per group of ranks, each within 80 columns, "
+               .. "no traceback", fb)
   end
   -- a part shown after its needs ran: no error, no failed checkpoint
   local function clean(t)
