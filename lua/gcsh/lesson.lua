@@ -527,8 +527,33 @@ local function live(v)
   return not (text:find("%(freed%)$") or text:find(", freed%)$") or text:find("%(cancelled%)$"))
 end
 
+-- The learner's own steppers (made at the prompt) on a window the lesson
+-- is about to free: a stepper on a freed window could only fail, so they
+-- go with it.  Their names, sorted (the same order on every rank).
+local function their_steppers()
+  local windows = {}
+  for _, m in ipairs(made) do
+    if m.object ~= nil and m.round == 2 then windows[m.object] = true end
+  end
+  local names = {}
+  for name, v in pairs(_G) do
+    if type(name) == "string" and not known[v] and type_name(v) == "stepper"
+       and type(v) == "table" and windows[rawget(v, "window")] and live(v) then
+      names[#names + 1] = name
+    end
+  end
+  table.sort(names)
+  return names
+end
+
 function M.free_made()
   local freed, kept = {}, {}
+  local theirs = their_steppers()
+  for _, name in ipairs(theirs) do
+    local v = rawget(_G, name)
+    local ok, err = pcall(v.free, v)
+    if not ok then kept[#kept + 1] = name .. " (" .. tostring(err) .. ")" end
+  end
   for round = 1, 2 do
     for i = #made, 1, -1 do
       local m = made[i]
@@ -547,6 +572,10 @@ function M.free_made()
   table.sort(freed)
   local said = {}
   if #freed > 0 then said[1] = "freed what the lesson made: " .. table.concat(freed, ", ") end
+  if #theirs > 0 then
+    said[#said + 1] = "freed your stepper" .. (#theirs > 1 and "s " or " ") .. table.concat(theirs, ", ")
+                      .. ": it stepped a window the lesson freed"
+  end
   if #kept > 0 then said[#said + 1] = "could not free: " .. table.concat(kept, "; ") end
   if #said > 0 then print(table.concat(said, "\n")) end
 end
