@@ -144,6 +144,8 @@ local ANSWERS = {
   [15] = { "check_crossover(function(a, b) return math.ceil((b[1] - a[1]) * 1000 / (1 / a[2] - 1 / b[2])) end)",
            "check_crossover(function() return 16 end)" },
   [16] = { "check_must_wait(function(c, d) return c - d >= 64 end)", "check_must_wait(function() return 16 end)" },
+  [17] = { "check_halves(function(t) local p = tensor.new(#t // size, t.dtype); comm.world():reducescatter(t, p); "
+           .. "comm.world():allgather(p, t) end)", "check_halves(function(t) end)" },
 }
 
 local HOSTILE = "_h = setmetatable({}, {__call = function() return 16 end, __index = function(t) return t end}); "
