@@ -97,7 +97,7 @@ endif
 OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
-.PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench clean install uninstall
+.PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench preflight clean install uninstall
 all: $(BUILD)/gcsh
 
 $(BUILD)/gcsh: $(OBJS)
@@ -171,6 +171,11 @@ test-asan: deps-test
 
 bench: all
 	@bash scripts/bench-shell.sh $(BUILD)/gcsh
+
+# A workshop seat's pre-flight: builds, then one verdict line on the OS, the
+# ranks (N, default 4), the backend and every lesson's first part.
+preflight: all
+	@bash scripts/preflight.sh $(BUILD)/gcsh $(or $(N),4)
 
 clean:
 	rm -rf build build-*

@@ -236,9 +236,9 @@ local API = {
     rows = {
       { "lesson.check(ok, what)", "a checkpoint: \"checkpoint: what\", or one FAILED line" },
       { "lesson.expect(t, want, what)", "every element of t is want (number, i -> v, tensor)" },
-      { "lesson.call(fn, name, ...)", "the learner's fn on every rank; not a function, or an error: one line" },
+      { "lesson.call(fn, name, ...)", "the learner's fn on every rank; an error: one line at their line" },
       { "lesson.call_each(fn, name, calls)", "fn(table.unpack(calls[i])) for each i, as one call" },
-      { "lesson.grade(t, want, what)", "a tensor answer (collective): right, or one line" },
+      { "lesson.grade(t, want, what)", "a tensor answer (collective): right, or each rank's own line" },
       { "lesson.answer(name, got, want, right)", "a value answer (collective): its value and type" },
       { "lesson.needs(n)", "say when the lesson has fewer than n ranks" },
       { "lesson.wrap(text [, width=72])", "text in lines that fit 80 columns after the prefix" },
@@ -246,6 +246,7 @@ local API = {
       { "lesson.measured_on()", "where figures come from: the CPUs, the GPU, a shared GPU" },
       { "lesson.track_begin() lesson.track_end()", "(the shell) note what a part's code made" },
       { "lesson.free_made()", "(the shell) free what the lesson made, newest first" },
+      { "lesson.env()", "(the shell) the lesson's own globals its code runs with" },
     },
   },
   gcsh = {

@@ -55,7 +55,15 @@
 --                                  their globals; prints what it freed
 local M = {}
 
+-- What the checks use, captured when this module loads: a learner's global
+-- of the same name (size = 3, print = nil) cannot change a verdict.
+local rank, size, print, xpcall, pcall = rank, size, print, xpcall, pcall
+local world = comm.world
+local function comm_world() return world() end
+
 local SHOWN = 6
+-- A feedback line's width: 80 columns after the shell's tag ("[0-2,4-7] ")
+local WIDTH = 70
 local FLOAT = {} -- the float dtypes (C's one list of dtype facts)
 for name, d in pairs(require("gcsh.dtypes")) do FLOAT[name] = d.float or nil end
 
@@ -66,14 +74,29 @@ for name, d in pairs(require("gcsh.dtypes")) do FLOAT[name] = d.float or nil end
 local Feedback = { __tostring = function(e) return e.text end }
 
 local function raise(text)
-  error(setmetatable({ text = text }, Feedback), 0)
+  error(setmetatable({ text = M.wrap(text, WIDTH) }, Feedback), 0)
 end
 
--- "08-ring.lua:23": where the caller's caller is.
+-- gcsh's own Lua: the files under the folder this module was loaded from
+-- (its gcsh/ and tutorial/), and the shell's housekeeping chunk.
+local OWN_DIR = debug.getinfo(1, "S").source:match("^@(.*/)gcsh/[^/]*$")
+
+local function own_source(source)
+  if source == "=(lesson)" or source == "=[C]" then return true end
+  return OWN_DIR ~= nil and source:sub(1, #OWN_DIR + 1) == "@" .. OWN_DIR
+end
+
+-- "08-ring.lua:23", "stdin:1": the innermost line, from level on, of code
+-- that is not gcsh's own machinery (a tail call leaves no line: skipped).
 local function caller_line(level)
-  local info = debug.getinfo(level + 1, "Sl")
-  if not info then return "?" end
-  return info.short_src:match("[^/]*$") .. ":" .. (info.currentline or 0)
+  for l = level + 1, 200 do
+    local info = debug.getinfo(l, "Sl")
+    if not info then break end
+    if info.what ~= "C" and not own_source(info.source) and (info.currentline or -1) > 0 then
+      return info.short_src:match("[^/]*$") .. ":" .. info.currentline
+    end
+  end
+  return "the prompt"
 end
 
 -- ---- values as text -------------------------------------------------------------
@@ -106,7 +129,11 @@ local function kind_note(v)
   return string.format(" (%s %s)", article, kind)
 end
 
--- ---- every rank's verdict, one line ----------------------------------------------
+-- ---- every rank's verdict, each its own line -------------------------------------------
+--
+-- Each rank raises its own verdict with its own numbers; the shell folds
+-- the ranks whose lines are identical, so a rank-dependent mistake shows
+-- one true line per group of ranks that got the same thing wrong.
 
 -- "0-2,5" for a list of ranks.
 local ranges = require("gcsh.repro").ranges
@@ -114,27 +141,27 @@ local ranges = require("gcsh.repro").ranges
 -- Every rank's verdict string ("" for right), gathered on every rank.
 local function verdicts(mine)
   if size == 1 then return { mine } end
-  return comm.world():agree(mine)
+  return comm_world():agree(mine)
 end
 
--- The ranks whose verdict is not "", and the first of those verdicts.
+-- The ranks whose verdict is not "".
 local function wrong_ranks(all)
-  local ranks, first = {}, nil
+  local ranks = {}
   for r, v in ipairs(all) do
-    if v ~= "" then
-      ranks[#ranks + 1] = r - 1
-      first = first or { rank = r - 1, text = v }
-    end
+    if v ~= "" then ranks[#ranks + 1] = r - 1 end
   end
-  return ranks, first
+  return ranks
 end
 
--- "" (every rank: the shell's fold says so), " (rank 1)" or " (on rank 1;
--- ranks 1,3 are wrong)".
-local function where_wrong(ranks, first)
-  if #ranks == size then return "" end
-  if #ranks == 1 then return string.format(" (rank %d)", first.rank) end
-  return string.format(" (on rank %d; ranks %s are wrong)", first.rank, ranges(ranks))
+-- This rank's line, given every rank's verdict: its own when wrong here;
+-- on a rank that is right while others are not, where they are.
+local function verdict_line(all, head, right_here)
+  local ranks = wrong_ranks(all)
+  if #ranks == 0 then return nil end
+  local mine = all[rank + 1]
+  if mine ~= "" then return "not yet: " .. head .. mine end
+  return string.format("not yet: %s%s, wrong on rank%s%s", head, right_here,
+                       #ranks > 1 and "s " or " ", ranges(ranks))
 end
 
 -- ---- checkpoints -------------------------------------------------------------------
@@ -191,36 +218,120 @@ end
 
 -- ---- exercises -------------------------------------------------------------------------
 
--- xpcall's handler: the learner's error with its traceback, as the shell
--- shows any error (a feedback object stays one line).
-local function with_traceback(e)
-  if getmetatable(e) == Feedback then return e end
-  return debug.traceback(tostring(e), 2)
+-- An error that only reports another rank's trouble (gcsh's collective
+-- check: another rank called something else, or left).
+local function collective_symptom(text)
+  return text:find("collective mismatch: ", 1, true) or text:find("send/recv mismatch: ", 1, true)
+         or text:find("%] waited %d+%.%d s for %[") ~= nil
+end
+
+-- xpcall's handler for the learner's function: the error as one line at the
+-- innermost line of the learner's own code (stdin, their file, the lesson's
+-- solution), never a frame of gcsh's own Lua; and whether it is a collective
+-- check's error (then it may be another rank's doing).
+local function attendee_error(e)
+  if getmetatable(e) == Feedback then return { text = e.text, feedback = true } end
+  local text = tostring(e)
+  local where, called
+  for level = 2, 200 do
+    local info = debug.getinfo(level, "Slnf")
+    if not info or info.func == xpcall then break end
+    if level == 2 and info.what == "C" then called = info.name end
+    if info.what ~= "C" and not own_source(info.source) then
+      where = info.short_src .. ":" .. (info.currentline or 0)
+      break
+    end
+  end
+  -- a position in gcsh's own files says nothing to the learner: theirs instead
+  local file, rest = text:match("^([^\n]-):%d+: (.*)$")
+  if file and (file:find("/gcsh/[%w_]+%.lua$") or file:find("^%.%.%.")) then text = rest end
+  if where and text:sub(1, #where + 2) ~= where .. ": " then text = where .. ": " .. text end
+  return { text = text, collective = collective_symptom(text), called = called }
+end
+
+-- Every rank's {status, text} after the learner's call, gathered on every
+-- rank.  A collective the learner's code made on some ranks meets this
+-- exchange on the others: gcsh's check fails it on every rank alike, and
+-- every rank tries again (by then none is in the learner's code).
+local SEP = "\1"
+
+local function outcomes(mine)
+  local wire = table.concat({ mine.status, mine.called or "", mine.text or "" }, SEP)
+  local all = { wire }
+  if size > 1 then
+    local c, ok = comm_world(), false
+    for _ = 1, 3 do
+      ok, all = pcall(c.agree, c, wire)
+      if ok then break end
+      if not collective_symptom(tostring(all)) then error(all, 0) end
+    end
+    if not ok then error("the exercise's check could not gather every rank's outcome", 0) end
+  end
+  local out = {}
+  for r, w in ipairs(all) do
+    local status, called, text = w:match("^(.-)\1(.-)\1(.*)$")
+    out[r] = { status = status, called = called ~= "" and called or nil, text = text }
+  end
+  return out
+end
+
+local function ranks_with(all, status)
+  local list = {}
+  for r, o in ipairs(all) do if o.status == status then list[#list + 1] = r - 1 end end
+  return list
+end
+
+local function plural(list) return #list > 1 and "s " or " " end
+
+-- This rank's line when the learner's call failed somewhere: a rank whose
+-- own code raised an error shows it; a collective only some ranks made is
+-- shown where it was made; every other rank names where to look.
+local function failure_text(name, all, me)
+  local failed = ranks_with(all, "error")
+  local mine = all[me + 1]
+  if #failed > 0 then
+    if mine.status == "error" then return "not yet: " .. name .. " failed: " .. mine.text end
+    return string.format("not yet: %s failed on rank%s%s (its error is shown there)", name,
+                         plural(failed), ranges(failed))
+  end
+  local stuck, returned = ranks_with(all, "collective"), ranks_with(all, "ok")
+  if #returned == 0 then return "not yet: " .. name .. " failed: " .. mine.text end
+  if mine.status == "collective" then
+    return string.format("not yet: %s: %s here; rank%s%s had returned from %s",
+                         mine.text:match("^([^\n]-:%d+): ") or "?", mine.called or "a collective",
+                         plural(returned), ranges(returned), name)
+  end
+  return string.format("not yet: %s called a collective on rank%s%s only (shown there)", name,
+                       plural(stuck), ranges(stuck))
 end
 
 function M.call(fn, name, ...)
-  local mine = ""
+  local mine = { status = "ok" }
   if type(fn) ~= "function" then
-    mine = string.format("not yet: you passed %s%s, want a function (define %s first)",
-                         show_value(fn), kind_note(fn), name)
+    mine = { status = "nofn", text = string.format(
+               "not yet: you passed %s%s, want a function (define %s first)", show_value(fn),
+               kind_note(fn), name) }
   end
   local res = { n = 0 }
-  if mine == "" then
-    res = table.pack(xpcall(fn, with_traceback, ...))
-    if not res[1] then mine = "error" end
+  if mine.status == "ok" then
+    res = table.pack(xpcall(fn, attendee_error, ...))
+    if not res[1] then
+      local e = res[2]
+      mine = { status = e.feedback and "error" or (e.collective and "collective" or "error"),
+               text = e.text, called = e.called }
+    end
   end
-  local all = verdicts(mine)
-  local ranks, first = wrong_ranks(all)
-  if not first then return table.unpack(res, 2, res.n) end
-  if mine == "error" then -- this rank's own error, with the traceback from where it happened
-    if type(res[2]) == "string" then raise(res[2]) end
-    error(res[2], 0)
+  local all = outcomes(mine)
+  local bad = false
+  for _, o in ipairs(all) do bad = bad or o.status ~= "ok" end
+  if not bad then return table.unpack(res, 2, res.n) end
+  if mine.status == "nofn" then raise(mine.text) end
+  local nofn = ranks_with(all, "nofn")
+  if #nofn > 0 then
+    raise(string.format("not yet: %s is no function on rank%s%s (shown there)", name,
+                        plural(nofn), ranges(nofn)))
   end
-  if first.text == "error" then
-    raise(string.format("not yet: %s failed on rank%s %s (its error is shown there)",
-                        name, #ranks > 1 and "s" or "", ranges(ranks)))
-  end
-  raise(first.text)
+  raise(failure_text(name, all, rank))
 end
 
 function M.call_each(fn, name, calls)
@@ -248,13 +359,10 @@ local function grade_verdict(t, want)
 end
 
 function M.grade(t, want, what)
-  local all = verdicts(grade_verdict(t, want))
-  local ranks, first = wrong_ranks(all)
-  if not first then
-    print("right: " .. what)
-    return true
-  end
-  raise(string.format("not yet: %s: %s%s", what, first.text, where_wrong(ranks, first)))
+  local line = verdict_line(verdicts(grade_verdict(t, want)), what .. ": ", "right here")
+  if line then raise(line) end
+  print("right: " .. what)
+  return true
 end
 
 local function same_value(got, want)
@@ -271,12 +379,10 @@ function M.answer(name, got, want, right)
     mine = string.format("%s is %s%s, want %s%s", name, show_value(got), kind_note(got),
                          show_value(want), kind_note(want))
   end
-  local ranks, first = wrong_ranks(verdicts(mine))
-  if not first then
-    print("right: " .. right)
-    return true
-  end
-  raise("not yet: " .. first.text .. where_wrong(ranks, first))
+  local line = verdict_line(verdicts(mine), "", name .. " is right here")
+  if line then raise(line) end
+  print("right: " .. right)
+  return true
 end
 
 -- ---- text ------------------------------------------------------------------------------
@@ -345,6 +451,37 @@ function M.measured_on()
   return device .. ", one per rank"
 end
 
+-- ---- the lesson's own globals ------------------------------------------------------------
+--
+-- The shell runs a lesson's code with _ENV = M.env(): what the lesson
+-- assigns goes to its own table and to _G (where the learner sees and uses
+-- it); what it reads comes from its own table first, then from the globals
+-- as they were when this module loaded (comm, tensor, print, ...), then
+-- from _G.  So its checks and reference functions keep reading the
+-- lesson's values whatever the learner assigns to the same global names.
+
+local AT_LOAD = {}
+for k, v in pairs(_G) do AT_LOAD[k] = v end
+local env
+
+function M.env()
+  if env then return env end
+  local own = {}
+  for k, v in pairs(AT_LOAD) do own[k] = v end
+  env = setmetatable({}, {
+    __index = function(_, k)
+      local v = own[k]
+      if v == nil then v = _G[k] end
+      return v
+    end,
+    __newindex = function(_, k, v)
+      own[k] = v
+      _G[k] = v
+    end,
+  })
+  return env
+end
+
 -- ---- what a lesson made -------------------------------------------------------------------
 
 -- Types whose objects a lesson frees, and in which round: what uses a
@@ -390,8 +527,33 @@ local function live(v)
   return not (text:find("%(freed%)$") or text:find(", freed%)$") or text:find("%(cancelled%)$"))
 end
 
+-- The learner's own steppers (made at the prompt) on a window the lesson
+-- is about to free: a stepper on a freed window could only fail, so they
+-- go with it.  Their names, sorted (the same order on every rank).
+local function their_steppers()
+  local windows = {}
+  for _, m in ipairs(made) do
+    if m.object ~= nil and m.round == 2 then windows[m.object] = true end
+  end
+  local names = {}
+  for name, v in pairs(_G) do
+    if type(name) == "string" and not known[v] and type_name(v) == "stepper"
+       and type(v) == "table" and windows[rawget(v, "window")] and live(v) then
+      names[#names + 1] = name
+    end
+  end
+  table.sort(names)
+  return names
+end
+
 function M.free_made()
   local freed, kept = {}, {}
+  local theirs = their_steppers()
+  for _, name in ipairs(theirs) do
+    local v = rawget(_G, name)
+    local ok, err = pcall(v.free, v)
+    if not ok then kept[#kept + 1] = name .. " (" .. tostring(err) .. ")" end
+  end
   for round = 1, 2 do
     for i = #made, 1, -1 do
       local m = made[i]
@@ -406,9 +568,14 @@ function M.free_made()
     end
   end
   made, known = {}, setmetatable({}, WEAK_KEYS)
+  env = nil -- the lesson's code runs again from its start: a fresh environment
   table.sort(freed)
   local said = {}
   if #freed > 0 then said[1] = "freed what the lesson made: " .. table.concat(freed, ", ") end
+  if #theirs > 0 then
+    said[#said + 1] = "freed your stepper" .. (#theirs > 1 and "s " or " ") .. table.concat(theirs, ", ")
+                      .. ": it stepped a window the lesson freed"
+  end
   if #kept > 0 then said[#said + 1] = "could not free: " .. table.concat(kept, "; ") end
   if #said > 0 then print(table.concat(said, "\n")) end
 end

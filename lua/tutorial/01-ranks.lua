@@ -5,8 +5,10 @@
 -- printed it.  This lesson runs on any number of ranks; 4 shows the most.
 --
 -- Throughout the lessons: `.next` shows the next part and runs its code on
--- every rank, one statement at a time, exactly as if you had typed it.  Try
--- things at the prompt in between: a variable you make is there for the
+-- every rank, one statement at a time, each echoed as if you had typed it
+-- and followed by its own output.  (One difference: typed at the prompt, a
+-- call's value is printed too; in a part only what the code prints shows.)
+-- Try things at the prompt in between: a variable you make is there for the
 -- next part.  `.again` runs the current part again, `.prev` goes back one,
 -- `.part N` jumps to part N (running what it needs first, quietly).
 lesson = require "gcsh.lesson"

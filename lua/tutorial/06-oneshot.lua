@@ -35,7 +35,7 @@ function check_oneshot(fn)
   local ref = tensor.new(n):copy(w:tensor())
   c:allreduce(ref)
   c:barrier()
-  local x = tensor.new(n)
+  local x = tensor.new(n):fill(0)
   lesson.call(fn, "my_oneshot", w, x)
   c:barrier()
   lesson.grade(x, ref, "your one-shot equals c:allreduce")
@@ -84,8 +84,11 @@ w:free()
 -- A rank reduces its slots as their flags arrive: a word whose flag is this
 -- call's holds this call's data.  Half of every line is flags, so ll moves
 -- twice the bytes: it wins only while the round trip costs more than the
--- extra bytes (lesson 14 measures where).  Two sets of slots take turns, so
--- old lines never need clearing (NCCL's LL protocol; src/core/kll.h).
+-- extra bytes (lesson 14 measures where).  The flag is the call's number,
+-- so a line an earlier call left never passes for this call's and nothing
+-- needs clearing; two sets of slots take turns so that a fast rank's next
+-- call cannot overwrite a slot a slow rank still reads (NCCL's LL
+-- protocol; src/core/kll.h).
 w = c:window(n, "i32")
 w:tensor():fill(rank + 1)
 kernel.allreduce(w, {algo = "ll"})

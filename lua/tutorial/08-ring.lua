@@ -76,5 +76,10 @@ check_loads(loads)
 -- 2n however many ranks there are.  So benchmarks report "busbw" = algbw *
 -- 2(N-1)/N for all-reduce (algbw = bytes / time): a number you can compare
 -- with the link's bandwidth at any N.  One-shot loads (N-1) * n instead.
+-- But two-shot (lesson 7) moves the same 2(N-1)/N: bandwidth alone does
+-- not pick the ring.  The ring needs links between neighbours only, and
+-- pipelines: its data goes in slices over several channels at once.  Its
+-- price is 2(N-1) steps of latency one after another, which is why NCCL
+-- takes a tree or NVLS for small messages and the ring for large ones.
 st:free()
 w:free()

@@ -56,7 +56,10 @@ lesson.check(math.abs(last.busbw - busbw) <= 1e-6 * last.algbw,
 -- replays as nccl-tests -G N does: compare issue with and without.  On a
 -- GPU a replay issues one launch for all 100 calls, so issue drops far
 -- below the time; on the host backend the host is the device, a replay
--- runs the calls, and only Lua's and the binding's share goes.
+-- runs the calls, and only Lua's and the binding's share goes.  Not always
+-- a saving: with more ranks than cores, a replay's calls wait their turn
+-- for a core as the loop's do, and the figure below may come out higher
+-- from a graph than in a loop; read it as this machine's, not a rule.
 t = tensor.new(4):fill(1)
 g = gcsh.graph(function() c:allreduce(t) end)
 print(g)

@@ -78,5 +78,7 @@ lesson.check(ok or err:find("barrier", 1, true) ~= nil,
 -- "running line 12 of the chunk", point at the line that rank is stuck on.
 -- Ranks in different collectives (#7 and #8) mean one skipped a call.
 -- `.check off` skips the fingerprints (faster, as in benchmarks); turn it
--- back on when something hangs.
+-- back on when something hangs.  The `.timeout 1` you typed stays set for
+-- the rest of the session: `.timeout` alone shows it, `.timeout 10` gives
+-- reports after 10 s again (and collective checks that give up after 10 s).
 lesson.check(true, "that is all: .lessons lists the others")

@@ -1,4 +1,4 @@
--- LL or simple: flags in the data, or a barrier after it
+-- LL or simple: a flag in every line, or one after a fence
 -- NCCL moves data with one of three protocols.  Simple: the data, then a
 -- fence and a flag that says it is there: full bandwidth, but the reader
 -- waits for that synchronisation.  LL (low latency): a flag beside every
@@ -7,8 +7,10 @@
 -- flag per 128-byte line, 120 bytes of data, where the hardware keeps a
 -- 128-byte store whole (NVLink).  gcsh's kernels make the same trade on a
 -- small all-reduce: algo="oneshot" synchronises with a barrier, algo="ll"
--- with flags (lesson 6).  This lesson counts what the flags cost and
--- measures, on this machine, where each one wins.
+-- with flags (lesson 6).  They are two algorithms, not NCCL's protocols on
+-- one algorithm: one-shot's barrier stands in for Simple's fence and
+-- per-step flag between pairs.  This lesson counts what the flags cost and
+-- measures, on this machine, where each way of waiting wins.
 lesson = require "gcsh.lesson"
 bench = require "gcsh.bench"
 c = comm.world()
@@ -45,12 +47,13 @@ lesson.expect(w:tensor(), size * (size + 1) // 2,
 w:free()
 
 --- Measured here: ll against oneshot
--- bench.allreduce times both, in place, from 8 B to 64 KiB (the most an
--- ll call takes: kernel.ll_max_bytes); then the sizes where ll was the
--- faster, here.  Where ll wins, the synchronisation one-shot pays costs
--- more than moving twice the bytes; where one-shot wins, the other way
--- round.  (With more ranks than cores, the ranks take turns on the cores,
--- and the times measure that as much as the protocols.)
+-- bench.allreduce times both, in place, from 8 B by factors of 8 while
+-- within kernel.ll_max_bytes (64 KiB, the most an ll call takes): 8 B to
+-- 32 KiB; then the sizes where ll was the faster, here.  Where ll wins,
+-- the synchronisation one-shot pays costs more than moving twice the
+-- bytes; where one-shot wins, the other way round.  (With more ranks
+-- than cores, the ranks take turns on the cores, and the times measure
+-- that as much as the protocols.)
 rows = bench.allreduce{algos = {"oneshot", "ll"}, min = 8,
                        max = kernel.ll_max_bytes, factor = 8,
                        iters = 20, warmup = 3, quiet = true}

@@ -16,8 +16,9 @@ lesson = require "gcsh.lesson"
 
 --- Reading the choice
 -- NCCL 2.28 writes a call's choice as below (host:pid:tid, the CUDA
--- device in brackets, then the subsystem's text): the function, the bytes
--- it moves, the algorithm, the protocol, and the channels it spreads over,
+-- device in brackets, then the subsystem's text): the function, its
+-- Bytes (count x the type's size: the message, not what crosses links),
+-- the algorithm, the protocol, and the channels it spreads over,
 -- first..last.  parse_choice takes such a line apart.
 line = "gpu7:2741:2741 [0] NCCL INFO AllReduce: 4096 Bytes -> " ..
        "Algo RING proto LL channel{Lo..Hi}={0..1}"

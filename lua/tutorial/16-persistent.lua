@@ -56,8 +56,8 @@ lesson.expect(r, size * (size + 1) // 2,
 -- Ring 200 calls in a row, on 50 regions of one element: the ring holds
 -- 64, so the 65th ring waits until the first call is done (back-pressure:
 -- an entry is never overwritten before its call ran).  A region reduced m
--- times holds size^(m-1) times its first sum: a lost, repeated or
--- reordered call would show.
+-- times holds size^(m-1) times its first sum: a lost or repeated call
+-- would show (a reordered one would not: every call multiplies by size).
 w:tensor():fill(1)
 for i = 0, 199 do p:allreduce{offset = i % 50, n = 1} end
 p:wait()
@@ -118,7 +118,7 @@ check_must_wait(must_wait)
 -- and the end of the session.  Ctrl-C while calls wait for a rank that
 -- never comes stops it too, and aborts its communicator.  While it runs,
 -- its window cannot be freed.
-print(select(2, pcall(w.free, w)))
+print(lesson.wrap(select(2, pcall(w.free, w))))
 p:stop()
 print(string.format("p.running = %s after %d calls: %s", p.running,
                     p.done, p.stopped))

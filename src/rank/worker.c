@@ -342,8 +342,79 @@ static int wants_traceback(lua_State *L)
     return 0;
 }
 
-/* lua.c's msghandler: the message plus a traceback (upvalues: the chunk's
- * name as Lua writes its source, and whether errors are short). */
+/* Whether a traceback line is a frame of gcsh's own Lua: a gcsh.* module
+ * (under the Lua folder's gcsh/, its path maybe cut to "...") or the
+ * lesson runner's housekeeping chunk. */
+static int own_frame(const char *line, size_t len, const char *dir)
+{
+    if (len < 2 || line[0] != '\t')
+        return 0;
+    const char *src = line + 1;
+    size_t srclen = strcspn(src, ":\n");
+    if (srclen >= 8 && strncmp(src, "(lesson)", 8) == 0)
+        return 1;
+    char own[4096];
+    snprintf(own, sizeof own, "%s/gcsh/", dir);
+    if (strncmp(src, own, strlen(own)) == 0)
+        return 1;
+    if (strncmp(src, "...", 3) != 0)
+        return 0;
+    for (const char *p = src; p + 6 <= src + srclen; p++) /* cut: its end is enough */
+        if (strncmp(p, "/gcsh/", 6) == 0)
+            return 1;
+    return 0;
+}
+
+/* The traceback on L's top without the frames of gcsh's own Lua: the
+ * learner's lines, not the library's insides (the message itself already
+ * names the learner's line where gcsh's Lua raises with a level).  A
+ * "[C]: in function 'error'" goes with the frame that called it; when no
+ * frame of Lua code is left, the traceback goes entirely. */
+static void drop_own_frames(lua_State *L)
+{
+    const char *dir = gcsh_lua_dir();
+    const char *tb = lua_tostring(L, -1);
+    const char *head = tb ? strstr(tb, "\nstack traceback:") : NULL;
+    if (!dir || !head)
+        return;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, tb, (size_t)(head - tb));
+    size_t mark = luaL_bufflen(&b);
+    luaL_addstring(&b, "\nstack traceback:");
+    int dropped = 0, lua_left = 0;
+    const char *p = head + strlen("\nstack traceback:");
+    while (*p == '\n') {
+        const char *line = p + 1;
+        size_t len = strcspn(line, "\n");
+        const char *next = line + len;
+        size_t nlen = strcspn(*next ? next + 1 : next, "\n");
+        int raise = strncmp(line, "\t[C]: in function 'error'", 25) == 0 && *next &&
+                    own_frame(next + 1, nlen, dir);
+        if (raise || own_frame(line, len, dir)) {
+            dropped = 1;
+        } else {
+            lua_left |= strncmp(line, "\t[C]:", 5) != 0 && strncmp(line, "\t(...tail", 9) != 0;
+            luaL_addchar(&b, '\n');
+            luaL_addlstring(&b, line, len);
+        }
+        p = next;
+    }
+    if (!dropped) {
+        luaL_pushresult(&b);
+        lua_pop(L, 1); /* as it was */
+        return;
+    }
+    if (!lua_left) {
+        luaL_buffsub(&b, luaL_bufflen(&b) - mark);
+    }
+    luaL_pushresult(&b);
+    lua_remove(L, -2);
+}
+
+/* lua.c's msghandler: the message plus a traceback without gcsh's own Lua
+ * frames (upvalues: the chunk's name as Lua writes its source, and whether
+ * errors are short: then the message alone unless the user's code ran). */
 static int msghandler(lua_State *L)
 {
     if (lua_touserdata(L, 1) == gcsh_exit_token())
@@ -363,10 +434,12 @@ static int msghandler(lua_State *L)
         if (type && gcsh_suggest_method(L, type, name, hint, sizeof hint) == 0)
             msg = lua_pushfstring(L, "%s; did you mean %s (a method of %s)?", msg, hint, type);
     }
-    if (wants_traceback(L))
+    if (wants_traceback(L)) {
         luaL_traceback(L, L, msg, 1);
-    else
+        drop_own_frames(L);
+    } else {
         lua_pushstring(L, msg);
+    }
     return 1;
 }
 

@@ -362,6 +362,9 @@ static int run_command(gcsh_session *s, const gcsh_lesson *l, int line, const ch
                        enum run_mode mode)
 {
     gcsh_text src = {0};
+    /* the lesson's own globals (gcsh.lesson's env): what its checks and
+     * reference functions read cannot be changed by the learner's globals */
+    text_str(&src, "local _ENV = require('gcsh.lesson').env(); ");
     for (int i = 1; i < line; i++)
         text_str(&src, "\n");
     text_str(&src, text);

@@ -16,7 +16,12 @@ local EVERY = "" -- every rank wrong: the shell's [0-3] says so
 local function raised(fn)
   local ok, err = pcall(fn)
   H.eq(ok, false, "an error was raised")
-  return tostring(err), type(err) == "table" and getmetatable(err) and getmetatable(err).__tostring ~= nil
+  local text = tostring(err)
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    H.truthy(#line <= 70, "a feedback line fits 80 columns after the shell's tag: " .. line)
+  end
+  -- its lines joined (wrapped at 70 columns, continuations indented by 2)
+  return (text:gsub("\n  ", " ")), type(err) == "table" and getmetatable(err) and getmetatable(err).__tostring ~= nil
 end
 
 -- ---- checkpoints
@@ -42,15 +47,30 @@ text = raised(function() lesson.grade(tensor.new(3, "i32"), t, "four") end)
 H.eq(text, "not yet: four: your tensor has 3 elements, want 4", "grade: the length")
 text = raised(function() lesson.grade("x", 2, "twos") end)
 H.eq(text, 'not yet: twos: your answer is "x" (a string), want a tensor' .. EVERY, "grade: a string")
-if k >= 3 then
-  -- right on rank 0, wrong on the others: rank 1's element, and which ranks
+if k >= 2 then
+  -- right on rank 0, wrong on the others: each wrong rank its own element,
+  -- the right rank where the wrong ones are
   local mine = tensor.new(2, "i32"):fill(me == 0 and 7 or me)
   text = raised(function() lesson.grade(mine, 7, "sevens") end)
-  H.eq(text, string.format("not yet: sevens: [0] is 1, want 7 (2 of 2 i32 elements wrong) "
-                           .. "(on rank 1; ranks 1-%d are wrong)", k - 1), "grade: some ranks")
-  mine = tensor.new(2, "i32"):fill(me == 2 and 0 or 7)
-  text = raised(function() lesson.grade(mine, 7, "sevens") end)
-  H.eq(text, "not yet: sevens: [0] is 0, want 7 (2 of 2 i32 elements wrong) (rank 2)", "grade: one rank")
+  if me == 0 then
+    H.eq(text, "not yet: sevens: right here, wrong on rank" .. (k > 2 and "s 1-" .. (k - 1) or " 1"),
+         "grade: a right rank says where the wrong ones are")
+  else
+    H.eq(text, string.format("not yet: sevens: [0] is %d, want 7 (2 of 2 i32 elements wrong)", me),
+         "grade: each wrong rank its own numbers")
+  end
+  -- rank-dependent counts: each rank's own count
+  mine = tensor.new(k, "i32"):fill(0)
+  mine[me] = me
+  text = raised(function() lesson.grade(mine, function(i) return i end, "ranks") end)
+  local first = (me == 1 and k > 2) and 2 or 1
+  local count = me == 0 and k - 1 or k - 2
+  if count == 0 then
+    H.eq(text, "not yet: ranks: right here, wrong on rank 0", "grade: the right rank")
+  else
+    H.eq(text, string.format("not yet: ranks: [%d] is 0, want %d (%d of %d i32 elements wrong)",
+                             first, first, count, k), "grade: this rank's count")
+  end
 end
 
 -- ---- answer: a value, with its type
@@ -69,11 +89,36 @@ H.eq(text, "not yet: you passed nil, want a function (define my_fn first)", "cal
 H.truthy(own, "call: no traceback for a missing function")
 text, own = raised(function() lesson.call(function() if me == 0 then error("my bug") end end, "my_fn") end)
 if me == 0 then
-  H.truthy(text:find("my bug", 1, true) and text:find("stack traceback:", 1, true),
-           "call: the learner's error keeps its traceback: " .. text)
-  H.truthy(own, "call: the traceback is the text: the shell adds none")
+  H.truthy(text:match("^not yet: my_fn failed: [%w/_.]*lesson_helpers%.lua:%d+: my bug$"),
+           "call: the learner's error, at their line, one line: " .. text)
+  H.truthy(own, "call: no traceback")
 else
   H.eq(text, "not yet: my_fn failed on rank 0 (its error is shown there)", "call: the other ranks")
+end
+if k >= 2 then
+  -- an error on rank 0 after a barrier, collectives after it on the others:
+  -- rank 0's own error, not gcsh's collective check
+  text = raised(function()
+    lesson.call(function() c:barrier(); if me == 0 then error("late bug") end; c:barrier(); c:barrier() end,
+                "my_fn")
+  end)
+  if me == 0 then
+    H.truthy(text:match("^not yet: my_fn failed: [%w/_.]*lesson_helpers%.lua:%d+: late bug$"), text)
+  else
+    H.eq(text, "not yet: my_fn failed on rank 0 (its error is shown there)", "call: after a barrier")
+  end
+  -- a collective on rank 0 only: named where it was made
+  text = raised(function() lesson.call(function() if me == 0 then c:barrier() end end, "my_fn") end)
+  if me == 0 then
+    H.truthy(text:match("^not yet: [%w/_.]*lesson_helpers%.lua:%d+: barrier here; ranks? [%d,%-]+ had returned from my_fn$"), text)
+  else
+    H.eq(text, "not yet: my_fn called a collective on rank 0 only (shown there)", "call: the others")
+  end
+  H.eq(lesson.call(function() c:barrier(); return 1 end, "my_fn"), 1, "the communicator works after")
+  -- an error inside gcsh's own Lua: the learner's line, no gcsh file
+  text = raised(function() lesson.call(function() step.allreduce(nil, { algo = "x" }) end, "my_fn") end)
+  H.truthy(text:match("^not yet: my_fn failed: [%w/_.]*lesson_helpers%.lua:%d+: ") and not text:find("/gcsh/", 1, true),
+           "call: an error in gcsh's Lua is shown at the learner's line: " .. text)
 end
 local got = lesson.call_each(function(n) return n * n end, "sq", { { 2 }, { 3 } })
 H.eq(got[1] + got[2], 13, "call_each: every call's result")

@@ -94,6 +94,7 @@ local WRONG = {
   [14] = { "check_ll_bytes(function(n) return n end)", "ll_bytes(1) is 1 (a number), want 16 (a number)" },
   [15] = { "check_crossover(function() return 0 end)", "crossover(RING.LL, RING.SIMPLE) is 0 (a number)" },
   [16] = { "check_must_wait(function() return false end)", "must_wait(64, 0) is false (a boolean), want true (a boolean)" },
+  [17] = { "check_halves(function(t) end)", "not yet: a reduce-scatter, then an all-gather, is an all-reduce:" },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end
@@ -447,6 +448,32 @@ CLAIMS[15] = function(part)
   }
 end
 
+CLAIMS[17] = function(part)
+  local p1, p2 = part(1), part(2)
+  local rs, ag = 0, 0
+  for _ in p1:gmatch(": step %d+ of " .. (N - 1) .. " %(reduce%-scatter%)") do rs = rs + 1 end
+  for _ in p2:gmatch(": step %d+ of " .. (N - 1) .. " %(all%-gather%)") do ag = ag + 1 end
+  -- after the last reduce-scatter step, rank r's chunk r holds every rank's data
+  local last = p1:match(".*(step " .. (N - 1) .. " of " .. (N - 1) .. ".*)$") or ""
+  local diag = true
+  for r = 0, N - 1 do
+    local row = last:match("\n%[0%]   r" .. r .. "  ([^\n]*)")
+    local cells = {}
+    for cell in (row or ""):gmatch("%S+") do cells[#cells + 1] = cell end
+    diag = diag and cells[r + 1] == all_ranks_cell() .. "*"
+  end
+  return {
+    { "17.1: N-1 reduce-scatter steps", rs == N - 1, p1 },
+    { "17.1: then rank r's chunk r holds every rank's data", diag, last },
+    { "17.1: the stepper equals c:reducescatter", shows(p1, ALL, "checkpoint: rank r's chunk r equals c:reducescatter's"), p1 },
+    { "17.2: N-1 all-gather steps", ag == N - 1, p2 },
+    { "17.2: the stepper equals c:allgather", shows(p2, ALL, "checkpoint: every rank's window equals c:allgather's"), p2 },
+    { "17.3: the factors", shows(part(3), ALL, string.format("at %d ranks: (N-1)/N = %.3f, 2(N-1)/N = %.3f",
+                                                             N, (N - 1) / N, 2 * (N - 1) / N)), part(3) },
+    { "17.5: the solution is right", shows(part(5), ALL, "right: a reduce-scatter, then an all-gather, is an all-reduce"), part(5) },
+  }
+end
+
 -- ---- what every lesson must do ----------------------------------------------------------------
 
 local function fits(text, cols)
@@ -479,11 +506,23 @@ local function common_claims(text, l)
     if line:find("^gcsh%[") and #line > 80 then wide = line end
   end
   result(not wide, name .. ": every command as typed fits 80 columns", wide)
+  -- and every line the walk prints (the flight recorder's path is the
+  -- machine's, not the lesson's)
+  wide = nil
+  for line in walk:gmatch("[^\n]+") do
+    if #line > 80 and not line:find("^gcsh: flight recorder: ") then wide = line end
+  end
+  result(not wide, name .. ": every line of the walk fits 80 columns", wide)
   if WRONG[num] then
     local fb = trim(between(text, "wrong " .. num))
-    local ok = fits(fb, 80) <= 3 and has(fb, WRONG[num][2]) and not has(fb, "traceback")
-               and fb:match("^%[" .. ALL:gsub("%-", "%%-") .. "%] not yet: ") ~= nil
-    result(ok, name .. ": a wrong answer is one folded line, at most 3 at 80 columns, no traceback", fb)
+    -- each rank's own line (its own numbers), folded where identical
+    local ok = has(flat(fb), WRONG[num][2]) and not has(fb, "traceback") and fb ~= ""
+    for line in (flat(fb) .. "\n"):gmatch("(.-)\n") do
+      ok = ok and line:match("^%[[%d,%-]+%] not yet: ") ~= nil and fits(line, 80) <= 3
+    end
+    for line in (fb .. "\n"):gmatch("(.-)\n") do ok = ok and #line <= 80 end
+    result(ok, name .. ": a wrong answer is a line per group of ranks, each within 80 columns, "
+               .. "no traceback", fb)
   end
   -- a part shown after its needs ran: no error, no failed checkpoint
   local function clean(t)

@@ -24,6 +24,9 @@ for f in "${lessons[@]}"; do
         else
             fail "$name as a script at $n ranks (exit $rc)"; printf '%s\n' "$out" | tail -n 15 | sed 's/^/  | /'
         fi
+        # every line it prints fits 80 columns, the ranks' tags included
+        wide=$(awk 'length($0) > 80' <<<"$out")
+        [ -z "$wide" ] && pass || { fail "$name as a script at $n ranks: lines over 80 columns"; printf '  | %s\n' "$wide"; }
     done
 done
 
@@ -56,9 +59,7 @@ gcsh_pipe 2 ".next
 .part x
 .lesson 99
 .lesson shot
-.lesson 16
-.next
-.next
+.lesson 17
 .next
 .next
 .next
@@ -71,7 +72,7 @@ expect_contains ".prev with no lesson open" "$OUT" "gcsh: .prev: no lesson is op
 expect_contains ".part with no lesson open" "$OUT" "gcsh: .part: no lesson is open (.lesson N opens one)"
 expect_contains ".lessons lists lesson 1" "$OUT" "   1  Ranks and folded output"
 expect_contains ".lessons lists the ring" "$OUT" "   8  Ring all-reduce, and why its bus bandwidth factor is 2(N-1)/N"
-expect_contains ".lessons lists the protocols" "$OUT" "  14  LL or simple: flags in the data, or a barrier after it"
+expect_contains ".lessons lists the protocols" "$OUT" "  14  LL or simple: a flag in every line, or one after a fence"
 expect_contains ".lessons lists NCCL's choice" "$OUT" "  15  What NCCL chose for a call, and why"
 expect_contains ".lessons lists the resident kernel" "$OUT" "  16  A resident kernel: rung, not launched"
 expect_contains ".lesson by name opens it" "$OUT" "Lesson 8: Ring all-reduce, and why its bus bandwidth factor is 2(N-1)/N"
@@ -84,8 +85,9 @@ expect_contains ".lesson NAME matching several lists them" "$OUT" "gcsh: .lesson
    6  One-shot all-reduce by hand
    7  Two-shot: reduce-scatter by loads, all-gather by stores
 (.lesson 6 opens the first)"
-expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 16, the last lesson)"
-expect_contains "past the last lesson" "$OUT" "lesson 16 is done, the last lesson (.lessons lists them)"
+expect_contains ".lessons lists the halves" "$OUT" "  17  Reduce-scatter and all-gather: the ring's two halves"
+expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 17, the last lesson)"
+expect_contains "past the last lesson" "$OUT" "lesson 17 is done, the last lesson (.lessons lists them)"
 expect_eq "the session succeeded" "$RC" 0
 
 # .part 0: the introduction again, after freeing what the lesson made
@@ -97,8 +99,20 @@ expect_contains ".part 0 frees what the lesson made" "$OUT" "(freed what the les
 expect_eq ".part 0 shows the introduction again" "$(grep -c '^Lesson 13: ' <<<"$OUT")" 2
 expect_not_contains ".part 0 leaves nothing unfreed" "$OUT" "garbage-collected"
 
+# the learner's own stepper on the lesson's window goes with the window
+gcsh_pipe 2 ".lesson 6
+.next
+mine = step.allreduce(w)
+.again
+print(mine)"
+expect_contains ".again frees the learner's stepper on the lesson's window, and says so" "$OUT" \
+    "(freed what the lesson made: w
+freed your stepper mine: it stepped a window the lesson freed)"
+expect_contains "the stepper says it is freed" "$OUT" "[0-1] stepper(ring allreduce (sum) of 8 f32 on 2 ranks, step 0 of 2, freed)"
+expect_not_contains "no error from it" "$OUT" "freed window"
+
 # ---- a lesson that needs more ranks says so, and runs what it can
-for num in 5 8 13; do
+for num in 5 8 17 13; do
     f=$(ls lua/tutorial/$(printf %02d $num)-*.lua)
     input=".lesson $num"
     for ((i = 0; i < $(grep -c '^---' "$f"); i++)); do input+=$'\n.next'; done
@@ -114,21 +128,24 @@ expect_contains "a stepper on 1 rank says why it has no steps" "$OUT" \
   one rank holds every result already: run it on 2 ranks or more"
 
 # ---- exercise feedback: a value that is no function, an error in the
-# learner's code (its traceback, on the ranks where it happened), a wrong
-# tensor (one line naming a wrong element, its dtype, how many, where)
+# learner's code (one line at their line, on the ranks where it happened,
+# no traceback), a wrong tensor (each rank its own numbers, folded where
+# identical; a right rank says where the wrong ones are)
 gcsh_pipe 3 ".lesson 6
 .next
 .next
 check_oneshot(nil)
 check_oneshot(function(w, out) if rank == 1 then error('my bug') end end)
 check_oneshot(function(w, out) if rank == 2 then out:arange(3, 3) else out:fill(0) end end)"
-expect_contains "no function: one line" "$OUT" "[0-2] not yet: you passed nil, want a function (define my_oneshot first)"
-expect_contains "an error in the learner's code: its message" "$OUT" "[1] stdin:1: my bug"
-expect_contains "an error in the learner's code: its traceback" "$OUT" "[1] stack traceback:"
-expect_eq "one traceback, from where the error happened" "$(grep -c '^\[1\] stack traceback:' <<<"$OUT")" 1
-expect_contains "the other ranks: one line" "$OUT" "[0,2] not yet: my_oneshot failed on rank 1 (its error is shown there)"
-expect_contains "a wrong tensor: the first wrong rank's element, dtype, count, ranks" "$OUT" \
-    "[0-2] not yet: your one-shot equals c:allreduce: [0] is 0, want 3 (8 of 8 f32 elements wrong) (on rank 0; ranks 0-1 are wrong)"
+FLAT=$(perl -0pe 's/\n\[[\d,-]+\]   +/ /g' <<<"$OUT")
+expect_contains "no function: one line" "$FLAT" "[0-2] not yet: you passed nil, want a function (define my_oneshot first)"
+expect_contains "an error in the learner's code: its message at their line" "$FLAT" "[1] not yet: my_oneshot failed: stdin:1: my bug"
+expect_not_contains "no traceback" "$OUT" "stack traceback"
+expect_contains "the other ranks: one line" "$FLAT" "[0,2] not yet: my_oneshot failed on rank 1 (its error is shown there)"
+expect_contains "a wrong tensor: the wrong ranks' element, dtype, count" "$FLAT" \
+    "[0-1] not yet: your one-shot equals c:allreduce: [0] is 0, want 3 (8 of 8 f32 elements wrong)"
+expect_contains "a right rank among wrong ones says where they are" "$FLAT" \
+    "[2] not yet: your one-shot equals c:allreduce: right here, wrong on ranks 0-1"
 expect_eq "wrong answers fail the piped session" "$RC" 1
 
 # ---- lines the lesson runs keep their line numbers in errors
