@@ -148,7 +148,7 @@ local API = {
       { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
-      { "kernel.allreduce algo=", "auto (by size: kernel.choose) oneshot twoshot ring ll multicast comm nccl_dev" },
+      { "kernel.allreduce algo=", "auto (by size; hier across nodes) oneshot twoshot ring ll multicast comm nccl_dev hier" },
       { "kernel.allreduce op= offset= n=", "sum prod min max; the region [offset, offset+n) of every slice" },
       { "kernel.allreduce out=", "out of place: the window is not written (twoshot, ring: through "
         .. "its LL area, which bounds n, out on every rank; multicast: refused)" },
@@ -254,6 +254,7 @@ local API = {
     rows = {
       { "gcsh.version gcsh.backend gcsh.device", "gcsh's version, backend, this rank's device" },
       { "gcsh.local_rank gcsh.node gcsh.lua_dir", "place on the node, node, gcsh's Lua files" },
+      { "gcsh.nodes gcsh.node_of(r)", "nodes of the job, world rank r's node" },
       { "gcsh.info()", "this rank's facts (.info shows every rank's)" },
       { "gcsh.sleep(s)", "sleep s seconds (Ctrl-C ends it)" },
       { "gcsh.progress(done, total [, label])", "a progress line on the terminal" },

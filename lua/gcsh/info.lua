@@ -117,7 +117,8 @@ local SHARE = {
   { "GPU shared:", "gpu_shared" }, { "MPS:", "mps" }, { "NCCL hosts:", "nccl_hosts" },
 }
 local ROW = {
-  { "rank", "rank" }, { "host", "host" }, { "pid", "pid" }, { "local", "local_rank" },
+  { "rank", "rank" }, { "host", "host" }, { "node", "node" }, { "pid", "pid" },
+  { "local", "local_rank" },
   { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
 }
@@ -150,11 +151,13 @@ end
 -- The device column: "cuda:0" (the model is a fact of its own, gpu_name).
 local function short_device(v) return (v or "?"):match("^(%S+)") end
 
-local function rank_table(ranks, used, out)
+-- (the node column only where there are several: gcsh.node, MPI's shared-memory groups)
+local function rank_table(ranks, used, out, nodes)
   local cols = {}
   for _, c in ipairs(ROW) do
     used[c[2]] = true
     for _, f in ipairs(ranks) do
+      if c[2] == "node" and nodes < 2 then break end
       if f[c[2]] and f[c[2]] ~= "-1" then cols[#cols + 1] = c; break end
     end
   end
@@ -180,7 +183,7 @@ local function rank_table(ranks, used, out)
     local cells = {}
     for i, cell in ipairs(row) do
       local numeric = cols[i][2] == "rank" or cols[i][2] == "pid" or cols[i][2] == "local_rank"
-                      or cols[i][2] == "numa"
+                      or cols[i][2] == "numa" or cols[i][2] == "node"
       cells[i] = string.format("%" .. (numeric and "" or "-") .. width[i] .. "s", cell)
     end
     out[#out + 1] = (table.concat(cells, "  "):gsub("%s+$", ""))
@@ -244,7 +247,7 @@ function M.format(texts)
     for w in item:gmatch("%S+") do words[#words + 1] = w end
     wrap(words, " ", out)
   end
-  rank_table(ranks, used, out)
+  rank_table(ranks, used, out, nodes)
   link_matrix(ranks, links, out)
   -- facts no list above knows (a backend's new ones): generically, sorted
   local rest = {}

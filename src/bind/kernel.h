@@ -94,6 +94,14 @@ void gcsh_mcast_check_nvls(lua_State *L, const char *fname, const gcsh_symobj *o
 
 /* ---- kplan_table.c: kernel.plan's answer ------------------------------------------ */
 
+/* A kernel collective over a's region with the plan (coll, algo), checked
+ * under the name `shown` (l_kernel.c): what algo "hier" runs in the node. */
+void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                          enum gcsh_kalgo algo, const char *shown);
+/* kernel.allreduce{algo="hier"} and its kernel.plan (khier.c). */
+const char *gcsh_kern_allreduce_hier(lua_State *L, const gcsh_kargs *a);
+void gcsh_kern_push_hier_plan(lua_State *L, const gcsh_kargs *a);
+
 /* Pushes p over o's region from offset as kernel.plan returns it; has_out:
  * the members pass out (the copy-out step has moves). */
 void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,

@@ -205,6 +205,12 @@ static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll co
     gcsh_check_leave(L, cc, gcsh_kern_backend(L)->collective(ctx, a->o->impl, &a->o->desc, &k));
 }
 
+void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                          enum gcsh_kalgo algo, const char *shown)
+{
+    run_collective(L, a, coll, algo, -1, NULL, shown);
+}
+
 /* The algorithm a's options name for coll (def when none), or an error
  * listing the valid ones. */
 static enum gcsh_kalgo check_algo(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
@@ -428,7 +434,8 @@ static allreduce_run allreduce_runner(const char *name)
     } own[] = {{"ll", allreduce_ll},
                {"multicast", allreduce_multicast},
                {"comm", allreduce_comm},
-               {"nccl_dev", allreduce_nccl_dev}};
+               {"nccl_dev", allreduce_nccl_dev},
+               {"hier", gcsh_kern_allreduce_hier}};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (strcmp(own[i].name, name) == 0)
             return own[i].run;
@@ -441,11 +448,23 @@ static allreduce_run allreduce_runner(const char *name)
 static int kernel_allreduce(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allreduce"};
-    a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allreduce");
+    a.o = gcsh_karg_window(L, 1, a.fname);
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     gcsh_karg_out_size(L, &a, a.n, "n elements");
-    if (!a.algo || strcmp(a.algo, "auto") == 0) {
+    int spans = a.o->desc.team_size < a.o->comm->size; /* several nodes */
+    if (spans && (!a.algo || strcmp(a.algo, "auto") == 0)) {
+        /* hier keeps the result in the window; out= takes the communicator's */
+        a.algo = a.out && comm_can_run(L, &a) ? "comm" : "hier";
+    } else if (spans && strcmp(a.algo, "hier") != 0 && strcmp(a.algo, "comm") != 0) {
+        char team[256];
+        luaL_error(L, "%s: algo '%s' runs over the window's team, ranks %s (node %d) of the "
+                      "communicator's 0-%d, so it would reduce this node only; across nodes use "
+                      "algo 'hier' (in the node, then across nodes; 'auto' picks it) or 'comm' "
+                      "(the communicator's all-reduce)",
+                   a.fname, a.algo, gcsh_sym_team_text(a.o, team, sizeof team),
+                   gcsh_ctx_of(L)->node, a.o->comm->size - 1);
+    } else if (!a.algo || strcmp(a.algo, "auto") == 0) {
         a.algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
                              a.n * gcsh_dtype_size(a.o->dtype));
         if (strcmp(a.algo, "comm") == 0 && !comm_can_run(L, &a))
@@ -579,6 +598,10 @@ static int kernel_plan(lua_State *L)
         return luaL_error(L, "plan: algo 'nccl_dev' has no plan of its own: it moves the data "
                              "as oneshot does (kernel.plan(w, {algo='oneshot'})), with NCCL's "
                              "LSA barriers (kernels/nccl_dev.cu)");
+    if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "hier") == 0) {
+        gcsh_kern_push_hier_plan(L, &a);
+        return 1;
+    }
     if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "ll") == 0)
         return luaL_error(L, "plan: algo 'll' has no plan of moves and barriers: each rank "
                              "stores its region, flagged, into every member's slots, and "

@@ -274,10 +274,11 @@ static int signals_tostring(lua_State *L)
         lua_pushliteral(L, "signals (freed)");
         return 1;
     }
-    char team[256];
-    lua_pushfstring(L, "signals(#%I, %I slots, %s, rank %d of %d, team %s)", (lua_Integer)o->seq,
+    char team[256], nodes[48];
+    lua_pushfstring(L, "signals(#%I, %I slots, %s, rank %d of %d, team %s%s)", (lua_Integer)o->seq,
                     (lua_Integer)o->n, o->kind, o->comm->rank, o->comm->size,
-                    gcsh_sym_team_text(o, team, sizeof team));
+                    gcsh_sym_team_text(o, team, sizeof team),
+                    gcsh_sym_nodes_text(L, o, nodes, sizeof nodes));
     return 1;
 }
 

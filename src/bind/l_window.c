@@ -133,10 +133,11 @@ static int window_tostring(lua_State *L)
         lua_pushliteral(L, "window (freed)");
         return 1;
     }
-    char team[256];
-    lua_pushfstring(L, "window(#%I, %I %s, %s, rank %d of %d, team %s)", (lua_Integer)o->seq,
+    char team[256], nodes[48];
+    lua_pushfstring(L, "window(#%I, %I %s, %s, rank %d of %d, team %s%s)", (lua_Integer)o->seq,
                     (lua_Integer)o->n, gcsh_dtype_name(o->dtype), o->kind, o->comm->rank,
-                    o->comm->size, gcsh_sym_team_text(o, team, sizeof team));
+                    o->comm->size, gcsh_sym_team_text(o, team, sizeof team),
+                    gcsh_sym_nodes_text(L, o, nodes, sizeof nodes));
     return 1;
 }
 

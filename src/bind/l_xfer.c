@@ -235,11 +235,8 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     if (s->comm != a->win->comm)
         luaL_argerror(L, arg, "the signals are on another communicator than the window");
     int member = gcsh_sym_team_index(s, a->peer);
-    if (member < 0) {
-        char team[256];
-        luaL_argerror(L, arg, lua_pushfstring(L, "rank %d is not in the signals' team (reachable: %s)",
-                                              a->peer, gcsh_sym_team_text(s, team, sizeof team)));
-    }
+    if (member < 0)
+        luaL_argerror(L, arg, gcsh_sym_push_unreachable(L, s, a->peer));
     size_t slot = read_signal_slot(L, sig, arg, (lua_Integer)s->n - 1);
     a->signal_value = read_signal_value(L, sig, arg);
     a->sig = s;

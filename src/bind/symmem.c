@@ -340,6 +340,12 @@ static int destroy_now(lua_State *L, gcsh_symobj *o)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     /* tombstone the views first: destroy frees the descriptor's arrays */
     drop_slices(ctx, o);
+    if (o->across) { /* after the free's barrier: nobody reduces over it */
+        if (o->comm->chk.aborted)
+            ctx->be->comm->abort(ctx, o->across);
+        ctx->be->comm->release(ctx, o->across);
+        o->across = NULL;
+    }
     int rc = ctx->be->win->destroy(ctx, o->impl, &o->desc);
     o->impl = NULL;
     unregister(L, o);
@@ -730,13 +736,54 @@ int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)
         luaL_argerror(L, arg, lua_pushfstring(L, "peer %I out of range (the comm has ranks 0..%d)",
                                               r, size - 1));
     int i = gcsh_sym_team_index(o, (int)r);
-    if (i < 0) {
-        char team[256];
-        luaL_argerror(L, arg,
-                      lua_pushfstring(L, "rank %I is not in this %s's team (reachable: %s)", r,
-                                      o->type, gcsh_sym_team_text(o, team, sizeof team)));
-    }
+    if (i < 0)
+        luaL_argerror(L, arg, gcsh_sym_push_unreachable(L, o, (int)r));
     return i;
+}
+
+int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const int *members = o->comm->chk.members;
+    return members && ctx->node_of ? ctx->node_of[members[r]] : -1;
+}
+
+int gcsh_sym_nodes_spanned(lua_State *L, const gcsh_symobj *o)
+{
+    int n = 0, size = o->comm->size;
+    for (int r = 0; r < size; r++) {
+        int node = gcsh_sym_node_of(L, o, r), seen = 0;
+        for (int q = 0; q < r && !seen; q++)
+            seen = gcsh_sym_node_of(L, o, q) == node;
+        n += !seen;
+    }
+    return n;
+}
+
+const char *gcsh_sym_nodes_text(lua_State *L, const gcsh_symobj *o, char *buf, size_t len)
+{
+    int nodes = gcsh_sym_nodes_spanned(L, o);
+    if (nodes > 1)
+        snprintf(buf, len, ", node %d of %d", gcsh_ctx_of(L)->node, nodes);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
+const char *gcsh_sym_push_unreachable(lua_State *L, const gcsh_symobj *o, int r)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    char team[256];
+    gcsh_sym_team_text(o, team, sizeof team);
+    int node = gcsh_sym_node_of(L, o, r);
+    if (node < 0 || node == ctx->node)
+        return lua_pushfstring(L, "rank %d is not in this %s's team (reachable: %s)", r, o->type,
+                               team);
+    return lua_pushfstring(L, "rank %d is on node %d; loads and stores reach only node %d's "
+                              "ranks %s (the %s backend has no network path for one-sided "
+                              "operations yet: across nodes use the communicator's "
+                              "collectives, c:allreduce or kernel.allreduce{algo=\"hier\"})",
+                           r, node, ctx->node, team, ctx->be->name);
 }
 
 static void describe_object(const gcsh_symobj *o, char *buf, size_t len)
@@ -871,6 +918,30 @@ static void push_team(lua_State *L, const gcsh_symobj *o)
     }
 }
 
+/* Who is reached how: node (mine), nodes (the communicator spans), lsa
+ * (the ranks loads and stores reach: the team) and network (the others,
+ * on other nodes: only collectives reach them); into the table on top. */
+static void push_reach(lua_State *L, const gcsh_symobj *o)
+{
+    gcsh_set_integer(L, "node", gcsh_ctx_of(L)->node);
+    gcsh_set_integer(L, "nodes", gcsh_sym_nodes_spanned(L, o));
+    push_team(L, o);
+    lua_setfield(L, -2, "lsa");
+    lua_newtable(L);
+    for (int r = 0, i = 0; r < o->comm->size; r++)
+        if (gcsh_sym_team_index(o, r) < 0) {
+            lua_pushinteger(L, r);
+            lua_rawseti(L, -2, ++i);
+        }
+    lua_setfield(L, -2, "network");
+    lua_newtable(L);
+    for (int r = 0; r < o->comm->size; r++) {
+        lua_pushinteger(L, gcsh_sym_node_of(L, o, r));
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "node_of");
+}
+
 static int push_common_field(lua_State *L, const gcsh_symobj *o, const char *key)
 {
     if (strcmp(key, "kind") == 0)
@@ -936,6 +1007,7 @@ void gcsh_sym_info_fields(lua_State *L, const gcsh_symobj *o)
     lua_setfield(L, -2, "rank");
     push_team(L, o);
     lua_setfield(L, -2, "team");
+    push_reach(L, o);
     gcsh_ctx_of(L)->output_varies = 1; /* addresses differ between runs */
     set_hex(L, d->peer[d->team_rank], "address");
     lua_createtable(L, d->team_size, 0);

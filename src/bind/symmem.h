@@ -108,6 +108,10 @@ struct gcsh_symobj {
     gcsh_xfer_impl **xfers;
     size_t nxfers, cap_xfers;
     int garbage_noted;
+    /* kernel.allreduce{algo="hier"}: the ranks that are the same member of
+     * their node's team, one per node (khier.c); made at the first such
+     * call, released with the object. */
+    gcsh_comm_impl *across;
 };
 
 /* ---- staged registration ----------------------------------------------------
@@ -172,6 +176,15 @@ int gcsh_sym_team_index(const gcsh_symobj *o, int r);
 /* Checks arg (a communicator rank) and returns its team index; the error
  * names the reachable ranks. */
 int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg);
+/* The node of communicator rank r (gcsh_ctx's node_of), or -1 unknown. */
+int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r);
+/* How many nodes o's communicator spans; ", node 0 of 2" into buf when
+ * several (for tostring), else "". */
+int gcsh_sym_nodes_spanned(lua_State *L, const gcsh_symobj *o);
+const char *gcsh_sym_nodes_text(lua_State *L, const gcsh_symobj *o, char *buf, size_t len);
+/* Pushes why communicator rank r (off o's team) cannot be reached by loads
+ * and stores: on another node, that node and this one's ranks; returns it. */
+const char *gcsh_sym_push_unreachable(lua_State *L, const gcsh_symobj *o, int r);
 /* "0-1,3": the team as communicator ranks, into buf. */
 const char *gcsh_sym_team_text(const gcsh_symobj *o, char *buf, size_t len);
 

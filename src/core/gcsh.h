@@ -67,6 +67,9 @@ struct gcsh_ctx {
     int rank, size;             /* in MPI_COMM_WORLD */
     int local_rank, local_size; /* on this node (or GCSH_RANKS_PER_NODE group) */
     int node;                   /* index of this rank's node */
+    /* Every world rank's node (node_of[r]) and how many nodes there are:
+     * what windows say of peers off their team (gcsh_rank_topology). */
+    int *node_of, nnodes;
     /* --share-gpu: the machine's ranks, what serves the GPUs they share
      * (share.h); set before the backend starts. */
     gcsh_share share;

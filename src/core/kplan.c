@@ -33,11 +33,12 @@ static const char *const phase_names[GCSH_KP_NPHASE] = {
  * errors, kernel.algos and gcsh.kalgos list them: the one list C and Lua
  * read (l_kernel.c; step.lua and bench.lua through gcsh.kalgos and
  * kernel.algos).  Planned rows name their plan (algo_names); the
- * all-reduce also takes four without a plan of moves: "auto" (picks one
+ * all-reduce also takes five without a plan of moves: "auto" (picks one
  * by size, kreduce_tune.h), "ll" (the ready flags ride in the data,
  * kll.h), "comm" (the communicator's own all-reduce) and "nccl_dev" (a
  * one-shot written with NCCL's device API, kernels/nccl_dev.cu: cuda and
- * windows of kind nccl only). */
+ * windows of kind nccl only) and "hier" (in the node, then across nodes:
+ * bind/khier.c, whose kernel.plan shows its three phases). */
 #define PLANNED(coll, algo) {coll, algo, NULL}
 #define UNPLANNED(coll, name) {coll, -1, name}
 static const struct kalgo_row {
@@ -53,6 +54,7 @@ static const struct kalgo_row {
     PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST),
     UNPLANNED(GCSH_KC_ALLREDUCE, "comm"),
     UNPLANNED(GCSH_KC_ALLREDUCE, "nccl_dev"),
+    UNPLANNED(GCSH_KC_ALLREDUCE, "hier"),
     PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT),
     PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_RING),
     PLANNED(GCSH_KC_ALLGATHER, GCSH_KA_DIRECT),

@@ -28,6 +28,8 @@ static int ranks_per_node_override(void)
     return (int)gcsh_env_value(GCSH_ENV_RANKS_PER_NODE);
 }
 
+static int node_from_mpi(gcsh_ctx *ctx);
+
 void gcsh_rank_topology(gcsh_ctx *ctx)
 {
     /* Errors of nonblocking collectives reach WORLD's handler whatever their
@@ -37,28 +39,44 @@ void gcsh_rank_topology(gcsh_ctx *ctx)
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
-    int k = ranks_per_node_override();
+    /* every rank's node (the lowest world rank on it, then its index) */
+    ctx->node_of = malloc((size_t)ctx->size * sizeof *ctx->node_of);
+    int *index = calloc((size_t)ctx->size, sizeof *index);
+    int k = ranks_per_node_override(), first = k ? ctx->rank / k * k : node_from_mpi(ctx);
     if (k) {
-        ctx->node = ctx->rank / k;
         ctx->local_rank = ctx->rank % k;
-        int first = ctx->node * k;
         ctx->local_size = ctx->size - first < k ? ctx->size - first : k;
-        return;
     }
+    if (!ctx->node_of || !index || MPI_Allgather(&first, 1, MPI_INT, ctx->node_of, 1, MPI_INT,
+                                       MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "gcsh: rank %d: cannot learn the ranks' nodes\n", ctx->rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* nodes are numbered in the order of their lowest world rank, whatever
+     * the mapping (--map-by node puts rank 1 on node 1, rank 2 on node 0) */
+    ctx->nnodes = 0;
+    for (int r = 0; r < ctx->size; r++)
+        if (ctx->node_of[r] == r)
+            index[r] = ctx->nnodes++;
+    for (int r = 0; r < ctx->size; r++)
+        ctx->node_of[r] = index[ctx->node_of[r]];
+    free(index);
+    ctx->node = ctx->node_of[ctx->rank];
+}
+
+/* The ranks that share memory with this one (MPI_COMM_TYPE_SHARED: a host,
+ * or a simulated node under scripts/simnode): local rank and size; returns
+ * the lowest world rank among them. */
+static int node_from_mpi(gcsh_ctx *ctx)
+{
     MPI_Comm node;
+    int first = ctx->rank;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &ctx->local_rank);
     MPI_Comm_size(node, &ctx->local_size);
+    MPI_Bcast(&first, 1, MPI_INT, 0, node); /* local rank 0 has the lowest (key: rank) */
     MPI_Comm_free(&node);
-    /* node index: number of node leaders with a lower world rank */
-    int leader = ctx->local_rank == 0;
-    MPI_Exscan(&leader, &ctx->node, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (ctx->rank == 0)
-        ctx->node = 0;
-    if (!leader) {
-        /* Exscan counted leaders before me, including mine: my node is one less */
-        ctx->node -= 1;
-    }
+    return first;
 }
 
 int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
@@ -108,6 +126,17 @@ fail:
     return -1;
 }
 
+/* gcsh.node_of(r): the node of world rank r. */
+static int node_of(lua_State *L)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    lua_Integer r = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, r >= 0 && r < ctx->size, 1,
+                  lua_pushfstring(L, "rank must be 0..%d, got %I", ctx->size - 1, r));
+    lua_pushinteger(L, ctx->node_of[r]);
+    return 1;
+}
+
 static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
 {
     lua_newtable(L);
@@ -119,6 +148,10 @@ static void set_gcsh_table(lua_State *L, gcsh_ctx *ctx)
     lua_setfield(L, -2, "local_rank");
     lua_pushinteger(L, ctx->node);
     lua_setfield(L, -2, "node");
+    lua_pushinteger(L, ctx->nnodes);
+    lua_setfield(L, -2, "nodes");
+    lua_pushcfunction(L, node_of);
+    lua_setfield(L, -2, "node_of");
     lua_pushstring(L, ctx->device);
     lua_setfield(L, -2, "device");
     if (ctx->be && ctx->be->globals)
@@ -257,4 +290,6 @@ void gcsh_rank_close(gcsh_ctx *ctx)
     }
     gcsh_orphans_close(ctx->orphans); /* what MPI may still write stays */
     ctx->orphans = NULL;
+    free(ctx->node_of);
+    ctx->node_of = NULL;
 }

@@ -98,7 +98,23 @@ end
 -- its refusals are tests/lua/kernel_nccl_dev.lua's and tests/gpu/nccl_dev.lua's)
 local ALGOS = {}
 for _, algo in ipairs(kernel.algos) do
-  if algo ~= "nccl_dev" or kind == "nccl" then ALGOS[#ALGOS + 1] = algo end
+  -- (hier makes its communicator at its first call on a window: below)
+  if (algo ~= "nccl_dev" or kind == "nccl") and algo ~= "hier" then ALGOS[#ALGOS + 1] = algo end
+end
+do
+  local w = c:window(8, "f32", wopts)
+  H.raises(function() gcsh.graph(function() kernel.allreduce(w, { algo = "hier" }) end) end,
+           "kernel.allreduce{algo='hier'}'s first call on a window cannot be captured (it makes the "
+           .. "window's communicator across nodes: run it once before the capture)", "hier's first call")
+  w:tensor():fill(rank + 1)
+  kernel.allreduce(w, { algo = "hier" })
+  w:tensor():fill(rank + 1)
+  local g = gcsh.graph(function() kernel.allreduce(w, { algo = "hier" }) end)
+  g:replay()
+  H.eq(w:tensor()[7], size * (size + 1) // 2, "hier replayed from a graph")
+  g:free()
+  c:barrier()
+  w:free()
 end
 for _, algo in ipairs(ALGOS) do
   same("kernel.allreduce " .. algo, window_state, function(s)

@@ -47,6 +47,9 @@ for _, algo in ipairs(kernel.algos) do
       H.truthy(not ok and res:find("allreduce: algo 'multicast' cannot keep the window untouched with "
                                    .. "out=: its st stores the result through the multicast address into "
                                    .. "every slice", 1, true), tag .. ": " .. tostring(res))
+    elseif algo == "hier" then
+      H.truthy(not ok and res:find("allreduce: algo 'hier' leaves the result in the window", 1, true),
+               tag .. ": " .. tostring(res))
     elseif algo == "nccl_dev" and not ok then -- runs on cuda's nccl windows only
       H.truthy(res:find("algo 'nccl_dev'", 1, true), tag .. ": " .. tostring(res))
     else

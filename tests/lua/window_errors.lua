@@ -58,7 +58,8 @@ H.raises(function() w:peer(0.5) end, "number has no integer representation")
 if team_size < n then
   local outside = (me + team_size) % n
   H.raises(function() w:peer(outside) end,
-           string.format("rank %d is not in this window's team (reachable: ", outside))
+           string.format("rank %d is on node %d; loads and stores reach only node %d's ranks ",
+                         outside, gcsh.node_of(outside), gcsh.node))
 end
 local mine = w:tensor()
 H.raises(function() return mine[4] end, "index 4 out of range for tensor of length 4 (valid 0..3)")

@@ -23,7 +23,8 @@ H.raises(function() w:putv("x", { { src, 0 } }) end, "bad argument #1 to 'putv' 
 if team_size < n then
   local outside = (first + team_size) % n
   H.raises(function() w:put(outside, src) end,
-           string.format("rank %d is not in this window's team (reachable: ", outside))
+           string.format("rank %d is on node %d; loads and stores reach only node %d's ranks ",
+                         outside, gcsh.node_of(outside), gcsh.node))
 end
 
 -- ranges

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Ranks on several nodes under a real mpirun, as on a cluster: the nodes
+# are simulated on this machine by scripts/simnode, Open MPI's launch agent
+# here (a host name, /etc/hosts and mount namespace per node: mpirun starts
+# a daemon per node, shared memory stays inside a node, ranks of different
+# nodes talk TCP over loopback).  What a user types on a cluster is the
+# same command without --mca plm_rsh_agent (README "Several nodes").
+# NODES nodes of 2 ranks (2 here; tests/sh/nodes3.sh runs 3): start-up and
+# .info, a script only rank 0 has, values of the collectives and of every
+# all-reduce algorithm across nodes, windows that name the boundary,
+# Ctrl-C, a lost node, the flight recorder of every node.
+# tests/run.sh: slow (not in make check)
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+NODES=${NODES:-2}
+PER=2
+N=$((NODES * PER))
+TMP=$(mktemp -d)
+TAGS=()
+trap tags_cleanup EXIT
+if ! scripts/simnode probe true 2>"$TMP/probe"; then
+    skip "scripts/simnode cannot make namespaces here: $(head -c 200 "$TMP/probe")"
+    finish
+    exit
+fi
+HOSTS=$TMP/hosts
+{
+    echo "$(hostname) slots=$PER"
+    for ((i = 1; i < NODES; i++)); do echo "node$i slots=$PER"; done
+} >"$HOSTS"
+ON_NODES=(--hostfile "$HOSTS" --mca plm_rsh_agent "$PWD/scripts/simnode"
+          --mca btl tcp,vader,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+LAST=$((N - 1))
+LASTNODE=$((NODES - 1))
+# the ranks of node i as gcsh folds them ("2-3")
+ranks_of() { echo "$(($1 * PER))-$(($1 * PER + PER - 1))"; }
+run() { # INPUT [ARGS...]: a piped session on the nodes; OUT, RC
+    local input=$1
+    shift
+    OUT=$(printf '%s\n' "$input" | timeout 120 "$GCSH" -n "$N" "${ON_NODES[@]}" "$@" 2>&1); RC=$?
+}
+
+# ---- start-up: .info names the nodes; every rank knows its own
+run '.info
+print(gcsh.node, gcsh.nodes, gcsh.local_rank, io.popen("hostname"):read())'
+expect_eq "start-up: exit 0" "$RC" 0
+expect_contains ".info: the nodes" "$OUT" "backend host: $N ranks on $NODES nodes"
+expect_match ".info: node 0 is this machine" "$OUT" "^ +1 +$(hostname) +0 +[0-9]+ +1 +cpu"
+expect_match ".info: rank $LAST on node $LASTNODE" "$OUT" "^ +$LAST +node$LASTNODE +$LASTNODE +[0-9]+ +1 +cpu"
+expect_contains "rank $LAST's facts" "$OUT" "[$LAST] $LASTNODE${T:=	}$NODES${T}1${T}node$LASTNODE"
+expect_contains "rank 0's facts" "$OUT" "[0] 0${T}$NODES${T}0${T}$(hostname)"
+
+# ---- a script that only rank 0's node has: read by rank 0, sent to every rank
+mkdir -p "$TMP/only0"
+printf '%s\n' 'print(io.open(arg[0]) ~= nil, ...)' \
+    'if gcsh.node == gcsh.nodes - 1 and arg[1] == "fail" then error("failed on the last node") end' \
+    >"$TMP/only0/s.lua"
+OUT=$(SIMNODE_HIDE=$TMP/only0 timeout 120 "$GCSH" -n "$N" "${ON_NODES[@]}" "$TMP/only0/s.lua" a b 2>&1); RC=$?
+expect_eq "a script only node 0 has: exit 0" "$RC" 0
+expect_contains "node 0 has the file" "$OUT" "[0-1] true${T}a${T}b"
+expect_contains "the other nodes have not, and ran it" "$OUT" "[2-$LAST] false${T}a${T}b"
+OUT=$(SIMNODE_HIDE=$TMP/only0 timeout 120 "$GCSH" -n "$N" "${ON_NODES[@]}" "$TMP/only0/s.lua" fail 2>&1); RC=$?
+expect_eq "a script that fails on the last node only: exit 1" "$RC" 1
+expect_contains "the last node's error, under its ranks" "$OUT" "[$(ranks_of "$LASTNODE")] $TMP/only0/s.lua:2: failed on the last node"
+
+# ---- values across nodes: the communicator's collectives, windows whose
+# team is the node, every all-reduce algorithm (tests/sh/nodes_values.lua)
+OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_values.lua 2>&1); RC=$?
+expect_eq "values across nodes: exit 0" "$RC" 0
+expect_all_ranks "values across nodes: every check" "$OUT" "nodes_values ok" "$N"
+[ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
+# ---- w:peer off the node: refused, naming both nodes
+run 'w = comm.world():window(4)
+print(#w.team, table.concat(w:info().network, ","))
+print(select(2, pcall(function() return w:peer((rank + 2) % size) end)))
+print(kernel.allreduce(w, {algo = "hier"})[0] ~= nil)'
+expect_eq "the window's team is the node: exit 0" "$RC" 0
+expect_contains "rank 0's team is its node; the others are network" "$OUT" "[0-1] 2${T}$(seq -s , 2 "$LAST")"
+expect_contains "w:peer off the node" "$OUT" "[0] stdin:1: bad argument #1 to 'peer' (rank 2 is on node 1; loads and stores reach only node 0's ranks 0-1"
+expect_contains "w:peer off the node, from the other side" "$OUT" "[$((N - 2))] stdin:1: bad argument #1 to 'peer' (rank 0 is on node 0; loads and stores reach only node $LASTNODE's ranks $(ranks_of "$LASTNODE")"
+
+# ---- Ctrl-C (SIGINT to gcsh -n): every node's ranks interrupted, the session reads on
+bg_start "$N" "${ON_NODES[@]}"
+bg_line 'print("ready") while true do end'
+if bg_wait_all ready "$N" 120; then pass; else fail "Ctrl-C: the session did not start"; fi
+kill -INT "$BG"
+if bg_wait_out "gcsh: interrupted [0-$LAST]" 60; then pass; else fail "Ctrl-C: no interrupt"; cat "$TMP/out"; fi
+bg_line 'print("next", gcsh.node)'
+bg_end
+expect_contains "Ctrl-C: the loop was interrupted on every node" "$OUT" "[0-$LAST] interrupted!"
+expect_contains "Ctrl-C: the next line ran on the last node" "$OUT" "next${T}$LASTNODE"
+expect_eq "Ctrl-C: exit 1 (a line failed)" "$RC" 1
+expect_no_procs "Ctrl-C: no process left" "$TAG"
+
+# ---- a lost node: every rank of the last node killed while the prompt waits
+bg_start "$N" "${ON_NODES[@]}"
+bg_line 'print("up")'
+if bg_wait_all up "$N" 120; then pass; else fail "lost node: the session did not start"; fi
+# (their pids first: mpirun ends the node's other rank once one is killed)
+VICTIMS=$(for r in $(seq $((LASTNODE * PER)) "$LAST"); do rank_pid "$TAG" "$r"; done)
+kill -9 $VICTIMS
+bg_wait_out " is gone" 60
+bg_end
+expect_match "lost node: rank 0 names a rank of it" "$OUT" \
+    "^gcsh: rank ($(seq -s '|' $((LASTNODE * PER)) "$LAST")) is gone \(its connection to rank 0 closed\)$"
+expect_contains "lost node: the session ends" "$OUT" "gcsh: the session cannot go on without it; every rank exits with status 69"
+expect_eq "lost node: exit 69" "$RC" 69
+expect_no_procs "lost node: no process left (the other nodes' daemons too)" "$TAG"
+
+# ---- the flight recorder: every node's ranks, gathered on rank 0
+F=$TMP/flight.json
+run "c = comm.world() c:barrier()
+.flight $F"
+expect_contains ".flight: every rank's calls" "$OUT" "flight recorder written to $F: "
+expect_match ".flight: from every rank" "$OUT" "from $N ranks"
+LASTS=$(python3 -c '
+import json, sys
+print(sorted({e["pid"] for e in json.load(open(sys.argv[1]))["traceEvents"]
+              if e["ph"] == "X" and e["name"] == "comm.barrier"}))' "$F" 2>&1)
+expect_eq ".flight: the barrier on every node's ranks" "$LASTS" "[$(seq -s ', ' 0 "$LAST")]"
+finish
