@@ -12,6 +12,7 @@
 
 #include "core/backend.h"
 #include "core/share.h"
+#include "core/waitnote.h"
 
 #define GCSH_VERSION "0.1.0"
 
@@ -134,6 +135,9 @@ struct gcsh_ctx {
     gcsh_graph_capture *graph;
     char device[128];           /* e.g. "cpu", "cuda:0 NVIDIA H200" */
     char err[1024];             /* last backend error, see gcsh_set_error */
+    /* What the worker's blocking wait waits for, read by the watcher for
+     * hang reports (waitnote.h). */
+    gcsh_wait_note wait_note;
 };
 
 /* Values of ctx->interrupt (0: none). */

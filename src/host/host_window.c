@@ -309,13 +309,21 @@ static int host_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_
     return 0;
 }
 
+/* A signal wait in words, for hang reports: "signal slot 0" (the where
+ * text of l_signal.c says the condition). */
+static void slot_text(const void *arg, char *buf, size_t len)
+{
+    snprintf(buf, len, "signal slot %zu", *(const size_t *)arg);
+}
+
 /* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when
  * interrupted. */
 static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
                      enum gcsh_cmp cmp, double timeout)
 {
-    return gcsh_host_wait_word(ctx, signal_word(d, d->team_rank, slot), cmp, v, timeout,
-                               "signal wait interrupted");
+    gcsh_host_note note = {slot_text, &slot, -1, 0};
+    return gcsh_host_wait_noted(ctx, signal_word(d, d->team_rank, slot), cmp, v, timeout,
+                                "signal wait interrupted", &note);
 }
 
 static int host_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
