@@ -73,6 +73,9 @@ size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
  * may use of the LL area, kplan.h), sync_offset, in bytes from a slice's
  * start (w:info()). */
 void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
+/* w:sync_state([s]): the window's barrier epoch, the sync words and LL
+ * flags each member left here, my words of signals s. */
+int gcsh_kern_sync_state(lua_State *L);
 
 /* ---- l_persist.c: the persistent all-reduce (kernel.persistent) ------------------- */
 
