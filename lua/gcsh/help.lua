@@ -74,7 +74,7 @@ local API = {
       { "w:put(peer, src [, dst_offset [, opts]])", "a one-sided transfer handle: help(\"xfer\")" },
       { "w:get(peer, dst [, src_offset [, opts]])", "the other direction" },
       { "w:putv(peer, {{src, dst_offset}, ...} [, opts])", "many segments, one operation" },
-      { "w:multicast()", "a multicast object (collective): help(\"multicast\")" },
+      { "w:multicast([{lax=true}])", "a multicast object (collective): help(\"multicast\")" },
       { "w:free()", "barrier, then deregistration (collective)" },
     },
   },
@@ -108,7 +108,8 @@ local API = {
     what = "a window's multicast: NVLS when opted in and allowed, else emulated",
     rows = {
       { "m.mode", "\"nvls\" or \"emulated\"" },
-      { "m:why()", "why the mode is what it is" },
+      { "m:why()", "why the mode is what it is, and strict or lax" },
+      { "m.lax", "emulated without NVLS's dtype, op and 4-byte rules: w:multicast{lax=true}" },
       { "m:ld_reduce(out [, op | {op=, offset=}])", "out = the op over every slice" },
       { "m:st(src [, offset])", "src into every slice" },
       { "m.window", "its window" },

@@ -349,11 +349,7 @@ static const char *allreduce_multicast(lua_State *L, const gcsh_kargs *a)
                    a->fname);
     gcsh_mcast mc;
     gcsh_mcast_open(L, a->o, &mc);
-    if (mc.nvls) {
-        gcsh_karg_dtype_op(L, a->fname, a->o->dtype, a->op, gcsh_kern_nvls_ops_of(a->o->dtype),
-                           "multimem (mode nvls)");
-        gcsh_mcast_check_nvls(L, a->fname, a->o, a->offset, a->n, a->out);
-    }
+    gcsh_mcast_check_rules(L, a->fname, a->o, 1, a->op, a->offset, a->n, a->out);
     run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &a->o->mc : NULL,
                    "multicast");
     return mc.nvls ? "multicast(nvls)" : "multicast(emulated)";
