@@ -5,7 +5,10 @@
 local H = require "harness"
 local S = require "gcsh.show"
 
-local c = comm.world()
+-- the node's communicator: the window's team is all of it (under
+-- GCSH_RANKS_PER_NODE too, where kernel collectives on a world window
+-- are refused: window_kernel_team.lua)
+local c = comm.world():split(gcsh.node)
 local k = c.size
 local w = c:window(8, "f32")
 local s = c:signals(3)
@@ -101,3 +104,4 @@ c:barrier()
 s:free()
 w:free()
 H.raises(function() w:sync_state() end, "freed window", "a freed window")
+c:free()
