@@ -218,11 +218,24 @@ local function wrapped(out, prefix, indent, text)
   out[#out + 1] = line
 end
 
+-- The communicator the rows travel over: x's, or after an abort (the
+-- evidence of a hang, readable until freed) a fresh world when x's had
+-- every rank (x.size: an aborted communicator's fields are refused; the
+-- window's are not).
+local function exchange(c, x)
+  if tostring(c) ~= "comm(aborted)" then return c end
+  if x.size ~= size then
+    error("show: the window's communicator was aborted and is not the world's; "
+          .. "w:sync_state() reads it on each rank", 4)
+  end
+  return comm.world()
+end
+
 local function format_info(x)
   local kind = type_of(x)
   local info, mine = x:info(), {}
   for k, v in pairs(info) do mine[#mine + 1] = k .. "\t" .. flat(v) end
-  local texts = x.comm:agree(table.concat(mine, "\n"))
+  local texts = exchange(x.comm, x):agree(table.concat(mine, "\n"))
   local values, keys = {}, {}
   for r, t in ipairs(texts) do
     for line in t:gmatch("[^\n]+") do
@@ -258,16 +271,81 @@ local function format_info(x)
   return table.concat(out, "\n")
 end
 
-function M.format(x, c)
+-- show(w, "sync" [, s]): w:sync_state() of every rank as one table, equal
+-- rows folded under their ranks; a word that is not the rank's own count
+-- is marked (that member is behind or ahead of it).  With signals s, their
+-- words follow (show(s)).
+--   window(#1, 8 f32, host, team 0-1): w:sync_state() on 2 ranks
+--   ranks  epoch  b[0]  b[1]  ll  ll[0]  ll[1]
+--   [0-1]      2     2     2   1      1      1
+local function format_sync(x, s)
+  local st = x:sync_state()
+  local team = x.team
+  local cells = { tostring(st.epoch) }
+  local marks = {}
+  for _, r in ipairs(team) do
+    cells[#cells + 1] = tostring(st.seen[r]) .. (st.seen[r] ~= st.epoch and "*" or "")
+  end
+  cells[#cells + 1] = tostring(st.ll_calls)
+  for _, r in ipairs(team) do
+    cells[#cells + 1] = tostring(st.ll_seen[r]) .. (st.ll_seen[r] ~= st.ll_calls and "*" or "")
+  end
+  local texts = exchange(x.comm, x):agree(table.concat(cells, "\t"))
+  local header = { "ranks", "epoch" }
+  for _, r in ipairs(team) do header[#header + 1] = "b[" .. r .. "]" end
+  header[#header + 1] = "ll"
+  for _, r in ipairs(team) do header[#header + 1] = "ll[" .. r .. "]" end
+  local ranges = require("gcsh.repro").ranges
+  local grid, done = { header }, {}
+  for r, t in ipairs(texts) do
+    if not done[r] then
+      local ranks = {}
+      for q = r, #texts do
+        if texts[q] == t then ranks[#ranks + 1] = q - 1; done[q] = true end
+      end
+      local line = { "[" .. ranges(ranks) .. "]" }
+      for cell in (t .. "\t"):gmatch("([^\t]*)\t") do
+        line[#line + 1] = cell
+        if cell:sub(-1) == "*" then marks.any = true end
+      end
+      grid[#grid + 1] = line
+    end
+  end
+  local width = {}
+  for _, line in ipairs(grid) do
+    for k, cell in ipairs(line) do width[k] = math.max(width[k] or 0, #cell) end
+  end
+  local head = tostring(x):gsub(", rank %d+ of %d+", "")
+  local out = { string.format("%s: w:sync_state() on %d rank%s", head, #texts,
+                              #texts == 1 and "" or "s") }
+  for _, line in ipairs(grid) do
+    local parts = {}
+    for k, cell in ipairs(line) do
+      parts[k] = string.format((k == 1 and "%-" or "%") .. width[k] .. "s", cell)
+    end
+    out[#out + 1] = (table.concat(parts, "  "):gsub("%s+$", ""))
+  end
+  out[#out + 1] = "(epoch: barriers entered; b[r]: the last barrier r signalled here; ll: ll"
+  out[#out + 1] = " calls done, the next on set ll % 2; ll[r]: r's newest ll flag here"
+                  .. (marks.any and ";" or ")")
+  if marks.any then out[#out + 1] = " * = not this rank's own count: r is behind or ahead)" end
+  if s ~= nil then out[#out + 1] = M.format(s) end
+  return table.concat(out, "\n")
+end
+
+function M.format(x, c, s)
   local kind = type_of(x)
   if c == "info" and (kind == "window" or kind == "signals") then return format_info(x) end
+  if c == "sync" and kind == "window" then return format_sync(x, s) end
   if type(c) == "string" then
-    error(string.format("show: unknown aspect '%s' (valid: info, for a window or signals)", c), 3)
+    error(string.format("show: unknown aspect '%s' (valid: info, for a window or signals; "
+                        .. "sync, for a window)", c), 3)
   end
   local src = source(x, c)
+  local over = src and exchange(src.comm, x) or c or comm.world()
   -- Every rank says what it holds first, so that all take the same path: a
   -- tensor on one rank and a table on another show as text on every rank.
-  local said = (src and src.comm or c or comm.world()):agree(
+  local said = over:agree(
     type_of(x) .. "\t" .. (src and src.n or 0) .. "\t" .. (src and src.shape or ""))
   local n, kinds, shapes, same = 0, {}, {}, true
   for r, s in ipairs(said) do
@@ -279,21 +357,21 @@ function M.format(x, c)
   local mine = {}
   for k, i in ipairs(cols) do mine[k] = (i and i < src.n) and src.value(i) or "" end
   local rows = {}
-  for r, s in ipairs(src.comm:agree(table.concat(mine, "\t"))) do
+  for r, s in ipairs(over:agree(table.concat(mine, "\t"))) do
     local cells, k = {}, 0
     for cell in (s .. "\t"):gmatch("([^\t]*)\t") do k = k + 1; cells[k] = cell end
     rows[r] = cells
   end
-  local wheres = src.where and src.comm:agree(src.where) or nil
+  local wheres = src.where and over:agree(src.where) or nil
   local title = type(src.title) == "function" and src.title(shapes_text(shapes)) or src.title
   return render(title, cols, rows, wheres)
 end
 
-function M.show(x, c)
-  local text = M.format(x, c)
+function M.show(x, c, s)
+  local text = M.format(x, c, s)
   local kind = type_of(x)
-  local shown = (kind == "window" or kind == "signals") and x.comm or c or comm.world()
-  if shown.rank == 0 then print(text) end
+  local me = (kind == "window" or kind == "signals") and x.rank or (c or comm.world()).rank
+  if me == 0 then print(text) end
 end
 
 return M

@@ -225,15 +225,17 @@ local function read_options(fname, coll, w, opts)
 end
 
 -- NVLink multicast (mode nvls) has no 16-bit loads and stores: every
--- chunk must start and end on 4 bytes (the emulation takes any).
+-- chunk must start and end on 4 bytes (the emulation keeps the rule unless
+-- the window's multicast is lax).
 local function check_multicast_units(fname, mc, plan, dtype)
-  if mc.mode ~= "nvls" then return end
+  if mc.lax then return end
   local es = ELEMENT_BYTES[dtype]
   for r, ch in ipairs(plan.chunks) do
     if (ch.first * es) % 4 ~= 0 or (ch.count * es) % 4 ~= 0 then
       mc:free()
-      fail(fname, "multicast in mode nvls moves 4-byte units, but rank %d's chunk of %s starts "
-           .. "at %d with %d elements (choose n and offset so every chunk is whole words)",
+      fail(fname, "multicast moves 4-byte units (NVLS's rule), but rank %d's chunk of %s starts "
+           .. "at %d with %d elements (choose n and offset so every chunk is whole words, or "
+           .. "make the window's first multicast w:multicast{lax=true})",
            r - 1, dtype, ch.first, ch.count)
     end
   end

@@ -73,6 +73,9 @@ size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
  * may use of the LL area, kplan.h), sync_offset, in bytes from a slice's
  * start (w:info()). */
 void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
+/* w:sync_state([s]): the window's barrier epoch, the sync words and LL
+ * flags each member left here, my words of signals s. */
+int gcsh_kern_sync_state(lua_State *L);
 
 /* ---- kargs.c: the local reduce job ---------------------------------------------- */
 
@@ -85,12 +88,16 @@ void gcsh_kjob_peers(lua_State *L, const gcsh_symobj *o, size_t offset, size_t n
 /* ---- l_mcast.c: the multicast type ---------------------------------------------- */
 
 /* o's multicast mode into mc: collective (and checked) the first time, the
- * decision every rank made afterwards. */
+ * decision every rank made afterwards (strict, unless the first
+ * w:multicast{lax=true} said otherwise). */
 void gcsh_mcast_open(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc);
-/* Errors unless [offset, offset + n) of o and local (may be NULL) fall on
- * 4-byte units, as multimem (mode nvls) needs. */
-void gcsh_mcast_check_nvls(lua_State *L, const char *fname, const gcsh_symobj *o,
-                           size_t offset, size_t n, const gcsh_tensor *local);
+/* NVLS's rules, which mode nvls needs and the emulation keeps unless lax
+ * (src/DESIGN.md, Truth rules): errors unless op (reduces: an ld_reduce;
+ * else a store) is one multimem has for o's dtype and [offset, offset + n)
+ * of o and local (may be NULL) fall on 4-byte units.  The same messages
+ * on every backend, NVLS or emulated.  A no-op for a lax emulation. */
+void gcsh_mcast_check_rules(lua_State *L, const char *fname, const gcsh_symobj *o, int reduces,
+                            gcsh_redop op, size_t offset, size_t n, const gcsh_tensor *local);
 
 /* ---- kplan_table.c: kernel.plan's answer ------------------------------------------ */
 

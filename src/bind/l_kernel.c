@@ -357,11 +357,7 @@ static const char *allreduce_multicast(lua_State *L, const gcsh_kargs *a)
                    a->fname);
     gcsh_mcast mc;
     gcsh_mcast_open(L, a->o, &mc);
-    if (mc.nvls) {
-        gcsh_karg_dtype_op(L, a->fname, a->o->dtype, a->op, gcsh_kern_nvls_ops_of(a->o->dtype),
-                           "multimem (mode nvls)");
-        gcsh_mcast_check_nvls(L, a->fname, a->o, a->offset, a->n, a->out);
-    }
+    gcsh_mcast_check_rules(L, a->fname, a->o, 1, a->op, a->offset, a->n, a->out);
     run_collective(L, a, GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, -1, mc.nvls ? &a->o->mc : NULL,
                    "multicast");
     return mc.nvls ? "multicast(nvls)" : "multicast(emulated)";
@@ -736,5 +732,101 @@ int luaopen_gcsh_kernel(lua_State *L)
     lua_setfield(L, -2, "algos");
     lua_pushinteger(L, (lua_Integer)GCSH_LL_MAX_BYTES);
     lua_setfield(L, -2, "ll_max_bytes");
+    return 1;
+}
+
+/* ---- w:sync_state([s]): the kernels' machinery of a window, as this rank sees it ---- */
+
+/* bytes at byte `off` of my slice, copied to host memory (the slice may be
+ * device memory) */
+static void read_mine(lua_State *L, const gcsh_symobj *o, size_t off, void *to, size_t bytes)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    const char *slice = o->desc.peer[o->desc.team_rank];
+    if (ctx->be->mem->copy(ctx, to, GCSH_LOC_HOST, slice + off, o->desc.loc, bytes) != 0)
+        gcsh_raise(L, ctx);
+}
+
+/* t[rank] = v for every member (keys: communicator ranks, as w:peer takes) */
+static void set_member(lua_State *L, const gcsh_symobj *o, int p, uint64_t v)
+{
+    lua_pushinteger(L, (lua_Integer)v);
+    lua_rawseti(L, -2, o->desc.team[p]);
+}
+
+/* seen: the barrier number each member last stored into my sync area (row
+ * 0: the host's one block, a cuda launch's first) */
+static void push_seen(lua_State *L, const gcsh_symobj *o)
+{
+    uint64_t words[GCSH_KERN_MAX_TEAM];
+    int k = o->desc.team_size < GCSH_KERN_MAX_TEAM ? o->desc.team_size : GCSH_KERN_MAX_TEAM;
+    read_mine(L, o, sync_offset(L, o), words, (size_t)k * sizeof words[0]);
+    lua_createtable(L, 0, k);
+    for (int p = 0; p < k; p++)
+        set_member(L, o, p, words[p]);
+}
+
+/* The LL area (core/kll.h): the calls done here, the set and flag of the
+ * next, and the newest flag each member's slot holds (line 0 of either set:
+ * the last call whose data from that member arrived). */
+static void push_ll(lua_State *L, const gcsh_symobj *o)
+{
+    size_t ll = gcsh_kern_ll_offset(L, o), wb = gcsh_kern_window_bytes(o);
+    int slots = gcsh_ll_slots(o->comm->size), k = o->desc.team_size < slots ? o->desc.team_size : slots;
+    gcsh_ll_header h;
+    read_mine(L, o, ll, &h, sizeof h);
+    gcsh_set_integer(L, "ll_calls", (lua_Integer)h.count);
+    gcsh_set_integer(L, "ll_set", (lua_Integer)(h.count & 1));
+    gcsh_set_integer(L, "ll_flag", (lua_Integer)gcsh_ll_flag(h.count));
+    lua_createtable(L, 0, k);
+    for (int p = 0; p < k; p++) {
+        uint32_t newest = 0;
+        for (unsigned set = 0; set < 2; set++) {
+            uint64_t word;
+            read_mine(L, o, ll + gcsh_ll_slot_offset(wb, slots, set, p), &word, sizeof word);
+            uint32_t flag = (uint32_t)(word >> 32);
+            newest = flag > newest ? flag : newest;
+        }
+        set_member(L, o, p, newest);
+    }
+    lua_setfield(L, -2, "ll_seen");
+}
+
+/* pad: my words of signals s (u64 carriers, as s:read gives them) */
+static void push_pad(lua_State *L, int idx)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_symobj *s = gcsh_sym_check_readable(L, idx, GCSH_SIGNALS_MT);
+    lua_createtable(L, (int)s->n, 1);
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t v;
+        if (ctx->be->win->signal_read(ctx, s->impl, &s->desc, i, &v) != 0)
+            gcsh_raise(L, ctx);
+        lua_pushinteger(L, (lua_Integer)v);
+        lua_rawseti(L, -2, (lua_Integer)i);
+    }
+}
+
+/* w:sync_state([s]): local (show(w, "sync") gathers every rank's), and
+ * possible after an abort, until the window is freed: the evidence of a
+ * hang.  Fields: epoch (barriers this rank entered on w), seen[r] (the
+ * barrier number rank r last stored into my sync words), ll_calls, ll_set,
+ * ll_flag, ll_seen[r] (the LL area: kll.h), pad[i] (with s: my signal
+ * words). */
+int gcsh_kern_sync_state(lua_State *L)
+{
+    gcsh_symobj *o = gcsh_sym_check_readable(L, 1, GCSH_WINDOW_MT);
+    if (!gcsh_ctx_of(L)->be->kern)
+        return luaL_error(L, "sync_state: the %s backend has no kernels", gcsh_ctx_of(L)->be->name);
+    lua_settop(L, 2);
+    lua_createtable(L, 0, 8);
+    gcsh_set_integer(L, "epoch", (lua_Integer)o->kern_epoch);
+    push_seen(L, o);
+    lua_setfield(L, -2, "seen");
+    push_ll(L, o);
+    if (!lua_isnil(L, 2)) {
+        push_pad(L, 2);
+        lua_setfield(L, -2, "pad");
+    }
     return 1;
 }

@@ -8,6 +8,7 @@
  *   w:info()          kind, n, dtype, bytes, alloc_bytes, granularity, address,
  *                     peers, team, seq, where, handle, and the kernels' areas:
  *                     ll_offset, scratch_bytes, sync_offset (bytes in a slice)
+ *   w:sync_state([s]) the kernels' sync words, LL flags, my words of s (l_kernel.c)
  *   w:multicast()     collective: a multicast object (l_mcast.c adds it)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
@@ -162,6 +163,7 @@ static const luaL_Reg meth[] = {
     {"put", gcsh_window_put},   /* l_xfer.c */
     {"get", gcsh_window_get},   /* l_xfer.c */
     {"putv", gcsh_window_putv}, /* l_xfer.c */
+    {"sync_state", gcsh_kern_sync_state}, /* l_kernel.c */
     {NULL, NULL},
 };
 

@@ -102,6 +102,7 @@ struct gcsh_symobj {
      * capture (gcsh.graph) uses, where the exchange cannot run. */
     int mc_decided;
     gcsh_mcast mc;
+    int mc_lax; /* emulated without NVLS's rules: w:multicast{lax=true} (l_mcast.c) */
     /* The transfers posted over it (l_xfer.c attaches a handle's transfer
      * at its first post and detaches it when the handle goes): a free is
      * refused while one of them is in flight on any rank. */

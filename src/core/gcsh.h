@@ -13,6 +13,7 @@
 #include "core/backend.h"
 #include "core/luahook.h"
 #include "core/share.h"
+#include "core/waitnote.h"
 
 #define GCSH_VERSION "0.1.0"
 
@@ -151,6 +152,9 @@ struct gcsh_ctx {
     char err[1024];             /* last backend error, see gcsh_set_error */
     char check_failed[1024];    /* the running chunk's last failed collective check ("":
                                    none): its error may be that failure (worker.c) */
+    /* What the worker's blocking wait waits for, read by the watcher for
+     * hang reports (waitnote.h). */
+    gcsh_wait_note wait_note;
 };
 
 /* Values of ctx->interrupt (0: none). */

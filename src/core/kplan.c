@@ -250,6 +250,26 @@ int gcsh_kplan_steps(const gcsh_kplan *p, gcsh_kstep *steps)
     return pg.n;
 }
 
+void gcsh_kplan_barrier_name(const gcsh_kstep *steps, int n, int i, char *buf, size_t len)
+{
+    int prev = i - 1;
+    while (prev >= 0 && steps[prev].kind != GCSH_KS_MOVE)
+        prev--;
+    if (prev < 0) {
+        snprintf(buf, len, "ready");
+        return;
+    }
+    /* a phase of several move steps numbers them */
+    int more = steps[prev].index > 0 ||
+               (prev + 2 < n && steps[prev + 1].kind == GCSH_KS_BARRIER &&
+                steps[prev + 2].kind == GCSH_KS_MOVE && steps[prev + 2].phase == steps[prev].phase);
+    if (more)
+        snprintf(buf, len, "after %s %d", gcsh_kphase_name(steps[prev].phase),
+                 steps[prev].index + 1);
+    else
+        snprintf(buf, len, "after %s", gcsh_kphase_name(steps[prev].phase));
+}
+
 /* ---- moves ------------------------------------------------------------------- */
 
 static void src(gcsh_kmove *mv, int peer, size_t first)

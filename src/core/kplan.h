@@ -145,6 +145,10 @@ const char *gcsh_kcoll_names(char *buf, size_t size);
 /* The steps of p (the same on every member, whatever out each passes),
  * into steps[GCSH_KPLAN_MAX_STEPS]; returns how many. */
 int gcsh_kplan_steps(const gcsh_kplan *p, gcsh_kstep *steps);
+/* The name of barrier step i of the n steps, as hang reports and w:sync_state
+ * say it: "ready" (the first: every member's input is there), else
+ * "after reduce-scatter" ("after reduce-scatter 2" for a ring's second). */
+void gcsh_kplan_barrier_name(const gcsh_kstep *steps, int n, int i, char *buf, size_t len);
 
 /* What member r does at move step s: 1 with *mv filled, 0 when it has
  * nothing to do there.  has_out: whether r passed an out tensor (the

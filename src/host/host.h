@@ -48,9 +48,21 @@ int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out);
  * interrupted (host_wait.c). */
 int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
                         double timeout, const char *interrupted);
+/* What a wait is for, for hang reports (core/waitnote.h): text(arg) writes
+ * "barrier ready #17" and the like, called only when the wait does not
+ * hold at the first look; peer: the rank whose word it is (-1: anyone);
+ * shift: the printed value is (word & mask) >> shift. */
+typedef struct gcsh_host_note {
+    void (*text)(const void *arg, char *buf, size_t len);
+    const void *arg;
+    int peer, shift;
+} gcsh_host_note;
+/* gcsh_host_wait_word, noted (note may be NULL). */
+int gcsh_host_wait_noted(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
+                         double timeout, const char *interrupted, const gcsh_host_note *note);
 /* Waits, with no time bound, until `(*word & mask) == v`: 0, or -1 as above. */
 int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
-                        const char *interrupted);
+                        const char *interrupted, const gcsh_host_note *note);
 
 /* kernel.allreduce{algo="ll"} (host_ll.c; core/kll.h). */
 int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,

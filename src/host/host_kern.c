@@ -102,23 +102,36 @@ static _Atomic uint64_t *sync_word(const gcsh_window_desc *d, size_t sync_off, i
     return (_Atomic uint64_t *)((char *)d->peer[owner] + sync_off) + src;
 }
 
-static int wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t value)
+/* A barrier wait in words: "barrier ready #17" (its name, then its number). */
+typedef struct barrier_at {
+    const char *name;
+    uint64_t value;
+} barrier_at;
+
+static void barrier_text(const void *arg, char *buf, size_t len)
 {
-    return gcsh_host_wait_word(ctx, word, GCSH_CMP_GE, value, INFINITY,
-                               "kernel collective interrupted while waiting for a peer");
+    const barrier_at *b = arg;
+    snprintf(buf, len, "barrier %s #%llu", b->name, (unsigned long long)b->value);
 }
 
 /* Every member's writes before its barrier are visible to every member
- * after it. */
-static int barrier(gcsh_ctx *ctx, const gcsh_window_desc *d, const gcsh_kcoll_args *a)
+ * after it.  name: the barrier's, for hang reports (gcsh_kplan_barrier_name). */
+static int barrier(gcsh_ctx *ctx, const gcsh_window_desc *d, const gcsh_kcoll_args *a,
+                   const char *name)
 {
     uint64_t value = ++*a->epoch;
     int me = d->team_rank;
     for (int p = 0; p < d->team_size; p++)
         atomic_store_explicit(sync_word(d, a->sync_off, p, me), value, memory_order_release);
-    for (int p = 0; p < d->team_size; p++)
-        if (wait_word(ctx, sync_word(d, a->sync_off, me, p), value) != 0)
+    barrier_at at = {name, value};
+    for (int p = 0; p < d->team_size; p++) {
+        gcsh_host_note note = {barrier_text, &at, d->team[p], 0};
+        if (gcsh_host_wait_noted(ctx, sync_word(d, a->sync_off, me, p), GCSH_CMP_GE, value,
+                                 INFINITY,
+                                 "kernel collective interrupted while waiting for a peer",
+                                 &note) != 0)
             return -1;
+    }
     return 0;
 }
 
@@ -177,8 +190,11 @@ static int host_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     int ns = gcsh_kplan_steps(&a->plan, steps), rc = 0;
     for (int i = 0; i < ns && rc == 0; i++) {
         gcsh_kmove mv;
-        if (steps[i].kind == GCSH_KS_BARRIER)
-            rc = barrier(ctx, d, a);
+        if (steps[i].kind == GCSH_KS_BARRIER) {
+            char name[40];
+            gcsh_kplan_barrier_name(steps, ns, i, name, sizeof name);
+            rc = barrier(ctx, d, a, name);
+        }
         else if (gcsh_kplan_move(&a->plan, &steps[i], d->team_rank, a->out != NULL, &mv))
             rc = run_move(ctx, &r, &mv);
     }

@@ -8,6 +8,7 @@
  * job loop (host_kern.c's gcsh_kjob) over the members' contributions, once
  * they are unpacked: the same order and rounding as every other kernel. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,19 @@ static void post(const ll_call *c, const char *mine)
     }
 }
 
+/* A line's wait in words, for hang reports: "ll flag 5 (set 0, line 3)". */
+typedef struct line_at {
+    const ll_call *c;
+    size_t line;
+} line_at;
+
+static void line_text(const void *arg, char *buf, size_t len)
+{
+    const line_at *at = arg;
+    snprintf(buf, len, "ll flag %u (set %u, line %zu)", (unsigned)at->c->flag, at->c->set,
+             at->line);
+}
+
 /* Member s's contribution, from slot s of my set, into `to` (bytes of it),
  * each word once its flag is this call's. */
 static int receive(gcsh_ctx *ctx, const ll_call *c, int s, char *to)
@@ -61,10 +75,13 @@ static int receive(gcsh_ctx *ctx, const ll_call *c, int s, char *to)
     int me = c->d->team_rank;
     for (size_t i = 0; i < c->lines; i++) {
         uint32_t data[2];
+        line_at at = {c, i};
+        gcsh_host_note note = {line_text, &at, c->d->team[s], 32};
         for (int h = 0; h < 2; h++) {
             _Atomic uint64_t *w = line_word(c, me, s, i, h);
             if (gcsh_host_wait_bits(ctx, w, FLAG_MASK, (uint64_t)c->flag << 32,
-                                    "kernel collective interrupted while waiting for a peer") != 0)
+                                    "kernel collective interrupted while waiting for a peer",
+                                    &note) != 0)
                 return -1;
             data[h] = (uint32_t)atomic_load_explicit(w, memory_order_acquire);
         }

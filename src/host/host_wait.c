@@ -22,14 +22,33 @@
 #define WAIT_FIRST_SLEEP_NS 1000L
 #define WAIT_MAX_SLEEP_NS 1000000L
 
-/* The loop of both waits below: until `(*word & mask) cmp v` holds. */
+static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
+                     uint64_t v, double timeout, const char *interrupted);
+
+/* The loop of the waits below: until `(*word & mask) cmp v` holds.  Once the
+ * first look fails, the wait is noted for hang reports (core/waitnote.h),
+ * in the words note->text writes (NULL: none). */
 static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
-                       uint64_t v, double timeout, const char *interrupted)
+                       uint64_t v, double timeout, const char *interrupted,
+                       const gcsh_host_note *note)
 {
     /* the clock is read only once the first look fails: the "ll" all-reduce
      * waits once per 8 bytes of data, nearly always on a word already there */
     if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
         return 0;
+    if (!note)
+        return wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+    char what[64];
+    note->text(note->arg, what, sizeof what);
+    gcsh_wait_note_begin(&ctx->wait_note, what, note->peer, word, mask, note->shift);
+    int rc = wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+    gcsh_wait_note_end(&ctx->wait_note);
+    return rc;
+}
+
+static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
+                     uint64_t v, double timeout, const char *interrupted)
+{
     double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
@@ -54,11 +73,17 @@ static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enu
 int gcsh_host_wait_word(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
                         double timeout, const char *interrupted)
 {
-    return wait_masked(ctx, word, UINT64_MAX, cmp, v, timeout, interrupted);
+    return wait_masked(ctx, word, UINT64_MAX, cmp, v, timeout, interrupted, NULL);
+}
+
+int gcsh_host_wait_noted(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cmp, uint64_t v,
+                         double timeout, const char *interrupted, const gcsh_host_note *note)
+{
+    return wait_masked(ctx, word, UINT64_MAX, cmp, v, timeout, interrupted, note);
 }
 
 int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
-                        const char *interrupted)
+                        const char *interrupted, const gcsh_host_note *note)
 {
-    return wait_masked(ctx, word, mask, GCSH_CMP_EQ, v, INFINITY, interrupted);
+    return wait_masked(ctx, word, mask, GCSH_CMP_EQ, v, INFINITY, interrupted, note);
 }

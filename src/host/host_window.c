@@ -39,7 +39,17 @@ struct gcsh_window_impl {
     MPI_Win win;
     int locked;        /* MPI_Win_lock_all is in force */
     void *mine;        /* my slice */
+    const struct emulated_kind *emu; /* kinds nccl and vmm: their emulation, else NULL */
 };
+
+/* Kinds "nccl" and "vmm" on the host: the same MPI shared segment, made
+ * with the cuda kind's rules (its granularity, its stages, symmetric
+ * slices), so a script or a step.window lesson written for a GPU kind runs
+ * here first (src/DESIGN.md, Truth rules: emulation as strict as what it
+ * stands for).  Their stages are at the end of this file. */
+typedef struct emulated_kind emulated_kind;
+static const emulated_kind *emulated_kind_of(const char *kind);
+static size_t emulated_granularity(void);
 
 
 static size_t page_size(void)
@@ -51,8 +61,7 @@ static size_t page_size(void)
 static int host_granularity(gcsh_ctx *ctx, const char *kind, size_t *gran)
 {
     (void)ctx;
-    (void)kind;
-    *gran = page_size();
+    *gran = emulated_kind_of(kind) ? emulated_granularity() : page_size();
     return 0;
 }
 
@@ -103,20 +112,22 @@ static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
 static const char *const host_stage_names[] = {"segment", "peers"};
 static const gcsh_window_plan host_plan = {2, host_stage_names};
 
+static const gcsh_window_plan *emulated_plan(const emulated_kind *k);
+
 static const gcsh_window_plan *host_create_plan(const char *kind)
 {
-    (void)kind;
-    return &host_plan;
+    const emulated_kind *k = emulated_kind_of(kind);
+    return k ? emulated_plan(k) : &host_plan;
 }
 
 static int host_create_begin(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *kind,
                              gcsh_window_desc *desc, gcsh_window_impl **out)
 {
-    (void)kind;
     gcsh_window_impl *w = calloc(1, sizeof *w);
     if (!w)
         return gcsh_set_error(ctx, "host window: out of host memory");
     w->c = c;
+    w->emu = emulated_kind_of(kind);
     w->team = MPI_COMM_NULL;
     w->win = MPI_WIN_NULL;
     desc->loc = GCSH_LOC_HOST;
@@ -236,9 +247,14 @@ fail:
     return -1;
 }
 
+static int emulated_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
+                          char *report, size_t len);
+
 static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
                              char *report, size_t len)
 {
+    if (w->emu)
+        return emulated_stage(ctx, w, desc, i, report, len);
     return i == 0 ? stage_segment(ctx, w, desc, report, len)
                   : stage_peers(ctx, w, desc, report, len);
 }
@@ -309,13 +325,21 @@ static int host_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_
     return 0;
 }
 
+/* A signal wait in words, for hang reports: "signal slot 0" (the where
+ * text of l_signal.c says the condition). */
+static void slot_text(const void *arg, char *buf, size_t len)
+{
+    snprintf(buf, len, "signal slot %zu", *(const size_t *)arg);
+}
+
 /* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when
  * interrupted. */
 static int wait_word(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t slot, uint64_t v,
                      enum gcsh_cmp cmp, double timeout)
 {
-    return gcsh_host_wait_word(ctx, signal_word(d, d->team_rank, slot), cmp, v, timeout,
-                               "signal wait interrupted");
+    gcsh_host_note note = {slot_text, &slot, -1, 0};
+    return gcsh_host_wait_noted(ctx, signal_word(d, d->team_rank, slot), cmp, v, timeout,
+                                "signal wait interrupted", &note);
 }
 
 static int host_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
@@ -342,7 +366,7 @@ static int host_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
 }
 
 const gcsh_window_ops gcsh_host_window_ops = {
-    .kinds = "host",
+    .kinds = "host nccl vmm", /* host first: the default (nccl, vmm: emulated, below) */
     .granularity = host_granularity,
     .max_bytes = host_max_bytes,
     .create_plan = host_create_plan,
@@ -357,3 +381,132 @@ const gcsh_window_ops gcsh_host_window_ops = {
     .signal_wait_cpu = host_signal_wait_cpu,
     .signal_read = host_signal_read,
 };
+
+/* ---- kinds nccl and vmm, emulated (see emulated_kind above) ----------------
+ *
+ * Each stage does on the host what its namesake does on a GPU, where the
+ * host has an equivalent, and says "(emulated)": the segment is made where
+ * the cuda kind allocates, the symmetric registration checks that every
+ * member's slice has the window's size at offset 0 of its allocation (what
+ * NCCL_WIN_COLL_SYMMETRIC needs), and the peer table is filled where the
+ * cuda kind fills it.  Stages that only move handles on a GPU (vmm's export
+ * and exchange, access) say what stands in for them. */
+
+/* CUDA's allocation granularity for cuMemCreate and ncclMemAlloc on the GPUs
+ * gcsh targets (cuMemGetAllocationGranularity: 2 MiB on H100 and H200). */
+#define EMULATED_GRANULARITY ((size_t)2 << 20)
+
+enum emulated_step { EMU_SEGMENT, EMU_SYMMETRIC, EMU_DEVCOMM, EMU_NOTE, EMU_PEERS, EMU_ZERO };
+
+struct emulated_kind {
+    const char *name;
+    gcsh_window_plan plan;
+    const enum emulated_step *steps; /* [plan.n] */
+    const char *const *what;         /* [plan.n]: the GPU call it stands for */
+};
+
+static const char *const nccl_names[] = {"allocate", "register", "devcomm", "peers"};
+static const enum emulated_step nccl_steps[] = {EMU_SEGMENT, EMU_SYMMETRIC, EMU_DEVCOMM,
+                                                EMU_PEERS};
+static const char *const nccl_what[] = {"ncclMemAlloc", "ncclCommWindowRegister",
+                                        "ncclDevCommCreate", "ncclGetLsaPointer"};
+static const char *const vmm_names[] = {"allocate", "export", "exchange", "map", "access", "table"};
+static const enum emulated_step vmm_steps[] = {EMU_SEGMENT, EMU_NOTE, EMU_NOTE,
+                                               EMU_PEERS,   EMU_NOTE, EMU_ZERO};
+static const char *const vmm_what[] = {"cuMemCreate", "cuMemExportToShareableHandle",
+                                       "the fd exchange (SCM_RIGHTS)", "cuMemMap",
+                                       "cuMemSetAccess", "the peer pointer table"};
+
+static const emulated_kind emulated_kinds[] = {
+    {"nccl", {4, nccl_names}, nccl_steps, nccl_what},
+    {"vmm", {6, vmm_names}, vmm_steps, vmm_what},
+};
+
+static const emulated_kind *emulated_kind_of(const char *kind)
+{
+    for (size_t i = 0; kind && i < sizeof emulated_kinds / sizeof emulated_kinds[0]; i++)
+        if (strcmp(kind, emulated_kinds[i].name) == 0)
+            return &emulated_kinds[i];
+    return NULL;
+}
+
+static size_t emulated_granularity(void)
+{
+    return EMULATED_GRANULARITY;
+}
+
+static const gcsh_window_plan *emulated_plan(const emulated_kind *k)
+{
+    return &k->plan;
+}
+
+/* NCCL_WIN_COLL_SYMMETRIC: every member registers the same size, and the
+ * window starts at the same offset (0) of every member's allocation. */
+static int check_symmetric(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
+{
+    for (int i = 0; i < desc->team_size; i++) {
+        MPI_Aint size;
+        int disp;
+        void *base;
+        GCSH_MPI_CHECK_GOTO(ctx, "nccl window (emulated): ", fail, MPI_Win_shared_query,
+                            (w->win, i, &size, &disp, &base));
+        if ((size_t)size != desc->alloc_bytes)
+            return gcsh_set_error(ctx,
+                                  "nccl window (emulated): member %d registers %zu bytes, not "
+                                  "%zu: a symmetric window has the same size on every rank",
+                                  i, (size_t)size, desc->alloc_bytes);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static int emulated_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
+                          char *report, size_t len)
+{
+    const emulated_kind *k = w->emu;
+    char done[512] = "", size[32], gran[32];
+    gcsh_format_bytes(desc->alloc_bytes, size, sizeof size);
+    gcsh_format_bytes(desc->granularity, gran, sizeof gran);
+    switch (k->steps[i]) {
+    case EMU_SEGMENT:
+        if (stage_segment(ctx, w, desc, done, sizeof done) != 0)
+            return -1;
+        snprintf(report, len, "%s (emulated): %s per rank (granularity %s)\n%s", k->what[i], size,
+                 gran, done);
+        return 0;
+    case EMU_SYMMETRIC:
+        if (check_symmetric(ctx, w, desc) != 0)
+            return -1;
+        snprintf(report, len,
+                 "%s(NCCL_WIN_COLL_SYMMETRIC) (emulated) on %d ranks\n"
+                 "every slice %s, the window at offset 0 of each: symmetric",
+                 k->what[i], desc->team_size, size);
+        return 0;
+    case EMU_DEVCOMM:
+        snprintf(report, len,
+                 "%s (emulated): LSA team of %d (the node's ranks)\nmy LSA rank: %d\n"
+                 "no LSA barriers: algo nccl_dev needs the cuda backend",
+                 k->what[i], desc->team_size, desc->team_rank);
+        return 0;
+    case EMU_NOTE:
+        snprintf(report, len, "%s (emulated): nothing to move on the host: %s", k->what[i],
+                 i == 1 ? "the slices are one MPI segment already"
+                 : i == 2 ? "MPI_Win_shared_query finds every slice"
+                          : "every member reads and writes the segment");
+        return 0;
+    case EMU_PEERS:
+        if (stage_peers(ctx, w, desc, done, sizeof done) != 0)
+            return -1;
+        snprintf(report, len, "%s (emulated): %s", k->what[i], done);
+        snprintf(desc->handle, sizeof desc->handle,
+                 "%s window (emulated): MPI_Win_allocate_shared on node %d, segment %p", k->name,
+                 ctx->node, w->mine);
+        return 0;
+    case EMU_ZERO:
+        snprintf(report, len, "%s (emulated): %d slices, mine zeroed (in map)", k->what[i],
+                 desc->team_size);
+        return 0;
+    }
+    return gcsh_set_error(ctx, "%s window (emulated): no stage %d", k->name, i);
+}

@@ -190,7 +190,10 @@ int gcsh_where_report(gcsh_ctx *ctx, int running, int armed, char *buf, size_t l
         }
     }
     if (k->in_op)
-        snprintf(buf, len, "in %s for %.1f s", gcsh_where_op_text(k), now_seconds() - k->since);
+        char note[128];
+        int noted = gcsh_wait_note_text(&ctx->wait_note, note, sizeof note);
+        snprintf(buf, len, "in %s for %.1f s%s%s", gcsh_where_op_text(k), now_seconds() - k->since,
+                 noted ? ": " : "", note);
     else if (armed && k->sampled)
         snprintf(buf, len, "%s", k->line);
     else

@@ -15,7 +15,7 @@ for _, kind in ipairs(G.kinds(c)) do
       for i = 1, 2 do
         ws[i] = c:window(4099, dt, { kind = kind })
         ws[i]:tensor():rand(7 + c.rank)
-        ws[i]:multicast()
+        ws[i]:multicast { lax = true } -- odd bf16 offsets: the emulation beyond NVLS's rules
       end
       local function calls(w)
         kernel.allreduce(w, { algo = algo, offset = 1, n = 7 })

@@ -74,7 +74,7 @@ if team_size < n then
 end
 H.raises(function() c:signals(0) end, "bad argument #1 to 'signals' (n must be 1..1048576, got 0)")
 H.raises(function() c:signals((1 << 20) + 1) end, "n must be 1..1048576")
-H.raises(function() c:signals(4, { kind = "nccl" }) end, "unknown kind 'nccl' (valid: host)")
+H.raises(function() c:signals(4, { kind = "gpu" }) end, "unknown kind 'gpu' (valid: host nccl vmm)")
 if n > 1 then
   H.raises(function() c:signals(me == 0 and 4 or 8) end, "signals #")
 end

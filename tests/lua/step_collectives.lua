@@ -119,6 +119,9 @@ local OPS = { "sum", "prod", "min", "max" }
 
 for _, dtype in ipairs(ALL_DTYPES) do
   local w = c:window(WINDOW_N, dtype)
+  -- the emulation's arithmetic at every dtype, op and region: lax (NVLS's
+  -- rules, which it keeps by default: mcast_emulated.lua, step_errors.lua)
+  w:multicast { lax = true }
   local reducing = false
   for _, d in ipairs(REDUCING_DTYPES) do reducing = reducing or d == dtype end
   for _, region in ipairs(REGIONS) do

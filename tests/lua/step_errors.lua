@@ -73,4 +73,19 @@ st = step.allreduce(w, { algo = "twoshot" })
 H.eq(st:run({ quiet = true }), true, "a new stepper after the errors")
 st:free()
 w:free()
+
+-- a stepped multicast keeps NVLS's 4-byte rule (the emulation is strict),
+-- unless the window's first multicast was lax
+local hw = c:window(3 * k, "f16")
+refused(function() step.allreduce(hw, { algo = "multicast", n = 2 * k + 1 }) end,
+        "step.allreduce: multicast moves 4-byte units (NVLS's rule), but rank 0's chunk of f16 starts at 0 with "
+        .. "3 elements", "an f16 chunk of odd length (rank 0 has one more)")
+hw:free()
+local lw = c:window(3 * k, "f16")
+lw:multicast { lax = true }
+lw:tensor():fill(1)
+st = step.allreduce(lw, { algo = "multicast", n = 2 * k + 1 })
+H.eq(st:run({ quiet = true }), true, "lax: the same stepper runs")
+st:free()
+lw:free()
 print("step_errors: ok")

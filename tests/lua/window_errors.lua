@@ -19,9 +19,9 @@ H.raises(function() c:window(math.maxinteger) end, "n must be 1..")
 -- dtype, kind, options
 H.raises(function() c:window(4, "f33") end, "bad argument #2 to 'window' (unknown dtype 'f33' (valid:")
 H.raises(function() c:window(4, 7) end, "bad argument #2 to 'window' (string expected, got number)")
-H.raises(function() c:window(4, "f32", { kind = "nccl" }) end,
-         "bad argument #3 to 'window' (unknown kind 'nccl' (valid: host))")
-H.raises(function() c:window(4, "f32", { kind = "vmm" }) end, "unknown kind 'vmm' (valid: host)")
+H.raises(function() c:window(4, "f32", { kind = "gpu" }) end,
+         "bad argument #3 to 'window' (unknown kind 'gpu' (valid: host nccl vmm))")
+H.raises(function() c:window(4, "f32", { kind = "NCCL" }) end, "unknown kind 'NCCL' (valid: host nccl vmm)")
 H.raises(function() c:window(4, "f32", { knd = "host" }) end, "unknown option 'knd' (valid: kind)")
 -- non-string keys, and several unknown ones: every rank names the same (the first sorted)
 H.raises(function() c:window(4, "f32", { 1, 2 }) end, "bad argument #3 to 'window' (unknown option '1' (valid: kind))")

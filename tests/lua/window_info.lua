@@ -46,7 +46,10 @@ else
   for r = 0, k - 1 do H.truthy(ranks[r + 1]:find("[" .. r .. "] " .. r, 1, true), "rank " .. r .. ": " .. ranks[r + 1]) end
 end
 for _, l in ipairs(lines) do H.truthy(#l <= 76, "fits 80 columns under a [0] prefix: " .. l) end
-H.raises(function() S.format(w, "sync") end, "show: unknown aspect 'sync' (valid: info, for a window or signals)")
+H.raises(function() S.format(w, "bogus") end, "show: unknown aspect 'bogus' (valid: info, for a window or signals; sync, for a window)")
+local s1 = c:signals(1)
+H.raises(function() S.format(s1, "sync") end, "show: unknown aspect 'sync' (valid: info")
+s1:free()
 
 -- signals too; nothing of the kernels there
 local s = c:signals(2)

@@ -279,8 +279,8 @@ H.raises(function() step.window(c) end, "bad argument #2 to 'step.window' (numbe
 H.raises(function() step.window(c, 4, "f33") end,
          "bad argument #3 to 'step.window' (unknown dtype 'f33' (valid: f64 f32 f16 bf16 i64 i32 u32 u8 i8))")
 H.raises(function() step.window(c, 4, 7) end, "bad argument #3 to 'step.window' (string expected, got number)")
-H.raises(function() step.window(c, 4, "f32", { kind = "nccl" }) end,
-         "bad argument #4 to 'step.window' (unknown kind 'nccl' (valid: host))")
+H.raises(function() step.window(c, 4, "f32", { kind = "gpu" }) end,
+         "bad argument #4 to 'step.window' (unknown kind 'gpu' (valid: host nccl vmm))")
 H.raises(function() step.window(c, 4, "f32", { knd = "host" }) end,
          "bad argument #4 to 'step.window' (unknown option 'knd' (valid: kind))")
 H.raises(function() step.window(c, 4, "f32", "host") end,

@@ -1,0 +1,36 @@
+/* What a rank's blocking wait waits for, in words a hang report can print:
+ * "waits at barrier ready #17 for [3]'s word (now 16)".
+ *
+ * The worker fills it in when a wait does not hold at the first look (the
+ * backend's waits: host_wait.c), and clears it when the wait ends; the
+ * watcher thread reads it when rank 0 asks where the rank is (collcheck.c's
+ * gcsh_check_where) and reads the word itself at that moment, so the value
+ * it prints is the one seen now.  The word is read only while the note is
+ * set, that is while the wait holds the memory (a spin lock orders the two
+ * threads: the worker takes it twice per slow wait, never per poll). */
+#ifndef GCSH_WAITNOTE_H
+#define GCSH_WAITNOTE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gcsh_wait_note {
+    atomic_int lock;                /* 0 free, 1 held (zero-initialised ctx: free) */
+    int active;
+    char what[64];                  /* "barrier ready #17", "signal slot 0 >= 1" */
+    int peer;                       /* the rank (in the communicator) whose word it is, or -1 */
+    const _Atomic uint64_t *word;   /* the word waited on */
+    uint64_t mask;                  /* the bits compared (ll: the flag half) */
+    int shift;                      /* printed value = (word & mask) >> shift */
+} gcsh_wait_note;
+
+/* A wait of the worker begins / ends (what: short words, cut to fit). */
+void gcsh_wait_note_begin(gcsh_wait_note *n, const char *what, int peer,
+                          const _Atomic uint64_t *word, uint64_t mask, int shift);
+void gcsh_wait_note_end(gcsh_wait_note *n);
+/* The note in words ("waits at barrier ready #17 for [3]'s word (now 16)"),
+ * or "" when no wait is noted; returns whether one is. */
+int gcsh_wait_note_text(gcsh_wait_note *n, char *buf, size_t len);
+
+#endif
