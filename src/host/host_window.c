@@ -448,7 +448,7 @@ static int check_symmetric(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc 
         MPI_Aint size;
         int disp;
         void *base;
-        GCSH_MPI_CHECK_GOTO(ctx, "nccl window (emulated): ", fail, MPI_Win_shared_query,
+        GCSH_MPI_TRY_GOTO(ctx, "nccl window (emulated): ", fail, MPI_Win_shared_query,
                             (w->win, i, &size, &disp, &base));
         if ((size_t)size != desc->alloc_bytes)
             return gcsh_set_error(ctx,

@@ -189,12 +189,12 @@ int gcsh_where_report(gcsh_ctx *ctx, int running, int armed, char *buf, size_t l
                pthread_cond_timedwait(&k->sampled_cond, &k->lock, &until) == 0) {
         }
     }
-    if (k->in_op)
+    if (k->in_op) {
         char note[128];
         int noted = gcsh_wait_note_text(&ctx->wait_note, note, sizeof note);
         snprintf(buf, len, "in %s for %.1f s%s%s", gcsh_where_op_text(k), now_seconds() - k->since,
                  noted ? ": " : "", note);
-    else if (armed && k->sampled)
+    } else if (armed && k->sampled)
         snprintf(buf, len, "%s", k->line);
     else
         snprintf(buf, len, "running C code (no Lua line reached in %d ms)", SAMPLE_WAIT_MS);
