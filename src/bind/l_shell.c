@@ -372,7 +372,6 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
     lua_pushcfunction(L, shell_exit);
     lua_setfield(L, -2, "exit");
     lua_pop(L, 1);
-    gcsh_protect_install(L);
     lua_getglobal(L, "io");
     push_capture_file(L, cap, GCSH_STDOUT);
     lua_pushvalue(L, -1);

@@ -15,7 +15,7 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap);
 void gcsh_shell_seed(lua_State *L, long long n);
 
 /* pcall, xpcall and coroutine.resume that let an interrupt or os.exit
- * through (l_protect.c); gcsh_shell_install calls it. */
+ * through (l_protect.c); the worker installs them beside the shell's. */
 void gcsh_protect_install(lua_State *L);
 
 /* The error object os.exit raises to end the chunk: the worker's error

@@ -274,6 +274,7 @@ gcsh_worker *gcsh_worker_start(gcsh_ctx *ctx, int cmd_fd, int ctl_fd)
         return NULL;
     }
     gcsh_shell_install(ctx->L, &w->cap);
+    gcsh_protect_install(ctx->L);
     if (ctx->rank != 0) { /* rank 0's own end is the session's */
         report_crashes(ctl_fd);
         watch_sigterm();
