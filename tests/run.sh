@@ -98,7 +98,7 @@ else
     failed=$((failed + 1)); failures+=("building the unit tests")
 fi
 for t in tests/sh/*.sh; do
-    case "$t" in */lib.sh) continue ;; esac
+    case "$t" in */lib.sh | */*_lib.sh) continue ;; esac
     selected "$t" || continue
     [ -n "${QUICK:-}" ] && marked "$t" slow && continue
     add sh "$t"

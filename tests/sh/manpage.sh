@@ -2,7 +2,7 @@
 # The man page against the source: every dot-command of repl.c's table and
 # every GCSH_* variable the code reads has an entry in src/gcsh.1, and the
 # page names no variable the code does not read.  Every option spelling of
-# main.c's option_table is in the man page's OPTIONS and the README's
+# options.c's option_table is in the man page's OPTIONS and the README's
 # "Command line"; every file gcsh reads or writes is in both and in --help.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -27,8 +27,8 @@ for v in $(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' "$MAN" | grep -oE 'GCSH_[A-Z0-
     if grep -qx "$v" <<<"$VARS"; then pass; else fail "gcsh.1 documents $v, which the code does not read"; fi
 done
 
-# option_table[] in src/main.c: {"name", "aliases" or NULL, ...} rows
-OPTS=$(sed -n '/^static const gcsh_option option_table\[\] = {/,/^};/p' src/main.c |
+# option_table[] in src/options.c: {"name", "aliases" or NULL, ...} rows
+OPTS=$(sed -n -E '/^(static )?const gcsh_option option_table\[\] = \{/,/^\};/p' src/options.c |
        grep -oE '^ *\{"-[^"]*", *("[^"]*"|NULL)' | sed -E 's/^ *\{//; s/NULL//' | tr -d '",')
 expect_match "the option table was read" "$(tr ' ' '\n' <<<"$OPTS")" '^--np$'
 README_CL=$(sed -n '/^## Command line/,/^## /p' README.md)
