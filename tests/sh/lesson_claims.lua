@@ -95,6 +95,7 @@ local WRONG = {
   [15] = { "check_crossover(function() return 0 end)", "crossover(RING.LL, RING.SIMPLE) is 0 (a number)" },
   [16] = { "check_must_wait(function() return false end)", "must_wait(64, 0) is false (a boolean), want true (a boolean)" },
   [17] = { "check_halves(function(t) end)", "not yet: a reduce-scatter, then an all-gather, is an all-reduce:" },
+  [18] = { "check_fit(function() return 0, 0 end)", "not yet: my_fit's latency is 0 (a number), want 5 (a number)" },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end
@@ -471,6 +472,34 @@ CLAIMS[17] = function(part)
     { "17.3: the factors", shows(part(3), ALL, string.format("at %d ranks: (N-1)/N = %.3f, 2(N-1)/N = %.3f",
                                                              N, (N - 1) / N, 2 * (N - 1) / N)), part(3) },
     { "17.5: the solution is right", shows(part(5), ALL, "right: a reduce-scatter, then an all-gather, is an all-reduce"), part(5) },
+  }
+end
+
+CLAIMS[18] = function(part)
+  local p1, p2, p3 = part(1), part(2), part(3)
+  local rows, faster = 0, {}
+  for line in p1:gmatch("[^\n]+") do
+    local size, one, ll = line:match("^%[0%] +(%d+) +([%d.]+) +([%d.]+)$")
+    if size then
+      rows = rows + 1
+      if tonumber(ll) < tonumber(one) then faster[#faster + 1] = size end
+    end
+  end
+  local said = p3:match("%] measured: ll was the faster at: ([^\n]*)")
+  local model = p3:match("%] the model: ([^\n]*)") or ""
+  local forms = model:match("^ll is faster below %d+ B$") or model:match("^ll is faster above %d+ B$")
+                or model == "ll is faster at every size" or model == "one-shot is faster at every size"
+                or model == "a slope of 0 or less, no crossover to trust here"
+  return {
+    { "18.1: both algorithms timed at five sizes or more", rows >= 5, p1 },
+    { "18.1: where the times come from", has(p1, "measured on this machine's CPUs"), p1 },
+    { "18.2: a line fitted to each", shows(p2, ALL, "checkpoint: each line passes through its points' mean")
+      and p2:find("%] oneshot +%-?[%d.]+ us %+ n x %-?[%d.]+ us/B\n") ~= nil
+      and p2:find("%] ll +%-?[%d.]+ us %+ n x %-?[%d.]+ us/B\n") ~= nil, p2 },
+    { "18.3: the sizes named are those where ll's time was lower",
+      said == (#faster > 0 and table.concat(faster, ", ") .. " B" or "no size"), p3 },
+    { "18.3: the model says where, in one of its forms", forms and true or false, p3 },
+    { "18.5: the solution is right", shows(part(5), ALL, "right: 5 us + n x 0.01 us/B"), part(5) },
   }
 end
 

@@ -146,6 +146,10 @@ local ANSWERS = {
   [16] = { "check_must_wait(function(c, d) return c - d >= 64 end)", "check_must_wait(function() return 16 end)" },
   [17] = { "check_halves(function(t) local p = tensor.new(#t // size, t.dtype); comm.world():reducescatter(t, p); "
            .. "comm.world():allgather(p, t) end)", "check_halves(function(t) end)" },
+  [18] = { "check_fit(function(p) local sn, st = 0, 0 for _, q in ipairs(p) do sn, st = sn + q[1], st + q[2] end "
+           .. "local mn, mt = sn / #p, st / #p local cv, vr = 0, 0 for _, q in ipairs(p) do "
+           .. "cv = cv + (q[1] - mn) * (q[2] - mt) vr = vr + (q[1] - mn) ^ 2 end return mt - cv / vr * mn, cv / vr end)",
+           "check_fit(function() return 5, 16 end)" },
 }
 
 local HOSTILE = "_h = setmetatable({}, {__call = function() return 16 end, __index = function(t) return t end}); "
