@@ -169,6 +169,9 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
     return 0;
 }
 
+/* One-sided operations over the network path (gcsh_window_ops.net). */
+enum gcsh_net_op { GCSH_NET_PUT, GCSH_NET_GET, GCSH_NET_SET, GCSH_NET_ADD, GCSH_NET_FETCH_ADD };
+
 typedef struct gcsh_window_ops {
     /* The valid kinds, space separated, in order of preference ("host",
      * "nccl vmm"): a window without {kind=} gets the first usable one. */
@@ -248,6 +251,19 @@ typedef struct gcsh_window_ops {
      * d->peer[peer], which uses the copy engines. */
     int (*peer_read)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int peer,
                      size_t offset, void *dst, size_t bytes);
+
+    /* Optional (NULL: ranks off the team are unreachable): the network path
+     * to a rank of the window's communicator on another node, named by
+     * net_path ("tcp").  One operation on that rank's slice at byte offset
+     * (bounds checked by the binding): put (bytes of data, local memory, into
+     * it), get (into data), set, add or fetch-add of the 64-bit word there
+     * (release; fetch-add gives *old).  It returns once applied at the
+     * target, so operations land in the order issued.  Not for the rank's
+     * own team (loads and stores reach them). */
+    const char *net_path;
+    int (*net)(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,
+               enum gcsh_net_op op, size_t offset, void *data, size_t bytes, uint64_t value,
+               uint64_t *old);
 } gcsh_window_ops;
 
 /* ---- reduce kernels and multicast (issue 5; core/kreduce.h, bind/l_kernel.c, l_mcast.c) ----
@@ -461,6 +477,16 @@ typedef struct gcsh_xfer_plan {
     int peer;
     uint64_t signal_obj;
     int64_t signal_slot;
+    /* A peer off the window's team, reached through the network path
+     * (gcsh_window_ops.net; NULL: the team, through seg's addresses): the
+     * segments' far side (dst of a put, src of a get: get set) is then a
+     * byte offset into the peer's slice of that window, and signal a byte
+     * offset into the peer's slice of signal_net (the signals' window). */
+    gcsh_window_impl *net;
+    const gcsh_window_desc *net_desc;
+    int get;
+    gcsh_window_impl *signal_net;
+    const gcsh_window_desc *signal_net_desc;
 } gcsh_xfer_plan;
 
 typedef struct gcsh_xfer_impl gcsh_xfer_impl;

@@ -7,7 +7,8 @@
 # same command without --mca plm_rsh_agent (README "Several nodes").
 # NODES nodes of 2 ranks (2 here; tests/sh/nodes3.sh runs 3): start-up and
 # .info, a script only rank 0 has, values of the collectives and of every
-# all-reduce algorithm across nodes, windows that name the boundary,
+# all-reduce algorithm across nodes, puts, gets and signals across nodes
+# over the network path, windows that name the boundary,
 # Ctrl-C, a lost node, the flight recorder of every node.
 # tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
@@ -68,6 +69,12 @@ expect_contains "the last node's error, under its ranks" "$OUT" "[$(ranks_of "$L
 OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_values.lua 2>&1); RC=$?
 expect_eq "values across nodes: exit 0" "$RC" 0
 expect_all_ranks "values across nodes: every check" "$OUT" "nodes_values ok" "$N"
+[ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
+# ---- one-sided across nodes over the network path (tests/sh/nodes_net.lua)
+OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_net.lua 2>&1); RC=$?
+expect_eq "one-sided across nodes: exit 0" "$RC" 0
+expect_all_ranks "one-sided across nodes: every check" "$OUT" "nodes_net ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
 
 # ---- w:peer off the node: refused, naming both nodes
