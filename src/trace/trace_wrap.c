@@ -37,7 +37,15 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
      D->value = (v), D->cmp = (int16_t)(c))
 #define XFER(p)                                                                                    \
     (D->bytes = plan_bytes(p), D->peer = (p)->peer, D->obj = (p)->signal ? (p)->signal_obj : 0,   \
-     D->slot = (p)->signal ? (p)->signal_slot : -1, D->value = (p)->signal ? (p)->signal_value : 0)
+     D->slot = (p)->signal ? (p)->signal_slot : -1, D->value = (p)->signal ? (p)->signal_value : 0, \
+     D->net = (p)->net != NULL)
+/* One operation over the network path: a put or get of bytes, or a signal
+ * word's (slot = offset / 8). */
+#define NET(d, rank, op, offset, bytes, v)                                                         \
+    (D->obj = (d)->trace_id, D->peer = (rank), D->net = 1,                                         \
+     D->bytes = (op) <= GCSH_NET_GET ? (bytes) : 8,                                                \
+     D->slot = (op) <= GCSH_NET_GET ? -1 : (int64_t)((offset) / 8),                                \
+     D->value = (op) <= GCSH_NET_GET ? 0 : (v))
 #define SYNC GCSH_TRACE_SYNC
 #define MEM GCSH_TRACE_MEM
 
@@ -132,6 +140,10 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int peer, size_t slot,     \
        uint64_t v, uint64_t *old),                                                                 \
       (ctx, w, d, peer, slot, v, old), SIGNAL(d, d->team[peer], slot, v), NONE)                    \
+    X(INT, win, net, "transfer", 0,                                                                \
+      (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, int rank,                  \
+       enum gcsh_net_op op, size_t offset, void *data, size_t bytes, uint64_t v, uint64_t *old),   \
+      (ctx, w, d, rank, op, offset, data, bytes, v, old), NET(d, rank, op, offset, bytes, v), NONE) \
     X(INT, win, signal_wait, "signal", GPU,                                                        \
       (gcsh_ctx * ctx, gcsh_window_impl * w, const gcsh_window_desc *d, size_t slot, uint64_t v,   \
        enum gcsh_cmp cmp),                                                                         \
