@@ -17,7 +17,8 @@
  *
  * The server thread applies requests one at a time, as the node's own
  * ranks would with stores; it reads a request's header whole before
- * touching memory, and a header without the token closes the connection. */
+ * touching memory, a header without the token closes the connection, and
+ * so does a connection silent for 30 s in the middle of a request. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "core/gcsh.h"
@@ -188,6 +190,10 @@ static void *serve(void *arg)
             if (fd >= 0) {
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                /* a client that stops part-way through a request cannot hold the
+                 * server: a read that waits this long drops its connection */
+                struct timeval idle = {.tv_sec = 30};
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
                 p[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
             }
         }
