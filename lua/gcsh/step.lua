@@ -179,7 +179,8 @@ local function check_window(fname, w)
   if type_name(w) ~= "window" then fail(fname, "window expected, got %s", type_name(w)) end
   if #w.team ~= w.size then
     fail(fname, "the window's team (%d ranks) is not its whole communicator (%d ranks): "
-         .. "steppers run on one node's ranks (make the window on c:split of one node)",
+         .. "steppers run on one node's ranks (make the window on c:split of one node; "
+         .. "kernel.plan(w, {algo='hier'}) gives the all-reduce's phases across nodes)",
          #w.team, w.size)
   end
 end
@@ -207,6 +208,10 @@ local function read_options(fname, coll, w, opts)
   if REDUCES[coll] then table.insert(valid, 2, "op") end
   check_keys(fname, opts, valid)
   local o = {}
+  if coll == "allreduce" and opts.algo == "hier" then
+    fail(fname, "algo 'hier' has no stepper yet: kernel.plan(w, {algo='hier'}) gives its three "
+         .. "phases (reduce-scatter in the node, all-reduce across nodes, all-gather)")
+  end
   if coll == "allreduce" and opts.algo == "nccl_dev" then
     fail(fname, "algo 'nccl_dev' has no steps of its own: it moves the data as oneshot does "
          .. "(algo='oneshot'), with NCCL's LSA barriers on GPUs (kernels/nccl_dev.cu)")

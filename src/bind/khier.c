@@ -46,14 +46,11 @@ static void check_uniform(lua_State *L, const gcsh_kargs *a)
     }
 }
 
-/* The communicator of this rank's chunk across nodes: made once per window. */
+/* The communicator of this rank's chunk across nodes: made once per window,
+ * after the first phase's collective check (every member is then here). */
 static gcsh_comm_impl *across_nodes(lua_State *L, gcsh_symobj *o)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    if (!o->across)
-        gcsh_graph_refuse_now(L, "kernel.allreduce{algo='hier'}'s first call on a window",
-                              "it makes the window's communicator across nodes: run it once "
-                              "before the capture");
     if (!o->across &&
         ctx->be->comm->split(ctx, o->comm_impl, o->desc.team_rank, o->comm->rank, &o->across) != 0)
         gcsh_raise(L, ctx);
@@ -74,8 +71,12 @@ const char *gcsh_kern_allreduce_hier(lua_State *L, const gcsh_kargs *a)
                       "which cannot reduce %s with %s",
                    a->fname, gcsh_dtype_name(o->dtype), gcsh_redop_name(a->op));
     check_uniform(L, a);
-    gcsh_comm_impl *across = across_nodes(L, o);
+    if (!o->across) /* (before anything is captured) */
+        gcsh_graph_refuse_now(L, "kernel.allreduce{algo='hier'}'s first call on a window",
+                              "it makes the window's communicator across nodes: run it once "
+                              "before the capture");
     gcsh_kern_collective(L, a, GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT, "hier: reduce-scatter");
+    gcsh_comm_impl *across = across_nodes(L, o);
     gcsh_kchunk mine = gcsh_kplan_chunk(a->n, o->desc.team_size, o->desc.team_rank);
     /* every rank of `across` is member team_rank of its node: the same chunk */
     if (mine.count > 0) {

@@ -35,6 +35,7 @@
 
 #include "wire/collcheck.h"
 #include "bind/comm.h"
+#include "bind/graph.h"
 #include "bind/opts.h"
 #include "bind/symmem.h"
 
@@ -113,38 +114,60 @@ static enum gcsh_cmp check_cmp(lua_State *L, int idx)
 typedef int (*store_fn)(gcsh_ctx *, gcsh_window_impl *, const gcsh_window_desc *, int, size_t,
                         uint64_t);
 
-static int store(lua_State *L, store_fn fn, const char *fname)
+/* The word of a rank on another node, over the network path (gcsh_window_ops.net):
+ * applied at the target before it returns.  A capture cannot hold it (the
+ * host backend replays recorded calls, and this is none of them). */
+static void net_word(lua_State *L, gcsh_symobj *o, enum gcsh_net_op op, const char *fname,
+                     size_t slot, uint64_t v, uint64_t *old)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    char what[48];
+    snprintf(what, sizeof what, "s:%s to a rank on another node", fname);
+    gcsh_graph_refuse_now(L, what, "the network path runs now");
+    int rank = (int)lua_tointeger(L, 2);
+    check_backend(L, ctx->be->win->net(ctx, o->impl, &o->desc, rank, op,
+                                       slot * sizeof(uint64_t), NULL, 0, v, old));
+}
+
+static int store(lua_State *L, store_fn fn, enum gcsh_net_op op, const char *fname)
 {
     char slot_name[16], value_name[16];
     snprintf(slot_name, sizeof slot_name, "%s: slot", fname);
     snprintf(value_name, sizeof value_name, "%s: value", fname);
     gcsh_symobj *o = check_signals(L, 1);
-    int peer = gcsh_sym_check_peer(L, o, 2);
+    int peer = gcsh_sym_check_peer_net(L, o, 2);
     size_t slot = check_slot_value(L, o, 3, slot_name);
     uint64_t v = check_word_value(L, 4, value_name);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, fn(ctx, o->impl, &o->desc, peer, slot, v));
+    if (peer < 0)
+        net_word(L, o, op, fname, slot, v, NULL);
+    else
+        check_backend(L, fn(ctx, o->impl, &o->desc, peer, slot, v));
     return 0;
 }
 
 static int signals_set(lua_State *L)
 {
-    return store(L, gcsh_ctx_of(L)->be->win->signal_set, "set");
+    return store(L, gcsh_ctx_of(L)->be->win->signal_set, GCSH_NET_SET, "set");
 }
 
 static int signals_add(lua_State *L)
 {
-    return store(L, gcsh_ctx_of(L)->be->win->signal_add, "add");
+    return store(L, gcsh_ctx_of(L)->be->win->signal_add, GCSH_NET_ADD, "add");
 }
 
 static int signals_fetch_add(lua_State *L)
 {
     gcsh_symobj *o = check_signals(L, 1);
-    int peer = gcsh_sym_check_peer(L, o, 2);
+    int peer = gcsh_sym_check_peer_net(L, o, 2);
     size_t slot = check_slot_value(L, o, 3, "fetch_add: slot");
     uint64_t v = check_word_value(L, 4, "fetch_add: value"), old = 0;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, ctx->be->win->signal_fetch_add(ctx, o->impl, &o->desc, peer, slot, v, &old));
+    if (peer < 0)
+        net_word(L, o, GCSH_NET_FETCH_ADD, "fetch_add", slot, v, &old);
+    else
+        check_backend(L, ctx->be->win->signal_fetch_add(ctx, o->impl, &o->desc, peer, slot, v,
+                                                        &old));
     lua_pushinteger(L, (lua_Integer)old);
     return 1;
 }

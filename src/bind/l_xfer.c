@@ -72,6 +72,7 @@ struct lxfer {
     size_t nseg, bytes;
     gcsh_storage **local;   /* [nseg]: each segment's tensor storage, one reference each */
     uint64_t posts;
+    int net;                /* the peer is reached over the network, not loads and stores */
     int cancelled;
     int failed;             /* the last post failed: why says how */
     char why[256];
@@ -235,13 +236,15 @@ static void read_signal(lua_State *L, int opts, int arg, plan_args *a)
     if (s->comm != a->win->comm)
         luaL_argerror(L, arg, "the signals are on another communicator than the window");
     int member = gcsh_sym_team_index(s, a->peer);
-    if (member < 0)
+    if (member < 0 && !gcsh_sym_net_reaches(L, s, a->peer))
         luaL_argerror(L, arg, gcsh_sym_push_unreachable(L, s, a->peer));
     size_t slot = read_signal_slot(L, sig, arg, (lua_Integer)s->n - 1);
     a->signal_value = read_signal_value(L, sig, arg);
     a->sig = s;
     a->signal_slot = slot;
-    a->signal = (uint64_t *)s->desc.peer[member] + slot;
+    /* over the network: the word's byte offset in the peer's slice */
+    a->signal = member >= 0 ? (uint64_t *)s->desc.peer[member] + slot
+                            : (uint64_t *)(uintptr_t)(slot * sizeof(uint64_t));
     lua_remove(L, sig); /* the signals userdata stays, for the handle's user value */
     a->sig_arg = lua_gettop(L);
 }
@@ -320,7 +323,8 @@ static void check_overlaps(lua_State *L, const plan_args *a, int arg)
             luaL_argerror(L, arg, lua_pushfstring(L, "destinations overlap: %s and %s",
                                                   lua_tostring(L, -2), lua_tostring(L, -1)));
         }
-    for (size_t i = 0; i < a->nseg; i++) {
+    /* over the network the far side is another process's memory */
+    for (size_t i = 0; a->team_index >= 0 && i < a->nseg; i++) {
         const gcsh_xfer_seg *s = &a->seg[i];
         const span *hit = s->bytes ? find_overlap(dst, n, (uintptr_t)s->src,
                                                   (uintptr_t)s->src + s->bytes)
@@ -344,9 +348,14 @@ static void alloc_segments(lua_State *L, plan_args *a, size_t nseg)
     a->meta = lua_newuserdatauv(L, nseg * sizeof *a->meta, 0);
 }
 
+/* The window range's address here, or over the network (a peer off the
+ * team) its byte offset in the peer's slice. */
 static void *window_address(const plan_args *a, size_t off)
 {
-    return (char *)a->win->desc.peer[a->team_index] + off * gcsh_dtype_size(a->win->dtype);
+    size_t bytes = off * gcsh_dtype_size(a->win->dtype);
+    if (a->team_index < 0)
+        return (void *)(uintptr_t)bytes;
+    return (char *)a->win->desc.peer[a->team_index] + bytes;
 }
 
 /* Records segment i: the local tensor t and the window range [off, off + #t). */
@@ -405,8 +414,12 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
         gcsh_storage_ref(x->local[i]);
         x->bytes += a->seg[i].bytes;
     }
+    int net = a->team_index < 0;
     gcsh_xfer_plan plan = {a->engine, a->nseg, a->seg, a->signal, a->signal_value, a->peer,
-                           a->sig ? a->sig->desc.trace_id : 0, a->sig ? (int64_t)a->signal_slot : -1};
+                           a->sig ? a->sig->desc.trace_id : 0, a->sig ? (int64_t)a->signal_slot : -1,
+                           net ? a->win->impl : NULL, net ? &a->win->desc : NULL, op == OP_GET,
+                           net && a->sig ? a->sig->impl : NULL, net && a->sig ? &a->sig->desc : NULL};
+    x->net = net;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (xfer_ops(L)->prepare(ctx, &plan, &x->impl) != 0) {
         x->impl = NULL;
@@ -424,8 +437,8 @@ static void begin_plan(lua_State *L, plan_args *a, const char *fname)
         luaL_error(L, "%s: the %s backend has no one-sided transfers", fname,
                    gcsh_ctx_of(L)->be->name);
     a->win = gcsh_sym_check_open(L, 1, GCSH_WINDOW_MT);
-    a->team_index = gcsh_sym_check_peer(L, a->win, 2);
-    a->peer = a->win->desc.team[a->team_index];
+    a->team_index = gcsh_sym_check_peer_net(L, a->win, 2);
+    a->peer = a->team_index >= 0 ? a->win->desc.team[a->team_index] : (int)lua_tointeger(L, 2);
 }
 
 /* w:put(peer, src [, dst_offset [, opts]]) and w:get(peer, dst [, src_offset [, opts]]) */
@@ -704,6 +717,14 @@ static int xfer_gc(lua_State *L)
     return 0;
 }
 
+/* "engine ce" (loads and stores in the node) or "network tcp" (another node) */
+static const char *path_of(lua_State *L, const lxfer *x)
+{
+    if (x->net)
+        return lua_pushfstring(L, "network %s", gcsh_ctx_of(L)->be->win->net_path);
+    return lua_pushfstring(L, "engine %s", x->engine == GCSH_XFER_SM ? "sm" : "ce");
+}
+
 static int xfer_tostring(lua_State *L)
 {
     lxfer *x = check_xfer(L);
@@ -711,11 +732,10 @@ static int xfer_tostring(lua_State *L)
         lua_pushliteral(L, "xfer (cancelled)");
         return 1;
     }
-    lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, engine %s%s, posts %I)",
+    lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, %s%s, posts %I)",
                     op_names[x->op], (lua_Integer)x->bytes, x->op == OP_GET ? "from" : "to",
-                    x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s",
-                    x->engine == GCSH_XFER_SM ? "sm" : "ce", x->sig ? ", signal" : "",
-                    (lua_Integer)x->posts);
+                    x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s", path_of(L, x),
+                    x->sig ? ", signal" : "", (lua_Integer)x->posts);
     return 1;
 }
 
@@ -734,6 +754,8 @@ static int xfer_index(lua_State *L)
         lua_pushstring(L, x->engine == GCSH_XFER_SM ? "sm" : "ce");
     else if (strcmp(key, "bytes") == 0)
         lua_pushinteger(L, (lua_Integer)x->bytes);
+    else if (strcmp(key, "path") == 0)
+        lua_pushstring(L, x->net ? gcsh_ctx_of(L)->be->win->net_path : "lsa");
     else if (strcmp(key, "segments") == 0)
         lua_pushinteger(L, (lua_Integer)x->nseg);
     else if (strcmp(key, "posts") == 0)

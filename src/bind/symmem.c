@@ -741,6 +741,22 @@ int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg)
     return i;
 }
 
+int gcsh_sym_check_peer_net(lua_State *L, const gcsh_symobj *o, int arg)
+{
+    lua_Integer r = luaL_checkinteger(L, arg);
+    if (r >= 0 && r < o->comm->size && gcsh_sym_team_index(o, (int)r) < 0 &&
+        gcsh_sym_net_reaches(L, o, (int)r))
+        return -1;
+    return gcsh_sym_check_peer(L, o, arg);
+}
+
+int gcsh_sym_net_reaches(lua_State *L, const gcsh_symobj *o, int r)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    int node = gcsh_sym_node_of(L, o, r);
+    return ctx->be->win->net && node >= 0 && node != ctx->node;
+}
+
 int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -779,10 +795,15 @@ const char *gcsh_sym_push_unreachable(lua_State *L, const gcsh_symobj *o, int r)
     if (node < 0 || node == ctx->node)
         return lua_pushfstring(L, "rank %d is not in this %s's team (reachable: %s)", r, o->type,
                                team);
+    if (ctx->be->win->net)
+        return lua_pushfstring(L, "rank %d is on node %d; loads and stores reach only node %d's "
+                                  "ranks %s: use w:put/w:get (s:set/s:add for signals), which "
+                                  "reach it over the network (%s)",
+                               r, node, ctx->node, team, ctx->be->win->net_path);
     return lua_pushfstring(L, "rank %d is on node %d; loads and stores reach only node %d's "
                               "ranks %s (the %s backend has no network path for one-sided "
-                              "operations yet: across nodes use the communicator's "
-                              "collectives, c:allreduce or kernel.allreduce{algo=\"hier\"})",
+                              "operations: across nodes use the communicator's collectives, "
+                              "c:allreduce or kernel.allreduce{algo=\"hier\"})",
                            r, node, ctx->node, team, ctx->be->name);
 }
 

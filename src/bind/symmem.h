@@ -177,6 +177,11 @@ int gcsh_sym_team_index(const gcsh_symobj *o, int r);
 /* Checks arg (a communicator rank) and returns its team index; the error
  * names the reachable ranks. */
 int gcsh_sym_check_peer(lua_State *L, const gcsh_symobj *o, int arg);
+/* As gcsh_sym_check_peer, but -1 for a rank on another node that the
+ * backend's network path reaches (gcsh_window_ops.net). */
+int gcsh_sym_check_peer_net(lua_State *L, const gcsh_symobj *o, int arg);
+/* Whether communicator rank r (off o's team) is reached over the network. */
+int gcsh_sym_net_reaches(lua_State *L, const gcsh_symobj *o, int r);
 /* The node of communicator rank r (gcsh_ctx's node_of), or -1 unknown. */
 int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r);
 /* How many nodes o's communicator spans; ", node 0 of 2" into buf when

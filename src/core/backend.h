@@ -278,6 +278,9 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
     return 0;
 }
 
+/* One-sided operations over the network path (gcsh_window_ops.net). */
+enum gcsh_net_op { GCSH_NET_PUT, GCSH_NET_GET, GCSH_NET_SET, GCSH_NET_ADD, GCSH_NET_FETCH_ADD };
+
 #define GCSH_WINDOW_OPS(X)                                                                         \
     /* Optional (NULL: every kind works everywhere): whether kind works on                         \
      * communicator c, as the library behind it reports for c (local, the                          \
@@ -382,13 +385,28 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
        int peer, size_t offset, void *dst, size_t bytes),                                          \
       (ctx, w, d, peer, offset, dst, bytes),                                                       \
       TRACED, "window", GPU, RECORD, FREELY,                                                       \
-       (BYTES(bytes), PEER(d->team[peer]), OBJ(d->trace_id)))
+       (BYTES(bytes), PEER(d->team[peer]), OBJ(d->trace_id)))                                      \
+    /* Optional (NULL: ranks off the team are unreachable; net_path names                          \
+     * it, "tcp"): one operation on the slice of a rank of the window's                            \
+     * communicator on another node, at byte offset (bounds checked by the                         \
+     * binding): put (bytes of data, local memory, into it), get (into data),                      \
+     * set, add or fetch-add of the 64-bit word there (release; fetch-add                          \
+     * gives *old).  It returns once applied at the target, so operations                          \
+     * land in the order issued.  Not for the rank's own team (loads and                           \
+     * stores reach them). */                                                                      \
+    X(win, net, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,     \
+       enum gcsh_net_op op, size_t offset, void *data, size_t bytes, uint64_t value,               \
+       uint64_t *old),                                                                             \
+      (ctx, w, d, rank, op, offset, data, bytes, value, old),                                      \
+      TRACED, "transfer", 0, REFUSE, ORDERED, (NET(d, rank, op, offset, bytes, value)))
 
 typedef struct gcsh_window_ops {
     /* The valid kinds, space separated, in order of preference ("host",
      * "nccl vmm"): a window without {kind=} gets the first usable one. */
     const char *kinds;
     GCSH_WINDOW_OPS(GCSH_OP_FIELD)
+    /* The network path's name ("tcp"), or NULL when it has none (net). */
+    const char *net_path;
 } gcsh_window_ops;
 
 /* ---- reduce kernels and multicast (issue 5; core/kreduce.h, bind/l_kernel.c, l_mcast.c) ----
@@ -642,6 +660,16 @@ typedef struct gcsh_xfer_plan {
     int peer;
     uint64_t signal_obj;
     int64_t signal_slot;
+    /* A peer off the window's team, reached through the network path
+     * (gcsh_window_ops.net; NULL: the team, through seg's addresses): the
+     * segments' far side (dst of a put, src of a get: get set) is then a
+     * byte offset into the peer's slice of that window, and signal a byte
+     * offset into the peer's slice of signal_net (the signals' window). */
+    gcsh_window_impl *net;
+    const gcsh_window_desc *net_desc;
+    int get;
+    gcsh_window_impl *signal_net;
+    const gcsh_window_desc *signal_net_desc;
 } gcsh_xfer_plan;
 
 typedef struct gcsh_xfer_impl gcsh_xfer_impl;

@@ -24,6 +24,27 @@ typedef struct gcsh_host_ordered gcsh_host_ordered;
 gcsh_host_ordered *gcsh_host_ordered_new(const gcsh_backend *host);
 const gcsh_backend *gcsh_host_ordered_backend(const gcsh_host_ordered *t);
 
+/* The network path (host_net.c): a rank's one-sided server and its
+ * connections to others'.  What a rank tells the others of one slice: */
+typedef struct gcsh_host_net gcsh_host_net;
+typedef struct gcsh_host_net_addr {
+    uint32_t addr;              /* IPv4, network order */
+    uint16_t port, pad;
+    unsigned char token[16];    /* the server's: a request without it is dropped */
+    uint64_t id;                /* the slice, at that server */
+} gcsh_host_net_addr;
+/* The rank's server, started on first use; NULL with ctx->err. */
+gcsh_host_net *gcsh_host_net_get(gcsh_ctx *ctx);
+void gcsh_host_net_stop(gcsh_ctx *ctx);
+/* Serves [base, base + bytes) to the others: *out says where (0 or -1). */
+int gcsh_host_net_register(gcsh_ctx *ctx, void *base, size_t bytes, gcsh_host_net_addr *out);
+void gcsh_host_net_unregister(gcsh_ctx *ctx, uint64_t id);
+/* One operation (enum gcsh_net_op) on the slice t names (communicator
+ * rank `rank`'s, for messages); waits for the answer, polling
+ * ctx->interrupt.  0, or -1 with ctx->err. */
+int gcsh_host_net_request(gcsh_ctx *ctx, const gcsh_host_net_addr *t, int rank, int op,
+                          uint64_t offset, void *data, size_t bytes, uint64_t value, uint64_t *old);
+
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);
  * defined in host_comm.c. */
 typedef struct gcsh_host_comm_state gcsh_host_comm_state;
@@ -33,6 +54,7 @@ typedef struct gcsh_host_state {
     gcsh_host_comm_state *comm;
     gcsh_persist_impl *resident; /* running persistent all-reduces (host_persist.c) */
     gcsh_host_ordered *ordered;  /* the rank's ctx->be (host_order.c) */
+    gcsh_host_net *net;          /* the network path, once a window needs it */
 } gcsh_host_state;
 
 /* Creates / frees state->comm (MPI must be initialised; local, not collective). */
@@ -63,6 +85,11 @@ int gcsh_host_wait_noted(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cm
 /* Waits, with no time bound, until `(*word & mask) == v`: 0, or -1 as above. */
 int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
                         const char *interrupted, const gcsh_host_note *note);
+
+/* gcsh_window_ops.net of host windows (host_window.c): a rank off the team. */
+int gcsh_host_window_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,
+                         enum gcsh_net_op op, size_t offset, void *data, size_t bytes,
+                         uint64_t value, uint64_t *old);
 
 /* kernel.allreduce{algo="ll"} (host_ll.c; core/kll.h). */
 int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,

@@ -16,6 +16,7 @@
  * Waits are host_wait.c's: poll, yield, then sleep with a doubling interval,
  * so a long wait does not spin a core; they end with an error when the
  * rank's interrupt flag is raised (Ctrl-C). */
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -40,6 +41,11 @@ struct gcsh_window_impl {
     int locked;        /* MPI_Win_lock_all is in force */
     void *mine;        /* my slice */
     const struct emulated_kind *emu; /* kinds nccl and vmm: their emulation, else NULL */
+    /* A window whose communicator spans several nodes: every rank's slice
+     * at its network server ([communicator size], host_net.c), and mine's
+     * id at my server (0: none). */
+    gcsh_host_net_addr *remote;
+    uint64_t net_id;
 };
 
 /* Kinds "nccl" and "vmm" on the host: the same MPI shared segment, made
@@ -82,8 +88,10 @@ static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
  * the same point, unless the communicator was aborted, when the MPI objects
  * are left to MPI_Finalize rather than wait for members that may never come.
  * keep: the segment stays mapped for good (segment_in_use). */
-static void release_impl(gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
+static void release_impl(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
 {
+    gcsh_host_net_unregister(ctx, w->net_id); /* after the free's barrier: no request comes */
+    free(w->remote);
     if (!keep && !gcsh_host_comm_ops.aborted(w->c)) {
         if (w->locked)
             MPI_Win_unlock_all(w->win);
@@ -250,19 +258,70 @@ fail:
 static int emulated_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
                           char *report, size_t len);
 
+/* A communicator of several nodes: my slice served on my network server,
+ * and every rank's address gathered (collective over the communicator:
+ * every rank takes part, whether its registration worked or not). */
+static int net_register(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, char *report,
+                        size_t len)
+{
+    MPI_Comm comm;
+    int size = gcsh_host_comm_ops.size(w->c);
+    if (desc->team_size == size)
+        return 0;
+    gcsh_host_net_addr mine = {0};
+    int rc = gcsh_host_net_register(ctx, w->mine, desc->alloc_bytes, &mine);
+    w->net_id = rc == 0 ? mine.id : 0;
+    w->remote = calloc((size_t)size, sizeof *w->remote);
+    if (gcsh_host_comm_mpi(ctx, w->c, &comm) != 0)
+        return -1;
+    gcsh_host_net_addr scratch[1];
+    int mpi = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, w->remote ? (void *)w->remote : scratch,
+                            w->remote ? (int)sizeof mine : 0, MPI_BYTE, comm);
+    if (rc != 0)
+        return -1;
+    if (!w->remote)
+        return gcsh_set_error(ctx, "host window: out of host memory");
+    if (mpi != MPI_SUCCESS)
+        return gcsh_mpi_failed(ctx, "host window: ", "MPI_Allgather", mpi, __FILE__, __LINE__);
+    size_t at = strlen(report);
+    struct in_addr a = {.s_addr = mine.addr};
+    snprintf(report + at, len - at, "\nnetwork path (tcp): my slice served at %s:%d to the %d "
+                                    "ranks off the node", inet_ntoa(a), mine.port,
+             size - desc->team_size);
+    return 0;
+}
+
 static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
                              char *report, size_t len)
 {
     if (w->emu)
         return emulated_stage(ctx, w, desc, i, report, len);
-    return i == 0 ? stage_segment(ctx, w, desc, report, len)
-                  : stage_peers(ctx, w, desc, report, len);
+    if (i == 0)
+        return stage_segment(ctx, w, desc, report, len);
+    int rc = stage_peers(ctx, w, desc, report, len);
+    int net = net_register(ctx, w, desc, report, len);
+    return rc == 0 ? net : rc;
+}
+
+int gcsh_host_window_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,
+                         enum gcsh_net_op op, size_t offset, void *data, size_t bytes,
+                         uint64_t value, uint64_t *old)
+{
+    (void)d;
+    if (w->emu)
+        return gcsh_set_error(ctx, "%s window (emulated): no network path to rank %d on another "
+                                   "node, as on the cuda backend (kind host has one)",
+                              w->emu->name, rank);
+    if (!w->remote)
+        return gcsh_set_error(ctx, "host window: rank %d is not reached over the network", rank);
+    return gcsh_host_net_request(ctx, &w->remote[rank], rank, (int)op, offset, data, bytes, value,
+                                 old);
 }
 
 static void host_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     (void)ctx;
-    release_impl(w, desc, 0);
+    release_impl(ctx, w, desc, 0);
 }
 
 /* Whether a collective that an interrupt abandoned (on any communicator) may
@@ -287,7 +346,7 @@ static int segment_in_use(gcsh_ctx *ctx, const gcsh_window_impl *w,
 static int host_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
 {
     int keep = !gcsh_host_comm_ops.aborted(w->c) && segment_in_use(ctx, w, desc);
-    release_impl(w, desc, keep);
+    release_impl(ctx, w, desc, keep);
     return 0;
 }
 
@@ -380,6 +439,8 @@ const gcsh_window_ops gcsh_host_window_ops = {
     .signal_wait = host_signal_wait,
     .signal_wait_cpu = host_signal_wait_cpu,
     .signal_read = host_signal_read,
+    .net_path = "tcp",
+    .net = gcsh_host_window_net,
 };
 
 /* ---- kinds nccl and vmm, emulated (see emulated_kind above) ----------------

@@ -9,7 +9,12 @@
  * therefore always "done"; "pending" is a state of the cuda backend only.
  *
  * Engines: "ce" is memcpy; "sm" is a word loop, the host's stand-in for the
- * copy kernel (src/DESIGN.md: host "kernels" are C loops).  Results are equal. */
+ * copy kernel (src/DESIGN.md: host "kernels" are C loops).  Results are equal.
+ *
+ * A peer on another node (plan->net) is reached through the network path
+ * (host_net.c): each segment is one put or get, answered once it landed,
+ * then the signal's add, so the order is the same as through loads and
+ * stores; the engine does not apply there. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +55,29 @@ static void copy_loop(unsigned char *dst, const unsigned char *src, size_t bytes
         dst[i] = src[i];
 }
 
+/* Through the network path: the far side of each segment is an offset. */
+static int post_net(gcsh_ctx *ctx, const gcsh_xfer_plan *p)
+{
+    for (size_t i = 0; i < p->nseg; i++) {
+        const gcsh_xfer_seg *s = &p->seg[i];
+        size_t far = (size_t)(uintptr_t)(p->get ? s->src : s->dst);
+        void *near = p->get ? s->dst : (void *)(uintptr_t)s->src;
+        if (s->bytes && gcsh_host_window_net(ctx, p->net, p->net_desc, p->peer,
+                                             p->get ? GCSH_NET_GET : GCSH_NET_PUT, far, near,
+                                             s->bytes, 0, NULL) != 0)
+            return -1;
+    }
+    if (!p->signal)
+        return 0;
+    return gcsh_host_window_net(ctx, p->signal_net, p->signal_net_desc, p->peer, GCSH_NET_ADD,
+                                (size_t)(uintptr_t)p->signal, NULL, 0, p->signal_value, NULL);
+}
+
 static int host_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
 {
-    (void)ctx;
     const gcsh_xfer_plan *p = &x->plan;
+    if (p->net)
+        return post_net(ctx, p);
     for (size_t i = 0; i < p->nseg; i++) {
         if (p->engine == GCSH_XFER_SM)
             copy_loop(x->seg[i].dst, x->seg[i].src, x->seg[i].bytes);

@@ -538,6 +538,7 @@ void gcsh_trace_xfer_recall(gcsh_ctx *ctx, const void *x, gcsh_trace_rec *d)
             d->obj = t->xfers[k].d.obj;
             d->slot = t->xfers[k].d.slot;
             d->value = t->xfers[k].d.value;
+            d->net = t->xfers[k].d.net;
             return;
         }
 }

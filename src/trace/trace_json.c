@@ -173,6 +173,8 @@ static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char
         json_object_set_new(a, "algo", json_string(gcsh_kalgo_name((enum gcsh_kalgo)r->algo)));
     if (r->peer >= 0)
         json_object_set_new(a, "peer", json_integer(r->peer));
+    if (r->net)
+        json_object_set_new(a, "path", json_string("network"));
     if (coll[0]) {
         json_object_set_new(a, "collective", json_string(coll));
         json_object_set_new(a, "seq", json_integer((json_int_t)r->seq));

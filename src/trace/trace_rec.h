@@ -35,6 +35,7 @@ typedef struct gcsh_trace_rec {
     int16_t cmp;         /* a signal wait's comparison (enum gcsh_cmp), -1: none */
     uint8_t track;
     uint8_t failed;
+    uint8_t net;         /* it went over the network path (another node's rank) */
     uint8_t state;       /* enum gcsh_call_state (the flight recorder's), 0: a trace span */
 } gcsh_trace_rec;
 

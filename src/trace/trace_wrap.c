@@ -50,7 +50,14 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
 #define DESCRIBE_XFER_NEW(p, out)                                                                  \
     (D->bytes = plan_bytes(p), D->peer = (p)->peer, D->obj = (p)->signal ? (p)->signal_obj : 0,   \
      D->slot = (p)->signal ? (p)->signal_slot : -1, D->value = (p)->signal ? (p)->signal_value : 0, \
-     made = (out))
+     D->net = (p)->net != NULL, made = (out))
+/* One operation over the network path: a put or get of bytes, or a signal
+ * word's (slot = offset / 8). */
+#define DESCRIBE_NET(d, rank, op, offset, bytes, v)                                                \
+    (D->obj = (d)->trace_id, D->peer = (rank), D->net = 1,                                         \
+     D->bytes = (op) <= GCSH_NET_GET ? (bytes) : 8,                                                \
+     D->slot = (op) <= GCSH_NET_GET ? -1 : (int64_t)((offset) / 8),                                \
+     D->value = (op) <= GCSH_NET_GET ? 0 : (v))
 #define DESCRIBE_XFER_POST(x) gcsh_trace_xfer_recall(ctx, x, D)
 #define DESCRIBE_XFER_WAIT(x) (gcsh_trace_xfer_recall(ctx, x, D), D->slot = -1, D->value = 0)
 #define DESCRIBE_XFER_GONE(x) (DESCRIBE_XFER_WAIT(x), gcsh_trace_xfer_forget(ctx, x))

@@ -75,7 +75,7 @@ end
 local w = c:window(8, "i32")
 w:tensor():fill(me)
 if #w.team < c.size then -- a node of several (GCSH_RANKS_PER_NODE): refused, tests/lua/kernel_team.lua
-  H.raises(function() kernel.allreduce(w, { algo = "oneshot" }) end, "allreduce: the window's team is ranks")
+  H.raises(function() kernel.allreduce(w, { algo = "oneshot" }) end, "allreduce: algo 'oneshot' runs over the window's team, ranks")
 else
   local res = kernel.allreduce(w, { algo = "oneshot" })
   H.eq(res[0], k * (k - 1) // 2, "kernel all-reduce after board checks")

@@ -21,10 +21,10 @@ H.raises(function() w:put(n, src) end,
 H.raises(function() w:get(-1, src) end, "bad argument #1 to 'get' (peer -1 out of range")
 H.raises(function() w:putv("x", { { src, 0 } }) end, "bad argument #1 to 'putv' (number expected, got string)")
 if team_size < n then
+  -- a rank on another node: over the network, its ranges checked the same way
   local outside = (first + team_size) % n
-  H.raises(function() w:put(outside, src) end,
-           string.format("rank %d is on node %d; loads and stores reach only node %d's ranks ",
-                         outside, gcsh.node_of(outside), gcsh.node))
+  H.raises(function() w:put(outside, src, 60) end, "dst_offset")
+  H.eq(w:put(outside, src).path, "tcp", "a put to another node goes over the network")
 end
 
 -- ranges

@@ -7,7 +7,8 @@
 # same command without --mca plm_rsh_agent (README "Several nodes").
 # NODES nodes of 2 ranks (2 here; tests/sh/nodes3.sh runs 3): start-up and
 # .info, a script only rank 0 has, values of the collectives and of every
-# all-reduce algorithm across nodes, windows that name the boundary,
+# all-reduce algorithm across nodes, puts, gets and signals across nodes
+# over the network path, windows that name the boundary,
 # Ctrl-C, a lost node, the flight recorder of every node.
 # tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
@@ -69,6 +70,26 @@ OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_values.lua 2>&
 expect_eq "values across nodes: exit 0" "$RC" 0
 expect_all_ranks "values across nodes: every check" "$OUT" "nodes_values ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
+# ---- one-sided across nodes over the network path (tests/sh/nodes_net.lua)
+OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_net.lua 2>&1); RC=$?
+expect_eq "one-sided across nodes: exit 0" "$RC" 0
+expect_all_ranks "one-sided across nodes: every check" "$OUT" "nodes_net ok" "$N"
+[ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
+# ---- the trace names the network path: a put's post and a signal's add
+TR=$TMP/trace.json
+run "c = comm.world() w = c:window(8) s = c:signals(2) far = (rank + $PER) % size
+w:put(far, tensor.new(2):fill(1), 6):post() s:add(far, 1, 1) c:barrier()" --trace "$TR"
+expect_eq "trace: exit 0" "$RC" 0
+SPANS=$(python3 -c '
+import json, sys
+for e in json.load(open(sys.argv[1]))["traceEvents"]:
+    if e["ph"] == "X" and e["pid"] == 0 and e["name"] in ("xfer.post", "win.net"):
+        a = e["args"]
+        print(e["name"], a.get("peer"), a.get("bytes"), a.get("path"), a.get("slot", "-"))' "$TR" 2>&1)
+expect_eq "trace: rank 0's put and add to node 1, over the network" "$SPANS" "xfer.post $PER 8 network -
+win.net $PER 8 network 1"
 
 # ---- w:peer off the node: refused, naming both nodes
 run 'w = comm.world():window(4)

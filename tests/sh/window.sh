@@ -40,7 +40,7 @@ OUT=$(printf '%s\n' 'w = comm.world():window(4)' 'print(table.concat(w.team, ","
       GCSH_RANKS_PER_NODE=2 timeout 60 "$GCSH" -n 4 2>&1)
 expect_contains "team of ranks 0-1" "$OUT" "[0-1] 0,1"
 expect_contains "team of ranks 2-3" "$OUT" "[2-3] 2,3"
-expect_contains "outside the team" "$OUT" "[0] stdin:1: bad argument #1 to 'peer' (rank 2 is on node 1; loads and stores reach only node 0's ranks 0-1 (the host backend has no network path for one-sided operations yet: across nodes use the communicator's collectives, c:allreduce or kernel.allreduce{algo=\"hier\"}))"
+expect_contains "outside the team" "$OUT" "[0] stdin:1: bad argument #1 to 'peer' (rank 2 is on node 1; loads and stores reach only node 0's ranks 0-1: use w:put/w:get (s:set/s:add for signals), which reach it over the network (tcp))"
 
 for t in tests/lua/window_*.lua tests/lua/signal_*.lua tests/lua/xfer_*.lua tests/lua/check_board.lua; do
     OUT=$(GCSH_RANKS_PER_NODE=2 timeout 120 "$GCSH" -n 4 "$t" 2>&1 </dev/null); RC=$?
