@@ -36,6 +36,9 @@
 #define REFUSAL_win_signal_fetch_add                                                               \
     "a fetch-add (s:fetch_add returns the old value to the host)",                                 \
         "the capture runs nothing; s:add is captured"
+#define REFUSAL_win_net                                                                            \
+    "a put, get or signal to another node's rank (the network path)",                              \
+        "the network path runs on the host, now: make it outside the capture"
 #define REFUSAL_kern_mc_open "w:multicast()", "open the multicast before the capture"
 #define REFUSAL_xfer_prepare                                                                       \
     "making a transfer (w:put, w:get, w:putv)",                                                    \

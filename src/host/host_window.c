@@ -55,6 +55,7 @@ struct gcsh_window_impl {
  * stands for).  Their stages are at the end of this file. */
 typedef struct emulated_kind emulated_kind;
 static const emulated_kind *emulated_kind_of(const char *kind);
+static const char *emulated_name(const emulated_kind *k);
 static size_t emulated_granularity(void);
 
 
@@ -311,7 +312,7 @@ int gcsh_host_window_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_d
     if (w->emu)
         return gcsh_set_error(ctx, "%s window (emulated): no network path to rank %d on another "
                                    "node, as on the cuda backend (kind host has one)",
-                              w->emu->name, rank);
+                              emulated_name(w->emu), rank);
     if (!w->remote)
         return gcsh_set_error(ctx, "host window: rank %d is not reached over the network", rank);
     return gcsh_host_net_request(ctx, &w->remote[rank], rank, (int)op, offset, data, bytes, value,
@@ -465,6 +466,11 @@ struct emulated_kind {
     const enum emulated_step *steps; /* [plan.n] */
     const char *const *what;         /* [plan.n]: the GPU call it stands for */
 };
+
+static const char *emulated_name(const emulated_kind *k)
+{
+    return k->name;
+}
 
 static const char *const nccl_names[] = {"allocate", "register", "devcomm", "peers"};
 static const enum emulated_step nccl_steps[] = {EMU_SEGMENT, EMU_SYMMETRIC, EMU_DEVCOMM,
