@@ -38,6 +38,9 @@
 #include "shell/term.h"
 #include "trace/flight.h"
 #include "shell/trace_coord.h"
+#ifdef GCSH_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 
 /* Whether a and b (b may be NULL) name one file. */

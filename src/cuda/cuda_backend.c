@@ -29,12 +29,6 @@ __attribute__((constructor)) static void load_modules_eagerly(void)
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 }
 
-int gcsh_cuda_lazy_loading(void)
-{
-    const char *mode = getenv("CUDA_MODULE_LOADING");
-    return mode && strcasecmp(mode, "EAGER") != 0;
-}
-
 int gcsh_cuda_available(void)
 {
     int count = 0;

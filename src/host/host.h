@@ -9,6 +9,8 @@
 
 #include "core/backend.h"
 
+/* The host backend's table. */
+extern const gcsh_backend gcsh_host_backend;
 extern const gcsh_mem_ops gcsh_host_mem_ops;
 extern const gcsh_comm_ops gcsh_host_comm_ops;
 extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
