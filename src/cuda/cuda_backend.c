@@ -126,13 +126,6 @@ fail:
     return -1;
 }
 
-void cuda_pool_trim(cuda_state *st)
-{
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, st->dev) == cudaSuccess)
-        cudaMemPoolTrimTo(pool, 0);
-}
-
 /* GCSH_GPU_WAIT_TIMEOUT (seconds, default 600): how long a stream-ordered
  * signal wait may hold the GPU before it gives up and reports. */
 static uint64_t wait_bound_ns(void)
