@@ -41,6 +41,9 @@
 #include "trace/trace_wrap.h"
 #include "shell/trace_coord.h"
 #include "core/env.h"
+#ifdef GCSH_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 
 /* Whether a and b (b may be NULL) name one file. */

@@ -804,14 +804,7 @@ typedef struct gcsh_backend_copy {
 
 void gcsh_backend_copy_of(gcsh_backend_copy *c, const gcsh_backend *b);
 
-extern const gcsh_backend gcsh_host_backend;
-#ifdef GCSH_HAVE_CUDA
-extern const gcsh_backend gcsh_cuda_backend;
-/* Whether the cuda backend can run here (a driver and a visible GPU). */
-int gcsh_cuda_available(void);
-/* For gcsh --version: the NCCL library's version, the CUDA runtime's and the
- * driver's (each says so when absent); len bytes each. */
-void gcsh_cuda_versions(char *nccl, char *runtime, char *driver, size_t len);
-#endif
+/* The backends' tables are theirs to declare (host/host.h,
+ * cuda/cuda_backend.h): this interface names none of them. */
 
 #endif

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
 #include "core/kpersist.h"
@@ -183,7 +184,8 @@ cuda_state *cuda_enter_device(gcsh_ctx *ctx);
 /* ---- the persistent all-reduce (cuda_persist.c) ---- */
 
 /* CUDA loads kernels lazily here (CUDA_MODULE_LOADING set to something
- * other than EAGER by the user; cuda_backend.c sets EAGER otherwise). */
+ * other than EAGER by the user; cuda_backend.c sets EAGER otherwise;
+ * cuda_util.c answers, below the files that ask). */
 int gcsh_cuda_lazy_loading(void);
 
 /* At the end of the state: the doorbells' memory, unless a resident that

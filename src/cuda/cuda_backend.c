@@ -30,12 +30,6 @@ __attribute__((constructor)) static void load_modules_eagerly(void)
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 }
 
-int gcsh_cuda_lazy_loading(void)
-{
-    const char *mode = getenv("CUDA_MODULE_LOADING");
-    return mode && strcasecmp(mode, "EAGER") != 0;
-}
-
 int gcsh_cuda_available(void)
 {
     int count = 0;
@@ -131,13 +125,6 @@ static int keep_pool_cached(gcsh_ctx *ctx, cuda_state *st)
     return 0;
 fail:
     return -1;
-}
-
-void cuda_pool_trim(cuda_state *st)
-{
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, st->dev) == cudaSuccess)
-        cudaMemPoolTrimTo(pool, 0);
 }
 
 /* GCSH_GPU_WAIT_TIMEOUT (seconds, default 600): how long a stream-ordered

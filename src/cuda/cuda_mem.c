@@ -13,6 +13,15 @@
 #include "elem.h"
 #include "initkern.h"
 
+/* The pool keeps what tensors freed (cuda_backend.c: keep_pool_cached);
+ * a window's memory needs it back (cuda.h). */
+void cuda_pool_trim(cuda_state *st)
+{
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, st->dev) == cudaSuccess)
+        cudaMemPoolTrimTo(pool, 0);
+}
+
 /* Tensor memory is stream-ordered (cudaMallocAsync/cudaFreeAsync on the
  * rank's stream, from the device's pool, kept cached: cuda_backend.c).
  * cudaFree is not: it waits for the GPU, and under MPS for the work of

@@ -2,6 +2,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cuda/cuda.h"
@@ -43,6 +44,12 @@ int nccl_error(gcsh_ctx *ctx, ncclComm_t comm, const char *file, int line, const
     const char *last = ncclGetLastError(comm);
     return gcsh_set_error(ctx, "%s:%d: %s: NCCL error: %s%s%s", file, line, call,
                           ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
+}
+
+int gcsh_cuda_lazy_loading(void)
+{
+    const char *mode = getenv("CUDA_MODULE_LOADING");
+    return mode && strcasecmp(mode, "EAGER") != 0;
 }
 
 cuda_state *cuda_enter(gcsh_ctx *ctx)

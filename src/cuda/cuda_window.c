@@ -188,8 +188,8 @@ static int cuda_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_
     if (!st)
         return -1;
     CUDA_TRY(ctx, gcsh_k_signal_fetch_add(word_of(d, peer, slot), v, st->poll_dev, st->stream));
-    return gcsh_cuda_backend.mem->copy(ctx, old, GCSH_LOC_HOST, st->poll_dev, d->loc,
-                                       sizeof *old);
+    return gcsh_cuda_mem_ops.copy(ctx, old, GCSH_LOC_HOST, st->poll_dev, d->loc,
+                                  sizeof *old);
 fail:
     return -1;
 }
@@ -256,8 +256,8 @@ static int cuda_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
                             size_t slot, uint64_t *v)
 {
     (void)w;
-    return gcsh_cuda_backend.mem->copy(ctx, v, GCSH_LOC_HOST, word_of(d, d->team_rank, slot),
-                                       d->loc, sizeof *v);
+    return gcsh_cuda_mem_ops.copy(ctx, v, GCSH_LOC_HOST, word_of(d, d->team_rank, slot),
+                                  d->loc, sizeof *v);
 }
 
 /* A kernel loads member peer's slice through the device peer table. */

@@ -9,6 +9,8 @@
 
 #include "core/backend.h"
 
+/* The host backend's table. */
+extern const gcsh_backend gcsh_host_backend;
 extern const gcsh_mem_ops gcsh_host_mem_ops;
 extern const gcsh_comm_ops gcsh_host_comm_ops;
 extern const gcsh_window_ops gcsh_host_window_ops; /* host_window.c */
@@ -53,6 +55,10 @@ typedef struct gcsh_host_comm_state gcsh_host_comm_state;
 typedef struct gcsh_host_state {
     gcsh_host_comm_state *comm;
     gcsh_persist_impl *resident; /* running persistent all-reduces (host_persist.c) */
+    /* What an abort of a communicator runs first (host_persist.c registers
+     * it with its first resident: the residents on it stop, as their calls
+     * would wait for peers forever), so host_comm.c never names it. */
+    void (*on_comm_abort)(gcsh_ctx *ctx, gcsh_comm_impl *c);
     gcsh_host_ordered *ordered;  /* the rank's ctx->be (host_order.c) */
     gcsh_host_net *net;          /* the network path, once a window needs it */
 } gcsh_host_state;
@@ -98,7 +104,5 @@ int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
 /* The host backend's stream order: waits until every running persistent
  * all-reduce of the rank completed the calls rung so far (host_persist.c). */
 int gcsh_host_persist_drain(gcsh_ctx *ctx);
-/* c was aborted on this rank: its residents stop (host_persist.c). */
-void gcsh_host_persist_comm_aborted(gcsh_ctx *ctx, gcsh_comm_impl *c);
 
 #endif

@@ -744,7 +744,9 @@ static int host_agree_blocking(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *min
 static void host_abort(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     c->broken = 1;
-    gcsh_host_persist_comm_aborted(ctx, c); /* their calls would wait for peers forever */
+    gcsh_host_state *st = ctx->be_state;
+    if (st && st->on_comm_abort) /* the residents on c stop (host.h) */
+        st->on_comm_abort(ctx, c);
 }
 
 static int host_aborted(gcsh_comm_impl *c)

@@ -18,8 +18,8 @@
  * (the binding calls drain).  A wait that an interrupt ends abandons the
  * calls in flight: the thread is stopped and the window's communicator
  * marked aborted, which the collective checks pass on to every rank (their
- * residents stop when their communicator is aborted: host_comm.c calls
- * gcsh_host_persist_comm_aborted). */
+ * residents stop when their communicator is aborted: host_comm.c runs the
+ * state's on_comm_abort, which the first start registers). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -135,7 +135,9 @@ static const char *end_reason(const gcsh_persist_impl *p)
     return p->stop_why[0] ? p->stop_why : "stopped";
 }
 
-void gcsh_host_persist_comm_aborted(gcsh_ctx *ctx, gcsh_comm_impl *c)
+/* c was aborted on this rank (gcsh_host_state.on_comm_abort): its
+ * residents stop. */
+static void comm_aborted(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (!ctx->be_state)
         return;
@@ -202,6 +204,7 @@ static int host_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     p->live = 1;
     p->next = *resident_list(ctx);
     *resident_list(ctx) = p;
+    ((gcsh_host_state *)ctx->be_state)->on_comm_abort = comm_aborted;
     *out = p;
     return 0;
 }

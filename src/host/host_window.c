@@ -93,7 +93,11 @@ static void release_impl(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d
 {
     gcsh_host_net_unregister(ctx, w->net_id); /* after the free's barrier: no request comes */
     free(w->remote);
-    if (!keep && !gcsh_host_comm_ops.aborted(w->c)) {
+    /* the communicator is asked only when there is an MPI object to free: a
+     * window that ran no stage (its check failed) may be collected after
+     * its communicator is gone, at the session's end */
+    int made = w->win != MPI_WIN_NULL || w->team != MPI_COMM_NULL;
+    if (!keep && made && !gcsh_host_comm_ops.aborted(w->c)) {
         if (w->locked)
             MPI_Win_unlock_all(w->win);
         if (w->win != MPI_WIN_NULL)

@@ -20,6 +20,10 @@
 #include "bind/symmem.h"
 #include "trace/trace.h"
 #include "core/env.h"
+#include "host/host.h"
+#ifdef GCSH_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 /* GCSH_RANKS_PER_NODE=k treats each k consecutive ranks as one node, so that
  * multi-node layouts can be tried on one machine. */

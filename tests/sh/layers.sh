@@ -15,6 +15,7 @@ printf 'Layer order: main bind core\n' >"$TMP/src/DESIGN.md"
 cat >"$TMP/src/core/low.h" <<'C'
 int low_value(void);
 int luaopen_thing(void *L); /* bind/'s: an arrow up by declaration */
+extern const int thing_table[]; /* an object of bind/'s, the same */
 C
 cat >"$TMP/src/core/low.c" <<'C'
 #include "core/low.h"
@@ -26,6 +27,7 @@ int b_twice(int);
 static const char *s = "a_once() in a string is none either";
 int a_once(int x) { return b_twice(x) + low_value(); }
 int luaopen_thing(void *L) { (void)L; return 0; }
+const int thing_table[] = {1, 2};
 C
 cat >"$TMP/src/bind/b.c" <<'C'
 int a_once(int);
@@ -35,7 +37,7 @@ out=$(scripts/layers "$TMP/src"); rc=$?
 expect_eq "a broken tree fails" "$rc" 1
 expect_contains "the circle is named" "$out" "circle of 2: bind/a.c bind/b.c"
 expect_contains "the circle's arrows say why" "$out" "bind/a.c -> bind/b.c (b_twice)"
-expect_contains "the arrow up by declaration" "$out" "core/low.h -> bind/a.c (up: declares luaopen_thing)"
+expect_contains "the arrow up by declaration" "$out" "core/low.h -> bind/a.c (up: declares luaopen_thing, declares thing_table)"
 expect_not_contains "an arrow down is fine" "$out" "bind/a.c -> core/low.c (up"
 expect_contains "the counts" "$out" "circles: 1"
 expect_contains "the counts" "$out" "back-arrows: 1"

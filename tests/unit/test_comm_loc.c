@@ -9,6 +9,7 @@
 #include "rank/rank.h"
 #include "bind/tensor.h"
 #include "unit.h"
+#include "host/host.h"
 
 /* Runs `chunk` (which must raise) and checks its message contains `want`. */
 static void expect_error(lua_State *L, const char *chunk, const char *want)
