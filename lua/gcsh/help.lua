@@ -178,6 +178,18 @@ local API = {
       { "bench.collectives", "the collectives bench.collective knows" },
     },
   },
+  devcomm = {
+    what = "NCCL's device communicator, emulated on the host (a window of kind nccl)",
+    rows = {
+      { "d = step.devcomm(w [, {barriers=1}])", "ncclDevCommCreate (collective): LSA team, barriers" },
+      { "d.lsa_rank d.lsa_size d.barriers d.window", "my LSA rank, the team's size, ..." },
+      { "d:lsa_pointer(peer [, offset [, n]])", "ncclGetLsaPointer: peer's slice, a view" },
+      { "d:arrive(b) d:wait(b)", "an ncclLsaBarrierSession on barrier b, in halves" },
+      { "d:sync(b)", "arrive, then wait (a session's sync)" },
+      { "d:state()", "my arrivals, and each member's word here, per barrier" },
+      { "d:free()", "release (collective)" },
+    },
+  },
   step = {
     what = "steppers: a collective one step at a time, every rank's buffers between",
     rows = {
@@ -186,6 +198,7 @@ local API = {
       { "step.allgather(w [, {algo=}])", "algo ring, direct" },
       { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
       { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
+      { "step.devcomm(w [, {barriers=1}])", "NCCL's device communicator, emulated: help(\"devcomm\")" },
       { "step.algos", "each collective's algorithms" },
       { "st:next([k])", "k steps (default 1; 0: none), each a diagram" },
       { "st:run([{quiet=true}])", "to the end: true when the result is right" },
