@@ -73,6 +73,8 @@ struct lxfer {
     int cancelled;
     int failed;             /* the last post failed: why says how */
     char why[256];
+    size_t signal_slot;     /* with sig: the slot and the value each post adds */
+    uint64_t signal_value;
 };
 
 /* What the argument readers collect before the handle exists. */
@@ -421,6 +423,8 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
     x->engine = a->engine;
     x->win = a->win;
     x->sig = a->sig;
+    x->signal_slot = a->signal_slot;
+    x->signal_value = a->signal_value;
     x->peer = a->peer;
     x->nseg = a->nseg;
     x->local = calloc(a->nseg, sizeof *x->local);
@@ -737,10 +741,15 @@ static int xfer_tostring(lua_State *L)
         lua_pushliteral(L, "xfer (cancelled)");
         return 1;
     }
+    if (x->sig) /* the signal each post adds: which set, slot and value */
+        lua_pushfstring(L, ", signal #%I slot %I + %s", (lua_Integer)x->sig->seq,
+                        (lua_Integer)x->signal_slot, gcsh_sym_word_text(L, x->signal_value));
+    else
+        lua_pushliteral(L, "");
     lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, engine %s%s, posts %I)",
                     op_names[x->op], (lua_Integer)x->bytes, x->op == OP_GET ? "from" : "to",
                     x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s",
-                    x->engine == GCSH_XFER_SM ? "sm" : "ce", x->sig ? ", signal" : "",
+                    x->engine == GCSH_XFER_SM ? "sm" : "ce", lua_tostring(L, -1),
                     (lua_Integer)x->posts);
     return 1;
 }
