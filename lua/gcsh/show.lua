@@ -12,7 +12,8 @@
 --   rank  [0] [1] [2] [3] ... [4] [5] [6] [7]
 --      0    1   1   1   1 ...   1   1   1   1
 --      1   2*  2*  2*  2* ...  2*  2*  2*  2*
---   (* = differs from the most common value in its column)
+--   (* = differs from the most common value in its column; ...* = an elided
+--   element differs: each rank's middle is compared by its checksum)
 --
 -- Long rows show the first and last ENDS elements.  format(x [, c]) returns
 -- the text on every rank instead of printing it.
@@ -50,12 +51,18 @@ local function source(x, c)
       comm = x.comm, n = x.n,
       title = string.format("window #%d (%d %s, %s): each rank's slice", x.seq, x.n, x.dtype, x.kind),
       value = function(i) return format_value(t[i], x.dtype) end,
+      digest = function(first, count) return t:view(first, count):checksum() end,
     }
   elseif kind == "signals" then
     return {
       comm = x.comm, n = x.n,
       title = string.format("signals #%d (%d slots, %s): each rank's words", x.seq, x.n, x.kind),
       value = function(i) return string.format("%u", x:read(i)) end, -- u64 words
+      digest = function(first, count)
+        local words = {}
+        for i = first, first + count - 1 do words[#words + 1] = string.format("%u", x:read(i)) end
+        return table.concat(words, ",")
+      end,
     }
   elseif kind == "tensor" then
     return {
@@ -63,6 +70,7 @@ local function source(x, c)
       -- the longest tensor's length, known once every rank's is in
       title = function(n) return string.format("tensor (%d %s): each rank's", n, x.dtype) end,
       value = function(i) return format_value(x[i], x.dtype) end,
+      digest = function(first, count) return x:view(first, count):checksum() end,
     }
   end
   return nil
@@ -108,13 +116,19 @@ local function render(title, cols, rows, wheres)
     grid[r + 1] = { tostring(r - 1) }
     if wheres then grid[r + 1][2] = wheres[r] end
   end
+  local hidden = false -- an elided column whose elements differ on some rank
   for k, i in ipairs(cols) do
     local column = {}
-    for r = 1, #rows do column[r] = i and rows[r][k] or "..." end
+    for r = 1, #rows do column[r] = rows[r][k] or "..." end
     local common = most_common(column)
     for r = 1, #rows do
       local cell = column[r]
-      if i and common and cell ~= common and cell ~= "" then cell = cell .. "*"; marked = true end
+      if i == false then -- the elided middle: its digest, shown as ...
+        cell = "..."
+        if common and column[r] ~= common then cell = "...*"; hidden = true end
+      elseif i and common and cell ~= common and cell ~= "" then
+        cell = cell .. "*"; marked = true
+      end
       grid[r + 1][first_data + k - 1] = cell
     end
   end
@@ -132,6 +146,7 @@ local function render(title, cols, rows, wheres)
     out[#out + 1] = (table.concat(parts, "  "):gsub("%s+$", ""))
   end
   if marked then out[#out + 1] = "(* = differs from the most common value in its column)" end
+  if hidden then out[#out + 1] = "(...* = an element not shown differs from the most common rank's)" end
   return table.concat(out, "\n")
 end
 
@@ -315,7 +330,15 @@ function M.format(x, c, s)
   for _, s in ipairs(lens) do n = math.max(n, tonumber(s)) end
   local cols = columns(n)
   local mine = {}
-  for k, i in ipairs(cols) do mine[k] = (i and i < src.n) and src.value(i) or "" end
+  for k, i in ipairs(cols) do
+    if i then
+      mine[k] = i < src.n and src.value(i) or ""
+    else -- the elided middle: a digest, so a rank whose hidden elements differ is marked
+      local first = ENDS
+      local count = math.min(src.n, n - ENDS) - first
+      mine[k] = count > 0 and tostring(src.digest(first, count)) or "-"
+    end
+  end
   local rows = {}
   for r, s in ipairs(over:agree(table.concat(mine, "\t"))) do
     local cells, k = {}, 0

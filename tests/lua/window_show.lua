@@ -44,6 +44,30 @@ if n >= 3 then
   H.truthy(one:find("(* = differs from the most common value in its column)", 1, true), one)
 end
 
+-- one rank apart only in the elided middle: its "..." is marked, the
+-- others' not; with every rank equal again, nothing is
+if n >= 3 then
+  w:tensor():fill(0)
+  if me == 2 then w:tensor()[6] = 9 end
+  c:barrier()
+  local hid = S.format(w)
+  local rows = {}
+  for line in (hid .. "\n"):gmatch("(.-)\n") do rows[#rows + 1] = line end
+  H.truthy(rows[5]:find("^   2 .* %.%.%.%* "), "rank 2's elided cells are marked: " .. hid)
+  for _, r in ipairs { 3, 4, 6 } do
+    if rows[r] and rows[r]:match("^ +%d") then
+      H.truthy(not rows[r]:find("...*", 1, true), "only rank 2 is marked: " .. rows[r])
+    end
+  end
+  H.truthy(hid:find("(...* = an element not shown differs from the most common rank's)", 1, true), hid)
+  H.truthy(not hid:find("(* = differs", 1, true), "no shown cell differs: " .. hid)
+  c:barrier()
+  w:tensor():fill(0)
+  c:barrier()
+  H.truthy(not S.format(w):find("*", 1, true), "all equal: no mark")
+  c:barrier()
+end
+
 -- equal values are not marked; short rows are not elided; signals
 local s = c:signals(3)
 s:set(me, 1, 7)
