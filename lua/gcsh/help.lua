@@ -23,7 +23,7 @@ local API = {
       { "tensor.from(tbl [, dtype=\"f32\"])", "a tensor holding the numbers of a Lua array" },
       { "tensor.dtypes", "the dtype names: f64 f32 f16 bf16 i64 i32 u32 u8 i8" },
       { "t[i], t[i] = v, #t", "element i (0-based), its length" },
-      { "t.dtype t.n t.where", "element type, length, where it lives (host, cuda:0, a window)" },
+      { "t.dtype t.n t.where t.offset", "element type, length, where it lives, a view's start" },
       { "t:fill(v)", "every element = v; returns t" },
       { "t:arange([start=0 [, step=1]])", "element i = start + i * step; returns t" },
       { "t:rand([seed=rank])", "counter-based random values (same on every backend; --seed)" },

@@ -67,6 +67,8 @@ local function source(x, c)
   elseif kind == "tensor" then
     return {
       comm = c or comm.world(), n = #x, where = x.where,
+      -- a view of a window numbers its columns by the window's elements
+      offset = x.where:find("^window") and x.offset or 0,
       -- the longest tensor's length, known once every rank's is in
       title = function(n) return string.format("tensor (%d %s): each rank's", n, x.dtype) end,
       value = function(i) return format_value(x[i], x.dtype) end,
@@ -102,13 +104,14 @@ local function most_common(cells)
   return best
 end
 
-local function render(title, cols, rows, wheres)
+local function render(title, cols, rows, wheres, base)
+  base = base or 0
   -- rows[r] = {cells}, "" where the rank's tensor is shorter
   local header = { "rank" }
   if wheres then header[2] = "where" end
   local first_data = #header + 1
   for _, i in ipairs(cols) do
-    header[#header + 1] = type(i) == "string" and i or i and ("[" .. i .. "]") or "..."
+    header[#header + 1] = type(i) == "string" and i or i and ("[" .. (i + base) .. "]") or "..."
   end
   local grid = { header }
   local marked = false
@@ -347,7 +350,19 @@ function M.format(x, c, s)
   end
   local wheres = src.where and over:agree(src.where) or nil
   local title = type(src.title) == "function" and src.title(n) or src.title
-  return render(title, cols, rows, wheres)
+  -- columns by window element when every rank's view starts at the same one
+  local base
+  if src.offset then
+    local offsets = over:agree(tostring(src.offset))
+    base = tonumber(offsets[1])
+    for _, o in ipairs(offsets) do if tonumber(o) ~= base then base = nil end end
+    if base and base > 0 then
+      title = title .. string.format(" (columns: window elements from %d)", base)
+    elseif not base then
+      title = title .. " (columns: from each view's start)"
+    end
+  end
+  return render(title, cols, rows, wheres, base)
 end
 
 function M.show(x, c, s)

@@ -35,6 +35,20 @@ if same_node then
   end
 end
 
+-- a view of a window numbers its columns by the window's elements when
+-- every rank's view starts at the same one, else from each view's start
+do
+  local at = S.format(w:tensor():view(5, 3))
+  H.truthy(at:find("^tensor %(3 f32%): each rank's %(columns: window elements from 5%)\nrank +where +%[5%] +%[6%] +%[7%]\n"), at)
+  if n > 1 then
+    local apart = S.format(w:tensor():view(me, 2))
+    H.truthy(apart:find("^tensor %(2 f32%): each rank's %(columns: from each view's start%)\nrank +where +%[0%] +%[1%]\n"), apart)
+  end
+  H.eq(w:tensor():view(5, 3).offset, 5, "t.offset: a view's start")
+  H.eq(tensor.new(4).offset, 0, "t.offset of a tensor")
+  H.truthy(not S.format(tensor.new(4):view(1, 2)):find("columns:", 1, true), "a host tensor's view: its own columns")
+end
+
 -- one rank apart from the others: only its cells are marked
 if n >= 3 then
   w:tensor():fill(me == 1 and 5 or 0)
