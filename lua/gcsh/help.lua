@@ -23,7 +23,7 @@ local API = {
       { "tensor.from(tbl [, dtype=\"f32\"])", "a tensor holding the numbers of a Lua array" },
       { "tensor.dtypes", "the dtype names: f64 f32 f16 bf16 i64 i32 u32 u8 i8" },
       { "t[i], t[i] = v, #t", "element i (0-based), its length" },
-      { "t.dtype t.n t.where", "element type, length, where it lives (host, cuda:0, a window)" },
+      { "t.dtype t.n t.where t.offset", "element type, length, where it lives, a view's start" },
       { "t:fill(v)", "every element = v; returns t" },
       { "t:arange([start=0 [, step=1]])", "element i = start + i * step; returns t" },
       { "t:rand([seed=rank])", "counter-based random values (same on every backend; --seed)" },
@@ -179,6 +179,18 @@ local API = {
       { "bench.collectives", "the collectives bench.collective knows" },
     },
   },
+  devcomm = {
+    what = "NCCL's device communicator, emulated on the host (a window of kind nccl)",
+    rows = {
+      { "d = step.devcomm(w [, {barriers=1}])", "ncclDevCommCreate (collective): LSA team, barriers" },
+      { "d.lsa_rank d.lsa_size d.barriers d.window", "my LSA rank, the team's size, ..." },
+      { "d:lsa_pointer(peer [, offset [, n]])", "ncclGetLsaPointer: peer's slice, a view" },
+      { "d:arrive(b) d:wait(b)", "an ncclLsaBarrierSession on barrier b, in halves" },
+      { "d:sync(b)", "arrive, then wait (a session's sync)" },
+      { "d:state()", "my arrivals, and each member's word here, per barrier" },
+      { "d:free()", "release (collective)" },
+    },
+  },
   step = {
     what = "steppers: a collective one step at a time, every rank's buffers between",
     rows = {
@@ -187,6 +199,7 @@ local API = {
       { "step.allgather(w [, {algo=}])", "algo ring, direct" },
       { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
       { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
+      { "step.devcomm(w [, {barriers=1}])", "NCCL's device communicator, emulated: help(\"devcomm\")" },
       { "step.algos", "each collective's algorithms" },
       { "st:next([k])", "k steps (default 1; 0: none), each a diagram" },
       { "st:run([{quiet=true}])", "to the end: true when the result is right" },

@@ -27,15 +27,19 @@ local S = {
                .. "(every rank must call it)" },
              { "kernel.plan(w)", "the kernels' own barriers (on the window's sync words) "
                .. "are steps of the plan; step.allreduce(w) runs them one at a time; "
-               .. "algo=\"nccl_dev\" uses NCCL's LSA barrier on cuda" } },
+               .. "algo=\"nccl_dev\" uses NCCL's LSA barrier on cuda" },
+             { "d:sync(b)", "an LSA barrier on the host, from the prompt: step.devcomm(w) "
+               .. "(d:arrive(b), d:wait(b): its halves)" } },
     see = { "c:barrier", "kernel.plan", "step.allreduce" },
   },
   ncclGetLsaPointer = {
     from = "NCCL's device API; also nvshmem_ptr, PyTorch symm_mem buffer_ptrs",
     gcsh = { { "w:peer(r)", "rank r's slice as a tensor: loads and stores from the host "
                .. "prompt; the kernels take the same peer pointer table; "
-               .. "kernel.allreduce{algo=\"nccl_dev\"} calls the real one on nccl windows" } },
-    see = { "w:peer", "kernel.allreduce" },
+               .. "kernel.allreduce{algo=\"nccl_dev\"} calls the real one on nccl windows" },
+             { "d:lsa_pointer(peer)", "on the host, step.devcomm(w)'s emulation, one call "
+               .. "at a time" } },
+    see = { "w:peer", "kernel.allreduce", "step.devcomm" },
   },
   nvshmem_ptr = "ncclGetLsaPointer",
   nvshmem_quiet = {

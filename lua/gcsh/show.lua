@@ -12,7 +12,8 @@
 --   rank  [0] [1] [2] [3] ... [4] [5] [6] [7]
 --      0    1   1   1   1 ...   1   1   1   1
 --      1   2*  2*  2*  2* ...  2*  2*  2*  2*
---   (* = differs from the most common value in its column)
+--   (* = differs from the most common value in its column; ...* = an elided
+--   element differs: each rank's middle is compared by its checksum)
 --
 -- Long rows show the first and last ENDS elements.  format(x [, c]) returns
 -- the text on every rank instead of printing it.
@@ -50,19 +51,28 @@ local function source(x, c)
       comm = x.comm, n = x.n,
       title = string.format("window #%d (%d %s, %s): each rank's slice", x.seq, x.n, x.dtype, x.kind),
       value = function(i) return format_value(t[i], x.dtype) end,
+      digest = function(first, count) return t:view(first, count):checksum() end,
     }
   elseif kind == "signals" then
     return {
       comm = x.comm, n = x.n,
       title = string.format("signals #%d (%d slots, %s): each rank's words", x.seq, x.n, x.kind),
       value = function(i) return string.format("%u", x:read(i)) end, -- u64 words
+      digest = function(first, count)
+        local words = {}
+        for i = first, first + count - 1 do words[#words + 1] = string.format("%u", x:read(i)) end
+        return table.concat(words, ",")
+      end,
     }
   elseif kind == "tensor" then
     return {
       comm = c or comm.world(), n = #x, where = x.where, shape = #x .. " " .. x.dtype,
+      -- a view of a window numbers its columns by the window's elements
+      offset = x.where:find("^window") and x.offset or 0,
       -- every rank's length and dtype, known once all are in
       title = function(shapes) return "tensor (" .. shapes .. "): each rank's" end,
       value = function(i) return format_value(x[i], x.dtype) end,
+      digest = function(first, count) return x:view(first, count):checksum() end,
     }
   end
   return nil
@@ -96,13 +106,14 @@ local function most_common(cells)
   return best
 end
 
-local function render(title, cols, rows, wheres)
+local function render(title, cols, rows, wheres, base)
+  base = base or 0
   -- rows[r] = {cells}, "" where the rank's tensor is shorter
   local header = { "rank" }
   if wheres then header[2] = "where" end
   local first_data = #header + 1
   for _, i in ipairs(cols) do
-    header[#header + 1] = type(i) == "string" and i or i and ("[" .. i .. "]") or "..."
+    header[#header + 1] = type(i) == "string" and i or i and ("[" .. (i + base) .. "]") or "..."
   end
   local grid = { header }
   local marked = false
@@ -110,13 +121,19 @@ local function render(title, cols, rows, wheres)
     grid[r + 1] = { tostring(r - 1) }
     if wheres then grid[r + 1][2] = wheres[r] end
   end
+  local hidden = false -- an elided column whose elements differ on some rank
   for k, i in ipairs(cols) do
     local column = {}
-    for r = 1, #rows do column[r] = i and rows[r][k] or "..." end
+    for r = 1, #rows do column[r] = rows[r][k] or "..." end
     local common = most_common(column)
     for r = 1, #rows do
       local cell = column[r]
-      if i and common and cell ~= common and cell ~= "" then cell = cell .. "*"; marked = true end
+      if i == false then -- the elided middle: its digest, shown as ...
+        cell = "..."
+        if common and column[r] ~= common then cell = "...*"; hidden = true end
+      elseif i and common and cell ~= common and cell ~= "" then
+        cell = cell .. "*"; marked = true
+      end
       grid[r + 1][first_data + k - 1] = cell
     end
   end
@@ -134,6 +151,7 @@ local function render(title, cols, rows, wheres)
     out[#out + 1] = (table.concat(parts, "  "):gsub("%s+$", ""))
   end
   if marked then out[#out + 1] = "(* = differs from the most common value in its column)" end
+  if hidden then out[#out + 1] = "(...* = an element not shown differs from the most common rank's)" end
   return table.concat(out, "\n")
 end
 
@@ -355,7 +373,15 @@ function M.format(x, c, s)
   if not src or not same then return format_any(x, c, kinds) end
   local cols = columns(n)
   local mine = {}
-  for k, i in ipairs(cols) do mine[k] = (i and i < src.n) and src.value(i) or "" end
+  for k, i in ipairs(cols) do
+    if i then
+      mine[k] = i < src.n and src.value(i) or ""
+    else -- the elided middle: a digest, so a rank whose hidden elements differ is marked
+      local first = ENDS
+      local count = math.min(src.n, n - ENDS) - first
+      mine[k] = count > 0 and tostring(src.digest(first, count)) or "-"
+    end
+  end
   local rows = {}
   for r, s in ipairs(over:agree(table.concat(mine, "\t"))) do
     local cells, k = {}, 0
@@ -364,7 +390,19 @@ function M.format(x, c, s)
   end
   local wheres = src.where and over:agree(src.where) or nil
   local title = type(src.title) == "function" and src.title(shapes_text(shapes)) or src.title
-  return render(title, cols, rows, wheres)
+  -- columns by window element when every rank's view starts at the same one
+  local base
+  if src.offset then
+    local offsets = over:agree(tostring(src.offset))
+    base = tonumber(offsets[1])
+    for _, o in ipairs(offsets) do if tonumber(o) ~= base then base = nil end end
+    if base and base > 0 then
+      title = title .. string.format(" (columns: window elements from %d)", base)
+    elseif not base then
+      title = title .. " (columns: from each view's start)"
+    end
+  end
+  return render(title, cols, rows, wheres, base)
 end
 
 function M.show(x, c, s)

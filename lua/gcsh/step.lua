@@ -775,6 +775,8 @@ function M.broadcast(w, root, opts)
 end
 
 M.algos = ALGOS
+-- NCCL's device communicator, emulated for the prompt (gcsh/devcomm.lua)
+M.devcomm = require("gcsh.devcomm").new
 
 -- Registration stepping lives in its own file (another branch builds it).
 if package.searchpath("gcsh.step_window", package.path) then

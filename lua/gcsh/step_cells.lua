@@ -97,11 +97,28 @@ local function move_set(m, sets, n)
   return out
 end
 
--- The ranks a set holds more than once, as "1" or "1, 2".
+local TIMES = { [2] = "twice", [3] = "three times", [4] = "four times" }
+
+-- The ranks a set holds more than once, in words: "" for none, "rank 1's
+-- data twice", "ranks 1, 2's data three times", or per count: "rank 1's
+-- data twice, rank 2's four times".
 local function repeated(set, k)
-  local twice = {}
-  for r = 0, k - 1 do if (set[r] or 0) > 1 then twice[#twice + 1] = tostring(r) end end
-  return table.concat(twice, ", ")
+  local by_count, counts = {}, {}
+  for r = 0, k - 1 do
+    local n = set[r] or 0
+    if n > 1 then
+      if not by_count[n] then by_count[n] = {}; counts[#counts + 1] = n end
+      table.insert(by_count[n], tostring(r))
+    end
+  end
+  table.sort(counts)
+  local parts = {}
+  for i, n in ipairs(counts) do
+    local who = by_count[n]
+    parts[i] = string.format("rank%s %s's%s %s", #who > 1 and "s" or "", table.concat(who, ", "),
+                             i == 1 and " data" or "", TIMES[n] or (n .. " times"))
+  end
+  return table.concat(parts, ", ")
 end
 
 -- "0-2,5", or "0-3+1" (rank 1 once more), "-" for none.

@@ -196,10 +196,9 @@ local function wrong_note(view, hist, s, r, c, want, w)
   end
   local twice = ""
   if now.set and C.repeated(now.set, view.k) ~= "" then
-    local who = C.repeated(now.set, view.k)
-    twice = string.format(" (rank%s %s's data twice)", who:find(",") and "s" or "", who)
+    twice = " (" .. C.repeated(now.set, view.k) .. ")"
   elseif view.bits and not now.set then
-    twice = " (no set of ranks: some rank's data was added twice)"
+    twice = " (no set of ranks: some rank's data was added more than once)"
   end
   local expect = want.set and C.set_text(want.set, view.k) or C.text(view, want.value)
   local what = string.format("! step %d: %s holds %s%s, expected %s", s, cell_name(L, r, c),

@@ -110,14 +110,16 @@ gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, con
 }
 
 /* out must not be the window's own memory: a slice is read by peers while
- * out is written (omit out for the result in the window). */
+ * out is written (omit out for the result in the window, where out is an
+ * option). */
 static void check_out_apart(lua_State *L, const gcsh_kargs *a)
 {
     for (int i = 0; i < a->o->desc.team_size; i++)
         if (a->o->slices[i] == a->out->st)
-            luaL_error(L, "%s: out is memory of the window itself (omit out to keep the result "
-                          "in the window)",
-                       a->fname);
+            luaL_error(L, "%s: out is memory of the window itself (%s)", a->fname,
+                       a->out_required ? "a slice is read by every peer while out is written: "
+                                         "give a local tensor, tensor.new(n, dtype)"
+                                       : "omit out to keep the result in the window");
 }
 
 /* Reads {offset, n} of the options table at idx: the region of the window. */
@@ -190,6 +192,7 @@ int gcsh_karg_root(lua_State *L, int idx, const gcsh_kargs *a)
 /* (out, w-or-m, op-or-options at idx) for reduce_peers and m:ld_reduce. */
 void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx)
 {
+    a->out_required = 1;
     a->op = GCSH_OP_SUM;
     a->offset = 0;
     if (lua_type(L, idx) == LUA_TSTRING) {

@@ -27,6 +27,7 @@ typedef struct gcsh_kargs {
     size_t offset, n;
     gcsh_tensor *out;
     int out_idx; /* stack index of out, 0 when none */
+    int out_required; /* out is a positional argument (reduce_peers, ld_reduce) */
     const char *algo;
 } gcsh_kargs;
 

@@ -959,10 +959,13 @@ static int tensor_len(lua_State *L)
 /* Read-only fields; nil for any other name, as for a Lua table. */
 static int push_field(lua_State *L, const char *key)
 {
-    if (strcmp(key, "n") == 0 || strcmp(key, "dtype") == 0 || strcmp(key, "where") == 0) {
+    if (strcmp(key, "n") == 0 || strcmp(key, "dtype") == 0 || strcmp(key, "where") == 0 ||
+        strcmp(key, "offset") == 0) {
         gcsh_tensor *t = gcsh_arg_tensor(L, 1);
         if (key[0] == 'n')
             lua_pushinteger(L, (lua_Integer)t->n);
+        else if (key[0] == 'o') /* elements from the start of its memory (a view's start) */
+            lua_pushinteger(L, (lua_Integer)t->offset);
         else if (key[0] == 'd')
             lua_pushstring(L, gcsh_dtype_name(t->dtype));
         else

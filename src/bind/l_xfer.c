@@ -76,6 +76,8 @@ struct lxfer {
     int cancelled;
     int failed;             /* the last post failed: why says how */
     char why[256];
+    size_t signal_slot;     /* with sig: the slot and the value each post adds */
+    uint64_t signal_value;
 };
 
 /* What the argument readers collect before the handle exists. */
@@ -306,6 +308,34 @@ static void describe_segment(lua_State *L, const plan_args *a, size_t i)
                         (lua_Integer)a->meta[i].off, (lua_Integer)a->meta[i].n);
 }
 
+/* "elements 4..11": where [p, p + bytes) lies in the peer's slice, which
+ * holds both sides of an overlap (the window's side is in it, and the
+ * local side overlaps that) */
+static const char *slice_elements(lua_State *L, const plan_args *a, const void *p, size_t bytes)
+{
+    size_t es = gcsh_dtype_size(a->win->dtype);
+    size_t first = (size_t)((const char *)p - (const char *)a->win->desc.peer[a->team_index]) / es;
+    return lua_pushfstring(L, "elements %I..%I", (lua_Integer)first,
+                           (lua_Integer)(first + bytes / es - 1));
+}
+
+/* Segment i's source overlaps segment j's destination: both named by where
+ * they are in the peer's slice (a segment's offset names only its window
+ * side, which for a put is its destination). */
+static void overlap_error(lua_State *L, const plan_args *a, int arg, size_t i, size_t j)
+{
+    const char *src = slice_elements(L, a, a->seg[i].src, a->seg[i].bytes);
+    const char *dst = slice_elements(L, a, a->seg[j].dst, a->seg[j].bytes);
+    if (a->nseg == 1)
+        luaL_argerror(L, arg, lua_pushfstring(L, "the source (%s of rank %d's slice) overlaps the "
+                                                 "destination (%s)",
+                                              src, a->peer, dst));
+    luaL_argerror(L, arg, lua_pushfstring(L, "the source of descriptor %I (%s of rank %d's slice) "
+                                             "overlaps the destination of descriptor %I (%s)",
+                                          (lua_Integer)i + 1, src, a->peer, (lua_Integer)j + 1,
+                                          dst));
+}
+
 static void check_overlaps(lua_State *L, const plan_args *a, int arg)
 {
     span *dst = lua_newuserdatauv(L, a->nseg * sizeof *dst, 0);
@@ -331,10 +361,7 @@ static void check_overlaps(lua_State *L, const plan_args *a, int arg)
                                    : NULL;
         if (!hit)
             continue;
-        describe_segment(L, a, i);
-        describe_segment(L, a, hit->index);
-        luaL_argerror(L, arg, lua_pushfstring(L, "the source of %s overlaps the destination of %s",
-                                              lua_tostring(L, -2), lua_tostring(L, -1)));
+        overlap_error(L, a, arg, i, hit->index);
     }
     lua_pop(L, 1);
 }
@@ -404,6 +431,8 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
     x->engine = a->engine;
     x->win = a->win;
     x->sig = a->sig;
+    x->signal_slot = a->signal_slot;
+    x->signal_value = a->signal_value;
     x->peer = a->peer;
     x->nseg = a->nseg;
     x->local = calloc(a->nseg, sizeof *x->local);
@@ -732,10 +761,17 @@ static int xfer_tostring(lua_State *L)
         lua_pushliteral(L, "xfer (cancelled)");
         return 1;
     }
+    const char *path = path_of(L, x);
+    if (x->sig) /* the signal each post adds: which set, slot and value */
+        lua_pushfstring(L, ", signal #%I slot %I + %s", (lua_Integer)x->sig->seq,
+                        (lua_Integer)x->signal_slot, gcsh_sym_word_text(L, x->signal_value));
+    else
+        lua_pushliteral(L, "");
+    const char *signal = lua_tostring(L, -1);
     lua_pushfstring(L, "xfer(%s %I bytes %s rank %d, %I segment%s, %s%s, posts %I)",
                     op_names[x->op], (lua_Integer)x->bytes, x->op == OP_GET ? "from" : "to",
-                    x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s", path_of(L, x),
-                    x->sig ? ", signal" : "", (lua_Integer)x->posts);
+                    x->peer, (lua_Integer)x->nseg, x->nseg == 1 ? "" : "s", path, signal,
+                    (lua_Integer)x->posts);
     return 1;
 }
 

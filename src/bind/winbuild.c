@@ -8,6 +8,7 @@
 
 #include "wire/out.h"
 #include "bind/winbuild.h"
+#include "bind/opts.h"
 
 /* What each rank says after a stage; every byte is sent. */
 struct gcsh_stage_status {
@@ -106,7 +107,7 @@ int gcsh_winbuild_inject(gcsh_ctx *ctx, const char *name, int slow)
                 ctx->inject_stage_slow = slow;
                 return 0;
             }
-            if (used < sizeof valid)
+            if (used < sizeof valid && !gcsh_opts_listed(valid, plan->name[i])) /* once */
                 used += (size_t)snprintf(valid + used, sizeof valid - used, "%s%s",
                                          used ? " " : "", plan->name[i]);
         }

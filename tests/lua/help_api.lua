@@ -74,7 +74,7 @@ H.truthy(help.text(tensor.new(1)):find("^tensor: "), "help(a tensor)")
 H.truthy(help.text(comm):find("^comm: "), "help(comm)")
 H.truthy(help.text(kernel):find("kernel.allreduce(w", 1, true), "help(kernel)")
 H.truthy(help.text("gcsh"):find("gcsh.progress(done, total", 1, true), "help('gcsh')")
-H.truthy(help.text():find("topic: bench comm gcsh graph kernel", 1, true), "help() lists the topics")
+H.truthy(help.text():find("topic: bench comm devcomm gcsh graph kernel", 1, true), "help() lists the topics")
 H.truthy(help.text(repro):find("^repro: "), "help(repro)")
 H.raises(function() help.text("nope") end,
          "help: no topic or function named 'nope' (topics: bench comm", ".help of an unknown name")

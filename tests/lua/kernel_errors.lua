@@ -73,10 +73,16 @@ if k > 1 then
 end
 
 -- out may not be the window's own memory
-H.raises(function() kernel.allreduce(w, { out = w:tensor() }) end, "out is memory of the window itself",
+H.raises(function() kernel.allreduce(w, { out = w:tensor() }) end,
+         "out is memory of the window itself (omit out to keep the result in the window)",
          "out aliasing the window")
-H.raises(function() kernel.reduce_peers(w:peer(me), w) end, "out is memory of the window itself",
+-- reduce_peers' out is not an option: the advice is a local tensor
+H.raises(function() kernel.reduce_peers(w:peer(me), w) end,
+         "reduce_peers: out is memory of the window itself (a slice is read by every peer while "
+         .. "out is written: give a local tensor, tensor.new(n, dtype))",
          "reduce_peers into the window")
+H.raises(function() kernel.reduce_peers(w:peer(me), w, { op = "max" }) end,
+         "give a local tensor, tensor.new(n, dtype))", "reduce_peers into the window, with options")
 
 -- not a window, freed windows
 H.raises(function() kernel.allreduce(tensor.new(4)) end, "window expected", "a tensor for w")

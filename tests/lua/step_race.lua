@@ -156,5 +156,14 @@ if k >= 3 then
 end
 
 w:free()
+
+-- the race note counts: twice, three times, four times, per rank
+local C = require("gcsh.step_cells")
+H.eq(C.repeated({ [0] = 1, [1] = 1 }, 2), "", "no rank more than once")
+H.eq(C.repeated({ [0] = 1, [1] = 2 }, 2), "rank 1's data twice", "twice")
+H.eq(C.repeated({ [0] = 2, [2] = 2 }, 3), "ranks 0, 2's data twice", "two ranks twice")
+H.eq(C.repeated({ [1] = 3, [2] = 3, [3] = 4 }, 4), "ranks 1, 2's data three times, rank 3's four times",
+     "three and four times")
+H.eq(C.repeated({ [0] = 5 }, 1), "rank 0's data 5 times", "more")
 print("step_race: ok")
 

@@ -3,6 +3,10 @@
 -- stages in step.window, symmetric slices) and work as windows do: views,
 -- kernels, signals, transfers.  The default kind stays host.
 local H = require "harness"
+if gcsh.backend ~= "host" then
+  print("skipped: the host backend's emulations of the GPU kinds")
+  return
+end
 
 -- the node's communicator: the window's team is all of it (under
 -- GCSH_RANKS_PER_NODE too, where kernel collectives on a world window

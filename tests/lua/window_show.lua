@@ -35,6 +35,20 @@ if same_node then
   end
 end
 
+-- a view of a window numbers its columns by the window's elements when
+-- every rank's view starts at the same one, else from each view's start
+do
+  local at = S.format(w:tensor():view(5, 3))
+  H.truthy(at:find("^tensor %(3 f32%): each rank's %(columns: window elements from 5%)\nrank +where +%[5%] +%[6%] +%[7%]\n"), at)
+  if n > 1 then
+    local apart = S.format(w:tensor():view(me, 2))
+    H.truthy(apart:find("^tensor %(2 f32%): each rank's %(columns: from each view's start%)\nrank +where +%[0%] +%[1%]\n"), apart)
+  end
+  H.eq(w:tensor():view(5, 3).offset, 5, "t.offset: a view's start")
+  H.eq(tensor.new(4).offset, 0, "t.offset of a tensor")
+  H.truthy(not S.format(tensor.new(4):view(1, 2)):find("columns:", 1, true), "a host tensor's view: its own columns")
+end
+
 -- one rank apart from the others: only its cells are marked
 if n >= 3 then
   w:tensor():fill(me == 1 and 5 or 0)
@@ -42,6 +56,30 @@ if n >= 3 then
   local one = S.format(w)
   H.truthy(one:find("\n   1 +5%*") and not one:find("0*", 1, true), one)
   H.truthy(one:find("(* = differs from the most common value in its column)", 1, true), one)
+end
+
+-- one rank apart only in the elided middle: its "..." is marked, the
+-- others' not; with every rank equal again, nothing is
+if n >= 3 then
+  w:tensor():fill(0)
+  if me == 2 then w:tensor()[6] = 9 end
+  c:barrier()
+  local hid = S.format(w)
+  local rows = {}
+  for line in (hid .. "\n"):gmatch("(.-)\n") do rows[#rows + 1] = line end
+  H.truthy(rows[5]:find("^   2 .* %.%.%.%* "), "rank 2's elided cells are marked: " .. hid)
+  for _, r in ipairs { 3, 4, 6 } do
+    if rows[r] and rows[r]:match("^ +%d") then
+      H.truthy(not rows[r]:find("...*", 1, true), "only rank 2 is marked: " .. rows[r])
+    end
+  end
+  H.truthy(hid:find("(...* = an element not shown differs from the most common rank's)", 1, true), hid)
+  H.truthy(not hid:find("(* = differs", 1, true), "no shown cell differs: " .. hid)
+  c:barrier()
+  w:tensor():fill(0)
+  c:barrier()
+  H.truthy(not S.format(w):find("*", 1, true), "all equal: no mark")
+  c:barrier()
 end
 
 -- equal values are not marked; short rows are not elided; signals

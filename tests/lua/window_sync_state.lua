@@ -83,8 +83,8 @@ H.raises(function() w:sync_state(tensor.new(2)) end, "signals expected", "a tens
 local text = S.format(w, "sync")
 local lines = {}
 for line in (text .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
-H.eq(lines[1], string.format("window(#%d, 8 f32, host, team %s): w:sync_state() on %d rank%s",
-                             w.seq, tostring(w):match("team ([^)]*)"), k, k == 1 and "" or "s"), "title")
+H.eq(lines[1], string.format("window(#%d, 8 f32, %s, team %s): w:sync_state() on %d rank%s",
+                             w.seq, w.kind, tostring(w):match("team ([^)]*)"), k, k == 1 and "" or "s"), "title")
 local head = "ranks  epoch"
 for r = 0, k - 1 do head = head .. "  b[" .. r .. "]" end
 head = head .. "  ll"
@@ -96,7 +96,7 @@ H.truthy(not text:find("*", 1, true), "nothing marked: " .. text)
 H.truthy(lines[4]:find("(epoch: barriers entered", 1, true), "the legend: " .. lines[4])
 for _, l in ipairs(lines) do H.truthy(#l <= 76, "fits 80 columns under a [0] prefix: " .. l) end
 local with_pad = S.format(w, "sync", s)
-H.truthy(with_pad:find("signals #" .. s.seq .. " (3 slots, host): each rank's words", 1, true), "the pad follows: " .. with_pad)
+H.truthy(with_pad:find("signals #" .. s.seq .. " (3 slots, " .. s.kind .. "): each rank's words", 1, true), "the pad follows: " .. with_pad)
 
 -- (a rank behind, marked: tests/sh/sync_state.sh, where one hangs)
 

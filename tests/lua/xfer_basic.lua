@@ -113,6 +113,11 @@ local five = w:put(nxt, payload:view(0, 0), 0, { signal = { s, 1, 5 } })
 five:post():post()
 s:wait(1, 10, "==")
 H.eq(s:read(1), 10, "value 5, posted twice")
+H.eq(tostring(five), "xfer(put 0 bytes to rank " .. nxt .. ", 1 segment, engine ce, signal #" .. s.seq
+     .. " slot 1 + 5, posts 2)", "tostring names the signal's set, slot and value")
+local big = w:put(nxt, payload:view(0, 0), 0, { signal = { s, 1, -1 } })
+H.truthy(tostring(big):find("slot 1 + 18446744073709551615,", 1, true), "a u64 value, unsigned: " .. tostring(big))
+big:free()
 c:barrier()
 
 -- ---- states --------------------------------------------------------------------

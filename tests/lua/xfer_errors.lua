@@ -70,11 +70,14 @@ H.raises(function() w:putv(nxt, { { src, 0 }, { src, 8, window = other } }) end,
          "descriptor 2 names another window (one putv per window)")
 
 -- a source that overlaps the destination (my own slice, to myself)
+-- (both sides named by where they are in the slice)
 H.raises(function() w:put(me, mine:view(0, 8), 4) end,
-         "the source of the range at 4 (8 elements) overlaps the destination of the range at 4 (8 elements)")
-H.raises(function() w:get(me, mine:view(10, 8), 12) end, "overlaps the destination")
+         "the source (elements 0..7 of rank " .. me .. "'s slice) overlaps the destination (elements 4..11)")
+H.raises(function() w:get(me, mine:view(10, 8), 12) end,
+         "the source (elements 12..19 of rank " .. me .. "'s slice) overlaps the destination (elements 10..17)")
 H.raises(function() w:putv(me, { { mine:view(40, 4), 0 }, { src, 38 } }) end,
-         "the source of descriptor 1 (offset 0, 4 elements) overlaps the destination of descriptor 2 (offset 38, 8 elements)")
+         "the source of descriptor 1 (elements 40..43 of rank " .. me .. "'s slice) overlaps the destination "
+         .. "of descriptor 2 (elements 38..45)")
 
 -- options
 H.raises(function() w:put(nxt, src, 0, { engine = "dma" }) end,

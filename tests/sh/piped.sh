@@ -332,7 +332,7 @@ expect_contains ".help tensor: a method" "$OUT" "  t:fill(v)                    
 expect_contains "help(c): the comm topic, on every rank" "$OUT" "[0-1] comm: communicators and their collectives"
 expect_contains "help(c): a method" "$OUT" "[0-1]   c:barrier()                   wait for every rank of c"
 gcsh_pipe 2 '.help nothing'
-expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic or function named 'nothing' (topics: bench comm gcsh graph kernel lesson multicast persistent repro signals step tensor timer window winstage xfer; Lua's: _G coroutine debug file io math os package string table utf8)"
+expect_eq ".help unknown topic" "$OUT" "gcsh: help: no topic or function named 'nothing' (topics: bench comm devcomm gcsh graph kernel lesson multicast persistent repro signals step tensor timer window winstage xfer; Lua's: _G coroutine debug file io math os package string table utf8)"
 gcsh_pipe 2 '.help string.format'
 expect_eq ".help a function by name" "$(head -n 2 <<<"$OUT")" "string.format: string manipulation (section 6.4); s:method(...) works too
   string.format(formatstring, ...)"

@@ -102,7 +102,7 @@ check_failures 4
 # an unknown stage name is refused, naming the valid ones
 OUT=$(printf '%s\n' 'gcsh.debug.inject("stage:bogus")' | GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 1 2>&1)
 expect_contains "inject: unknown stage" "$OUT" \
-    "gcsh.debug.inject: no window stage is called 'bogus' on the host backend (valid: segment peers)"
+    "gcsh.debug.inject: no window stage is called 'bogus' on the host backend (valid: segment peers allocate register devcomm export exchange map access table)"
 
 # ---- Ctrl-C during a stage: undone everywhere, the communicator stays usable ---------------
 rank_pid() { # TAG RANK
