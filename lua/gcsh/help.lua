@@ -12,6 +12,14 @@
 -- binding that gains a method gains a row here.
 local M = {}
 
+-- "f64 f32 ...": the dtype table's names, in its order (gcsh.dtypes is there
+-- in every Lua state gcsh makes, rank 0's formatter included)
+local DTYPE_NAMES = (function()
+  local names = {}
+  for name, d in pairs(require("gcsh.dtypes")) do names[d.order] = name end
+  return table.concat(names, " ")
+end)()
+
 -- topic = {what = one line, rows = {{signature, what it does}, ...}}.
 -- Signatures: `t:` `c:` `w:` `s:` `x:` `m:` `tm:` for methods, `mod.f` for
 -- module functions, `x.field` for fields.
@@ -21,7 +29,7 @@ local API = {
     rows = {
       { "tensor.new(n [, dtype=\"f32\"])", "n elements (contents unspecified until written)" },
       { "tensor.from(tbl [, dtype=\"f32\"])", "a tensor holding the numbers of a Lua array" },
-      { "tensor.dtypes", "the dtype names: f64 f32 f16 bf16 i64 i32 u32 u8 i8" },
+      { "tensor.dtypes", "the dtype names: " .. DTYPE_NAMES },
       { "t[i], t[i] = v, #t", "element i (0-based), its length" },
       { "t.dtype t.n t.where", "element type, length, where it lives (host, cuda:0, a window)" },
       { "t:fill(v)", "every element = v; returns t" },
