@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "core/checks.h"
+#include "core/kreduce_tune.h"
 #include "core/orphans.h"
 #include "rank/rank.h"
 #include "bind/comm.h"
@@ -94,6 +95,10 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
             be = &gcsh_cuda_backend;
     }
 #endif
+    if (!gcsh_kern_tuned(be->name))
+        return gcsh_set_error(ctx, "the %s backend has no row in src/core/kreduce_tune.h, "
+                                   "by which kernel.allreduce{algo=\"auto\"} chooses: add its "
+                                   "measured crossovers", be->name);
     ctx->be = be;
     int ok = be->init(ctx) == 0, all_ok = 0;
     GCSH_MPI_CHECK_GOTO(ctx, "backend start: ", fail, MPI_Allreduce,
