@@ -12,6 +12,20 @@
 -- binding that gains a method gains a row here.
 local M = {}
 
+-- The kernel collectives' algorithms (src/core/kplan.c's one table, as
+-- gcsh.kalgos): coll's that keep(name) says, joined by sep.
+local KALGOS = require("gcsh.kalgos")
+local function algos(coll, keep, sep)
+  local names = {}
+  for _, name in ipairs(KALGOS.takes[coll]) do
+    if keep(name) then names[#names + 1] = name end
+  end
+  return table.concat(names, sep)
+end
+local function stepped(coll)
+  return "algo " .. algos(coll, function(name) return KALGOS.stepped[name] end, ", ")
+end
+
 -- "f64 f32 ...": the dtype table's names, in its order (gcsh.dtypes is there
 -- in every Lua state gcsh makes, rank 0's formatter included)
 local DTYPE_NAMES = (function()
@@ -156,7 +170,8 @@ local API = {
       { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
-      { "kernel.allreduce algo=", "auto (by size: kernel.choose) oneshot twoshot ring ll multicast comm nccl_dev" },
+      { "kernel.allreduce algo=", "auto (by size: kernel.choose) "
+          .. algos("allreduce", function(name) return name ~= "auto" end, " ") },
       { "kernel.allreduce op= offset= n=", "sum prod min max; the region [offset, offset+n) of every slice" },
       { "kernel.allreduce out=", "out of place: the window is not written (twoshot, ring: through "
         .. "its LL area, which bounds n, out on every rank; multicast: refused)" },
@@ -188,10 +203,10 @@ local API = {
   step = {
     what = "steppers: a collective one step at a time, every rank's buffers between",
     rows = {
-      { "step.allreduce(w [, {algo=, op=}])", "algo ring, oneshot, twoshot, multicast, ll" },
-      { "step.reduce_scatter(w [, {algo=, op=}])", "algo ring, direct" },
-      { "step.allgather(w [, {algo=}])", "algo ring, direct" },
-      { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
+      { "step.allreduce(w [, {algo=, op=}])", stepped("allreduce") },
+      { "step.reduce_scatter(w [, {algo=, op=}])", stepped("reduce_scatter") },
+      { "step.allgather(w [, {algo=}])", stepped("allgather") },
+      { "step.broadcast(w, root [, {algo=}])", stepped("broadcast") },
       { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
       { "step.algos", "each collective's algorithms" },
       { "st:next([k])", "k steps (default 1; 0: none), each a diagram" },
