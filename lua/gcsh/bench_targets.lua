@@ -8,15 +8,24 @@ local M = {}
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
 -- suggests for src/core/kreduce_tune.h (best_crossovers).
-local CHOOSABLE = { "ll", "oneshot", "twoshot", "nccl_sym" }
+-- What auto takes, in the order it considers them (src/core/kplan.c's one
+-- table of algorithms): here the communicator's all-reduce is the nccl_sym
+-- rows (on the window's memory).  best_crossovers searches three limits.
+local CHOOSABLE = {}
+for i, algo in ipairs(require("gcsh.kalgos").auto) do
+  CHOOSABLE[i] = algo == "comm" and "nccl_sym" or algo
+end
+assert(#CHOOSABLE == 4, "bench_targets searches 3 crossovers; auto takes "
+       .. #CHOOSABLE .. " algorithms (src/core/kplan.c)")
 local LL_MAX = kernel.ll_max_bytes
 
 -- What auto runs for `size` with the thresholds {ll, oneshot, twoshot}, as
--- kernel.choose does (the communicator's all-reduce is the nccl_sym rows).
+-- kernel.choose does: the first whose limit holds, else the last.
 local function picked(size, limits)
-  if size <= limits[1] then return "ll" end
-  if size <= limits[2] then return "oneshot" end
-  return size <= limits[3] and "twoshot" or "nccl_sym"
+  for i = 1, #CHOOSABLE - 1 do
+    if size <= limits[i] then return CHOOSABLE[i] end
+  end
+  return CHOOSABLE[#CHOOSABLE]
 end
 
 -- The thresholds auto should use, from one run's rows by size (at[size][algo]):

@@ -12,6 +12,28 @@
 -- binding that gains a method gains a row here.
 local M = {}
 
+-- The kernel collectives' algorithms (src/core/kplan.c's one table, as
+-- gcsh.kalgos): coll's that keep(name) says, joined by sep.
+local KALGOS = require("gcsh.kalgos")
+local function algos(coll, keep, sep)
+  local names = {}
+  for _, name in ipairs(KALGOS.takes[coll]) do
+    if keep(name) then names[#names + 1] = name end
+  end
+  return table.concat(names, sep)
+end
+local function stepped(coll)
+  return "algo " .. algos(coll, function(name) return KALGOS.stepped[name] end, ", ")
+end
+
+-- "f64 f32 ...": the dtype table's names, in its order (gcsh.dtypes is there
+-- in every Lua state gcsh makes, rank 0's formatter included)
+local DTYPE_NAMES = (function()
+  local names = {}
+  for name, d in pairs(require("gcsh.dtypes")) do names[d.order] = name end
+  return table.concat(names, " ")
+end)()
+
 -- topic = {what = one line, rows = {{signature, what it does}, ...}}.
 -- Signatures: `t:` `c:` `w:` `s:` `x:` `m:` `tm:` for methods, `mod.f` for
 -- module functions, `x.field` for fields.
@@ -21,7 +43,7 @@ local API = {
     rows = {
       { "tensor.new(n [, dtype=\"f32\"])", "n elements (contents unspecified until written)" },
       { "tensor.from(tbl [, dtype=\"f32\"])", "a tensor holding the numbers of a Lua array" },
-      { "tensor.dtypes", "the dtype names: f64 f32 f16 bf16 i64 i32 u32 u8 i8" },
+      { "tensor.dtypes", "the dtype names: " .. DTYPE_NAMES },
       { "t[i], t[i] = v, #t", "element i (0-based), its length" },
       { "t.dtype t.n t.where t.offset", "element type, length, where it lives, a view's start" },
       { "t:fill(v)", "every element = v; returns t" },
@@ -150,7 +172,8 @@ local API = {
       { "kernel.empty()", "one empty kernel: the launch floor (bench algo \"empty\")" },
       { "kernel.reduce_peers(out, w [, op | {op=, offset=, n=}])", "one-shot by hand: every peer" },
       { "kernel.allreduce(w [, {algo=, op=, offset=, n=, out=}])", "result, algorithm run" },
-      { "kernel.allreduce algo=", "auto (by size; hier across nodes) oneshot twoshot ring ll multicast comm nccl_dev hier" },
+      { "kernel.allreduce algo=", "auto (by size: kernel.choose; hier across nodes) "
+          .. algos("allreduce", function(name) return name ~= "auto" end, " ") },
       { "kernel.allreduce op= offset= n=", "sum prod min max; the region [offset, offset+n) of every slice" },
       { "kernel.allreduce out=", "out of place: the window is not written (twoshot, ring: through "
         .. "its LL area, which bounds n, out on every rank; multicast: refused)" },
@@ -194,10 +217,10 @@ local API = {
   step = {
     what = "steppers: a collective one step at a time, every rank's buffers between",
     rows = {
-      { "step.allreduce(w [, {algo=, op=}])", "algo ring, oneshot, twoshot, multicast, ll" },
-      { "step.reduce_scatter(w [, {algo=, op=}])", "algo ring, direct" },
-      { "step.allgather(w [, {algo=}])", "algo ring, direct" },
-      { "step.broadcast(w, root [, {algo=}])", "algo tree, ring, direct" },
+      { "step.allreduce(w [, {algo=, op=}])", stepped("allreduce") },
+      { "step.reduce_scatter(w [, {algo=, op=}])", stepped("reduce_scatter") },
+      { "step.allgather(w [, {algo=}])", stepped("allgather") },
+      { "step.broadcast(w, root [, {algo=}])", stepped("broadcast") },
       { "step.window(c, n [, dtype [, {kind=}]])", "a window's registration, one stage a step" },
       { "step.devcomm(w [, {barriers=1}])", "NCCL's device communicator, emulated: help(\"devcomm\")" },
       { "step.algos", "each collective's algorithms" },

@@ -63,8 +63,8 @@ local C = require("gcsh.step_cells")
 local M = {}
 
 -- Each collective's algorithms the stepper walks: those with a plan of
--- moves, and "ll" (its own protocol, kll.h), from the kernel collectives'
--- one list (C's, src/core/kplan.c).  Listed, and the first taken by
+-- moves, and "ll" (its own protocol, kll.h), as the kernel collectives'
+-- one table says (C's, src/core/kplan.c: gcsh.kalgos.stepped).  Listed, and the first taken by
 -- default, in the order most worth watching: a tree or a ring moves the data
 -- a step at a time; "direct" is one step.
 local KALGOS = require("gcsh.kalgos")
@@ -73,7 +73,7 @@ local ALGOS = {}
 for _, coll in ipairs({ "allreduce", "reduce_scatter", "allgather", "broadcast" }) do
   local list = {}
   for _, algo in ipairs(KALGOS.takes[coll]) do
-    if KALGOS.planned[algo] or algo == "ll" then list[#list + 1] = algo end
+    if KALGOS.stepped[algo] then list[#list + 1] = algo end
   end
   table.sort(list, function(a, b)
     local ra, rb = WATCH_ORDER[a] or math.huge, WATCH_ORDER[b] or math.huge

@@ -583,14 +583,26 @@ static int check_rank_arg(lua_State *L, const coll_spec *spec, const lcomm *lc)
     return (int)r;
 }
 
+static void no_avg(lua_State *L, const coll_spec *spec)
+{
+    luaL_Buffer valid;
+    luaL_buffinit(L, &valid);
+    for (int op = 0; op < GCSH_NOPS; op++)
+        if (op != GCSH_OP_AVG) {
+            luaL_addstring(&valid, op ? " " : "");
+            luaL_addstring(&valid, gcsh_redop_name((gcsh_redop)op));
+        }
+    luaL_pushresult(&valid);
+    luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op 'avg' is not defined for %s (valid: %s)",
+                                                   spec->name, lua_tostring(L, -1)));
+}
+
 static void check_op(lua_State *L, const coll_spec *spec, coll_args *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     a->op = gcsh_arg_redop(L, spec->op_arg, GCSH_OP_SUM);
     if (spec->no_avg && a->op == GCSH_OP_AVG)
-        luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op 'avg' is not defined for %s "
-                                                          "(valid: sum prod min max)",
-                                                       spec->name));
+        no_avg(L, spec);
     if (!ops_of(ctx)->can_reduce(a->dt, a->op))
         luaL_argerror(L, spec->op_arg, lua_pushfstring(L, "op '%s' is not defined for %s on the "
                                                           "%s backend", gcsh_redop_name(a->op),

@@ -264,11 +264,7 @@ static const char *choose_algo(const char *backend, int team, size_t bytes)
     const gcsh_kern_crossover *r = crossover_row(backend, team);
     if (!r || team == 1)
         return "oneshot"; /* one rank: a local copy, whatever runs */
-    if (bytes <= row_ll_max(r))
-        return "ll";
-    if (bytes <= r->oneshot_max)
-        return "oneshot";
-    return bytes <= r->twoshot_max ? "twoshot" : "comm";
+    return gcsh_kalgo_choose(r, bytes); /* kplan.c's auto column */
 }
 
 static int kernel_choose(lua_State *L)
@@ -698,13 +694,37 @@ static const luaL_Reg funcs[] = {
     {NULL, NULL},
 };
 
-/* gcsh.kalgos, the algorithm names for Lua (core's one list, kplan.c):
+/* name = true for coll's algorithms the steppers walk, into the table on top. */
+static void set_stepped(lua_State *L, enum gcsh_kcoll coll)
+{
+    const char *name;
+    for (int i = 0; (name = gcsh_kcoll_algo(coll, i, NULL)); i++)
+        if (gcsh_kcoll_algo_stepped(coll, i)) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, name);
+        }
+}
+
+/* gcsh.kalgos, the table of algorithms for Lua (core's one table, kplan.c):
  * {takes = {allreduce = {"auto", "oneshot", ...}, reduce_scatter = {"direct",
- * "ring"}, ...}, planned = {oneshot = true, ...}} (planned: the names that
- * have a plan of moves, kernel.plan's). */
+ * "ring"}, ...}, planned = {oneshot = true, ...}, stepped = {ll = true, ...},
+ * auto = {"ll", "oneshot", "twoshot", "comm"}} (planned: the names that have
+ * a plan of moves, kernel.plan's; stepped: those the steppers walk; auto:
+ * what algo "auto" takes, in the order it considers them). */
 int luaopen_gcsh_kalgos(lua_State *L)
 {
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 4);
+    lua_newtable(L);
+    for (int c = 0; c < GCSH_KC_NCOLL; c++)
+        set_stepped(L, (enum gcsh_kcoll)c);
+    lua_setfield(L, -2, "stepped");
+    lua_newtable(L);
+    const char *chosen;
+    for (int i = 0; (chosen = gcsh_kalgo_auto(i)); i++) {
+        lua_pushstring(L, chosen);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "auto");
     lua_createtable(L, 0, GCSH_KC_NCOLL);
     lua_createtable(L, 0, GCSH_KA_NALGO);
     for (int c = 0; c < GCSH_KC_NCOLL; c++) {

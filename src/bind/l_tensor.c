@@ -1070,7 +1070,9 @@ int luaopen_gcsh_dtypes(lua_State *L)
     lua_createtable(L, 0, GCSH_NDTYPES);
     for (int i = 0; i < GCSH_NDTYPES; i++) {
         gcsh_dtype dt = (gcsh_dtype)i;
-        lua_createtable(L, 0, 4);
+        lua_createtable(L, 0, 5);
+        lua_pushinteger(L, i + 1); /* the table's order, for lists of names */
+        lua_setfield(L, -2, "order");
         lua_pushinteger(L, (lua_Integer)gcsh_dtype_size(dt));
         lua_setfield(L, -2, "size");
         lua_pushboolean(L, gcsh_dtype_is_float(dt));

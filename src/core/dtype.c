@@ -20,14 +20,24 @@ typedef struct dtype_info {
     double rtol;
 } dtype_info;
 
-/* Indexed by gcsh_dtype; same order as the enum. */
-static const dtype_info dtypes[GCSH_NDTYPES] = {
-    [GCSH_F64] = {"f64", 8, 1, 53, 1e-12}, [GCSH_F32] = {"f32", 4, 1, 24, 1e-5},
-    [GCSH_F16] = {"f16", 2, 1, 11, 1e-2},  [GCSH_BF16] = {"bf16", 2, 1, 8, 2e-2},
-    [GCSH_I64] = {"i64", 8, 0, 63, 0},     [GCSH_I32] = {"i32", 4, 0, 31, 0},
-    [GCSH_U32] = {"u32", 4, 0, 32, 0},     [GCSH_U8] = {"u8", 1, 0, 8, 0},
-    [GCSH_I8] = {"i8", 1, 0, 7, 0},
-};
+/* X(dtype, name, size, is_float, bits, rtol), in the enum's order. */
+#define DTYPES(X)                                                                                  \
+    X(GCSH_F64, "f64", 8, 1, 53, 1e-12)                                                            \
+    X(GCSH_F32, "f32", 4, 1, 24, 1e-5)                                                             \
+    X(GCSH_F16, "f16", 2, 1, 11, 1e-2)                                                             \
+    X(GCSH_BF16, "bf16", 2, 1, 8, 2e-2)                                                            \
+    X(GCSH_I64, "i64", 8, 0, 63, 0)                                                                \
+    X(GCSH_I32, "i32", 4, 0, 31, 0)                                                                \
+    X(GCSH_U32, "u32", 4, 0, 32, 0)                                                                \
+    X(GCSH_U8, "u8", 1, 0, 8, 0)                                                                   \
+    X(GCSH_I8, "i8", 1, 0, 7, 0)
+
+#define INFO(dt, name, size, is_float, bits, rtol) [dt] = {name, size, is_float, bits, rtol},
+static const dtype_info dtypes[GCSH_NDTYPES] = {DTYPES(INFO)};
+
+/* " f64 f32 ...": every name, for messages (gcsh_dtype_names skips the first space). */
+#define SPACE_NAME(dt, name, ...) " " name
+static const char dtype_names[] = DTYPES(SPACE_NAME);
 
 static const char *const redop_names[GCSH_NOPS] = {
     [GCSH_OP_SUM] = "sum", [GCSH_OP_PROD] = "prod", [GCSH_OP_MIN] = "min",
@@ -74,7 +84,7 @@ int gcsh_dtype_is_float(gcsh_dtype dt)
 
 const char *gcsh_dtype_names(void)
 {
-    return "f64 f32 f16 bf16 i64 i32 u32 u8 i8";
+    return dtype_names + 1;
 }
 
 const char *gcsh_redop_name(gcsh_redop op)

@@ -19,15 +19,7 @@
 
 #define GCSH_TOUCH_MAX 4 /* touch hooks a rank may have (bind/users.h) */
 
-/* Exit statuses as `git bisect run` reads them (contract; README "Exit
- * statuses", gcsh --help): 0 good, 1 the reproducer's own failure, and
- * these two.  (69, 70 and 143 are in collcheck.h and sigint.h.) */
-#define GCSH_EXIT_SKIP 125  /* cannot test here: too few ranks, no GPU, the script
-                               or a Lua file it loads cannot be read or compiled,
-                               a required module is missing (rank/loads.h), a
-                               file that could not be written; bisect skips */
-#define GCSH_EXIT_USAGE 128 /* a usage error (a bad option, a refused file name,
-                               misuse of gcsh's repro API): bisect stops */
+#include "core/exit_codes.h" /* every GCSH_EXIT_* */
 
 /* The job's verdict is the worst of every rank's status (and of every
  * command's, in a session), in this order: abort (128 and above) > bad

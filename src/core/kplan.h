@@ -136,6 +136,15 @@ int gcsh_kplan_needs_scratch(const gcsh_kplan *p);
  * ("auto", "ll", "comm" and "nccl_dev", the all-reduce's others, have
  * none). */
 const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned);
+/* Whether the steppers (step.lua) walk coll's i-th algorithm. */
+int gcsh_kcoll_algo_stepped(enum gcsh_kcoll coll, int i);
+/* The all-reduce's algorithms auto takes, in the order it considers them:
+ * the i-th, NULL past the last. */
+const char *gcsh_kalgo_auto(int i);
+/* What auto runs for a message of bytes by a backend's crossover row
+ * (kreduce_tune.h). */
+struct gcsh_kern_crossover;
+const char *gcsh_kalgo_choose(const struct gcsh_kern_crossover *tune, size_t bytes);
 /* Those names space separated into buf ("oneshot twoshot ring multicast"
  * with planned_only); returns buf. */
 const char *gcsh_kcoll_algos(enum gcsh_kcoll coll, int planned_only, char *buf, size_t size);

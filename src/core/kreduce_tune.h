@@ -13,7 +13,7 @@
  *
  * Measured (bench.allreduce through scripts/bench-gpu.sh, f32 sum in place
  * on a window of kind nccl, 8 B to 1 GiB by factors of 2, every algorithm in
- * one run per rank count; the README has the tables):
+ * one run per rank count; docs/benchmarks.md has the tables):
  * - cuda, 2 ranks, 2 H200s (NVLink NV18, NVLS off), the run of 2026-11-26
  *   (GCSH_BENCH_ONLY=multi bash scripts/bench-gpu.sh, today's kernels: one
  *   fenced launch per move step, co-residency bound, barriers at system
@@ -55,6 +55,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct gcsh_kern_crossover {
     const char *backend;
@@ -75,5 +76,16 @@ static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     {"host", 2, 32, 512, (size_t)8 << 10},
     {"host", 4, 0, 32, (size_t)8 << 10},
 };
+
+/* Whether backend has a row: auto chooses by them, so a backend without
+ * one is refused at start (rank.c) rather than running one-shot at every
+ * size. */
+static inline int gcsh_kern_tuned(const char *backend)
+{
+    for (size_t i = 0; i < sizeof gcsh_kern_crossovers / sizeof gcsh_kern_crossovers[0]; i++)
+        if (strcmp(gcsh_kern_crossovers[i].backend, backend) == 0)
+            return 1;
+    return 0;
+}
 
 #endif

@@ -336,6 +336,25 @@ fail:
     return -1;
 }
 
+/* Closes the group the calls were issued in (their status r), frees tmp
+ * (stream-ordered, after them; NULL: none) and ends as every collective. */
+static int end_group(gcsh_ctx *ctx, gcsh_comm_impl *c, cuda_state *st, ncclResult_t r, void *tmp)
+{
+    ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
+    NCCL_TRY(ctx, c->coll, r);
+    NCCL_TRY(ctx, c->coll, g);
+    if (tmp) {
+        void *t = tmp;
+        tmp = NULL; /* a failed free is not tried twice */
+        CUDA_TRY(ctx, cudaFreeAsync(t, st->stream));
+    }
+    return finish(ctx, st, c);
+fail:
+    if (tmp)
+        cudaFreeAsync(tmp, st->stream);
+    return -1;
+}
+
 /* op's identity in dt (sum 0, prod 1, min the largest value, max the
  * smallest): what a rank after a scan's root contributes to its reduce. */
 static gcsh_scalar identity(gcsh_dtype dt, gcsh_redop op)
@@ -390,12 +409,7 @@ static int cuda_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out
         in = tmp + bytes;
     }
     NCCL_TRY(ctx, c->coll, ncclGroupStart());
-    ncclResult_t r = scan_calls(c, st, in, tmp, out, count, dt, op);
-    ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
-    NCCL_TRY(ctx, c->coll, r);
-    NCCL_TRY(ctx, c->coll, g);
-    CUDA_TRY(ctx, cudaFreeAsync(tmp, st->stream));
-    return finish(ctx, st, c);
+    return end_group(ctx, c, st, scan_calls(c, st, in, tmp, out, count, dt, op), tmp);
 fail:
     if (tmp)
         cudaFreeAsync(tmp, st->stream);
@@ -464,13 +478,7 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
         in = tmp;
     }
     NCCL_TRY(ctx, c->coll, ncclGroupStart());
-    ncclResult_t r = alltoall_calls(c, st, in, out, count, dt);
-    ncclResult_t g = ncclGroupEnd(); /* always closes the group, even after r fails */
-    NCCL_TRY(ctx, c->coll, r);
-    NCCL_TRY(ctx, c->coll, g);
-    if (tmp)
-        CUDA_TRY(ctx, cudaFreeAsync(tmp, st->stream));
-    return finish(ctx, st, c);
+    return end_group(ctx, c, st, alltoall_calls(c, st, in, out, count, dt), tmp);
 fail:
     if (tmp)
         cudaFreeAsync(tmp, st->stream);

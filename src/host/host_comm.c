@@ -504,11 +504,15 @@ static int host_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     return 0;
 }
 
-static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                          size_t count, gcsh_dtype dt, gcsh_redop op)
+/* MPI_Iallreduce and MPI_Iscan: element-wise, each rank's out from its in */
+typedef int (*elementwise_fn)(const void *in, void *out, int n, MPI_Datatype type, MPI_Op op,
+                              MPI_Comm comm, MPI_Request *req);
+
+/* One such reduction in chunks of max_count elements: where the cuts are
+ * does not matter to an element-wise op.  name: the MPI function's. */
+static int chunked(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t count,
+                   gcsh_dtype dt, gcsh_redop op, elementwise_fn post, const char *name)
 {
-    if (usable(ctx, c) != 0)
-        return -1;
     const gcsh_host_comm_state *s = state_of(ctx);
     size_t esize = gcsh_dtype_size(dt);
     for (size_t done = 0; done < count;) {
@@ -516,10 +520,23 @@ static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
         const void *src = in == out ? MPI_IN_PLACE : (const char *)in + done * esize;
         char *dst = (char *)out + done * esize;
         inflight f = touching(src, n * esize, dst, n * esize);
-        POST_AND_WAIT(ctx, c, &f, MPI_Iallreduce, (src, dst, (int)n, mpi_type(s, dt),
-                                                   mpi_op(s, dt, op), c->comm, &req));
+        MPI_Request req;
+        int rc = post(src, dst, (int)n, mpi_type(s, dt), mpi_op(s, dt, op), c->comm, &req);
+        if (rc != MPI_SUCCESS)
+            return gcsh_mpi_failed(ctx, "", name, rc, __FILE__, __LINE__);
+        if (wait_for(ctx, c, &req, name, &f) != 0)
+            return -1;
         done += n;
     }
+    return 0;
+}
+
+static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt, gcsh_redop op)
+{
+    if (usable(ctx, c) != 0 ||
+        chunked(ctx, c, in, out, count, dt, op, MPI_Iallreduce, "MPI_Iallreduce") != 0)
+        return -1;
     if (op == GCSH_OP_AVG)
         divide_by_size(out, count, dt, c->size);
     return 0;
@@ -566,24 +583,12 @@ static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *o
     return 0;
 }
 
-/* Element-wise, so a scan in chunks of max_count is the scan of the whole. */
 static int host_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t count,
                      gcsh_dtype dt, gcsh_redop op)
 {
     if (usable(ctx, c) != 0)
         return -1;
-    const gcsh_host_comm_state *s = state_of(ctx);
-    size_t esize = gcsh_dtype_size(dt);
-    for (size_t done = 0; done < count;) {
-        size_t n = min_size(count - done, s->max_count);
-        const void *src = in == out ? MPI_IN_PLACE : (const char *)in + done * esize;
-        char *dst = (char *)out + done * esize;
-        inflight f = touching(src, n * esize, dst, n * esize);
-        POST_AND_WAIT(ctx, c, &f, MPI_Iscan, (src, dst, (int)n, mpi_type(s, dt),
-                                              mpi_op(s, dt, op), c->comm, &req));
-        done += n;
-    }
-    return 0;
+    return chunked(ctx, c, in, out, count, dt, op, MPI_Iscan, "MPI_Iscan");
 }
 
 static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,

@@ -9,6 +9,7 @@
 #include <lualib.h>
 #include <mpi.h>
 
+#include "core/kreduce_tune.h"
 #include "core/mpi_try.h"
 #include "core/orphans.h"
 #include "rank/rank.h"
@@ -115,6 +116,10 @@ int gcsh_rank_backend(gcsh_ctx *ctx, const char *want)
             be = &gcsh_cuda_backend;
     }
 #endif
+    if (!gcsh_kern_tuned(be->name))
+        return gcsh_set_error(ctx, "the %s backend has no row in src/core/kreduce_tune.h, "
+                                   "by which kernel.allreduce{algo=\"auto\"} chooses: add its "
+                                   "measured crossovers", be->name);
     ctx->be = be;
     int ok = be->init(ctx) == 0, all_ok = 0;
     GCSH_MPI_TRY_GOTO(ctx, "backend start: ", fail, MPI_Allreduce,

@@ -206,8 +206,11 @@ static lua_State *formatter(gcsh_session *s)
         s->fmt = luaL_newstate();
         luaL_openlibs(s->fmt);
         gcsh_lua_path(s->fmt);
-        /* the dtype facts gcsh's modules read (gcsh.info loads gcsh.repro) */
+        /* the dtype facts gcsh's modules read (gcsh.info loads gcsh.repro),
+         * and the algorithms gcsh.help lists */
         luaL_requiref(s->fmt, "gcsh.dtypes", luaopen_gcsh_dtypes, 0);
+        lua_pop(s->fmt, 1);
+        luaL_requiref(s->fmt, "gcsh.kalgos", luaopen_gcsh_kalgos, 0);
         lua_pop(s->fmt, 1);
     }
     return s->fmt;

@@ -3,6 +3,8 @@
 #ifndef GCSH_SIGINT_H
 #define GCSH_SIGINT_H
 
+#include "core/exit_codes.h" /* GCSH_EXIT_TERM, _INT, _PIPE */
+
 #define GCSH_SIG_INT 'I'
 #define GCSH_SIG_WINCH 'W'
 #define GCSH_SIG_TERM 'T'
@@ -23,14 +25,6 @@
                                     SIGINT, or the launcher's with GCSH_SIGINT_KEYBOARD),
                                     not one sent by a program (kill, timeout -s INT) */
 
-/* The status a session stopped by SIGTERM ends with (128 + SIGTERM, as a
- * shell reports a process killed by it). */
-#define GCSH_EXIT_TERM 143
-/* The status of a job ended at once by a second Ctrl-C (128 + SIGINT). */
-#define GCSH_EXIT_INT 130
-/* 128 + SIGPIPE: the reader of rank 0's output left (| head, quitting | less);
- * every rank stops at once, as a program SIGPIPE kills. */
-#define GCSH_EXIT_PIPE 141
 
 /* One SIGTERM always ends the process: if the session has not ended this
  * long after the first SIGTERM or SIGHUP (rank 0 stuck in C: a finalizer

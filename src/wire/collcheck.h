@@ -62,10 +62,6 @@
 #include "wire/faults.h" /* a check that fails raises */
 #include "wire/where.h"  /* a checked operation is published */
 
-/* Exit statuses of every process (contract, README "When things go wrong"). */
-#define GCSH_EXIT_LOST 69  /* a rank died or lost its connection (EX_UNAVAILABLE) */
-#define GCSH_EXIT_FATAL 70 /* an unrecoverable device fault (EX_SOFTWARE) */
-
 #define GCSH_ABORTED_MSG "attempt to use an aborted communicator"
 
 enum gcsh_fp_kind { GCSH_FP_COLLECTIVE = 0, GCSH_FP_SEND = 1, GCSH_FP_RECV = 2 };

@@ -59,7 +59,7 @@ for backend in pairs(backends) do
   H.eq(kernel.choose(1 << 20, 1, backend), "oneshot", backend .. ": a team of one, 1 MiB")
 end
 
--- the measured rows (README, "2 GPUs against nccl-tests"): ll is auto's
+-- the measured rows (docs/benchmarks.md, "2 GPUs against nccl-tests"): ll is auto's
 -- choice at 2 GPUs up to all it takes; the host's at 2 ranks only up to 32 B
 H.eq(kernel.choose(8, 2, "cuda"), "ll", "cuda, 2 ranks, 8 B")
 H.eq(kernel.choose(LL_MAX, 2, "cuda"), "ll", "cuda, 2 ranks, 64 KiB")
