@@ -16,7 +16,7 @@
 -- polls mine until every member's word reached my count.  Here the words
 -- are a signals set of the window's kind (slot b * lsa_size + member), so
 -- a wait is a signal wait: Ctrl-C ends it, and a hang report says which slot
--- it waits on and the value it holds ("waits at signal slot 3 (now 0)":
+-- it waits on and the value it holds ("slot 3 is now 0":
 -- barrier 3 // lsa_size, member 3 % lsa_size).
 local M = {}
 

@@ -106,9 +106,18 @@ void gcsh_mcast_check_rules(lua_State *L, const char *fname, const gcsh_symobj *
  * under the name `shown` (l_kernel.c): what algo "hier" runs in the node. */
 void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
                           enum gcsh_kalgo algo, const char *shown);
-/* kernel.allreduce{algo="hier"} and its kernel.plan (khier.c). */
-const char *gcsh_kern_allreduce_hier(lua_State *L, const gcsh_kargs *a);
-void gcsh_kern_push_hier_plan(lua_State *L, const gcsh_kargs *a);
+
+/* An all-reduce algorithm built on the kernel collectives by a file above
+ * l_kernel.c (khier.c's "hier"), registered at start (libs.c), so that
+ * l_kernel.c runs it and shows its kernel.plan by name without naming the
+ * file that builds on it.  run returns the algorithm's name; push_plan
+ * pushes what kernel.plan returns.  The name must be in kplan.c's table. */
+typedef const char *gcsh_kern_allreduce_fn(lua_State *L, const gcsh_kargs *a);
+typedef void gcsh_kern_plan_fn(lua_State *L, const gcsh_kargs *a);
+void gcsh_kern_register_allreduce(const char *name, gcsh_kern_allreduce_fn *run,
+                                  gcsh_kern_plan_fn *push_plan);
+/* Registers khier.c's "hier" (libs.c, after the kernel library). */
+void gcsh_khier_register(void);
 
 /* Pushes p over o's region from offset as kernel.plan returns it; has_out:
  * the members pass out (the copy-out step has moves). */

@@ -57,7 +57,7 @@ static gcsh_comm_impl *across_nodes(lua_State *L, gcsh_symobj *o)
     return o->across;
 }
 
-const char *gcsh_kern_allreduce_hier(lua_State *L, const gcsh_kargs *a)
+static const char *allreduce_hier(lua_State *L, const gcsh_kargs *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_symobj *o = a->o;
@@ -91,7 +91,7 @@ const char *gcsh_kern_allreduce_hier(lua_State *L, const gcsh_kargs *a)
 
 /* kernel.plan(w, {algo="hier"}): {algo="hier", phases={...}}, each phase
  * {name=, over=, network=, plan= (a team plan) or ranks=, count=}. */
-void gcsh_kern_push_hier_plan(lua_State *L, const gcsh_kargs *a)
+static void push_hier_plan(lua_State *L, const gcsh_kargs *a)
 {
     const gcsh_symobj *o = a->o;
     check_uniform(L, a);
@@ -139,4 +139,9 @@ void gcsh_kern_push_hier_plan(lua_State *L, const gcsh_kargs *a)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "phases");
+}
+
+void gcsh_khier_register(void)
+{
+    gcsh_kern_register_allreduce("hier", allreduce_hier, push_hier_plan);
 }

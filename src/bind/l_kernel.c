@@ -415,9 +415,37 @@ static const char *allreduce_nccl_dev(lua_State *L, const gcsh_kargs *a)
     return "nccl_dev";
 }
 
+/* The algorithms registered by the files above this one (kernel.h). */
+#define REGISTERED_MAX 4
+typedef struct {
+    const char *name;
+    gcsh_kern_allreduce_fn *run;
+    gcsh_kern_plan_fn *push_plan;
+} registered_algo;
+static registered_algo registered[REGISTERED_MAX];
+static int nregistered;
+
+void gcsh_kern_register_allreduce(const char *name, gcsh_kern_allreduce_fn *run,
+                                  gcsh_kern_plan_fn *push_plan)
+{
+    for (int i = 0; i < nregistered; i++)
+        if (strcmp(registered[i].name, name) == 0)
+            return; /* once per process: a second Lua state registers nothing new */
+    if (nregistered < REGISTERED_MAX)
+        registered[nregistered++] = (registered_algo){name, run, push_plan};
+}
+
+static int registered_index(const char *name)
+{
+    for (int i = 0; name && i < nregistered; i++)
+        if (strcmp(registered[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
 /* The runner of an algorithm kernel.allreduce takes (the names are core's
- * one list, kplan.c): its own below, or else its plan; NULL for a name
- * the all-reduce does not take ("auto" is chosen before). */
+ * one list, kplan.c): its own below, a registered one, or else its plan;
+ * NULL for a name the all-reduce does not take ("auto" is chosen before). */
 static allreduce_run allreduce_runner(const char *name)
 {
     static const struct {
@@ -426,11 +454,13 @@ static allreduce_run allreduce_runner(const char *name)
     } own[] = {{"ll", allreduce_ll},
                {"multicast", allreduce_multicast},
                {"comm", allreduce_comm},
-               {"nccl_dev", allreduce_nccl_dev},
-               {"hier", gcsh_kern_allreduce_hier}};
+               {"nccl_dev", allreduce_nccl_dev}};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (strcmp(own[i].name, name) == 0)
             return own[i].run;
+    int r = registered_index(name);
+    if (r >= 0)
+        return registered[r].run;
     int algo = gcsh_kalgo_parse(name);
     return algo >= 0 && gcsh_kplan_valid(GCSH_KC_ALLREDUCE, (enum gcsh_kalgo)algo)
                ? allreduce_planned
@@ -590,8 +620,9 @@ static int kernel_plan(lua_State *L)
         return luaL_error(L, "plan: algo 'nccl_dev' has no plan of its own: it moves the data "
                              "as oneshot does (kernel.plan(w, {algo='oneshot'})), with NCCL's "
                              "LSA barriers (kernels/nccl_dev.cu)");
-    if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "hier") == 0) {
-        gcsh_kern_push_hier_plan(L, &a);
+    int r = coll == GCSH_KC_ALLREDUCE ? registered_index(a.algo) : -1;
+    if (r >= 0) {
+        registered[r].push_plan(L, &a);
         return 1;
     }
     if (coll == GCSH_KC_ALLREDUCE && a.algo && strcmp(a.algo, "ll") == 0)

@@ -46,7 +46,7 @@ int gcsh_wait_note_text(gcsh_wait_note *n, char *buf, size_t len)
         if (n->peer >= 0)
             snprintf(buf, len, "waits at %s for [%d]'s word (now %llu)", n->what, n->peer, now);
         else
-            snprintf(buf, len, "waits at %s (now %llu)", n->what, now);
+            snprintf(buf, len, "%s is now %llu", n->what, now);
     } else if (len) {
         buf[0] = '\0';
     }

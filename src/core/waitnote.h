@@ -18,7 +18,7 @@
 typedef struct gcsh_wait_note {
     atomic_int lock;                /* 0 free, 1 held (zero-initialised ctx: free) */
     int active;
-    char what[64];                  /* "barrier ready #17", "signal slot 0 >= 1" */
+    char what[64];                  /* "barrier ready #17", "slot 0" (a signal) */
     int peer;                       /* the rank (in the communicator) whose word it is, or -1 */
     const _Atomic uint64_t *word;   /* the word waited on */
     uint64_t mask;                  /* the bits compared (ll: the flag half) */

@@ -389,11 +389,12 @@ static int host_signal_fetch_add(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_
     return 0;
 }
 
-/* A signal wait in words, for hang reports: "signal slot 0" (the where
- * text of l_signal.c says the condition). */
+/* A signal wait in words, for hang reports: "slot 0", which the note
+ * follows with its value ("slot 0 is now 2"; the where text of l_signal.c
+ * says the condition). */
 static void slot_text(const void *arg, char *buf, size_t len)
 {
-    snprintf(buf, len, "signal slot %zu", *(const size_t *)arg);
+    snprintf(buf, len, "slot %zu", *(const size_t *)arg);
 }
 
 /* 0 when my word `slot` compares true, 1 after timeout seconds, -1 when

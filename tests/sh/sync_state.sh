@@ -25,7 +25,7 @@ for N in 2 4; do
     expect_match "$N ranks: the others wait at the first barrier, for rank $L's word" "$OUT" \
         "^gcsh:   \[$OTHERS\] in kernel\.allreduce #[0-9]+ for [0-9.]+ s: waits at barrier ready #1 for \[$L\]'s word \(now 0\)$"
     expect_match "$N ranks: rank $L's s:wait says its slot's value now" "$OUT" \
-        "^gcsh:   \[$L\] in signal wait \(slot 1 >= 5\) for [0-9.]+ s: waits at signal slot 1 \(now 3\)$"
+        "^gcsh:   \[$L\] in signal wait \(slot 1 >= 5\) for [0-9.]+ s: slot 1 is now 3$"
     kill -INT "$BG"
     bg_wait_out "gcsh: interrupted" 60
     bg_line 'show(w, "sync")'
