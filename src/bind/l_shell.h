@@ -14,10 +14,6 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap);
  * t:rand()'s default seed from n and the rank. */
 void gcsh_shell_seed(lua_State *L, long long n);
 
-/* pcall, xpcall and coroutine.resume that let an interrupt or os.exit
- * through (l_protect.c); the worker installs them beside the shell's. */
-void gcsh_protect_install(lua_State *L);
-
 /* The error object os.exit raises to end the chunk: the worker's error
  * handler passes it through without a traceback. */
 const void *gcsh_exit_token(void);

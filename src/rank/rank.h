@@ -32,4 +32,9 @@ const char *gcsh_lua_dir(void);
  * in lua.  Returns 0, or -1 when gcsh_lua_dir finds nothing. */
 int gcsh_lua_path(lua_State *L);
 
+/* pcall, xpcall and coroutine.resume that let an interrupt or os.exit
+ * through the user's code (protect.c); the worker installs them beside
+ * the shell's functions. */
+void gcsh_protect_install(lua_State *L);
+
 #endif

@@ -84,9 +84,7 @@ gcsh_pipe 2 'c = comm.world()
 if rank == 0 then c:send(tensor.new(3), 1) else c:recv(tensor.new(4), 0) end
 if rank == 0 then c:send(tensor.new(2), 1) else c:send(tensor.new(2), 0) end
 if rank == 0 then c:send(tensor.new(2):fill(7), 1) else print(c:recv(tensor.new(2), 0)[1]) end'
-for r in 0 1; do
-    expect_contains "send/recv count mismatch, rank $r" "$OUT" "[$r] stdin:1: send/recv mismatch: [0] send to 1 f32 x3, [1] recv from 0 f32 x4"
-done
+expect_all_ranks "send/recv count mismatch, every rank" "$OUT" "stdin:1: send/recv mismatch: [0] send to 1 f32 x3, [1] recv from 0 f32 x4" 2
 expect_contains "send/send deadlock" "$OUT" "[0-1] stdin:1: send/recv mismatch: [0] send to 1 f32 x2, [1] send to 0 f32 x2"
 expect_contains "a matched pair works" "$OUT" "[1] 7.0"
 
@@ -124,8 +122,7 @@ OUT=$(printf '%s\n' 'c = comm.world()' \
     'c:allreduce(tensor.new(4):fill(1)) if rank == 1 then gcsh.debug.inject("async") end print("issued")' \
     '=c:allreduce(tensor.new(1):fill(1))[0]' |
     GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n 2 2>&1); RC=$?
-expect_eq "async error: the command's own output first, then its error, on the rank that had it" "$OUT" "[0] issued
-[1] issued
+expect_eq "async error: the command's own output first, then its error, on the rank that had it" "$OUT" "[0-1] issued
 [1] injected asynchronous error (gcsh.debug.inject, standing in for an error of work still on a GPU stream)
 [0-1] 2.0"
 expect_eq "async error: a piped session with a failed line exits 1" "$RC" 1
@@ -161,9 +158,7 @@ done
 OUT=$(printf '%s\n' 'local line = string.rep("x", 1023) .. "\n" for i = 1, 200 * 1024 do io.write(line) end' \
     'if rank == 0 then local s = io.open("/proc/self/status"):read("a") print("hwm", s:match("VmHWM:%s*(%d+)")) end' \
     'print("next")' | timeout 120 "$GCSH" -n 2 2>&1 | grep -v 'xxxxxxxx'); RC=$?
-for r in 0 1; do
-    expect_contains "output cap: the note, rank $r" "$OUT" "[$r] gcsh: output capped at 67108864 bytes; 142606336 bytes dropped"
-done
+expect_all_ranks "output cap: the note, every rank" "$OUT" "gcsh: output capped at 67108864 bytes; 142606336 bytes dropped" 2
 expect_contains "output cap: next command" "$OUT" "[0-1] next"
 HWM=$(sed -n 's/^\[0\] hwm\t//p' <<<"$OUT")
 if [ -n "$HWM" ] && [ "$HWM" -lt 400000 ]; then pass; else fail "output cap: rank 0's peak memory ${HWM:-?} kB (want < 400 MB)"; fi

@@ -9,16 +9,22 @@
  * command ends) or has called os.exit, a protected call that failed raises
  * its error again instead of returning false, so the command ends; an
  * xpcall's handler still runs first.  Cleanup is not cut short: <close>
- * variables and finalizers run as the error unwinds, as in any error.
- * Otherwise they are Lua's own, including yields across them (lbaselib.c's
- * continuation pattern). */
+ * variables and finalizers run as the error unwinds, as in any error, and
+ * a protected call made by gcsh's own Lua (a stepper undoing a stage, a
+ * lesson reporting the learner's error) is Lua's own: that code cleans up
+ * and passes the error on itself.  Otherwise they are Lua's own, including
+ * yields across them (lbaselib.c's continuation pattern).  The worker
+ * installs them (rank/worker.c). */
 #include <stdatomic.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <string.h>
+
 #include "bind/l_shell.h"
 #include "core/gcsh.h"
+#include "rank/rank.h"
 
 /* Whether the command is ending: the error a protected call caught must go
  * on.  A peer's interrupt (GCSH_INTERRUPT_PEER) stopped one operation
@@ -30,11 +36,30 @@ static int command_ending(lua_State *L)
            lua_touserdata(L, -1) == gcsh_exit_token();
 }
 
+/* Whether the protected call was made by a file of gcsh's own Lua folder
+ * (its gcsh/ modules, lessons, examples), not by the user's code. */
+static int own_lua_caller(lua_State *L)
+{
+    lua_Debug ar;
+    const char *dir = gcsh_lua_dir();
+    if (!dir || !lua_getstack(L, 1, &ar) || !lua_getinfo(L, "S", &ar))
+        return 0;
+    size_t n = strlen(dir);
+    return ar.source[0] == '@' && strncmp(ar.source + 1, dir, n) == 0 && ar.source[1 + n] == '/';
+}
+
+/* The error a protected call caught goes on: the command is ending and
+ * the call is the user's. */
+static int passes_on(lua_State *L)
+{
+    return command_ending(L) && !own_lua_caller(L);
+}
+
 /* lbaselib.c's finishpcall, with the interrupt passed through. */
 static int finish_pcall(lua_State *L, int status, lua_KContext extra)
 {
     if (status != LUA_OK && status != LUA_YIELD) {
-        if (command_ending(L))
+        if (passes_on(L))
             return lua_error(L); /* the error object is on the top */
         lua_pushboolean(L, 0);
         lua_pushvalue(L, -2);
@@ -71,7 +96,7 @@ static int protect_resume(lua_State *L)
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, n, LUA_MULTRET);
-    if (lua_toboolean(L, 1) || !command_ending(L))
+    if (lua_toboolean(L, 1) || !passes_on(L))
         return lua_gettop(L);
     lua_settop(L, 2); /* false, the error */
     return lua_error(L);
