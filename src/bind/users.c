@@ -133,8 +133,12 @@ static void refuse(lua_State *L, const void *resource, const char *what, int exc
             lua_replace(L, why);
         }
     }
-    if (first)
-        lua_error(L); /* the text is on top */
+    if (first) { /* the text is on top: raised where the binding was called */
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+        lua_error(L);
+    }
     lua_settop(L, list - 1);
 }
 
