@@ -1,5 +1,39 @@
 -- Runs once in every rank's Lua state after the C libraries are open:
 -- the Lua parts of the shell that every rank has as globals.
+
+-- A line (typed or piped) cannot read stdin: it is where the lines come
+-- from (rank 0's terminal or pipe; the other ranks have none), so io.read
+-- would eat the next commands or get nil.  Refused, saying what works;
+-- scripts and -e read stdin as lua does (rank 0 what gcsh's stdin holds,
+-- the other ranks nothing).  The worker sets the flag per chunk.
+do
+  local reg, stdin = debug.getregistry(), io.stdin
+  local function refuse(what)
+    error(what .. ": a line cannot read stdin (the lines come from there); use a file "
+      .. "(io.open), or a script: gcsh -n N script.lua < data", 3)
+  end
+  local function from_stdin() return reg["gcsh.typed_line"] and io.input() == stdin end
+  local read, lines = io.read, io.lines
+  io.read = function(...)
+    if from_stdin() then refuse("io.read") end
+    return read(...)
+  end
+  io.lines = function(name, ...)
+    if name == nil and from_stdin() then refuse("io.lines") end
+    return lines(name, ...)
+  end
+  local methods = getmetatable(stdin).__index
+  local fread, flines = methods.read, methods.lines
+  methods.read = function(f, ...)
+    if f == stdin and reg["gcsh.typed_line"] then refuse("io.stdin:read") end
+    return fread(f, ...)
+  end
+  methods.lines = function(f, ...)
+    if f == stdin and reg["gcsh.typed_line"] then refuse("io.stdin:lines") end
+    return flines(f, ...)
+  end
+end
+
 show = require("gcsh.show").show
 help = require("gcsh.help").help
 -- The prompt's auto-print shows tables through this (src/rank/worker.c).

@@ -554,6 +554,9 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
 {
     lua_State *L = w->ctx->L;
     int base = lua_gettop(L);
+    /* a line's stdin is the prompt's: prelude.lua refuses to read it */
+    lua_pushboolean(L, (flags & CHUNK_PRINT_RESULTS) != 0);
+    lua_setfield(L, LUA_REGISTRYINDEX, "gcsh.typed_line");
     lua_pushstring(L, name); /* luaL_loadbuffer's chunkname is the source as is */
     lua_pushboolean(L, (flags & CHUNK_SHORT_ERRORS) != 0);
     lua_pushcclosure(L, msghandler, 2);

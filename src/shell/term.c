@@ -112,8 +112,9 @@ static void open_streams(gcsh_term *t)
     }
     /* mpirun forwards the terminal to our stdin: it owns the terminal. */
     t->interactive = 1;
-    t->hint = "mpirun forwards this terminal, so there is no line editing and Ctrl-C ends "
-              "the job; start with `gcsh -n N` or `mpirun --stdin none` instead";
+    t->hint = "mpirun forwards this terminal, so there is no line editing, Ctrl-C ends the "
+              "job and Ctrl-Z stops every rank but not mpirun (Ctrl-C then ends it); "
+              "start with `gcsh -n N` or `mpirun --stdin none` instead";
 }
 
 void gcsh_term_close(gcsh_term *t)

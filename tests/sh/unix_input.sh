@@ -144,4 +144,38 @@ else
     skip "script (util-linux) is not installed"
 fi
 
+# ---- io.read: a line cannot read stdin (the lines come from there): refused,
+# one line, and the next line is not eaten; a script reads stdin as lua does
+printf 'from a file\n' >"$TMP/data"
+for n in 2 4; do
+    all="0-$((n - 1))"
+    OUT=$(printf '%s\n' 'x = io.read()' 'print("next")' 'for l in io.lines() do end' \
+          'y = io.stdin:read("l")' 'print(io.open("'"$TMP/data"'"):read("l"))' |
+          timeout 60 "$GCSH" -n $n 2>&1); RC=$?
+    expect_eq "[$n] piped: io.read refused, the next lines run" "$OUT" "[$all] stdin:1: io.read: a line cannot read stdin (the lines come from there); use a file (io.open), or a script: gcsh -n N script.lua < data
+[$all] next
+[$all] stdin:1: io.lines: a line cannot read stdin (the lines come from there); use a file (io.open), or a script: gcsh -n N script.lua < data
+[$all] stdin:1: io.stdin:read: a line cannot read stdin (the lines come from there); use a file (io.open), or a script: gcsh -n N script.lua < data
+[$all] from a file"
+    expect_eq "[$n] piped: a refused read is a failed line: 1" "$RC" 1
+    printf 'print(io.read())\n' >"$TMP/reads.lua"
+    OUT=$(printf 'hello\n' | timeout 60 "$GCSH" -n $n "$TMP/reads.lua" 2>&1)
+    others=$([ $n = 2 ] && echo 1 || echo "1-$((n - 1))")
+    expect_eq "[$n] a script: rank 0 reads stdin, the others get nil" "$OUT" "[0] hello
+[$others] nil"
+    # at the prompt: refused, and what is typed next runs as a line
+    start80 "r$n" -n $n
+    check_wait "[$n] prompt" "gcsh[$all]>" 30
+    keys 'io.read()' Enter
+    # (a bare expression is `return io.read()`, a tail call: no line to name)
+    check_wait "[$n] io.read at the prompt: refused" "[$all] io.read: a line cannot read stdin" 15
+    keys 'print("typed " .. rank)' Enter
+    check_wait "[$n] the next typed line runs" "[1] typed 1" 15
+    keys '.quit' Enter
+    check_wait "[$n] quit" "EXIT=0" 15
+    # a script at a terminal: stdin is not forwarded to rank 0 (gcsh -n): nil
+    start80 "s$n" -n $n "$TMP/reads.lua"
+    check_wait "[$n] a script at a terminal: io.read is nil on every rank" "[$all] nil" 30
+done
+
 finish

@@ -106,6 +106,42 @@ for n in 2 4; do
     check_wait "[$n] outside a string: Lua names as before" "[$all] 7" 15
     keys '.quit' Enter
     check_wait "[$n] quit" "EXIT=0" 15
+
+    # ---- Ctrl-Z under a plain mpirun (no gcsh -n): the job cannot stop as one
+    if ! command -v mpirun >/dev/null; then skip "no mpirun"; continue; fi
+    S="z$n"; TAG=$(new_tag); TAGS+=("$TAG")
+    tm new-session -d -s "$S" -x 80 -y 30 "cd '$TMP/work' && HOME='$TMP/work' GCSH_HISTORY= GCSH_TEST_TAG='$TAG' mpirun --oversubscribe --stdin none -np $n '$GCSH'; echo EXIT=\$?; exec sleep 300"
+    check_wait "[$n] mpirun --stdin none: prompt" "gcsh[$all]>" 60
+    press C-z
+    check_wait "[$n] mpirun --stdin none: Ctrl-Z at the prompt says why nothing stops" \
+        "gcsh: Ctrl-Z stops a session started with gcsh -n N; under a plain mpirun the job cannot stop as one" 15
+    keys 'gcsh.sleep(1) print("slept")' Enter
+    press C-z
+    check_wait "[$n] mpirun --stdin none: Ctrl-Z while a command runs: it goes on" "[$all] slept" 30
+    expect_eq "[$n] ... and said so twice" "$(screen | grep -c 'the job cannot stop as one')" 2
+    keys '.quit' Enter
+    check_wait "[$n] mpirun --stdin none: quit" "EXIT=0" 30
+    # mpirun forwards the terminal: it turns Ctrl-Z into SIGSTOP for every
+    # rank (no program can catch it) and keeps the terminal, as the note says
+    # (typed at an interactive bash, as a user runs it: mpirun forwards Ctrl-Z
+    # only from a shell with job control)
+    S="f$n"; TAG=$(new_tag); TAGS+=("$TAG")
+    tm new-session -d -s "$S" -x 80 -y 30 "cd '$TMP/work' && HOME='$TMP/work' PS1='$ ' exec bash --norc -i"
+    keys "GCSH_HISTORY= GCSH_TEST_TAG='$TAG' mpirun --oversubscribe -np $n '$GCSH'; echo EXIT=\$?" Enter
+    check_wait "[$n] plain mpirun: the note says what Ctrl-Z does" \
+        "Ctrl-Z stops every rank but not mpirun (Ctrl-C then ends it)" 60
+    keys 'print("up")' Enter
+    check_wait "[$n] plain mpirun: lines run" "[$all] up" 30
+    PIDS_NOW=$(tagged_pids "$TAG" | tr '\n' ',' | sed 's/,$//')   # mpirun and the ranks
+    press C-z
+    want_stopped=$n   # (wait_until has an n of its own)
+    stopped() { [ "$(ps -o stat= -p "$PIDS_NOW" 2>/dev/null | grep -c "^T")" -ge $want_stopped ]; }
+    if wait_until 30 stopped; then pass; else
+        fail "[$n] plain mpirun: Ctrl-Z did not stop the ranks"
+        ps -o pid=,stat=,args= -p "$PIDS_NOW" | sed 's/^/  | /'; screen | grep -v '^$' | tail -n 5 | sed 's/^/  | /'
+    fi
+    press C-c
+    check_wait "[$n] plain mpirun: Ctrl-C then ends the job" "EXIT=" 30
 done
 
 finish
