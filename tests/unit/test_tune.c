@@ -7,6 +7,10 @@
 #include "core/kll.h"
 #include "core/kplan.h"
 #include "core/kreduce_tune.h"
+#include "host/host.h"
+#ifdef GCSH_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 #include "unit.h"
 
 /* A backend's rows by growing team size: auto takes the first row at least
