@@ -79,6 +79,8 @@ typedef struct options {
     const char *trace;  /* --trace FILE */
     const char *flight; /* --flight FILE */
     int keep_going;     /* --keep-going: a replay runs past differences */
+    int first_failure;  /* --first-failure (coord.h) */
+    char *diff_code;    /* --diff A B: the -e chunk that compares them (lua/gcsh/diff.lua) */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
     gcsh_recording recording; /* --replay FILE, read and checked (first process) */
@@ -99,6 +101,7 @@ static void options_free(options *o)
     free(o->mpirun_args);
     free(o->actions);
     free(o->launcher_only);
+    free(o->diff_code);
     gcsh_recording_free(&o->recording);
 }
 
@@ -207,6 +210,52 @@ static int opt_flight(void *target, const gcsh_option *row, const char *val, con
     ((options *)target)->flight = val;
     /* refused now, not when a hang or a crash comes to write it */
     return gcsh_file_check(val, err, sizeof err) == 0 ? 0 : -1;
+}
+
+/* s as a Lua string literal: every byte but letters, digits and / . _ -
+ * as \ddd, so any file name survives. */
+static void lua_quote(char *out, const char *s)
+{
+    *out++ = '"';
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (isalnum(ch) || strchr("/._-", ch))
+            *out++ = (char)ch;
+        else
+            out += sprintf(out, "\\%03u", ch);
+    }
+    *out++ = '"';
+    *out = '\0';
+}
+
+/* --diff A B: runs as a one-rank -e chunk (gcsh.diff's main gives the
+ * status); alone on the command line (check_options). */
+static int opt_diff(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)row;
+    options *o = target;
+    if (o->diff_code)
+        return -1;
+    size_t n = 4 * (strlen(val) + strlen(val2)) + 64;
+    o->diff_code = malloc(n);
+    if (!o->diff_code)
+        return -1;
+    char *p = o->diff_code + sprintf(o->diff_code, "os.exit(require(\"gcsh.diff\").main(");
+    lua_quote(p, val);
+    p += strlen(p);
+    p += sprintf(p, ", ");
+    lua_quote(p, val2);
+    strcat(p, "))");
+    o->actions[o->nactions++] = (action){'e', o->diff_code};
+    return 0;
+}
+
+static int opt_first_failure(void *target, const gcsh_option *row, const char *val,
+                             const char *val2)
+{
+    (void)row, (void)val, (void)val2;
+    ((options *)target)->first_failure = 1;
+    return 0;
 }
 
 static int opt_keep_going(void *target, const gcsh_option *row, const char *val,
@@ -343,6 +392,10 @@ static const gcsh_option option_table[] = {
      "the status --deadline ends a job with (default 1)"},
     {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
      "[0-1] before lines: always (default), never, or auto"},
+    {"--diff", NULL, OPT_PAIR, "A B", "two recordings or two trace files", 0, opt_diff,
+     "where two recordings or flight files part, per rank"},
+    {"--first-failure", NULL, OPT_FLAG, NULL, NULL, 0, opt_first_failure,
+     "the first failing rank's error in full, the others' 1 line"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "write the session's lines and output to FILE (a script)"},
     {"--replay", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
@@ -399,8 +452,8 @@ static void print_help(const char *prog)
            "abort (>=128) > bad (1-124, 126, 127) > skip (125) > good (0):\n"
            "  0    every command succeeded\n"
            "  1    the script or a line failed: any runtime error, a wrong result,\n"
-           "       a replay that differs, a --deadline that ended the job\n"
-           "       (--deadline-status N)\n"
+           "       a replay that differs, files --diff finds different, a --deadline\n"
+           "       that ended the job (--deadline-status N)\n"
            "  125  cannot test here: too few ranks, no GPU, the script or a Lua file it\n"
            "       loads cannot be read or compiled, a required module is missing, a\n"
            "       file gcsh could not write; also the others' check error when a\n"
@@ -455,6 +508,10 @@ static int parse_options(int argc, char **argv, options *o)
                            "--record with it)");
     if (o->keep_going && !o->replay)
         return usage_error("'--keep-going' goes with --replay FILE");
+    if (o->diff_code && (o->script || o->nactions > 1 || o->interactive || o->record ||
+                         o->replay || o->nranks || o->trace))
+        return usage_error("'--diff A B' compares two files alone (no script, -e, -l, -i, -n, "
+                           "--record, --replay or --trace with it)");
     if (o->trust && !same_file(o->trust, o->replay))
         return usage_error("'--trust FILE' names the recording that --replay FILE runs");
     return 0;
@@ -800,6 +857,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.launcher = launcher;
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
+    coord.first_failure = o->first_failure;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
     coord.deadline_status = o->deadline_status;
     gcsh_coord_set_deadline(&coord, o->deadline);

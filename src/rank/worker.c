@@ -469,7 +469,12 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     uint32_t kind = 0;
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        capture_error(w->ctx, msg ? msg : "(error object is not a string)");
+        if (!msg)
+            msg = "(error object is not a string)";
+        if (flags & CHUNK_FIRST_FAILURE) /* rank 0 shows the first in full */
+            gcsh_capture_send(w->ctx->cap, MSG_FAILURE, msg, strlen(msg));
+        else
+            capture_error(w->ctx, msg);
         /* what happened decides, never the message's text (verdict.h) */
         int v = gcsh_verdict_of_error(L);
         kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;

@@ -44,6 +44,8 @@ enum gcsh_msg_type {
                     * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
                     * values it returns in the next chunk (a replay, record.h) */
     MSG_DEADLINE,  /* worker -> coordinator: a double, gcsh.deadline(s): as --deadline s */
+    MSG_FAILURE,   /* worker -> coordinator: the chunk's error with its traceback, sent
+                    * instead of to stderr in a chunk run with CHUNK_FIRST_FAILURE */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
@@ -60,7 +62,8 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 #define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
-#define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
+#define CHUNK_TAPE 16u
+#define CHUNK_FIRST_FAILURE 32u /* --first-failure: send the error as MSG_FAILURE */         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */
