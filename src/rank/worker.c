@@ -120,10 +120,19 @@ static int rank0_closed(int ctl_fd)
 
 static _Noreturn void rank0_gone(gcsh_worker *w);
 
+/* How long a SIGTERM waits for rank 0's channel to close: mpirun may hear
+ * of rank 0's crash (its fatal-signal handler runs first) and send SIGTERM
+ * before rank 0 is gone. */
+#define TERM_LOOK_MS 1500
+
 static void sigterm_came(gcsh_worker *w)
 {
-    if (rank0_closed(w->ctl_fd))
-        rank0_gone(w);
+    for (int waited = 0; waited <= TERM_LOOK_MS; waited += 50) {
+        if (rank0_closed(w->ctl_fd))
+            rank0_gone(w);
+        struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
+        poll(&p, 1, 50);
+    }
     signal(SIGTERM, SIG_DFL); /* as if no handler had been there */
     kill(getpid(), SIGTERM);
 }
