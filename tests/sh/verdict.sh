@@ -52,7 +52,8 @@ for N in 2 4; do
         expect_contains "$N ranks: --first-failure: rank $r's first line" "$OUT" "] (command line):1: rank $r fails"
     done
     run -n $N -e 'local function f() error("rank " .. rank .. " fails") end f()'
-    expect_contains "$N ranks: without it, every rank's traceback" "$OUT" "[0-$L] stack traceback:"
+    expect_eq "$N ranks: without it, every rank's traceback" \
+        "$(grep -cE '^\[[0-9]+\] stack traceback:$' <<<"$OUT")" "$N"
     case_rc "$N ranks: --first-failure: one rank fails, in full" 1 -n $N --first-failure \
         -e "if rank == $L then error('only me') end"
     expect_contains "$N ranks: --first-failure: its traceback" "$OUT" "[$L] stack traceback:"
