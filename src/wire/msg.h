@@ -62,8 +62,9 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_SCRIPT 2u        /* pass the script's arguments as ... */
 #define CHUNK_CHECK 4u         /* .check on: collectives exchange fingerprints */
 #define CHUNK_PROGRESS 8u      /* rank 0 shows progress lines: gcsh.progress reports */
-#define CHUNK_TAPE 16u
-#define CHUNK_FIRST_FAILURE 32u /* --first-failure: send the error as MSG_FAILURE */         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
+#define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
+#define CHUNK_FIRST_FAILURE 64u /* --first-failure: the error goes as MSG_FAILURE (64: main
+                                   has 32 for CHUNK_SHORT_ERRORS) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */
