@@ -84,8 +84,8 @@ static void print_help(const char *prog)
            "abort (>=128) > bad (1-124, 126, 127) > skip (125) > good (0):\n"
            "  0    every command succeeded\n"
            "  1    the script or a line failed: any runtime error, a wrong result,\n"
-           "       a replay that differs, a --deadline that ended the job\n"
-           "       (--deadline-status N)\n"
+           "       a replay that differs, files --diff finds different, a --deadline\n"
+           "       that ended the job (--deadline-status N)\n"
            "  125  cannot test here: too few ranks, no GPU, the script or a Lua file it\n"
            "       loads cannot be read or compiled, a required module is missing, a\n"
            "       file gcsh could not write; also the others' check error when a\n"
@@ -150,6 +150,10 @@ static int parse_options(int argc, char **argv, options *o)
                            "--record with it)");
     if (o->keep_going && !o->replay)
         return usage_error("'--keep-going' goes with --replay FILE");
+    if (o->diff_code && (o->script || o->nactions > 1 || o->interactive || o->record ||
+                         o->replay || o->nranks || o->trace))
+        return usage_error("'--diff A B' compares two files alone (no script, -e, -l, -i, -n, "
+                           "--record, --replay or --trace with it)");
     if (o->trust && !same_file(o->trust, o->replay))
         return usage_error("'--trust FILE' names the recording that --replay FILE runs");
     return 0;
@@ -495,6 +499,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     coord.launcher = launcher;
     coord.progress.tty = term.err_tty; /* progress lines only on a terminal */
     coord.timeout = o->timeout;
+    coord.first_failure = o->first_failure;
     coord.limit = o->timeout_set ? o->timeout : 0; /* a slow rank is no error unless asked */
     coord.deadline_status = o->deadline_status;
     gcsh_coord_set_deadline(&coord, o->deadline);

@@ -1,5 +1,6 @@
 /* The option table and what each option does to `options` (options.h):
  * parsing, --help and the man page's list follow the table. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@ void options_free(options *o)
         free(o->mpirun_args[i]);
     free(o->mpirun_args);
     free(o->actions);
+    free(o->diff_code);
     free(o->launcher_only);
     gcsh_recording_free(&o->recording);
 }
@@ -125,6 +127,52 @@ static int opt_flight(void *target, const gcsh_option *row, const char *val, con
     ((options *)target)->flight = val;
     /* refused now, not when a hang or a crash comes to write it */
     return gcsh_file_check(val, err, sizeof err) == 0 ? 0 : -1;
+}
+
+/* s as a Lua string literal: every byte but letters, digits and / . _ -
+ * as \ddd, so any file name survives. */
+static void lua_quote(char *out, const char *s)
+{
+    *out++ = '"';
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (isalnum(ch) || strchr("/._-", ch))
+            *out++ = (char)ch;
+        else
+            out += sprintf(out, "\\%03u", ch);
+    }
+    *out++ = '"';
+    *out = '\0';
+}
+
+/* --diff A B: runs as a one-rank -e chunk (gcsh.diff's main gives the
+ * status); alone on the command line (main.c checks). */
+static int opt_diff(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    (void)row;
+    options *o = target;
+    if (o->diff_code)
+        return -1;
+    size_t n = 4 * (strlen(val) + strlen(val2)) + 64;
+    o->diff_code = malloc(n);
+    if (!o->diff_code)
+        return -1;
+    char *p = o->diff_code + sprintf(o->diff_code, "os.exit(require(\"gcsh.diff\").main(");
+    lua_quote(p, val);
+    p += strlen(p);
+    p += sprintf(p, ", ");
+    lua_quote(p, val2);
+    strcat(p, "))");
+    o->actions[o->nactions++] = (action){'e', o->diff_code};
+    return 0;
+}
+
+static int opt_first_failure(void *target, const gcsh_option *row, const char *val,
+                             const char *val2)
+{
+    (void)row, (void)val, (void)val2;
+    ((options *)target)->first_failure = 1;
+    return 0;
 }
 
 static int opt_keep_going(void *target, const gcsh_option *row, const char *val,
@@ -261,6 +309,10 @@ const gcsh_option option_table[] = {
      "the status --deadline ends a job with (default 1)"},
     {"--tag", NULL, OPT_VALUE, "WHEN", "always, never or auto", 0, opt_tag,
      "[0-1] before lines: always (default), never, or auto"},
+    {"--diff", NULL, OPT_PAIR, "A B", "two recordings or two trace files", 0, opt_diff,
+     "where two recordings or flight files part, per rank"},
+    {"--first-failure", NULL, OPT_FLAG, NULL, NULL, 0, opt_first_failure,
+     "the first failing rank's error in full, the others' 1 line"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "write the session's lines and output to FILE (a script)"},
     {"--replay", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,

@@ -49,6 +49,8 @@ typedef struct options {
     const char *trace;  /* --trace FILE */
     const char *flight; /* --flight FILE */
     int keep_going;     /* --keep-going: a replay runs past differences */
+    int first_failure;  /* --first-failure (coord.h) */
+    char *diff_code;    /* --diff A B: the -e chunk that compares them (lua/gcsh/diff.lua) */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
     gcsh_recording recording; /* --replay FILE, read and checked (first process) */

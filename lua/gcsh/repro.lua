@@ -31,7 +31,8 @@
 --
 --   case = repro.sweep{candidate = f, reference = g, n = {...}, offset = {0},
 --                      dtype = {"f32"}, op = {"sum"}, ranks = {k, ...}, comm = c,
---                      out = FILE, rtol =, atol =, shrink = 256, quiet = false}
+--                      out = FILE, freeze = false, rtol =, atol =, shrink = 256,
+--                      quiet = false}
 --     Calls candidate(case) and reference(case) for every case {n=, offset=,
 --     dtype=, op=, size=, comm=} of the grid (smallest n first, then offset,
 --     then rank count, then the dtypes and ops in gcsh's order, whatever
@@ -52,8 +53,10 @@
 --     / `cases` (counts over the grid) and `kinds` (the smallest case of
 --     each distinct kind of failure, the shrunk one first).  With out=FILE,
 --     rank 0 writes a standalone script of just that case, with every
---     global and upvalue its functions need (gcsh.repro_script); what it
---     cannot carry is an error before the sweep runs.
+--     global and upvalue its functions need (gcsh.repro_script), a loaded
+--     module (or a field of one) as a live require("name") (freeze = true:
+--     a copy of its functions); what it cannot carry is an error before
+--     the sweep runs.
 --   repro.check(case, candidate, reference)   one case (the script above uses it)
 local repro = {}
 
@@ -273,7 +276,7 @@ end
 
 local function sweep_options(o)
   if type(o) ~= "table" then usage("sweep: expects a table {candidate=, reference=, n=, ...}", 3) end
-  check_keys(o, "sweep", "candidate reference n offset dtype op ranks comm out rtol "
+  check_keys(o, "sweep", "candidate reference n offset dtype op ranks comm out freeze rtol "
              .. "atol shrink quiet", 3)
   for _, k in ipairs { "candidate", "reference" } do
     if type(o[k]) ~= "function" then
@@ -290,7 +293,8 @@ local function sweep_options(o)
     dtype = in_order(check_list(o, "dtype", { "f32" }, "names"), DTYPE_ORDER),
     op = in_order(check_list(o, "op", { "sum" }, "names"), OP_ORDER),
     ranks = check_list(o, "ranks", nil, "integers"),
-    out = o.out, rtol = o.rtol, atol = o.atol, shrink = o.shrink or 256, quiet = o.quiet,
+    out = o.out, freeze = o.freeze, rtol = o.rtol, atol = o.atol, shrink = o.shrink or 256,
+    quiet = o.quiet,
   }
   for _, d in ipairs(s.dtype) do
     if not BYTES[d] then usage("sweep: unknown dtype '" .. d .. "'", 3) end
@@ -484,7 +488,7 @@ end
 -- any case runs (on every rank alike: a problem is an error everywhere).
 local function plan_out(s)
   if not s.out then return nil end
-  local ok, plan = pcall(script.plan, s.candidate, s.reference)
+  local ok, plan = pcall(script.plan, s.candidate, s.reference, s.freeze)
   local problem = ok and "" or tostring(plan)
   if ok and s.comm.rank == 0 then
     local fine, why = gcsh.check_file(s.out)
@@ -568,7 +572,7 @@ end
 -- The standalone script of one case (the sweep's out=): its text is in
 -- gcsh.repro_script.
 function repro.write_script(path, case, s)
-  local text = script.text(path, case, script.plan(s.candidate, s.reference), s)
+  local text = script.text(path, case, script.plan(s.candidate, s.reference, s.freeze), s)
   local ok, err = gcsh.write_file(path, text)
   if not ok then error(err, 0) end
   return path

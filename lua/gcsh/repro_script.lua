@@ -10,7 +10,11 @@
 --     their own upvalues and globals in turn, a communicator of every rank
 --     as comm.world();
 --   * every global they read that the user defined (one a fresh gcsh does
---     not have): as above, assigned as a global.
+--     not have): as above, assigned as a global;
+--   * a value that is a loaded module, or a field of one (a helper module
+--     of the project), as require("name")[.field]: the script loads the
+--     module as it is where it runs, so a bisect tests the module too
+--     (freeze = true writes a copy of its functions instead).
 --
 -- plan() gathers all that before the sweep runs, so that a value a script
 -- cannot rebuild (a tensor, a window, a communicator of some ranks) is an
@@ -55,8 +59,11 @@ end
 
 -- The closure that body compiles to, with f's line numbers (and f's
 -- upvalues as locals before it), to compare with f.
-local function compiled(body, f, first)
+-- pad: locals declared before those, so that an upvalue lands in the
+-- register it had where f was defined (a dump holds that register).
+local function compiled(body, f, first, pad)
   local names = {}
+  for i = 1, (pad or 0) do names[#names + 1] = "_" .. i end
   for i = 1, math.huge do
     local name = debug.getupvalue(f, i)
     if not name then break end
@@ -65,6 +72,21 @@ local function compiled(body, f, first)
   local head = #names > 0 and ("local " .. table.concat(names, ", ") .. " ") or ""
   local chunk = load(head .. string.rep("\n", first - 1) .. "return " .. body, "=text", "t")
   return chunk and chunk()
+end
+
+-- Whether body compiles to f: its one upvalue (if not _ENV) may have sat in
+-- any register where f was defined, so each is tried (a local after
+-- others: `local unused, k = 1, 2; function(c) return k end`).
+local function compiles_to(body, f, first, same)
+  local g = compiled(body, f, first)
+  if not g then return nil end
+  if same(f, g) then return true end
+  local one = debug.getinfo(f, "u").nups == 1 and debug.getupvalue(f, 1) ~= "_ENV"
+  for pad = 1, one and 199 or 0 do
+    local h = compiled(body, f, first, pad)
+    if h and same(f, h) then return true end
+  end
+  return false
 end
 
 -- Whether g, compiled from a text, is f: the same shape, and without
@@ -96,9 +118,9 @@ local function expression(src, f, first, last, what, where)
     for k = 1, #ends do
       local body = text:sub(a, ends[k] - 1)
       body = body:gsub("^function%s+[%w_%.:]+%s*%(", "function(", 1)
-      local g = load("return " .. body, "=text", "t") and compiled(body, f, first)
-      if g then
-        if same_function(f, g) then found[#found + 1] = body end
+      local is = load("return " .. body, "=text", "t") and compiles_to(body, f, first, same_function)
+      if is ~= nil then
+        if is then found[#found + 1] = body end
         break -- the shortest loadable text from this 'function'
       end
     end
@@ -211,11 +233,44 @@ local function collect(plan, f, what, text)
   end
 end
 
+-- A module the running code loaded (package.loaded) that is v, or has v
+-- as a field: `require("name")` or `require("name").field`, so that the
+-- script loads the module as it is wherever it runs (a bisect tests the
+-- module at each commit) instead of a copy frozen now.  nil: none.
+local function live_require(v)
+  if type(v) ~= "table" and type(v) ~= "function" then return nil end
+  local names = {}
+  for name in pairs(package.loaded) do
+    if type(name) == "string" and name ~= "_G" then names[#names + 1] = name end
+  end
+  table.sort(names) -- the same text on every run
+  for _, name in ipairs(names) do
+    if rawequal(package.loaded[name], v) then return string.format("require(%q)", name) end
+  end
+  for _, name in ipairs(names) do
+    local m = package.loaded[name]
+    if type(m) == "table" then
+      local keys = {}
+      for k, x in pairs(m) do
+        if type(k) == "string" and k:match("^[%a_][%w_]*$") and rawequal(x, v) then
+          keys[#keys + 1] = k
+        end
+      end
+      table.sort(keys)
+      if keys[1] then return string.format("require(%q).%s", name, keys[1]) end
+    end
+  end
+  return nil
+end
+
 -- v as Lua text the script can evaluate: a literal, a function's text, a
--- table of those, comm.world().  what/name say what it is in an error.
+-- table of those, comm.world(), a live require of a loaded module (unless
+-- plan.freeze).  what/name say what it is in an error.
 literal = function(plan, v, what, name, depth)
   depth = depth or 0
   local t = type(v)
+  local live = not plan.freeze and depth == 0 and live_require(v)
+  if live then return live end
   if t == "number" and math.type(v) == "integer" then return string.format("%d", v) end
   if t == "number" then
     if v ~= v or v == math.huge or v == -math.huge then
@@ -251,9 +306,9 @@ end
 
 -- Everything the script of any case will need (raises what cannot be
 -- carried, before the sweep runs).
-function M.plan(candidate, reference)
+function M.plan(candidate, reference, freeze)
   local plan = { locals = {}, text = {}, local_ids = {}, seen = {},
-                 globals = {}, gtext = {}, global_set = {} }
+                 globals = {}, gtext = {}, global_set = {}, freeze = freeze }
   plan.candidate = literal(plan, candidate, "candidate")
   plan.reference = literal(plan, reference, "reference")
   return plan

@@ -121,10 +121,19 @@ static int rank0_closed(int ctl_fd)
 
 static _Noreturn void rank0_gone(gcsh_worker *w);
 
+/* How long a SIGTERM waits for rank 0's channel to close: mpirun may hear
+ * of rank 0's crash (its fatal-signal handler runs first) and send SIGTERM
+ * before rank 0 is gone. */
+#define TERM_LOOK_MS 1500
+
 static void sigterm_came(gcsh_worker *w)
 {
-    if (rank0_closed(w->ctl_fd))
-        rank0_gone(w);
+    for (int waited = 0; waited <= TERM_LOOK_MS; waited += 50) {
+        if (rank0_closed(w->ctl_fd))
+            rank0_gone(w);
+        struct pollfd p = {.fd = w->ctl_fd, .events = POLLIN};
+        poll(&p, 1, 50);
+    }
     signal(SIGTERM, SIG_DFL); /* as if no handler had been there */
     kill(getpid(), SIGTERM);
 }
@@ -583,7 +592,12 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
     uint32_t kind = 0;
     if (st != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        capture_error(w->ctx, msg ? msg : "(error object is not a string)");
+        if (!msg)
+            msg = "(error object is not a string)";
+        if (flags & CHUNK_FIRST_FAILURE) /* rank 0 shows the first in full */
+            gcsh_capture_send(w->ctx->cap, MSG_FAILURE, msg, strlen(msg));
+        else
+            capture_error(w->ctx, msg);
         /* what happened decides, never the message's text (verdict.h) */
         int v = gcsh_verdict_of_error(L);
         kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;

@@ -63,6 +63,7 @@ typedef struct run_state {
     int abort_all;      /* .abort was given */
     int *exit_status;   /* per rank: its os.exit status, for CHUNK_EXIT */
     char *check_error;  /* per rank: its error is its failed collective check */
+    int failure_shown;  /* --first-failure: a rank's error was shown in full */
     int *exit_caused;   /* per rank: a collective it waited in failed only because the
                            ranks missing there called os.exit: their status; -1 */
     int *error_status;  /* per rank, for CHUNK_ERROR: 1, 125 (CHUNK_CANNOT_TEST) or
@@ -437,6 +438,20 @@ static void take_output(gcsh_coord *c, const run_state *rs, int r, int stream, c
     }
 }
 
+/* --first-failure: the first rank's error in full, with its traceback; the
+ * others' first line, which says where and what (the job's status is the
+ * same either way). */
+static void take_failure(gcsh_coord *c, run_state *rs, int r, const char *s, size_t n)
+{
+    size_t line = n;
+    const char *nl = memchr(s, '\n', n);
+    if (rs->failure_shown && nl)
+        line = (size_t)(nl - s);
+    rs->failure_shown = 1;
+    take_output(c, rs, r, GCSH_STDERR, s, line);
+    take_output(c, rs, r, GCSH_STDERR, "\n", 1);
+}
+
 /* ---- what ranks are doing --------------------------------------------------- */
 
 static int io_running(void *arg, int r)
@@ -737,6 +752,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
         take_output(c, rs, r, m->h.type == MSG_ERR ? GCSH_STDERR : GCSH_STDOUT, m->data, m->h.len);
         if (rs->first_pending == 0)
             rs->first_pending = now;
+        break;
+    case MSG_FAILURE:
+        take_failure(c, rs, r, m->data, m->h.len);
         break;
     case MSG_DONE:
         if (m->h.len < sizeof(uint32_t))
@@ -1189,6 +1207,8 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     gcsh_progress_begin(&c->progress, rs.start);
     if (c->progress.tty)
         flags |= CHUNK_PROGRESS;
+    if (c->first_failure)
+        flags |= CHUNK_FIRST_FAILURE;
     send_chunk(c, &rs, targets, flags, name, src, len);
     *res = (gcsh_run_result){.ran = rs.running};
     int exited = 0;

@@ -78,6 +78,8 @@ struct gcsh_coord {
     FILE *err;         /* where errors and the shell's diagnostics go */
     gcsh_fold fold;
     gcsh_progress progress; /* the progress line while a command runs */
+    int first_failure;      /* --first-failure: the first failing rank's error in full,
+                               the others' first line */
     char *lost;        /* per rank: its connection closed */
     char (*lost_why)[64]; /* per rank: how, as far as rank 0 knows ("killed by
                           signal 11: Segmentation fault") */

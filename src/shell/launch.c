@@ -64,8 +64,8 @@ static _Noreturn void exec_child(char *const argv[], const sigset_t *mask)
     setpgid(0, 0);
     /* mpirun's SIGTERM-to-SIGKILL gap when a rank dies (Open MPI 4: 1 s):
      * long enough for rank 0's crash dump and, if rank 0 died, its heir's
-     * (rank/heir.h); the user's setting wins */
-    setenv("OMPI_MCA_odls_base_sigkill_timeout", "3", 0);
+     * (rank/heir.h), on a loaded machine too; the user's setting wins */
+    setenv("OMPI_MCA_odls_base_sigkill_timeout", "5", 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigprocmask(SIG_SETMASK, mask, NULL);
     execvp(argv[0], argv);

@@ -44,6 +44,8 @@ enum gcsh_msg_type {
                     * run with CHUNK_TAPE; coordinator -> worker, between chunks: the
                     * values it returns in the next chunk (a replay, record.h) */
     MSG_DEADLINE,  /* worker -> coordinator: a double, gcsh.deadline(s): as --deadline s */
+    MSG_FAILURE,   /* worker -> coordinator: the chunk's error with its traceback, sent
+                    * instead of to stderr in a chunk run with CHUNK_FIRST_FAILURE */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
@@ -63,6 +65,8 @@ typedef struct gcsh_progress_msg {
 #define CHUNK_TAPE 16u         /* a recorded chunk: send what gcsh.wtime returned (MSG_TAPE) */
 #define CHUNK_SHORT_ERRORS 32u /* an error is its message alone unless the user's own
                                   functions were on the stack (the prompt, .traceback off) */
+#define CHUNK_FIRST_FAILURE 64u /* --first-failure: the error goes as MSG_FAILURE (64: main
+                                   has 32 for CHUNK_SHORT_ERRORS) */
 
 /* DONE status: one of these in the low byte; for CHUNK_EXIT (the chunk
  * called os.exit) the exit status in the next byte. */

@@ -143,6 +143,41 @@ sed 's/dtype = { "f16", "f32" }, op = { "max", "sum" }/dtype = { "f32", "f16" },
 run -n 2 "$TMP/whole2.lua"
 expect_all_ranks "the same answer with the lists in another order" "$OUT" "1${T}f32${T}sum" 2
 
+# a helper module the candidate uses is written as a live require: the
+# case runs the module as it is where it runs (a bisect tests it), and
+# freeze = true writes today's copy; a one-upvalue function whose upvalue
+# is not the first local is found in its file (issue 36)
+mkdir -p "$TMP/proj"
+cat >"$TMP/proj/helper.lua" <<'EOF2'
+local M = {}
+function M.fill(k) local t = tensor.new(k.n):fill(1) if k.n > 2 then t[0] = 0 end return t end
+return M
+EOF2
+cat >"$TMP/proj/live.lua" <<'EOF2'
+local helper = require("helper")
+local unused, make = 0, function(k) return tensor.new(k.n):fill(1) end
+local function reference(k) return make(k) end
+repro.sweep { candidate = helper.fill, reference = reference, n = { 1, 2, 3 },
+              out = arg[1], freeze = arg[2] == "freeze", quiet = true }
+EOF2
+LUA_PATH="$TMP/proj/?.lua;;" run -n 2 "$TMP/proj/live.lua" "$TMP/live_case.lua"
+expect_eq "a helper module: the sweep writes its case: exit 0" "$RC" 0
+expect_contains "a helper module: a live require" "$(cat "$TMP/live_case.lua")" 'local candidate = require("helper").fill'
+expect_contains "one upvalue, not the first local: carried" "$(cat "$TMP/live_case.lua")" "local reference = function(k) return make(k) end"
+LUA_PATH="$TMP/proj/?.lua;;" run -n 2 "$TMP/live_case.lua"
+expect_eq "the live case fails with the module as it is: exit 1" "$RC" 1
+sed -i 's/if k.n > 2 then t\[0\] = 0 end //' "$TMP/proj/helper.lua"
+LUA_PATH="$TMP/proj/?.lua;;" run -n 2 "$TMP/live_case.lua"
+expect_eq "the module fixed: the live case passes: exit 0" "$RC" 0
+sed -i 's/tensor.new(k.n):fill(1) /tensor.new(k.n):fill(1) if k.n > 2 then t[0] = 0 end /' "$TMP/proj/helper.lua"
+LUA_PATH="$TMP/proj/?.lua;;" run -n 2 "$TMP/proj/live.lua" "$TMP/frozen_case.lua" freeze
+expect_eq "freeze = true: exit 0" "$RC" 0
+expect_not_contains "freeze = true: no require" "$(cat "$TMP/frozen_case.lua")" 'require("helper")'
+expect_contains "freeze = true: the function's copy" "$(cat "$TMP/frozen_case.lua")" "local candidate = function(k) local t = tensor.new(k.n)"
+run -n 2 -e "repro.sweep{candidate = function(k) return tensor.new(k.n) end, reference = function(k) return tensor.new(k.n) end, n = {1}, frozen = true}"
+expect_eq "sweep{frozen=}: a usage error" "$RC" 128
+expect_contains "sweep{frozen=}: the valid keys named" "$OUT" "freeze"
+
 # what a script cannot carry is refused before any case runs
 run -n 2 -e "local w = tensor.new(4) local calls = 0
 repro.sweep{candidate = function(k) calls = calls + 1 return w end, reference = function(k) return w end, n = {1, 2}, out = '$TMP/no.lua', quiet = true}"

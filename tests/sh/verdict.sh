@@ -42,6 +42,21 @@ for N in 2 4; do
         -e "if rank == 0 then os.exit(125) else os.exit(7) end"
     case_rc "$N ranks: a usage error beats an os.exit(1)" 128 -n $N \
         -e "if rank == $L then os.exit(1) else repro.need{rank = 2} end"
+    # ---- --first-failure: the first failing rank's error in full, the
+    # others' first line; the status is the same
+    case_rc "$N ranks: --first-failure: every rank fails" 1 -n $N --first-failure \
+        -e 'local function f() error("rank " .. rank .. " fails") end f()'
+    expect_eq "$N ranks: --first-failure: one traceback, one rank's" \
+        "$(grep -cE '^\[[0-9]+\] stack traceback:$' <<<"$OUT"):$(grep -c 'stack traceback' <<<"$OUT")" "1:1"
+    for r in $(seq 0 $L); do
+        expect_contains "$N ranks: --first-failure: rank $r's first line" "$OUT" "] (command line):1: rank $r fails"
+    done
+    run -n $N -e 'local function f() error("rank " .. rank .. " fails") end f()'
+    expect_eq "$N ranks: without it, every rank's traceback" \
+        "$(grep -cE '^\[[0-9]+\] stack traceback:$' <<<"$OUT")" "$N"
+    case_rc "$N ranks: --first-failure: one rank fails, in full" 1 -n $N --first-failure \
+        -e "if rank == $L then error('only me') end"
+    expect_contains "$N ranks: --first-failure: its traceback" "$OUT" "[$L] stack traceback:"
     case_rc "$N ranks: every rank os.exit(0)" 0 -n $N -e 'os.exit(0)'
     expect_not_contains "$N ranks: nothing said when all agree" "$OUT" "the session ends"
     # ---- a skip on one rank while the others wait in a collective: the
