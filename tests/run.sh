@@ -13,7 +13,8 @@
 # tests/lua without its folder and suffix (test_dtype or dtype, startup,
 # comm_p2p); its whole output is printed if it fails.
 #
-# Tests run N at a time (-j N or JOBS=N; default: the number of cores), the
+# Tests run N at a time (-j N or JOBS=N; default: twice the number of cores,
+# since a test mostly waits: for mpirun, for its ranks, for a handshake), the
 # longest first (their times from the last run, $BUILD/test-times, else
 # tests/test-times), so that the run does not end waiting on one long test.
 # Each test has folders of its own: TMPDIR, XDG_RUNTIME_DIR and GCSH_STATE_DIR
@@ -24,7 +25,7 @@
 # and runs after the others, by itself.
 set -u
 cd "$(dirname "$0")/.."
-JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+JOBS="${JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}"
 ONE="" ONE_NAME=""
 while getopts j:t: opt; do
     case $opt in

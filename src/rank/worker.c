@@ -105,17 +105,23 @@ static void watch_sigterm(void)
 }
 
 /* Whether the control channel is at its end (rank 0 gone).  What rank 0
- * sent before it died (a probe) is read and dropped on the way: the rank
- * ends either way. */
+ * sent before it went is read on the way: a MSG_DIE means rank 0 ended
+ * the session itself (its output's reader left: | head; a lost rank; a
+ * fault), and this rank exits with its status at once, as the watcher
+ * would have, without playing rank 0's heir; anything else (a probe) is
+ * dropped, since the rank ends either way. */
 static int rank0_closed(int ctl_fd)
 {
-    char buf[4096];
     for (;;) {
-        ssize_t n = recv(ctl_fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0)
+        struct pollfd p = {.fd = ctl_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0)
+            return 0;
+        gcsh_msg m = {0};
+        if (gcsh_msg_recv(ctl_fd, &m) != 0)
             return 1;
-        if (n < 0)
-            return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+        if (m.h.type == MSG_DIE)
+            _exit((int)m.h.seq);
+        gcsh_msg_free(&m);
     }
 }
 

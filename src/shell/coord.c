@@ -245,7 +245,7 @@ static void flush_output(gcsh_coord *c, const run_state *rs, int running);
  * peer is dead or a device is lost, and finalising could hang. */
 static _Noreturn void end_now(gcsh_coord *c, int code, int status)
 {
-    gcsh_launcher_status(c->launcher, status);
+    gcsh_launcher_status(c->launcher, status); /* the launcher ends mpirun then (launch.c) */
     for (int r = 1; r < c->size; r++)
         if (!c->lost[r])
             gcsh_msg_send(c->link->peer_ctl[r], MSG_DIE, (uint32_t)code, NULL, 0, NULL, 0);

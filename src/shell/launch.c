@@ -38,6 +38,7 @@
  * is stopped): one SIGTERM ends any job within 10 s. */
 #define END_AFTER_TERM_S 6.5
 #define KILL_AFTER_END_S 3.0
+#define REAP_AFTER_DECLARED_S 0.5
 /* How often the launcher looks whether rank 0 was stopped from outside. */
 #define LOOK_EVERY_S 1.0
 
@@ -99,6 +100,7 @@ typedef struct launcher {
     double last_int, last_term; /* when the last SIGINT, SIGTERM came (now()) */
     double end_at;  /* a SIGTERM's deadline: the job ends through mpirun then; 0: none */
     double kill_at; /* what is left of the job is killed then; 0: none */
+    double reap_at; /* rank 0 ended the session at once: mpirun is taken down then */
     double next_look;   /* when to look at rank 0's state again */
     int stopped_looks;  /* looks in a row that found rank 0 stopped (SIGSTOP) */
     int stopped_said;   /* and that was said */
@@ -280,6 +282,10 @@ static void on_time(launcher *l)
     }
     if (l->kill_at && t >= l->kill_at)
         kill_job(l);
+    if (l->reap_at && t >= l->reap_at) {
+        l->reap_at = 0;
+        kill(-l->child, SIGKILL); /* mpirun's process group: every rank has exited */
+    }
     if (l->rank0 && l->pidfd >= 0 && t >= l->next_look)
         look_at_rank0(l, t);
 }
@@ -290,6 +296,8 @@ static int next_deadline_ms(const launcher *l)
     double next = l->end_at && l->ended_by < 0 ? l->end_at : 0;
     if (l->kill_at && (!next || l->kill_at < next))
         next = l->kill_at;
+    if (l->reap_at && (!next || l->reap_at < next))
+        next = l->reap_at;
     if (l->rank0 && l->pidfd >= 0 && (!next || l->next_look < next))
         next = l->next_look;
     if (!next)
@@ -452,6 +460,13 @@ int gcsh_launch(char *const argv[])
             l.rank0_died = l.declared < 0 && l.end_status < 0;
             close(l.pidfd);
             l.pidfd = -1;
+            /* Rank 0 ended the session at once (| head left, a lost rank)
+             * and the ranks exited on its word, without MPI_Finalize: mpirun
+             * takes that for an abort and waits its SIGTERM and SIGKILL gaps
+             * (5 s each, launch.c) for processes already gone.  The status is
+             * known (declared), so mpirun goes after a short grace. */
+            if (l.declared >= 0)
+                l.reap_at = now() + REAP_AFTER_DECLARED_S;
         }
     }
 }

@@ -304,7 +304,7 @@ expect_eq "os.exit(false) at 1 rank" "$OUT:$RC" ":1"
 OUT=$(printf '%s\n' 'c = comm.world()' 'if rank == 1 then os.exit(4) else c:barrier() end' |
     timeout 60 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "os.exit while another rank is in a checked barrier" "$OUT" "[0] stdin:1: barrier #1: [0] waited 0.0 s for [1]: [1] called os.exit
-gcsh: [0] failed (1), [1] os.exit(4): the session ends; every rank exits with status 4, the worst"
+gcsh: [0] failed by that exit (1), [1] os.exit(4): the session ends; every rank exits with status 4, the worst"
 expect_eq "os.exit while another rank is in a checked barrier: exit 4" "$RC" 4
 TAG=$(new_tag)
 OUT=$(printf '%s\n' 'c = comm.world()' '.check off' 'if rank == 1 then os.exit(4) else c:barrier() end' |
