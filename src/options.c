@@ -312,7 +312,7 @@ const gcsh_option option_table[] = {
     {"--diff", NULL, OPT_PAIR, "A B", "two recordings or two trace files", 0, opt_diff,
      "where two recordings or flight files part, per rank"},
     {"--first-failure", NULL, OPT_FLAG, NULL, NULL, 0, opt_first_failure,
-     "the first failing rank's error in full, the others' 1 line"},
+     "the first failing rank's error whole, others' 1st line"},
     {"--record", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
      "write the session's lines and output to FILE (a script)"},
     {"--replay", NULL, OPT_VALUE, "FILE", "a file name", 0, opt_file,
