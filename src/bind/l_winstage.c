@@ -122,23 +122,27 @@ static void push_reports(lua_State *L, const char *reports, int size)
     }
 }
 
-/* Where this rank's fingerprint was compared: the counts of collcheck.h before
- * and after the check stage say which path decided it. */
-static const char *fingerprint_path(gcsh_ctx *ctx, const gcsh_check_counts *before)
+/* Where the fingerprints were compared, from every rank's path (the same
+ * words on every rank: gcsh_sym_agree or-ed them).  A rank late to post
+ * sends its members to rank 0 (collcheck.h), and under load some may pass
+ * on the board while others escalate: both are said. */
+static const char *fingerprint_path(uint32_t checked_by)
 {
-    gcsh_check_counts after;
-    gcsh_check_get_counts(ctx, &after);
-    if (after.board > before->board)
-        return "fingerprints: the same call on every rank (the node's check board)";
-    if (after.coordinator > before->coordinator)
-        return "fingerprints: the same call on every rank (rank 0 compared them)";
-    return "fingerprints: none (.check off)";
+    switch (checked_by) {
+    case GCSH_CHECKED_BOARD:
+        return "fingerprints agree: compared on the node's check board";
+    case GCSH_CHECKED_COORDINATOR:
+        return "fingerprints agree: compared by rank 0";
+    case GCSH_CHECKED_BOARD | GCSH_CHECKED_COORDINATOR:
+        return "fingerprints agree: compared on the node's check board and by rank 0";
+    default:
+        return "fingerprints: none (.check off)";
+    }
 }
 
-/* What the check did, as this rank saw it (the proposals agreed, so ranks
- * differ only where their fingerprints took different paths). */
-static void push_check_report(lua_State *L, const winstage *s, int size,
-                              const gcsh_check_counts *before)
+/* What the check did: the same on every rank (the proposals agreed, and
+ * checked_by holds every rank's path). */
+static void push_check_report(lua_State *L, const winstage *s, int size, uint32_t checked_by)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     size_t kept = gcsh_kern_reserved_bytes(ctx, s->size.bytes, s->o->comm->size);
@@ -150,15 +154,14 @@ static void push_check_report(lua_State *L, const winstage *s, int size,
              "%s per rank: %s of data + %s of kernel state\n"
              "  (ll slots and sync words), rounded up to the %s granularity",
              (unsigned long long)s->o->seq, (long long)s->p.n, s->p.dtype, s->p.kind,
-             fingerprint_path(ctx, before),
+             fingerprint_path(checked_by),
              gcsh_format_bytes(s->size.alloc, alloc, sizeof alloc),
              gcsh_format_bytes(s->size.bytes, data, sizeof data),
              gcsh_format_bytes(kept, kern, sizeof kern),
              gcsh_format_bytes(s->size.gran, gran, sizeof gran));
-    /* no exchange for it: one more collective here, after the check, is a
-     * place where an interrupt would strand a rank; every rank prints its
-     * own text, the same as the others' unless their checks took another
-     * path, which the shell's folding of each rank's output then shows */
+    /* no exchange of its own: one more collective here, after the check,
+     * would be a place where an interrupt strands a rank; the proposals'
+     * exchange already carried every rank's path */
     lua_createtable(L, size, 0);
     for (int r = 0; r < size; r++) {
         lua_pushstring(L, text);
@@ -179,11 +182,9 @@ static void step_check(lua_State *L, int ud, winstage *s, int comm_idx, lcomm *l
         s->o = o;
         o->handles = 1;
     }
-    gcsh_check_counts before;
-    gcsh_check_get_counts(gcsh_ctx_of(L), &before);
     gcsh_sym_check_stage(L, comm_idx, o, &p);
     s->step = 1;
-    push_check_report(L, s, lc->size, &before);
+    push_check_report(L, s, lc->size, p.checked_by);
 }
 
 /* The next backend stage; after the last, the window's handle. */

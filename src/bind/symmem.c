@@ -2,6 +2,7 @@
  * freeing: what windows and signals share.  See symmem.h. */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,9 +76,20 @@ void gcsh_sym_check_size(gcsh_ctx *ctx, gcsh_sym_proposal *p, const char *fname,
                          argno, fname, p->n, out->alloc, p->kind, max);
 }
 
+/* Everything before checked_by must agree (where the check ran may not). */
 static int same_proposal(const gcsh_sym_proposal *a, const gcsh_sym_proposal *b)
 {
-    return memcmp(a, b, sizeof *a) == 0;
+    return memcmp(a, b, offsetof(gcsh_sym_proposal, checked_by)) == 0;
+}
+
+/* Which path decided this rank's check: the counts of collcheck.h before and
+ * after it tell. */
+static uint32_t checked_path(gcsh_ctx *ctx, const gcsh_check_counts *before)
+{
+    gcsh_check_counts after;
+    gcsh_check_get_counts(ctx, &after);
+    return (after.board > before->board ? GCSH_CHECKED_BOARD : 0u) |
+           (after.coordinator > before->coordinator ? GCSH_CHECKED_COORDINATOR : 0u);
 }
 
 /* One rank's call in words; with_seq and with_type when those differ. */
@@ -153,13 +165,18 @@ void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
      * themselves are compared here, with their own messages */
     gcsh_fingerprint fp; /* one name for both: a window meeting signals is said below */
     gcsh_fp_init(&fp, &lc->chk, "window/signals");
+    gcsh_check_counts before;
+    gcsh_check_get_counts(ctx, &before);
     gcsh_check_enter(L, &lc->chk, &fp);
+    p->checked_by = checked_path(ctx, &before);
     gcsh_check_leave(L, &lc->chk, ctx->be->comm->agree(ctx, lc->impl, p, all, sizeof *p));
     uint64_t max_seq = 0;
     int all_same = 1;
+    p->checked_by = 0;
     for (int r = 0; r < lc->size; r++) {
         max_seq = all[r].seq > max_seq ? all[r].seq : max_seq;
         all_same &= same_proposal(&all[r], &all[0]);
+        p->checked_by |= all[r].checked_by;
     }
     /* Resynchronised even after a mismatch, so the next creation works. */
     lc->next_seq = max_seq + 1;

@@ -45,7 +45,17 @@ typedef struct gcsh_sym_proposal {
     char dtype[8];
     char kind[24];
     char problem[208];  /* what is wrong with this rank's arguments, or "" */
+    /* Where the fingerprints were compared (GCSH_CHECKED_* bits): this rank's
+     * path goes out with the proposal and, after gcsh_sym_agree, holds every
+     * rank's or-ed, so a report of it is the same on every rank.  Not part
+     * of what must agree: ranks may take different paths under load. */
+    uint32_t checked_by;
 } gcsh_sym_proposal;
+
+enum {
+    GCSH_CHECKED_BOARD = 1,       /* passed on the node's check board */
+    GCSH_CHECKED_COORDINATOR = 2, /* rank 0's coordinator compared it */
+};
 
 /* A zeroed proposal (every byte is sent, so none may be uninitialised). */
 void gcsh_sym_proposal_init(gcsh_sym_proposal *p, const char *type);
