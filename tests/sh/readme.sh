@@ -27,6 +27,20 @@ printf '%s\n' '[0] a (x) [y] % z' >"$TMP/want"
 printf '%s\n' '[0] a (x) [y] % z' >"$TMP/got"
 if "$LUA" tests/sh/readme.lua compare "$TMP/want" "$TMP/got" >/dev/null; then pass; else fail "matcher: magic characters are literal"; fi
 
+# a progress report a slow machine printed is not compared, unless the
+# transcript shows one
+printf '%s\n' '[0] a' '[0] b' >"$TMP/want"
+printf '%s\n' '[0] a' 'gcsh: 10.0 s: done [], still running [0-1]; waiting (Ctrl-C interrupts)' \
+    'gcsh:   [0-1] in allreduce #4 for 0.0 s' 'gcsh: flight recorder: /tmp/f.json (every rank'"'"'s last calls)' \
+    '[0] b' >"$TMP/got"
+if "$LUA" tests/sh/readme.lua compare "$TMP/want" "$TMP/got" >/dev/null; then pass; else fail "matcher: a progress report is left out"; fi
+printf '%s\n' '[0] a' 'gcsh: … s: done [], still running [0-1]; waiting (Ctrl-C interrupts)' '[0] b' >"$TMP/want"
+printf '%s\n' '[0] a' '[0] b' >"$TMP/got"
+if "$LUA" tests/sh/readme.lua compare "$TMP/want" "$TMP/got" >/dev/null; then fail "matcher: a progress report the transcript shows was not needed"; else pass; fi
+printf '%s\n' '[0] a' 'gcsh:   [0] not a report' '[0] b' >"$TMP/got"
+printf '%s\n' '[0] a' '[0] b' >"$TMP/want"
+if "$LUA" tests/sh/readme.lua compare "$TMP/want" "$TMP/got" >/dev/null; then fail "matcher: a gcsh line outside a report was left out"; else pass; fi
+
 mkdir -p "$TMP/blocks" "$TMP/work"
 count=$("$LUA" tests/sh/readme.lua extract README.md "$TMP/blocks")
 if [ "${count:-0}" -ge 1 ]; then pass; else fail "no transcript found in README.md"; fi
