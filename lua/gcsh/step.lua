@@ -7,8 +7,9 @@
 --   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct"}])
 --   st = step.window(c, n [, dtype [, opts]])     (gcsh/step_window.lua)
 --
---   st:next([k])   k steps (default 1; 0: none) in one call, each printed as a
---                  diagram
+--   st:next([k [, {quiet=true}]])  k steps (default 1; 0: none) in one call,
+--                  each printed as a diagram (quiet: not printed; st.text
+--                  and st.cells still hold them)
 --   st:run([{quiet=true}])  to the end; true when every rank's result equals
 --                  the communicator's own collective (c:allreduce, ...)
 --   st:reset()     data, signals and step count back to the start
@@ -606,9 +607,12 @@ local RACE_NOTE = {
   "   its own: st:next(2) or st:run() lets a read overtake a write)",
 }
 
-function Stepper:next(k)
+function Stepper:next(k, opts)
   local fname = "next"
   k = k == nil and 1 or check_int(fname, "k (steps)", k, 0, math.maxinteger)
+  if opts ~= nil and type(opts) ~= "table" then fail(fname, "options must be a table, got %s", type_name(opts)) end
+  opts = opts or {}
+  check_keys(fname, opts, { "quiet" })
   begin(self, fname)
   local x = self._
   if k == 0 and x.steps > 0 then return end -- st:next(st.steps - st.step) at the end
@@ -632,7 +636,7 @@ function Stepper:next(k)
     x.race_noted = true
   end
   for _, l in ipairs(result or {}) do lines[#lines + 1] = l end
-  self.text = say(x, lines)
+  self.text = say(x, lines, opts.quiet)
 end
 
 function Stepper:run(opts)
