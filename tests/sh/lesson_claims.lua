@@ -60,16 +60,20 @@ end
 -- ---- the session ---------------------------------------------------------------------
 
 -- LESSONS="19 20" in the environment walks those only (a quicker run
--- while a lesson is written; the end line then names the last of them).
+-- while a lesson is written).
 local ONLY = {}
 for num in (os.getenv("LESSONS") or ""):gmatch("%d+") do ONLY[tonumber(num)] = true end
-local LESSONS = {}
+local LESSONS, EVERY = {}, {}
 for name in io.popen("ls lua/tutorial"):lines() do
   local num = tonumber(name:match("^(%d%d)%-.*%.lua$"))
+  if num then EVERY[#EVERY + 1] = num end
   if num and (next(ONLY) == nil or ONLY[num]) then
     LESSONS[#LESSONS + 1] = { num = num, file = "lua/tutorial/" .. name }
   end
 end
+-- the lesson after each one (nil after the last), of every lesson
+local NEXT = {}
+for i, num in ipairs(EVERY) do NEXT[num] = EVERY[i + 1] end
 
 -- A lesson's parts: {title=, exercise=} in order (from its "---" lines).
 local function parts_of(file)
@@ -422,8 +426,17 @@ CLAIMS[13] = function(part)
   return {
     { "13.1: every doubling is shown: ceil(log2 N) steps", steps == want, p1 },
     { "13.1: each step doubles the ranks that hold the data", doubling, p1 },
-    { "13.2: the chain takes N-1 steps",
-      shows(part(2), ALL, string.format("steps at size %d: tree %d, chain %d", N, want, N - 1)), part(2) },
+    { "13.2: the chain takes N-1 steps, N-1 + 1 in 2 pieces",
+      shows(part(2), ALL, string.format("steps at size %d: tree %d, chain %d, in 2 pieces %d", N, want, N - 1, N)),
+      part(2) },
+    { "13.2: every step of the pipeline shown, two pieces in flight in the middle", (function()
+        local p2, seen, both = flat(part(2)), 0, N < 3
+        for s, moving in p2:gmatch(": step (%d+) of " .. N .. " %((%d) in flight%)") do
+          seen = seen + 1
+          if tonumber(s) > 1 and tonumber(s) < N and tonumber(moving) == 2 then both = true end
+        end
+        return seen == N and both
+      end)(), part(2) },
     { "13.4: the solution is right", has(part(4), "right: ceil(log2 n)"), part(4) },
   }
 end
@@ -455,6 +468,29 @@ CLAIMS[15] = function(part)
       has(p2, "1024 B: RING LL ") and has(p2, "1048576 B: RING LL128") and has(p2, "67108864 B: RING SIMPLE"), p2 },
     { "15.4: the solution is right", has(part(4), "right: from 197190 B, ring SIMPLE is no dearer than LL"), part(4) },
     { "15.5: the live part says it needs the cuda backend", has(part(5), "host backend: NCCL chooses only on the cuda backend"), part(5) },
+  }
+end
+
+CLAIMS[16] = function(part)
+  local p8 = part(8)
+  local order, at = true, 1
+  for _, what in ipairs({ "rung", "look", "run", "done" }) do
+    local s, e = p8:find("(call 0: " .. what .. ")", at, true)
+    order = order and s ~= nil
+    at = e or at
+  end
+  local rung, ran = true, true
+  local after_rung = p8:match("%(call 0: rung%)(.-)%(call 0: look%)") or ""
+  local after_run = p8:match("%(call 0: run%)(.-)%(call 0: done%)") or ""
+  for r = 0, N - 1 do
+    rung = rung and after_rung:find("\n%[0%]   r" .. r .. " +1%* +0 +1 1 1 1%* +waits +" .. r .. "\n") ~= nil
+    ran = ran and after_run:find("\n%[0%]   r" .. r .. " +1 +0 +1 1 1 1 +ran call 0 +all%*\n") ~= nil
+  end
+  return {
+    { "16.8: the first call's four steps, in order", order, p8 },
+    { "16.8: rung: every rank's entry tagged 1, rung 1, its own data", rung, after_rung },
+    { "16.8: run: every rank's region holds every rank's data", ran, after_run },
+    { "16.8: both calls right", shows(p8, ALL, "checkpoint: two calls rung, looked at, run and done"), p8 },
   }
 end
 
@@ -692,9 +728,9 @@ local function common_claims(text, l)
 end
 
 local text = run_session()
-for i, l in ipairs(LESSONS) do
-  local after = LESSONS[i + 1]
-  l.nums_after = after and string.format("(end of lesson %d; .lesson %d opens the next one)", l.num, after.num)
+for _, l in ipairs(LESSONS) do
+  local after = NEXT[l.num]
+  l.nums_after = after and string.format("(end of lesson %d; .lesson %d opens the next one)", l.num, after)
                  or string.format("(end of lesson %d, the last lesson)", l.num)
   common_claims(text, l)
 end
