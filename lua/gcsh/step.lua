@@ -187,6 +187,9 @@ end
 
 local function check_window(fname, w)
   if type_name(w) ~= "window" then fail(fname, "window expected, got %s", type_name(w)) end
+  if not pcall(function() return w.n end) then
+    fail(fname, "the window was freed (c:window(n) makes a new one)")
+  end
   if #w.team ~= w.size then
     fail(fname, "the window's team (%d ranks) is not its whole communicator (%d ranks): "
          .. "steppers run on one node's ranks (make the window on c:split of one node; "
@@ -830,7 +833,8 @@ end
 M.algos = ALGOS
 -- The persistent all-reduce's doorbell protocol, a step at a time (gcsh/step_persist.lua)
 M.persistent = require("gcsh.step_persist")({ fail = fail, check_keys = check_keys, type_name = type_name,
-                                             check_kernel_dtype = check_kernel_dtype })
+                                             check_kernel_dtype = check_kernel_dtype,
+                                             check_window = check_window })
 -- NCCL's device communicator, emulated for the prompt (gcsh/devcomm.lua)
 M.devcomm = require("gcsh.devcomm").new
 

@@ -37,11 +37,11 @@ local OPS = { sum = true, prod = true, min = true, max = true }
 local RUNG, DONE, ENTRY = 0, 1, 2
 
 -- step.lua's argument checks (errors at the caller's line), given at load
-local fail, check_keys, type_name, check_kernel_dtype
+local fail, check_keys, type_name, check_kernel_dtype, check_window
 
 local function read_options(w, opts)
   local fname = "step.persistent"
-  if type_name(w) ~= "window" then fail(fname, "window expected, got %s", type_name(w)) end
+  check_window(fname, w)
   if opts ~= nil and type(opts) ~= "table" then fail(fname, "options must be a table, got %s", type_name(opts)) end
   opts = opts or {}
   check_keys(fname, opts, { "calls", "n", "offset", "op" })
@@ -280,5 +280,6 @@ end
 return function(helpers)
   fail, check_keys = helpers.fail, helpers.check_keys
   type_name, check_kernel_dtype = helpers.type_name, helpers.check_kernel_dtype
+  check_window = helpers.check_window
   return new
 end

@@ -148,10 +148,10 @@ function show(s, what)
   local got = tensor.new(4 * size * size, "i32")
   c:allgather(w:tensor(), got)
   if rank == 0 then
-    print(string.format("step %d of %d (%s):   half A   half B", s,
-                        2 * D, what))
+    print(string.format("step %d of %d (%s):", s, 2 * D, what))
+    print("        half A   half B")
     for r = 0, size - 1 do
-      print(string.format("  r%-3d %14s %8s", r,
+      print(string.format("  r%-3d  %-8s %s", r,
                           ranks_in(got[4 * size * r]),
                           ranks_in(got[4 * size * r + m])))
     end

@@ -74,3 +74,9 @@ refused(function() step.persistent(w, { colour = 1 }) end,
         "step.persistent: unknown option 'colour' (valid: calls n offset op)", "unknown option")
 refused(function() step.persistent(42) end, "step.persistent: window expected, got number", "no window")
 w:free()
+
+-- a freed window: the error names it, at the caller's line
+local gone = c:window(4, "i32")
+gone:free()
+refused(function() step.persistent(gone) end, "step.persistent: the window was freed", "a freed window")
+refused(function() step.allreduce(gone) end, "step.allreduce: the window was freed", "a freed window (allreduce)")
