@@ -89,8 +89,8 @@ lesson.check(size * 16 * 8192 == 2 * size * 65536,
 -- rank's average (avg).  Rank 0 prints the averages; then every rank says
 -- where ll won by its own times, so ranks that measured differently show
 -- as lines of their own.  (With more ranks than cores, the ranks take
--- turns on the cores: ll's reader polls while Simple's waits, and the
--- times measure the scheduler as much as the protocols.)
+-- turns on the cores: ll waits once per 8-byte line, Simple once per
+-- sender, and the times measure the scheduler as much as the protocols.)
 sizes = { 8, 64, 512, 4096, 32768, kernel.ll_max_bytes }
 times, wrong = {}, 0
 for _, bytes in ipairs(sizes) do
@@ -133,10 +133,10 @@ lesson.check(wrong == 0, "Simple's one-shot right at every size")
 -- A small call is all latency: Simple pays its signal after its data, a
 -- round trip per pair, where LL's reader sees data and flag in one line.
 -- A large call is all bandwidth: LL's lines carry 8 bytes of data in 16,
--- half the bandwidth, and the gap grows with the size (NCCL stops using
--- LL at a few KiB to a few hundred per rank; LL128 keeps 120 bytes of
--- 128).  Here the ratio of ll's time to Simple's, from the averages, at
--- the smallest size and the largest:
+-- half the bandwidth, and the gap grows with the size (in lesson 15's
+-- example NCCL's model stops choosing LL at about 200 KiB; LL128 keeps
+-- 120 bytes of every 128).  Here the ratio of ll's time to Simple's, from
+-- the averages, at the smallest size and the largest:
 first, last = times[1], times[#times]
 print(string.format("LL/Simple: %.2fx at %d B, %.2fx at %d B",
                     first.ll.avg / first.simple.avg, first.bytes,

@@ -18,8 +18,8 @@ w = c:window(4 * size, "i32")
 -- Channel 0 takes the first half of the window, channel 1 the second:
 -- two ring steppers, each over its own region (offset=, n=).  They step
 -- together: the same step of each ring runs at the same time, as NCCL's
--- channels do, on the same links.  The first step of each, then the
--- rest: the grids are alike, as the channels' work is.
+-- channels do.  The first step of each, then the rest: the grids are
+-- alike, as the channels' work is.
 w:tensor():fill(1 << rank)
 half = 2 * size
 ch0 = step.allreduce(w, {algo = "ring", offset = 0, n = half})
@@ -183,11 +183,11 @@ lesson.expect(w:tensor():view(0, 2 * m), (1 << size) - 1,
 --- Why NCCL picks each
 -- A step costs a latency (a hop, a flag, a wait) whatever it carries:
 -- the ring pays 2(N-1) of them, the double tree 2 ceil(log2 N).  Per
--- byte, the ring keeps every link busy at every step, and the two trees
--- come close by sharing the work, but a tree's levels pipeline less
--- well.  So NCCL's model (lesson 15) gives the tree the lower latency and
--- the ring the higher bandwidth: trees and small messages at many ranks,
--- rings for large ones.  The steps at a few sizes:
+-- byte, the ring keeps every link busy at every step; the two trees
+-- share the work so that no rank does more than its share.  NCCL's
+-- model (lesson 15) gives the tree the lower latency and, on most
+-- machines, the ring the higher bandwidth: trees for small messages at
+-- many ranks, rings for large ones.  The steps at a few sizes:
 for _, n in ipairs({ size, 8, 64, 512 }) do
   local lg = 0
   while (1 << lg) < n do lg = lg + 1 end
