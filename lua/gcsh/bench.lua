@@ -93,6 +93,7 @@ local function graph_launches(v, need)
        "graph must be true, false or a count of replays 1..1e6, got %s", tostring(v))
   return v
 end
+local MAX_ITERS = 100000 -- the most calls a size's loop makes
 local AVERAGES = { avg = "avg", max = "max", min = "min", rank0 = true }
 
 local function sorted_keys(t)
@@ -311,6 +312,50 @@ function bench.overhead(opts)
   return rows
 end
 
+-- ---- any function, timed as a bench row is --------------------------------
+
+-- bench.time(fn [, {iters=20, warmup=3, min_time=0.002, comm=comm.world()}])
+--     -> {mine=, avg=, max=, calls=}
+-- fn() timed as bench.allreduce times one size: .check off, `warmup`
+-- calls, a barrier, then `iters` calls under one timer, or as many as fill
+-- min_time seconds when those take less (decided on the slowest rank, so
+-- every rank makes the same calls: fn may be collective).  mine: this
+-- rank's mean per call (us); avg and max: every rank's mean combined;
+-- calls: how many were timed.  Every rank of comm calls it.
+local TIME_DEFAULTS = { iters = 20, warmup = 3, min_time = 0.002, comm = false }
+
+function bench.time(fn, opts)
+  gcsh.check_options(opts, "bench.time", sorted_keys(TIME_DEFAULTS), 2)
+  local o = {}
+  for k, v in pairs(TIME_DEFAULTS) do o[k] = v end
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local function need(ok, fmt, ...)
+    if not ok then error("bench.time: " .. string.format(fmt, ...), 3) end
+  end
+  need(type(fn) == "function" or (getmetatable(fn) or {}).__call ~= nil,
+       "fn must be a function, got %s", type(fn))
+  need(math.type(o.iters) == "integer" and o.iters >= 1, "iters must be an integer >= 1")
+  need(math.type(o.warmup) == "integer" and o.warmup >= 0, "warmup must be an integer >= 0")
+  need(type(o.min_time) == "number" and o.min_time >= 0, "min_time must be a number >= 0 (seconds)")
+  local c = o.comm or comm.world()
+  c:barrier() -- checked: every rank is here
+  local per_call, iters = unchecked(function()
+    for _ = 1, o.warmup do fn() end
+    c:barrier()
+    local iters = o.iters
+    local sec = timed_loop(fn, iters)
+    local slowest = over_ranks(c, sec, "f64", "max")
+    if slowest < o.min_time then
+      iters = math.min(MAX_ITERS, math.ceil(iters * o.min_time / math.max(slowest, 1e-9)))
+      c:barrier()
+      sec = timed_loop(fn, iters)
+    end
+    return sec / iters, iters
+  end)
+  return { mine = per_call * 1e6, avg = over_ranks(c, per_call, "f64", "avg") * 1e6,
+           max = over_ranks(c, per_call, "f64", "max") * 1e6, calls = iters }
+end
+
 -- ---- all-reduce algorithms against NCCL ---------------------------------------
 
 -- bench.allreduce{algos={"nccl","nccl_sym","oneshot","twoshot","multicast"},
@@ -396,7 +441,6 @@ local function ar_runner(algo, c, w, plain, n, p)
   return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
 end
 
-local MAX_ITERS = 100000
 
 -- graph=: graph_loop, with as many replays as fill min_time (decided on the
 -- slowest rank's time, as for plain loops).

@@ -4,11 +4,13 @@
 --   st = step.allreduce(w [, {algo="ring"|"oneshot"|"twoshot"|"multicast"|"ll", op="sum"}])
 --   st = step.reduce_scatter(w [, {algo="ring"|"direct", op="sum"}])
 --   st = step.allgather(w [, {algo="ring"|"direct"}])
---   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct"}])
+--   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct", pieces=P}])
 --   st = step.window(c, n [, dtype [, opts]])     (gcsh/step_window.lua)
+--   st = step.persistent(w [, {n=, offset=, op=, calls=2}])  (gcsh/step_persist.lua)
 --
---   st:next([k])   k steps (default 1; 0: none) in one call, each printed as a
---                  diagram
+--   st:next([k [, {quiet=true}]])  k steps (default 1; 0: none) in one call,
+--                  each printed as a diagram (quiet: not printed; st.text
+--                  and st.cells still hold them)
 --   st:run([{quiet=true}])  to the end; true when every rank's result equals
 --                  the communicator's own collective (c:allreduce, ...)
 --   st:reset()     data, signals and step count back to the start
@@ -52,6 +54,14 @@
 -- a real race, different from run to run.  The shell waits for every rank
 -- between lines (a barrier of its own), so a race needs two steps in one
 -- call: st:next(2) or st:run().
+--
+-- The ring broadcast is a chain (root, root+1, ...: each rank copies from
+-- the one before it).  pieces=P (ring only) cuts the region into P pieces
+-- and pipelines them: at step s the rank i places down the chain copies
+-- piece s - i, so up to N-1 pieces move at once and the chain takes
+-- N-1 + P-1 steps of 1/P of the region each (NCCL's slices); the grid's
+-- columns are the pieces.  The stepper builds that plan itself (chain_plan:
+-- the kernels move the whole region down the chain, kernel.plan's plan).
 --
 -- A Ctrl-C during a step leaves the stepper marked; its next call puts data,
 -- signals and step count back to the start on every rank, then goes on.
@@ -177,6 +187,9 @@ end
 
 local function check_window(fname, w)
   if type_name(w) ~= "window" then fail(fname, "window expected, got %s", type_name(w)) end
+  if not pcall(function() return w.n end) then
+    fail(fname, "the window was freed (c:window(n) makes a new one)")
+  end
   if #w.team ~= w.size then
     fail(fname, "the window's team (%d ranks) is not its whole communicator (%d ranks): "
          .. "steppers run on one node's ranks (make the window on c:split of one node; "
@@ -206,6 +219,7 @@ local function read_options(fname, coll, w, opts)
   opts = opts or {}
   local valid = { "algo", "n", "offset", "skip", "delay" }
   if REDUCES[coll] then table.insert(valid, 2, "op") end
+  if coll == "broadcast" then valid[#valid + 1] = "pieces" end
   check_keys(fname, opts, valid)
   local o = {}
   if coll == "allreduce" and opts.algo == "hier" then
@@ -226,6 +240,12 @@ local function read_options(fname, coll, w, opts)
   if opts.skip ~= nil then o.skip = check_choice(fname, "skip", opts.skip, SKIPS) end
   if opts.delay ~= nil then o.delay = check_delay(fname, opts.delay, w.size) end
   if o.algo == "ll" then check_ll(fname, o, w) end
+  if opts.pieces ~= nil then
+    if o.algo ~= "ring" then
+      fail(fname, "pieces= pipelines the chain: it takes algo 'ring', got '%s'", o.algo)
+    end
+    o.pieces = check_int(fname, "pieces", opts.pieces, 1, o.n)
+  end
   return o
 end
 
@@ -330,6 +350,37 @@ local function ll_plan(k, n, offset)
     { kind = "move", phase = "store with flags", moves = store },
     { kind = "move", phase = "reduce as flags arrive", moves = reduce },
   } }
+end
+
+-- The chain broadcast in P pieces (pieces=, above): piece p is the
+-- plan's chunk p (balanced, as kernel.plan's chunks are); at step s the
+-- rank i places after the root copies piece s - i from the rank before it.
+-- A barrier before the first step and after each.
+local function chain_plan(k, root, n, offset, pieces)
+  local chunks = {}
+  for p = 0, pieces - 1 do
+    local first = offset + n * p // pieces
+    chunks[p + 1] = { first = first, count = offset + n * (p + 1) // pieces - first }
+  end
+  local steps = { { kind = "barrier" } }
+  for s = 1, (k - 1) + (pieces - 1) do
+    local moves, moving = {}, 0
+    for i = 1, k - 1 do
+      local p = s - i
+      if p >= 0 and p < pieces then
+        local r, from, ch = (root + i) % k, (root + i - 1) % k, chunks[p + 1]
+        moves[#moves + 1] = { rank = r, op = "copy", count = ch.count,
+                              src = { { peer = from, first = ch.first } },
+                              dst = { { peer = r, first = ch.first } } }
+        moving = moving + 1
+      end
+    end
+    steps[#steps + 1] = { kind = "move", moves = moves,
+                          phase = string.format("%d in flight", moving) }
+    steps[#steps + 1] = { kind = "barrier" }
+  end
+  return { coll = "broadcast", algo = "ring", root = root, n = n, offset = offset, chunks = chunks,
+           steps = steps }
 end
 
 local function uses_tmp(plan)
@@ -606,9 +657,12 @@ local RACE_NOTE = {
   "   its own: st:next(2) or st:run() lets a read overtake a write)",
 }
 
-function Stepper:next(k)
+function Stepper:next(k, opts)
   local fname = "next"
   k = k == nil and 1 or check_int(fname, "k (steps)", k, 0, math.maxinteger)
+  if opts ~= nil and type(opts) ~= "table" then fail(fname, "options must be a table, got %s", type_name(opts)) end
+  opts = opts or {}
+  check_keys(fname, opts, { "quiet" })
   begin(self, fname)
   local x = self._
   if k == 0 and x.steps > 0 then return end -- st:next(st.steps - st.step) at the end
@@ -632,7 +686,7 @@ function Stepper:next(k)
     x.race_noted = true
   end
   for _, l in ipairs(result or {}) do lines[#lines + 1] = l end
-  self.text = say(x, lines)
+  self.text = say(x, lines, opts.quiet)
 end
 
 function Stepper:run(opts)
@@ -707,7 +761,8 @@ local function title(coll, o, w, root)
   local what = o.algo .. " " .. coll:gsub("_", "-")
   if o.op then what = what .. " (" .. o.op .. ")" end
   if root then what = what .. " from r" .. root end
-  return string.format("%s of %d %s on %d rank%s", what, o.n, w.dtype, w.size, w.size == 1 and "" or "s")
+  local pieces = o.pieces and " in " .. o.pieces .. " pieces" or ""
+  return string.format("%s of %d %s%s on %d rank%s", what, o.n, w.dtype, pieces, w.size, w.size == 1 and "" or "s")
 end
 
 local function new(fname, coll, w, root, opts)
@@ -716,6 +771,7 @@ local function new(fname, coll, w, root, opts)
   local c, k, me = w.comm, w.size, w.rank
   local plan
   if o.algo == "ll" then plan = ll_plan(k, o.n, o.offset)
+  elseif o.pieces then plan = chain_plan(k, root, o.n, o.offset, o.pieces)
   else
     plan = kernel.plan(w, { coll = coll, algo = o.algo, n = o.n, offset = o.offset,
                             root = root or 0, out = false })
@@ -775,6 +831,10 @@ function M.broadcast(w, root, opts)
 end
 
 M.algos = ALGOS
+-- The persistent all-reduce's doorbell protocol, a step at a time (gcsh/step_persist.lua)
+M.persistent = require("gcsh.step_persist")({ fail = fail, check_keys = check_keys, type_name = type_name,
+                                             check_kernel_dtype = check_kernel_dtype,
+                                             check_window = check_window })
 -- NCCL's device communicator, emulated for the prompt (gcsh/devcomm.lua)
 M.devcomm = require("gcsh.devcomm").new
 

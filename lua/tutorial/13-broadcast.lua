@@ -20,17 +20,22 @@ tree:next(tree.steps)
 lesson.check(tree:run({quiet = true}),
              "the tree broadcast equals c:broadcast")
 
---- The chain
--- The chain passes the data along, one rank further each step: N-1 steps.
--- Each rank sends once, so with a large buffer cut into pieces, every link
--- is busy at once (pipelining); for one small buffer the tree's fewer
--- steps win.
+--- The chain, pipelined
+-- The chain passes the data along, one rank further each step: N-1 steps
+-- for the whole buffer.  Cut into P pieces, it pipelines: at step s the
+-- rank i places down the chain copies piece s - i, so several pieces move
+-- at once, on different links, and the chain takes N-1 + P-1 steps of 1/P
+-- of the buffer each (NCCL's slices).  Here P = 2: the grid's columns are
+-- the two pieces; watch piece c0 reach a rank while c1 is one rank behind.
+-- For one small buffer the tree's fewer steps win.
 w:tensor():fill(1 << rank)
-chain = step.broadcast(w, 0, {algo = "ring"})
-ok = chain:run()
-lesson.check(ok, "the ring broadcast equals c:broadcast")
-print(string.format("steps at size %d: tree %d, chain %d",
-                    size, tree.steps, chain.steps))
+chain = step.broadcast(w, 0, {algo = "ring", pieces = 2})
+chain:next(chain.steps)
+lesson.check(chain:run({quiet = true}),
+             "the pipelined chain equals c:broadcast")
+print(string.format("steps at size %d: tree %d, chain %d, in 2 "
+                    .. "pieces %d", size, tree.steps, size - 1,
+                    chain.steps))
 
 --- exercise: How many steps?
 -- Write tree_steps(n): the number of steps of a binomial-tree broadcast on

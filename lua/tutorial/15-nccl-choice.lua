@@ -102,8 +102,12 @@ check_crossover(crossover)
 --     NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log gcsh -n 4 --backend cuda
 -- (%h and %p: NCCL puts the host name and the process id there).  Then
 -- this part runs all-reduces of 1 KiB to 64 MiB and prints what rank 0's
--- NCCL logged for each.  On the host backend there is no NCCL: the part
--- says so.
+-- NCCL logged for them (not the calls of earlier parts or lessons).  On a
+-- GPU shared by the ranks (--share-gpu) each rank is its own NCCL host,
+-- joined to the others by NCCL's network transport (sockets, or
+-- InfiniBand where there is some): its choices
+-- are those for that many machines, not for GPUs on NVLink, and the part
+-- says so.  On the host backend there is no NCCL: the part says so.
 function first_line(path)
   local f = io.open(path)
   if not f then return "?" end
@@ -136,14 +140,22 @@ elseif not live then
   print("start gcsh with the NCCL_ variables above to see them")
 else
   c = comm.world()
+  local path = nccl_log_path()
+  local before = #logged_choices(path)
   for _, bytes in ipairs({ 1024, 64 * 1024, 1 << 20, 64 << 20 }) do
     c:allreduce(tensor.new(bytes // 4))
   end
   gcsh.sync()
-  local path = nccl_log_path()
   local choices = rank == 0 and logged_choices(path) or {}
-  for _, ch in ipairs(choices) do
+  for i = before + 1, #choices do
+    local ch = choices[i]
     print(string.format("%s %10d B: %s %s on %d channels", ch.coll,
                         ch.bytes, ch.algo, ch.proto, ch.channels))
+  end
+  if lesson.shared_gpu() then
+    local why = "a shared GPU: each rank is its own NCCL host, so "
+      .. "these are NCCL's choices for that many machines joined "
+      .. "by its network transport, not for GPUs on NVLink"
+    print(lesson.wrap(why))
   end
 end

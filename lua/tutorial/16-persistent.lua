@@ -123,3 +123,22 @@ p:stop()
 print(string.format("p.running = %s after %d calls: %s", p.running,
                     p.done, p.stopped))
 w:free()
+
+--- The doorbell, a step at a time
+-- step.persistent(w) plays the same protocol one step at a time, with the
+-- real entries' encoding (kernel.persistent_entry): rung (the host fills
+-- an entry, tagged with the call's number + 1, and its last pair rings;
+-- rung goes up), look (the resident sees rung > done and takes the entry
+-- once every pair carries the call's tag), run (the ll all-reduce, with
+-- no launch) and done (the host's p:wait() returns; the entry may be
+-- filled again).  Rank r starts with 2^r, so the region's cell names the
+-- ranks whose data it holds.  The first call shown, the second quiet.
+sw = c:window(8, "i32")
+sw:tensor():fill(1 << rank)
+bell = step.persistent(sw, {n = 4, calls = 2})
+bell:next(4)
+bell:next(4, {quiet = true})
+lesson.check(bell:run({quiet = true}),
+             "two calls rung, looked at, run and done")
+bell:free()
+sw:free()

@@ -22,7 +22,17 @@
  *
  * It stops by itself when its communicator is aborted (an interrupt with
  * calls in flight, .abort, a failed collective on any rank), and at the end
- * of the session; its window cannot be freed while it runs. */
+ * of the session; its window cannot be freed while it runs.
+ *
+ * The ring entries' encoding (core/kpersist.h), for step.persistent, which
+ * shows a call rung, looked at and done one step at a time:
+ *   kernel.persistent_entry(call, {offset=, n=, dtype=, op=})
+ *       -> {pair0, pair1, pair2, pair3}: each the word | tag << 32, the tag
+ *       call + 1 (call counts from 0)
+ *   kernel.persistent_job(call, {pair0, ..., pair3})
+ *       -> {offset=, n=, dtype=, op=}, or nil when a pair does not carry
+ *       call's tag yet (what the resident reads)
+ *   kernel.persistent_depth  the ring's entries (GCSH_PERSIST_DEPTH) */
 #include <stdio.h>
 #include <string.h>
 
@@ -441,6 +451,75 @@ static int persist_index(lua_State *L)
     return 1;
 }
 
+/* ---- the ring entries' encoding ----------------------------------------------------- */
+
+static uint64_t check_call(lua_State *L, const char *fname)
+{
+    lua_Integer call = luaL_checkinteger(L, 1);
+    if (call < 0 || call >= (lua_Integer)UINT32_MAX)
+        luaL_error(L, "%s: call must be 0..%I, got %I", fname, (lua_Integer)UINT32_MAX - 1, call);
+    return (uint64_t)call;
+}
+
+static int kernel_persistent_entry(lua_State *L)
+{
+    uint64_t call = check_call(L, "persistent_entry");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    gcsh_opts_check(L, 2, "persistent_entry", "dtype n offset op");
+    gcsh_persist_job j = {0};
+    lua_getfield(L, 2, "offset");
+    j.offset = (uint64_t)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "n");
+    lua_Integer n = luaL_checkinteger(L, -1);
+    if (n < 1 || n > (lua_Integer)UINT32_MAX)
+        luaL_error(L, "persistent_entry: n must be 1..%I, got %I", (lua_Integer)UINT32_MAX, n);
+    j.n = (uint64_t)n;
+    lua_getfield(L, 2, "dtype");
+    j.dt = gcsh_dtype_from_name(luaL_optstring(L, -1, "f32"));
+    if (j.dt < 0)
+        luaL_error(L, "persistent_entry: dtype must be one of %s", gcsh_dtype_names());
+    lua_getfield(L, 2, "op");
+    j.op = gcsh_redop_from_name(luaL_optstring(L, -1, "sum"));
+    if (j.op < 0)
+        luaL_error(L, "persistent_entry: op must be one of %s", gcsh_redop_names());
+    lua_settop(L, 2);
+    lua_createtable(L, 4, 0);
+    for (int i = 0; i < 4; i++) {
+        lua_pushinteger(L, (lua_Integer)gcsh_persist_pair(&j, call, i));
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int kernel_persistent_job(lua_State *L)
+{
+    uint64_t call = check_call(L, "persistent_job");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    uint32_t w[8];
+    for (int i = 0; i < 4; i++) {
+        lua_geti(L, 2, i + 1);
+        uint64_t pair = (uint64_t)luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+        w[2 * i] = (uint32_t)pair;
+        w[2 * i + 1] = (uint32_t)(pair >> 32);
+    }
+    gcsh_persist_job j;
+    if (!gcsh_persist_unpack(w, call, &j)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)j.offset);
+    lua_setfield(L, -2, "offset");
+    lua_pushinteger(L, (lua_Integer)j.n);
+    lua_setfield(L, -2, "n");
+    lua_pushstring(L, gcsh_dtype_name((gcsh_dtype)j.dt));
+    lua_setfield(L, -2, "dtype");
+    lua_pushstring(L, gcsh_redop_name((gcsh_redop)j.op));
+    lua_setfield(L, -2, "op");
+    return 1;
+}
+
 static const luaL_Reg meth[] = {
     {"allreduce", persist_allreduce},
     {"wait", persist_wait},
@@ -464,6 +543,12 @@ int luaopen_gcsh_persistent(lua_State *L)
     if (lua_getfield(L, -1, "kernel") == LUA_TTABLE) {
         lua_pushcfunction(L, kernel_persistent);
         lua_setfield(L, -2, "persistent");
+        lua_pushcfunction(L, kernel_persistent_entry);
+        lua_setfield(L, -2, "persistent_entry");
+        lua_pushcfunction(L, kernel_persistent_job);
+        lua_setfield(L, -2, "persistent_job");
+        lua_pushinteger(L, GCSH_PERSIST_DEPTH);
+        lua_setfield(L, -2, "persistent_depth");
     }
     lua_pop(L, 2);
     return 0;

@@ -147,3 +147,29 @@ do -- no JSON module: a clear error before anything runs
 end
 H.raises(function() bench.allreduce { algos = { "tree" } } end, "unknown algo 'tree'", "bad algo")
 H.raises(function() bench.allreduce { algos = { "comm" } } end, "unknown algo 'comm'", "comm is nccl_sym by another name")
+
+-- bench.time: any function, timed on every rank; each rank's own mean, the
+-- average and the slowest's; calls made alike on every rank (fn may be
+-- collective: a rank deciding alone would hang the others)
+do
+  local n = 0
+  local slow = c.rank == c.size - 1 and 0.002 or 0
+  local t = bench.time(function() n = n + 1; c:barrier(); if slow > 0 then gcsh.sleep(slow) end end,
+                       { iters = 3, warmup = 2, min_time = 0 })
+  H.eq(t.calls, 3, "iters calls timed when they fill min_time")
+  H.eq(n, 5, "warmup, then the timed calls")
+  H.truthy(t.mine > 0 and t.avg > 0 and t.max >= t.avg - 1e-9, "mine, avg and max: " .. t.mine .. " " .. t.avg .. " " .. t.max)
+  if c.rank == c.size - 1 then H.truthy(t.mine >= 2000, "the slow rank's own mean is its own: " .. t.mine) end
+  local every = tensor.from({ t.calls, t.avg, t.max }, "f64")
+  local most = tensor.from({ t.calls, t.avg, t.max }, "f64")
+  c:allreduce(every, "min")
+  c:allreduce(most, "max")
+  H.values(every, most:totable(), 0, "calls, avg and max alike on every rank")
+  local m = 0
+  local filled = bench.time(function() m = m + 1 end, { iters = 1, warmup = 0, min_time = 0.001 })
+  H.truthy(filled.calls > 1 and m == 1 + filled.calls, "more calls to fill min_time: " .. filled.calls)
+end
+H.raises(function() bench.time(function() end, { iter = 3 }) end,
+         "bench.time: unknown option 'iter' (valid: comm iters min_time warmup)", "bench.time's options")
+H.raises(function() bench.time(42) end, "bench.time: fn must be a function, got number", "bench.time's fn")
+H.raises(function() bench.time(function() end, { iters = 0 }) end, "bench.time: iters must be an integer >= 1", "iters")

@@ -55,6 +55,7 @@ local cases = {
   { function() step.allreduce(w, { delay = { rank = 0, ms = 1, steps = 1 } }) end,
     "step.allreduce: delay: unknown option 'steps' (valid: rank ms step)" },
   { function() step.allreduce(w):run { quit = true } end, "run: unknown option 'quit' (valid: quiet)" },
+  { function() step.allreduce(w):next(1, { quit = true }) end, "next: unknown option 'quit' (valid: quiet)" },
   { function() step.window(c, 4, "f32", { kinds = "host" }) end, "unknown option 'kinds' (valid: kind)" },
   { function() bench.collective { sizes = 4 } end, "bench.collective: unknown option 'sizes'" },
   { function() bench.allreduce { algo = "ring" } end, "bench.allreduce: unknown option 'algo'" },

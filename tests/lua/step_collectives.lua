@@ -110,6 +110,16 @@ local function one_case(coll, algo, w, region, op)
     st:next(2)
     H.eq(st.step, 3, what .. ": step after next(2)")
   end
+  if st.steps >= 4 then -- quiet: nothing printed, st.text holds the step all the same
+    local said, real_print = {}, print
+    print = function(s) said[#said + 1] = s end -- luacheck: ignore
+    local ok, err = pcall(st.next, st, 1, { quiet = true })
+    print = real_print -- luacheck: ignore
+    H.truthy(ok, what .. ": next(1, {quiet=true}): " .. tostring(err))
+    H.eq(#said, 0, what .. ": next(1, {quiet=true}) prints nothing")
+    H.eq(st.step, 4, what .. ": step after a quiet next")
+    H.truthy(st.text:find("step 4 of " .. st.steps, 1, true), what .. ": st.text has the quiet step")
+  end
   H.eq(st:run({ quiet = true }), true, what .. ": run after reset")
   check_result(what .. " (second run)", coll, want and view:view(first, #want), want)
   st:free()

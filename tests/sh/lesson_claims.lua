@@ -59,11 +59,21 @@ end
 
 -- ---- the session ---------------------------------------------------------------------
 
-local LESSONS = {}
+-- LESSONS="19 20" in the environment walks those only (a quicker run
+-- while a lesson is written).
+local ONLY = {}
+for num in (os.getenv("LESSONS") or ""):gmatch("%d+") do ONLY[tonumber(num)] = true end
+local LESSONS, EVERY = {}, {}
 for name in io.popen("ls lua/tutorial"):lines() do
   local num = tonumber(name:match("^(%d%d)%-.*%.lua$"))
-  if num then LESSONS[#LESSONS + 1] = { num = num, file = "lua/tutorial/" .. name } end
+  if num then EVERY[#EVERY + 1] = num end
+  if num and (next(ONLY) == nil or ONLY[num]) then
+    LESSONS[#LESSONS + 1] = { num = num, file = "lua/tutorial/" .. name }
+  end
 end
+-- the lesson after each one (nil after the last), of every lesson
+local NEXT = {}
+for i, num in ipairs(EVERY) do NEXT[num] = EVERY[i + 1] end
 
 -- A lesson's parts: {title=, exercise=} in order (from its "---" lines).
 local function parts_of(file)
@@ -96,6 +106,9 @@ local WRONG = {
   [16] = { "check_must_wait(function() return false end)", "must_wait(64, 0) is false (a boolean), want true (a boolean)" },
   [17] = { "check_halves(function(t) end)", "not yet: a reduce-scatter, then an all-gather, is an all-reduce:" },
   [18] = { "check_fit(function() return 0, 0 end)", "not yet: my_fit's latency is 0 (a number), want 5 (a number)" },
+  [19] = { "check_wire(function(p, n, k) return k * n end)",
+           'not yet: wire_bytes("simple", 8, 2) is 16 (a number), want 32 (a number)' },
+  [20] = { "check_steps(function(a, n) return n end)", 'not yet: steps("tree", 3) is 3 (a number), want 4 (a number)' },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end
@@ -413,8 +426,17 @@ CLAIMS[13] = function(part)
   return {
     { "13.1: every doubling is shown: ceil(log2 N) steps", steps == want, p1 },
     { "13.1: each step doubles the ranks that hold the data", doubling, p1 },
-    { "13.2: the chain takes N-1 steps",
-      shows(part(2), ALL, string.format("steps at size %d: tree %d, chain %d", N, want, N - 1)), part(2) },
+    { "13.2: the chain takes N-1 steps, N-1 + 1 in 2 pieces",
+      shows(part(2), ALL, string.format("steps at size %d: tree %d, chain %d, in 2 pieces %d", N, want, N - 1, N)),
+      part(2) },
+    { "13.2: every step of the pipeline shown, two pieces in flight in the middle", (function()
+        local p2, seen, both = flat(part(2)), 0, N < 3
+        for s, moving in p2:gmatch(": step (%d+) of " .. N .. " %((%d) in flight%)") do
+          seen = seen + 1
+          if tonumber(s) > 1 and tonumber(s) < N and tonumber(moving) == 2 then both = true end
+        end
+        return seen == N and both
+      end)(), part(2) },
     { "13.4: the solution is right", has(part(4), "right: ceil(log2 n)"), part(4) },
   }
 end
@@ -446,6 +468,29 @@ CLAIMS[15] = function(part)
       has(p2, "1024 B: RING LL ") and has(p2, "1048576 B: RING LL128") and has(p2, "67108864 B: RING SIMPLE"), p2 },
     { "15.4: the solution is right", has(part(4), "right: from 197190 B, ring SIMPLE is no dearer than LL"), part(4) },
     { "15.5: the live part says it needs the cuda backend", has(part(5), "host backend: NCCL chooses only on the cuda backend"), part(5) },
+  }
+end
+
+CLAIMS[16] = function(part)
+  local p8 = part(8)
+  local order, at = true, 1
+  for _, what in ipairs({ "rung", "look", "run", "done" }) do
+    local s, e = p8:find("(call 0: " .. what .. ")", at, true)
+    order = order and s ~= nil
+    at = e or at
+  end
+  local rung, ran = true, true
+  local after_rung = p8:match("%(call 0: rung%)(.-)%(call 0: look%)") or ""
+  local after_run = p8:match("%(call 0: run%)(.-)%(call 0: done%)") or ""
+  for r = 0, N - 1 do
+    rung = rung and after_rung:find("\n%[0%]   r" .. r .. " +1%* +0 +1 1 1 1%* +waits +" .. r .. "\n") ~= nil
+    ran = ran and after_run:find("\n%[0%]   r" .. r .. " +1 +0 +1 1 1 1 +ran call 0 +all%*\n") ~= nil
+  end
+  return {
+    { "16.8: the first call's four steps, in order", order, p8 },
+    { "16.8: rung: every rank's entry tagged 1, rung 1, its own data", rung, after_rung },
+    { "16.8: run: every rank's region holds every rank's data", ran, after_run },
+    { "16.8: both calls right", shows(p8, ALL, "checkpoint: two calls rung, looked at, run and done"), p8 },
   }
 end
 
@@ -500,6 +545,114 @@ CLAIMS[18] = function(part)
       said == (#faster > 0 and table.concat(faster, ", ") .. " B" or "no size"), p3 },
     { "18.3: the model says where, in one of its forms", forms and true or false, p3 },
     { "18.5: the solution is right", shows(part(5), ALL, "right: 5 us + n x 0.01 us/B"), part(5) },
+  }
+end
+
+-- "0-2,4" -> {0, 1, 2, 4}
+local function rank_list(text)
+  local list = {}
+  for a, b in text:gmatch("(%d+)%-?(%d*)") do
+    for r = tonumber(a), tonumber(b ~= "" and b or a) do list[#list + 1] = r end
+  end
+  return list
+end
+
+CLAIMS[19] = function(part)
+  local p1, p2, p3, p4 = part(1), part(2), part(3), part(4)
+  local stores = true
+  for _, n in ipairs({ 8, 4096, 65536 }) do
+    local simple, ll = N * (n + 8), N * 16 * ((n + 7) // 8)
+    stores = stores and shows(p2, ALL, string.format("%6d B: Simple stores %8d B, LL %8d B (%.2fx)",
+                                                     n, simple, ll, ll / simple))
+  end
+  local rows, won_ok, table_rows = 0, true, {}
+  local said = p3:match("%] averages: ll won at ([^\n]*)") or ""
+  local named = {}
+  for size in said:gmatch("%d+") do named[size] = true end
+  for line in p3:gmatch("[^\n]+") do
+    local size, simple, ll = line:match("^%[0%] +(%d+) +([%d.]+) +([%d.]+)$")
+    if size then
+      rows = rows + 1
+      table_rows[#table_rows + 1] = { tonumber(size), tonumber(simple), tonumber(ll) }
+      -- printed with 2 decimals: a named size's ll is no higher, another's no lower
+      if named[size] then won_ok = won_ok and tonumber(ll) <= tonumber(simple)
+      else won_ok = won_ok and tonumber(ll) >= tonumber(simple) end
+    end
+  end
+  -- every rank says where ll won by its own times: one line per group, every rank once
+  local seen, once = {}, true
+  for ranks in p3:gmatch("\n%[([%d,%-]+)%] my times: ll won at [^\n]+") do
+    for _, r in ipairs(rank_list(ranks)) do once = once and not seen[r]; seen[r] = true end
+  end
+  for r = 0, N - 1 do once = once and seen[r] == true end
+  local a, sa, b, sb = p4:match("LL/Simple: ([%d.]+)x at (%d+) B, ([%d.]+)x at (%d+) B")
+  local first, last = table_rows[1] or {}, table_rows[#table_rows] or {}
+  local function near(ratio, row)
+    local want = row[3] and row[3] / row[2]
+    return ratio and want and math.abs(tonumber(ratio) - want) <= 0.01 + 0.02 * want
+  end
+  return {
+    { "19.1: Simple's one-shot and LL's leave the sum",
+      shows(p1, ALL, "checkpoint: Simple's one-shot leaves the sum on every rank")
+      and shows(p1, ALL, "checkpoint: LL's one-shot leaves the same sum"), p1 },
+    { "19.2: the bytes each stores at N ranks", stores, p2 },
+    { "19.3: six sizes timed both ways", rows == 6, p3 },
+    { "19.3: the sizes named are those where ll's average was lower", said ~= "" and won_ok, p3 },
+    { "19.3: every rank's own verdict, every rank once", once, p3 },
+    { "19.3: where the times come from", has(p3, "measured on this machine's CPUs"), p3 },
+    { "19.4: the ratios are the table's", near(a, first) and near(b, last)
+      and tonumber(sa) == first[1] and tonumber(sb) == last[1], p4 .. "\n" .. p3 },
+    { "19.6: the solution is right",
+      shows(part(6), ALL, "right: Simple sends the data and a flag, LL twice the data"), part(6) },
+  }
+end
+
+CLAIMS[20] = function(part)
+  local p1, p2, p3, p4, p5 = part(1), part(2), part(3), part(4), part(5)
+  local T = 2 * (N - 1)
+  local grids = 0
+  for _ in p1:gmatch("on " .. N .. " ranks: step 1 of " .. T .. " %(reduce%-scatter%)") do grids = grids + 1 end
+  local ticks = 0
+  for _ in p2:gmatch("%] tick %d+: slice 0 at step %d+, slice 1 at step %d+ of " .. T .. "\n") do
+    ticks = ticks + 1
+  end
+  -- each rank's place in the two trees: a parent lists the rank among its children
+  local parent, children, lines = { {}, {} }, { {}, {} }, 0
+  for r, a, b in p3:gmatch("%] r(%d+)  tree A: ([^\n]-) +tree B: ([^\n]+)") do
+    lines = lines + 1
+    for t, text in ipairs({ a, b }) do
+      parent[t][tonumber(r)] = tonumber(text:match("parent (%d+)") or -1)
+      children[t][tonumber(r)] = text:match("children ([%d,]+)") or ""
+    end
+  end
+  local consistent, roots = lines == N, { 0, 0 }
+  for t = 1, 2 do
+    for r = 0, N - 1 do
+      local p = parent[t][r]
+      if p == -1 then roots[t] = roots[t] + 1
+      elseif p then consistent = consistent and ("," .. (children[t][p] or "") .. ","):find("," .. r .. ",", 1, true) ~= nil end
+    end
+  end
+  local D = ceil_log2(N)
+  local steps = 0
+  for _ in p4:gmatch("step %d+ of " .. 2 * D .. " %(") do steps = steps + 1 end
+  local last = p4:match(".*(step " .. 2 * D .. " of .*)$") or ""
+  local all = 0
+  for _ in last:gmatch("\n%[0%]   r%d+ +all +all") do all = all + 1 end
+  return {
+    { "20.1: the first step of each channel's ring", grids == 2, p1 },
+    { "20.1: both rings right", shows(p1, ALL, "checkpoint: both channels' rings equal c:allreduce's"), p1 },
+    { "20.2: T + 1 ticks", ticks == T + 1
+      and shows(p2, ALL, string.format("2 slices: %d ticks of half a chunk: %.1f chunk-times, not %d",
+                                       T + 1, (T + 1) / 2, T)), p2 },
+    { "20.3: every rank's place in both trees, parents and children agreeing",
+      consistent and roots[1] == 1 and roots[2] == 1, p3 },
+    { "20.4: 2 ceil(log2 N) steps, the last with every rank's data everywhere",
+      steps == 2 * D and all == N and shows(p4, ALL, "checkpoint: after 2D steps, both halves hold every rank's data"), p4 },
+    { "20.5: the steps at this N", shows(p5, ALL, string.format("N = %4d: ring %4d steps, double tree %2d",
+                                                              N, T, 2 * D)), p5 },
+    { "20.7: the solution is right",
+      shows(part(7), ALL, "right: 2(n-1) around the ring, 2 log2 n up and down"), part(7) },
   }
 end
 
@@ -575,9 +728,9 @@ local function common_claims(text, l)
 end
 
 local text = run_session()
-for i, l in ipairs(LESSONS) do
-  local after = LESSONS[i + 1]
-  l.nums_after = after and string.format("(end of lesson %d; .lesson %d opens the next one)", l.num, after.num)
+for _, l in ipairs(LESSONS) do
+  local after = NEXT[l.num]
+  l.nums_after = after and string.format("(end of lesson %d; .lesson %d opens the next one)", l.num, after)
                  or string.format("(end of lesson %d, the last lesson)", l.num)
   common_claims(text, l)
 end

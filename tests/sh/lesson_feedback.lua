@@ -111,6 +111,21 @@ local SLIPS = {
   [15] = { { "check_crossover(function() return rank end)", verdicts("", "", function(r)
              return string.format("crossover(RING.LL, RING.SIMPLE) is %d (a number), want 197190 (a number)", r)
            end) } },
+  -- the data's bytes without the flags, on every rank but 0
+  [19] = { { "check_wire(function(p, n, k) if rank == 0 then return p == 'simple' and k * (n + 8) "
+             .. "or k * 16 * ((n + 7) // 8) end return k * n end)",
+             verdicts("", 'wire_bytes("simple", 1, 8) is right here', function(r)
+               if r == 0 then return nil end
+               return 'wire_bytes("simple", 8, 2) is 16 (a number), want 32 (a number)'
+             end) } },
+  -- log2 n rounded down, on every rank but 0
+  [20] = { { "check_steps(function(a, n) if a == 'ring' then return 2 * (n - 1) end local l = 0 "
+             .. "while (2 << l) <= n do l = l + 1 end if rank == 0 and (1 << l) < n then l = l + 1 end "
+             .. "return 2 * l end)",
+             verdicts("", 'steps("tree", 1) is right here', function(r)
+               if r == 0 then return nil end
+               return 'steps("tree", 3) is 2 (a number), want 4 (a number)'
+             end) } },
 }
 
 -- A right answer, made of nothing the lesson defined, and a wrong one.
@@ -150,6 +165,10 @@ local ANSWERS = {
            .. "local mn, mt = sn / #p, st / #p local cv, vr = 0, 0 for _, q in ipairs(p) do "
            .. "cv = cv + (q[1] - mn) * (q[2] - mt) vr = vr + (q[1] - mn) ^ 2 end return mt - cv / vr * mn, cv / vr end)",
            "check_fit(function() return 5, 16 end)" },
+  [19] = { "check_wire(function(p, n, k) if p == 'simple' then return k * (n + 8) end "
+           .. "return k * 16 * ((n + 7) // 8) end)", "check_wire(function() return 16 end)" },
+  [20] = { "check_steps(function(a, n) local l = 0 while (1 << l) < n do l = l + 1 end "
+           .. "return a == 'ring' and 2 * (n - 1) or 2 * l end)", "check_steps(function() return 16 end)" },
 }
 
 local HOSTILE = "_h = setmetatable({}, {__call = function() return 16 end, __index = function(t) return t end}); "
@@ -171,8 +190,13 @@ end
 
 local function marker(text) return string.format('print("=== %s")', text) end
 
+-- LESSONS="19 20" in the environment: those only (a quicker run)
+local ONLY = {}
+for num in (os.getenv("LESSONS") or ""):gmatch("%d+") do ONLY[tonumber(num)] = true end
 local LESSONS = {}
-for num in pairs(ANSWERS) do LESSONS[#LESSONS + 1] = num end
+for num in pairs(ANSWERS) do
+  if next(ONLY) == nil or ONLY[num] then LESSONS[#LESSONS + 1] = num end
+end
 table.sort(LESSONS)
 
 local lines = { "_base = {} for k in pairs(_G) do _base[k] = true end" }

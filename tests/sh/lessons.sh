@@ -47,6 +47,10 @@ else
 fi
 
 # ---- .lessons, .lesson by name, the end, and the errors
+# the last lesson, and its parts (the "---" lines)
+last_file=${lessons[-1]}
+last_num=$((10#$(basename "$last_file" | cut -c1-2)))
+last_parts=$(grep -c '^---' "$last_file")
 gcsh_pipe 2 ".next
 .again
 .prev
@@ -59,13 +63,8 @@ gcsh_pipe 2 ".next
 .part x
 .lesson 99
 .lesson shot
-.lesson 18
-.next
-.next
-.next
-.next
-.next
-.next"
+.lesson $last_num
+$(for ((i = 0; i <= last_parts; i++)); do echo .next; done)"
 expect_contains ".next with no lesson open" "$OUT" "no lesson is open: .lessons lists them, .lesson N opens one"
 expect_contains ".again with no lesson open" "$OUT" "gcsh: .again: no lesson is open (.lesson N opens one)"
 expect_contains ".prev with no lesson open" "$OUT" "gcsh: .prev: no lesson is open (.lesson N opens one)"
@@ -87,8 +86,10 @@ expect_contains ".lesson NAME matching several lists them" "$OUT" "gcsh: .lesson
 (.lesson 6 opens the first)"
 expect_contains ".lessons lists the halves" "$OUT" "  17  Reduce-scatter and all-gather: the ring's two halves"
 expect_contains ".lessons lists the cost model" "$OUT" "  18  A cost model fitted to this machine"
-expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 18, the last lesson)"
-expect_contains "past the last lesson" "$OUT" "lesson 18 is done, the last lesson (.lessons lists them)"
+expect_contains ".lessons lists Simple against LL" "$OUT" "  19  Simple or LL on one algorithm: put + signal, or a flag per 8 bytes"
+expect_contains ".lessons lists channels and trees" "$OUT" "  20  Rings with channels and slices, and NCCL's double binary tree"
+expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson $last_num, the last lesson)"
+expect_contains "past the last lesson" "$OUT" "lesson $last_num is done, the last lesson (.lessons lists them)"
 expect_eq "the session succeeded" "$RC" 0
 
 # .part 0: the introduction again, after freeing what the lesson made
@@ -113,7 +114,7 @@ expect_contains "the stepper says it is freed" "$OUT" "[0-1] stepper(ring allred
 expect_not_contains "no error from it" "$OUT" "freed window"
 
 # ---- a lesson that needs more ranks says so, and runs what it can
-for num in 5 8 17 13; do
+for num in 5 8 17 19 20 13; do
     f=$(ls lua/tutorial/$(printf %02d $num)-*.lua)
     input=".lesson $num"
     for ((i = 0; i < $(grep -c '^---' "$f"); i++)); do input+=$'\n.next'; done
