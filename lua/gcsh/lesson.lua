@@ -409,8 +409,9 @@ end
 
 function M.needs(n)
   if size >= n then return true end
-  print(string.format("note: this lesson needs %d ranks or more to show what it teaches; with %d "
-                      .. "it runs what it can (start gcsh -n 4)", n, size))
+  -- two lines: with its rank tag, one would pass 80 columns
+  print(string.format("note: this lesson needs %d ranks or more to show what it teaches;\n"
+                      .. "  with %d it runs what it can (start gcsh -n 4)", n, size))
   return false
 end
 

@@ -1,50 +1,15 @@
 #!/usr/bin/env bash
-# The lessons (lua/tutorial/NN-name.lua): every one runs to the end as a
-# plain script at 2 and 4 ranks; through the shell at 2, 3 and 4 ranks every
-# claim its text makes about its output holds, a wrong answer gets one
-# folded line, .part/.prev/.again work and a reopened lesson leaves nothing
-# unfreed (tests/sh/lesson_claims.lua); .lessons lists them; .lesson by
+# The lessons (lua/tutorial/NN-name.lua): .lessons lists them; .lesson by
 # name, ambiguous names, the commands' errors; a lesson that needs more
 # ranks says so at 1; the kinds of exercise feedback; errors in a lesson
-# name the lesson file's own lines.
+# name the lesson file's own lines.  Each lesson as a script:
+# lesson_scripts.sh; each lesson's claims: lesson_claims.sh.
 # tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 
 lessons=(lua/tutorial/[0-9][0-9]-*.lua)
 [ ${#lessons[@]} -ge 15 ] && pass || fail "at least fifteen lessons (found ${#lessons[@]})"
-
-# ---- every lesson as a plain script
-for f in "${lessons[@]}"; do
-    name=$(basename "$f" .lua)
-    for n in 2 4; do
-        out=$(timeout 180 "$GCSH" -n $n "$f" 2>&1 </dev/null); rc=$?
-        if [ $rc = 0 ] && grep -q "checkpoint: \|right: " <<<"$out" && ! grep -q "checkpoint FAILED\|not yet" <<<"$out"; then
-            pass
-        else
-            fail "$name as a script at $n ranks (exit $rc)"; printf '%s\n' "$out" | tail -n 15 | sed 's/^/  | /'
-        fi
-        # every line it prints fits 80 columns, the ranks' tags included
-        wide=$(awk 'length($0) > 80' <<<"$out")
-        [ -z "$wide" ] && pass || { fail "$name as a script at $n ranks: lines over 80 columns"; printf '  | %s\n' "$wide"; }
-    done
-done
-
-# ---- every lesson through the shell, its claims checked
-LUA=$(command -v lua5.4 || command -v lua)
-if [ -z "$LUA" ]; then
-    skip "no lua5.4 to check the lessons' claims with"
-else
-    for n in 2 3 4; do
-        while IFS= read -r line; do
-            case "$line" in
-            "pass "*) pass ;;
-            "fail "*) fail "${line#fail }" ;;
-            *) printf '%s\n' "$line" ;;
-            esac
-        done < <("$LUA" tests/sh/lesson_claims.lua "$GCSH" "$n")
-    done
-fi
 
 # ---- .lessons, .lesson by name, the end, and the errors
 # the last lesson, and its parts (the "---" lines)
@@ -120,7 +85,8 @@ for num in 5 8 17 19 20 13; do
     for ((i = 0; i < $(grep -c '^---' "$f"); i++)); do input+=$'\n.next'; done
     gcsh_pipe 1 "$input"
     expect_contains "lesson $num at 1 rank says it needs 2" "$OUT" \
-        "note: this lesson needs 2 ranks or more to show what it teaches; with 1 it runs what it can (start gcsh -n 4)"
+        "note: this lesson needs 2 ranks or more to show what it teaches;
+  with 1 it runs what it can (start gcsh -n 4)"
     if grep -q "checkpoint FAILED\|stopped at that error\|traceback" <<<"$OUT"; then
         fail "lesson $num at 1 rank runs what it can"; printf '%s\n' "$OUT" | grep -B5 "FAILED\|stopped\|traceback" | head -20 | sed 's/^/  | /'
     else pass; fi
