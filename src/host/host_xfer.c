@@ -67,7 +67,8 @@ static int post_net(gcsh_ctx *ctx, const gcsh_xfer_plan *p)
                                              s->bytes, 0, NULL) != 0)
             return -1;
     }
-    if (!p->signal)
+    /* signal_net, not signal: slot 0's byte offset is 0, a NULL pointer */
+    if (!p->signal_net)
         return 0;
     return gcsh_host_window_net(ctx, p->signal_net, p->signal_net_desc, p->peer, GCSH_NET_ADD,
                                 (size_t)(uintptr_t)p->signal, NULL, 0, p->signal_value, NULL);
