@@ -185,6 +185,8 @@ local API = {
       { "kernel.allgather(w [, {offset=, n=, out=}])", "chunk r of rank r to every slice" },
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
+      { "kernel.alltoallv(w, counts [, {offset=, out=}])", "counts[j+1] elements to rank j "
+        .. "(or every rank's: counts[i+1][j+1]); returns out, what each rank sent me" },
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
       { "kernel.persistent(w [, {algo=, max_bytes=, sms=}])", "a resident all-reduce: help(\"persistent\")" },
       { "kernel.algos", "allreduce's algos (nccl_dev: kind nccl)" },

@@ -65,6 +65,15 @@ local S = {
                .. "doubles; s:wait waits on a signal word instead" } },
     see = { "t:wait", "s:wait" },
   },
+  all_to_all_vdev = {
+    from = "PyTorch symm_mem all_to_all_vdev; MPI_Alltoallv",
+    gcsh = { { "kernel.alltoallv(w, counts [, {offset=, out=}])", "counts are a table "
+               .. "(counts[j+1] to rank j, or every rank's), not a tensor; receive counts "
+               .. "are exchanged and checked first, then each rank reads its blocks from "
+               .. "the senders' slices into out (a new tensor by default); returns out "
+               .. "and the receive counts; equal counts give c:alltoall's result" } },
+    see = { "kernel.alltoallv", "c:alltoall" },
+  },
   nvshmem_malloc = {
     from = "NVSHMEM nvshmem_malloc; NCCL ncclMemAlloc + ncclCommWindowRegister; "
            .. "PyTorch symm_mem.empty + rendezvous",

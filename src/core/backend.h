@@ -490,6 +490,25 @@ typedef struct gcsh_kdev_args {
     void *out;           /* local memory at d->loc, or NULL */
 } gcsh_kdev_args;
 
+/* kernel.alltoallv (bind/kalltoallv.c): every member reads the block each
+ * member sends it from that member's slice into out, between two barriers
+ * on the sync words.  By team index p: count[p] elements from p's slice at
+ * element offset + src_first[p], to out at out_first[p].  largest: the
+ * largest block any member sends any member, equal on every member (what
+ * the GPU sizes its launches by, so that every member's barriers pair). */
+typedef struct gcsh_kv_args {
+    size_t offset;       /* elements: where every slice's send blocks start */
+    gcsh_dtype dt;
+    void *out;           /* local memory at d->loc */
+    size_t count[GCSH_KERN_MAX_TEAM];
+    size_t src_first[GCSH_KERN_MAX_TEAM];
+    size_t out_first[GCSH_KERN_MAX_TEAM];
+    size_t total;        /* the sum of count: what this member receives */
+    size_t largest;
+    size_t sync_off;     /* bytes: where the sync area starts in every slice */
+    uint64_t *epoch;     /* as gcsh_kcoll_args's */
+} gcsh_kv_args;
+
 /* What w:multicast() found: NVLS (a multicast address over the slices) or
  * the emulation through peer loads and stores, and why. */
 struct gcsh_mcast {
@@ -515,6 +534,11 @@ struct gcsh_mcast {
       (ctx, w, d, a),                                                                              \
       TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
        (KEPT(a), ELEMS(a->plan.n, a->dt), REDOP(a->op), PLAN(a->plan), OBJ(d->trace_id)))          \
+    /* kernel.alltoallv (gcsh_kv_args above), collective like the others. */                       \
+    X(kern, alltoallv, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
+       const gcsh_kv_args *a),                                                                     \
+      (ctx, w, d, a),                                                                              \
+      TRACED, "kernel", GPU, RECORD, ORDERED, (KEPT(a), ELEMS(a->total, a->dt), OBJ(d->trace_id))) \
     /* The "ll" all-reduce, collective like the others: no barrier, the                            \
      * flags travel with the data (core/kll.h). */                                                 \
     X(kern, ll_allreduce, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,     \

@@ -16,6 +16,7 @@ H.truthy(text("nvshmem_quiet"):find("the CPU waits", 1, true), "nvshmem_quiet: t
 H.truthy(text("nvshmem_fence"):find("w:fence()", 1, true), "nvshmem_fence")
 H.truthy(text("nvshmem_fence"):find("to every peer", 1, true),
          "nvshmem_fence: the difference")
+H.truthy(text("all_to_all_vdev"):find("kernel.alltoallv(w, counts", 1, true), "all_to_all_vdev")
 H.truthy(text("nvshmem_wait_until"):find("t:wait(i, v [, cmp=\"eq\"])", 1, true), "nvshmem_wait_until")
 H.eq(text("nvshmem_ptr"):match("in gcsh:.*"), text("ncclGetLsaPointer"):match("in gcsh:.*"), "an alias")
 H.raises(function() help.text("nvshmem_nonsense") end, "help: no topic or function named 'nvshmem_nonsense'")
