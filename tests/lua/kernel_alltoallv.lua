@@ -125,6 +125,8 @@ if k > 1 then
   H.raises(function() kernel.alltoallv(w, ones, { out = out }) end,
            "alltoallv: rank 0's out has " .. (k - 1) .. " elements, it receives " .. k)
 end
+H.raises(function() gcsh.graph(function() kernel.alltoallv(w, ones) end) end,
+         "gcsh.graph: kernel.alltoallv cannot be captured (it exchanges the counts on the host now)")
 -- and the next call works
 w:tensor():fill(me)
 c:barrier()

@@ -52,9 +52,13 @@ end
 c:barrier()
 H.eq(mine[3], 20, "the last round")
 
+H.raises(function() gcsh.graph(function() mine:wait(3, 20) end) end,
+         "gcsh.graph: a wait on a window element (t:wait) cannot be captured")
+
 -- ---- arguments, checked before any wait
-H.raises(function() tensor.new(4, "i32"):wait(0, 0) end,
-         "wait: the tensor is not in a window (host memory: no other rank can write it)")
+local err = H.raises(function() tensor.new(4, "i32"):wait(0, 0) end, "wait: the tensor is not in a window (")
+H.truthy(err:find(" memory: no other rank can write it); wait on w:tensor(), w:peer(r) or a view of one", 1, true),
+         "says why and what to wait on: " .. err)
 H.raises(function() mine:wait(8, 0) end, "index 8 out of range for tensor of length 8 (valid 0..7)")
 H.raises(function() mine:view(2, 3):wait(3, 0) end, "index 3 out of range for tensor of length 3 (valid 0..2)")
 H.raises(function() mine:wait(-1, 0) end, "index -1 out of range")

@@ -77,6 +77,14 @@ c:barrier()
 H.eq(s:read(0), ROUNDS + 5, "the put's signal")
 H.eq(mine[K - 1], prv * 1000 + 7, "the put's data")
 
+-- a graph captures fence (a stream operation) and refuses quiet (a wait)
+local g = gcsh.graph(function() w:fence() end)
+H.eq(g.calls, 1, "the fence is captured")
+g:replay(2)
+g:free()
+H.raises(function() gcsh.graph(function() c:quiet() end) end,
+         "gcsh.graph: c:quiet() (the host waits for the rank's transfers) cannot be captured")
+
 -- fence and quiet check their object
 H.raises(function() w.fence(c) end, "window expected")
 H.raises(function() c.quiet(w) end, "comm expected")
