@@ -538,7 +538,8 @@ struct gcsh_mcast {
     X(kern, alltoallv, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
        const gcsh_kv_args *a),                                                                     \
       (ctx, w, d, a),                                                                              \
-      TRACED, "kernel", GPU, RECORD, ORDERED, (KEPT(a), ELEMS(a->total, a->dt), OBJ(d->trace_id))) \
+      TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
+       (KEPT(a), ELEMS(a->total, a->dt), OBJ(d->trace_id)))                                        \
     /* The "ll" all-reduce, collective like the others: no barrier, the                            \
      * flags travel with the data (core/kll.h). */                                                 \
     X(kern, ll_allreduce, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,     \
