@@ -128,17 +128,18 @@ static enum gcsh_cmp check_wait_cmp(lua_State *L, int idx)
                       luaL_tolstring(L, idx, NULL));
 }
 
-/* The window whose memory t views, and the team member whose slice it is;
- * a tensor anywhere else is refused: nobody else can write it. */
+/* The window (or signals: their words are a window's too) whose memory t
+ * views, and the team member whose slice it is; a tensor anywhere else is
+ * refused: nobody else can write it. */
 static gcsh_symobj *window_of(lua_State *L, const gcsh_tensor *t, int *member)
 {
     gcsh_storage *st = t->st;
     gcsh_symobj *o = strcmp(st->owner, "window") == 0 ? st->owner_data : NULL;
     for (int i = 0; o && i < o->nslices; i++)
-        if (o->slices[i] == st && strcmp(o->type, "window") == 0) {
+        if (o->slices[i] == st) {
             *member = i;
             if (!o->impl)
-                luaL_error(L, "attempt to use a freed window");
+                luaL_error(L, "attempt to use a freed %s", o->type);
             gcsh_check_usable(L, &o->comm->chk);
             return o;
         }
