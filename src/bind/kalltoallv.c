@@ -222,10 +222,17 @@ static int read_args(lua_State *L)
                        "the kernels");
     int k = a->o->comm->size;
     read_counts(L, 2, k, a->o->comm->rank, mine);
-    int64_t sends = 0;
-    for (int j = 0; j < k; j++)
-        sends += mine->row[j];
-    if ((size_t)sends > a->o->n - a->offset)
+    size_t room = a->o->n - a->offset, sends = 0;
+    for (int j = 0; j < k; j++) {
+        /* each count within the room first: the sum then cannot overflow */
+        if ((uint64_t)mine->row[j] > room)
+            luaL_error(L, "%s: this rank sends rank %d %I elements, more than the window has "
+                          "from offset %I: at most %I (w.n %I)",
+                       FNAME, j, (lua_Integer)mine->row[j], (lua_Integer)a->offset,
+                       (lua_Integer)room, (lua_Integer)a->o->n);
+        sends += (size_t)mine->row[j];
+    }
+    if (sends > room)
         luaL_error(L, "%s: this rank sends %I elements from offset %I, past the window's %I "
                       "elements (w.n): at most %I",
                    FNAME, (lua_Integer)sends, (lua_Integer)a->offset, (lua_Integer)a->o->n,

@@ -93,8 +93,12 @@ H.raises(function() kernel.alltoallv(w, with(1, -1)) end,
 H.raises(function() kernel.alltoallv(w, with(k, 1.5)) end,
          every .. "counts[" .. k .. "] must be an integer >= 0 (elements), got 1.5")
 H.raises(function() kernel.alltoallv(w, "x") end, every .. "counts must be a table")
-H.raises(function() kernel.alltoallv(w, with(1, 5)) end,
-         every .. "this rank sends " .. (k + 4) .. " elements from offset 0, past the window's 4 elements (w.n): at most 4")
+if k > 1 then -- every count fits, their sum does not
+  H.raises(function() kernel.alltoallv(w, with(1, 4)) end,
+           every .. "this rank sends " .. (k + 3) .. " elements from offset 0, past the window's 4 elements (w.n): at most 4")
+end
+H.raises(function() kernel.alltoallv(w, with(k, math.maxinteger)) end,
+         every .. "this rank sends rank " .. (k - 1) .. " 9223372036854775807 elements, more than the window has from offset 0: at most 4 (w.n 4)")
 H.raises(function() kernel.alltoallv(w, ones, { offset = 4 }) end, every .. "offset")
 H.raises(function() kernel.alltoallv(w, ones, { n = 2 }) end, every .. "unknown option 'n' (valid: offset out)")
 H.raises(function() kernel.alltoallv(w, ones, { out = tensor.new(k, "f32") }) end, every .. "out")
