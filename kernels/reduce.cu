@@ -382,6 +382,42 @@ cudaError_t one_shot(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const 
     return launched();
 }
 
+// kernel.alltoallv: team size fenced launches, the first with the "ready"
+// barrier before its copy, the last with the "done" barrier after; launch
+// s copies the block of member (me + s) % k (rank pairs spread over the
+// links), or nothing where that block is empty.  Every member makes the
+// same launches with the same blocks (from a->largest, equal on every
+// member), so the barriers pair up as a plan's do.
+cudaError_t alltoallv(const gcsh_kv_args *a, const gcsh_window_desc *d, const gcsh_kwait *w,
+                      const KernelSet *ks, cudaStream_t stream)
+{
+    gcsh_kcoll_args sync_of = {};
+    sync_of.sync_off = a->sync_off;
+    const Sync sync = make_sync(&sync_of, d, w);
+    unsigned blocks = paired_blocks(a->largest * ks->esize, w);
+    int k = d->team_size;
+    for (int s = 0; s < k; s++) {
+        int p = (d->team_rank + s) % k;
+        Job j = {};
+        if (a->count[p]) {
+            j.k = j.m = 1;
+            j.src[0] = (char *)d->peer[p] + (a->offset + a->src_first[p]) * ks->esize;
+            j.dst[0] = (char *)a->out + a->out_first[p] * ks->esize;
+            if (!job_ok(j))
+                return cudaErrorInvalidValue;
+            split_job(j, a->count[p], ks->esize);
+        }
+        j.active = a->count[p] != 0;
+        int pre = s == 0, post = s == k - 1;
+        ks->fenced<<<blocks, kThreads, 0, stream>>>(j, sync, pre, post);
+        *a->epoch += pre + post;
+        cudaError_t e = launched();
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
 } // namespace gcsh_k
 
 using namespace gcsh_k;
@@ -468,4 +504,15 @@ extern "C" cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_wi
     if (p.coll == GCSH_KC_ALLREDUCE && p.algo == GCSH_KA_ONESHOT)
         return one_shot(a, d, w, ks, stream);
     return run_plan(a, d, w, ks, stream);
+}
+
+extern "C" cudaError_t gcsh_k_alltoallv(const gcsh_kv_args *a, const gcsh_window_desc *d,
+                                        const gcsh_kwait *w, cudaStream_t stream)
+{
+    const KernelSet *ks = kernels_for(a->dt);
+    if (!ks || !a->out || d->team_size < 1 || d->team_size > GCSH_KERN_MAX_TEAM ||
+        d->team_rank < 0 || d->team_rank >= d->team_size || !w->ctl)
+        return cudaErrorInvalidValue;
+    (void)cudaGetLastError();
+    return alltoallv(a, d, w, ks, stream);
 }

@@ -59,6 +59,12 @@ cudaError_t gcsh_k_empty(cudaStream_t stream);
 cudaError_t gcsh_k_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
                               const gcsh_kwait *wait, cudaStream_t stream);
 
+/* kernel.alltoallv (backend.h's gcsh_kv_args): a fenced launch per team
+ * member, the window's barriers before the first copy and after the last;
+ * advances *a->epoch by 2. */
+cudaError_t gcsh_k_alltoallv(const gcsh_kv_args *a, const gcsh_window_desc *d,
+                             const gcsh_kwait *wait, cudaStream_t stream);
+
 /* The "ll" all-reduce (kernels/ll.cu, core/kll.h): one launch, no barrier;
  * its waits end as the collectives' do (wait). */
 cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,

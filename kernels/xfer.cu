@@ -107,6 +107,11 @@ __global__ void xfer_kernel(const gcsh_kseg *segs, size_t nseg, size_t chunks, u
     sys_atomic(*signal).fetch_add(value, cuda::memory_order_release);
 }
 
+__global__ void fence_kernel()
+{
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+}
+
 } // namespace
 
 extern "C" size_t gcsh_k_xfer_layout(gcsh_kseg *seg, size_t nseg)
@@ -135,5 +140,12 @@ extern "C" cudaError_t gcsh_k_xfer(const gcsh_kseg *segs, size_t nseg, size_t ch
     (void)cudaGetLastError(); // report this launch only (see window.cu)
     xfer_kernel<<<blocks, kThreads, 0, stream>>>(segs, nseg, chunks, arrived,
                                                  (unsigned long long *)signal, value);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t gcsh_k_fence(cudaStream_t stream)
+{
+    (void)cudaGetLastError(); // report this launch only (see window.cu)
+    fence_kernel<<<1, 1, 0, stream>>>();
     return cudaGetLastError();
 }

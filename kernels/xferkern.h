@@ -42,6 +42,13 @@ size_t gcsh_k_xfer_layout(gcsh_kseg *seg, size_t nseg);
 cudaError_t gcsh_k_xfer(const gcsh_kseg *segs, size_t nseg, size_t chunks, unsigned max_blocks,
                         unsigned *arrived, uint64_t *signal, uint64_t value, cudaStream_t stream);
 
+/* w:fence() on the rank's stream: one thread, a sequentially consistent
+ * fence at system scope.  Stream order starts it once every copy and
+ * kernel before it finished; the fence makes their writes (to peers' GPUs
+ * over NVLink, to host memory) visible at system scope before whatever the
+ * stream runs after it. */
+cudaError_t gcsh_k_fence(cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,8 +21,10 @@
 # (tests/lua/graph.lua per window kind), graph_sanitize.lua its replays
 # under compute-sanitizer; GCSH_GPU_TESTS=graph runs only these (the
 # filter is a regular expression on the test names, the sanitizer runs'
-# included).  tests/lua/step_*.lua (steppers) and every
-# lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
+# included).  tests/lua/step_*.lua (steppers), every lesson in
+# lua/tutorial, and t:wait, w:fence/c:quiet and kernel.alltoallv
+# (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
+# windows of kind nccl and of kind vmm.
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
 # after each, a failure injected into each: the Lua tests run with
 # GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
@@ -225,7 +227,8 @@ for cfg in "${counts[@]}"; do
     check "window kinds found at np=$np$tag (tests/gpu/lib/kinds.lua)" \
         "$([ -n "$kinds" ] || echo "none: the steppers and lessons cannot run")"
     for kind in $kinds; do
-        for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua; do
+        for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua tests/lua/window_wait.lua \
+                 tests/lua/xfer_order.lua tests/lua/kernel_alltoallv.lua; do
             run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
                 "$BUILD/gcsh" -l window_kind "$t"
         done

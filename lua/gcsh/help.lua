@@ -52,6 +52,8 @@ local API = {
       { "t:copy(src)", "src's elements into t (same length and dtype); returns t" },
       { "t:view(offset [, n])", "elements offset .. offset+n-1, sharing t's memory" },
       { "t:as(dtype)", "the same bytes as dtype (a view: bf16 bits as u8 pairs, f32 as u32)" },
+      { "t:wait(i, v [, cmp=\"eq\"])", "in a window: wait here until element i cmp v "
+        .. "(eq ne ge gt le lt)" },
       { "t:totable()", "the elements as a Lua array" },
       { "t:sum()", "the sum of the elements" },
       { "t:equal(u)", "every element equal (NaN never is)" },
@@ -80,6 +82,7 @@ local API = {
       { "c:recv(t, peer)", "point to point" },
       { "c:window(n [, dtype [, {kind=}]])", "symmetric memory (collective): help(\"window\")" },
       { "c:signals(n)", "n symmetric 64-bit words per rank: help(\"signals\")" },
+      { "c:quiet()", "wait until every put, get and signal this rank issued landed" },
       { "c:agree(s)", "every rank's string, in rank order (collective)" },
       { "c:loop(name, iters, t, ...)", "a collective run iters times from C: seconds" },
       { "c:free()", "release (collective)" },
@@ -97,6 +100,7 @@ local API = {
       { "w:put(peer, src [, dst_offset [, opts]])", "a one-sided transfer handle: help(\"xfer\")" },
       { "w:get(peer, dst [, src_offset [, opts]])", "the other direction" },
       { "w:putv(peer, {{src, dst_offset}, ...} [, opts])", "many segments, one operation" },
+      { "w:fence()", "what this rank issued before lands before what it issues after" },
       { "w:multicast([{lax=true}])", "a multicast object (collective): help(\"multicast\")" },
       { "w:free()", "barrier, then deregistration (collective)" },
     },
@@ -181,6 +185,8 @@ local API = {
       { "kernel.allgather(w [, {offset=, n=, out=}])", "chunk r of rank r to every slice" },
       { "kernel.reduce_to(root, w [, {op=, offset=, n=, out=}])", "the reduction on root" },
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
+      { "kernel.alltoallv(w, counts [, {offset=, out=}])", "counts[j+1] elements to rank j "
+        .. "(or every rank's: counts[i+1][j+1]); returns out, what each rank sent me" },
       { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
       { "kernel.persistent(w [, {algo=, max_bytes=, sms=}])", "a resident all-reduce: help(\"persistent\")" },
       { "kernel.persistent_entry(call, {offset=, n=, dtype=, op=})", "a ring entry's four tagged pairs" },

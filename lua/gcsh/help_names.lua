@@ -43,13 +43,37 @@ local S = {
   },
   nvshmem_ptr = "ncclGetLsaPointer",
   nvshmem_quiet = {
-    from = "NVSHMEM nvshmem_quiet and nvshmem_fence",
-    gcsh = { { "x:wait([{cpu=true}])", "completion is per transfer handle, not per PE: "
-               .. "x:wait() orders the stream after it, cpu=true waits here; a w:put's "
-               .. "signal already lands after its data (no fence needed for that)" } },
-    see = { "x:wait", "w:put" },
+    from = "NVSHMEM nvshmem_quiet",
+    gcsh = { { "c:quiet()", "every put, get and signal this rank issued (any window) is "
+               .. "complete at its target when it returns: the CPU waits (on cuda for "
+               .. "the rank's stream); x:wait() is the same for one handle; w:fence() "
+               .. "orders without waiting" } },
+    see = { "c:quiet", "x:wait", "w:fence" },
   },
-  nvshmem_fence = "nvshmem_quiet",
+  nvshmem_fence = {
+    from = "NVSHMEM nvshmem_fence",
+    gcsh = { { "w:fence()", "orders this rank's puts and signals to every peer, not just "
+               .. "each one; stream-ordered on cuda, where the stream already runs them "
+               .. "in order (it adds a system-scope fence); a w:put's signal lands "
+               .. "after its data without one; c:quiet() also waits for completion" } },
+    see = { "w:fence", "c:quiet" },
+  },
+  nvshmem_wait_until = {
+    from = "NVSHMEM nvshmem_wait_until on a data word",
+    gcsh = { { "t:wait(i, v [, cmp=\"eq\"])", "t a window's tensor (or a view of one); "
+               .. "the CPU waits; cmp eq ne ge gt le lt; integers exact, floats as "
+               .. "doubles; s:wait waits on a signal word instead" } },
+    see = { "t:wait", "s:wait" },
+  },
+  all_to_all_vdev = {
+    from = "PyTorch symm_mem all_to_all_vdev; MPI_Alltoallv",
+    gcsh = { { "kernel.alltoallv(w, counts [, {offset=, out=}])", "counts are a table "
+               .. "(counts[j+1] to rank j, or every rank's), not a tensor; receive counts "
+               .. "are exchanged and checked first, then each rank reads its blocks from "
+               .. "the senders' slices into out (a new tensor by default); returns out "
+               .. "and the receive counts; equal counts give c:alltoall's result" } },
+    see = { "kernel.alltoallv", "c:alltoall" },
+  },
   nvshmem_malloc = {
     from = "NVSHMEM nvshmem_malloc; NCCL ncclMemAlloc + ncclCommWindowRegister; "
            .. "PyTorch symm_mem.empty + rendezvous",

@@ -67,6 +67,8 @@ void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx);
 
 /* A slice's user bytes (n elements of the window's dtype). */
 size_t gcsh_kern_window_bytes(const gcsh_symobj *o);
+/* Where the sync words start in every slice, in bytes. */
+size_t gcsh_kern_sync_offset(lua_State *L, const gcsh_symobj *o);
 /* Where the LL area (core/kll.h) starts in every slice, in bytes. */
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o);
 /* The kernels' areas of window o (backends with kernels) as fields of the
@@ -118,6 +120,9 @@ void gcsh_kern_register_allreduce(const char *name, gcsh_kern_allreduce_fn *run,
                                   gcsh_kern_plan_fn *push_plan);
 /* Registers khier.c's "hier" (libs.c, after the kernel library). */
 void gcsh_khier_register(void);
+/* Adds kalltoallv.c's kernel.alltoallv to the kernel library (libs.c,
+ * after it opened). */
+void gcsh_kalltoallv_open(lua_State *L);
 
 /* Pushes p over o's region from offset as kernel.plan returns it; has_out:
  * the members pass out (the copy-out step has moves). */

@@ -90,7 +90,7 @@ void gcsh_kern_reserve_sync(gcsh_ctx *ctx, gcsh_sym_proposal *p, gcsh_sym_size *
     size->alloc = (want + size->gran - 1) / size->gran * size->gran;
 }
 
-static size_t sync_offset(lua_State *L, const gcsh_symobj *o)
+size_t gcsh_kern_sync_offset(lua_State *L, const gcsh_symobj *o)
 {
     return o->desc.alloc_bytes - gcsh_kern_backend(L)->sync_bytes;
 }
@@ -109,7 +109,7 @@ static size_t scratch_bytes_of(const gcsh_symobj *o)
 
 size_t gcsh_kern_ll_offset(lua_State *L, const gcsh_symobj *o)
 {
-    return sync_offset(L, o) -
+    return gcsh_kern_sync_offset(L, o) -
            gcsh_ll_area_bytes(gcsh_kern_window_bytes(o), gcsh_ll_slots(o->comm->size));
 }
 
@@ -119,7 +119,7 @@ void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o)
         return;
     gcsh_set_integer(L, "ll_offset", (lua_Integer)gcsh_kern_ll_offset(L, o));
     gcsh_set_integer(L, "scratch_bytes", (lua_Integer)scratch_bytes_of(o));
-    gcsh_set_integer(L, "sync_offset", (lua_Integer)sync_offset(L, o));
+    gcsh_set_integer(L, "sync_offset", (lua_Integer)gcsh_kern_sync_offset(L, o));
 }
 
 /* The kernel collectives are checked operations (collcheck.h): every member of
@@ -190,7 +190,8 @@ static void run_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll co
     gcsh_kcoll_args k = {
         .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n, 0},
         .offset = a->offset, .dt = a->o->dtype, .op = a->op,
-        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .sync_off = sync_offset(L, a->o),
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL,
+        .sync_off = gcsh_kern_sync_offset(L, a->o),
         .scratch_off = scratch_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
     };
     char checked[64];
@@ -811,7 +812,7 @@ static void push_seen(lua_State *L, const gcsh_symobj *o)
 {
     uint64_t words[GCSH_KERN_MAX_TEAM];
     int k = o->desc.team_size < GCSH_KERN_MAX_TEAM ? o->desc.team_size : GCSH_KERN_MAX_TEAM;
-    read_mine(L, o, sync_offset(L, o), words, (size_t)k * sizeof words[0]);
+    read_mine(L, o, gcsh_kern_sync_offset(L, o), words, (size_t)k * sizeof words[0]);
     lua_createtable(L, 0, k);
     for (int p = 0; p < k; p++)
         set_member(L, o, p, words[p]);

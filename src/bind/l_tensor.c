@@ -348,7 +348,7 @@ static const char *value_problem(lua_State *L, int idx, gcsh_dtype dt, gcsh_scal
     return range_message(out->i, dt, buf, len);
 }
 
-static gcsh_scalar check_value_arg(lua_State *L, int arg, gcsh_dtype dt)
+gcsh_scalar gcsh_arg_value(lua_State *L, int arg, gcsh_dtype dt)
 {
     char buf[256];
     gcsh_scalar v;
@@ -359,7 +359,7 @@ static gcsh_scalar check_value_arg(lua_State *L, int arg, gcsh_dtype dt)
 }
 
 /* An element index: an integer in 0..n-1. */
-static size_t check_index(lua_State *L, const gcsh_tensor *t, int idx)
+size_t gcsh_arg_index(lua_State *L, const gcsh_tensor *t, int idx)
 {
     int isnum;
     lua_Integer i = lua_tointegerx(L, idx, &isnum);
@@ -520,7 +520,7 @@ static int tensor_from(lua_State *L)
 static int tensor_fill(lua_State *L)
 {
     gcsh_tensor *t = gcsh_arg_tensor(L, 1);
-    gcsh_scalar v = check_value_arg(L, 2, t->dtype);
+    gcsh_scalar v = gcsh_arg_value(L, 2, t->dtype);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     check_backend(L, ctx, ctx->be->mem->fill(ctx, gcsh_tensor_data(t), t->st->loc, t->dtype,
                                              t->n, v));
@@ -993,7 +993,7 @@ static int tensor_index(lua_State *L)
         return push_field(L, lua_tostring(L, 2));
     }
     gcsh_tensor *t = gcsh_arg_tensor(L, 1);
-    size_t i = check_index(L, t, 2);
+    size_t i = gcsh_arg_index(L, t, 2);
     unsigned char elem[MAX_ELEM_SIZE];
     read_element(L, t, i, elem);
     push_element_value(L, elem, t->dtype, 0);
@@ -1007,7 +1007,7 @@ static int tensor_newindex(lua_State *L)
         return luaL_error(L, "cannot set field '%s' of a tensor (tensors have no writable fields)",
                           lua_tostring(L, 2));
     gcsh_tensor *t = gcsh_arg_tensor(L, 1);
-    size_t i = check_index(L, t, 2);
+    size_t i = gcsh_arg_index(L, t, 2);
     write_element(L, t, i, 3);
     return 0;
 }

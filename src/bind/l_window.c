@@ -12,7 +12,13 @@
  *   w:multicast()     collective: a multicast object (l_mcast.c adds it)
  *   w:free()          collective: barrier, then deregistration; every view of
  *                     the window then fails ("attempt to use a freed window")
- *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c)
+ *   w:put w:get w:putv  one-sided transfer handles (l_xfer.c); w:fence() too
+ *   t:wait(i, v [, cmp="eq"])   (added to the tensor type here) a tensor over
+ *                     a window's memory: the CPU waits until element i cmp v
+ *                     (eq ne ge gt le lt, or == ~= >= > <= <), acquire:
+ *                     integer dtypes compare exactly (v an integer the
+ *                     dtype holds), floats as doubles.  Any other tensor is
+ *                     refused (no other rank can write it).
  *
  * Layout follows liolib.c: metatable "window", meth[] and metameth[], a handle
  * created closed, one idempotent release behind :free() and __close; __gc only
@@ -102,6 +108,77 @@ static int window_peer(lua_State *L)
     return 1;
 }
 
+/* ---- t:wait(i, v [, cmp="eq"]): a tensor method for tensors in a window ---------- */
+
+static const char *const wait_cmp_names[] = {"ge", "gt", "eq", "ne", "le", "lt", NULL};
+static const char *const wait_cmp_ops[] = {">=", ">", "==", "~=", "<=", "<", NULL};
+static const enum gcsh_cmp wait_cmp_values[] = {GCSH_CMP_GE, GCSH_CMP_GT, GCSH_CMP_EQ,
+                                                GCSH_CMP_NE, GCSH_CMP_LE, GCSH_CMP_LT};
+
+/* NVSHMEM's names (nvshmem_wait_until's NVSHMEM_CMP_EQ ...), or s:wait's. */
+static enum gcsh_cmp check_wait_cmp(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx))
+        return GCSH_CMP_EQ;
+    const char *name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+    for (int i = 0; name && wait_cmp_names[i]; i++)
+        if (strcmp(name, wait_cmp_names[i]) == 0 || strcmp(name, wait_cmp_ops[i]) == 0)
+            return wait_cmp_values[i];
+    return luaL_error(L, "wait: unknown cmp '%s' (valid: eq ne ge gt le lt, or == ~= >= > <= <)",
+                      luaL_tolstring(L, idx, NULL));
+}
+
+/* The window (or signals: their words are a window's too) whose memory t
+ * views, and the team member whose slice it is; a tensor anywhere else is
+ * refused: nobody else can write it. */
+static gcsh_symobj *window_of(lua_State *L, const gcsh_tensor *t, int *member)
+{
+    gcsh_storage *st = t->st;
+    gcsh_symobj *o = strcmp(st->owner, "window") == 0 ? st->owner_data : NULL;
+    for (int i = 0; o && i < o->nslices; i++)
+        if (o->slices[i] == st) {
+            *member = i;
+            if (!o->impl)
+                luaL_error(L, "attempt to use a freed %s", o->type);
+            gcsh_check_usable(L, &o->comm->chk);
+            return o;
+        }
+    luaL_error(L, "wait: the tensor is not in a window (%s memory: no other rank can write "
+                  "it); wait on w:tensor(), w:peer(r) or a view of one",
+               st->where);
+    return NULL;
+}
+
+/* t:wait(i, v [, cmp]): the CPU waits until element i of t compares true
+ * against v (backend.h's elem_wait: integer dtypes exactly, floats as
+ * doubles), acquire; interruptible, and named in hang reports. */
+static int tensor_wait(lua_State *L)
+{
+    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    int member = 0;
+    gcsh_symobj *o = window_of(L, t, &member);
+    size_t i = gcsh_arg_index(L, t, 2);
+    gcsh_scalar v = gcsh_arg_value(L, 3, t->dtype);
+    enum gcsh_cmp cmp = check_wait_cmp(L, 4);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    size_t esize = gcsh_dtype_size(t->dtype);
+    size_t at = (size_t)((char *)gcsh_tensor_data(t) - (char *)t->st->base) + i * esize;
+    char value[48], what[48];
+    lua_pushvalue(L, 3);
+    snprintf(value, sizeof value, "%s", luaL_tolstring(L, -1, NULL));
+    lua_pop(L, 2);
+    snprintf(what, sizeof what, "element %zu", at / esize);
+    /* for hang reports; the note adds the element's value now */
+    gcsh_where_begin(ctx, "t:wait ([%d]'s %s %s %s)", o->desc.team[member], what,
+                     wait_cmp_ops[cmp], value);
+    int rc = ctx->be->win->elem_wait(ctx, o->impl, &o->desc, member, at, t->dtype, v, cmp, what);
+    gcsh_where_end(ctx);
+    if (rc != 0)
+        return gcsh_raise(L, ctx);
+    lua_settop(L, 1);
+    return 1;
+}
+
 static int window_info(lua_State *L)
 {
     gcsh_symobj *o = readable_window(L, 1);
@@ -180,5 +257,6 @@ int luaopen_gcsh_window(lua_State *L)
     gcsh_symmem_open(L);
     gcsh_new_type(L, GCSH_WINDOW_MT, meth, metameth, window_index);
     gcsh_add_methods(L, GCSH_COMM_MT, (const luaL_Reg[]){{"window", comm_window}, {NULL, NULL}});
+    gcsh_add_methods(L, GCSH_TENSOR_MT, (const luaL_Reg[]){{"wait", tensor_wait}, {NULL, NULL}});
     return 0;
 }

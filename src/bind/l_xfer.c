@@ -18,6 +18,10 @@
  *   x:cancel()          release a handle not in flight (idempotent; :free()
  *                       and __close too)
  *   x.op x.peer x.engine x.bytes x.segments x.posts
+ *   w:fence()           what this rank issued before lands before what it
+ *                       issues after (to every peer; stream-ordered on cuda)
+ *   c:quiet()           returns once everything this rank issued completed
+ *                       at its target (the CPU waits)
  *
  * Offsets and counts are in elements of the window's dtype; src and dst
  * tensors have that dtype and live where this rank's transfers run
@@ -801,6 +805,34 @@ static int xfer_index(lua_State *L)
     return 1;
 }
 
+/* ---- Ordering: w:fence(), c:quiet() ----------------------------------------------- */
+
+/* w:fence(): this rank's one-sided operations issued before it land before
+ * those issued after it (backend.h's fence; README "Ordering").  Local. */
+static int window_fence(lua_State *L)
+{
+    gcsh_sym_check_open(L, 1, GCSH_WINDOW_MT);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (xfer_ops(L)->fence(ctx) != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
+/* c:quiet(): returns once every one-sided operation this rank issued has
+ * completed at its target.  Local; a wait on cuda (a GPU signal wait
+ * queued before it may hold the stream), so hang reports name it. */
+static int comm_quiet(lua_State *L)
+{
+    gcsh_arg_comm(L, 1);
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_where_begin(ctx, "quiet (this rank's puts, gets and signals to complete)");
+    int rc = xfer_ops(L)->quiet(ctx);
+    gcsh_where_end(ctx);
+    if (rc != 0)
+        return gcsh_raise(L, ctx);
+    return 0;
+}
+
 static const luaL_Reg meth[] = {
     {"post", xfer_post},
     {"test", xfer_test},
@@ -820,5 +852,7 @@ static const luaL_Reg metameth[] = {
 int luaopen_gcsh_xfer(lua_State *L)
 {
     gcsh_new_type(L, XFER_MT, meth, metameth, xfer_index);
+    gcsh_add_methods(L, GCSH_WINDOW_MT, (const luaL_Reg[]){{"fence", window_fence}, {NULL, NULL}});
+    gcsh_add_methods(L, GCSH_COMM_MT, (const luaL_Reg[]){{"quiet", comm_quiet}, {NULL, NULL}});
     return 0;
 }

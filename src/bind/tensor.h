@@ -85,6 +85,12 @@ gcsh_tensor *gcsh_new_tensor(lua_State *L, size_t n, gcsh_dtype dt);
  * buffer, low enough that n * sizeof(element) never overflows. */
 #define GCSH_TENSOR_MAX_N ((size_t)1 << 40)
 
+/* Element index idx of t (an integer 0..#t-1; the error names the bound),
+ * and a value for an element of dt at arg (integer dtypes: an integer in
+ * the dtype's range; the error names it), as t[i] = v checks them. */
+size_t gcsh_arg_index(lua_State *L, const gcsh_tensor *t, int idx);
+gcsh_scalar gcsh_arg_value(lua_State *L, int arg, gcsh_dtype dt);
+
 /* luaL_checkoption-style helpers that name the argument and the valid set;
  * a missing or nil argument gives def. */
 gcsh_dtype gcsh_arg_dtype(lua_State *L, int idx, gcsh_dtype def);

@@ -278,6 +278,13 @@ static inline GCSH_HD int gcsh_cmp_holds(uint64_t x, enum gcsh_cmp cmp, uint64_t
     return 0;
 }
 
+/* Whether the element of dt whose bits start at elem compares true against
+ * v: the one definition of t:wait's condition (host waits, cuda's poll).
+ * Integer dtypes compare as integers, exactly (v.i; the binding checked
+ * that v is an integer the dtype holds); float dtypes compare the element
+ * widened to a double with v as a double (a NaN is only ~= anything). */
+int gcsh_elem_holds(const void *elem, gcsh_dtype dt, enum gcsh_cmp cmp, gcsh_scalar v);
+
 /* One-sided operations over the network path (gcsh_window_ops.net). */
 enum gcsh_net_op { GCSH_NET_PUT, GCSH_NET_GET, GCSH_NET_SET, GCSH_NET_ADD, GCSH_NET_FETCH_ADD };
 
@@ -369,6 +376,16 @@ enum gcsh_net_op { GCSH_NET_PUT, GCSH_NET_GET, GCSH_NET_SET, GCSH_NET_ADD, GCSH_
        size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout),                                \
       (ctx, w, d, slot, v, cmp, timeout),                                                          \
       TRACED, "signal", 0, REFUSE, ORDERED, (WAIT(d, slot, v, cmp)))                               \
+    /* t:wait: the CPU waits until the element of dt at byte offset of team                        \
+     * member `member`'s slice compares true against v (gcsh_elem_holds),                          \
+     * loading it with acquire ordering (data its writer released before                           \
+     * is visible after); polls ctx->interrupt, and notes the element and                          \
+     * its value for hang reports (what: "element 5").  0, or -1. */                               \
+    X(win, elem_wait, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,         \
+       int member, size_t offset, gcsh_dtype dt, gcsh_scalar v, enum gcsh_cmp cmp,                 \
+       const char *what),                                                                          \
+      (ctx, w, d, member, offset, dt, v, cmp, what),                                               \
+      TRACED, "signal", 0, REFUSE, ORDERED, (OBJ(d->trace_id)))                                    \
     X(win, signal_read, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
        size_t slot, uint64_t *v),                                                                  \
       (ctx, w, d, slot, v),                                                                        \
@@ -473,6 +490,25 @@ typedef struct gcsh_kdev_args {
     void *out;           /* local memory at d->loc, or NULL */
 } gcsh_kdev_args;
 
+/* kernel.alltoallv (bind/kalltoallv.c): every member reads the block each
+ * member sends it from that member's slice into out, between two barriers
+ * on the sync words.  By team index p: count[p] elements from p's slice at
+ * element offset + src_first[p], to out at out_first[p].  largest: the
+ * largest block any member sends any member, equal on every member (what
+ * the GPU sizes its launches by, so that every member's barriers pair). */
+typedef struct gcsh_kv_args {
+    size_t offset;       /* elements: where every slice's send blocks start */
+    gcsh_dtype dt;
+    void *out;           /* local memory at d->loc */
+    size_t count[GCSH_KERN_MAX_TEAM];
+    size_t src_first[GCSH_KERN_MAX_TEAM];
+    size_t out_first[GCSH_KERN_MAX_TEAM];
+    size_t total;        /* the sum of count: what this member receives */
+    size_t largest;
+    size_t sync_off;     /* bytes: where the sync area starts in every slice */
+    uint64_t *epoch;     /* as gcsh_kcoll_args's */
+} gcsh_kv_args;
+
 /* What w:multicast() found: NVLS (a multicast address over the slices) or
  * the emulation through peer loads and stores, and why. */
 struct gcsh_mcast {
@@ -498,6 +534,12 @@ struct gcsh_mcast {
       (ctx, w, d, a),                                                                              \
       TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
        (KEPT(a), ELEMS(a->plan.n, a->dt), REDOP(a->op), PLAN(a->plan), OBJ(d->trace_id)))          \
+    /* kernel.alltoallv (gcsh_kv_args above), collective like the others. */                       \
+    X(kern, alltoallv, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
+       const gcsh_kv_args *a),                                                                     \
+      (ctx, w, d, a),                                                                              \
+      TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
+       (KEPT(a), ELEMS(a->total, a->dt), OBJ(d->trace_id)))                                        \
     /* The "ll" all-reduce, collective like the others: no barrier, the                            \
      * flags travel with the data (core/kll.h). */                                                 \
     X(kern, ll_allreduce, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,     \
@@ -700,7 +742,23 @@ enum gcsh_xfer_status { GCSH_XFER_PENDING, GCSH_XFER_DONE, GCSH_XFER_ERROR };
     /* Frees x; safe while a post is in flight (the memory goes when it ends). */                  \
     X(xfer, release, void, (gcsh_ctx *ctx, gcsh_xfer_impl *x),                                     \
       (ctx, x),                                                                                    \
-      TRACED, "transfer", 0, DEFER, FREELY, (XFER_GONE(x)))
+      TRACED, "transfer", 0, DEFER, FREELY, (XFER_GONE(x)))                                        \
+    /* w:fence(): every one-sided operation this rank issued before it (a                          \
+     * post, a signal set or add, to any peer, by loads and stores or the                          \
+     * network path) is visible at its target before any issued after it.                         \
+     * Stream-ordered on cuda (a system-scope fence after the work before                          \
+     * it); on host the operations before it have completed already, and it                       \
+     * is a sequentially consistent fence. */                                                      \
+    X(xfer, fence, int, (gcsh_ctx *ctx),                                                           \
+      (ctx),                                                                                       \
+      TRACED, "transfer", GPU, RECORD, ORDERED, (NOTHING))                                         \
+    /* c:quiet(): returns once every one-sided operation this rank issued                          \
+     * has completed at its target: the CPU waits (cuda: a fence, then the                         \
+     * rank's stream, polling ctx->interrupt), so whatever the rank does or                        \
+     * sends next comes after. */                                                                  \
+    X(xfer, quiet, int, (gcsh_ctx *ctx),                                                           \
+      (ctx),                                                                                       \
+      TRACED, "transfer", SYNC, REFUSE, ORDERED, (NOTHING))
 
 typedef struct gcsh_xfer_ops {
     const char *engines;        /* the valid engines, space separated: "ce sm" */

@@ -36,6 +36,8 @@
 #define REFUSAL_win_signal_fetch_add                                                               \
     "a fetch-add (s:fetch_add returns the old value to the host)",                                 \
         "the capture runs nothing; s:add is captured"
+#define REFUSAL_win_elem_wait                                                                      \
+    "a wait on a window element (t:wait)", "the host would wait for what the capture does not run"
 #define REFUSAL_win_net                                                                            \
     "a put, get or signal to another node's rank (the network path)",                              \
         "the network path runs on the host, now: make it outside the capture"
@@ -46,6 +48,8 @@
 #define REFUSAL_xfer_test "a host query of a transfer (x:test)", "the capture runs nothing"
 #define REFUSAL_xfer_wait_cpu                                                                      \
     "a blocking wait (x:wait{cpu=true})", "the host would wait for what the capture does not run"
+#define REFUSAL_xfer_quiet                                                                         \
+    "c:quiet() (the host waits for the rank's transfers)", "w:fence() is captured; quiet after"
 #define REFUSAL_graph_launch "g:replay() inside a capture", "replay it before or after"
 
 /* ---- the recording ----------------------------------------------------------- */

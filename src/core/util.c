@@ -262,3 +262,26 @@ void gcsh_window_layout_text(const gcsh_window_desc *d, char *buf, size_t len)
                                      (long long)((intptr_t)d->peer[i] - base));
     }
 }
+
+/* ---- t:wait's condition (backend.h) ----------------------------------------------- */
+
+#define CMP_HOLDS(x, cmp, v)                                                                       \
+    switch (cmp) {                                                                                 \
+    case GCSH_CMP_GE: return (x) >= (v);                                                           \
+    case GCSH_CMP_GT: return (x) > (v);                                                            \
+    case GCSH_CMP_EQ: return (x) == (v);                                                           \
+    case GCSH_CMP_NE: return (x) != (v);                                                           \
+    case GCSH_CMP_LE: return (x) <= (v);                                                           \
+    case GCSH_CMP_LT: return (x) < (v);                                                            \
+    }                                                                                              \
+    return 0
+
+int gcsh_elem_holds(const void *elem, gcsh_dtype dt, enum gcsh_cmp cmp, gcsh_scalar v)
+{
+    if (gcsh_dtype_is_float(dt)) {
+        double x = gcsh_load_f(elem, dt, 0), want = v.is_int ? (double)v.i : v.f;
+        CMP_HOLDS(x, cmp, want);
+    }
+    int64_t x = gcsh_load_i(elem, dt, 0);
+    CMP_HOLDS(x, cmp, v.i);
+}

@@ -64,6 +64,20 @@ fail:
     return -1;
 }
 
+static int cuda_alltoallv(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          const gcsh_kv_args *a)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    gcsh_kwait wait = kernel_wait(ctx, st);
+    CUDA_TRY(ctx, gcsh_k_alltoallv(a, d, &wait, st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
 static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                              const gcsh_kll_args *a)
 {
@@ -288,6 +302,7 @@ const gcsh_kernel_ops gcsh_cuda_kernel_ops = {
     .reduce = cuda_reduce,
     .empty = cuda_empty,
     .collective = cuda_collective,
+    .alltoallv = cuda_alltoallv,
     .ll_allreduce = cuda_ll_allreduce,
     .dev_usable = cuda_dev_usable,
     .dev_allreduce = cuda_dev_allreduce,

@@ -210,20 +210,28 @@ fail:
     return -1;
 }
 
-/* Reads a word now, off the rank's stream (which a GPU wait may hold): on
- * the poll stream, device to device into poll_dev, then into pinned memory
- * (window memory is only copied device to device: see cuda_copy). */
-static int peek(gcsh_ctx *ctx, cuda_state *st, const uint64_t *word, uint64_t *v)
+/* Reads `bytes` (<= 8) at p now, off the rank's stream (which a GPU wait
+ * may hold): on the poll stream, device to device into poll_dev, then into
+ * pinned memory (window memory is only copied device to device: see
+ * cuda_copy); into the first bytes of *bits, the rest zero. */
+static int peek_bytes(gcsh_ctx *ctx, cuda_state *st, const void *p, size_t bytes, uint64_t *bits)
 {
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_dev, word, 8, cudaMemcpyDeviceToDevice,
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_dev, p, bytes, cudaMemcpyDeviceToDevice,
                                   st->poll_stream));
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, st->poll_dev, 8, cudaMemcpyDeviceToHost,
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->poll_buf, st->poll_dev, bytes, cudaMemcpyDeviceToHost,
                                   st->poll_stream));
     CUDA_TRY(ctx, cudaStreamSynchronize(st->poll_stream));
-    *v = *st->poll_buf;
+    *bits = 0;
+    memcpy(bits, st->poll_buf, bytes);
     return 0;
 fail:
     return -1;
+}
+
+/* A signal word now. */
+static int peek(gcsh_ctx *ctx, cuda_state *st, const uint64_t *word, uint64_t *v)
+{
+    return peek_bytes(ctx, st, word, sizeof *word, v);
 }
 
 /* The CPU polls the word; the acquire side is the copy engine's read, after
@@ -249,6 +257,46 @@ static int cuda_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_w
             return 1;
         cuda_poll_pause(polls);
     }
+}
+
+/* t:wait: the CPU polls the element off the rank's stream, as
+ * cuda_signal_wait_cpu polls a word (the copy engine's read is the acquire
+ * side).  The hang report's note reads `seen`, the last value polled: the
+ * watcher thread cannot load device memory. */
+static int cuda_elem_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          int member, size_t offset, gcsh_dtype dt, gcsh_scalar v,
+                          enum gcsh_cmp cmp, const char *what)
+{
+    (void)w;
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    const char *elem = (const char *)d->peer[member] + offset;
+    size_t bytes = gcsh_dtype_size(dt);
+    _Atomic uint64_t seen = 0;
+    int rc = 0, noted = 0;
+    for (unsigned polls = 0;; polls++) {
+        uint64_t bits = 0;
+        if (peek_bytes(ctx, st, elem, bytes, &bits) != 0) {
+            rc = -1;
+            break;
+        }
+        if (gcsh_elem_holds(&bits, dt, cmp, v))
+            break;
+        atomic_store_explicit(&seen, bits, memory_order_release);
+        if (!noted) {
+            gcsh_wait_note_begin_elem(&ctx->wait_note, what, -1, &seen, 8, dt);
+            noted = 1;
+        }
+        if (atomic_load(&ctx->interrupt)) {
+            rc = gcsh_set_error(ctx, "element wait interrupted");
+            break;
+        }
+        cuda_poll_pause(polls);
+    }
+    if (noted)
+        gcsh_wait_note_end(&ctx->wait_note);
+    return rc;
 }
 
 /* Stream-ordered: the value after everything this rank queued so far. */
@@ -290,5 +338,6 @@ const gcsh_window_ops gcsh_cuda_window_ops = {
     .signal_wait = cuda_signal_wait,
     .signal_wait_cpu = cuda_signal_wait_cpu,
     .signal_read = cuda_signal_read,
+    .elem_wait = cuda_elem_wait,
     .peer_read = cuda_peer_read,
 };

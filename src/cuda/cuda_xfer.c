@@ -272,6 +272,32 @@ static void cuda_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
         xfer_free(st, x);
 }
 
+/* Ordering.  Every one-sided operation of this backend runs on the rank's
+ * stream (copies, the copy kernel, the signal kernels; the poll stream only
+ * reads), so each starts after the one before it finished.  The fence adds
+ * a system-scope fence kernel there: the writes before it are visible to
+ * every GPU and the host before anything the stream runs after it. */
+static int cuda_xfer_fence(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
+        return -1;
+    CUDA_TRY(ctx, gcsh_k_fence(st->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+/* The fence, then the CPU waits for the stream (interruptibly: a GPU signal
+ * wait queued before it may be waiting for a peer). */
+static int cuda_xfer_quiet(gcsh_ctx *ctx)
+{
+    cuda_state *st = cuda_enter(ctx);
+    if (!st || cuda_xfer_fence(ctx) != 0)
+        return -1;
+    return cuda_wait(ctx, st, NULL);
+}
+
 const gcsh_xfer_ops gcsh_cuda_xfer_ops = {
     .engines = "ce sm",
     .prepare = cuda_xfer_prepare,
@@ -280,4 +306,6 @@ const gcsh_xfer_ops gcsh_cuda_xfer_ops = {
     .wait_stream = cuda_xfer_wait_stream,
     .wait_cpu = cuda_xfer_wait_cpu,
     .release = cuda_xfer_release,
+    .fence = cuda_xfer_fence,
+    .quiet = cuda_xfer_quiet,
 };

@@ -92,6 +92,12 @@ int gcsh_host_wait_noted(gcsh_ctx *ctx, _Atomic uint64_t *word, enum gcsh_cmp cm
 int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, uint64_t v,
                         const char *interrupted, const gcsh_host_note *note);
 
+/* Waits, with no time bound, until the element of dt at elem compares true
+ * against v (gcsh_elem_holds), noted for hang reports as `what` of
+ * communicator rank peer's slice (-1: none): 0, or -1 as above. */
+int gcsh_host_wait_elem(gcsh_ctx *ctx, const void *elem, gcsh_dtype dt, enum gcsh_cmp cmp,
+                        gcsh_scalar v, const char *interrupted, const char *what, int peer);
+
 /* gcsh_window_ops.net of host windows (host_window.c): a rank off the team. */
 int gcsh_host_window_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,
                          enum gcsh_net_op op, size_t offset, void *data, size_t bytes,

@@ -116,17 +116,17 @@ static void barrier_text(const void *arg, char *buf, size_t len)
 
 /* Every member's writes before its barrier are visible to every member
  * after it.  name: the barrier's, for hang reports (gcsh_kplan_barrier_name). */
-static int barrier(gcsh_ctx *ctx, const gcsh_window_desc *d, const gcsh_kcoll_args *a,
+static int barrier(gcsh_ctx *ctx, const gcsh_window_desc *d, size_t sync_off, uint64_t *epoch,
                    const char *name)
 {
-    uint64_t value = ++*a->epoch;
+    uint64_t value = ++*epoch;
     int me = d->team_rank;
     for (int p = 0; p < d->team_size; p++)
-        atomic_store_explicit(sync_word(d, a->sync_off, p, me), value, memory_order_release);
+        atomic_store_explicit(sync_word(d, sync_off, p, me), value, memory_order_release);
     barrier_at at = {name, value};
     for (int p = 0; p < d->team_size; p++) {
         gcsh_host_note note = {barrier_text, &at, d->team[p], 0};
-        if (gcsh_host_wait_noted(ctx, sync_word(d, a->sync_off, me, p), GCSH_CMP_GE, value,
+        if (gcsh_host_wait_noted(ctx, sync_word(d, sync_off, me, p), GCSH_CMP_GE, value,
                                  INFINITY,
                                  "kernel collective interrupted while waiting for a peer",
                                  &note) != 0)
@@ -193,13 +193,29 @@ static int host_collective(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
         if (steps[i].kind == GCSH_KS_BARRIER) {
             char name[40];
             gcsh_kplan_barrier_name(steps, ns, i, name, sizeof name);
-            rc = barrier(ctx, d, a, name);
+            rc = barrier(ctx, d, a->sync_off, a->epoch, name);
         }
         else if (gcsh_kplan_move(&a->plan, &steps[i], d->team_rank, a->out != NULL, &mv))
             rc = run_move(ctx, &r, &mv);
     }
     free(r.tmp);
     return rc;
+}
+
+/* kernel.alltoallv: every member's blocks are in its slice before anyone
+ * reads (barrier "ready"), and nobody reads a slice any more after the
+ * second ("done"). */
+static int host_alltoallv(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          const gcsh_kv_args *a)
+{
+    (void)w;
+    size_t es = gcsh_dtype_size(a->dt);
+    if (barrier(ctx, d, a->sync_off, a->epoch, "ready") != 0)
+        return -1;
+    for (int p = 0; p < d->team_size; p++)
+        memcpy((char *)a->out + a->out_first[p] * es,
+               (const char *)d->peer[p] + (a->offset + a->src_first[p]) * es, a->count[p] * es);
+    return barrier(ctx, d, a->sync_off, a->epoch, "done");
 }
 
 /* ---- multicast: always emulated here ---------------------------------------------- */
@@ -229,6 +245,7 @@ const gcsh_kernel_ops gcsh_host_kernel_ops = {
     .reduce = host_reduce,
     .empty = host_empty,
     .collective = host_collective,
+    .alltoallv = host_alltoallv,
     .ll_allreduce = gcsh_host_ll_allreduce,
     .mc_open = host_mc_open,
     .mc_ld_reduce = NULL,

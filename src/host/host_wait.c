@@ -22,8 +22,28 @@
 #define WAIT_FIRST_SLEEP_NS 1000L
 #define WAIT_MAX_SLEEP_NS 1000000L
 
-static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
-                     uint64_t v, double timeout, const char *interrupted);
+/* What a wait waits for: a 64-bit word's masked bits against v, or (elem
+ * set) a data element of dt against ev (t:wait). */
+typedef struct wait_cond {
+    _Atomic uint64_t *word;
+    uint64_t mask, v;
+    enum gcsh_cmp cmp;
+    const void *elem;
+    gcsh_dtype dt;
+    gcsh_scalar ev;
+} wait_cond;
+
+static int cond_holds(const wait_cond *c)
+{
+    if (c->elem) {
+        uint64_t bits = gcsh_load_acquire(c->elem, (int)gcsh_dtype_size(c->dt));
+        return gcsh_elem_holds(&bits, c->dt, c->cmp, c->ev);
+    }
+    return gcsh_cmp_holds(atomic_load_explicit(c->word, memory_order_acquire) & c->mask, c->cmp,
+                          c->v);
+}
+
+static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double timeout, const char *interrupted);
 
 /* The loop of the waits below: until `(*word & mask) cmp v` holds.  Once the
  * first look fails, the wait is noted for hang reports (core/waitnote.h),
@@ -36,23 +56,23 @@ static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enu
      * waits once per 8 bytes of data, nearly always on a word already there */
     if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
         return 0;
+    wait_cond c = {.word = word, .mask = mask, .v = v, .cmp = cmp};
     if (!note)
-        return wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+        return wait_slow(ctx, &c, timeout, interrupted);
     char what[64];
     note->text(note->arg, what, sizeof what);
     gcsh_wait_note_begin(&ctx->wait_note, what, note->peer, word, mask, note->shift);
-    int rc = wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+    int rc = wait_slow(ctx, &c, timeout, interrupted);
     gcsh_wait_note_end(&ctx->wait_note);
     return rc;
 }
 
-static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
-                     uint64_t v, double timeout, const char *interrupted)
+static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double timeout, const char *interrupted)
 {
     double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
-        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
+        if (cond_holds(c))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "%s", interrupted);
@@ -86,4 +106,16 @@ int gcsh_host_wait_bits(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, ui
                         const char *interrupted, const gcsh_host_note *note)
 {
     return wait_masked(ctx, word, mask, GCSH_CMP_EQ, v, INFINITY, interrupted, note);
+}
+
+int gcsh_host_wait_elem(gcsh_ctx *ctx, const void *elem, gcsh_dtype dt, enum gcsh_cmp cmp,
+                        gcsh_scalar v, const char *interrupted, const char *what, int peer)
+{
+    wait_cond c = {.elem = elem, .dt = dt, .cmp = cmp, .ev = v};
+    if (cond_holds(&c))
+        return 0;
+    gcsh_wait_note_begin_elem(&ctx->wait_note, what, peer, elem, (int)gcsh_dtype_size(dt), dt);
+    int rc = wait_slow(ctx, &c, INFINITY, interrupted);
+    gcsh_wait_note_end(&ctx->wait_note);
+    return rc;
 }

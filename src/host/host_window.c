@@ -421,6 +421,17 @@ static int host_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_w
     return wait_word(ctx, d, slot, v, cmp, timeout);
 }
 
+static int host_elem_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
+                          int member, size_t offset, gcsh_dtype dt, gcsh_scalar v,
+                          enum gcsh_cmp cmp, const char *what)
+{
+    (void)w;
+    const char *elem = (const char *)d->peer[member] + offset;
+    /* a wait on my own slice waits for nobody in particular: no peer named */
+    int peer = member == d->team_rank ? -1 : d->team[member];
+    return gcsh_host_wait_elem(ctx, elem, dt, cmp, v, "element wait interrupted", what, peer);
+}
+
 static int host_signal_read(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                             size_t slot, uint64_t *v)
 {
@@ -445,6 +456,7 @@ const gcsh_window_ops gcsh_host_window_ops = {
     .signal_wait = host_signal_wait,
     .signal_wait_cpu = host_signal_wait_cpu,
     .signal_read = host_signal_read,
+    .elem_wait = host_elem_wait,
     .net_path = "tcp",
     .net = gcsh_host_window_net,
 };

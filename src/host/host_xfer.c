@@ -67,7 +67,8 @@ static int post_net(gcsh_ctx *ctx, const gcsh_xfer_plan *p)
                                              s->bytes, 0, NULL) != 0)
             return -1;
     }
-    if (!p->signal)
+    /* signal_net, not signal: slot 0's byte offset is 0, a NULL pointer */
+    if (!p->signal_net)
         return 0;
     return gcsh_host_window_net(ctx, p->signal_net, p->signal_net_desc, p->peer, GCSH_NET_ADD,
                                 (size_t)(uintptr_t)p->signal, NULL, 0, p->signal_value, NULL);
@@ -122,6 +123,26 @@ static void host_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
     free(x);
 }
 
+/* Ordering.  Every operation of this backend has completed when its call
+ * returns: a post's copies and its signal's add (loads and stores into the
+ * node's shared memory), a signal set or add, and on the network path each
+ * request, answered once applied at the target (host_net.c).  So what
+ * fence and quiet must still give is the memory order of those stores for
+ * the C11 model: a sequentially consistent fence, which the waits' acquire
+ * loads pair with.  (The persistent all-reduce's work rung before is
+ * waited for by the host's order, host_order.c: both rows are ORDERED.) */
+static int host_xfer_fence(gcsh_ctx *ctx)
+{
+    (void)ctx;
+    atomic_thread_fence(memory_order_seq_cst);
+    return 0;
+}
+
+static int host_xfer_quiet(gcsh_ctx *ctx)
+{
+    return host_xfer_fence(ctx);
+}
+
 const gcsh_xfer_ops gcsh_host_xfer_ops = {
     .engines = "ce sm",
     .prepare = host_xfer_prepare,
@@ -130,4 +151,6 @@ const gcsh_xfer_ops gcsh_host_xfer_ops = {
     .wait_stream = host_xfer_wait_stream,
     .wait_cpu = host_xfer_wait_cpu,
     .release = host_xfer_release,
+    .fence = host_xfer_fence,
+    .quiet = host_xfer_quiet,
 };

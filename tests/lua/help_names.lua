@@ -11,8 +11,13 @@ H.truthy(text("put_signal"):find("nvshmem_putmem_signal", 1, true), "put_signal 
 H.truthy(text("barrier"):find("c:barrier()", 1, true), "barrier")
 H.truthy(text("barrier"):find("kernel.plan(w)", 1, true), "barrier: the kernels' own")
 H.truthy(text("ncclGetLsaPointer"):find("w:peer(r)", 1, true), "ncclGetLsaPointer")
-H.truthy(text("nvshmem_quiet"):find("x:wait([{cpu=true}])", 1, true), "nvshmem_quiet")
-H.truthy(text("nvshmem_quiet"):find("per transfer handle, not per PE", 1, true), "nvshmem_quiet: the difference")
+H.truthy(text("nvshmem_quiet"):find("c:quiet()", 1, true), "nvshmem_quiet")
+H.truthy(text("nvshmem_quiet"):find("the CPU waits", 1, true), "nvshmem_quiet: the difference")
+H.truthy(text("nvshmem_fence"):find("w:fence()", 1, true), "nvshmem_fence")
+H.truthy(text("nvshmem_fence"):find("to every peer", 1, true),
+         "nvshmem_fence: the difference")
+H.truthy(text("all_to_all_vdev"):find("kernel.alltoallv(w, counts", 1, true), "all_to_all_vdev")
+H.truthy(text("nvshmem_wait_until"):find("t:wait(i, v [, cmp=\"eq\"])", 1, true), "nvshmem_wait_until")
 H.eq(text("nvshmem_ptr"):match("in gcsh:.*"), text("ncclGetLsaPointer"):match("in gcsh:.*"), "an alias")
 H.raises(function() help.text("nvshmem_nonsense") end, "help: no topic or function named 'nvshmem_nonsense'")
 

@@ -23,6 +23,11 @@ local calls = {
   { "reduce_to", "c:reduce", function() return kernel.reduce_to(T.first, w) end },
   { "broadcast", "c:broadcast", function() return kernel.broadcast(T.first, w) end },
   { "persistent", "c:allreduce", function() return kernel.persistent(w) end },
+  { "alltoallv", "c:alltoall", function()
+      local counts = {}
+      for j = 1, k do counts[j] = 1 end
+      return kernel.alltoallv(w, counts)
+    end },
 }
 if T.size < k then
   local team = T.size == 1 and tostring(T.first) or (T.first .. "-" .. (T.first + T.size - 1))

@@ -77,6 +77,12 @@ expect_eq "one-sided across nodes: exit 0" "$RC" 0
 expect_all_ranks "one-sided across nodes: every check" "$OUT" "nodes_net ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
 
+# ---- ordering across nodes: w:fence() and c:quiet() (tests/lua/xfer_order.lua;
+# each rank's next rank is on another node for half of them)
+OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/lua/xfer_order.lua 2>&1); RC=$?
+expect_eq "fence and quiet across nodes: exit 0" "$RC" 0
+[ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
 # ---- the trace names the network path: a put's post and a signal's add
 TR=$TMP/trace.json
 run "c = comm.world() w = c:window(8) s = c:signals(2) far = (rank + $PER) % size

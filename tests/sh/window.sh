@@ -49,4 +49,13 @@ for t in tests/lua/window_*.lua tests/lua/signal_*.lua tests/lua/xfer_*.lua test
         printf '%s\n' "$OUT" | tail -n 15 | sed 's/^/  | /'
     fi
 done
+# every rank its own node: every put, signal and wait between ranks takes
+# the network path (the ordering of w:fence and c:quiet, a put's signal to slot 0)
+for N in 2 4; do
+    OUT=$(GCSH_RANKS_PER_NODE=1 timeout 120 "$GCSH" -n "$N" tests/lua/xfer_order.lua 2>&1 </dev/null); RC=$?
+    if [ "$RC" = 0 ]; then pass; else
+        fail "tests/lua/xfer_order.lua under GCSH_RANKS_PER_NODE=1 at $N ranks (exit $RC)"
+        printf '%s\n' "$OUT" | tail -n 15 | sed 's/^/  | /'
+    fi
+done
 finish
