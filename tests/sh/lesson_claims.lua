@@ -96,6 +96,7 @@ local WRONG = {
   [16] = { "check_must_wait(function() return false end)", "must_wait(64, 0) is false (a boolean), want true (a boolean)" },
   [17] = { "check_halves(function(t) end)", "not yet: a reduce-scatter, then an all-gather, is an all-reduce:" },
   [18] = { "check_fit(function() return 0, 0 end)", "not yet: my_fit's latency is 0 (a number), want 5 (a number)" },
+  [21] = { "check_member(function(r) return 0 end)", "not yet: member(1) is 0 (a number), want 1 (a number)" },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end

@@ -150,6 +150,9 @@ local ANSWERS = {
            .. "local mn, mt = sn / #p, st / #p local cv, vr = 0, 0 for _, q in ipairs(p) do "
            .. "cv = cv + (q[1] - mn) * (q[2] - mt) vr = vr + (q[1] - mn) ^ 2 end return mt - cv / vr * mn, cv / vr end)",
            "check_fit(function() return 5, 16 end)" },
+  [21] = { "check_member(function(r) local t = 0 for q = 0, r - 1 do "
+           .. "if gcsh.node_of(q) == gcsh.node_of(r) then t = t + 1 end end return t end)",
+           "check_member(function() return 16 end)" },
 }
 
 local HOSTILE = "_h = setmetatable({}, {__call = function() return 16 end, __index = function(t) return t end}); "

@@ -59,7 +59,8 @@ gcsh_pipe 2 ".next
 .part x
 .lesson 99
 .lesson shot
-.lesson 18
+.lesson 21
+.next
 .next
 .next
 .next
@@ -87,8 +88,9 @@ expect_contains ".lesson NAME matching several lists them" "$OUT" "gcsh: .lesson
 (.lesson 6 opens the first)"
 expect_contains ".lessons lists the halves" "$OUT" "  17  Reduce-scatter and all-gather: the ring's two halves"
 expect_contains ".lessons lists the cost model" "$OUT" "  18  A cost model fitted to this machine"
-expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 18, the last lesson)"
-expect_contains "past the last lesson" "$OUT" "lesson 18 is done, the last lesson (.lessons lists them)"
+expect_contains ".lessons lists the node boundary" "$OUT" "  21  The node boundary: a hierarchical all-reduce, and what crosses it"
+expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson 21, the last lesson)"
+expect_contains "past the last lesson" "$OUT" "lesson 21 is done, the last lesson (.lessons lists them)"
 expect_eq "the session succeeded" "$RC" 0
 
 # .part 0: the introduction again, after freeing what the lesson made
