@@ -23,6 +23,8 @@
 # filter is a regular expression on the test names, the sanitizer runs'
 # included).  tests/lua/step_*.lua (steppers) and every
 # lesson in lua/tutorial, on windows of kind nccl and of kind vmm.
+# tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
+# node here; scripts/gpu-nodes.sh runs it on 2 simulated nodes of 2 GPUs).
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
 # after each, a failure injected into each: the Lua tests run with
 # GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).
