@@ -90,8 +90,10 @@ local function claim(what, ok, detail) result(ok, name .. ": " .. what, detail o
 claim("opens and every part runs", has(text, "Lesson 21: ") and has(text, "[21.6] solution")
       and not has(text, "stack traceback") and not has(text, "stopped at that error")
       and not text:find("%] checkpoint FAILED"), text)
+-- (the shell's own notes on a slow machine, "gcsh: 10.0 s: ... still
+-- running", name pids and paths: not the lesson's lines)
 local wide
-for line in text:gmatch("[^\n]+") do if #line > 80 then wide = line end end
+for line in text:gmatch("[^\n]+") do if #line > 80 and not line:find("^gcsh: ") then wide = line end end
 claim("every line fits 80 columns", not wide, wide)
 local split
 for line in text:gmatch("[^\n]+") do

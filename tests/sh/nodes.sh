@@ -79,21 +79,23 @@ OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n "$N" "${ON_NODES[
 expect_eq "hier's plan and stepper across nodes: exit 0" "$RC" 0
 expect_all_ranks "hier's plan and stepper across nodes: every check" "$OUT" "hier_plan: ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
-run 'w = comm.world():window(8, "i32") w:tensor():fill(1 << rank)
+# (the session line for line at 2 x 2 only: hier_plan.lua checks the
+# stepper's marks and widths at every node count)
+if [ "$NODES" = 2 ]; then
+    run 'w = comm.world():window(8, "i32") w:tensor():fill(1 << rank)
 st = step.allreduce(w, {algo = "hier"})
 st:next()
 st:next()
 st:next()
 =kernel.plan(w, {algo = "hier"}).phases[2]'
-expect_eq "hier's stepper: exit 0" "$RC" 0
-expect_eq "hier's stepper: every line fits 80 columns" "$(awk 'length($0) > 80' <<<"$OUT")" ""
-expect_contains "hier's plan: the phase across nodes, the same on every rank" "$OUT" "[0-$LAST] {
+    expect_eq "hier's stepper: exit 0" "$RC" 0
+    expect_eq "hier's stepper: every line fits 80 columns" "$(awk 'length($0) > 80' <<<"$OUT")" ""
+    expect_contains "hier's plan: the phase across nodes, the same on every rank" "$OUT" "[0-$LAST] {
 [0-$LAST]   name = \"all-reduce\",
 [0-$LAST]   network = true,
 [0-$LAST]   over = \"member t of every node: the communicator's all-reduce\",
 [0-$LAST] }"
-expect_contains "hier's stepper: the end" "$OUT" "[0] result: every rank's region equals the reference (c:allreduce)"
-if [ "$NODES" = 2 ]; then
+    expect_contains "hier's stepper: the end" "$OUT" "[0] result: every rank's region equals the reference (c:allreduce)"
     expect_eq "hier's stepper at 2 x 2: what the terminal shows" "$(sed '/^\[0-3\]/,$d' <<<"$OUT")" \
 '[0] hier allreduce (sum) of 8 i32 on 4 ranks, 2 nodes: step 1 of 3
 [0]   (reduce-scatter in the node)
@@ -133,11 +135,6 @@ if [ "$NODES" = 2 ]; then
 [0]   cells: the ranks whose data a chunk holds (from its values: r put 2^r)
 [0]   * changed in this step
 [0] result: every rank'"'"'s region equals the reference (c:allreduce)'
-else
-    expect_contains "hier's stepper at $NODES nodes: member 0 of every node across the network" "$OUT" \
-        "[0]   r0: sum(r{$(seq -s , 0 "$PER" "$LAST")}.c0) -> r0.c0 (net)"
-    expect_contains "hier's stepper at $NODES nodes: after it, chunk 0 holds every rank's" "$OUT" \
-        "[0]   r0  0-$LAST*  0"
 fi
 
 # ---- one-sided across nodes over the network path (tests/sh/nodes_net.lua)
