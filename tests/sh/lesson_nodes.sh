@@ -40,7 +40,7 @@ else
     expect_contains "lesson 21 on 2 simulated nodes: the nodes" "$OUT" "[2] 4 ranks, 2 nodes: I am on node 1, with ranks 2,3"
     expect_contains "lesson 21 on 2 simulated nodes: the moves across them" "$OUT" "[0]   r2: sum(r0.c0, r2.c0) -> r2.c0 (net)"
     expect_all_ranks "lesson 21 on 2 simulated nodes: the solution" "$OUT" "right: member(r) is rank r's place in its node" 4
-    expect_eq "lesson 21 on 2 simulated nodes: every line fits 80 columns" "$(awk 'length($0) > 80' <<<"$OUT")" ""
+    expect_eq "lesson 21 on 2 simulated nodes: every line fits 80 columns" "$(awk 'length($0) > 80 && !/^gcsh: /' <<<"$OUT")" ""
 fi
 rm -rf "$TMP"
 finish

@@ -89,14 +89,15 @@ st:next()
 st:next()
 =kernel.plan(w, {algo = "hier"}).phases[2]'
     expect_eq "hier's stepper: exit 0" "$RC" 0
-    expect_eq "hier's stepper: every line fits 80 columns" "$(awk 'length($0) > 80' <<<"$OUT")" ""
+    # (a slow machine's notes, "gcsh: 10.0 s: ... still running", are the shell's)
+    expect_eq "hier's stepper: every line fits 80 columns" "$(awk 'length($0) > 80 && !/^gcsh: /' <<<"$OUT")" ""
     expect_contains "hier's plan: the phase across nodes, the same on every rank" "$OUT" "[0-$LAST] {
 [0-$LAST]   name = \"all-reduce\",
 [0-$LAST]   network = true,
 [0-$LAST]   over = \"member t of every node: the communicator's all-reduce\",
 [0-$LAST] }"
     expect_contains "hier's stepper: the end" "$OUT" "[0] result: every rank's region equals the reference (c:allreduce)"
-    expect_eq "hier's stepper at 2 x 2: what the terminal shows" "$(sed '/^\[0-3\]/,$d' <<<"$OUT")" \
+    expect_eq "hier's stepper at 2 x 2: what the terminal shows" "$(grep -v '^gcsh: ' <<<"$OUT" | sed '/^\[0-3\]/,$d')" \
 '[0] hier allreduce (sum) of 8 i32 on 4 ranks, 2 nodes: step 1 of 3
 [0]   (reduce-scatter in the node)
 [0]   r0: sum(r0.c0, r1.c0) -> r0.c0   r1: sum(r0.c1, r1.c1) -> r1.c1
