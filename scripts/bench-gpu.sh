@@ -68,19 +68,8 @@ OUTDIR=${GCSH_BENCH_OUT:-build-gpu/bench}
 mkdir -p "$OUTDIR"
 
 # ---- part 7: nccl-tests, built from the carried source ----------------------
-NT_SRC=.nccl-tests
-NT=$PWD/${BUILD_DIR:-build-gpu}/nccl-tests
-build_nccl_tests() {
-    [ -x "$NT/all_reduce_perf" ] && return 0
-    [ -d "$NT_SRC/src" ] || { echo "no $NT_SRC/src: nccl-tests is not carried, no reference"; return 1; }
-    local mpi_home
-    mpi_home=$(dirname "$(mpicc --showme:incdirs | tr ' ' '\n' | grep -m1 .)")
-    echo "building nccl-tests (MPI_HOME=$mpi_home, sm_90) into $NT"
-    make -C "$NT_SRC/src" -j"$(nproc)" MPI=1 MPI_HOME="$mpi_home" NCCL_HOME=/usr \
-        CUDA_HOME=/usr/local/cuda NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
-        BUILDDIR="$NT" >"$OUTDIR/nccl-tests-build.log" 2>&1 ||
-        { tail -20 "$OUTDIR/nccl-tests-build.log"; return 1; }
-}
+# shellcheck source=scripts/nccl-tests.sh
+. scripts/nccl-tests.sh # NT, build_nccl_tests
 # nt_run NP BINARY TAG MAX ITERS [FLAGS...]: one nccl-tests run, 8 B .. MAX
 # bytes by factors of 2, ITERS timed calls after 5, into
 # $OUTDIR/nccl-tests-TAG-npNP.out (bench.nccl_tests reads it); prints its rows.
@@ -114,7 +103,7 @@ nccl_tests_vs_gcsh() {
         end"
 }
 if [ -z "${GCSH_BENCH_ONLY:-}" ] || [ "${GCSH_BENCH_ONLY:-}" = nccl-tests ]; then
-    if build_nccl_tests; then
+    if build_nccl_tests "$OUTDIR"; then
         for np in "${counts[@]}"; do nccl_tests_vs_gcsh "$np"; done
     fi
 fi
@@ -160,7 +149,7 @@ multi_bench() {
 }
 if [ "${GCSH_BENCH_ONLY:-}" = multi ]; then
     [ "$ngpu" -ge 2 ] || { echo "GCSH_BENCH_ONLY=multi needs 2 or more GPUs (found $ngpu)"; exit 1; }
-    build_nccl_tests || exit 1
+    build_nccl_tests "$OUTDIR" || exit 1
     multi_counts=("$ngpu")
     [ -n "${GCSH_BENCH_RANKS:-}" ] && read -r -a multi_counts <<<"$GCSH_BENCH_RANKS"
     for np in "${multi_counts[@]}"; do multi_bench "$np"; done
@@ -267,7 +256,7 @@ shared_bench() { # NP mps|nomps
                      csv = '$OUTDIR/allreduce-shared-$mode-np$np.csv' }"
 }
 if [ "${GCSH_BENCH_ONLY:-}" = graph ]; then
-    build_nccl_tests || exit 1
+    build_nccl_tests "$OUTDIR" || exit 1
     read -r -a graph_counts <<<"${GCSH_BENCH_RANKS:-1}"
     for np in "${graph_counts[@]}"; do graph_bench "$np"; done
     if [ -n "${GCSH_BENCH_SHARED:-}" ]; then
@@ -277,7 +266,7 @@ if [ "${GCSH_BENCH_ONLY:-}" = graph ]; then
     exit 0
 fi
 if [ "${GCSH_BENCH_ONLY:-}" = shared ]; then
-    build_nccl_tests || exit 1
+    build_nccl_tests "$OUTDIR" || exit 1
     read -r -a shared_counts <<<"${GCSH_BENCH_SHARED:-2 4}"
     for mode in mps nomps; do
         for np in "${shared_counts[@]}"; do shared_bench "$np" "$mode"; done

@@ -25,6 +25,8 @@
 # lua/tutorial, and t:wait, w:fence/c:quiet and kernel.alltoallv
 # (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
 # windows of kind nccl and of kind vmm.
+# tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
+# node here; scripts/gpu-nodes.sh runs it on 2 simulated nodes of 2 GPUs).
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
 # after each, a failure injected into each: the Lua tests run with
 # GCSH_TEST_FAULTS=1, so gcsh.debug.inject works there).

@@ -1,7 +1,8 @@
 -- step: run a collective one step at a time and look at every rank's buffer
 -- between steps.
 --
---   st = step.allreduce(w [, {algo="ring"|"oneshot"|"twoshot"|"multicast"|"ll", op="sum"}])
+--   st = step.allreduce(w [, {algo="ring"|"oneshot"|"twoshot"|"multicast"|"ll"|"hier",
+--                             op="sum"}])
 --   st = step.reduce_scatter(w [, {algo="ring"|"direct", op="sum"}])
 --   st = step.allgather(w [, {algo="ring"|"direct"}])
 --   st = step.broadcast(w, root [, {algo="tree"|"ring"|"direct", pieces=P}])
@@ -28,7 +29,17 @@
 -- plan's barriers are signal barriers (every member adds 1 to a word of
 -- every member, then waits for its own word to reach the count); diagrams
 -- are read from the buffers (step_diagram.lua).  Steppers run on windows
--- whose team is their whole communicator (one node).
+-- whose team is their whole communicator (one node), except algo="hier".
+--
+-- algo="hier" (src/bind/khier.c) follows kernel.plan(w, {algo="hier"}),
+-- the whole communicator's plan: each node's reduce-scatter by loads and
+-- stores, the all-reduce of each chunk across nodes (member t of every
+-- node: moves marked network, done as the kernel does them, by the
+-- communicator's all-reduce over those ranks), each node's all-gather.
+-- On one node the middle step has nothing to do and says so.  Its
+-- barriers are signal barriers of the whole communicator (signals reach
+-- other nodes over the network path); skip= is refused (the network step
+-- is a collective: nobody can overtake it).
 --
 -- Every phase is a step of its own.  Two-shot's kernel reduces chunk r
 -- and stores it into every slice in one pass (only rank r touches chunk r:
@@ -78,7 +89,8 @@ local M = {}
 -- default, in the order most worth watching: a tree or a ring moves the data
 -- a step at a time; "direct" is one step.
 local KALGOS = require("gcsh.kalgos")
-local WATCH_ORDER = { tree = 1, ring = 2, oneshot = 3, twoshot = 4, multicast = 5, ll = 6, direct = 7 }
+local WATCH_ORDER = { tree = 1, ring = 2, oneshot = 3, twoshot = 4, multicast = 5, ll = 6, direct = 7,
+                      hier = 8 }
 local ALGOS = {}
 for _, coll in ipairs({ "allreduce", "reduce_scatter", "allgather", "broadcast" }) do
   local list = {}
@@ -185,16 +197,16 @@ local function check_kernel_dtype(fname, dtype, op)
   if not ok then fail(fname, "%s", tostring(err):gsub("^reduce: ", "")) end
 end
 
-local function check_window(fname, w)
+-- algo: the stepper's (nil: the collective's default); hier spans nodes.
+local function check_window(fname, w, algo)
   if type_name(w) ~= "window" then fail(fname, "window expected, got %s", type_name(w)) end
   if not pcall(function() return w.n end) then
     fail(fname, "the window was freed (c:window(n) makes a new one)")
   end
-  if #w.team ~= w.size then
+  if #w.team ~= w.size and algo ~= "hier" then
     fail(fname, "the window's team (%d ranks) is not its whole communicator (%d ranks): "
-         .. "steppers run on one node's ranks (make the window on c:split of one node; "
-         .. "kernel.plan(w, {algo='hier'}) gives the all-reduce's phases across nodes)",
-         #w.team, w.size)
+         .. "steppers run on one node's ranks (make the window on c:split of one node), "
+         .. "or step.allreduce(w, {algo='hier'}) across nodes", #w.team, w.size)
   end
 end
 
@@ -222,9 +234,9 @@ local function read_options(fname, coll, w, opts)
   if coll == "broadcast" then valid[#valid + 1] = "pieces" end
   check_keys(fname, opts, valid)
   local o = {}
-  if coll == "allreduce" and opts.algo == "hier" then
-    fail(fname, "algo 'hier' has no stepper yet: kernel.plan(w, {algo='hier'}) gives its three "
-         .. "phases (reduce-scatter in the node, all-reduce across nodes, all-gather)")
+  if coll == "allreduce" and opts.algo == "hier" and opts.skip ~= nil then
+    fail(fname, "skip= has nothing to take from hier: its step across nodes is the "
+         .. "communicator's all-reduce, which waits for its ranks (delay= still makes a rank late)")
   end
   if coll == "allreduce" and opts.algo == "nccl_dev" then
     fail(fname, "algo 'nccl_dev' has no steps of its own: it moves the data as oneshot does "
@@ -277,8 +289,11 @@ local function group_steps(plan)
       if #groups == 0 then lead = lead + 1 else groups[#groups].after = groups[#groups].after + 1 end
     elseif s.kind == "move" then
       -- a move step where nobody has work (the copy into out, which
-      -- steppers do not pass) is no step to show
-      if #s.moves > 0 then groups[#groups + 1] = { moves = s.moves, phase = s.phase, after = 0 } end
+      -- steppers do not pass) is no step to show, unless the plan says
+      -- why (hier's step across nodes on one node)
+      if #s.moves > 0 or s.note then
+        groups[#groups + 1] = { moves = s.moves, phase = s.phase, note = s.note, after = 0 }
+      end
     else
       error("step: the plan has a step of kind '" .. tostring(s.kind) .. "'", 0)
     end
@@ -739,6 +754,7 @@ function Stepper:free()
   if x.multicast then x.multicast:free() end
   x.sig:free()
   if x.llw then x.llw:free() end
+  if x.across then x.across:free() end
   for _, t in ipairs({ x.init, x.ref, x.tmp }) do if t then t:free() end end
 end
 Stepper.__close = Stepper.free
@@ -757,16 +773,24 @@ local function range(a, b)
   return t
 end
 
-local function title(coll, o, w, root)
+local function title(coll, o, w, root, nodes)
   local what = o.algo .. " " .. coll:gsub("_", "-")
   if o.op then what = what .. " (" .. o.op .. ")" end
   if root then what = what .. " from r" .. root end
   local pieces = o.pieces and " in " .. o.pieces .. " pieces" or ""
-  return string.format("%s of %d %s%s on %d rank%s", what, o.n, w.dtype, pieces, w.size, w.size == 1 and "" or "s")
+  local where = nodes and string.format(", %d node%s", nodes, nodes == 1 and "" or "s") or ""
+  return string.format("%s of %d %s%s on %d rank%s%s", what, o.n, w.dtype, pieces, w.size,
+                       w.size == 1 and "" or "s", where)
+end
+
+-- My index in my node's team (w.team is in rank order, as the plan's).
+local function plan_member(w)
+  for t, r in ipairs(w.team) do if r == w.rank then return t - 1 end end
+  error("step: this rank is not in its window's team", 0)
 end
 
 local function new(fname, coll, w, root, opts)
-  check_window(fname, w)
+  check_window(fname, w, type(opts) == "table" and opts.algo or nil)
   local o = read_options(fname, coll, w, opts)
   local c, k, me = w.comm, w.size, w.rank
   local plan
@@ -774,7 +798,7 @@ local function new(fname, coll, w, root, opts)
   elseif o.pieces then plan = chain_plan(k, root, o.n, o.offset, o.pieces)
   else
     plan = kernel.plan(w, { coll = coll, algo = o.algo, n = o.n, offset = o.offset,
-                            root = root or 0, out = false })
+                            root = root, out = false })
   end
   local x = {
     coll = coll, algo = o.algo, op = o.op, root = root, n = o.n, offset = o.offset,
@@ -795,9 +819,12 @@ local function new(fname, coll, w, root, opts)
   end
   x.sig = c:signals(2)
   local peers = {}
-  for r = 0, k - 1 do peers[r] = w:peer(r) end
+  for _, r in ipairs(w.team) do peers[r] = w:peer(r) end -- (hier: this node's)
+  if (plan.nodes or 1) > 1 then -- hier's ranks of my chunk across nodes
+    x.across = c:split(plan_member(w), me)
+  end
   x.ctx = { k = k, me = me, op = o.op, dtype = w.dtype, peers = peers, tmp = x.tmp,
-            multicast = x.multicast }
+            multicast = x.multicast, across = x.across }
   if o.algo == "ll" then
     x.llw = c:window(2 * k * o.n, w.dtype)
     x.ll_mine = x.llw:tensor():fill(0) -- no flag yet (the start's gather waits for all)
@@ -808,7 +835,7 @@ local function new(fname, coll, w, root, opts)
   x.ref_first, x.ref_count, x.ref, x.ref_name = reference(x)
   x.layout = D.layout(plan, k, { tmp = x.tmp ~= nil, ll = x.llw ~= nil })
   x.view = { layout = x.layout, k = k, dtype = w.dtype, op = o.op, steps = x.steps,
-             title = title(coll, o, w, root) }
+             title = title(coll, o, w, root, plan.nodes) }
   local start = gather(x, { S.pack(S.sample(x.layout, me, buffers(x))) })
   x.hist = { [0] = state_from(x, start, 1) }
   x.view.bits = C.bits_mode(x.layout, x.hist[0], o.op, w.dtype)

@@ -155,7 +155,8 @@ local function places_text(view, places, exec)
   return table.concat(names, " ")
 end
 
--- "r1: sum(r0.c3, r1.c3) -> r1.c3", "r2: r1 -> r2"; through a multicast
+-- "r1: sum(r0.c3, r1.c3) -> r1.c3", "r2: r1 -> r2"; a move that reads
+-- another node's ranks (hier) ends in " (net)"; through a multicast
 -- address "r0: ld_reduce sum(r*.c0) -> r0.tmp.c0", "r0: st r0.tmp.c0 ->
 -- r*.c0"; ll: "r0: r0 + flag -> r*.ll.s0", "r0: sum(r0.ll.s*) -> r0".
 function D.move_text(view, m)
@@ -169,7 +170,7 @@ function D.move_text(view, m)
     return string.format("r%d: %s %s -> %s", m.rank, m.op == "copy" and "st" or "ld_reduce", src, dst)
   end
   if m.via == "ll" and m.op == "copy" then src = src .. " + flag" end
-  return string.format("r%d: %s -> %s", m.rank, src, dst)
+  return string.format("r%d: %s -> %s%s", m.rank, src, dst, m.network and " (net)" or "")
 end
 
 -- The grid of the rows `rows` (indices into L.rows) that share `cells`,
@@ -252,9 +253,17 @@ function D.step_lines(view, hist, s, group)
   local lines = { string.format("%s: step %d of %d%s", view.title, s, view.steps,
                                 group.phase and (" (" .. group.phase .. ")") or "") }
   local words = {}
-  for _, m in ipairs(group.moves) do words[#words + 1] = D.move_text(view, m) end
-  if #words == 0 then words[1] = "(no rank moves data in this step)" end
+  local net = false
+  for _, m in ipairs(group.moves) do
+    words[#words + 1] = D.move_text(view, m)
+    net = net or m.network
+  end
+  if #words == 0 then words[1] = group.note or "(no rank moves data in this step)" end
   for _, l in ipairs(pack_columns(words, "  ")) do lines[#lines + 1] = l end
+  if net then
+    lines[#lines + 1] = "  (net): crosses the network: member t of every node, by the"
+    lines[#lines + 1] = "  communicator's all-reduce of chunk t (loads and stores stay in a node)"
+  end
   local marks, notes = J.judge(view, hist, s, group.moves)
   for _, l in ipairs(D.grid(view, hist[s], marks)) do lines[#lines + 1] = l end
   for _, n in ipairs(notes) do lines[#lines + 1] = "  " .. n end

@@ -6,17 +6,21 @@
 -- cuda backends.
 --
 -- A move is {rank=, op="reduce"|"copy", count=, src={{peer=, first=}...},
--- dst={...} [, via="multicast"|"ll"]}; peer is a team index (the
+-- dst={...} [, via="multicast"|"ll"|"network"]}; peer is a team index (the
 -- communicator rank: steppers run on windows whose team is the whole
--- communicator) or "tmp" (the rank's own buffer of n elements, first
+-- communicator, and hier's plan names the communicator's ranks) or "tmp" (the rank's own buffer of n elements, first
 -- counted from the region's start); a place {peer=, slot=} is a slot of
 -- that rank's ll area.  via="multicast": a reduce is one ld_reduce through
 -- the multicast address, a copy one st.  via="ll": a copy stores the
 -- region with a flag beside every element into slots, a reduce waits for
--- each slot's flags, then reduces the slots in order.
+-- each slot's flags, then reduces the slots in order.  via="network"
+-- (hier's step across nodes): the reduce of my chunk with the same chunk
+-- of my peers on the other nodes, done as the kernel does it, by the
+-- communicator's all-reduce over those ranks (ctx.across), in place.
 --
--- ctx: k, me, op, dtype, peers (w:peer(r) by rank), tmp, multicast
--- (w:multicast()), and for ll: ll = {peers = (the ll window's w:peer(r) by
+-- ctx: k, me, op, dtype, peers (w:peer(r) by rank, of the ranks loads and
+-- stores reach), tmp, multicast (w:multicast()), across (hier's
+-- communicator of my chunk across nodes), and for ll: ll = {peers = (the ll window's w:peer(r) by
 -- rank), n = elements per slot, flag = the call's flag}.
 local M = {}
 
@@ -130,6 +134,10 @@ end
 function M.run(ctx, m)
   if m.count == 0 then return end
   if m.via == "multicast" then return multicast_move(ctx, m) end
+  if m.via == "network" then
+    ctx.across:allreduce(view(ctx, m.dst[1], m.count), ctx.op)
+    return
+  end
   if m.via == "ll" then
     if m.op == "copy" then return ll_store(ctx, m) end
     return ll_reduce(ctx, m)

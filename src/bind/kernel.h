@@ -128,5 +128,9 @@ void gcsh_kalltoallv_open(lua_State *L);
  * the members pass out (the copy-out step has moves). */
 void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
                      int has_out);
+/* Pushes member r's move mv as kernel.plan's steps hold it ({rank=, op=,
+ * count=, src=, dst=}); ranks (NULL: none) maps team indices to the
+ * communicator's ranks, for a plan over several teams (khier.c). */
+void gcsh_push_kmove(lua_State *L, int r, const gcsh_kmove *mv, size_t offset, const int *ranks);
 
 #endif

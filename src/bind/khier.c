@@ -17,7 +17,6 @@
  * one chunk across nodes form a communicator made at the first hier call
  * on the window (collective like the call) and kept with it (symmem.c
  * releases it with the window). */
-#include <stdio.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -89,56 +88,181 @@ static const char *allreduce_hier(lua_State *L, const gcsh_kargs *a)
     return "hier";
 }
 
-/* kernel.plan(w, {algo="hier"}): {algo="hier", phases={...}}, each phase
- * {name=, over=, network=, plan= (a team plan) or ranks=, count=}. */
+/* ---- kernel.plan(w, {algo="hier"}) ------------------------------------------------ */
+
+/* The communicator's ranks of every node, node after node (each node's in
+ * rank order: its team's order), into members[nodes * team]; returns the
+ * number of nodes.  check_uniform has passed: each node has team ranks. */
+static int node_members(lua_State *L, const gcsh_symobj *o, int *members)
+{
+    int size = o->comm->size, team = o->desc.team_size, nodes = 0;
+    for (int r = 0; r < size; r++) {
+        int node = gcsh_sym_node_of(L, o, r), lowest = 1;
+        for (int q = 0; q < r && lowest; q++)
+            lowest = gcsh_sym_node_of(L, o, q) != node;
+        if (!lowest)
+            continue;
+        for (int q = r, t = 0; q < size; q++)
+            if (gcsh_sym_node_of(L, o, q) == node)
+                members[nodes * team + t++] = q;
+        nodes++;
+    }
+    return nodes;
+}
+
+/* A step of the plan: {kind="barrier", over="node"} (each node's team
+ * waits for its own), or {kind="move", phase=, moves={}} left on the stack
+ * with its moves table above it. */
+static void push_barrier(lua_State *L)
+{
+    lua_createtable(L, 0, 2);
+    gcsh_set_string(L, "kind", "barrier");
+    gcsh_set_string(L, "over", "node");
+}
+
+static void push_move_step(lua_State *L, const char *phase)
+{
+    lua_createtable(L, 0, 4);
+    gcsh_set_string(L, "kind", "move");
+    gcsh_set_string(L, "phase", phase);
+    lua_newtable(L);
+}
+
+/* The steps of a team plan (the direct reduce-scatter or all-gather) done
+ * by every node's team at once, moves in the communicator's ranks, none
+ * crossing the network; appended to the steps table on top from index
+ * *count. */
+static void push_node_steps(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                            const char *phase, const int *members, int nodes, int *count)
+{
+    int team = a->o->desc.team_size;
+    gcsh_kplan p = {coll, GCSH_KA_DIRECT, team, 0, a->n, 0};
+    gcsh_kstep steps[GCSH_KPLAN_MAX_STEPS];
+    int ns = gcsh_kplan_steps(&p, steps);
+    for (int i = 0; i < ns; i++) {
+        if (steps[i].kind == GCSH_KS_BARRIER) {
+            push_barrier(L);
+            lua_rawseti(L, -2, ++*count);
+            continue;
+        }
+        gcsh_kmove mv;
+        int any = 0;
+        for (int t = 0; t < team && !any; t++)
+            any = gcsh_kplan_move(&p, &steps[i], t, 0, &mv);
+        if (!any) /* (the copy into out: hier takes none) */
+            continue;
+        push_move_step(L, phase);
+        int moves = 0;
+        for (int j = 0; j < nodes; j++)
+            for (int t = 0; t < team; t++) {
+                if (!gcsh_kplan_move(&p, &steps[i], t, 0, &mv))
+                    continue;
+                gcsh_push_kmove(L, t, &mv, a->offset, members + j * team);
+                lua_pushboolean(L, 0);
+                lua_setfield(L, -2, "network");
+                lua_rawseti(L, -2, ++moves);
+            }
+        lua_setfield(L, -2, "moves");
+        lua_rawseti(L, -2, ++*count);
+    }
+}
+
+/* The all-reduce of every chunk across nodes: member t of each node
+ * reduces chunk t of member t of every node into its own (the
+ * communicator's all-reduce over those ranks: via "network").  On one node
+ * nobody has a peer there: no moves, and a note that says so. */
+static void push_network_step(lua_State *L, const gcsh_kargs *a, const int *members, int nodes,
+                              int *count)
+{
+    int team = a->o->desc.team_size;
+    if (nodes > GCSH_KERN_MAX_TEAM) /* (a move's places) */
+        luaL_error(L, "plan: algo 'hier' plans at most %d nodes, the window spans %d",
+                   GCSH_KERN_MAX_TEAM, nodes);
+    push_move_step(L, "all-reduce across nodes");
+    int moves = 0;
+    for (int j = 0; j < nodes && nodes > 1; j++)
+        for (int t = 0; t < team; t++) {
+            gcsh_kchunk c = gcsh_kplan_chunk(a->n, team, t);
+            if (c.count == 0)
+                continue;
+            gcsh_kmove mv = {.k = nodes, .m = 1, .count = c.count};
+            int ranks[GCSH_KERN_MAX_TEAM];
+            for (int i = 0; i < nodes; i++) {
+                mv.src[i] = (gcsh_kplace){.peer = i, .first = c.first};
+                ranks[i] = members[i * team + t];
+            }
+            mv.dst[0] = (gcsh_kplace){.peer = j, .first = c.first};
+            gcsh_push_kmove(L, j, &mv, a->offset, ranks);
+            gcsh_set_string(L, "via", "network");
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "network");
+            lua_rawseti(L, -2, ++moves);
+        }
+    lua_setfield(L, -2, "moves");
+    if (nodes == 1)
+        gcsh_set_string(L, "note", "one node: no other node holds chunk t; nothing crosses the "
+                                   "network");
+    lua_rawseti(L, -2, ++*count);
+}
+
+/* {name=, over=, network=}: a phase, as the same text on every rank. */
+static void push_phase(lua_State *L, const char *name, const char *over, int network, int i)
+{
+    lua_createtable(L, 0, 3);
+    gcsh_set_string(L, "name", name);
+    gcsh_set_string(L, "over", over);
+    lua_pushboolean(L, network);
+    lua_setfield(L, -2, "network");
+    lua_rawseti(L, -2, i);
+}
+
+/* kernel.plan(w, {algo="hier"}): the whole communicator's plan, the same
+ * table on every rank: {coll=, algo="hier", dtype=, n=, offset=, nodes=,
+ * team_size=, chunks= (the node's chunks, one per member), phases= (name,
+ * over, network), steps=}; steps as a team plan's, with ranks and peers
+ * the communicator's, a `network` flag on every move (true: it reads
+ * another node's ranks) and the barriers each node's own. */
 static void push_hier_plan(lua_State *L, const gcsh_kargs *a)
 {
     const gcsh_symobj *o = a->o;
     check_uniform(L, a);
-    lua_createtable(L, 0, 3);
-    lua_pushliteral(L, "allreduce");
-    lua_setfield(L, -2, "coll");
-    lua_pushliteral(L, "hier");
-    lua_setfield(L, -2, "algo");
-    lua_createtable(L, 3, 0);
-    static const enum gcsh_kcoll colls[] = {GCSH_KC_REDUCE_SCATTER, GCSH_KC_ALLREDUCE,
-                                            GCSH_KC_ALLGATHER};
-    static const char *const names[] = {"reduce-scatter", "all-reduce", "all-gather"};
-    for (int i = 0; i < 3; i++) {
-        lua_createtable(L, 0, 5);
-        lua_pushstring(L, names[i]);
-        lua_setfield(L, -2, "name");
-        int net = colls[i] == GCSH_KC_ALLREDUCE;
-        lua_pushboolean(L, net);
-        lua_setfield(L, -2, "network");
-        if (net) {
-            lua_pushfstring(L, "chunk %d of every node: the communicator's all-reduce (%s)",
-                            o->desc.team_rank, gcsh_ctx_of(L)->be->name);
-            lua_setfield(L, -2, "over");
-            lua_newtable(L); /* my chunk's ranks: member team_rank of every node */
-            for (int r = 0, k = 0; r < o->comm->size; r++) {
-                int node = gcsh_sym_node_of(L, o, r), t = 0;
-                for (int q = 0; q < r; q++)
-                    t += gcsh_sym_node_of(L, o, q) == node;
-                if (t == o->desc.team_rank) {
-                    lua_pushinteger(L, r);
-                    lua_rawseti(L, -2, ++k);
-                }
-            }
-            lua_setfield(L, -2, "ranks");
-            gcsh_kchunk c = gcsh_kplan_chunk(a->n, o->desc.team_size, o->desc.team_rank);
-            gcsh_set_integer(L, "first", (lua_Integer)(a->offset + c.first));
-            gcsh_set_integer(L, "count", (lua_Integer)c.count);
-        } else {
-            lua_pushliteral(L, "the node (the window's team: loads and stores)");
-            lua_setfield(L, -2, "over");
-            gcsh_kplan p = {colls[i], GCSH_KA_DIRECT, o->desc.team_size, 0, a->n, 0};
-            gcsh_push_kplan(L, o, &p, a->offset, 0);
-            lua_setfield(L, -2, "plan");
-        }
-        lua_rawseti(L, -2, i + 1);
+    int team = o->desc.team_size;
+    int *members = lua_newuserdatauv(L, sizeof(int) * (size_t)o->comm->size, 0);
+    int nodes = node_members(L, o, members);
+    lua_createtable(L, 0, 10);
+    gcsh_set_string(L, "coll", "allreduce");
+    gcsh_set_string(L, "algo", "hier");
+    gcsh_set_string(L, "dtype", gcsh_dtype_name(o->dtype));
+    gcsh_set_integer(L, "n", (lua_Integer)a->n);
+    gcsh_set_integer(L, "offset", (lua_Integer)a->offset);
+    gcsh_set_integer(L, "nodes", nodes);
+    gcsh_set_integer(L, "team_size", team);
+    lua_createtable(L, team, 0);
+    for (int t = 0; t < team; t++) {
+        gcsh_kchunk c = gcsh_kplan_chunk(a->n, team, t);
+        lua_createtable(L, 0, 2);
+        gcsh_set_integer(L, "first", (lua_Integer)(a->offset + c.first));
+        gcsh_set_integer(L, "count", (lua_Integer)c.count);
+        lua_rawseti(L, -2, t + 1);
     }
+    lua_setfield(L, -2, "chunks");
+    lua_createtable(L, 3, 0);
+    push_phase(L, "reduce-scatter", "each node: member t reduces chunk t by loads and stores",
+               0, 1);
+    push_phase(L, "all-reduce",
+               nodes > 1 ? "member t of every node: the communicator's all-reduce"
+                         : "one node: nothing crosses the network",
+               nodes > 1, 2);
+    push_phase(L, "all-gather", "each node: member t stores chunk t by loads and stores", 0, 3);
     lua_setfield(L, -2, "phases");
+    lua_newtable(L);
+    int count = 0;
+    push_node_steps(L, a, GCSH_KC_REDUCE_SCATTER, "reduce-scatter in the node", members, nodes,
+                    &count);
+    push_network_step(L, a, members, nodes, &count);
+    push_node_steps(L, a, GCSH_KC_ALLGATHER, "all-gather in the node", members, nodes, &count);
+    lua_setfield(L, -2, "steps");
+    lua_remove(L, -2); /* members */
 }
 
 void gcsh_khier_register(void)

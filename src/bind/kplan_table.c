@@ -4,14 +4,15 @@
 
 #include "bind/kernel.h"
 
-/* {peer=, first=}: a team index and an absolute slice index, or "out" /
- * "tmp" and an index there; a member's scratch area is {peer=, first=,
+/* {peer=, first=}: a team index (or, through ranks, the communicator's
+ * rank of that member) and an absolute slice index, or "out" / "tmp" and
+ * an index there; a member's scratch area is {peer=, first=,
  * scratch=true}, first an index of the region. */
-static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset)
+static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset, const int *ranks)
 {
     lua_createtable(L, 0, 3);
     if (pl->peer >= 0)
-        lua_pushinteger(L, pl->peer);
+        lua_pushinteger(L, ranks ? ranks[pl->peer] : pl->peer);
     else
         lua_pushstring(L, pl->peer == GCSH_KPLAN_OUT ? "out" : "tmp");
     lua_setfield(L, -2, "peer");
@@ -25,27 +26,27 @@ static void push_place(lua_State *L, const gcsh_kplace *pl, size_t offset)
 }
 
 static void push_places(lua_State *L, const gcsh_kplace *pl, int count, size_t offset,
-                        const char *field)
+                        const int *ranks, const char *field)
 {
     lua_createtable(L, count, 0);
     for (int i = 0; i < count; i++) {
-        push_place(L, &pl[i], offset);
+        push_place(L, &pl[i], offset, ranks);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, field);
 }
 
-static void push_move(lua_State *L, int rank, const gcsh_kmove *mv, size_t offset)
+void gcsh_push_kmove(lua_State *L, int r, const gcsh_kmove *mv, size_t offset, const int *ranks)
 {
-    lua_createtable(L, 0, 5);
-    lua_pushinteger(L, rank);
+    lua_createtable(L, 0, 6);
+    lua_pushinteger(L, ranks ? ranks[r] : r);
     lua_setfield(L, -2, "rank");
     lua_pushstring(L, mv->k > 1 ? "reduce" : mv->k == 1 ? "copy" : "zero");
     lua_setfield(L, -2, "op");
     lua_pushinteger(L, (lua_Integer)mv->count);
     lua_setfield(L, -2, "count");
-    push_places(L, mv->src, mv->k, offset, "src");
-    push_places(L, mv->dst, mv->m, offset, "dst");
+    push_places(L, mv->src, mv->k, offset, ranks, "src");
+    push_places(L, mv->dst, mv->m, offset, ranks, "dst");
 }
 
 /* One step as a table (a move step where nobody has work, such as the
@@ -72,7 +73,7 @@ static void push_step(lua_State *L, const gcsh_kplan *p, const gcsh_kstep *st, i
     for (int r = 0; r < p->team; r++) {
         gcsh_kmove mv;
         if (gcsh_kplan_move(p, st, r, has_out, &mv)) {
-            push_move(L, r, &mv, offset);
+            gcsh_push_kmove(L, r, &mv, offset, NULL);
             lua_rawseti(L, -2, ++moves);
         }
     }

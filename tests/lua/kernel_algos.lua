@@ -47,11 +47,12 @@ H.raises(function() kernel.broadcast(0, w, { algo = "bogus" }) end,
          "broadcast: unknown algo 'bogus' (valid: " .. table.concat(KALGOS.takes.broadcast, " ") .. ")",
          "broadcast error")
 
--- the stepper walks every planned name of its collectives, and ll
+-- the stepper walks every planned name of its collectives, ll, and hier
+-- (whose kernel.plan its own file makes, src/bind/khier.c)
 for coll, list in pairs(step.algos) do
   local want = {}
   for _, algo in ipairs(KALGOS.takes[coll]) do
-    if KALGOS.planned[algo] or algo == "ll" then want[algo] = true end
+    if KALGOS.planned[algo] or algo == "ll" or algo == "hier" then want[algo] = true end
   end
   local n = 0
   for _ in pairs(want) do n = n + 1 end

@@ -23,7 +23,8 @@ end
 -- all-gather, multicast's ld_reduce and store, ll's store with flags and
 -- reduce).  One rank has no all-gather to do in two-shot.
 local STEPS = {
-  allreduce = { ring = 2 * (k - 1), oneshot = 2, twoshot = k > 1 and 2 or 1, multicast = 2, ll = 2 },
+  allreduce = { ring = 2 * (k - 1), oneshot = 2, twoshot = k > 1 and 2 or 1, multicast = 2, ll = 2,
+                hier = k > 1 and 3 or 2 },
   reduce_scatter = { ring = k - 1, direct = 1 },
   allgather = { ring = k - 1, direct = k > 1 and 1 or 0 },
   broadcast = { tree = ceil_log2(k), ring = k - 1, direct = k > 1 and 1 or 0 },

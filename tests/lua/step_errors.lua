@@ -23,6 +23,10 @@ refused(function() step.allreduce(w, { op = "avg" }) end,
         "step.allreduce: op 'avg' is not one of: sum, prod, min, max", "op")
 refused(function() step.allreduce(w, { skip = "fence" }) end,
         "step.allreduce: skip 'fence' is not one of: barrier, signal", "skip")
+refused(function() step.allreduce(w, { algo = "hier", skip = "barrier" }) end,
+        "step.allreduce: skip= has nothing to take from hier: its step across nodes is the "
+        .. "communicator's all-reduce, which waits for its ranks (delay= still makes a rank late)",
+        "skip with hier")
 refused(function() step.allreduce(w, { colour = 1 }) end,
         "step.allreduce: unknown option 'colour' (valid: algo op n offset skip delay)", "unknown option")
 refused(function() step.allgather(w, { op = "sum" }) end,

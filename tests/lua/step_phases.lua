@@ -6,7 +6,8 @@
 -- scratch row) then store; ll: store with flags (into every rank's ll
 -- area), then the reduce; one-shot: reduce into tmp, then store; ring:
 -- N-1 reduce-scatter then N-1 all-gather steps; tree broadcast: one step
--- per doubling.  Rank r starts with 2^r, so every cell is a set of ranks.
+-- per doubling; hier (one node here): reduce-scatter, the step across
+-- nodes, all-gather.  Rank r starts with 2^r, so every cell is a set of ranks.
 local H = require("harness")
 
 local c = comm.world()
@@ -116,6 +117,17 @@ SIM["allreduce twoshot"] = function()
     steps[2] = { label = "all-gather", state = copy(s) }
   end
   return steps, start(k, {})
+end
+
+-- hier on one node (these tests' ranks): two-shot's reduce-scatter and
+-- all-gather in the node, and between them the all-reduce across nodes,
+-- which has no other node to reduce with and changes nothing
+SIM["allreduce hier"] = function()
+  local two, at_start = SIM["allreduce twoshot"]()
+  local steps = { { label = "reduce-scatter in the node", state = two[1].state },
+                  { label = "all-reduce across nodes", state = two[1].state } }
+  if two[2] then steps[3] = { label = "all-gather in the node", state = two[2].state } end
+  return steps, at_start
 end
 
 SIM["allreduce multicast"] = function()

@@ -109,6 +109,7 @@ local WRONG = {
   [19] = { "check_wire(function(p, n, k) return k * n end)",
            'not yet: wire_bytes("simple", 8, 2) is 16 (a number), want 32 (a number)' },
   [20] = { "check_steps(function(a, n) return n end)", 'not yet: steps("tree", 3) is 3 (a number), want 4 (a number)' },
+  [21] = { "check_member(function(r) return 0 end)", "not yet: member(1) is 0 (a number), want 1 (a number)" },
 }
 
 local function marker(text) return string.format('print("=== %s")', text) end

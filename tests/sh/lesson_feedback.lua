@@ -169,6 +169,9 @@ local ANSWERS = {
            .. "return k * 16 * ((n + 7) // 8) end)", "check_wire(function() return 16 end)" },
   [20] = { "check_steps(function(a, n) local l = 0 while (1 << l) < n do l = l + 1 end "
            .. "return a == 'ring' and 2 * (n - 1) or 2 * l end)", "check_steps(function() return 16 end)" },
+  [21] = { "check_member(function(r) local t = 0 for q = 0, r - 1 do "
+           .. "if gcsh.node_of(q) == gcsh.node_of(r) then t = t + 1 end end return t end)",
+           "check_member(function() return 16 end)" },
 }
 
 local HOSTILE = "_h = setmetatable({}, {__call = function() return 16 end, __index = function(t) return t end}); "

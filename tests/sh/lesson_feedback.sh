@@ -30,7 +30,7 @@ gcsh_pipe 2 "w = comm.world():window(8)
 step.allreduce(w, {algo = 'bogus'})
 function f() local st = step.allreduce(w, {algo = 'bogus'}) end f()
 error('mine')"
-expect_contains "the option's error" "$OUT" "[0-1] step.allreduce: algo 'bogus' is not one of: ring, oneshot, twoshot, multicast, ll
+expect_contains "the option's error" "$OUT" "[0-1] step.allreduce: algo 'bogus' is not one of: ring, oneshot, twoshot, multicast, ll, hier
 [0-1] stdin:1: step.allreduce: algo 'bogus' is not one of:"
 expect_not_contains "no frame of gcsh's own Lua" "$OUT" "/gcsh/"
 expect_contains "the learner's frames stay" "$OUT" "[0-1] 	stdin:1: in function 'f'"

@@ -53,6 +53,7 @@ expect_contains ".lessons lists the halves" "$OUT" "  17  Reduce-scatter and all
 expect_contains ".lessons lists the cost model" "$OUT" "  18  A cost model fitted to this machine"
 expect_contains ".lessons lists Simple against LL" "$OUT" "  19  Simple or LL on one algorithm: put + signal, or a flag per 8 bytes"
 expect_contains ".lessons lists channels and trees" "$OUT" "  20  Rings with channels and slices, and NCCL's double binary tree"
+expect_contains ".lessons lists the node boundary" "$OUT" "  21  The node boundary: a hierarchical all-reduce, and what crosses it"
 expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson $last_num, the last lesson)"
 expect_contains "past the last lesson" "$OUT" "lesson $last_num is done, the last lesson (.lessons lists them)"
 expect_eq "the session succeeded" "$RC" 0

@@ -7,7 +7,8 @@
 # same command without --mca plm_rsh_agent (README "Several nodes").
 # NODES nodes of 2 ranks (2 here; tests/sh/nodes3.sh runs 3): start-up and
 # .info, a script only rank 0 has, values of the collectives and of every
-# all-reduce algorithm across nodes, puts, gets and signals across nodes
+# all-reduce algorithm across nodes, hier's plan and stepper, puts, gets
+# and signals across nodes
 # over the network path, windows that name the boundary,
 # Ctrl-C, a lost node, the flight recorder of every node.
 # tests/run.sh: slow (not in make check)
@@ -70,6 +71,72 @@ OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_values.lua 2>&
 expect_eq "values across nodes: exit 0" "$RC" 0
 expect_all_ranks "values across nodes: every check" "$OUT" "nodes_values ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+
+# ---- hier's plan and stepper across nodes: the three phases, which moves
+# cross the network, the same plan on every rank (tests/lua/hier_plan.lua,
+# which tests/run.sh also runs on one node), and what the terminal shows
+OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/lua/hier_plan.lua 2>&1); RC=$?
+expect_eq "hier's plan and stepper across nodes: exit 0" "$RC" 0
+expect_all_ranks "hier's plan and stepper across nodes: every check" "$OUT" "hier_plan: ok" "$N"
+[ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+# (the session line for line at 2 x 2 only: hier_plan.lua checks the
+# stepper's marks and widths at every node count)
+if [ "$NODES" = 2 ]; then
+    run 'w = comm.world():window(8, "i32") w:tensor():fill(1 << rank)
+st = step.allreduce(w, {algo = "hier"})
+st:next()
+st:next()
+st:next()
+=kernel.plan(w, {algo = "hier"}).phases[2]'
+    expect_eq "hier's stepper: exit 0" "$RC" 0
+    # (a slow machine's notes, "gcsh: 10.0 s: ... still running", are the shell's)
+    expect_eq "hier's stepper: every line fits 80 columns" "$(awk 'length($0) > 80 && !/^gcsh: /' <<<"$OUT")" ""
+    expect_contains "hier's plan: the phase across nodes, the same on every rank" "$OUT" "[0-$LAST] {
+[0-$LAST]   name = \"all-reduce\",
+[0-$LAST]   network = true,
+[0-$LAST]   over = \"member t of every node: the communicator's all-reduce\",
+[0-$LAST] }"
+    expect_contains "hier's stepper: the end" "$OUT" "[0] result: every rank's region equals the reference (c:allreduce)"
+    expect_eq "hier's stepper at 2 x 2: what the terminal shows" "$(grep -v '^gcsh: ' <<<"$OUT" | sed '/^\[0-3\]/,$d')" \
+'[0] hier allreduce (sum) of 8 i32 on 4 ranks, 2 nodes: step 1 of 3
+[0]   (reduce-scatter in the node)
+[0]   r0: sum(r0.c0, r1.c0) -> r0.c0   r1: sum(r0.c1, r1.c1) -> r1.c1
+[0]   r2: sum(r2.c0, r3.c0) -> r2.c0   r3: sum(r2.c1, r3.c1) -> r3.c1
+[0]       c0    c1
+[0]   r0  0,1*  0
+[0]   r1  1     0,1*
+[0]   r2  2,3*  2
+[0]   r3  3     2,3*
+[0]   cells: the ranks whose data a chunk holds (from its values: r put 2^r)
+[0]   * changed in this step
+[0] hier allreduce (sum) of 8 i32 on 4 ranks, 2 nodes: step 2 of 3 (all-reduce
+[0]   across nodes)
+[0]   r0: sum(r0.c0, r2.c0) -> r0.c0 (net)
+[0]   r1: sum(r1.c1, r3.c1) -> r1.c1 (net)
+[0]   r2: sum(r0.c0, r2.c0) -> r2.c0 (net)
+[0]   r3: sum(r1.c1, r3.c1) -> r3.c1 (net)
+[0]   (net): crosses the network: member t of every node, by the
+[0]   communicator'"'"'s all-reduce of chunk t (loads and stores stay in a node)
+[0]       c0    c1
+[0]   r0  0-3*  0
+[0]   r1  1     0-3*
+[0]   r2  0-3*  2
+[0]   r3  3     0-3*
+[0]   cells: the ranks whose data a chunk holds (from its values: r put 2^r)
+[0]   * changed in this step
+[0] hier allreduce (sum) of 8 i32 on 4 ranks, 2 nodes: step 3 of 3 (all-gather
+[0]   in the node)
+[0]   r0: r0.c0 -> r1.c0   r1: r1.c1 -> r0.c1   r2: r2.c0 -> r3.c0
+[0]   r3: r3.c1 -> r2.c1
+[0]       c0    c1
+[0]   r0  0-3   0-3*
+[0]   r1  0-3*  0-3
+[0]   r2  0-3   0-3*
+[0]   r3  0-3*  0-3
+[0]   cells: the ranks whose data a chunk holds (from its values: r put 2^r)
+[0]   * changed in this step
+[0] result: every rank'"'"'s region equals the reference (c:allreduce)'
+fi
 
 # ---- one-sided across nodes over the network path (tests/sh/nodes_net.lua)
 OUT=$(timeout 300 "$GCSH" -n "$N" "${ON_NODES[@]}" tests/sh/nodes_net.lua 2>&1); RC=$?

@@ -1,0 +1,93 @@
+-- The gcsh side of scripts/gpu-nodes.sh (issue 41): in one job on several
+-- nodes (simulated: scripts/simnode), after the script ran nccl-tests'
+-- all_reduce_perf on the same nodes into REF:
+--   1. bench.allreduce of NCCL (c:allreduce on a plain tensor), "hier" and
+--      "auto" (which must pick hier on a window across nodes), in place,
+--      f32 sum, 8 B .. MAX, values checked (#wrong);
+--   2. hier's and NCCL's time per call against nccl-tests' in-place time
+--      (bench.compare), or, without nccl-tests' rows (a dry run on the
+--      host backend), against gcsh's own NCCL row of the same job;
+--   3. the issue's targets as ratios: hier <= 1.0x the reference at 8 B ..
+--      64 KiB and <= 1.1x above, each band's worst size named.
+-- CSV into OUTDIR: nodes-allreduce-npN.csv (every row) and
+-- nodes-compare-npN.csv (the ratios).
+-- Usage: mpirun ... gcsh scripts/bench/nodes.lua OUTDIR MAX ITERS [REF]
+local b = require "gcsh.bench"
+
+local c = comm.world()
+local np, speaks = c.size, c.rank == 0
+local OUT = assert(arg[1], "usage: nodes.lua OUTDIR MAX ITERS [REF]")
+local MAX = math.tointeger(tonumber(arg[2] or "")) or (64 << 20)
+local ITERS = math.tointeger(tonumber(arg[3] or "")) or 20
+local REF = arg[4]
+local SMALL = 64 << 10 -- the latency target's range: 8 B .. 64 KiB
+local function say(...) if speaks then print(string.format(...)) end end
+
+say("nodes: %d ranks on %d nodes (%s backend), %s", np, gcsh.nodes, gcsh.backend,
+    tostring(gcsh.info().device or ""))
+if gcsh.nodes < 2 then
+  say("nodes: the job is one node: hier would not cross a network; nothing to compare")
+  return
+end
+
+-- ---- 1. gcsh's rows ----------------------------------------------------------------
+local rows = b.allreduce { algos = { "nccl", "hier", "auto" }, min = 8, max = MAX, factor = 2,
+                           iters = ITERS, warmup = 5, chart = false, quiet = not speaks,
+                           csv = string.format("%s/nodes-allreduce-np%d.csv", OUT, np) }
+local by_algo = {}
+for _, r in ipairs(rows) do
+  by_algo[r.algo] = by_algo[r.algo] or {}
+  table.insert(by_algo[r.algo], r)
+  if r.wrong ~= 0 then say("nodes: WRONG values: %s at %d B: %d elements", r.algo, r.size, r.wrong) end
+end
+
+-- ---- 2. the reference ---------------------------------------------------------------
+local ref, ref_label, own_ref
+if REF then
+  local ok, got = pcall(b.nccl_tests, REF)
+  if ok and #got > 0 then ref, ref_label = got, "nccl-tests all_reduce_perf, in place, same nodes"
+  else say("# note: no nccl-tests rows in %s (%s): against gcsh's NCCL row instead", REF, tostring(got)) end
+end
+if not ref then
+  ref, ref_label, own_ref = {}, "gcsh's nccl row (c:allreduce), same job", true
+  for _, r in ipairs(by_algo.nccl or {}) do
+    ref[#ref + 1] = { size = r.size, time_us = r.time_us, busbw = r.busbw, ip_time_us = r.time_us,
+                      ip_busbw = r.busbw }
+  end
+end
+local compared = {}
+for _, algo in ipairs(own_ref and { "hier" } or { "hier", "nccl" }) do
+  local out = b.compare(by_algo[algo] or {}, ref, { label = "gcsh " .. algo, ref_label = ref_label,
+                                                    inplace = true, quiet = not speaks })
+  for _, r in ipairs(out) do r.algo = algo; compared[#compared + 1] = r end
+  if algo == "hier" then compared.hier = out end
+end
+
+-- ---- 3. the targets ---------------------------------------------------------------
+local function band(out, lo, hi)
+  local worst, at = nil, nil
+  for _, r in ipairs(out) do
+    if r.size >= lo and r.size <= hi and (not worst or r.ratio > worst) then worst, at = r.ratio, r.size end
+  end
+  return worst, at
+end
+for _, t in ipairs({ { 8, SMALL, 1.0, "at 8 B .. 64 KiB" }, { SMALL + 1, math.maxinteger, 1.1, "above 64 KiB" } }) do
+  local worst, at = band(compared.hier or {}, t[1], t[2])
+  if worst then
+    say("target: hier <= %.1fx the reference %s: worst %.3f at %d B: %s", t[3], t[4], worst, at,
+        worst <= t[3] and "met" or "MISSED")
+  else
+    say("target: hier <= %.1fx the reference %s: no size measured", t[3], t[4])
+  end
+end
+local auto_hier = true
+for _, r in ipairs(by_algo.auto or {}) do auto_hier = auto_hier and r.wrong == 0 end
+say("auto across nodes: every size right: %s", tostring(auto_hier))
+
+if speaks then
+  local lines = { "algo,size,time_us,ref_us,ratio" }
+  for _, r in ipairs(compared) do
+    lines[#lines + 1] = string.format("%s,%d,%.3f,%.3f,%.4f", r.algo, r.size, r.time_us, r.ref_us, r.ratio)
+  end
+  gcsh.write_file(string.format("%s/nodes-compare-np%d.csv", OUT, np), table.concat(lines, "\n") .. "\n")
+end
