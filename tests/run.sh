@@ -6,7 +6,7 @@
 #                                        terminal through tmux; each prints its counts)
 # - Lua tests      tests/lua/*.lua      (each file under `gcsh -n N` for N = 1, 2, 4;
 #                                        one test per file and rank count)
-# TESTS=pattern runs only the files whose path contains pattern; RANKS="2 4"
+# TESTS="pattern ..." runs only the files whose path contains a pattern; RANKS="2 4"
 # chooses the Lua tests' rank counts; QUICK=1 leaves out the shell tests marked
 # "# tests/run.sh: slow" (make check).  -t NAME runs one test file (make
 # test-one T=NAME): NAME as a path, or a file of tests/unit, tests/sh or
@@ -72,7 +72,11 @@ the_one() {
 }
 if [ -n "$ONE_NAME" ]; then ONE=$(the_one "$ONE_NAME") || exit 2; fi
 selected() {
-    if [ -n "$ONE" ]; then [ "$1" = "$ONE" ]; else [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; fi
+    local pat
+    if [ -n "$ONE" ]; then [ "$1" = "$ONE" ]; return; fi
+    [ -z "${TESTS:-}" ] && return 0
+    for pat in $TESTS; do [[ "$1" == *"$pat"* ]] && return 0; done
+    return 1
 }
 marked() { grep -qE "^# tests/run.sh: $2( |$)" "$1"; } # FILE MARK: a line "# tests/run.sh: MARK ..."
 # time_limit I: seconds test I may run before it counts as hung: a shell
