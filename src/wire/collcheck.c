@@ -248,14 +248,16 @@ void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p)
     k->intent.comm_size = cc->size;
 }
 
-/* Whether abandoned operation a is the one fp describes (a p2p one: any
- * send or recv with the rank that abandoned). */
+/* Whether fp's operation waits for abandoned operation a: a itself, or a
+ * later collective of its communicator (the rank that abandoned a does not
+ * reach it in this command either); a p2p one: any send or recv with the
+ * rank that abandoned. */
 static int abandon_matches(const gcsh_abandon_msg *a, const gcsh_fingerprint *fp)
 {
     if (fp->comm != a->comm)
         return 0;
     if (a->seq)
-        return fp->kind == GCSH_FP_COLLECTIVE && fp->seq == a->seq;
+        return fp->kind == GCSH_FP_COLLECTIVE && fp->seq >= a->seq;
     return fp->kind != GCSH_FP_COLLECTIVE && fp->root == a->comm_rank;
 }
 

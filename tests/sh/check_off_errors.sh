@@ -101,6 +101,17 @@ for n in 2 4; do
     expect_not_contains "$n: no hang report" "$OUT" "still running"
 done
 
+# The root of a broadcast rank 1 abandoned goes on to the next collective
+# of that communicator, which rank 1 does not reach either: stopped too
+# (or, when the root heard first, the broadcast itself is not run)
+gcsh_pipe 2 '.check off
+c = comm.world()
+c:broadcast(tensor.new(4), rank == 1 and size or 0); c:barrier()
+c = comm.world(); print("fresh", c:allreduce(tensor.new(1):fill(1))[0])'
+expect_match "a later collective of the communicator: stopped or refused" "$OUT" \
+    "^\[0\] stdin:1: (broadcast #1|barrier #2): (abandoned|not run): rank 1 failed before joining it \(stdin:1: bad argument #2 to 'broadcast'"
+expect_all_ranks "... and comm.world() works" "$OUT" "fresh	2.0" 2
+
 # With checks on (the default) the check names the rank, as before
 gcsh_pipe 2 'c = comm.world()
 c:allreduce(tensor.new(8, rank == 1 and "f64" or "f32"), "sum", tensor.new(8))
