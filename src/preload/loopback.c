@@ -5,10 +5,16 @@
  * address binds the loopback one of its family instead (127.0.0.1, ::1),
  * so nothing of the job listens beyond the machine.
  *
- * It leaves no trace in the ranks: at load it takes itself out of
+ * It leaves no trace in the ranks: loaded into mpirun (a program named
+ * mpirun*, mpiexec*, orterun* or prterun*), it takes itself out of
  * LD_PRELOAD (keeping what the user preloaded) and removes
  * GCSH_LOOPBACK_SO, the path gcsh -n put there, before mpirun starts
- * anything.  Not part of gcsh's binary: no gcsh header, libc only. */
+ * anything.  In anything else (a wrapper script that GCSH_MPIRUN names:
+ * its shell) it stays in the environment, so the mpirun the wrapper runs
+ * gets it; a rank that gets it all the same (a launcher named otherwise)
+ * takes it out for its own children, and loopback binds are harmless there:
+ * every rank is on this machine.  Not part of gcsh's binary: no gcsh
+ * header, libc only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -58,12 +64,24 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
     return real_bind(fd, addr, len);
 }
 
+/* Whether this process is the launcher (or gcsh), which takes the library
+ * out of what its children get. */
+static int strips(void)
+{
+    static const char *const names[] = {"mpirun", "mpiexec", "orterun", "prterun", "gcsh"};
+    const char *self = program_invocation_short_name;
+    for (size_t i = 0; self && i < sizeof names / sizeof *names; i++)
+        if (strncmp(self, names[i], strlen(names[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* LD_PRELOAD without the entry `mine` (entries are separated by colons or
  * blanks, as ld.so reads them). */
 __attribute__((constructor)) static void leave_no_trace(void)
 {
     const char *mine = getenv(MARK_ENV), *pre = getenv("LD_PRELOAD");
-    if (!mine || !*mine || !pre)
+    if (!mine || !*mine || !pre || !strips())
         return;
     size_t n = strlen(pre), k = strlen(mine);
     char *rest = malloc(n + 1);

@@ -21,8 +21,9 @@
  * gcsh-loopback.so preloaded (src/preload/loopback.c, built beside gcsh,
  * installed in PREFIX/lib/gcsh): its bind() of a TCP socket to a wildcard
  * address binds 127.0.0.1 or ::1 instead.  The library takes itself out of
- * LD_PRELOAD as it loads (what the user preloaded stays, and reaches the
- * ranks as before), so the ranks never have it.  It is left out when the
+ * LD_PRELOAD as it loads into mpirun (what the user preloaded stays, and
+ * reaches the ranks as before), so the ranks never have it; a wrapper
+ * script that GCSH_MPIRUN names passes it on to the mpirun it runs.  It is left out when the
  * user chose the out-of-band interfaces (oob_tcp_if_include or
  * oob_tcp_if_exclude set as above), when other machines are named, when
  * the library is not found, or when a loopback address cannot be bound;

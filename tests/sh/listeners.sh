@@ -81,6 +81,17 @@ else
     skip "no libm to preload as a user would"
 fi
 
+# ---- an mpirun that GCSH_MPIRUN names, a wrapper script: the preload goes
+# through the wrapper's shell to mpirun, which takes it out for the ranks
+printf '#!/bin/sh\nmpirun "$@"\n' >"$TMP/mpirun" && chmod +x "$TMP/mpirun"
+GCSH_MPIRUN=$TMP/mpirun open_session 2
+expect_contains "a wrapper: the session ran" "$OUT" "[0-1] up"
+expect_contains "a wrapper: mpirun's listeners were seen" "$LISTEN" "mpirun "
+expect_eq "a wrapper: nothing listens beyond loopback" "$(beyond_loopback <<<"$LISTEN")" ""
+OUT=$(printf 'print("env", os.getenv("LD_PRELOAD"), os.getenv("GCSH_LOOPBACK_SO"))\n' |
+    GCSH_MPIRUN=$TMP/mpirun timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "a wrapper: the ranks have no preload" "$OUT" "[0-1] env	nil	nil"
+
 # ---- the user's choice of out-of-band interfaces: no preload
 OMPI_MCA_oob_tcp_if_include=lo open_session 2
 expect_contains "the user's oob_tcp_if_include: theirs" "$OUT" "oob as you set it in the environment"
