@@ -112,6 +112,17 @@ expect_match "a later collective of the communicator: stopped or refused" "$OUT"
     "^\[0\] stdin:1: (broadcast #1|barrier #2): (abandoned|not run): rank 1 failed before joining it \(stdin:1: bad argument #2 to 'broadcast'"
 expect_all_ranks "... and comm.world() works" "$OUT" "fresh	2.0" 2
 
+# A line that runs on rank 1 alone: nobody else could have joined, the
+# communicator stays
+gcsh_pipe 2 '.check off
+c = comm.world()
+.ranks 1
+c:allreduce(tensor.new(4), "bogus")
+.ranks all
+print("stays", c:allreduce(tensor.new(1):fill(1))[0])'
+expect_all_ranks "rank 1 alone: the communicator stays" "$OUT" "stays	2.0" 2
+expect_not_contains "rank 1 alone: nothing aborted" "$OUT" "aborted"
+
 # With checks on (the default) the check names the rank, as before
 gcsh_pipe 2 'c = comm.world()
 c:allreduce(tensor.new(8, rank == 1 and "f64" or "f32"), "sum", tensor.new(8))
