@@ -65,7 +65,7 @@ struct gcsh_check {
     int intent_on;
     gcsh_abandon_msg intent;
     const gcsh_comm_check *intent_cc; /* for its members; NULL once detached */
-    lua_CFunction intent_fn;          /* the binding that stated it */
+    const void *intent_call;          /* the binding's call that stated it */
     /* Operations other ranks abandoned in this command (under lock; the
      * count is read without it first: 0 on the fast path), and why the
      * one GCSH_INTERRUPT_PEER stopped was abandoned ("" for an abort). */

@@ -223,15 +223,17 @@ void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from
 
 /* ---- abandons (collcheck.h), .check off ---------------------------------------- */
 
-/* The C function running at level `level` of L's stack, or NULL. */
-static lua_CFunction cfunction_at(lua_State *L, int level)
+/* The call at level `level` of L's stack, or NULL: which call it is, not
+ * what it runs (lua_getstack alone, in O(1): the unchecked path pays no
+ * more; lua_Debug's i_ci tells calls apart).  c_only: a C function's. */
+static const void *call_at(lua_State *L, int level, int c_only)
 {
     lua_Debug ar;
-    if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "f", &ar))
+    if (!lua_getstack(L, level, &ar))
         return NULL;
-    lua_CFunction f = lua_tocfunction(L, -1);
-    lua_pop(L, 1);
-    return f;
+    if (c_only && (!lua_getinfo(L, "S", &ar) || strcmp(ar.what, "C") != 0))
+        return NULL;
+    return ar.i_ci;
 }
 
 void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p)
@@ -240,7 +242,7 @@ void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p)
     if (!k || k->enabled)
         return;
     k->intent_on = 1;
-    k->intent_fn = cfunction_at(L, 0);
+    k->intent_call = call_at(L, 0, 0);
     k->intent_cc = cc;
     k->intent.comm = cc->id;
     k->intent.seq = p2p ? 0 : cc->seq + 1;
@@ -282,15 +284,21 @@ static void send_abandon(gcsh_check *k, gcsh_abandon_msg *m, const gcsh_comm_che
     free(buf);
 }
 
+void gcsh_check_caught(gcsh_ctx *ctx)
+{
+    if (ctx->check)
+        ctx->check->intent_on = 0;
+}
+
 void gcsh_check_abandon(lua_State *L, const char *why)
 {
     gcsh_check *k = gcsh_ctx_of(L)->check;
     if (!k || !k->intent_on)
         return;
     k->intent_on = 0;
-    /* the binding that stated the intent raised it (not one whose error a
-     * pcall caught, before an unrelated one) */
-    if (k->intent_fn && cfunction_at(L, 1) == k->intent_fn)
+    /* the binding that stated the intent raised it, still in that call (not
+     * one whose error a pcall caught, before an unrelated error) */
+    if (k->intent_call && call_at(L, 1, 1) == k->intent_call)
         send_abandon(k, &k->intent, k->intent_cc, why);
 }
 

@@ -155,6 +155,9 @@ void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p);
  * intent standing, if the binding that stated it raised the error, is
  * abandoned (MSG_ABANDONED). */
 void gcsh_check_abandon(lua_State *L, const char *why);
+/* pcall or xpcall caught an error: the intent standing, if any, is the
+ * script's to handle (it may call again). */
+void gcsh_check_caught(gcsh_ctx *ctx);
 
 /* MSG_ABANDONED and MSG_ABANDON_NOW: rank `from` (the message's seq for
  * ABANDON_NOW) will not join this operation in command `chunk`.  Followed

@@ -138,4 +138,11 @@ t = tensor.new(1):fill(1)
 if rank == 1 then pcall(c.allreduce, c, t, "bogus") end; c:allreduce(t); print(t[0])'
 expect_all_ranks "pcall, then the call again" "$OUT" "2.0" 2
 expect_eq "pcall, then the call again: exit 0" "$RC" 0
+# ... and a later error of its own is no abandon: nothing is aborted
+gcsh_pipe 2 '.check off
+c = comm.world()
+if rank == 1 then pcall(c.allreduce, c, tensor.new(1), "bogus"); error("later") end
+print("stays", c:allreduce(tensor.new(1):fill(1))[0])'
+expect_contains "a caught error, then another: that one" "$OUT" "[1] stdin:1: later"
+expect_all_ranks "a caught error, then another: the communicator stays" "$OUT" "stays	2.0" 2
 finish
