@@ -136,12 +136,16 @@ refused "one rank: a range beyond it" 128 "'0-1' names a rank beyond 0; the reco
 # interrupted by SIGINT and SIGTERM: the reading stage takes no signal
 # handler (it runs before MPI)
 { cat "$B"; printf -- '-- %s\n' $(seq 1 400000); echo 'while true do end'; } >"$TMP/slow.lua"
+# is_gcsh PID: PID runs gcsh now (env has executed it: before, a SIGINT
+# meets env's inherited SIG_IGN, under load too)
+is_gcsh() { [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$(readlink -f "$GCSH")" ]; }
 for sig in INT TERM; do
-    t0=$(date +%s%N)
     # (bash starts a background job with SIGINT ignored: back to the default)
     env --default-signal=INT "$GCSH" --replay "$TMP/slow.lua" >"$TMP/slow.out" 2>&1 </dev/null &
     P=$!
-    sleep 0.3
+    wait_until 30 is_gcsh $P || fail "SIG$sig while reading: gcsh did not start"
+    sleep 0.3 # (into the reading stage: nothing shows it; a signal before is as good)
+    t0=$(date +%s%N) # (the time the signal takes to end it)
     kill -$sig $P
     wait $P; RC=$?
     MS=$((($(date +%s%N) - t0) / 1000000))
