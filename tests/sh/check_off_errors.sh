@@ -101,6 +101,20 @@ for n in 2 4; do
     expect_not_contains "$n: no hang report" "$OUT" "still running"
 done
 
+# One-sided calls and signal adds need nothing of their target: rank 1's
+# bad peer is its own error, the others' calls complete, nothing waits
+for n in 2 4; do
+    gcsh_pipe $n '.check off
+c = comm.world(); w = c:window(8); s = c:signals(2)
+x = w:put(rank == 1 and size or (rank + 1) % size, tensor.new(2):fill(7)); x:post(); x:wait(); print("put done")
+s:add(rank == 1 and size or 0, 0, 1)
+c:barrier(); w:free(); s:free(); print("freed")'
+    expect_match "$n: rank 1's bad put" "$OUT" "^\[1\] stdin:1: bad argument #1 to 'put' \(peer $n out of range"
+    expect_match "$n: rank 1's bad signal add" "$OUT" "^\[1\] stdin:1: bad argument #1 to 'add' \(peer $n out of range"
+    expect_eq "$n: the others' puts complete" "$(ranks_missing "$OUT" "put done" $n exact)" " 1"
+    expect_all_ranks "$n: then a barrier and collective frees" "$OUT" "freed" $n
+done
+
 # The root of a broadcast rank 1 abandoned goes on to the next collective
 # of that communicator, which rank 1 does not reach either: stopped too
 # (or, when the root heard first, the broadcast itself is not run)
