@@ -98,11 +98,19 @@ OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
 .PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench preflight clean install uninstall
-all: $(BUILD)/gcsh
+all: $(BUILD)/gcsh $(BUILD)/gcsh-loopback.so
 
 $(BUILD)/gcsh: $(OBJS)
 	$(SAY) LINK $@
 	$(Q)$(CC) $(GCSH_LDFLAGS) $(LDFLAGS) -o $@ $^ $(GCSH_LDLIBS) $(LDLIBS)
+
+# What gcsh -n preloads into mpirun on one machine (src/shell/launch_net.h):
+# libc only, and never sanitized (mpirun is not: the sanitizer's runtime
+# would have to come first).
+$(BUILD)/gcsh-loopback.so: src/preload/loopback.c
+	@mkdir -p $(dir $@)
+	$(SAY) CC $<
+	$(Q)$(CC) -std=c11 $(OPT) $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -182,15 +190,18 @@ clean:
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, everything under
 # lua/ (gcsh.* modules, tutorial/ lessons, examples/) as PREFIX/share/gcsh,
-# where the binary looks for it, and the man page.  uninstall removes them.
+# where the binary looks for it, gcsh-loopback.so in PREFIX/lib/gcsh (beside
+# the binary: ../lib/gcsh), and the man page.  uninstall removes them.
 PREFIX  ?= /usr/local
 BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/gcsh
 MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
+LIBDIR   = $(DESTDIR)$(PREFIX)/lib/gcsh
 
 install: all
-	install -d $(BINDIR) $(MANDIR)
+	install -d $(BINDIR) $(MANDIR) $(LIBDIR)
 	install -m 755 $(BUILD)/gcsh $(BINDIR)/gcsh
+	install -m 644 $(BUILD)/gcsh-loopback.so $(LIBDIR)/gcsh-loopback.so
 	rm -rf $(DATADIR)
 	install -d $(DATADIR)
 	cp -R lua/. $(DATADIR)/
@@ -198,7 +209,8 @@ install: all
 	install -m 644 src/gcsh.1 $(MANDIR)/gcsh.1
 
 uninstall:
-	rm -f $(BINDIR)/gcsh $(MANDIR)/gcsh.1
+	rm -f $(BINDIR)/gcsh $(MANDIR)/gcsh.1 $(LIBDIR)/gcsh-loopback.so
+	-rmdir $(LIBDIR) 2>/dev/null
 	rm -rf $(DATADIR)
 
 # C unit tests: tests/unit/test_*.c, each linked with every object but main.o

@@ -405,6 +405,7 @@ static int comm_split(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *parent = check_open(L, 1);
+    gcsh_check_intent(L, &parent->chk, 0);
     gcsh_graph_refuse_now(L, "c:split()", "make communicators before the capture");
     note_leaks_once(L);
     int color = -1;
@@ -418,7 +419,12 @@ static int comm_split(lua_State *L)
     gcsh_fingerprint fp; /* colors and keys differ by design: only the call is compared */
     gcsh_fp_init(&fp, &parent->chk, "split");
     gcsh_check_enter(L, &parent->chk, &fp);
-    gcsh_check_leave(L, &parent->chk, ops_of(ctx)->split(ctx, parent->impl, color, key, &impl));
+    /* .check off: a barrier first, which a member that abandoned the split
+     * can stop (collcheck.h); a split itself cannot be abandoned */
+    int rc = gcsh_check_enabled(ctx) ? 0 : ops_of(ctx)->barrier(ctx, parent->impl);
+    if (rc == 0)
+        rc = ops_of(ctx)->split(ctx, parent->impl, color, key, &impl);
+    gcsh_check_leave(L, &parent->chk, rc);
     if (!impl) {
         lua_pushnil(L);
         return 1;
@@ -697,6 +703,8 @@ static void check_overlap(lua_State *L, const coll_spec *spec, const coll_args *
 static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
 {
     a->comm = check_open(L, 1);
+    gcsh_check_intent(L, &a->comm->chk,
+                      spec->run == run_send || spec->run == run_recv);
     a->in = check_placed_tensor(L, 2, "t");
     a->dt = a->in->dtype;
     int result_idx = 2;

@@ -472,6 +472,7 @@ static int kernel_allreduce(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allreduce"};
     a.o = gcsh_karg_window(L, 1, a.fname);
+    gcsh_check_intent(L, &a.o->comm->chk, 0);
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     gcsh_karg_out_size(L, &a, a.n, "n elements");
@@ -523,6 +524,7 @@ static int kernel_reduce_scatter(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_scatter"};
     a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:reducescatter");
+    gcsh_check_intent(L, &a.o->comm->chk, 0);
     gcsh_karg_read(L, 2, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     enum gcsh_kalgo algo = check_algo(L, &a, GCSH_KC_REDUCE_SCATTER, "direct");
@@ -537,6 +539,7 @@ static int kernel_allgather(lua_State *L)
 {
     gcsh_kargs a = {.fname = "allgather"};
     a.o = gcsh_karg_comm_window(L, 1, a.fname, "c:allgather");
+    gcsh_check_intent(L, &a.o->comm->chk, 0);
     gcsh_karg_read(L, 2, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),
                        "the kernels");
@@ -551,6 +554,7 @@ static int kernel_reduce_to(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_to"};
     a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:reduce");
+    gcsh_check_intent(L, &a.o->comm->chk, 0);
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, WINDOW_KEYS " algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
@@ -568,6 +572,7 @@ static int kernel_broadcast(lua_State *L)
 {
     gcsh_kargs a = {.fname = "broadcast"};
     a.o = gcsh_karg_comm_window(L, 2, a.fname, "c:broadcast");
+    gcsh_check_intent(L, &a.o->comm->chk, 0);
     int root = gcsh_karg_root(L, 1, &a);
     gcsh_karg_read(L, 3, &a, "offset n out algo");
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(a.o->dtype),

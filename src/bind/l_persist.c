@@ -299,6 +299,7 @@ static int persist_allreduce(lua_State *L)
     lpersist *p = check_running(L, 1, "allreduce");
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kargs a = {.fname = "allreduce", .o = p->o};
+    gcsh_check_intent(L, &p->o->comm->chk, 0);
     gcsh_karg_read(L, 2, &a, "op offset n dtype");
     check_dtype_option(L, 2, p->o);
     gcsh_karg_dtype_op(L, a.fname, p->o->dtype, a.op, gcsh_kern_ops_of(p->o->dtype),

@@ -25,6 +25,7 @@
 #include "bind/l_shell.h"
 #include "core/gcsh.h"
 #include "rank/rank.h"
+#include "wire/collcheck.h"
 
 /* Whether the command is ending: the error a protected call caught must go
  * on.  A peer's interrupt (GCSH_INTERRUPT_PEER) stopped one operation
@@ -61,6 +62,7 @@ static int finish_pcall(lua_State *L, int status, lua_KContext extra)
     if (status != LUA_OK && status != LUA_YIELD) {
         if (passes_on(L))
             return lua_error(L); /* the error object is on the top */
+        gcsh_check_caught(gcsh_ctx_of(L)); /* the script handles it (collcheck.h) */
         lua_pushboolean(L, 0);
         lua_pushvalue(L, -2);
         return 2;

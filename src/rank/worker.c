@@ -250,6 +250,9 @@ static void *watcher_main(void *arg)
             if (m.h.type == MSG_ABORT_NOW)
                 gcsh_check_abort_now(w->ctx, (const uint64_t *)(void *)m.data,
                                      m.h.len / sizeof(uint64_t), (int)m.h.seq);
+            if (m.h.type == MSG_ABANDON_NOW && m.h.len >= sizeof(gcsh_abandon_msg))
+                gcsh_check_abandon_now(w->ctx, (const gcsh_abandon_msg *)(void *)m.data,
+                                       (int)m.h.seq);
             if (m.h.type == MSG_FLIGHT_FLUSH)
                 send_flight(w);
         }
@@ -442,6 +445,9 @@ static int msghandler(lua_State *L)
             return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    /* .check off: the ranks waiting in the operation this error stopped
+     * hear it now (collcheck.h) */
+    gcsh_check_abandon(L, msg);
     /* a mistyped method of gcsh's own types: c:alreduce() */
     const char *method = strstr(msg, "attempt to call a nil value (method '");
     char name[64], hint[160];

@@ -726,6 +726,93 @@ static void note_aborted(gcsh_coord *c, const run_state *rs, int from, const cha
     }
 }
 
+/* Rank `from` will not join an operation (MSG_ABANDONED, .check off): the
+ * first to say so is passed on to the ranks still running, which stop or
+ * refuse that operation (collcheck.h: Abandons); every one is counted. */
+static void take_abandon(gcsh_coord *c, const run_state *rs, int from, const char *data,
+                         size_t len)
+{
+    gcsh_abandon_msg m;
+    if (len < sizeof m)
+        return;
+    memcpy(&m, data, sizeof m);
+    m.why[sizeof m.why - 1] = '\0';
+    if (m.nmembers < 0 || (m.nmembers && m.nmembers != m.comm_size) ||
+        len != sizeof m + (size_t)m.nmembers * sizeof(int32_t))
+        return;
+    struct gcsh_coord_abandon *e = NULL;
+    for (int i = 0; i < c->nabandons && !e; i++) {
+        const gcsh_abandon_msg *o = &c->abandons[i].m;
+        if (o->comm == m.comm && o->seq == m.seq && (m.seq || o->comm_rank == m.comm_rank))
+            e = &c->abandons[i];
+    }
+    if (!e) {
+        for (int r = 0; r < c->size; r++)
+            if (r != from && rs->state[r] == RUNNING)
+                gcsh_msg_send(c->link->peer_ctl[r], MSG_ABANDON_NOW, (uint32_t)from, data, len,
+                              NULL, 0);
+        if (c->nabandons == GCSH_COORD_ABANDONS)
+            return;
+        e = &c->abandons[c->nabandons++];
+        *e = (struct gcsh_coord_abandon){.m = m, .from = from};
+        e->declared = calloc((size_t)c->size, 1);
+        if (m.nmembers && (e->members = malloc((size_t)m.nmembers * sizeof(int32_t))))
+            memcpy(e->members, data + sizeof m, (size_t)m.nmembers * sizeof(int32_t));
+    }
+    if (e->declared)
+        e->declared[from] = 1;
+}
+
+/* Whether every member of e's communicator that ran this command said it
+ * did not join e's operation (then nobody ran it: the communicator is in
+ * step). */
+static int nobody_joined(const gcsh_coord *c, const run_state *rs,
+                         const struct gcsh_coord_abandon *e)
+{
+    if (!e->declared)
+        return 0;
+    if (!e->members) { /* unknown members: every one must have said so */
+        int n = 0;
+        for (int r = 0; r < c->size; r++)
+            n += e->declared[r];
+        return n == e->m.comm_size;
+    }
+    for (int i = 0; i < e->m.nmembers; i++) {
+        int r = e->members[i];
+        if (r >= 0 && r < c->size && rs->targets[r] && !e->declared[r])
+            return 0;
+    }
+    return 1;
+}
+
+static int aborted_known(const gcsh_coord *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->naborted; i++)
+        if (c->aborted[i] == id)
+            return 1;
+    return 0;
+}
+
+/* After the command: a collective that some member abandoned while another
+ * may have run it leaves its communicator out of step: it is aborted on
+ * every rank (spread_aborts). */
+static void settle_abandons(gcsh_coord *c, const run_state *rs)
+{
+    for (int i = 0; i < c->nabandons; i++) {
+        struct gcsh_coord_abandon *e = &c->abandons[i];
+        if (e->m.seq && !nobody_joined(c, rs, e) && !aborted_known(c, e->m.comm)) {
+            note_aborted(c, rs, e->from, (const char *)&e->m.comm, sizeof e->m.comm);
+            gcsh_coord_say(c, "gcsh: .check is off: rank %d did not join collective #%llu of "
+                              "its communicator, which other members may have run: the "
+                              "communicator is aborted on every rank (comm.world() makes a "
+                              "fresh one)", e->from, (unsigned long long)e->m.seq);
+        }
+        free(e->declared);
+        free(e->members);
+    }
+    c->nabandons = 0;
+}
+
 /* After the command: every rank (targeted or not) aborts what some rank
  * aborted, or everything after .abort, before it runs anything else. */
 static void spread_aborts(gcsh_coord *c, int all)
@@ -801,6 +888,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     }
     case MSG_ABORTED:
         note_aborted(c, rs, r, m->data, m->h.len);
+        break;
+    case MSG_ABANDONED:
+        take_abandon(c, rs, r, m->data, m->h.len);
         break;
     case MSG_TAPE:
         if (c->tap)
@@ -1234,6 +1324,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     }
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
+    settle_abandons(c, &rs);
     spread_aborts(c, rs.abort_all);
     EACH_LISTENER(c, l)
         if (rs.abort_all && l->hooks->aborted)

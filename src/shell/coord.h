@@ -10,6 +10,7 @@
 #include "shell/collcheck_coord.h"
 #include "wire/out.h"
 #include "shell/progress.h"
+#include "wire/collcheck.h"
 #include "wire/link.h"
 #include "wire/msg.h"
 
@@ -28,6 +29,9 @@ typedef struct gcsh_tap {
 } gcsh_tap;
 
 #define GCSH_COORD_LISTENERS 4
+/* Abandoned operations one command keeps track of (beyond: passed on, not
+ * settled at the end) */
+#define GCSH_COORD_ABANDONS 8
 
 typedef struct gcsh_coord gcsh_coord;
 
@@ -94,6 +98,15 @@ struct gcsh_coord {
      * aborts them before the next one (collcheck.h). */
     uint64_t *aborted;
     size_t naborted, cap_aborted;
+    /* Operations ranks abandoned during the command with .check off, and
+     * which ranks said they did not join each (collcheck.h: Abandons). */
+    struct gcsh_coord_abandon {
+        gcsh_abandon_msg m;
+        int from;         /* the first rank that abandoned it */
+        char *declared;   /* per rank: it said it did not join */
+        int32_t *members; /* the comm's world ranks, or NULL */
+    } abandons[GCSH_COORD_ABANDONS];
+    int nabandons;
     gcsh_tap *tap;     /* set around a command whose output is kept, else NULL */
     /* Who listens (gcsh_coord_listen): the session, the terminal's owner,
      * tracing and the flight recorder. */

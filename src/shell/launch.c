@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shell/launch.h"
+#include "shell/launch_net.h"
 #include "shell/sigint.h"
 #include "shell/launch_streams.h"
 #include "shell/sigint.h"
@@ -67,6 +68,7 @@ static _Noreturn void exec_child(char *const argv[], const sigset_t *mask)
      * long enough for rank 0's crash dump and, if rank 0 died, its heir's
      * (rank/heir.h), on a loaded machine too; the user's setting wins */
     setenv("OMPI_MCA_odls_base_sigkill_timeout", "5", 0);
+    gcsh_launch_network_child(); /* mpirun's listener on loopback (launch_net.h) */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigprocmask(SIG_SETMASK, mask, NULL);
     execvp(argv[0], argv);

@@ -1,7 +1,11 @@
 /* Which networks gcsh -n's job may use.  See launch_net.h. */
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "shell/launch_net.h"
@@ -105,6 +109,80 @@ static const char *user_set(const char *name, char *const *args, int n)
     return found;
 }
 
+/* The preload library for mpirun (src/preload/loopback.c), found once by
+ * gcsh_launch_network: its path, or "" when mpirun is not to have it. */
+static char preload_so[PATH_MAX];
+
+/* gcsh-loopback.so beside the binary: the build tree (build/), then an
+ * installed prefix (PREFIX/bin/gcsh: PREFIX/lib/gcsh). */
+static int find_preload(char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe))
+        return -1;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    static const char *const relative[] = {"gcsh-loopback.so", "../lib/gcsh/gcsh-loopback.so"};
+    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
+        char path[PATH_MAX + 64], real[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", exe, relative[i]);
+        if (access(path, R_OK) == 0 && realpath(path, real) && strlen(real) < len) {
+            snprintf(out, len, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Whether a TCP socket of family af binds to its loopback address (an
+ * IPv6 that this machine lacks altogether is no obstacle: nothing listens
+ * on it then). */
+static int loopback_binds(int af)
+{
+    int fd = socket(af, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return af == AF_INET6;
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int rc = af == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof a4)
+                           : bind(fd, (struct sockaddr *)&a6, sizeof a6);
+    close(fd);
+    return rc == 0;
+}
+
+/* One machine, and the out-of-band channel left to gcsh: mpirun gets the
+ * preload when it can work; says which in text. */
+static void choose_preload(char *text, size_t len)
+{
+    const char *why = NULL;
+    if (find_preload(preload_so, sizeof preload_so) != 0)
+        why = "gcsh-loopback.so is not beside gcsh";
+    else if (!loopback_binds(AF_INET))
+        why = "127.0.0.1 cannot be bound";
+    else if (!loopback_binds(AF_INET6))
+        why = "::1 cannot be bound";
+    if (why)
+        preload_so[0] = '\0';
+    size_t at = strlen(text);
+    if (at < len)
+        snprintf(text + at, len - at, "; mpirun listens %s%s%s",
+                 why ? "on every address (" : "on loopback only", why ? why : "", why ? ")" : "");
+}
+
+void gcsh_launch_network_child(void)
+{
+    if (!preload_so[0])
+        return;
+    const char *theirs = getenv("LD_PRELOAD");
+    char value[2 * PATH_MAX + 2];
+    snprintf(value, sizeof value, "%s%s%s", preload_so, theirs && *theirs ? ":" : "",
+             theirs ? theirs : "");
+    setenv("LD_PRELOAD", value, 1);
+    setenv(GCSH_LOOPBACK_SO_ENV, preload_so, 1);
+}
+
 int gcsh_launch_network(char *const *args, int n, char **out)
 {
     char text[512];
@@ -112,6 +190,9 @@ int gcsh_launch_network(char *const *args, int n, char **out)
     if (why) {
         snprintf(text, sizeof text, "machines from %s: Open MPI's choice of interfaces", why);
     } else {
+        /* (asked before the loop below sets oob_tcp_if_include) */
+        int oob_theirs = user_set("oob_tcp_if_include", args, n) ||
+                         user_set("oob_tcp_if_exclude", args, n);
         int at = snprintf(text, sizeof text, "this machine only:");
         for (size_t i = 0; i < sizeof local_params / sizeof *local_params; i++) {
             const struct local_param *p = &local_params[i];
@@ -125,6 +206,9 @@ int gcsh_launch_network(char *const *args, int n, char **out)
                                i ? "," : "", p->label, theirs ? "as you set it" : p->value,
                                theirs ? " in " : "", theirs ? theirs : "");
         }
+        /* the user's own choice of out-of-band interfaces stands */
+        if (!oob_theirs)
+            choose_preload(text, sizeof text);
     }
     setenv(GCSH_MPI_NETWORK_ENV, text, 1);
     out[0] = "-x";

@@ -17,7 +17,17 @@
  * What no parameter changes: Open MPI 4's mpirun (ORTE) binds its own
  * out-of-band listener to every address (INADDR_ANY and in6addr_any,
  * whatever oob_tcp_if_include says, which only picks the addresses it
- * announces and connects to).
+ * announces and connects to).  So, on one machine, mpirun alone runs with
+ * gcsh-loopback.so preloaded (src/preload/loopback.c, built beside gcsh,
+ * installed in PREFIX/lib/gcsh): its bind() of a TCP socket to a wildcard
+ * address binds 127.0.0.1 or ::1 instead.  The library takes itself out of
+ * LD_PRELOAD as it loads into mpirun (what the user preloaded stays, and
+ * reaches the ranks as before), so the ranks never have it; a wrapper
+ * script that GCSH_MPIRUN names passes it on to the mpirun it runs.  It is left out when the
+ * user chose the out-of-band interfaces (oob_tcp_if_include or
+ * oob_tcp_if_exclude set as above), when other machines are named, when
+ * the library is not found, or when a loopback address cannot be bound;
+ * .info says which ("mpirun listens on loopback only").
  *
  * GCSH_MPI_NETWORK, set here and exported to every rank, says in words
  * which choice was made (gcsh.info().mpi_network, .info). */
@@ -25,11 +35,16 @@
 #define GCSH_LAUNCH_NET_H
 
 #define GCSH_MPI_NETWORK_ENV "GCSH_MPI_NETWORK"
+/* The preloaded library's path, for it to find itself in LD_PRELOAD. */
+#define GCSH_LOOPBACK_SO_ENV "GCSH_LOOPBACK_SO"
 
 /* Before mpirun starts: args are the words gcsh -n passes to mpirun
  * (--host, --hostfile, --mca, --mpirun-args' words).  Sets the environment
  * described above and writes into out (room for 2) the words that export
  * GCSH_MPI_NETWORK to ranks on other machines; returns how many. */
 int gcsh_launch_network(char *const *args, int n, char **out);
+/* In mpirun's process, before it is executed: preloads gcsh-loopback.so
+ * when gcsh_launch_network chose it. */
+void gcsh_launch_network_child(void);
 
 #endif

@@ -7,6 +7,7 @@
 #define GCSH_WIRE_CHECK_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "wire/collcheck.h"
@@ -15,6 +16,9 @@
 /* Communicators other ranks aborted that one command remembers at most
  * before its end (beyond, they are aborted when the command ends). */
 #define DOOMED_MAX 32
+/* Operations other ranks abandoned that one command remembers (beyond, the
+ * ranks still inside them are stopped, but a later arrival is not refused). */
+#define ABANDONED_MAX 8
 
 struct gcsh_check {
     int enabled;
@@ -56,6 +60,19 @@ struct gcsh_check {
     int doomed_from[DOOMED_MAX];
     int ndoomed;
     int peer_from;
+    /* Abandons (collcheck.h), .check off.  The intent: the operation whose
+     * arguments the worker is reading (intent_on: 1 collective, 2 p2p). */
+    int intent_on;
+    gcsh_abandon_msg intent;
+    const gcsh_comm_check *intent_cc; /* for its members; NULL once detached */
+    const void *intent_call;          /* the binding's call that stated it */
+    /* Operations other ranks abandoned in this command (under lock; the
+     * count is read without it first: 0 on the fast path), and why the
+     * one GCSH_INTERRUPT_PEER stopped was abandoned ("" for an abort). */
+    gcsh_abandon_msg abandoned[ABANDONED_MAX];
+    int abandoned_from[ABANDONED_MAX];
+    atomic_int nabandoned;
+    char peer_why[256];
 };
 
 static inline double now_seconds(void)
@@ -69,6 +86,7 @@ static inline double now_seconds(void)
 
 /* A checked operation's whereabouts: the fingerprint, in words later. */
 void gcsh_where_publish_fp(gcsh_check *k, const gcsh_fingerprint *fp);
+void gcsh_where_publish_fp_locked(gcsh_check *k, const gcsh_fingerprint *fp);
 /* The published operation in words (the caller holds k->lock). */
 const char *gcsh_where_op_text(gcsh_check *k);
 /* The last operation entered, in words, or "none" (k may be NULL). */

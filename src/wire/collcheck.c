@@ -111,6 +111,8 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
         if (cc->next)
             cc->next->prev = cc->prev;
     }
+    if (k && k->intent_cc == cc)
+        k->intent_cc = NULL;
     if (cc->on_board == 1)
         gcsh_board_forget(ctx->board, ctx->rank, cc->id);
     free(cc->members);
@@ -145,6 +147,7 @@ uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color)
 }
 
 static void abort_doomed(gcsh_ctx *ctx);
+static _Noreturn void raise_error(lua_State *L, gcsh_ctx *ctx);
 
 void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc)
 {
@@ -210,10 +213,158 @@ void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from
         }
         int expected = 0;
         if (k->in_op && k->op_on_comm && k->op_comm == ids[i] &&
-            atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER))
+            atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
             k->peer_from = from;
+            k->peer_why[0] = '\0';
+        }
     }
     pthread_mutex_unlock(&k->lock);
+}
+
+/* ---- abandons (collcheck.h), .check off ---------------------------------------- */
+
+/* The call at level `level` of L's stack, or NULL: which call it is, not
+ * what it runs (lua_getstack alone, in O(1): the unchecked path pays no
+ * more; lua_Debug's i_ci tells calls apart).  c_only: a C function's. */
+static const void *call_at(lua_State *L, int level, int c_only)
+{
+    lua_Debug ar;
+    if (!lua_getstack(L, level, &ar))
+        return NULL;
+    if (c_only && (!lua_getinfo(L, "S", &ar) || strcmp(ar.what, "C") != 0))
+        return NULL;
+    return ar.i_ci;
+}
+
+void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p)
+{
+    gcsh_check *k = gcsh_ctx_of(L)->check;
+    if (!k || k->enabled)
+        return;
+    k->intent_on = 1;
+    k->intent_call = call_at(L, 0, 0);
+    k->intent_cc = cc;
+    k->intent.comm = cc->id;
+    k->intent.seq = p2p ? 0 : cc->seq + 1;
+    k->intent.comm_rank = cc->rank;
+    k->intent.comm_size = cc->size;
+}
+
+/* Whether fp's operation waits for abandoned operation a: a itself, or a
+ * later collective of its communicator (the rank that abandoned a does not
+ * reach it in this command either); a p2p one: any send or recv with the
+ * rank that abandoned. */
+static int abandon_matches(const gcsh_abandon_msg *a, const gcsh_fingerprint *fp)
+{
+    if (fp->comm != a->comm)
+        return 0;
+    if (a->seq)
+        return fp->kind == GCSH_FP_COLLECTIVE && fp->seq >= a->seq;
+    return fp->kind != GCSH_FP_COLLECTIVE && fp->root == a->comm_rank;
+}
+
+/* MSG_ABANDONED for m (its members from cc, when cc is still there). */
+static void send_abandon(gcsh_check *k, gcsh_abandon_msg *m, const gcsh_comm_check *cc,
+                         const char *why)
+{
+    int n = cc && cc->members ? cc->size : 0;
+    size_t len = sizeof *m + (size_t)n * sizeof(int32_t);
+    char *buf = malloc(len);
+    m->chunk = k->chunk_seq;
+    m->nmembers = n;
+    snprintf(m->why, sizeof m->why, "%s", why);
+    if (!buf)
+        return; /* the others then wait: .timeout names this rank */
+    memcpy(buf, m, sizeof *m);
+    for (int i = 0; i < n; i++) {
+        int32_t w = cc->members[i];
+        memcpy(buf + sizeof *m + (size_t)i * sizeof w, &w, sizeof w);
+    }
+    gcsh_capture_send(k->cap, MSG_ABANDONED, buf, len);
+    free(buf);
+}
+
+void gcsh_check_caught(gcsh_ctx *ctx)
+{
+    if (ctx->check)
+        ctx->check->intent_on = 0;
+}
+
+void gcsh_check_abandon(lua_State *L, const char *why)
+{
+    gcsh_check *k = gcsh_ctx_of(L)->check;
+    if (!k || !k->intent_on)
+        return;
+    k->intent_on = 0;
+    /* the binding that stated the intent raised it, still in that call (not
+     * one whose error a pcall caught, before an unrelated error) */
+    if (k->intent_call && call_at(L, 1, 1) == k->intent_call)
+        send_abandon(k, &k->intent, k->intent_cc, why);
+}
+
+void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->lock);
+    int n = atomic_load(&k->nabandoned);
+    if (n > 0 && k->abandoned[0].chunk != m->chunk)
+        n = 0; /* an earlier command's */
+    if (n < ABANDONED_MAX) {
+        k->abandoned[n] = *m;
+        k->abandoned[n].why[sizeof m->why - 1] = '\0';
+        k->abandoned_from[n++] = from;
+        atomic_store(&k->nabandoned, n);
+    }
+    int expected = 0; /* (an earlier command's may come late: its numbers are not ours) */
+    if (k->in_op && k->op_on_comm && m->chunk == k->chunk_seq && abandon_matches(m, &k->op_fp) &&
+        atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
+        k->peer_from = from;
+        snprintf(k->peer_why, sizeof k->peer_why, "%.*s", (int)sizeof m->why - 1, m->why);
+    }
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* The rank that abandoned fp's operation in this command, or -1 (*a: its
+ * message); the caller holds k->lock. */
+static int abandoned_by(gcsh_check *k, const gcsh_fingerprint *fp, gcsh_abandon_msg *a)
+{
+    for (int i = 0; i < atomic_load(&k->nabandoned); i++)
+        if (k->abandoned[i].chunk == k->chunk_seq && abandon_matches(&k->abandoned[i], fp)) {
+            *a = k->abandoned[i];
+            return k->abandoned_from[i];
+        }
+    return -1;
+}
+
+/* In gcsh_check_enter: publishes fp's operation, unless .check is off and
+ * another rank abandoned it in this command: then it is refused (it would
+ * wait for that rank forever), and this rank does not join it either, and
+ * says so.  One look under the lock: an abandon the watcher hears later
+ * finds the operation published and stops it. */
+static void publish_or_refuse(lua_State *L, gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
+                              const gcsh_fingerprint *fp)
+{
+    gcsh_abandon_msg a;
+    int from = -1;
+    pthread_mutex_lock(&k->lock);
+    if (!k->enabled && atomic_load_explicit(&k->nabandoned, memory_order_relaxed))
+        from = abandoned_by(k, fp, &a);
+    if (from < 0)
+        gcsh_where_publish_fp_locked(k, fp);
+    pthread_mutex_unlock(&k->lock);
+    if (from < 0)
+        return;
+    char what[128];
+    gcsh_fp_describe(fp, what, sizeof what);
+    gcsh_abandon_msg mine = {.comm = cc->id, .seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0,
+                             .comm_rank = cc->rank, .comm_size = cc->size};
+    char why[64];
+    snprintf(why, sizeof why, "it did not join because rank %d did not", from);
+    send_abandon(k, &mine, cc, why);
+    gcsh_set_error(ctx, "%s: not run: rank %d failed before joining it (%s)", what, from, a.why);
+    raise_error(L, ctx);
 }
 
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
@@ -236,8 +387,11 @@ void gcsh_check_chunk_begin(gcsh_ctx *ctx, const char *name, int check_on, uint3
     if (!k)
         return;
     k->enabled = check_on;
+    pthread_mutex_lock(&k->lock); /* the watcher compares abandons' with it */
     k->chunk_seq = chunk;
+    pthread_mutex_unlock(&k->lock);
     k->naborted = 0;
+    k->intent_on = 0;
     /* (k->doomed is not cleared: an abort the watcher heard may come
      * before this, for the command about to run) */
     /* the short source Lua shows for this chunk name ("=stdin" -> "stdin") */
@@ -501,6 +655,9 @@ void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_check *k = ctx->check;
+    if (k)
+        k->intent_on = 0;
     gcsh_check_usable(L, cc);
     const gcsh_check_hooks *h = ctx->check_hooks;
     gcsh_check_note note;
@@ -511,13 +668,13 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
         h->end(ctx, token, &note, rc);
     if (rc != 0)
         raise_error(L, ctx);
+    if (k)
+        publish_or_refuse(L, ctx, k, cc, fp);
     if (fp->kind == GCSH_FP_COLLECTIVE) {
         cc->seq = fp->seq;
         if (ctx->graph) /* captured: a replay counts it again (core/graph.h) */
             gcsh_graph_note_check(ctx, cc, cc->impl);
     }
-    if (ctx->check)
-        gcsh_where_publish_fp(ctx->check, fp);
 }
 
 static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
@@ -529,7 +686,7 @@ static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
  * (then *from: the rank that aborted its communicator).  what: the
  * operation in words, when rc says it failed. */
 static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, size_t len,
-                           int *from)
+                           int *from, char *why, size_t why_len)
 {
     int expected = GCSH_INTERRUPT_PEER, peer;
     pthread_mutex_lock(&k->lock);
@@ -538,6 +695,7 @@ static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, siz
     k->in_op = 0;
     peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
     *from = k->peer_from;
+    snprintf(why, why_len, "%s", peer ? k->peer_why : "");
     pthread_mutex_unlock(&k->lock);
     return peer;
 }
@@ -558,12 +716,12 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
-    char what[128] = "", cause[sizeof ctx->err];
+    char what[128] = "", cause[sizeof ctx->err], why[256] = "";
     int peer = 0, from = -1;
     if (ctx->check_hooks)
         ctx->check_hooks->leave(ctx);
     if (k)
-        peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from);
+        peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from, why, sizeof why);
     if (rc == 0)
         return;
     if (ctx->fatal)
@@ -576,6 +734,10 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     if (interrupted)
         gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
                             "(comm.world() makes a fresh one)", op);
+    else if (peer && why[0])
+        gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
+                            "communicator is aborted on every rank (comm.world() makes a "
+                            "fresh one)", op, from, why);
     else if (peer)
         gcsh_set_error(ctx, "%s: abandoned: it failed on rank %d, which aborted the "
                             "communicator; it is aborted on every rank (comm.world() makes a "

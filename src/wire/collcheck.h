@@ -46,6 +46,21 @@
  * and passes the ids on to every rank before the next command.
  * comm.world() then builds a fresh world.
  *
+ * Abandons (.check off).  Nothing compares fingerprints, so a rank whose
+ * arguments fail before it enters an operation would leave the members that
+ * did enter it waiting forever.  A binding states its intent as soon as it
+ * knows the communicator (gcsh_check_intent: a few stores, no message), and
+ * gcsh_check_enter clears it.  An error raised by that binding that ends the
+ * command (gcsh_check_abandon, from the message handler, at once) sends
+ * MSG_ABANDONED: this rank will not join that operation (one a pcall
+ * catches is the script's to handle: it may call again).  The coordinator passes the first one
+ * on to the ranks still running (MSG_ABANDON_NOW): a member inside that
+ * operation stops it (GCSH_INTERRUPT_PEER; the communicator is then aborted
+ * as above), one that reaches it later refuses to enter it, naming the rank
+ * and its error.  When the command ends and not every member said it did
+ * not join, some member may have run it: the communicator is out of step
+ * and is aborted on every rank.  Arguments that are fine cost nothing more.
+ *
  * Faults.  A backend that meets an error the process cannot recover from
  * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
  * which prints it and makes every rank exit with GCSH_EXIT_FATAL. */
@@ -133,6 +148,28 @@ void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check
                         const gcsh_fingerprint *fp);
 void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc);
 
+/* A checked operation on cc is about to read its arguments (p2p: a send or
+ * a recv); gcsh_check_enter ends the intent.  Only kept with .check off. */
+void gcsh_check_intent(lua_State *L, const gcsh_comm_check *cc, int p2p);
+/* An error ends the command (the message handler: why, its text): the
+ * intent standing, if the binding that stated it raised the error, is
+ * abandoned (MSG_ABANDONED). */
+void gcsh_check_abandon(lua_State *L, const char *why);
+/* pcall or xpcall caught an error: the intent standing, if any, is the
+ * script's to handle (it may call again). */
+void gcsh_check_caught(gcsh_ctx *ctx);
+
+/* MSG_ABANDONED and MSG_ABANDON_NOW: rank `from` (the message's seq for
+ * ABANDON_NOW) will not join this operation in command `chunk`.  Followed
+ * by the comm's members' world ranks (nmembers: comm_size, or 0 unknown). */
+typedef struct gcsh_abandon_msg {
+    uint64_t comm, seq; /* seq: the collective's sequence number; 0 for p2p */
+    uint32_t chunk;     /* the command's number (the coordinator's) */
+    int32_t comm_rank;  /* the abandoning rank's rank in comm */
+    int32_t comm_size, nmembers;
+    char why[200];      /* its error, terminated */
+} gcsh_abandon_msg;
+
 /* The fingerprint exchange alone (no publishing): 0 when every member
  * agreed, else -1 with the message in ctx->err.  A no-op with .check off. */
 int gcsh_check_collective(lua_State *L, gcsh_comm_check *cc, const gcsh_fingerprint *fp);
@@ -166,6 +203,9 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
  * (GCSH_INTERRUPT_PEER: it would wait for that rank forever); the worker
  * aborts them before it next uses a communicator. */
 void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from);
+/* Watcher thread, MSG_ABANDON_NOW: rank `from` will not join m's operation
+ * (see Abandons above). */
+void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from);
 /* A lua_CFunction run at the end of every command that succeeded: waits for
  * the work the command left on the rank's stream (cuda: collectives, kernels
  * and copies are stream-ordered), so that an asynchronous error, or a hang

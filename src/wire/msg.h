@@ -46,6 +46,9 @@ enum gcsh_msg_type {
     MSG_DEADLINE,  /* worker -> coordinator: a double, gcsh.deadline(s): as --deadline s */
     MSG_FAILURE,   /* worker -> coordinator: the chunk's error with its traceback, sent
                     * instead of to stderr in a chunk run with CHUNK_FIRST_FAILURE */
+    MSG_ABANDONED, /* worker -> coordinator, .check off: a gcsh_abandon_msg, this rank will
+                    * not join that operation in this command (collcheck.h) */
+    MSG_ABANDON_NOW, /* coordinator -> watcher (ctl): a gcsh_abandon_msg of rank `seq` */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */

@@ -29,6 +29,12 @@ static void publish_op(gcsh_check *k, const char *text, int waits)
 void gcsh_where_publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
 {
     pthread_mutex_lock(&k->lock);
+    gcsh_where_publish_fp_locked(k, fp);
+    pthread_mutex_unlock(&k->lock);
+}
+
+void gcsh_where_publish_fp_locked(gcsh_check *k, const gcsh_fingerprint *fp)
+{
     k->op_fp = k->last_fp = *fp;
     k->op_lazy = k->last_lazy = 1;
     k->since = now_seconds();
@@ -36,7 +42,6 @@ void gcsh_where_publish_fp(gcsh_check *k, const gcsh_fingerprint *fp)
     k->op_waits = 1;
     k->op_on_comm = 1;
     k->op_comm = fp->comm;
-    pthread_mutex_unlock(&k->lock);
 }
 
 const char *gcsh_where_op_text(gcsh_check *k)

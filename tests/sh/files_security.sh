@@ -110,13 +110,20 @@ for i in $(seq 1 24); do
     touch -d "2 days ago $i minutes ago" "$STATE/gcsh-flight-1$i-0123456789abcdef.json"
 done
 touch -d "3 days ago" "$STATE/notes.txt"
-OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' "if rank == 1 then gcsh.debug.inject('fatal') end c:barrier()" |
+OUT=$(printf '%s\n' 'c = comm.world()' 'api_key = "typed-s3cret-4711"' 'c:barrier()' "if rank == 1 then gcsh.debug.inject('fatal') end c:barrier()" |
       GCSH_TEST_FAULTS=1 timeout 120 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "a device fault: exit 70" "$RC" 70
 expect_match "the dump: in gcsh's folder, named unpredictably" "$OUT" \
     "^gcsh: flight recorder: $STATE/gcsh-flight-[0-9]+-[0-9a-f]{16}\.json \(every rank's last calls\)$"
 D=$(sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/\1/p" <<<"$OUT" | tail -n 1)
 expect_eq "the dump: 0600" "$(mode "${D:-/dev/null}")" 600
+# finding 7: the dump holds the lines typed; another user cannot read them
+expect_contains "the dump holds the lines typed" "$(cat "${D:-/dev/null}")" "typed-s3cret-4711"
+if [ -n "$attacker" ]; then
+    if as_nobody cat "${D:-/dev/null}" >/dev/null 2>&1; then fail "another user reads the dump"; else pass; fi
+    expect_eq "another user finds no typed line in gcsh's folder" \
+        "$(as_nobody grep -rl typed-s3cret "$STATE" 2>/dev/null)" ""
+fi
 expect_eq "the newest 20 dumps kept" "$(ls "$STATE" | grep -c '^gcsh-flight-.*\.json$')" 20
 if [ -e "$STATE/gcsh-flight-11-0123456789abcdef.json" ] || [ -e "$STATE/gcsh-flight-15-0123456789abcdef.json" ]; then
     pass; else fail "the newest old dumps are among those kept"; fi

@@ -19,6 +19,8 @@ fi
 pass
 expect_eq "installed binary" "$(test -x "$TMP/prefix/bin/gcsh" && echo yes)" yes
 expect_eq "installed man page" "$(test -f "$TMP/prefix/share/man/man1/gcsh.1" && echo yes)" yes
+expect_eq "installed mpirun's preload (launch_net.h)" \
+    "$(test -f "$TMP/prefix/lib/gcsh/gcsh-loopback.so" && echo yes)" yes
 want=$(cd lua && find . -type f | sort)
 got=$(cd "$TMP/prefix/share/gcsh" && find . -type f | sort)
 expect_eq "every file under lua/ is installed" "$got" "$want"
@@ -38,7 +40,8 @@ cat >"$TMP/work/run.sh" <<EOF
 cd "$TMP/work"
 echo "tree: \$(ls "$ROOT" | wc -l) entries"
 printf '%s\n' '=gcsh.lua_dir' 'print(package.searchpath("gcsh.bench", package.path))' \\
-    't = tensor.new(4):fill(rank + 1)' '=comm.world():allreduce(t)' | "$P/bin/gcsh" -n 2 2>&1
+    't = tensor.new(4):fill(rank + 1)' '=comm.world():allreduce(t)' '=gcsh.info().mpi_network' |
+    "$P/bin/gcsh" -n 2 2>&1
 echo "piped: \$?"
 "$P/bin/gcsh" -n 2 script.lua one 2>&1
 echo "script: \$?"
@@ -54,6 +57,8 @@ fi
 expect_contains "installed: lua_dir in the prefix" "$OUT" "[0-1] $P/share/gcsh"
 expect_contains "installed: modules from the prefix" "$OUT" "[0-1] $P/share/gcsh/gcsh/bench.lua"
 expect_contains "installed: a collective" "$OUT" "[0-1] tensor(f32, 4, host) [3, 3, 3, 3]"
+expect_contains "installed: mpirun finds its preload in the prefix" "$OUT" \
+    "[0-1] this machine only: pml ob1, btl self,vader, oob lo; mpirun listens on loopback only"
 expect_contains "installed: piped session exit 0" "$OUT" "piped: 0"
 expect_contains "installed: script rank 0" "$OUT" "[0] script	0	1	one	4	0"
 expect_contains "installed: script rank 1" "$OUT" "[1] script	1	1	one	4	0"
@@ -73,6 +78,7 @@ expect_eq "uninstall: no file left" "$(find "$TMP/prefix" -type f)" ""
 mk install PREFIX=/opt/gcsh DESTDIR="$TMP/stage" >/dev/null 2>&1
 expect_eq "DESTDIR: binary staged" "$(test -x "$TMP/stage/opt/gcsh/bin/gcsh" && echo yes)" yes
 expect_eq "DESTDIR: modules staged" "$(test -f "$TMP/stage/opt/gcsh/share/gcsh/gcsh/prelude.lua" && echo yes)" yes
+expect_eq "DESTDIR: preload staged" "$(test -f "$TMP/stage/opt/gcsh/lib/gcsh/gcsh-loopback.so" && echo yes)" yes
 mk uninstall PREFIX=/opt/gcsh DESTDIR="$TMP/stage" >/dev/null 2>&1
 expect_eq "DESTDIR: uninstall" "$(find "$TMP/stage" -type f)" ""
 
@@ -82,6 +88,11 @@ cp "$GCSH" "$TMP/alone/bin/gcsh"
 OUT=$(cd "$TMP" && GCSH_LUA_DIR= timeout 60 "$TMP/alone/bin/gcsh" -e 'print(tensor.new(2))' 2>&1 </dev/null)
 expect_contains "no Lua files: says where it looked" "$OUT" "gcsh: cannot find gcsh's Lua files (gcsh/prelude.lua) in ../share/gcsh or ../lua beside the binary; set GCSH_LUA_DIR"
 expect_contains "no Lua files: the C libraries still work" "$OUT" "tensor(f32, 2, host)"
+# ... nor its preload: mpirun listens as Open MPI makes it, and .info says why
+OUT=$(cd "$TMP" && GCSH_LUA_DIR="$ROOT/lua" timeout 60 "$TMP/alone/bin/gcsh" -n 2 \
+    -e 'print(gcsh.info().mpi_network)' 2>&1 </dev/null)
+expect_contains "no preload beside the binary: said" "$OUT" \
+    "[0-1] this machine only: pml ob1, btl self,vader, oob lo; mpirun listens on every address (gcsh-loopback.so is not beside gcsh)"
 OUT=$(cd "$TMP" && GCSH_LUA_DIR="$ROOT/lua" timeout 60 "$TMP/alone/bin/gcsh" -e 'print(gcsh.lua_dir)' 2>&1 </dev/null)
 expect_eq "GCSH_LUA_DIR overrides" "$OUT" "$ROOT/lua"
 

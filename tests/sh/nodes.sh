@@ -51,6 +51,11 @@ expect_match ".info: node 0 is this machine" "$OUT" "^ +1 +$(hostname) +0 +[0-9]
 expect_match ".info: rank $LAST on node $LASTNODE" "$OUT" "^ +$LAST +node$LASTNODE +$LASTNODE +[0-9]+ +1 +cpu"
 expect_contains "rank $LAST's facts" "$OUT" "[$LAST] $LASTNODE${T:=	}$NODES${T}1${T}node$LASTNODE"
 expect_contains "rank 0's facts" "$OUT" "[0] 0${T}$NODES${T}0${T}$(hostname)"
+# other machines named: Open MPI's choice, and mpirun without gcsh's
+# loopback preload (shell/launch_net.h)
+expect_contains ".info: the network is Open MPI's" "$OUT" \
+    "MPI network: machines from --hostfile: Open MPI's choice of interfaces"
+expect_not_contains ".info: no loopback preload for mpirun" "$OUT" "mpirun listens"
 
 # ---- a script that only rank 0's node has: read by rank 0, sent to every rank
 mkdir -p "$TMP/only0"

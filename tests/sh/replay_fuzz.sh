@@ -136,15 +136,16 @@ refused "one rank: a range beyond it" 128 "'0-1' names a rank beyond 0; the reco
 # interrupted by SIGINT and SIGTERM: the reading stage takes no signal
 # handler (it runs before MPI)
 { cat "$B"; printf -- '-- %s\n' $(seq 1 400000); echo 'while true do end'; } >"$TMP/slow.lua"
+# is_gcsh PID: PID runs gcsh now (env has executed it: before, a SIGINT
+# meets env's inherited SIG_IGN, under load too)
+is_gcsh() { [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$(readlink -f "$GCSH")" ]; }
 for sig in INT TERM; do
     # (bash starts a background job with SIGINT ignored: back to the default)
     env --default-signal=INT "$GCSH" --replay "$TMP/slow.lua" >"$TMP/slow.out" 2>&1 </dev/null &
     P=$!
-    # once env has become gcsh (before that, SIGINT is still ignored as
-    # bash set it: a loaded machine can take longer than 0.3 s to get there)
-    for _ in $(seq 300); do [ "$(readlink "/proc/$P/exe" 2>/dev/null)" = "$(readlink -f "$GCSH")" ] && break; sleep 0.05; done
-    sleep 0.3
-    t0=$(date +%s%N) # from the signal on: start-up on a loaded machine is not the question
+    wait_until 30 is_gcsh $P || fail "SIG$sig while reading: gcsh did not start"
+    sleep 0.3 # (into the reading stage: nothing shows it; a signal before is as good)
+    t0=$(date +%s%N) # (the time the signal takes to end it)
     kill -$sig $P
     wait $P; RC=$?
     MS=$((($(date +%s%N) - t0) / 1000000))
