@@ -89,6 +89,18 @@ expect_match() {
 # A tag to put in a gcsh's environment (GCSH_TEST_TAG=$tag): mpirun passes it
 # on to every rank, so tagged_pids finds the whole process tree, and nothing
 # else on the machine.
+# flight_said OUT: the file the last flight-recorder note in OUT names: a
+# line "gcsh: flight recorder (every rank's last calls):", then the path on
+# "gcsh:   " lines (broken after a '/' onto "gcsh:     " lines when long)
+flight_said() {
+    awk '/^gcsh: flight recorder \(every rank.s last calls\):$/ { p = ""; at = 1; next }
+         at == 1 && /^gcsh:   [^ ]/ { p = substr($0, 9); at = 2; next }
+         at == 2 && /^gcsh:     [^ ]/ { p = p substr($0, 11); next }
+         { at = 0 }
+         END { print p }' <<<"$1"
+}
+# the first line of that note
+FLIGHT_SAID="gcsh: flight recorder (every rank's last calls):"
 new_tag() { echo "gcsh-test-$$-$RANDOM$RANDOM"; }
 tagged_pids() {
     local p
