@@ -27,8 +27,8 @@ expect_all_ranks "a late rank in ll: the sum is right after the report" "$OUT" "
 wide=$(awk 'length($0) > 80' <<<"$OUT")
 [ -z "$wide" ] && pass || { fail "hang report lines over 80 columns"; printf '  | %s\n' "$wide"; }
 
-# joined again (a continuation's indent is one space), the lines say it all
-JOINED=$(sed -e ':a' -e 'N' -e '$!ba' -e 's/\ngcsh:     / /g' <<<"$OUT")
+# joined again, the lines say it all
+JOINED=$(unwrapped "$OUT")
 expect_match "the first line, with the seed, joined" "$JOINED" \
     '^gcsh: [0-9.]+ s \(--seed 2147483647\): done \[\], still running \[0-3\]; Ctrl-C interrupts$'
 expect_match "ranks 0-2: their ll wait, joined" "$JOINED" \

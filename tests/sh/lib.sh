@@ -101,6 +101,9 @@ flight_said() {
 }
 # the first line of that note
 FLIGHT_SAID="gcsh: flight recorder (every rank's last calls):"
+# unwrapped TEXT: TEXT with a report's lines joined again where gcsh broke
+# them to fit 80 columns (a continuation "gcsh:     ..." becomes " ...")
+unwrapped() { sed -e ':a' -e 'N' -e '$!ba' -e 's/\ngcsh:     / /g' <<<"$1"; }
 new_tag() { echo "gcsh-test-$$-$RANDOM$RANDOM"; }
 tagged_pids() {
     local p
