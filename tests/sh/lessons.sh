@@ -31,20 +31,7 @@ for f in "${lessons[@]}"; do
 done
 
 # ---- every lesson through the shell, its claims checked
-LUA=$(command -v lua5.4 || command -v lua)
-if [ -z "$LUA" ]; then
-    skip "no lua5.4 to check the lessons' claims with"
-else
-    for n in 2 3 4; do
-        while IFS= read -r line; do
-            case "$line" in
-            "pass "*) pass ;;
-            "fail "*) fail "${line#fail }" ;;
-            *) printf '%s\n' "$line" ;;
-            esac
-        done < <("$LUA" tests/sh/lesson_claims.lua "$GCSH" "$n")
-    done
-fi
+for n in 2 3 4; do lua_checks tests/sh/lesson_claims.lua "$GCSH" "$n"; done
 
 # ---- .lessons, .lesson by name, the end, and the errors
 gcsh_pipe 2 ".next

@@ -101,6 +101,24 @@ flight_said() {
 }
 # the first line of that note
 FLIGHT_SAID="gcsh: flight recorder (every rank's last calls):"
+# lua_checks FILE ARGS...: runs the Lua checker FILE (tests/sh/lesson_lib.lua's
+# kind) with lua5.4 from the top of the tree and counts its "pass NAME" and
+# "fail NAME" lines, printing the rest; skips when there is no lua5.4
+lua_checks() {
+    local lua line
+    lua=$(command -v lua5.4 || command -v lua)
+    if [ -z "$lua" ]; then
+        skip "no lua5.4 to run $1 with"
+        return
+    fi
+    while IFS= read -r line; do
+        case "$line" in
+        "pass "*) pass ;;
+        "fail "*) fail "${line#fail }" ;;
+        *) printf '%s\n' "$line" ;;
+        esac
+    done < <("$lua" "$@")
+}
 # unwrapped TEXT: TEXT with a report's lines joined again where gcsh broke
 # them to fit 80 columns (a continuation "gcsh:     ..." becomes " ...")
 unwrapped() { sed -e ':a' -e 'N' -e '$!ba' -e 's/\ngcsh:     / /g' <<<"$1"; }
