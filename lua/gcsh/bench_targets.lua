@@ -8,7 +8,7 @@ local M = {}
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
 -- suggests for src/core/kreduce_tune.h (best_crossovers).
--- What auto takes, in the order it considers them (src/core/kplan.c's one
+-- What auto takes, in the order it considers them (src/bind/kalgos.c's one
 -- table of algorithms): here the communicator's all-reduce is the nccl_sym
 -- rows (on the window's memory).  best_crossovers searches three limits.
 local CHOOSABLE = {}
@@ -16,7 +16,7 @@ for i, algo in ipairs(require("gcsh.kalgos").auto) do
   CHOOSABLE[i] = algo == "comm" and "nccl_sym" or algo
 end
 assert(#CHOOSABLE == 4, "bench_targets searches 3 crossovers; auto takes "
-       .. #CHOOSABLE .. " algorithms (src/core/kplan.c)")
+       .. #CHOOSABLE .. " algorithms (src/bind/kalgos.c)")
 local LL_MAX = kernel.ll_max_bytes
 
 -- What auto runs for `size` with the thresholds {ll, oneshot, twoshot}, as

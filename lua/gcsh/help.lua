@@ -12,7 +12,7 @@
 -- binding that gains a method gains a row here.
 local M = {}
 
--- The kernel collectives' algorithms (src/core/kplan.c's one table, as
+-- The kernel collectives' algorithms (src/bind/kalgos.c's one table, as
 -- gcsh.kalgos): coll's that keep(name) says, joined by sep.
 local KALGOS = require("gcsh.kalgos")
 local function algos(coll, keep, sep)

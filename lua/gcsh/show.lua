@@ -155,14 +155,22 @@ local function render(title, cols, rows, wheres, base)
   return table.concat(out, "\n")
 end
 
+-- The distinct values of list (list[r] is rank r - 1's), in the order the
+-- ranks first hold them, and each one's ranks (0-based): how every show
+-- folds equal ranks.
+local function by_value(list)
+  local groups, order = {}, {}
+  for r, v in ipairs(list) do
+    if not groups[v] then groups[v] = {}; order[#order + 1] = v end
+    table.insert(groups[v], r - 1)
+  end
+  return order, groups
+end
+
 -- What every rank holds, in a title: "3 f32" when it is the same on every
 -- rank, else each with its ranks: "3 f32 on 0, 4 i32 on 1-3".
 local function grouped(list)
-  local groups, order = {}, {}
-  for r, s in ipairs(list) do
-    if not groups[s] then groups[s] = {}; order[#order + 1] = s end
-    table.insert(groups[s], r - 1)
-  end
+  local order, groups = by_value(list)
   if #order == 1 then return order[1], 1 end
   local parts = {}
   for i, s in ipairs(order) do parts[i] = s .. " on " .. require("gcsh.repro").ranges(groups[s]) end
@@ -199,16 +207,12 @@ local function format_any(x, c, kinds)
     for r, t in ipairs(texts) do rows[r] = { t } end
     return render(title, { "value" }, rows, nil)
   end
-  local out, done = { title }, {}
-  for r, t in ipairs(texts) do
-    if not done[r] then
-      local ranks = {}
-      for q = r, #texts do
-        if texts[q] == t then ranks[#ranks + 1] = q - 1; done[q] = true end
-      end
-      out[#out + 1] = "rank" .. (#ranks > 1 and "s " or " ") .. require("gcsh.repro").ranges(ranks) .. ":"
-      out[#out + 1] = "  " .. t:gsub("\n", "\n  ")
-    end
+  local out = { title }
+  local order, groups = by_value(texts)
+  for _, t in ipairs(order) do
+    local ranks = groups[t]
+    out[#out + 1] = "rank" .. (#ranks > 1 and "s " or " ") .. require("gcsh.repro").ranges(ranks) .. ":"
+    out[#out + 1] = "  " .. t:gsub("\n", "\n  ")
   end
   return table.concat(out, "\n")
 end
@@ -270,12 +274,9 @@ local function format_info(x)
                               #texts, #texts == 1 and "" or "s") }
   local ranges = require("gcsh.repro").ranges
   for _, k in ipairs(keys) do
-    local groups, order = {}, {}
-    for r = 1, #texts do
-      local v = values[k][r] or "(none)"
-      if not groups[v] then groups[v] = {}; order[#order + 1] = v end
-      table.insert(groups[v], r - 1)
-    end
+    local per_rank = {}
+    for r = 1, #texts do per_rank[r] = values[k][r] or "(none)" end
+    local order, groups = by_value(per_rank)
     local name = "  " .. k .. string.rep(" ", col - #k) .. "  "
     if #order == 1 then
       wrapped(out, name, #name, order[1])
@@ -314,20 +315,15 @@ local function format_sync(x, s)
   header[#header + 1] = "ll"
   for _, r in ipairs(team) do header[#header + 1] = "ll[" .. r .. "]" end
   local ranges = require("gcsh.repro").ranges
-  local grid, done = { header }, {}
-  for r, t in ipairs(texts) do
-    if not done[r] then
-      local ranks = {}
-      for q = r, #texts do
-        if texts[q] == t then ranks[#ranks + 1] = q - 1; done[q] = true end
-      end
-      local line = { "[" .. ranges(ranks) .. "]" }
-      for cell in (t .. "\t"):gmatch("([^\t]*)\t") do
-        line[#line + 1] = cell
-        if cell:sub(-1) == "*" then marks.any = true end
-      end
-      grid[#grid + 1] = line
+  local grid = { header }
+  local order, groups = by_value(texts)
+  for _, t in ipairs(order) do
+    local line = { "[" .. ranges(groups[t]) .. "]" }
+    for cell in (t .. "\t"):gmatch("([^\t]*)\t") do
+      line[#line + 1] = cell
+      if cell:sub(-1) == "*" then marks.any = true end
     end
+    grid[#grid + 1] = line
   end
   local width = {}
   for _, line in ipairs(grid) do

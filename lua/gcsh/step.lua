@@ -83,26 +83,14 @@ local C = require("gcsh.step_cells")
 
 local M = {}
 
--- Each collective's algorithms the stepper walks: those with a plan of
--- moves, and "ll" (its own protocol, kll.h), as the kernel collectives'
--- one table says (C's, src/core/kplan.c: gcsh.kalgos.stepped).  Listed, and the first taken by
--- default, in the order most worth watching: a tree or a ring moves the data
--- a step at a time; "direct" is one step.
+-- Each collective's algorithms the stepper walks (those with a plan of
+-- moves, and "ll": its own protocol, kll.h), in the turns the table of
+-- algorithms gives them, the first taken by default (C's one table,
+-- src/bind/kalgos.c: gcsh.kalgos.walks).
 local KALGOS = require("gcsh.kalgos")
-local WATCH_ORDER = { tree = 1, ring = 2, oneshot = 3, twoshot = 4, multicast = 5, ll = 6, direct = 7,
-                      hier = 8 }
 local ALGOS = {}
 for _, coll in ipairs({ "allreduce", "reduce_scatter", "allgather", "broadcast" }) do
-  local list = {}
-  for _, algo in ipairs(KALGOS.takes[coll]) do
-    if KALGOS.stepped[algo] then list[#list + 1] = algo end
-  end
-  table.sort(list, function(a, b)
-    local ra, rb = WATCH_ORDER[a] or math.huge, WATCH_ORDER[b] or math.huge
-    if ra ~= rb then return ra < rb end
-    return a < b
-  end)
-  ALGOS[coll] = list
+  ALGOS[coll] = table.move(KALGOS.walks[coll], 1, #KALGOS.walks[coll], 1, {})
 end
 local REDUCES = { allreduce = true, reduce_scatter = true }
 local OPS = { "sum", "prod", "min", "max" }

@@ -1,7 +1,9 @@
 /* The reduce kernels as the bindings see them: what the kernel library
- * (l_kernel.c), the multicast type (l_mcast.c) and kernel.plan's table
- * (kplan_table.c) share.  Below them: kargs.c reads and checks the
- * arguments, and runs the local reduce job. */
+ * (l_kernel.c), the table of algorithms and their runners (kalgos.h), the
+ * multicast type (l_mcast.c) and kernel.plan's table (kplan_table.c)
+ * share.  Below them: kcoll.c runs a kernel collective and keeps the
+ * kernels' areas in a window; kargs.c reads and checks the arguments, and
+ * runs the local reduce job. */
 #ifndef GCSH_BIND_KERNEL_H
 #define GCSH_BIND_KERNEL_H
 
@@ -63,7 +65,7 @@ int gcsh_karg_root(lua_State *L, int idx, const gcsh_kargs *a);
  * m:ld_reduce: a->out and a->o set, fills op, offset and n. */
 void gcsh_karg_peer_reduce(lua_State *L, gcsh_kargs *a, int idx);
 
-/* ---- l_kernel.c: where the kernels keep their areas in a window's slices ----------- */
+/* ---- kcoll.c: where the kernels keep their areas in a window's slices ------------- */
 
 /* A slice's user bytes (n elements of the window's dtype). */
 size_t gcsh_kern_window_bytes(const gcsh_symobj *o);
@@ -79,6 +81,24 @@ void gcsh_kern_info_fields(lua_State *L, const gcsh_symobj *o);
 /* w:sync_state([s]): the window's barrier epoch, the sync words and LL
  * flags each member left here, my words of signals s. */
 int gcsh_kern_sync_state(lua_State *L);
+
+/* ---- kcoll.c: a kernel collective's run ------------------------------------------- */
+
+/* The collective check of a kernel collective over a's region (every member
+ * of the window's communicator calls the same one, the same algorithm
+ * `algo`, the same region; root: a team index or -1; reduces: the op is
+ * compared); returns the state gcsh_check_leave takes. */
+gcsh_comm_check *gcsh_kern_enter_checked(lua_State *L, const gcsh_kargs *a, const char *algo,
+                                         int root, int reduces);
+/* Whether a's region fits the window's scratch area: an out-of-place
+ * two-shot or ring gathers the result there (kplan.h). */
+int gcsh_kern_fits_scratch(const gcsh_kargs *a);
+/* A kernel collective over a's region with the plan (coll, algo), checked
+ * under the name `shown` (with " out=" where the plan goes through the
+ * scratch areas); root: a team index or -1; mc: the window's multicast set-up
+ * for multicast's nvls mode, else NULL. */
+void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                          enum gcsh_kalgo algo, int root, const gcsh_mcast *mc, const char *shown);
 
 /* ---- kargs.c: the local reduce job ---------------------------------------------- */
 
@@ -104,22 +124,6 @@ void gcsh_mcast_check_rules(lua_State *L, const char *fname, const gcsh_symobj *
 
 /* ---- kplan_table.c: kernel.plan's answer ------------------------------------------ */
 
-/* A kernel collective over a's region with the plan (coll, algo), checked
- * under the name `shown` (l_kernel.c): what algo "hier" runs in the node. */
-void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
-                          enum gcsh_kalgo algo, const char *shown);
-
-/* An all-reduce algorithm built on the kernel collectives by a file above
- * l_kernel.c (khier.c's "hier"), registered at start (libs.c), so that
- * l_kernel.c runs it and shows its kernel.plan by name without naming the
- * file that builds on it.  run returns the algorithm's name; push_plan
- * pushes what kernel.plan returns.  The name must be in kplan.c's table. */
-typedef const char *gcsh_kern_allreduce_fn(lua_State *L, const gcsh_kargs *a);
-typedef void gcsh_kern_plan_fn(lua_State *L, const gcsh_kargs *a);
-void gcsh_kern_register_allreduce(const char *name, gcsh_kern_allreduce_fn *run,
-                                  gcsh_kern_plan_fn *push_plan);
-/* Registers khier.c's "hier" (libs.c, after the kernel library). */
-void gcsh_khier_register(void);
 /* Adds kalltoallv.c's kernel.alltoallv to the kernel library (libs.c,
  * after it opened). */
 void gcsh_kalltoallv_open(lua_State *L);

@@ -16,13 +16,15 @@
  * node's being its team (else refused, naming the nodes).  The ranks of
  * one chunk across nodes form a communicator made at the first hier call
  * on the window (collective like the call) and kept with it (symmem.c
- * releases it with the window). */
+ * releases it with the window).  Its row in the table of algorithms
+ * (kalgos.c) names gcsh_khier_run and gcsh_khier_plan. */
+#include <stdio.h>
 #include <string.h>
 
 #include <lauxlib.h>
 
 #include "bind/graph.h"
-#include "bind/kernel.h"
+#include "bind/kalgos.h"
 
 /* Errors unless every node the communicator spans has as many of its ranks
  * as this rank's team, and the team is this node's ranks: the same verdict
@@ -56,7 +58,7 @@ static gcsh_comm_impl *across_nodes(lua_State *L, gcsh_symobj *o)
     return o->across;
 }
 
-static const char *allreduce_hier(lua_State *L, const gcsh_kargs *a)
+const char *gcsh_khier_run(lua_State *L, const gcsh_kargs *a)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_symobj *o = a->o;
@@ -74,7 +76,8 @@ static const char *allreduce_hier(lua_State *L, const gcsh_kargs *a)
         gcsh_graph_refuse_now(L, "kernel.allreduce{algo='hier'}'s first call on a window",
                               "it makes the window's communicator across nodes: run it once "
                               "before the capture");
-    gcsh_kern_collective(L, a, GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT, "hier: reduce-scatter");
+    gcsh_kern_collective(L, a, GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT, -1, NULL,
+                         "hier: reduce-scatter");
     gcsh_comm_impl *across = across_nodes(L, o);
     gcsh_kchunk mine = gcsh_kplan_chunk(a->n, o->desc.team_size, o->desc.team_rank);
     /* every rank of `across` is member team_rank of its node: the same chunk */
@@ -84,7 +87,7 @@ static const char *allreduce_hier(lua_State *L, const gcsh_kargs *a)
         if (ctx->be->comm->allreduce(ctx, across, chunk, chunk, mine.count, o->dtype, a->op) != 0)
             gcsh_raise(L, ctx);
     }
-    gcsh_kern_collective(L, a, GCSH_KC_ALLGATHER, GCSH_KA_DIRECT, "hier: all-gather");
+    gcsh_kern_collective(L, a, GCSH_KC_ALLGATHER, GCSH_KA_DIRECT, -1, NULL, "hier: all-gather");
     return "hier";
 }
 
@@ -222,7 +225,7 @@ static void push_phase(lua_State *L, const char *name, const char *over, int net
  * over, network), steps=}; steps as a team plan's, with ranks and peers
  * the communicator's, a `network` flag on every move (true: it reads
  * another node's ranks) and the barriers each node's own. */
-static void push_hier_plan(lua_State *L, const gcsh_kargs *a)
+void gcsh_khier_plan(lua_State *L, const gcsh_kargs *a)
 {
     const gcsh_symobj *o = a->o;
     check_uniform(L, a);
@@ -263,9 +266,4 @@ static void push_hier_plan(lua_State *L, const gcsh_kargs *a)
     push_node_steps(L, a, GCSH_KC_ALLGATHER, "all-gather in the node", members, nodes, &count);
     lua_setfield(L, -2, "steps");
     lua_remove(L, -2); /* members */
-}
-
-void gcsh_khier_register(void)
-{
-    gcsh_kern_register_allreduce("hier", allreduce_hier, push_hier_plan);
 }

@@ -40,7 +40,6 @@ void gcsh_open_libs(lua_State *L)
     lua_pop(L, 1);
     luaL_requiref(L, "kernel", luaopen_gcsh_kernel, 1);
     lua_pop(L, 1);
-    gcsh_khier_register(); /* kernel.allreduce{algo="hier"}: built on the kernel library */
     luaopen_gcsh_persistent(L); /* after kernel: adds kernel.persistent */
     gcsh_kalltoallv_open(L);    /* after kernel: adds kernel.alltoallv */
     luaL_requiref(L, "gcsh.kalgos", luaopen_gcsh_kalgos, 0);

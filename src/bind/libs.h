@@ -25,10 +25,10 @@ int luaopen_gcsh_signals(lua_State *L);
 int luaopen_gcsh_winstage(lua_State *L);
 /* The kernel library (reduce kernels), l_kernel.c. */
 int luaopen_gcsh_kernel(lua_State *L);
-/* The kernel collectives' algorithm names (core/kplan.c's one list):
+/* The table of the kernel collectives' algorithms (kalgos.c) for Lua:
  * {takes = {allreduce = {"auto", "oneshot", ...}, ...}, planned = {oneshot =
- * true, ...}}, which gcsh_open_libs puts in package.loaded as
- * "gcsh.kalgos", l_kernel.c. */
+ * true, ...}, stepped, walks, auto}, which gcsh_open_libs puts in
+ * package.loaded as "gcsh.kalgos". */
 int luaopen_gcsh_kalgos(lua_State *L);
 /* Registers the "multicast" metatable and adds w:multicast() to the window
  * type's methods (after luaopen_gcsh_window), l_mcast.c. */

@@ -4,7 +4,6 @@
 
 #include "core/kll.h"
 #include "core/kplan.h"
-#include "core/kreduce_tune.h"
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -31,65 +30,18 @@ static const char *const phase_names[GCSH_KP_NPHASE] = {
     [GCSH_KP_CLEAR] = "clear-scratch",
 };
 
-/* Every algorithm each collective takes, one row each, in the order
- * errors, kernel.algos and gcsh.kalgos list them: the one table of
- * algorithms C and Lua read (l_kernel.c; step.lua and bench_targets.lua
- * through gcsh.kalgos and kernel.algos).  A row says
- *   - its plan of moves (algo_names), or its name where it has none: the
- *     all-reduce's "auto" (picks one by size), "ll" (the ready flags ride
- *     in the data, kll.h), "comm" (the communicator's own all-reduce) and
- *     "nccl_dev" (a one-shot written with NCCL's device API,
- *     kernels/nccl_dev.cu: cuda and windows of kind nccl only) and
- *     "hier" (in the node, then across nodes: bind/khier.c, whose
- *     kernel.plan shows its three phases; auto takes it for any window
- *     that spans several nodes, before this table), whose runners are
- *     l_kernel.c's;
- *   - whether the steppers walk it (step.lua: every plan, and ll's own);
- *   - auto's column: AUTO(n, field, cap), the n-th algorithm auto
- *     considers, taken for messages of at most that field of the backend's
- *     kreduce_tune.h row (never more than cap); ABOVE(n), what it takes
- *     when none before held; NO_AUTO. */
-typedef struct kalgo_auto {
-    int order;    /* 1, 2, ...; 0: auto never takes it */
-    size_t field; /* offsetof in gcsh_kern_crossover; SIZE_MAX: above the others */
-    size_t cap;
-} kalgo_auto;
-#define AUTO(n, field, cap) {n, offsetof(gcsh_kern_crossover, field), cap}
-#define ABOVE(n) {n, SIZE_MAX, 0}
-#define NO_AUTO {0, 0, 0}
-#define PLANNED(coll, algo, auto) {coll, algo, NULL, 1, auto}
-#define UNPLANNED(coll, name, stepped, auto) {coll, -1, name, stepped, auto}
-static const struct kalgo_row {
-    enum gcsh_kcoll coll;
-    int algo;         /* enum gcsh_kalgo, or -1: no plan */
-    const char *name; /* when algo is -1 */
-    int stepped;      /* the steppers walk it */
-    kalgo_auto chosen;
-} kalgo_rows[] = {
-    UNPLANNED(GCSH_KC_ALLREDUCE, "auto", 0, NO_AUTO),
-    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_ONESHOT, AUTO(2, oneshot_max, SIZE_MAX)),
-    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_TWOSHOT, AUTO(3, twoshot_max, SIZE_MAX)),
-    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_RING, NO_AUTO),
-    UNPLANNED(GCSH_KC_ALLREDUCE, "ll", 1, AUTO(1, ll_max, GCSH_LL_MAX_BYTES)),
-    PLANNED(GCSH_KC_ALLREDUCE, GCSH_KA_MULTICAST, NO_AUTO),
-    UNPLANNED(GCSH_KC_ALLREDUCE, "comm", 0, ABOVE(4)),
-    UNPLANNED(GCSH_KC_ALLREDUCE, "nccl_dev", 0, NO_AUTO),
-    UNPLANNED(GCSH_KC_ALLREDUCE, "hier", 1, NO_AUTO),
-    PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_DIRECT, NO_AUTO),
-    PLANNED(GCSH_KC_REDUCE_SCATTER, GCSH_KA_RING, NO_AUTO),
-    PLANNED(GCSH_KC_ALLGATHER, GCSH_KA_DIRECT, NO_AUTO),
-    PLANNED(GCSH_KC_ALLGATHER, GCSH_KA_RING, NO_AUTO),
-    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_DIRECT, NO_AUTO),
-    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_TREE, NO_AUTO),
-    PLANNED(GCSH_KC_BROADCAST, GCSH_KA_RING, NO_AUTO),
-    PLANNED(GCSH_KC_REDUCE, GCSH_KA_DIRECT, NO_AUTO),
+/* The plans there are (gcsh_kplan_steps builds their moves): a bit per
+ * algorithm, for each collective.  The table of algorithms (bind/kalgos.c)
+ * names them; its rows and these agree (tests/lua/kernel_algos.lua). */
+#define PLAN(a) (1u << (a))
+static const unsigned plans_of[GCSH_KC_NCOLL] = {
+    [GCSH_KC_ALLREDUCE] =
+        PLAN(GCSH_KA_ONESHOT) | PLAN(GCSH_KA_TWOSHOT) | PLAN(GCSH_KA_RING) | PLAN(GCSH_KA_MULTICAST),
+    [GCSH_KC_REDUCE_SCATTER] = PLAN(GCSH_KA_DIRECT) | PLAN(GCSH_KA_RING),
+    [GCSH_KC_ALLGATHER] = PLAN(GCSH_KA_DIRECT) | PLAN(GCSH_KA_RING),
+    [GCSH_KC_BROADCAST] = PLAN(GCSH_KA_DIRECT) | PLAN(GCSH_KA_TREE) | PLAN(GCSH_KA_RING),
+    [GCSH_KC_REDUCE] = PLAN(GCSH_KA_DIRECT),
 };
-#define KALGO_ROWS (sizeof kalgo_rows / sizeof kalgo_rows[0])
-
-static const char *row_name(const struct kalgo_row *row)
-{
-    return row->algo >= 0 ? algo_names[row->algo] : row->name;
-}
 
 const char *gcsh_kcoll_name(enum gcsh_kcoll c)
 {
@@ -124,56 +76,6 @@ int gcsh_kalgo_parse(const char *name)
     return parse(algo_names, GCSH_KA_NALGO, name);
 }
 
-const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned)
-{
-    for (size_t r = 0; r < KALGO_ROWS; r++) {
-        const struct kalgo_row *row = &kalgo_rows[r];
-        if (row->coll != coll || i-- > 0)
-            continue;
-        if (planned)
-            *planned = row->algo >= 0;
-        return row_name(row);
-    }
-    return NULL;
-}
-
-int gcsh_kcoll_algo_stepped(enum gcsh_kcoll coll, int i)
-{
-    for (size_t r = 0; r < KALGO_ROWS; r++)
-        if (kalgo_rows[r].coll == coll && i-- == 0)
-            return kalgo_rows[r].stepped;
-    return 0;
-}
-
-/* The row auto considers n-th, or NULL. */
-static const struct kalgo_row *auto_row(int n)
-{
-    for (size_t r = 0; r < KALGO_ROWS; r++)
-        if (kalgo_rows[r].chosen.order == n)
-            return &kalgo_rows[r];
-    return NULL;
-}
-
-const char *gcsh_kalgo_auto(int i)
-{
-    const struct kalgo_row *row = auto_row(i + 1);
-    return row ? row_name(row) : NULL;
-}
-
-const char *gcsh_kalgo_choose(const struct gcsh_kern_crossover *tune, size_t bytes)
-{
-    const struct kalgo_row *row;
-    for (int n = 1; (row = auto_row(n)); n++) {
-        if (row->chosen.field == SIZE_MAX)
-            return row_name(row);
-        size_t bound;
-        memcpy(&bound, (const char *)tune + row->chosen.field, sizeof bound);
-        if (bytes <= (bound < row->chosen.cap ? bound : row->chosen.cap))
-            return row_name(row);
-    }
-    return NULL; /* no ABOVE row: a table without one fails its unit test */
-}
-
 /* Appends word to the space separated list in buf (used bytes so far); a
  * word that does not fit is left out whole. */
 static void append_word(char *buf, size_t size, size_t *used, const char *word)
@@ -183,18 +85,6 @@ static void append_word(char *buf, size_t size, size_t *used, const char *word)
         *used += (size_t)w;
     else
         buf[*used] = '\0';
-}
-
-const char *gcsh_kcoll_algos(enum gcsh_kcoll coll, int planned_only, char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    const char *name;
-    int planned;
-    for (int i = 0; (name = gcsh_kcoll_algo(coll, i, &planned)); i++)
-        if (planned || !planned_only)
-            append_word(buf, size, &used, name);
-    return buf;
 }
 
 const char *gcsh_kcoll_names(char *buf, size_t size)
@@ -208,10 +98,8 @@ const char *gcsh_kcoll_names(char *buf, size_t size)
 
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo)
 {
-    for (size_t r = 0; r < KALGO_ROWS; r++)
-        if (kalgo_rows[r].coll == coll && kalgo_rows[r].algo == (int)algo)
-            return 1;
-    return 0;
+    return (unsigned)coll < GCSH_KC_NCOLL && (unsigned)algo < GCSH_KA_NALGO &&
+           (plans_of[coll] & PLAN(algo)) != 0;
 }
 
 int gcsh_kplan_needs_scratch(const gcsh_kplan *p)

@@ -125,29 +125,13 @@ const char *gcsh_kalgo_name(enum gcsh_kalgo a);
 const char *gcsh_kphase_name(enum gcsh_kphase p);
 int gcsh_kcoll_parse(const char *name);
 int gcsh_kalgo_parse(const char *name);
-/* Whether coll has a plan for algo. */
+/* Whether coll has a plan for algo (which algorithms a collective takes,
+ * with a plan or not, is the table of algorithms': bind/kalgos.h). */
 int gcsh_kplan_valid(enum gcsh_kcoll coll, enum gcsh_kalgo algo);
 /* Whether p with out= goes through the scratch areas: the all-reduce's
  * two-shot and ring (of more than one member: alone, a ring only copies
  * its slice into out), whose moves store into slices. */
 int gcsh_kplan_needs_scratch(const gcsh_kplan *p);
-/* The algorithm names coll takes, the one list (kplan.c): the i-th
- * (NULL past the last), *planned (may be NULL) = whether it has a plan
- * ("auto", "ll", "comm" and "nccl_dev", the all-reduce's others, have
- * none). */
-const char *gcsh_kcoll_algo(enum gcsh_kcoll coll, int i, int *planned);
-/* Whether the steppers (step.lua) walk coll's i-th algorithm. */
-int gcsh_kcoll_algo_stepped(enum gcsh_kcoll coll, int i);
-/* The all-reduce's algorithms auto takes, in the order it considers them:
- * the i-th, NULL past the last. */
-const char *gcsh_kalgo_auto(int i);
-/* What auto runs for a message of bytes by a backend's crossover row
- * (kreduce_tune.h). */
-struct gcsh_kern_crossover;
-const char *gcsh_kalgo_choose(const struct gcsh_kern_crossover *tune, size_t bytes);
-/* Those names space separated into buf ("oneshot twoshot ring multicast"
- * with planned_only); returns buf. */
-const char *gcsh_kcoll_algos(enum gcsh_kcoll coll, int planned_only, char *buf, size_t size);
 /* Every collective's name, space separated, into buf; returns buf. */
 const char *gcsh_kcoll_names(char *buf, size_t size);
 

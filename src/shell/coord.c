@@ -205,6 +205,35 @@ void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
+void gcsh_coord_report(gcsh_coord *c, const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    gcsh_text t = {0};
+    gcsh_text_wrap(&t, text, GCSH_REPORT_INDENT, GCSH_REPORT_WIDTH);
+    gcsh_coord_say(c, "%s", t.s);
+    gcsh_text_free(&t);
+    free(text);
+}
+
+void gcsh_coord_report_path(gcsh_coord *c, const char *head, const char *path)
+{
+    gcsh_text t = {0};
+    gcsh_text_append(&t, "gcsh:   ", 8);
+    gcsh_text_append(&t, path, strlen(path));
+    gcsh_text wrapped = {0};
+    gcsh_text_wrap_path(&wrapped, t.s, GCSH_REPORT_INDENT, GCSH_REPORT_WIDTH);
+    gcsh_coord_report(c, "gcsh: %s:", head);
+    gcsh_coord_say(c, "%s", wrapped.s);
+    gcsh_text_free(&wrapped);
+    gcsh_text_free(&t);
+}
+
 typedef struct state_want {
     const run_state *rs;
     int state;
@@ -566,7 +595,7 @@ static void say_pids(gcsh_coord *c, const int *ranks, int n)
                            c->link->pids[ranks[i]]);
         gcsh_text_append(&t, one, (size_t)len);
     }
-    gcsh_coord_say(c, "%s (gdb -p PID attaches)", t.s);
+    gcsh_coord_report(c, "%s (gdb -p PID attaches)", t.s);
     gcsh_text_free(&t);
 }
 
@@ -592,8 +621,8 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
     char seed[48] = ""; /* the run to make again: gcsh --seed N */
     if (c->ctx->seeded)
         snprintf(seed, sizeof seed, " (--seed %lld)", c->ctx->seed);
-    gcsh_coord_say(c, "gcsh: %.1f s%s: done [%s], still running [%s]; %s", now - rs->start, seed,
-                   done, running, then);
+    gcsh_coord_report(c, "gcsh: %.1f s%s: done [%s], still running [%s]; %s", now - rs->start,
+                      seed, done, running, then);
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
     char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
@@ -611,7 +640,7 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
     gcsh_text_append(&t, "gcsh:   ", 8);
     gcsh_fold_texts(&t, ranks, n, v, "\ngcsh:   ");
     if (n)
-        gcsh_coord_say(c, "%s", t.s);
+        gcsh_coord_report(c, "%s", t.s);
     gcsh_text_free(&t);
     say_pids(c, ranks, n);
     free(ranks);
@@ -621,8 +650,8 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
 
 static void report_progress(gcsh_coord *c, run_state *rs, double now)
 {
-    say_where(c, rs, now, c->abort_fd >= 0 ? "waiting (Ctrl-C interrupts, .abort aborts)"
-                                           : "waiting (Ctrl-C interrupts)");
+    say_where(c, rs, now,
+              c->abort_fd >= 0 ? "Ctrl-C interrupts, .abort aborts" : "Ctrl-C interrupts");
     EACH_LISTENER(c, l) /* the trace and flight files show where each rank is */
         if (l->hooks->hang)
             l->hooks->hang(l->arg, c);

@@ -202,5 +202,15 @@ void gcsh_coord_quit(gcsh_coord *c, int code);
 void gcsh_coord_say(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same on stderr whatever it starts with (a Lua syntax error). */
 void gcsh_coord_error(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A diagnostic of a report (a hang report's lines): as gcsh_coord_say, each
+ * line broken at spaces to fit GCSH_REPORT_WIDTH columns, a continuation
+ * indented deeper than the report's own "gcsh:   " lines. */
+#define GCSH_REPORT_WIDTH 80
+#define GCSH_REPORT_INDENT "gcsh:     "
+void gcsh_coord_report(gcsh_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "gcsh: <head>:" and on the next line "gcsh:   <path>", the path broken
+ * after a '/' where it does not fit (continued on GCSH_REPORT_INDENT lines,
+ * nothing left out): a file a report names, whatever its length. */
+void gcsh_coord_report_path(gcsh_coord *c, const char *head, const char *path);
 
 #endif

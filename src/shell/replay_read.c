@@ -447,17 +447,28 @@ static void check_out(lua_State *L, const char *out, size_t len, const char *wha
     }
 }
 
+/* The table field key of the table at t, pushed, and its index; 0 (nothing
+ * pushed) when it is absent.  name gets its name in errors ("what.key");
+ * a value that is no table is an error saying it should be `should`. */
+static int open_table_field(lua_State *L, int t, const char *key, const char *what,
+                            const char *should, char *name, size_t len)
+{
+    if (raw_field(L, t, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    snprintf(name, len, "%s.%s", what, key);
+    check_table(L, -1, name, should);
+    return lua_gettop(L);
+}
+
 /* args = {"a", "b"}: strings, one after another. */
 static void read_args(lua_State *L, int t, gcsh_replay_entry *e, const char *what)
 {
-    if (raw_field(L, t, "args") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
     char name[64];
-    snprintf(name, sizeof name, "%s.args", what);
-    check_table(L, -1, name, "a list of strings");
-    int a = lua_gettop(L);
+    int a = open_table_field(L, t, "args", what, "a list of strings", name, sizeof name);
+    if (!a)
+        return;
     lua_Unsigned n = lua_rawlen(L, a);
     if (n > INT_MAX / 2)
         bad(L, "%s.args holds too many", what);
@@ -475,14 +486,10 @@ static void read_args(lua_State *L, int t, gcsh_replay_entry *e, const char *wha
 static void read_tapes(lua_State *L, int t, gcsh_replay_entry *e, const char *what)
 {
     int size = reader_of(L)->rec->ranks;
-    if (raw_field(L, t, "wtime") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
     char name[64];
-    snprintf(name, sizeof name, "%s.wtime", what);
-    check_table(L, -1, name, "a table of times per rank");
-    int w = lua_gettop(L);
+    int w = open_table_field(L, t, "wtime", what, "a table of times per rank", name, sizeof name);
+    if (!w)
+        return;
     e->tape = keep_zeroed(L, (size_t)size, sizeof *e->tape);
     e->ntape = keep_zeroed(L, (size_t)size, sizeof *e->ntape);
     lua_pushnil(L);
@@ -513,14 +520,10 @@ static void read_tapes(lua_State *L, int t, gcsh_replay_entry *e, const char *wh
 static void read_ending(lua_State *L, int t, gcsh_replay_entry *e, const char *what)
 {
     static const char *const keys[] = {"status", "lost", "why", NULL};
-    if (raw_field(L, t, "ended") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
     char name[64];
-    snprintf(name, sizeof name, "%s.ended", what);
-    check_table(L, -1, name, "a table");
-    int k = lua_gettop(L);
+    int k = open_table_field(L, t, "ended", what, "a table", name, sizeof name);
+    if (!k)
+        return;
     known_keys(L, k, name, keys);
     e->end_status = (int)opt_integer(L, k, "status", name, 0, 255, -2);
     if (e->end_status < 0)
@@ -590,49 +593,67 @@ static gcsh_replay_entry *new_entry(lua_State *L, int kind)
     return e;
 }
 
+/* What every entry begins with: its number N at argument `at` (the
+ * entries' count so far), a new entry of kind, and its ranks at at + 1;
+ * what: the call, as errors name it ("line.chunk(...)"). */
+static gcsh_replay_entry *begin_entry(lua_State *L, int at, int kind, const char *what)
+{
+    check_number(L, at, what);
+    gcsh_replay_entry *e = new_entry(L, kind);
+    char ranks[48];
+    snprintf(ranks, sizeof ranks, "%s's ranks", what);
+    e->ranks = rank_list(L, at + 1, ranks, 0, 1);
+    return e;
+}
+
+/* The entry the call made is whole (new_entry). */
+static int end_entry(lua_State *L)
+{
+    reader_of(L)->open_entry = 0;
+    return 0;
+}
+
+/* What a line and a chunk end with: the source at argument `at`, the
+ * expected output after it; then the entry is whole. */
+static int end_with_source(lua_State *L, gcsh_replay_entry *e, int at, const char *what)
+{
+    char source[48];
+    snprintf(source, sizeof source, "%s's source", what);
+    e->src = arg_string(L, at, source);
+    read_expected(L, at + 1, e, what);
+    return end_entry(L);
+}
+
 /* line(N, ranks, source [, {out=, failed=, varies=, syntax=, exit=, wtime=, ended=}])
  * (argument 1 is the collector itself: this is its __call) */
 static int collect_line(lua_State *L)
 {
-    check_number(L, 2, "line(...)");
-    gcsh_replay_entry *e = new_entry(L, GCSH_ENTRY_LINE);
-    e->ranks = rank_list(L, 3, "line(...)'s ranks", 0, 1);
-    e->src = arg_string(L, 4, "line(...)'s source");
-    read_expected(L, 5, e, "line(...)");
-    reader_of(L)->open_entry = 0;
-    return 0;
+    gcsh_replay_entry *e = begin_entry(L, 2, GCSH_ENTRY_LINE, "line(...)");
+    return end_with_source(L, e, 4, "line(...)");
 }
 
 /* line.chunk(N, ranks, name, source [, {args=, ...}]) */
 static int collect_chunk(lua_State *L)
 {
-    check_number(L, 1, "line.chunk(...)");
-    gcsh_replay_entry *e = new_entry(L, GCSH_ENTRY_CHUNK);
-    e->ranks = rank_list(L, 2, "line.chunk(...)'s ranks", 0, 1);
+    gcsh_replay_entry *e = begin_entry(L, 1, GCSH_ENTRY_CHUNK, "line.chunk(...)");
     e->name = arg_string(L, 3, "line.chunk(...)'s name");
     if ((e->name[0] != '@' && e->name[0] != '=') || e->name[1] == '\0' ||
         strlen(e->name) > PATH_MAX)
         bad(L, "line.chunk(...)'s name '%.60s' is none a chunk has ('@file.lua' or "
                "'=(command line)')", e->name);
-    e->src = arg_string(L, 4, "line.chunk(...)'s source");
-    read_expected(L, 5, e, "line.chunk(...)");
-    reader_of(L)->open_entry = 0;
-    return 0;
+    return end_with_source(L, e, 4, "line.chunk(...)");
 }
 
 /* line.dot(N, ranks, ".command") */
 static int collect_dot(lua_State *L)
 {
-    check_number(L, 1, "line.dot(...)");
-    gcsh_replay_entry *e = new_entry(L, GCSH_ENTRY_DOT);
-    e->ranks = rank_list(L, 2, "line.dot(...)'s ranks", 0, 1);
+    gcsh_replay_entry *e = begin_entry(L, 1, GCSH_ENTRY_DOT, "line.dot(...)");
     e->src = arg_string(L, 3, "line.dot(...)'s command");
     if (e->src[0] != '.')
         bad(L, "line.dot(...)'s command '%.60s' does not start with '.'", e->src);
     if (!lua_isnone(L, 4))
         bad(L, "line.dot(...) takes 3 arguments, not %d", lua_gettop(L));
-    reader_of(L)->open_entry = 0;
-    return 0;
+    return end_entry(L);
 }
 
 /* line.finish(N): the recording is whole, with N entries. */

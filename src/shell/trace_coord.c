@@ -475,7 +475,7 @@ long gcsh_flight_write(gcsh_coord *c, const char *path, const char *why)
 
 static void say_dump(gcsh_coord *c, const char *path)
 {
-    gcsh_coord_say(c, "gcsh: flight recorder: %s (every rank's last calls)", path);
+    gcsh_coord_report_path(c, "flight recorder (every rank's last calls)", path);
 }
 
 /* gcsh_flight_write to the automatic dump's file, said in one line: after

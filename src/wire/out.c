@@ -271,3 +271,75 @@ void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const 
     free(done);
     free(group);
 }
+
+/* ---- text broken to fit a width ------------------------------------------------ */
+
+/* How many bytes of s (longer than room) the line takes: up to the last
+ * space that fits (at_spaces; trailing spaces left out), else up to and
+ * including the last '/' that fits, else room; never fewer than keep + 1
+ * (the line's prefix stays whole). */
+static size_t line_cut(const char *s, size_t room, size_t keep, int at_spaces)
+{
+    if (at_spaces)
+        for (size_t i = room; i > keep; i--)
+            if (s[i] == ' ') {
+                while (i > keep + 1 && s[i - 1] == ' ')
+                    i--;
+                return i;
+            }
+    for (size_t i = room; i > keep; i--)
+        if (s[i - 1] == '/')
+            return i;
+    return room > keep ? room : keep + 1;
+}
+
+static void wrap_line(gcsh_text *out, const char *s, size_t n, const char *indent, size_t width,
+                      int at_spaces)
+{
+    size_t ind = strlen(indent);
+    size_t room = width, keep = ind;
+    for (;;) {
+        if (n <= room) {
+            gcsh_text_append(out, s, n);
+            return;
+        }
+        size_t cut = line_cut(s, room, keep, at_spaces);
+        gcsh_text_append(out, s, cut);
+        s += cut;
+        n -= cut;
+        while (at_spaces && n && *s == ' ') { /* the space where it broke goes */
+            s++;
+            n--;
+        }
+        if (!n)
+            return;
+        gcsh_text_append(out, "\n", 1);
+        gcsh_text_append(out, indent, ind);
+        room = width > ind ? width - ind : 1;
+        keep = 0;
+    }
+}
+
+static void wrap(gcsh_text *out, const char *text, const char *indent, size_t width,
+                 int at_spaces)
+{
+    for (;;) {
+        const char *nl = strchr(text, '\n');
+        size_t n = nl ? (size_t)(nl - text) : strlen(text);
+        wrap_line(out, text, n, indent, width, at_spaces);
+        if (!nl)
+            return;
+        gcsh_text_append(out, "\n", 1);
+        text = nl + 1;
+    }
+}
+
+void gcsh_text_wrap(gcsh_text *out, const char *text, const char *indent, size_t width)
+{
+    wrap(out, text, indent, width, 1);
+}
+
+void gcsh_text_wrap_path(gcsh_text *out, const char *text, const char *indent, size_t width)
+{
+    wrap(out, text, indent, width, 0);
+}

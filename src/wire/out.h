@@ -151,5 +151,14 @@ void gcsh_text_append(gcsh_text *t, const char *s, size_t n);
 void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const *texts,
                      const char *sep);
 void gcsh_text_free(gcsh_text *t);
+/* Appends text with each of its lines broken to fit width columns (gcsh's
+ * own texts: a byte a column), every line after a break starting with
+ * indent: gcsh_text_wrap breaks at the last space that fits (the space
+ * goes), else after the last '/', else at the width;
+ * gcsh_text_wrap_path keeps every character (a file name): it breaks after
+ * the last '/' that fits, else at the width.  A break never falls inside
+ * the first strlen(indent) columns, so the line's own prefix stays whole. */
+void gcsh_text_wrap(gcsh_text *out, const char *text, const char *indent, size_t width);
+void gcsh_text_wrap_path(gcsh_text *out, const char *text, const char *indent, size_t width);
 
 #endif

@@ -1,4 +1,4 @@
--- The kernel collectives' algorithm names come from one list (core/kplan.c),
+-- The kernel collectives' algorithm names come from one table (bind/kalgos.c),
 -- which Lua reads as gcsh.kalgos: kernel.algos, what kernel.plan and the
 -- collectives accept and name in their errors, and step.algos all agree
 -- with it.
@@ -59,5 +59,18 @@ for coll, list in pairs(step.algos) do
   H.eq(#list, n, "step.algos." .. coll .. " count")
   for _, algo in ipairs(list) do H.truthy(want[algo], "step.algos." .. coll .. " has " .. algo) end
 end
+
+-- in the table's turns: the order most worth watching, the first the default
+for coll, list in pairs(step.algos) do
+  H.eq(table.concat(list, " "), table.concat(KALGOS.walks[coll], " "), "step.algos." .. coll .. " order")
+end
+H.eq(table.concat(KALGOS.walks.allreduce, " "), "ring oneshot twoshot multicast ll", "the all-reduce's turns")
+H.eq(table.concat(KALGOS.walks.broadcast, " "), "tree ring direct", "broadcast's turns")
+H.eq(#KALGOS.walks.reduce, 0, "no stepper walks reduce")
+
+-- an algorithm without a plan says why kernel.plan shows none
+H.raises(function() kernel.plan(w, { algo = "ll" }) end, "plan: algo 'll' has no plan of moves", "ll's plan")
+H.raises(function() kernel.plan(w, { algo = "nccl_dev" }) end, "plan: algo 'nccl_dev' has no plan of its own",
+         "nccl_dev's plan")
 
 w:free()

@@ -63,7 +63,7 @@ c = comm.world()
 if rank == 1 then local t = os.clock() while os.clock() - t < 3 do end end c:barrier()
 if rank == 1 then gcsh.sleep(2.5) else c:allreduce(tensor.new(3)) end
 c:barrier() print("next")'
-expect_match "late rank: hang report" "$OUT" '^gcsh: 1\.[0-9] s: done \[\], still running \[0-1\]; waiting \(Ctrl-C interrupts\)$'
+expect_match "late rank: hang report" "$OUT" '^gcsh: 1\.[0-9] s: done \[\], still running \[0-1\]; Ctrl-C interrupts$'
 expect_match "late rank: report names the waiting rank" "$OUT" '^gcsh:   \[0\] in barrier #1 \(waiting for the others, 1\.[0-9] s\)$'
 expect_contains "late rank: report names the line" "$OUT" "gcsh:   [1] running line 1 of the chunk"
 expect_match "late rank: check timed out, naming the line" "$OUT" '^\[0\] stdin:1: barrier #1: \[0\] waited 1\.[0-9] s for \[1\]: \[1\] running line 1 of the chunk$'
@@ -175,7 +175,7 @@ keys '.timeout 1' Enter
 keys 'c = comm.world() c:barrier()' Enter
 keys 'if rank == 1 then while true do end else c:barrier() end' Enter
 check_wait "pty: hang report names the loop's line" "gcsh:   [1] running line 1 of the chunk" 10
-expect_contains "pty: hang report says how to get out" "$(screen)" "still running [0-1]; waiting (Ctrl-C interrupts, .abort aborts)"
+expect_contains "pty: hang report says how to get out" "$(screen)" "still running [0-1]; Ctrl-C interrupts, .abort aborts"
 expect_contains "pty: hang report names the waiting rank" "$(screen)" "gcsh:   [0] in barrier #2 (waiting for the others,"
 check_wait "pty: the check gives up on rank 0" "for [1]: [1] running line 1 of the chunk" 10
 expect_match "pty: the check's message" "$(screen)" '^\[0\] stdin:1: barrier #2: \[0\] waited 1\.[0-9] s for \[1\]: \[1\] running line 1 of the chunk$'

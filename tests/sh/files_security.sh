@@ -113,9 +113,9 @@ touch -d "3 days ago" "$STATE/notes.txt"
 OUT=$(printf '%s\n' 'c = comm.world()' 'api_key = "typed-s3cret-4711"' 'c:barrier()' "if rank == 1 then gcsh.debug.inject('fatal') end c:barrier()" |
       GCSH_TEST_FAULTS=1 timeout 120 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "a device fault: exit 70" "$RC" 70
-expect_match "the dump: in gcsh's folder, named unpredictably" "$OUT" \
-    "^gcsh: flight recorder: $STATE/gcsh-flight-[0-9]+-[0-9a-f]{16}\.json \(every rank's last calls\)$"
-D=$(sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/\1/p" <<<"$OUT" | tail -n 1)
+D=$(flight_said "$OUT")
+expect_match "the dump: in gcsh's folder, named unpredictably" "$D" \
+    "^$STATE/gcsh-flight-[0-9]+-[0-9a-f]{16}\.json$"
 expect_eq "the dump: 0600" "$(mode "${D:-/dev/null}")" 600
 # finding 7: the dump holds the lines typed; another user cannot read them
 expect_contains "the dump holds the lines typed" "$(cat "${D:-/dev/null}")" "typed-s3cret-4711"
@@ -189,7 +189,7 @@ if bg_wait_out "[0-1] up" 150; then
     expect_eq "a large recorder, a killed rank: exit 69" "$RC" 69
     expect_contains "a large recorder: the lost rank named" "$OUT" "gcsh: rank 1 is gone"
     expect_contains "a large recorder: the session's end said" "$OUT" "gcsh: the session cannot go on without it; every rank exits with status 69"
-    D=$(sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/\1/p" <<<"$OUT" | tail -n 1)
+    D=$(flight_said "$OUT")
     if [ -n "$D" ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D"; then pass; else
         fail "a large recorder: no whole flight file ('$D')"; printf '%s\n' "$OUT" | sed 's/^/  | /'; fi
     expect_contains "a large recorder: the file says what it kept" "$(cat "${D:-/dev/null}")" \

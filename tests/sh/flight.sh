@@ -37,8 +37,6 @@ for e in json.load(open(sys.argv[1]))["traceEvents"]:
 print("yes" if ok and last else "no")
 ' "$1"
 }
-# dumped OUT: the file the last "gcsh: flight recorder: FILE (...)" names
-dumped() { sed -n "s/^gcsh: flight recorder: \(.*\) (every rank's last calls)\$/\1/p" <<<"$1" | tail -n 1; }
 
 for n in 1 2 4; do
   last=$((n - 1))
@@ -61,7 +59,7 @@ for n in 1 2 4; do
     wait $pid; RC=$?
     OUT=$(cat "$TMP/hang.out")
     expect_eq "$n ranks: a hang, no --trace: exit 0" "$RC" 0
-    expect_contains "$n ranks: a hang report says where the last calls are" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
+    expect_eq "$n ranks: a hang report says where the last calls are" "$(flight_said "$OUT")" "$F"
     expect_eq "$n ranks: said once per command" "$(grep -c "every rank's last calls" <<<"$OUT")" 1
     C=$($CHECK "$F.first" "$n" 2>&1); RC=$?
     expect_eq "$n ranks: the hang's file loads and checks out" "$RC" 0
@@ -82,7 +80,7 @@ for n in 1 2 4; do
   OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' "if rank == $last then gcsh.debug.inject('fatal') end c:barrier()" |
         GCSH_TEST_FAULTS=1 timeout 60 "$GCSH" -n "$n" 2>&1); RC=$?
   expect_eq "$n ranks: a device fault: exit 70" "$RC" 70
-  F=$(dumped "$OUT")
+  F=$(flight_said "$OUT")
   case "$F" in "$TMP"/state/gcsh-flight-*.json) pass ;; *) fail "$n ranks: a fault: the default file in \$GCSH_STATE_DIR: '$F'"; F=/dev/null ;; esac
   C=$($CHECK "$F" "$n" 2>&1); RC=$?
   expect_eq "$n ranks: the fault's file checks out" "$RC" 0
@@ -94,8 +92,8 @@ for n in 1 2 4; do
   OUT=$(printf '%s\n' 'c = comm.world()' 'while true do end' 'print("after")' |
         timeout -s INT 3 "$GCSH" -n "$n" 2>&1); RC=$?
   expect_contains "$n ranks: Ctrl-C: said after the interrupt" "$OUT" "gcsh: interrupted [0$([ "$n" -gt 1 ] && echo "-$last")]
-gcsh: flight recorder: "
-  F=$(dumped "$OUT")
+$FLIGHT_SAID"
+  F=$(flight_said "$OUT")
   C=$($CHECK "${F:-/dev/null}" "$n" 2>&1); RC=$?
   expect_eq "$n ranks: the interrupt's file checks out" "$RC" 0
   expect_contains "$n ranks: the interrupted line" "$(span 'while true do end' "${F:-/dev/null}")" 'rank 0: {"source": "while true do end", "state": "failed"}'
@@ -106,7 +104,7 @@ F=$TMP/killed.json
 OUT=$(printf '%s\n' 'c = comm.world()' 'c:barrier()' 'if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) end c:barrier()' |
       timeout 60 "$GCSH" -n 2 --flight "$F" 2>&1); RC=$?
 expect_eq "a killed rank: exit 69" "$RC" 69
-expect_contains "a killed rank: said" "$OUT" "gcsh: flight recorder: $F (every rank's last calls)"
+expect_eq "a killed rank: said" "$(flight_said "$OUT")" "$F"
 # (a ring keeps a Lua line's first 71 bytes)
 S=$(span 'if rank == 1 then os.execute("kill -9 $PPID") gcsh.sleep(30) (unfinished)' "$F")
 expect_contains "a killed rank: its last line, from its ring" "$S" 'rank 1: {"source": "if rank == 1 then os.execute(\"kill -9 $PPID\") gcsh.sleep(30) end c:barr", "state": "running", "unfinished": true}'

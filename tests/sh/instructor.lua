@@ -5,13 +5,8 @@
 -- the page covers every lesson, three mistakes each.
 -- Prints "pass NAME" or "fail NAME" and detail lines "  | ...".
 local GCSH = arg[1]
-
-local function result(ok, name, detail)
-  print((ok and "pass " or "fail ") .. name)
-  if not ok and detail then
-    for line in (tostring(detail) .. "\n"):gmatch("(.-)\n") do print("  | " .. line) end
-  end
-end
+local lib = dofile("tests/sh/lesson_lib.lua")
+local result = lib.result
 
 -- The page: lessons {num=, part=, mistakes={{code=, said={lines}}}}.
 local lessons, cur, mistake = {}, nil, nil
@@ -40,28 +35,16 @@ for _, l in ipairs(lessons) do
   for _, m in ipairs(l.mistakes) do
     n = n + 1
     m.n = n
-    input[#input + 1] = string.format('print("=== m %d")', n)
+    input[#input + 1] = lib.marker("m " .. n)
     input[#input + 1] = m.code
   end
 end
-input[#input + 1] = 'print("=== m end")'
+input[#input + 1] = lib.marker("m end")
 
-local inf, outf = os.tmpname(), os.tmpname()
-local f = assert(io.open(inf, "w"))
-f:write(table.concat(input, "\n") .. "\n")
-f:close()
-os.execute(string.format("timeout 300 %q -n 4 <%q >%q 2>&1", GCSH, inf, outf))
-local text = assert(io.open(outf)):read("a")
-os.remove(inf)
-os.remove(outf)
+local text = lib.session(GCSH, 4, input, 300)
 
-local function after(i)
-  local s, e = text:find("%[[%d,%-]+%] === m " .. i .. "\n")
-  if not s then return "" end
-  local rest = text:sub(e + 1)
-  local stop = rest:find("%[[%d,%-]+%] === m ")
-  return stop and rest:sub(1, stop - 1) or rest
-end
+-- what mistake i answered (the markers around it: "=== m i")
+local function after(i) return lib.between(text, "m " .. i) end
 
 for _, l in ipairs(lessons) do
   for k, m in ipairs(l.mistakes) do

@@ -5,16 +5,5 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 
-LUA=$(command -v lua5.4 || command -v lua)
-if [ -z "$LUA" ]; then
-    skip "no lua5.4 to run tests/sh/instructor.lua with"
-else
-    while IFS= read -r line; do
-        case "$line" in
-        "pass "*) pass ;;
-        "fail "*) fail "${line#fail }" ;;
-        *) printf '%s\n' "$line" ;;
-        esac
-    done < <("$LUA" tests/sh/instructor.lua "$GCSH")
-fi
+lua_checks tests/sh/instructor.lua "$GCSH"
 finish

@@ -15,27 +15,8 @@
 -- Prints "pass NAME" or "fail NAME" and detail lines "  | ...".
 local GCSH, N = arg[1], tonumber(arg[2])
 local ALL = N == 1 and "0" or ("0-" .. (N - 1))
-
-local function result(ok, name, detail)
-  print((ok and "pass " or "fail ") .. name)
-  if not ok and detail then
-    for line in (tostring(detail) .. "\n"):gmatch("(.-)\n") do print("  | " .. line) end
-  end
-end
-
--- "0,2-3": the shell's fold of a rank list (repro.ranges)
-local function ranges(list)
-  table.sort(list)
-  local parts, i = {}, 1
-  while i <= #list do
-    local j = i
-    while j < #list and list[j + 1] == list[j] + 1 do j = j + 1 end
-    if j == i then parts[#parts + 1] = tostring(list[i])
-    else parts[#parts + 1] = list[i] .. "-" .. list[j] end
-    i = j + 1
-  end
-  return table.concat(parts, ",")
-end
+local lib = dofile("tests/sh/lesson_lib.lua")
+local result, marker, ranges = lib.result, lib.marker, lib.ranges
 
 local function others(r) -- every rank but r
   local l = {}
@@ -191,8 +172,6 @@ local function exercise_part(num)
   end
 end
 
-local function marker(text) return string.format('print("=== %s")', text) end
-
 -- LESSONS="19 20" in the environment: those only (a quicker run)
 local ONLY = {}
 for num in (os.getenv("LESSONS") or ""):gmatch("%d+") do ONLY[tonumber(num)] = true end
@@ -220,25 +199,11 @@ for _, num in ipairs(LESSONS) do
   add(marker("end " .. num))
 end
 
-local input, output = os.tmpname(), os.tmpname()
-local f = assert(io.open(input, "w"))
-f:write(table.concat(lines, "\n") .. "\n")
-f:close()
-os.execute(string.format("timeout 600 %q -n %d <%q >%q 2>&1", GCSH, N, input, output))
-local text = assert(io.open(output)):read("a")
-os.remove(input)
-os.remove(output)
+local text = lib.session(GCSH, N, lines, 600)
 
 -- ---- the checks ---------------------------------------------------------------------------------
 
-local function between(a)
-  local pat = "%[[%d,%-]+%] === " .. a:gsub("%p", "%%%0") .. "\n"
-  local s, e = text:find(pat)
-  if not s then return "" end
-  local rest = text:sub(e + 1)
-  local stop = rest:find("%[[%d,%-]+%] === ")
-  return stop and rest:sub(1, stop - 1) or rest
-end
+local function between(a) return lib.between(text, a) end
 
 -- The feedback's lines, wrapped lines joined (a continuation is indented
 -- by 2 or more after its tag), echoed commands left out.

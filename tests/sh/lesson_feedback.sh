@@ -9,20 +9,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 
-LUA=$(command -v lua5.4 || command -v lua)
-if [ -z "$LUA" ]; then
-    skip "no lua5.4 to run tests/sh/lesson_feedback.lua with"
-else
-    for n in 2 4; do
-        while IFS= read -r line; do
-            case "$line" in
-            "pass "*) pass ;;
-            "fail "*) fail "${line#fail }" ;;
-            *) printf '%s\n' "$line" ;;
-            esac
-        done < <("$LUA" tests/sh/lesson_feedback.lua "$GCSH" "$n")
-    done
-fi
+for n in 2 4; do lua_checks tests/sh/lesson_feedback.lua "$GCSH" "$n"; done
 
 # ---- a bad option to gcsh's Lua: the message at the learner's line, the
 # traceback without gcsh's own frames (none left: none at all)

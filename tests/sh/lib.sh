@@ -89,6 +89,39 @@ expect_match() {
 # A tag to put in a gcsh's environment (GCSH_TEST_TAG=$tag): mpirun passes it
 # on to every rank, so tagged_pids finds the whole process tree, and nothing
 # else on the machine.
+# flight_said OUT: the file the last flight-recorder note in OUT names: a
+# line "gcsh: flight recorder (every rank's last calls):", then the path on
+# "gcsh:   " lines (broken after a '/' onto "gcsh:     " lines when long)
+flight_said() {
+    awk '/^gcsh: flight recorder \(every rank.s last calls\):$/ { p = ""; at = 1; next }
+         at == 1 && /^gcsh:   [^ ]/ { p = substr($0, 9); at = 2; next }
+         at == 2 && /^gcsh:     [^ ]/ { p = p substr($0, 11); next }
+         { at = 0 }
+         END { print p }' <<<"$1"
+}
+# the first line of that note
+FLIGHT_SAID="gcsh: flight recorder (every rank's last calls):"
+# lua_checks FILE ARGS...: runs the Lua checker FILE (tests/sh/lesson_lib.lua's
+# kind) with lua5.4 from the top of the tree and counts its "pass NAME" and
+# "fail NAME" lines, printing the rest; skips when there is no lua5.4
+lua_checks() {
+    local lua line
+    lua=$(command -v lua5.4 || command -v lua)
+    if [ -z "$lua" ]; then
+        skip "no lua5.4 to run $1 with"
+        return
+    fi
+    while IFS= read -r line; do
+        case "$line" in
+        "pass "*) pass ;;
+        "fail "*) fail "${line#fail }" ;;
+        *) printf '%s\n' "$line" ;;
+        esac
+    done < <("$lua" "$@")
+}
+# unwrapped TEXT: TEXT with a report's lines joined again where gcsh broke
+# them to fit 80 columns (a continuation "gcsh:     ..." becomes " ...")
+unwrapped() { sed -e ':a' -e 'N' -e '$!ba' -e 's/\ngcsh:     / /g' <<<"$1"; }
 new_tag() { echo "gcsh-test-$$-$RANDOM$RANDOM"; }
 tagged_pids() {
     local p

@@ -8,8 +8,12 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 ROOT=$PWD
 TMP=$(mktemp -d)
+# gcsh's own folder, where flight dumps go: short, so that a transcript's
+# "gcsh:   …/gcsh-flight-….json" is one line (a long one is broken after a /)
+STATE=$(mktemp -d /tmp/gcsh-readme-XXXXXX)
+export GCSH_STATE_DIR=$STATE
 PID=""
-trap '[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+trap '[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; rm -rf "$TMP" "$STATE"' EXIT
 LUA=$(command -v lua5.4 || command -v lua)
 if [ -z "$LUA" ]; then
     skip "no lua5.4 to read the README with"

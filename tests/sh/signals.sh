@@ -38,14 +38,15 @@ end_run() {
 TAG=$(new_tag)
 OUT=$(printf '%s\n' 'print("start")' 'while true do end' 'print("after", rank)' |
       GCSH_TEST_TAG=$TAG timeout -s INT 10 "$GCSH" -n 2 --flight "$TMP/flight.json" 2>&1); RC=$?
-expect_eq "timeout -s INT: interrupted, then the next line" "$OUT" "[0-1] start
+expect_eq "timeout -s INT: interrupted, then the next line" "$(sed '/^gcsh:   /d' <<<"$OUT")" "[0-1] start
 
 gcsh: interrupting [0-1]
 [0-1] interrupted!
 gcsh: interrupted [0-1]
-gcsh: flight recorder: $TMP/flight.json (every rank's last calls)
+$FLIGHT_SAID
 [0] after${T}0
 [1] after${T}1"
+expect_eq "timeout -s INT: the flight file said" "$(flight_said "$OUT")" "$TMP/flight.json"
 expect_eq "timeout -s INT: timeout's status" "$RC" 124
 expect_no_procs "timeout -s INT: no process left" "$TAG"
 

@@ -34,7 +34,7 @@ within "SIGTERM twice" 10
 expect_contains "SIGTERM twice: said once" "$OUT" "gcsh: terminated (SIGTERM or SIGHUP): every rank stops after this command"
 expect_eq "SIGTERM twice: one request" "$(grep -c 'gcsh: terminated' <<<"$OUT")" 1
 expect_contains "SIGTERM twice: the command interrupted" "$OUT" "[0-1] interrupted!"
-expect_contains "SIGTERM twice: the flight dump" "$OUT" "gcsh: flight recorder: $TMP/flight.json"
+expect_eq "SIGTERM twice: the flight dump" "$(flight_said "$OUT")" "$TMP/flight.json"
 expect_not_contains "SIGTERM twice: not a second SIGTERM" "$OUT" "a second SIGTERM"
 expect_no_procs "SIGTERM twice: no process left" "$TAG"
 

@@ -98,7 +98,7 @@ if rank == 1 then local t = gcsh.wtime() while gcsh.wtime() - t < 3 do end end
 c:barrier() print("ok")' 2>&1 </dev/null)
     expect_match "[$n] a barrier that waits: the report" "$OUT" '^gcsh: 1\.[0-9] s: done \[\], still running \[0-'$((n - 1))'\]'
     expect_contains "[$n] a barrier that waits: where rank 1 is" "$OUT" "[1] running line 2 of the chunk"
-    expect_match "[$n] a barrier that waits: the flight file" "$OUT" '^gcsh: flight recorder: '
+    expect_contains "[$n] a barrier that waits: the flight file" "$OUT" "$FLIGHT_SAID"
 done
 
 finish

@@ -138,7 +138,7 @@ deadline_case() { # NAME N WANT SECONDS CHUNK [options]
     expect_eq "$name: well before 40 s" "$((SECONDS - start < 40))" 1
     expect_match "$name: the hang report" "$OUT" "^gcsh: [0-9.]+ s: done \[.*\], still running \[.+\]; the deadline \($secs s\) is over$"
     expect_contains "$name: the job's end" "$OUT" "gcsh: the deadline ($secs s) is over; every rank exits with status $want"
-    expect_contains "$name: the flight file is said" "$OUT" "gcsh: flight recorder: flight.json"
+    expect_eq "$name: the flight file is said" "$(flight_said "$OUT")" "flight.json"
     expect_eq "$name: the flight file has every rank" "$(flight_ranks flight.json)" "$(seq -s, 0 $((n - 1)))"
 }
 for N in 2 4; do

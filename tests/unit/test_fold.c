@@ -252,8 +252,57 @@ static void test_partial(void)
     sink_close(&k);
 }
 
+/* wrapped(fn, text, indent, width): what gcsh_text_wrap or _path makes of text. */
+static const char *wrapped(void (*fn)(gcsh_text *, const char *, const char *, size_t),
+                           const char *text, const char *indent, size_t width)
+{
+    static gcsh_text t;
+    gcsh_text_free(&t);
+    fn(&t, text, indent, width);
+    return t.s ? t.s : "";
+}
+
+/* The hang report's lines broken to fit (gcsh_coord_report). */
+static void test_wrap(void)
+{
+    const char *w = wrapped(gcsh_text_wrap, "gcsh: short", "gcsh:   ", 20);
+    CHECK(strcmp(w, "gcsh: short") == 0, "a line that fits stays: %s", w);
+    w = wrapped(gcsh_text_wrap, "gcsh: one two three four", "gcsh:   ", 16);
+    CHECK(strcmp(w, "gcsh: one two\ngcsh:   three\ngcsh:   four") == 0,
+          "broken at spaces, the spaces gone: %s", w);
+    w = wrapped(gcsh_text_wrap, "gcsh: a\ngcsh: bb cc dd", "gcsh:   ", 13);
+    CHECK(strcmp(w, "gcsh: a\ngcsh: bb cc\ngcsh:   dd") == 0, "each line on its own: %s", w);
+    /* the line's prefix stays whole: no break in its first strlen(indent) columns */
+    w = wrapped(gcsh_text_wrap, "gcsh:   [0] xxxxxxxxxxxx", "gcsh:     ", 14);
+    CHECK(strcmp(w, "gcsh:   [0]\ngcsh:     xxxx\ngcsh:     xxxx\ngcsh:     xxxx") == 0,
+          "a word longer than the room: cut at the width: %s", w);
+    w = wrapped(gcsh_text_wrap, "gcsh: x /a/bb/cc/d", "gcsh: ", 14);
+    CHECK(strcmp(w, "gcsh: x\ngcsh: /a/bb/\ngcsh: cc/d") == 0, "a long word: after a '/': %s", w);
+    /* a path keeps every character, spaces too */
+    w = wrapped(gcsh_text_wrap_path, "gcsh:   /my dir/sub dir/file name", "gcsh:     ", 22);
+    CHECK(strcmp(w, "gcsh:   /my dir/\ngcsh:     sub dir/\ngcsh:     file name") == 0,
+          "a path: after '/' only, nothing dropped: %s", w);
+    w = wrapped(gcsh_text_wrap_path, "gcsh:   /abcdefghijklmnop", "gcsh:     ", 16);
+    CHECK(strcmp(w, "gcsh:   /abcdefg\ngcsh:     hijklm\ngcsh:     nop") == 0,
+          "a path with no '/' where it must break: at the width: %s", w);
+    size_t longest = 0, at = 0;
+    w = wrapped(gcsh_text_wrap, "gcsh:   [0-2] in kernel.allreduce #3 for 1.0 s: waits at ll flag 1 "
+                                "(set 0, line 0) for [3]'s word (now 0)", "gcsh:     ", 80);
+    for (const char *p = w;; p++) {
+        if (*p == '\n' || !*p) {
+            longest = at > longest ? at : longest;
+            at = 0;
+            if (!*p)
+                break;
+        } else
+            at++;
+    }
+    CHECK(longest <= 80 && strstr(w, "\ngcsh:     ") != NULL, "an ll note fits 80: %s", w);
+}
+
 int main(void)
 {
+    test_wrap();
     test_one_place();
     test_streams();
     test_addresses();

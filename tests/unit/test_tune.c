@@ -1,10 +1,11 @@
 /* core/kreduce_tune.h: every backend built has rows (gcsh refuses to
  * start one without), in the order auto reads them; and what auto picks
- * by a row, as kplan.c's table of algorithms says. */
+ * by a row, as the table of algorithms (bind/kalgos.c) says. */
 #include <string.h>
 
 #include "core/backend.h"
 #include "core/kll.h"
+#include "bind/kalgos.h"
 #include "core/kplan.h"
 #include "core/kreduce_tune.h"
 #include "host/host.h"
