@@ -64,7 +64,7 @@ end
 for coll, list in pairs(step.algos) do
   H.eq(table.concat(list, " "), table.concat(KALGOS.walks[coll], " "), "step.algos." .. coll .. " order")
 end
-H.eq(table.concat(KALGOS.walks.allreduce, " "), "ring oneshot twoshot multicast ll", "the all-reduce's turns")
+H.eq(table.concat(KALGOS.walks.allreduce, " "), "ring oneshot twoshot multicast ll hier", "the all-reduce's turns")
 H.eq(table.concat(KALGOS.walks.broadcast, " "), "tree ring direct", "broadcast's turns")
 H.eq(#KALGOS.walks.reduce, 0, "no stepper walks reduce")
 
