@@ -479,6 +479,8 @@ static int put_or_get(lua_State *L, xfer_op op)
     begin_plan(L, &a, fname);
     lua_settop(L, 5);
     gcsh_tensor *t = check_local_tensor(L, 3, &a, 3, to_window ? "src" : "dst");
+    if (!to_window) /* a get writes dst */
+        gcsh_tensor_check_write(L, t);
     size_t off = check_offset(L, 4, to_window ? "dst_offset" : "src_offset");
     check_range(L, &a, 4, to_window ? "dst_offset" : "src_offset", off, t->n);
     read_opts(L, 5, 5, &a, to_window, GCSH_XFER_CE);
