@@ -447,7 +447,8 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
     gcsh_xfer_plan plan = {a->engine, a->nseg, a->seg, a->signal, a->signal_value, a->peer,
                            a->sig ? a->sig->desc.trace_id : 0, a->sig ? (int64_t)a->signal_slot : -1,
                            net ? a->win->impl : NULL, net ? &a->win->desc : NULL, op == OP_GET,
-                           net && a->sig ? a->sig->impl : NULL, net && a->sig ? &a->sig->desc : NULL};
+                           net && a->sig ? a->sig->impl : NULL, net && a->sig ? &a->sig->desc : NULL,
+                           1 + a->meta[0].off};
     x->net = net;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (xfer_ops(L)->prepare(ctx, &plan, &x->impl) != 0) {
