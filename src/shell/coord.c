@@ -553,6 +553,68 @@ static void unask(run_state *rs, int r)
     }
 }
 
+/* A hang report fits the 80 columns a newcomer's terminal has: a longer
+ * line breaks at its last "; " (before what to do), else after its first
+ * ": " past the head (where a wait's words begin), else at its last space,
+ * and goes on indented under the ranks. */
+#define REPORT_COLUMNS 80
+#define REPORT_MORE "gcsh:     "
+/* past the continuation's indent: every break shortens the rest */
+#define REPORT_FIRST_BREAK (sizeof REPORT_MORE)
+
+static size_t report_break(const char *s, size_t len)
+{
+    size_t semi = 0, colon = 0, space = 0;
+    for (size_t i = REPORT_FIRST_BREAK; i < len && i <= REPORT_COLUMNS; i++) {
+        if (s[i] != ' ')
+            continue;
+        if (s[i - 1] == ';')
+            semi = i;
+        if (s[i - 1] == ':' && !colon)
+            colon = i;
+        space = i;
+    }
+    return semi ? semi : colon ? colon : space;
+}
+
+static void say_fitted(gcsh_coord *c, const char *line)
+{
+    gcsh_text t = {0};
+    gcsh_text_append(&t, line, strlen(line));
+    const char *s = t.s ? t.s : "";
+    size_t len = strlen(s), cut;
+    while (len > REPORT_COLUMNS && (cut = report_break(s, len)) >= REPORT_FIRST_BREAK) {
+        gcsh_coord_say(c, "%.*s", (int)cut, s);
+        gcsh_text rest = {0};
+        gcsh_text_append(&rest, REPORT_MORE, strlen(REPORT_MORE));
+        gcsh_text_append(&rest, s + cut + 1, len - cut - 1);
+        gcsh_text_free(&t);
+        t = rest;
+        s = t.s;
+        len = strlen(s);
+    }
+    gcsh_coord_say(c, "%s", s);
+    gcsh_text_free(&t);
+}
+
+/* Each line of text, fitted. */
+static void say_report(gcsh_coord *c, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = malloc(n + 1);
+        if (!line)
+            return;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        say_fitted(c, line);
+        free(line);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
 /* The process ids of ranks[0..n), so that a debugger can attach (gdb -p). */
 static void say_pids(gcsh_coord *c, const int *ranks, int n)
 {
@@ -566,7 +628,8 @@ static void say_pids(gcsh_coord *c, const int *ranks, int n)
                            c->link->pids[ranks[i]]);
         gcsh_text_append(&t, one, (size_t)len);
     }
-    gcsh_coord_say(c, "%s (gdb -p PID attaches)", t.s);
+    gcsh_text_append(&t, " (gdb -p PID attaches)", 22);
+    say_report(c, t.s);
     gcsh_text_free(&t);
 }
 
@@ -581,6 +644,66 @@ static int someone_waits(const gcsh_coord *c, const run_state *rs)
     return 0;
 }
 
+/* Where the first duration of a where-text is ("for 2.0 s", "the others,
+ * 2.0 s)"): the number's start and end, or 0 when it has none. */
+static int duration_in(const char *s, size_t *from, size_t *to)
+{
+    for (const char *p = s; (p = strstr(p, " s")) != NULL; p++) {
+        const char *q = p;
+        while (q > s && (isdigit((unsigned char)q[-1]) || q[-1] == '.'))
+            q--;
+        if (q == p || q - s < 2 || !(q[-1] == ' ' && (q[-2] == 'r' || q[-2] == ',')))
+            continue;
+        *from = (size_t)(q - s);
+        *to = (size_t)(p - s);
+        return 1;
+    }
+    return 0;
+}
+
+/* Ranks that wait in the same place for the same thing fold in a hang
+ * report even when they came to it at different times: their texts get
+ * the span of their durations ("for 2.0-2.1 s"), each rank's inside it. */
+static void fold_durations(char (*text)[WHERE_LEN], int n)
+{
+    size_t *from = calloc((size_t)n * 2 + 1, sizeof *from), *to = from ? from + n : NULL;
+    int *same = calloc((size_t)n + 1, sizeof *same);
+    char *seen = calloc((size_t)n + 1, 1);
+    if (!from || !same || !seen)
+        n = 0; /* then each rank's own time, unfolded */
+    for (int i = 0; i < n; i++)
+        if (!duration_in(text[i], &from[i], &to[i]))
+            seen[i] = 1;
+    for (int i = 0; i < n; i++) {
+        if (seen[i])
+            continue;
+        double lo = atof(text[i] + from[i]), hi = lo;
+        int k = 0;
+        for (int j = i; j < n; j++)
+            if (!seen[j] && from[j] == from[i] && strncmp(text[j], text[i], from[i]) == 0 &&
+                strcmp(text[j] + to[j], text[i] + to[i]) == 0) {
+                double d = atof(text[j] + from[j]);
+                lo = d < lo ? d : lo;
+                hi = d > hi ? d : hi;
+                same[k++] = j;
+                seen[j] = 1;
+            }
+        char span[48], tail[WHERE_LEN];
+        if (hi - lo < 0.05)
+            snprintf(span, sizeof span, "%.1f", lo);
+        else
+            snprintf(span, sizeof span, "%.1f-%.1f", lo, hi);
+        for (int m = 0; m < k; m++) {
+            int j = same[m];
+            snprintf(tail, sizeof tail, "%s", text[j] + to[j]);
+            snprintf(text[j] + from[j], WHERE_LEN - from[j], "%s%s", span, tail);
+        }
+    }
+    free(from);
+    free(same);
+    free(seen);
+}
+
 /* The hang report: one line (ending with `then`), then where the running
  * ranks are, folded, and their process ids. */
 static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
@@ -592,8 +715,10 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
     char seed[48] = ""; /* the run to make again: gcsh --seed N */
     if (c->ctx->seeded)
         snprintf(seed, sizeof seed, " (--seed %lld)", c->ctx->seed);
-    gcsh_coord_say(c, "gcsh: %.1f s%s: done [%s], still running [%s]; %s", now - rs->start, seed,
-                   done, running, then);
+    char head[2200];
+    snprintf(head, sizeof head, "gcsh: %.1f s%s: done [%s], still running [%s]; %s",
+             now - rs->start, seed, done, running, then);
+    say_report(c, head);
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0;
     char (*text)[WHERE_LEN] = malloc((size_t)c->size * sizeof *text);
     const char **v = malloc((size_t)c->size * sizeof *v);
@@ -607,11 +732,12 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
         v[n] = text[n];
         ranks[n++] = r;
     }
+    fold_durations(text, n);
     gcsh_text t = {0};
     gcsh_text_append(&t, "gcsh:   ", 8);
     gcsh_fold_texts(&t, ranks, n, v, "\ngcsh:   ");
     if (n)
-        gcsh_coord_say(c, "%s", t.s);
+        say_report(c, t.s);
     gcsh_text_free(&t);
     say_pids(c, ranks, n);
     free(ranks);

@@ -175,7 +175,8 @@ keys '.timeout 1' Enter
 keys 'c = comm.world() c:barrier()' Enter
 keys 'if rank == 1 then while true do end else c:barrier() end' Enter
 check_wait "pty: hang report names the loop's line" "gcsh:   [1] running line 1 of the chunk" 10
-expect_contains "pty: hang report says how to get out" "$(screen)" "still running [0-1]; waiting (Ctrl-C interrupts, .abort aborts)"
+expect_contains "pty: hang report says how to get out" "$(screen)" "still running [0-1];
+gcsh:     waiting (Ctrl-C interrupts, .abort aborts)"
 expect_contains "pty: hang report names the waiting rank" "$(screen)" "gcsh:   [0] in barrier #2 (waiting for the others,"
 check_wait "pty: the check gives up on rank 0" "for [1]: [1] running line 1 of the chunk" 10
 expect_match "pty: the check's message" "$(screen)" '^\[0\] stdin:1: barrier #2: \[0\] waited 1\.[0-9] s for \[1\]: \[1\] running line 1 of the chunk$'
