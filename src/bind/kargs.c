@@ -153,6 +153,7 @@ void gcsh_karg_read(lua_State *L, int idx, gcsh_kargs *a, const char *valid)
     if (lua_getfield(L, idx, "out") != LUA_TNIL) {
         a->out_idx = lua_gettop(L);
         a->out = gcsh_karg_placed(L, a->out_idx, a->fname, "out");
+        gcsh_tensor_check_write(L, a->out);
     } else {
         lua_pop(L, 1);
     }

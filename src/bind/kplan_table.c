@@ -80,6 +80,19 @@ static void push_step(lua_State *L, const gcsh_kplan *p, const gcsh_kstep *st, i
     lua_setfield(L, -2, "moves");
 }
 
+/* The plan prints as a table of moves (lua/gcsh/plan.lua's __tostring);
+ * without gcsh's Lua files it stays a bare table. */
+static void set_plan_metatable(lua_State *L)
+{
+    int top = lua_gettop(L);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "gcsh.plan");
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1) &&
+        lua_getfield(L, -1, "metatable") == LUA_TTABLE)
+        lua_setmetatable(L, top);
+    lua_settop(L, top);
+}
+
 void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, size_t offset,
                      int has_out)
 {
@@ -114,4 +127,5 @@ void gcsh_push_kplan(lua_State *L, const gcsh_symobj *o, const gcsh_kplan *p, si
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "steps");
+    set_plan_metatable(L);
 }

@@ -698,6 +698,19 @@ static void check_overlap(lua_State *L, const coll_spec *spec, const coll_args *
                                                        "in-place layout (%s)", in_place_hint(spec)));
 }
 
+/* Whether this rank's call writes a->out (t itself, in place): a send only
+ * reads, and so do a broadcast's root and a reduce's other ranks. */
+static int writes_here(const coll_spec *spec, const coll_args *a)
+{
+    if (spec->run == run_send)
+        return 0;
+    if (spec->run == run_broadcast)
+        return a->comm->rank != a->rank_arg_value;
+    if (spec->run == run_reduce)
+        return a->comm->rank == a->rank_arg_value;
+    return 1;
+}
+
 /* Checks everything before the backend sees it; returns the stack index of
  * the tensor the collective returns. */
 static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
@@ -723,6 +736,8 @@ static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
     a->rank_arg_value = spec->rank_arg ? check_rank_arg(L, spec, a->comm) : 0;
     check_sizes(L, spec, a);
     check_overlap(L, spec, a);
+    if (writes_here(spec, a)) /* a window of an aborted communicator is read-only */
+        gcsh_tensor_check_write(L, a->out);
     return result_idx;
 }
 

@@ -372,6 +372,7 @@ static void check_input_vs_out(lua_State *L, const gcsh_tensor *t, const gcsh_te
 static int kernel_reduce(lua_State *L)
 {
     gcsh_tensor *out = gcsh_karg_placed(L, 1, "reduce", "out");
+    gcsh_tensor_check_write(L, out);
     luaL_checktype(L, 2, LUA_TTABLE);
     gcsh_redop op = gcsh_arg_redop(L, 3, GCSH_OP_SUM);
     gcsh_karg_dtype_op(L, "reduce", out->dtype, op, gcsh_kern_ops_of(out->dtype), "the kernels");
@@ -402,6 +403,7 @@ static int kernel_reduce_peers(lua_State *L)
 {
     gcsh_kargs a = {.fname = "reduce_peers"};
     a.out = gcsh_karg_placed(L, 1, a.fname, "out");
+    gcsh_tensor_check_write(L, a.out);
     a.out_idx = 1;
     a.o = gcsh_karg_window(L, 2, a.fname);
     gcsh_karg_peer_reduce(L, &a, 3);

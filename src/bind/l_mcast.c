@@ -147,6 +147,7 @@ static int mcast_ld_reduce(lua_State *L)
     lmcast *m = check_mcast(L, 1);
     gcsh_kargs a = {.fname = "ld_reduce", .o = m->o};
     a.out = gcsh_karg_placed(L, 2, a.fname, "out");
+    gcsh_tensor_check_write(L, a.out);
     a.out_idx = 2;
     gcsh_karg_peer_reduce(L, &a, 3);
     gcsh_mcast_check_rules(L, a.fname, a.o, 1, a.op, a.offset, a.n, a.out);
@@ -169,6 +170,7 @@ static int mcast_st(lua_State *L)
 {
     lmcast *m = check_mcast(L, 1);
     gcsh_symobj *o = m->o;
+    gcsh_sym_check_writable(L, o);
     gcsh_tensor *src = gcsh_karg_placed(L, 2, "st", "src");
     gcsh_karg_same_dtype(L, "st", "src", src, o->dtype, "the window");
     gcsh_karg_dtype_op(L, "st", o->dtype, GCSH_OP_SUM, gcsh_kern_ops_of(o->dtype), "the kernels");

@@ -210,6 +210,19 @@ gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx)
     return t;
 }
 
+void gcsh_tensor_check_write(lua_State *L, const gcsh_tensor *t)
+{
+    if (t->st->check_write)
+        t->st->check_write(L, t->st);
+}
+
+gcsh_tensor *gcsh_arg_tensor_out(lua_State *L, int idx)
+{
+    gcsh_tensor *t = gcsh_arg_tensor(L, idx);
+    gcsh_tensor_check_write(L, t);
+    return t;
+}
+
 void *gcsh_tensor_data(const gcsh_tensor *t)
 {
     return (char *)t->st->base + t->offset * gcsh_dtype_size(t->dtype);
@@ -519,7 +532,7 @@ static int tensor_from(lua_State *L)
 
 static int tensor_fill(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor_out(L, 1);
     gcsh_scalar v = gcsh_arg_value(L, 2, t->dtype);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     check_backend(L, ctx, ctx->be->mem->fill(ctx, gcsh_tensor_data(t), t->st->loc, t->dtype,
@@ -564,7 +577,7 @@ static void check_int_arange(lua_State *L, const gcsh_tensor *t, gcsh_scalar sta
 /* t:arange([start=0 [, step=1]]): element i = start + i * step. */
 static int tensor_arange(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor_out(L, 1);
     gcsh_scalar start = opt_number_arg(L, 2, t->dtype, 0);
     gcsh_scalar step = opt_number_arg(L, 3, t->dtype, 1);
     if (!gcsh_dtype_is_float(t->dtype))
@@ -580,7 +593,7 @@ static int tensor_arange(lua_State *L)
  * the rank, or with --seed N (gcsh.seed) N's and the rank's together. */
 static int tensor_rand(lua_State *L)
 {
-    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor_out(L, 1);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lua_Integer dflt = ctx->seeded ? (lua_Integer)(((uint64_t)ctx->seed << 32) | (uint32_t)ctx->rank)
                                    : ctx->rank;
@@ -594,7 +607,7 @@ static int tensor_rand(lua_State *L)
 /* t:copy(src): same length and dtype; overlapping views are fine. */
 static int tensor_copy(lua_State *L)
 {
-    gcsh_tensor *dst = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *dst = gcsh_arg_tensor_out(L, 1);
     gcsh_tensor *src = gcsh_arg_tensor(L, 2);
     if (dst->dtype != src->dtype)
         luaL_error(L, "copy: dtype mismatch: destination %s, source %s",
@@ -1006,7 +1019,7 @@ static int tensor_newindex(lua_State *L)
     if (lua_type(L, 2) == LUA_TSTRING)
         return luaL_error(L, "cannot set field '%s' of a tensor (tensors have no writable fields)",
                           lua_tostring(L, 2));
-    gcsh_tensor *t = gcsh_arg_tensor(L, 1);
+    gcsh_tensor *t = gcsh_arg_tensor_out(L, 1);
     size_t i = gcsh_arg_index(L, t, 2);
     write_element(L, t, i, 3);
     return 0;

@@ -451,7 +451,8 @@ static lxfer *make_handle(lua_State *L, xfer_op op, plan_args *a)
     gcsh_xfer_plan plan = {a->engine, a->nseg, a->seg, a->signal, a->signal_value, a->peer,
                            a->sig ? a->sig->desc.trace_id : 0, a->sig ? (int64_t)a->signal_slot : -1,
                            net ? a->win->impl : NULL, net ? &a->win->desc : NULL, op == OP_GET,
-                           net && a->sig ? a->sig->impl : NULL, net && a->sig ? &a->sig->desc : NULL};
+                           net && a->sig ? a->sig->impl : NULL, net && a->sig ? &a->sig->desc : NULL,
+                           1 + a->meta[0].off};
     x->net = net;
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     if (xfer_ops(L)->prepare(ctx, &plan, &x->impl) != 0) {
@@ -483,6 +484,8 @@ static int put_or_get(lua_State *L, xfer_op op)
     begin_plan(L, &a, fname);
     lua_settop(L, 5);
     gcsh_tensor *t = check_local_tensor(L, 3, &a, 3, to_window ? "src" : "dst");
+    if (!to_window) /* a get writes dst */
+        gcsh_tensor_check_write(L, t);
     size_t off = check_offset(L, 4, to_window ? "dst_offset" : "src_offset");
     check_range(L, &a, 4, to_window ? "dst_offset" : "src_offset", off, t->n);
     read_opts(L, 5, 5, &a, to_window, GCSH_XFER_CE);

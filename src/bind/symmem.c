@@ -434,6 +434,29 @@ static gcsh_storage **new_slices(gcsh_ctx *ctx, int count)
     return s;
 }
 
+/* Whether o's communicator was aborted: then o is the evidence of what
+ * happened, readable until freed, each rank alone. */
+static int comm_aborted(lua_State *L, const gcsh_symobj *o)
+{
+    return gcsh_check_aborted(gcsh_ctx_of(L), &o->comm->chk);
+}
+
+/* What would change o, or need its communicator, once that was aborted. */
+static _Noreturn void refuse_aborted(lua_State *L, const gcsh_symobj *o)
+{
+    luaL_error(L, "%s #%I is read-only evidence: its communicator was aborted", o->type,
+               (lua_Integer)o->seq);
+    abort(); /* not reached */
+}
+
+/* A slice's check_write (tensor.h): its views only read once aborted. */
+static void slice_check_write(lua_State *L, const gcsh_storage *st)
+{
+    const gcsh_symobj *o = st->owner_data;
+    if (comm_aborted(L, o))
+        refuse_aborted(L, o);
+}
+
 /* Points the first team_size storages at the slices; unrefs the rest. */
 static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o)
 {
@@ -447,6 +470,7 @@ static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o)
         st->bytes = o->desc.bytes;
         st->loc = o->desc.loc;
         st->owner_data = o;
+        st->check_write = slice_check_write;
         char where[48];
         snprintf(where, sizeof where, "%s of rank %d", o->type, o->desc.team[i]);
         gcsh_storage_set_where(st, where);
@@ -677,7 +701,7 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
      * run inside the check (collcheck.h) that every rank is freeing the same
      * object, unless the communicator was aborted (the exchange fails at once). */
     gcsh_comm_check *cc = &o->comm->chk;
-    if (cc->aborted) {
+    if (comm_aborted(L, o)) {
         /* An abort tore the communicator down on every rank: nobody is left
          * to agree with, and nobody runs on o any more (its residents were
          * stopped with it).  Each rank frees alone; the backend's destroy is
@@ -887,7 +911,8 @@ void gcsh_symmem_close(lua_State *L)
         next = o->next;
         if (!holds_memory(o))
             continue;
-        if (!o->handles && !o->garbage_noted && !o->comm->chk.aborted)
+        int aborted = comm_aborted(L, o);
+        if (!o->handles && !o->garbage_noted && !aborted)
             note_garbage(ctx, o);
         char what[128], line[1200];
         describe_object(o, what, sizeof what);
@@ -896,7 +921,6 @@ void gcsh_symmem_close(lua_State *L)
          * A failed barrier leaves the memory to MPI_Finalize rather than
          * risk a destroy peers never join.  A registration stopped part-way
          * (a stepper's) is undone instead. */
-        int aborted = o->comm->chk.aborted;
         int rc = aborted ? 0 : ctx->be->comm->barrier(ctx, o->comm_impl);
         if (rc == 0 && o->impl)
             rc = destroy_now(L, o);
@@ -931,8 +955,8 @@ static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, int 
     gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
-    if (usable)
-        gcsh_check_usable(L, &o->comm->chk);
+    if (usable && comm_aborted(L, o))
+        refuse_aborted(L, o);
     gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
     return o;
 }
@@ -940,6 +964,12 @@ static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, int 
 gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt)
 {
     return check_registered(L, idx, mt, 0);
+}
+
+void gcsh_sym_check_writable(lua_State *L, const gcsh_symobj *o)
+{
+    if (comm_aborted(L, o))
+        refuse_aborted(L, o);
 }
 
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)

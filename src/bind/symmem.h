@@ -219,13 +219,16 @@ const char *gcsh_sym_word_text(lua_State *L, uint64_t v);
 
 /* Handles (one userdata type per Lua type, each holding a gcsh_symobj *,
  * NULL while closed).  push makes a closed one; check raises "attempt to use
- * a freed <type>" unless the object is registered. */
+ * a freed <type>" unless the object is registered, and check_open "<type> #N
+ * is read-only evidence: its communicator was aborted" once it was. */
 gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt);
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt);
 /* The same, but also on a communicator an abort tore down: what only reads
  * the object (its fields, w:tensor(), w:peer(), w:info(), s:read()), which
  * stays possible until it is freed. */
 gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt);
+/* check_open's refusal for an object already in hand (m:st writes it). */
+void gcsh_sym_check_writable(lua_State *L, const gcsh_symobj *o);
 /* __index: methods (upvalue 1) first, then the fields both types have (kind,
  * n, rank, size, team, comm, seq) and those of `extra` (may be NULL). */
 int gcsh_sym_index(lua_State *L, const char *mt,

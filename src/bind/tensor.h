@@ -34,6 +34,9 @@ struct gcsh_storage {
     /* Frees base; NULL when someone else (a window) owns the memory. */
     void (*release)(gcsh_ctx *ctx, gcsh_storage *st);
     void *owner_data;    /* for release (e.g. the window) */
+    /* Raises when the memory may be read but not written (a window's slice
+     * once its communicator was aborted: symmem.c); NULL: always writable. */
+    void (*check_write)(lua_State *L, const gcsh_storage *st);
 };
 
 typedef struct gcsh_tensor {
@@ -51,6 +54,11 @@ typedef struct gcsh_tensor {
 
 /* luaL_checkudata + "attempt to use a freed ..." check. */
 gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx);
+/* The same, for a tensor the call writes: raises when its memory is
+ * read-only (storage's check_write). */
+gcsh_tensor *gcsh_arg_tensor_out(lua_State *L, int idx);
+/* Raises when t's memory is read-only (for a tensor already checked). */
+void gcsh_tensor_check_write(lua_State *L, const gcsh_tensor *t);
 /* Address of element 0 of the view (in the storage's memory space). */
 void *gcsh_tensor_data(const gcsh_tensor *t);
 size_t gcsh_tensor_bytes(const gcsh_tensor *t);

@@ -58,7 +58,9 @@ typedef struct gcsh_comm_impl gcsh_comm_impl;
  *             moved, BYTES(b), REDOP(op), PEER(rank) its root or peer,
  *             OBJ(id) the window it works on, PLAN(p) a kernel collective's
  *             plan, LOCS(dst, src) where a copy's ends live, SIGNAL(d, peer,
- *             slot, v) and WAIT(d, slot, v, cmp) a signal word, COUNT(n),
+ *             slot, v) and WAIT(d, slot, v, cmp) a signal word, SEEN(w, d,
+ *             slot) the word a wait left (read when it returns), REGION(first)
+ *             the first element of the region it works on, COUNT(n),
  *             KEPT(p) a pointer to arguments a recording must copy, XFER_NEW,
  *             XFER_POST, XFER_WAIT, XFER_GONE a transfer's life; NOTHING. */
 #define GCSH_OP_FIELD(tab, fn, ret, params, ...) ret(*fn) params;
@@ -369,13 +371,13 @@ enum gcsh_net_op { GCSH_NET_PUT, GCSH_NET_GET, GCSH_NET_SET, GCSH_NET_ADD, GCSH_
     X(win, signal_wait, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
        size_t slot, uint64_t v, enum gcsh_cmp cmp),                                                \
       (ctx, w, d, slot, v, cmp),                                                                   \
-      TRACED, "signal", GPU, RECORD, ORDERED, (WAIT(d, slot, v, cmp)))                             \
+      TRACED, "signal", GPU, RECORD, ORDERED, (WAIT(d, slot, v, cmp), SEEN(w, d, slot)))           \
     /* Waits on the CPU, at most timeout seconds: returns 0 when satisfied,                        \
      * 1 when the time ran out, -1 on error (interrupt included). */                               \
     X(win, signal_wait_cpu, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,   \
        size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout),                                \
       (ctx, w, d, slot, v, cmp, timeout),                                                          \
-      TRACED, "signal", 0, REFUSE, ORDERED, (WAIT(d, slot, v, cmp)))                               \
+      TRACED, "signal", 0, REFUSE, ORDERED, (WAIT(d, slot, v, cmp), SEEN(w, d, slot)))             \
     /* t:wait: the CPU waits until the element of dt at byte offset of team                        \
      * member `member`'s slice compares true against v (gcsh_elem_holds),                          \
      * loading it with acquire ordering (data its writer released before                           \
@@ -533,7 +535,8 @@ struct gcsh_mcast {
        const gcsh_kcoll_args *a),                                                                  \
       (ctx, w, d, a),                                                                              \
       TRACED, "kernel", GPU, RECORD, ORDERED,                                                      \
-       (KEPT(a), ELEMS(a->plan.n, a->dt), REDOP(a->op), PLAN(a->plan), OBJ(d->trace_id)))          \
+       (KEPT(a), ELEMS(a->plan.n, a->dt), REDOP(a->op), PLAN(a->plan), OBJ(d->trace_id),           \
+        REGION(a->offset)))                                                                        \
     /* kernel.alltoallv (gcsh_kv_args above), collective like the others. */                       \
     X(kern, alltoallv, int, (gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,       \
        const gcsh_kv_args *a),                                                                     \
@@ -560,7 +563,7 @@ struct gcsh_mcast {
        const gcsh_kdev_args *a),                                                                   \
       (ctx, w, d, a),                                                                              \
       TRACED, "kernel", GPU, RECORD, FREELY,                                                       \
-       (KEPT(a), ELEMS(a->n, a->dt), REDOP(a->op), OBJ(d->trace_id)))                              \
+       (KEPT(a), ELEMS(a->n, a->dt), REDOP(a->op), OBJ(d->trace_id), REGION(a->offset)))           \
     /* Collective over the window's team: decides the mode (every member the                       \
      * same) and, for nvls, sets up the multicast address.  The NVLS path is                       \
      * taken only under src/DESIGN.md's opt-in. */                                                 \
@@ -573,11 +576,12 @@ struct gcsh_mcast {
     X(kern, mc_ld_reduce, int, (gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, void *out,      \
        size_t n, gcsh_dtype dt, gcsh_redop op),                                                    \
       (ctx, m, offset, out, n, dt, op),                                                            \
-      TRACED, "kernel", GPU, RECORD, FREELY, (ELEMS(n, dt), REDOP(op)))                            \
+      TRACED, "kernel", GPU, RECORD, FREELY,                                                       \
+       (ELEMS(n, dt), REDOP(op), REGION(offset / gcsh_dtype_size(dt))))                            \
     X(kern, mc_st, int, (gcsh_ctx *ctx, const gcsh_mcast *m, size_t offset, const void *src,       \
        size_t n, gcsh_dtype dt),                                                                   \
       (ctx, m, offset, src, n, dt),                                                                \
-      TRACED, "kernel", GPU, RECORD, FREELY, (ELEMS(n, dt)))
+      TRACED, "kernel", GPU, RECORD, FREELY, (ELEMS(n, dt), REGION(offset / gcsh_dtype_size(dt))))
 
 typedef struct gcsh_kernel_ops {
     /* Bytes at the end of every window slice kept for the sync words (the
@@ -712,6 +716,9 @@ typedef struct gcsh_xfer_plan {
     int get;
     gcsh_window_impl *signal_net;
     const gcsh_window_desc *signal_net_desc;
+    /* For traces: 1 + the first segment's element in the window (a put's
+     * destination, a get's source); 0: not said. */
+    size_t trace_offset;
 } gcsh_xfer_plan;
 
 typedef struct gcsh_xfer_impl gcsh_xfer_impl;

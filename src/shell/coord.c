@@ -610,6 +610,66 @@ static int someone_waits(const gcsh_coord *c, const run_state *rs)
     return 0;
 }
 
+/* Where the first duration of a where-text is ("for 2.0 s", "the others,
+ * 2.0 s)"): the number's start and end, or 0 when it has none. */
+static int duration_in(const char *s, size_t *from, size_t *to)
+{
+    for (const char *p = s; (p = strstr(p, " s")) != NULL; p++) {
+        const char *q = p;
+        while (q > s && (isdigit((unsigned char)q[-1]) || q[-1] == '.'))
+            q--;
+        if (q == p || q - s < 2 || !(q[-1] == ' ' && (q[-2] == 'r' || q[-2] == ',')))
+            continue;
+        *from = (size_t)(q - s);
+        *to = (size_t)(p - s);
+        return 1;
+    }
+    return 0;
+}
+
+/* Ranks that wait in the same place for the same thing fold in a hang
+ * report even when they came to it at different times: their texts get
+ * the span of their durations ("for 2.0-2.1 s"), each rank's inside it. */
+static void fold_durations(char (*text)[WHERE_LEN], int n)
+{
+    size_t *from = calloc((size_t)n * 2 + 1, sizeof *from), *to = from ? from + n : NULL;
+    int *same = calloc((size_t)n + 1, sizeof *same);
+    char *seen = calloc((size_t)n + 1, 1);
+    if (!from || !same || !seen)
+        n = 0; /* then each rank's own time, unfolded */
+    for (int i = 0; i < n; i++)
+        if (!duration_in(text[i], &from[i], &to[i]))
+            seen[i] = 1;
+    for (int i = 0; i < n; i++) {
+        if (seen[i])
+            continue;
+        double lo = atof(text[i] + from[i]), hi = lo;
+        int k = 0;
+        for (int j = i; j < n; j++)
+            if (!seen[j] && from[j] == from[i] && strncmp(text[j], text[i], from[i]) == 0 &&
+                strcmp(text[j] + to[j], text[i] + to[i]) == 0) {
+                double d = atof(text[j] + from[j]);
+                lo = d < lo ? d : lo;
+                hi = d > hi ? d : hi;
+                same[k++] = j;
+                seen[j] = 1;
+            }
+        char span[48], tail[WHERE_LEN];
+        if (hi - lo < 0.05)
+            snprintf(span, sizeof span, "%.1f", lo);
+        else
+            snprintf(span, sizeof span, "%.1f-%.1f", lo, hi);
+        for (int m = 0; m < k; m++) {
+            int j = same[m];
+            snprintf(tail, sizeof tail, "%s", text[j] + to[j]);
+            snprintf(text[j] + from[j], WHERE_LEN - from[j], "%s%s", span, tail);
+        }
+    }
+    free(from);
+    free(same);
+    free(seen);
+}
+
 /* The hang report: one line (ending with `then`), then where the running
  * ranks are, folded, and their process ids. */
 static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then)
@@ -636,6 +696,7 @@ static void say_where(gcsh_coord *c, run_state *rs, double now, const char *then
         v[n] = text[n];
         ranks[n++] = r;
     }
+    fold_durations(text, n);
     gcsh_text t = {0};
     gcsh_text_append(&t, "gcsh:   ", 8);
     gcsh_fold_texts(&t, ranks, n, v, "\ngcsh:   ");

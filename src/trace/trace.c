@@ -539,6 +539,8 @@ void gcsh_trace_xfer_recall(gcsh_ctx *ctx, const void *x, gcsh_trace_rec *d)
             d->slot = t->xfers[k].d.slot;
             d->value = t->xfers[k].d.value;
             d->net = t->xfers[k].d.net;
+            d->offset = t->xfers[k].d.offset;
+            d->xfer = t->xfers[k].d.xfer;
             return;
         }
 }

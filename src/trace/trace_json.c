@@ -145,6 +145,20 @@ static void symmetric_args(json_t *a, const gcsh_trace_rec *r)
         json_object_set_new(a, "cmp", json_string(CMPS[r->cmp]));
     if (r->cmp >= 0 && r->comm_rank >= 0)
         json_object_set_new(a, "rank", json_integer(r->comm_rank)); /* whose word it waits on */
+    if (r->seen_set) /* the word when the wait returned */
+        json_object_set_new(a, "seen", json_integer((json_int_t)r->seen));
+}
+
+/* The region: its first element, under the name of its role in a
+ * transfer (the window's side), and its element count. */
+static void region_args(json_t *a, const gcsh_trace_rec *r)
+{
+    if (r->offset >= 0)
+        json_object_set_new(a, r->xfer == 1 ? "dst_offset" : r->xfer == 2 ? "src_offset" : "offset",
+                            json_integer((json_int_t)r->offset));
+    if (r->dtype >= 0 && r->bytes)
+        json_object_set_new(a, "n", json_integer((json_int_t)(r->bytes / gcsh_dtype_size(
+                                                                  (gcsh_dtype)r->dtype))));
 }
 
 static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char *coll, int open)
@@ -163,6 +177,7 @@ static json_t *span_args(const rank_data *d, const gcsh_trace_rec *r, const char
         json_object_set_new(a, "call", json_integer((json_int_t)r->id));
     }
     symmetric_args(a, r);
+    region_args(a, r);
     if (r->bytes)
         json_object_set_new(a, "bytes", json_integer((json_int_t)r->bytes));
     if (r->dtype >= 0)

@@ -24,6 +24,9 @@ typedef struct gcsh_trace_rec {
     uint64_t obj;        /* the window or signals it works on (equal on every rank), 0: none */
     uint64_t value;      /* a signal's value: set, added, waited for */
     int64_t slot;        /* a signal's slot, -1: none */
+    int64_t offset;      /* the region's first element (a kernel's; a transfer's in the
+                            window: a put's destination, a get's source), -1: none */
+    uint64_t seen;       /* a signal wait's word when it returned (seen_set) */
     uint32_t op;         /* gcsh_trace_op_name(op) */
     uint32_t text;       /* 1 + offset of a string in the rank's pool (a Lua line), or 0 */
     uint32_t label;      /* 1 + offset of the collective's name ("allreduce"), or 0 */
@@ -37,12 +40,14 @@ typedef struct gcsh_trace_rec {
     uint8_t failed;
     uint8_t net;         /* it went over the network path (another node's rank) */
     uint8_t state;       /* enum gcsh_call_state (the flight recorder's), 0: a trace span */
+    uint8_t seen_set;    /* seen was read: the wait ran on this thread, not a stream */
+    uint8_t xfer;        /* a transfer's offset: 1 a put's destination, 2 a get's source */
 } gcsh_trace_rec;
 
 /* A record with nothing known yet. */
 #define GCSH_TRACE_REC_BLANK                                                                       \
     {.t1 = -1, .g0 = -1, .g1 = -1, .peer = -1, .dtype = -1, .redop = -1, .coll = -1, .algo = -1, \
-     .comm_rank = -1, .slot = -1, .cmp = -1}
+     .comm_rank = -1, .slot = -1, .offset = -1, .cmp = -1}
 
 /* What a rank ships (MSG_TRACE_DATA): this header, nrec records, npool
  * bytes of strings. */

@@ -11,6 +11,8 @@
  * The wrappers open and close records with trace.c's
  * gcsh_trace_call_begin/end; trace.c installs the table that main.c has it
  * fill with gcsh_trace_wrap, without naming this file. */
+#include <string.h>
+
 #include "trace/trace_ops.h"
 #include "trace/trace_wrap.h"
 
@@ -34,6 +36,8 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
 #define DESCRIBE_OBJ(id) D->obj = (id)
 #define DESCRIBE_PLAN(p) (D->coll = (int16_t)(p).coll, D->algo = (int16_t)(p).algo)
 #define DESCRIBE_COUNT(n) D->value = (n)
+#define DESCRIBE_REGION(first) D->offset = (int64_t)(first)
+#define DESCRIBE_SEEN(w, d, s) (void)0 /* OBSERVE_SEEN, when the wait returns */
 #define DESCRIBE_LOCS(dst, src) (void)0
 #define DESCRIBE_KEPT(p) (void)0
 /* Symmetric memory: the signals a call works on (equal on every rank), the
@@ -50,6 +54,7 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
 #define DESCRIBE_XFER_NEW(p, out)                                                                  \
     (D->bytes = plan_bytes(p), D->peer = (p)->peer, D->obj = (p)->signal ? (p)->signal_obj : 0,   \
      D->slot = (p)->signal ? (p)->signal_slot : -1, D->value = (p)->signal ? (p)->signal_value : 0, \
+     D->offset = (int64_t)(p)->trace_offset - 1, D->xfer = (p)->get ? 2 : 1,                      \
      D->net = (p)->net != NULL, made = (out))
 /* One operation over the network path: a put or get of bytes, or a signal
  * word's (slot = offset / 8). */
@@ -63,6 +68,47 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
 #define DESCRIBE_XFER_GONE(x) (DESCRIBE_XFER_WAIT(x), gcsh_trace_xfer_forget(ctx, x))
 #define SYNC GCSH_TRACE_SYNC
 #define MEM GCSH_TRACE_MEM
+
+/* What a record learns when the call returns: a signal wait's word as the
+ * wait left it (the value that let it go, or the one an interrupt found),
+ * where the wait ran on this thread; a stream's wait (a backend with marks:
+ * cuda) has only been queued, and its word is not yet what it will see. */
+#define OBSERVE(fact) OBSERVE_##fact;
+#define OBSERVE_SEEN(w, d, s) observe_word(ctx, &call, w, d, s)
+#define OBSERVE_NOTHING
+#define OBSERVE_BYTES(b)
+#define OBSERVE_ELEMS(n, dt)
+#define OBSERVE_REDOP(op)
+#define OBSERVE_PEER(rank)
+#define OBSERVE_OBJ(id)
+#define OBSERVE_PLAN(p)
+#define OBSERVE_COUNT(n)
+#define OBSERVE_REGION(first)
+#define OBSERVE_LOCS(dst, src)
+#define OBSERVE_KEPT(p)
+#define OBSERVE_SIGNAL(d, p, s, v)
+#define OBSERVE_WAIT(d, s, v, c)
+#define OBSERVE_XFER_NEW(p, out)
+#define OBSERVE_NET(d, rank, op, offset, bytes, v)
+#define OBSERVE_XFER_POST(x)
+#define OBSERVE_XFER_WAIT(x)
+#define OBSERVE_XFER_GONE(x)
+
+static void observe_word(gcsh_ctx *ctx, gcsh_trace_call *call, gcsh_window_impl *w,
+                         const gcsh_window_desc *d, size_t slot)
+{
+    const gcsh_backend *plain = gcsh_trace_plain(ctx);
+    if ((call->flags & GPU) && plain->mem->mark)
+        return;
+    char err[sizeof ctx->err]; /* a failed wait's message stays the error */
+    memcpy(err, ctx->err, sizeof err);
+    uint64_t v = 0;
+    if (plain->win->signal_read && plain->win->signal_read(ctx, w, d, slot, &v) == 0) {
+        call->rec.seen = v;
+        call->rec.seen_set = 1;
+    }
+    memcpy(ctx->err, err, sizeof err);
+}
 
 /* ---- the wrappers ------------------------------------------------------------ */
 
@@ -83,6 +129,7 @@ static uint64_t plan_bytes(const gcsh_xfer_plan *p)
     {                                                                                              \
         WRAP_BEGIN(tab, fn, flags, facts);                                                         \
         int rc = gcsh_trace_plain(ctx)->tab->fn args;                                              \
+        GCSH_PP_EACH(OBSERVE, facts)                                                               \
         gcsh_trace_call_end(ctx, &call, rc);                                                       \
         if (made && rc == 0)                                                                       \
             gcsh_trace_xfer_note(ctx, *made, D);                                                   \

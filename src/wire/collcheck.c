@@ -413,6 +413,17 @@ static void reap_aborted(gcsh_ctx *ctx, gcsh_check *k)
         }
 }
 
+int gcsh_check_aborted(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    abort_doomed(ctx);
+    if (!cc->aborted && backend_aborted(ctx, cc)) {
+        abort_comm(ctx, cc);
+        if (ctx->check) /* the others hear of it at the chunk's end */
+            note_aborted(ctx->check, cc->id);
+    }
+    return cc->aborted;
+}
+
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;

@@ -130,6 +130,11 @@ uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
 uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);
 /* Raises GCSH_ABORTED_MSG when cc was aborted. */
 void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
+/* Whether cc is aborted, counting the aborts other ranks announced (the
+ * watcher's list) and the backend's own (an asynchronous error), which it
+ * applies now: what was made on cc then stays readable, never written or
+ * freed together (symmem.c). */
+int gcsh_check_aborted(gcsh_ctx *ctx, gcsh_comm_check *cc);
 
 /* ---- checked operations ------------------------------------------------------
  *

@@ -274,19 +274,35 @@ void gcsh_fold_texts(gcsh_text *out, const int *ranks, int n, const char *const 
 
 /* ---- text broken to fit a width ------------------------------------------------ */
 
-/* How many bytes of s (longer than room) the line takes: up to the last
- * space that fits (at_spaces; trailing spaces left out), else up to and
+/* How many bytes of s (longer than room) the line takes: at_spaces, up to
+ * the last "; " that fits, else the first ": ", else the last space
+ * (trailing spaces left out); else up to and
  * including the last '/' that fits, else room; never fewer than keep + 1
  * (the line's prefix stays whole). */
 static size_t line_cut(const char *s, size_t room, size_t keep, int at_spaces)
 {
-    if (at_spaces)
-        for (size_t i = room; i > keep; i--)
-            if (s[i] == ' ') {
-                while (i > keep + 1 && s[i - 1] == ' ')
-                    i--;
-                return i;
-            }
+    if (at_spaces) {
+        /* where the words allow: after the last "; " (before what to do),
+         * else after the first ": " (where a wait's words begin), else at
+         * the last space: breaks that do not move with the numbers before
+         * them, so a report reads the same from run to run */
+        size_t semi = 0, colon = 0, space = 0;
+        for (size_t i = keep + 1; i <= room; i++) {
+            if (s[i] != ' ')
+                continue;
+            if (s[i - 1] == ';')
+                semi = i;
+            else if (s[i - 1] == ':' && !colon)
+                colon = i;
+            space = i;
+        }
+        size_t i = semi ? semi : colon ? colon : space;
+        if (i) {
+            while (i > keep + 1 && s[i - 1] == ' ')
+                i--;
+            return i;
+        }
+    }
     for (size_t i = room; i > keep; i--)
         if (s[i - 1] == '/')
             return i;

@@ -200,4 +200,28 @@ H.raises(function() kernel.plan(w, { root = k }) end, "root " .. k .. " is not i
 H.raises(function() kernel.plan(w, { ranks = 2 }) end, "unknown option 'ranks'", "unknown option")
 H.raises(function() kernel.plan(w, { algo = "ll" }) end, "algo 'll' has no plan of moves and barriers", "ll has no plan")
 H.raises(function() kernel.plan(tensor.new(4)) end, "window expected", "not a window")
+
+-- printed, a plan is a table of moves, a line per member's move, that fits
+-- 80 columns under a "[0-3] " prefix; its fields stay a plain table's
+for _, algo in ipairs({ "oneshot", "twoshot", "ring" }) do
+  local p = kernel.plan(w, { algo = algo, out = algo ~= "oneshot" })
+  local text = tostring(p)
+  local lines = {}
+  for line in text:gmatch("[^\n]+") do
+    lines[#lines + 1] = line
+    H.truthy(#line <= 74, algo .. ": a line fits 80 columns at 4 ranks: " .. line)
+  end
+  H.eq(lines[1], string.format("allreduce %s: %d f32 from element 0, team %s, chunks of %d", algo,
+    SLICE, k == 1 and "0" or k == 2 and "0,1" or "0-" .. (k - 1), SLICE // k), algo .. ": title")
+  local moves = 0
+  for _, st in ipairs(p.steps) do moves = moves + (st.moves and math.max(#st.moves, 1) or 1) end
+  H.eq(#lines, 2 + moves + 2, algo .. ": a line per barrier and per move")
+  H.eq(p.steps[1].kind, "barrier", algo .. ": still a table")
+end
+local p2 = kernel.plan(w, { algo = "twoshot" })
+local team = k == 1 and "0" or k == 2 and "0,1" or "0-" .. (k - 1)
+local row = string.format("\n2  reduce%%-scatter +0  %s +%d  w%%[%s%%]@0 +w%%[%s%%]@0\n",
+  k == 1 and "copy" or "reduce", SLICE // k, team:gsub("%-", "%%-"), (team:gsub("%-", "%%-")))
+H.truthy(tostring(p2):find(row), "twoshot: member 0 reduces chunk 0 of every slice: " .. tostring(p2))
+H.truthy(tostring(p2):find("\n4  copy%-out +%-  none\n"), "twoshot: no copy-out without out")
 w:free()

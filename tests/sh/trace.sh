@@ -2,7 +2,8 @@
 # Traces: gcsh --trace FILE and .trace FILE|off write Chrome trace JSON that
 # python3's json loads (tests/sh/trace_check.py): a process per rank,
 # monotone timestamps, flows linking each collective across ranks and each
-# put or signal to the wait it released, the calls' arguments and Lua
+# put or signal to the wait it released, the calls' arguments (a region's
+# offset and n, a put's dst_offset, the word a signal wait saw) and Lua
 # lines, checks inside their collective; a hang report and a device fault
 # write it with the running calls unfinished, a dead rank's last calls
 # included; the cap keeps the most recent spans and says so; bad arguments
@@ -22,9 +23,9 @@ c:allreduce(t)
 .check on
 w = c:window(64)
 w:tensor():fill(rank + 1)
-out = kernel.allreduce(w, {algo = "oneshot"})
+out = kernel.allreduce(w, {algo = "oneshot", offset = 8})
 s = c:signals(2)
-x = w:put((rank + 1) % size, tensor.new(4):fill(1), 0, {signal = {s, 0}})
+x = w:put((rank + 1) % size, tensor.new(4):fill(1), 3, {signal = {s, 0}})
 x:post():wait{cpu = true, timeout = 10}
 s:wait(0, 1)
 s:free(); w:free()'
@@ -45,11 +46,12 @@ for n in 2 4; do
   expect_contains "$n ranks: with .check off, sequence numbers still count" "$C" "flow allreduce #2: ranks $all"
   expect_contains "$n ranks: the kernel collective's flow" "$C" "flow kernel.allreduce #4: ranks $all"
   expect_contains "$n ranks: window free's flow" "$C" "flow window:free #7: ranks $all"
-  expect_contains "$n ranks: allreduce args, with the Lua line that made it" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "lua": "stdin:1", "op": "sum", "seq": 1}'
+  expect_contains "$n ranks: allreduce args, with the Lua line that made it" "$C" 'span comm.allreduce: {"bytes": 4096, "collective": "allreduce #1", "comm": "world 0", "dtype": "f32", "lua": "stdin:1", "n": 1024, "op": "sum", "seq": 1}'
   expect_contains "$n ranks: the collective's own span, holding its check and call" "$C" 'span allreduce #1: {"collective": "allreduce #1", "comm": "world 0", "lua": "stdin:1", "seq": 1}'
-  expect_contains "$n ranks: kernel args" "$C" 'span kern.allreduce.oneshot: {"algo": "oneshot", "bytes": 256, "collective": "kernel.allreduce #4"'
-  expect_contains "$n ranks: transfer args: peer, signal slot and value" "$C" 'span xfer.prepare: {"bytes": 16, "lua": "stdin:1", "object": "0000000000000002", "peer": 1, "slot": 0, "value": 1}'
-  expect_contains "$n ranks: a signal wait's args" "$C" 'span win.signal_wait: {"cmp": ">=", "lua": "stdin:1", "object": "0000000000000002", "rank": 0, "slot": 0, "value": 1}'
+  expect_contains "$n ranks: kernel args" "$C" 'span kern.allreduce.oneshot: {"algo": "oneshot", "bytes": 224, "collective": "kernel.allreduce #4"'
+  expect_match "$n ranks: kernel args: the region's first element and length" "$C" '^span kern\.allreduce\.oneshot: .*"n": 56, "object": "0000000000000001", "offset": 8, "op": "sum"'
+  expect_contains "$n ranks: transfer args: peer, signal slot and value" "$C" 'span xfer.prepare: {"bytes": 16, "dst_offset": 3, "lua": "stdin:1", "object": "0000000000000002", "peer": 1, "slot": 0, "value": 1}'
+  expect_contains "$n ranks: a signal wait's args" "$C" 'span win.signal_wait: {"cmp": ">=", "lua": "stdin:1", "object": "0000000000000002", "rank": 0, "seen": 1, "slot": 0, "value": 1}'
   expect_contains "$n ranks: a flow from the put that released the wait" "$C" "signal signal slot 0: rank $((n - 1)) -> rank 0"
   expect_contains "$n ranks: the Lua line" "$C" 'span c:allreduce(t): {"source": "c:allreduce(t)"}'
 done
