@@ -202,24 +202,20 @@ static const char *const call_names[] = {
     [GCSH_SMALL_REDUCESCATTER] = "reduce_scatter", [GCSH_SMALL_ALLTOALL] = "alltoall",
 };
 
-typedef struct wait_at {
-    const char *what;
-    uint64_t call;
-} wait_at;
-
+/* "shared-memory call #12": the segment's own count (the check's differs
+ * once a call went to MPI) */
 static void wait_text(const void *arg, char *buf, size_t len)
 {
-    const wait_at *w = arg;
-    snprintf(buf, len, "%s #%llu (shared memory)", w->what, (unsigned long long)w->call);
+    snprintf(buf, len, "shared-memory call #%llu", (unsigned long long)*(const uint64_t *)arg);
 }
 
 #define INTERRUPTED "collective interrupted while waiting for a peer"
 
 /* Waits until member p's word reaches v. */
-static int wait_member(gcsh_ctx *ctx, _Atomic uint64_t *word, int p,
-                       uint64_t v, const wait_at *at)
+static int wait_member(gcsh_ctx *ctx, _Atomic uint64_t *word, int p, uint64_t v,
+                       const uint64_t *call)
 {
-    gcsh_host_note note = {wait_text, at, p, 0};
+    gcsh_host_note note = {wait_text, call, p, 0};
     return gcsh_host_wait_noted(ctx, word, GCSH_CMP_GE, v, INFINITY, INTERRUPTED, &note);
 }
 
@@ -239,9 +235,8 @@ static int post_and_gather(gcsh_ctx *ctx, gcsh_host_small *s, const gcsh_small_c
                            const void *post, size_t bytes)
 {
     uint64_t k = ++s->calls;
-    wait_at at = {call_names[c->what], k};
     for (int p = 0; p < s->size; p++)
-        if (p != s->rank && wait_member(ctx, &header_of(s, p)->consumed, p, k - 1, &at) != 0)
+        if (p != s->rank && wait_member(ctx, &header_of(s, p)->consumed, p, k - 1, &k) != 0)
             return -1;
     header *me = header_of(s, s->rank);
     if (bytes)
@@ -254,7 +249,7 @@ static int post_and_gather(gcsh_ctx *ctx, gcsh_host_small *s, const gcsh_small_c
     for (int p = 0; p < s->size; p++) {
         if (p == s->rank)
             continue;
-        if (wait_member(ctx, &header_of(s, p)->posted, p, k, &at) != 0)
+        if (wait_member(ctx, &header_of(s, p)->posted, p, k, &k) != 0)
             return -1;
         const header *h = header_of(s, p);
         if (memcmp(h->desc, me->desc, sizeof me->desc) != 0) {
