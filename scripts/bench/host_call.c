@@ -1,0 +1,72 @@
+/* The reference of scripts/bench-host-call: back-to-back MPI collectives of
+ * a few bytes, in C, timed as nccl-tests times (warm-up calls, then `iters`
+ * calls under one timer, the slowest rank's time / iters).  MPI is started
+ * as gcsh starts it (MPI_THREAD_SERIALIZED), so both pay the same locks.
+ * Usage: host_call ITERS BYTES; prints "C <collective> <us>" per line. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void (*call_fn)(float *in, float *out, int n, int size);
+
+static void allreduce(float *in, float *out, int n, int size)
+{
+    (void)size;
+    MPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static void broadcast(float *in, float *out, int n, int size)
+{
+    (void)out, (void)size;
+    MPI_Bcast(in, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+}
+
+static void allgather(float *in, float *out, int n, int size)
+{
+    (void)size;
+    MPI_Allgather(in, n, MPI_FLOAT, out, n, MPI_FLOAT, MPI_COMM_WORLD);
+}
+
+/* gcsh's c:reducescatter(t, out): t holds size blocks of n */
+static void reduce_scatter(float *in, float *out, int n, int size)
+{
+    (void)size;
+    MPI_Reduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static double timed(call_fn fn, float *in, float *out, int n, int size, int iters)
+{
+    for (int i = 0; i < iters / 10 + 1; i++)
+        fn(in, out, n, size);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++)
+        fn(in, out, n, size);
+    double mine = (MPI_Wtime() - t0) / iters, worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, size;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int iters = argc > 1 ? atoi(argv[1]) : 100000;
+    int n = (argc > 2 ? atoi(argv[2]) : 8) / (int)sizeof(float);
+    float *in = calloc((size_t)(n * size), sizeof *in), *out = calloc((size_t)(n * size), sizeof *out);
+    static const struct { const char *name; call_fn fn; } calls[] = {
+        {"allreduce", allreduce}, {"broadcast", broadcast},
+        {"allgather", allgather}, {"reduce_scatter", reduce_scatter},
+    };
+    for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+        double t = timed(calls[c].fn, in, out, n, size, iters);
+        if (rank == 0)
+            printf("C %s %.3f\n", calls[c].name, t * 1e6);
+    }
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return 0;
+}
