@@ -25,17 +25,21 @@
 static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
                      uint64_t v, double timeout, const char *interrupted);
 
-/* The loop of the waits below: until `(*word & mask) cmp v` holds.  Once the
- * first look fails, the wait is noted for hang reports (core/waitnote.h),
- * in the words note->text writes (NULL: none). */
+/* The loop of the waits below: until `(*word & mask) cmp v` holds.  A wait
+ * that outlasts the bare polls is noted for hang reports (core/waitnote.h),
+ * in the words note->text writes (NULL: none): not before, since formatting
+ * the note cost more than a short wait (the small collectives wait at every
+ * call, host_small.c). */
 static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
                        uint64_t v, double timeout, const char *interrupted,
                        const gcsh_host_note *note)
 {
-    /* the clock is read only once the first look fails: the "ll" all-reduce
-     * waits once per 8 bytes of data, nearly always on a word already there */
-    if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
-        return 0;
+    for (unsigned polls = 0; polls < WAIT_SPIN_POLLS; polls++) {
+        if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
+            return 0;
+        if (atomic_load_explicit(&ctx->interrupt, memory_order_relaxed))
+            return gcsh_set_error(ctx, "%s", interrupted);
+    }
     if (!note)
         return wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
     char what[64];
@@ -46,18 +50,17 @@ static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enu
     return rc;
 }
 
+/* After the bare polls: yield, then sleep with a doubling interval. */
 static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
                      uint64_t v, double timeout, const char *interrupted)
 {
     double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
-    for (unsigned polls = 0;; polls++) {
+    for (unsigned polls = WAIT_SPIN_POLLS;; polls++) {
         if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "%s", interrupted);
-        if (polls < WAIT_SPIN_POLLS)
-            continue;
         if (gcsh_now_seconds() - start >= timeout)
             return 1;
         if (polls < WAIT_YIELD_POLLS) {
