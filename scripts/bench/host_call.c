@@ -2,8 +2,14 @@
  * a few bytes, in C, timed as nccl-tests times (warm-up calls, then `iters`
  * calls under one timer, the slowest rank's time / iters).  MPI is started
  * as gcsh starts it (MPI_THREAD_SERIALIZED), so both pay the same locks.
+ * Two more all-reduces show what the designs gcsh did not take would cost:
+ * allreduce_nb, MPI_Iallreduce polled by MPI_Test (what every host
+ * collective did before host_small.c), and allreduce_persistent,
+ * MPIX_Allreduce_init once, then MPI_Start and MPI_Test per call (where
+ * Open MPI has the pcollreq extension).
  * Usage: host_call ITERS BYTES; prints "C <collective> <us>" per line. */
 #include <mpi.h>
+#include <mpi-ext.h> /* Open MPI's MPIX_Allreduce_init (MPI-4's persistent collectives) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,6 +40,34 @@ static void reduce_scatter(float *in, float *out, int n, int size)
     MPI_Reduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
+static void test_until_done(MPI_Request *req)
+{
+    for (int done = 0; !done;)
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+}
+
+static void allreduce_nb(float *in, float *out, int n, int size)
+{
+    (void)size;
+    MPI_Request req;
+    MPI_Iallreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    test_until_done(&req);
+}
+
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+static MPI_Request persistent = MPI_REQUEST_NULL; /* made once, for in, out and n */
+
+static void allreduce_persistent(float *in, float *out, int n, int size)
+{
+    (void)size;
+    if (persistent == MPI_REQUEST_NULL)
+        MPIX_Allreduce_init(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                            &persistent);
+    MPI_Start(&persistent);
+    test_until_done(&persistent);
+}
+#endif
+
 static double timed(call_fn fn, float *in, float *out, int n, int size, int iters)
 {
     for (int i = 0; i < iters / 10 + 1; i++)
@@ -59,12 +93,20 @@ int main(int argc, char **argv)
     static const struct { const char *name; call_fn fn; } calls[] = {
         {"allreduce", allreduce}, {"broadcast", broadcast},
         {"allgather", allgather}, {"reduce_scatter", reduce_scatter},
+        {"allreduce_nb", allreduce_nb},
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+        {"allreduce_persistent", allreduce_persistent},
+#endif
     };
     for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
         double t = timed(calls[c].fn, in, out, n, size, iters);
         if (rank == 0)
             printf("C %s %.3f\n", calls[c].name, t * 1e6);
     }
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+    if (persistent != MPI_REQUEST_NULL)
+        MPI_Request_free(&persistent);
+#endif
     free(in);
     free(out);
     MPI_Finalize();
