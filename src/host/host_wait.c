@@ -4,12 +4,18 @@
  * half of a word) all wait here.
  *
  * Pacing: bare polls first (a peer on another core answers within
- * microseconds), then sched_yield, since ranks often share cores (CI runs 4
- * ranks on 2) and the peer being waited for may need this one; only a long
- * wait sleeps, with a doubling interval up to a millisecond, so that a late
- * rank does not cost a core.  When the kernels' barriers slept from the
- * start, a one-shot of 8 bytes took 47 us at 2 ranks and 160 at 4 on the
- * 2-core CI machine; yielding first made it 1.2 and 8.5 us. */
+ * microseconds), for up to a millisecond when every rank of the node has a
+ * core of its own, then sched_yield, since ranks often share cores (CI runs
+ * 4 ranks on 2) and the peer being waited for may need this one; only a
+ * long wait sleeps, with a doubling interval up to a millisecond, so that a
+ * late rank does not cost a core.  When the kernels' barriers slept from
+ * the start, a one-shot of 8 bytes took 47 us at 2 ranks and 160 at 4 on
+ * the 2-core CI machine; yielding first made it 1.2 and 8.5 us.  Yielding
+ * after a few polls when the ranks do have a core each costs as much on a
+ * busy machine: the yield hands the core to another process for its slice
+ * (at load 30 on the CI machine, a small all-reduce at 2 ranks, host_small.c,
+ * took 8 us a call after 64 polls, 24-36 after 2000, 0.9 polling on), so the
+ * bare polls last while the node is not oversubscribed (gcsh_spin_first_s). */
 #include <math.h>
 #include <sched.h>
 #include <time.h>
@@ -17,46 +23,57 @@
 #include "core/gcsh.h"
 #include "host/host.h"
 
-#define WAIT_SPIN_POLLS 2000
+#define WAIT_SPIN_POLLS 64      /* bare polls of every wait */
+#define WAIT_CLOCK_EVERY 256    /* polls between two looks at the clock meanwhile */
 #define WAIT_YIELD_POLLS 20000
 #define WAIT_FIRST_SLEEP_NS 1000L
 #define WAIT_MAX_SLEEP_NS 1000000L
 
 static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
-                     uint64_t v, double timeout, const char *interrupted);
+                     uint64_t v, double start, double timeout, const char *interrupted);
 
-/* The loop of the waits below: until `(*word & mask) cmp v` holds.  A wait
- * that outlasts the bare polls is noted for hang reports (core/waitnote.h),
- * in the words note->text writes (NULL: none): not before, since formatting
- * the note cost more than a short wait (the small collectives wait at every
- * call, host_small.c). */
+/* The loop of the waits below: until `(*word & mask) cmp v` holds.  0; 1
+ * after timeout; -1 interrupted.  A wait that outlasts the bare polls is
+ * noted for hang reports (core/waitnote.h), in the words note->text writes
+ * (NULL: none): not before, since formatting the note cost more than a
+ * short wait (the small collectives wait at every call, host_small.c). */
 static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
                        uint64_t v, double timeout, const char *interrupted,
                        const gcsh_host_note *note)
 {
-    for (unsigned polls = 0; polls < WAIT_SPIN_POLLS; polls++) {
+    double start = 0; /* the clock is read only once the first polls fail */
+    for (unsigned polls = 0;; polls++) {
         if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
             return 0;
         if (atomic_load_explicit(&ctx->interrupt, memory_order_relaxed))
             return gcsh_set_error(ctx, "%s", interrupted);
+        if (polls < WAIT_SPIN_POLLS || (polls > WAIT_SPIN_POLLS && polls % WAIT_CLOCK_EVERY != 0))
+            continue;
+        double now = gcsh_now_seconds();
+        if (polls == WAIT_SPIN_POLLS)
+            start = now;
+        if (now - start >= timeout)
+            return 1;
+        if (now - start >= gcsh_spin_first_s(ctx))
+            break;
     }
     if (!note)
-        return wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+        return wait_slow(ctx, word, mask, cmp, v, start, timeout, interrupted);
     char what[64];
     note->text(note->arg, what, sizeof what);
     gcsh_wait_note_begin(&ctx->wait_note, what, note->peer, word, mask, note->shift);
-    int rc = wait_slow(ctx, word, mask, cmp, v, timeout, interrupted);
+    int rc = wait_slow(ctx, word, mask, cmp, v, start, timeout, interrupted);
     gcsh_wait_note_end(&ctx->wait_note);
     return rc;
 }
 
-/* After the bare polls: yield, then sleep with a doubling interval. */
+/* After the bare polls: yield, then sleep with a doubling interval; start:
+ * when the wait began, for the timeout. */
 static int wait_slow(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
-                     uint64_t v, double timeout, const char *interrupted)
+                     uint64_t v, double start, double timeout, const char *interrupted)
 {
-    double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
-    for (unsigned polls = WAIT_SPIN_POLLS;; polls++) {
+    for (unsigned polls = 0;; polls++) {
         if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
             return 0;
         if (atomic_load(&ctx->interrupt))
