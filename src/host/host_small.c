@@ -11,11 +11,15 @@
  * and costs a few cache-line moves (docs/benchmarks.md, "The host
  * backend's per-call cost").
  *
- * The segment: a header and a slot of `room` bytes per member.  Call number
- * k of the communicator, on every member:
- *   1. wait until every member consumed call k-1 (nobody reads my slot any
- *      more), copy what I post into my slot, write my call's description
- *      (what, count, dtype, op, root) and store posted = k (release);
+ * The segment: a header and two slots of `room` bytes per member, used in
+ * turn.  Call number k of the communicator, on every member:
+ *   1. wait until every member consumed call k-2 (nobody reads the slot
+ *      of my turn any more: with one slot, waiting for call k-1 made two
+ *      meetings of every call, slow where ranks share cores; this wait holds
+ *      at the first look, since every member consumed k-2 before it posted
+ *      k-1, which I saw), copy what I post into my slot, write my call's
+ *      description (what, count, dtype, op, root) and store posted = k
+ *      (release);
  *   2. wait until every member posted k (acquire) and compare its
  *      description with mine: ranks that call differently (.check off) get
  *      an error, never a result;
@@ -51,7 +55,7 @@
 typedef struct header {
     _Atomic uint64_t posted;   /* the last call whose slot and description are written */
     _Atomic uint64_t consumed; /* the last call whose slots this member read */
-    uint64_t desc[4];          /* what, count, dtype | op << 32, root: compared by all */
+    uint64_t desc[2][4]; /* per turn (as the slots): what, count, dtype | op << 32, root */
 } header;
 
 struct gcsh_host_small {
@@ -68,9 +72,11 @@ static header *header_of(const gcsh_host_small *s, int r)
     return (header *)(s->base + (size_t)r * HEADER_BYTES);
 }
 
+/* Member r's slot of the call in hand: two per member, used in turn. */
 static unsigned char *slot_of(const gcsh_host_small *s, int r)
 {
-    return s->base + (size_t)s->size * HEADER_BYTES + (size_t)r * s->room;
+    size_t turn = (size_t)(s->calls & 1);
+    return s->base + (size_t)s->size * HEADER_BYTES + ((size_t)r * 2 + turn) * s->room;
 }
 
 /* ---- making the segment ----------------------------------------------------- */
@@ -143,7 +149,7 @@ int gcsh_host_small_open(gcsh_ctx *ctx, MPI_Comm comm, int rank, int size,
     if (!eligible)
         return 0;
     room = (room + 63) & ~(size_t)63;
-    size_t bytes = (size_t)size * (HEADER_BYTES + room);
+    size_t bytes = (size_t)size * (HEADER_BYTES + 2 * room);
     /* rank 0 makes it under a name nobody can guess, the others map it, and
      * once all did (or any failed) the name goes: nothing stays in /dev/shm */
     static atomic_uint made;
@@ -236,28 +242,30 @@ static int post_and_gather(gcsh_ctx *ctx, gcsh_host_small *s, const gcsh_small_c
 {
     uint64_t k = ++s->calls;
     for (int p = 0; p < s->size; p++)
-        if (p != s->rank && wait_member(ctx, &header_of(s, p)->consumed, p, k - 1, &k) != 0)
+        if (p != s->rank && k > 2 &&
+            wait_member(ctx, &header_of(s, p)->consumed, p, k - 2, &k) != 0)
             return -1;
     header *me = header_of(s, s->rank);
     if (bytes)
         memcpy(slot_of(s, s->rank), post, bytes);
-    me->desc[0] = (uint64_t)c->what;
-    me->desc[1] = (uint64_t)c->count;
-    me->desc[2] = (uint64_t)(uint32_t)c->dtype | (uint64_t)(uint32_t)c->op << 32;
-    me->desc[3] = (uint64_t)(int64_t)c->root;
+    uint64_t *mine = me->desc[k & 1];
+    mine[0] = (uint64_t)c->what;
+    mine[1] = (uint64_t)c->count;
+    mine[2] = (uint64_t)(uint32_t)c->dtype | (uint64_t)(uint32_t)c->op << 32;
+    mine[3] = (uint64_t)(int64_t)c->root;
     atomic_store_explicit(&me->posted, k, memory_order_release);
     for (int p = 0; p < s->size; p++) {
         if (p == s->rank)
             continue;
         if (wait_member(ctx, &header_of(s, p)->posted, p, k, &k) != 0)
             return -1;
-        const header *h = header_of(s, p);
-        if (memcmp(h->desc, me->desc, sizeof me->desc) != 0) {
-            char theirs[96], mine[96];
-            describe(theirs, sizeof theirs, h->desc);
-            describe(mine, sizeof mine, me->desc);
+        const uint64_t *theirs = header_of(s, p)->desc[k & 1];
+        if (memcmp(theirs, mine, sizeof me->desc[0]) != 0) {
+            char their_call[96], my_call[96];
+            describe(their_call, sizeof their_call, theirs);
+            describe(my_call, sizeof my_call, mine);
             return gcsh_set_error(ctx, "ranks called the collective differently: rank %d %s, "
-                                       "rank %d %s", p, theirs, s->rank, mine);
+                                       "rank %d %s", p, their_call, s->rank, my_call);
         }
     }
     return 0;
