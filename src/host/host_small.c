@@ -40,8 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/env.h"
@@ -152,14 +152,12 @@ int gcsh_host_small_open(gcsh_ctx *ctx, MPI_Comm comm, int rank, int size,
     size_t bytes = (size_t)size * (HEADER_BYTES + 2 * room);
     /* rank 0 makes it under a name nobody can guess, the others map it, and
      * once all did (or any failed) the name goes: nothing stays in /dev/shm */
-    static atomic_uint made;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     struct { int ok; char name[NAME_LEN]; } offer = {0, ""};
     unsigned char *base = NULL;
-    if (rank == 0) {
-        snprintf(offer.name, sizeof offer.name, "/gcsh-small-%d-%u-%lx", (int)getpid(),
-                 atomic_fetch_add(&made, 1), (unsigned long)(ts.tv_nsec ^ (long)ts.tv_sec << 20));
+    uint64_t nonce = 0;
+    if (rank == 0 && getrandom(&nonce, sizeof nonce, 0) == (ssize_t)sizeof nonce) {
+        snprintf(offer.name, sizeof offer.name, "/gcsh-small-%d-%016llx", (int)getpid(),
+                 (unsigned long long)nonce);
         base = map_segment(offer.name, bytes, 1);
         offer.ok = base != NULL;
     }
