@@ -97,7 +97,7 @@ endif
 OBJS      := $(SRCS:%.c=$(BUILD)/%.o) $(CU_SRCS:%.cu=$(BUILD)/%.o)
 DEPS      := $(OBJS:.o=.d)
 
-.PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench preflight clean install uninstall
+.PHONY: all deps deps-test print-deps-flags run test check test-one test-asan bench bench-host preflight clean install uninstall
 all: $(BUILD)/gcsh $(BUILD)/gcsh-loopback.so
 
 $(BUILD)/gcsh: $(OBJS)
@@ -179,6 +179,10 @@ test-asan: deps-test
 
 bench: all
 	@bash scripts/bench-shell.sh $(BUILD)/gcsh
+
+# the host backend's per-call cost against MPI in C (docs/benchmarks.md)
+bench-host: all
+	@bash scripts/bench-host-call $(BUILD)/gcsh
 
 # A workshop seat's pre-flight: builds, then one verdict line on the OS, the
 # ranks (N, default 4), the backend and every lesson's first part.

@@ -17,6 +17,7 @@ typedef enum {
     GCSH_ENV_TRACE_EVENTS,       /* spans each rank keeps while tracing */
     GCSH_ENV_FLIGHT_CALLS,       /* calls each rank's flight recorder keeps */
     GCSH_ENV_HOST_MPI_MAX_COUNT, /* elements of one MPI call on the host */
+    GCSH_ENV_HOST_SMALL_BYTES,   /* bytes a member posts in the host's shared-memory path */
     GCSH_ENV_SPIN_US,            /* µs the control plane spins before it sleeps */
     GCSH_ENV_RANKS_PER_NODE,     /* simulated nodes of k ranks (0: the real ones) */
     GCSH_ENV_GPU_WAIT_TIMEOUT,   /* seconds a GPU wait may last */

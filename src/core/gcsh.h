@@ -167,6 +167,15 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
  * clock may jump). */
 double gcsh_now_seconds(void);
 
+/* How long a rank polls another's store in shared memory before it yields
+ * the core (host_wait.c, the check board): GCSH_SPIN_FIRST_S while every
+ * rank of this node has a core of its own (a yield on a busy machine hands
+ * the core to another process for its slice: tens of us a wait), 0 when
+ * the ranks outnumber the cores (the rank waited for may need this core;
+ * Open MPI's progress loop yields only then too). */
+#define GCSH_SPIN_FIRST_S 1e-3
+double gcsh_spin_first_s(const gcsh_ctx *ctx);
+
 /* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
  * -1 when unknown. */
 int gcsh_numa_of_cpu(int cpu);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <stdatomic.h>
 
 #include <lauxlib.h>
 
@@ -27,6 +29,18 @@ double gcsh_now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double gcsh_spin_first_s(const gcsh_ctx *ctx)
+{
+    static atomic_int cores; /* read once (0: not yet): src/DESIGN.md's safety rules */
+    int n = atomic_load_explicit(&cores, memory_order_relaxed);
+    if (n == 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        n = online > 0 ? (int)online : 1;
+        atomic_store_explicit(&cores, n, memory_order_relaxed);
+    }
+    return ctx->local_size > n ? 0 : GCSH_SPIN_FIRST_S;
 }
 
 char *gcsh_format_bytes(size_t bytes, char *buf, size_t len)

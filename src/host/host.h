@@ -67,6 +67,43 @@ typedef struct gcsh_host_state {
 int gcsh_host_comm_init(gcsh_ctx *ctx, gcsh_host_state *state);
 void gcsh_host_comm_fini(gcsh_ctx *ctx, gcsh_host_state *state);
 
+/* Small collectives through the node's shared memory (host_small.c): a
+ * communicator whose members all share this node has a segment with a slot
+ * of GCSH_HOST_SMALL_BYTES per member; a collective whose every member posts
+ * at most that many bytes runs there instead of through MPI's non-blocking
+ * calls, interruptible as they are. */
+typedef struct gcsh_host_small gcsh_host_small;
+enum gcsh_small_what {
+    GCSH_SMALL_BARRIER, GCSH_SMALL_ALLREDUCE, GCSH_SMALL_BROADCAST, GCSH_SMALL_REDUCE,
+    GCSH_SMALL_SCAN, GCSH_SMALL_ALLGATHER, GCSH_SMALL_REDUCESCATTER, GCSH_SMALL_ALLTOALL,
+    GCSH_SMALL_NCALLS
+};
+/* One call, as host_comm.c's collective of the same name takes it (out is
+ * broadcast's buffer; reduce_scatter's and alltoall's in hold count x size
+ * elements); type and mpi_op reduce the elements (MPI_Reduce_local). */
+typedef struct gcsh_small_call {
+    enum gcsh_small_what what;
+    const void *in;
+    void *out;
+    size_t count, esize;
+    int dtype, op, root;
+    MPI_Datatype type;
+    MPI_Op mpi_op;
+} gcsh_small_call;
+/* Collective over comm, where it is made: *out is the segment, or NULL
+ * when the members span nodes, GCSH_HOST_SMALL_BYTES is 0 or shared memory
+ * cannot be had (every call then goes to MPI).  0, or -1 with ctx->err. */
+int gcsh_host_small_open(gcsh_ctx *ctx, MPI_Comm comm, int rank, int size,
+                         gcsh_host_small **out);
+/* Local (munmap), so a communicator freed by one rank alone frees it. */
+void gcsh_host_small_close(gcsh_host_small *s);
+/* Whether s exists and a member may post `bytes` there. */
+int gcsh_host_small_fits(const gcsh_host_small *s, size_t bytes);
+/* Runs c on every member: 0, or -1 with ctx->err (interrupted, a peer
+ * aborted, ranks that called differently): the segment is then out of
+ * step and the communicator must be retired. */
+int gcsh_host_small_run(gcsh_ctx *ctx, gcsh_host_small *s, const gcsh_small_call *c);
+
 /* The MPI communicator under a gcsh communicator, for windows; -1 with
  * ctx->err when an interrupt left it broken (host_comm.c). */
 int gcsh_host_comm_mpi(gcsh_ctx *ctx, gcsh_comm_impl *c, MPI_Comm *out);

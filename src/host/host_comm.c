@@ -4,6 +4,10 @@
  * split of one) with MPI_ERRORS_RETURN, so an MPI failure becomes a Lua error
  * instead of an abort.
  *
+ * Small collectives on a communicator within one node go through shared
+ * memory instead (host_small.c: no MPI call, the same interruptible waits);
+ * the rest of this file is the MPI path.
+ *
  * Every operation is posted non-blocking and waited for by polling, so that an
  * interrupt from the terminal (ctx->interrupt) can abandon a collective that
  * some rank never joined.  MPI cannot cancel a collective, so the abandoned
@@ -46,6 +50,7 @@ struct gcsh_comm_impl {
     MPI_Comm comm;
     int rank, size;
     int broken; /* an interrupt abandoned a request here: see the top of the file */
+    gcsh_host_small *small; /* the shared-memory path, or NULL (host_small.c) */
 };
 
 enum { HALF_F16, HALF_BF16, NHALF };
@@ -443,6 +448,11 @@ static int adopt(gcsh_ctx *ctx, MPI_Comm comm, gcsh_comm_impl **out)
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->size);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (gcsh_host_small_open(ctx, comm, c->rank, c->size, &c->small) != 0) {
+        MPI_Comm_free(&comm);
+        free(c);
+        return -1;
+    }
     *out = c;
     return 0;
 }
@@ -480,6 +490,7 @@ static void host_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
     MPI_Finalized(&finalized);
     if (!c->broken && !finalized)
         MPI_Comm_free(&c->comm);
+    gcsh_host_small_close(c->small);
     free(c);
 }
 
@@ -495,10 +506,53 @@ static int host_size(gcsh_comm_impl *c)
 
 /* ---- collectives -------------------------------------------------------- */
 
+/* Whether a call of count elements, of which each member posts `bytes`,
+ * takes the shared-memory path: c has one, the bytes fit a slot, and the
+ * count fits one MPI call (GCSH_HOST_MPI_MAX_COUNT keeps the cut paths
+ * reachable with small tensors). */
+static int small_fits(gcsh_ctx *ctx, const gcsh_comm_impl *c, size_t count, size_t bytes)
+{
+    return count <= state_of(ctx)->max_count && gcsh_host_small_fits(c->small, bytes);
+}
+
+/* call on the shared-memory path; a failure leaves the members out of
+ * step there, so the communicator is retired as an abandoned request
+ * leaves it (nothing of MPI's is pending: no orphan). */
+static int small_run(gcsh_ctx *ctx, gcsh_comm_impl *c, gcsh_small_call call)
+{
+    if (gcsh_host_small_run(ctx, c->small, &call) == 0)
+        return 0;
+    c->broken = 1;
+    return -1;
+}
+
+/* A call's description for small_run: reductions fill type and op. */
+static gcsh_small_call small_call(enum gcsh_small_what what, const void *in, void *out,
+                                  size_t count, gcsh_dtype dt, int root)
+{
+    return (gcsh_small_call){.what = what, .in = in, .out = out, .count = count,
+                             .esize = gcsh_dtype_size(dt), .dtype = (int)dt, .op = -1,
+                             .root = root, .type = MPI_DATATYPE_NULL, .mpi_op = MPI_OP_NULL};
+}
+
+static gcsh_small_call small_reduction(gcsh_ctx *ctx, enum gcsh_small_what what, const void *in,
+                                       void *out, size_t count, gcsh_dtype dt, gcsh_redop op,
+                                       int root)
+{
+    const gcsh_host_comm_state *s = state_of(ctx);
+    gcsh_small_call call = small_call(what, in, out, count, dt, root);
+    call.op = (int)op;
+    call.type = mpi_type(s, dt);
+    call.mpi_op = mpi_op(s, dt, op);
+    return call;
+}
+
 static int host_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
     if (usable(ctx, c) != 0)
         return -1;
+    if (small_fits(ctx, c, 0, 0))
+        return small_run(ctx, c, small_call(GCSH_SMALL_BARRIER, NULL, NULL, 0, GCSH_U8, -1));
     inflight none = NOTHING_INFLIGHT;
     POST_AND_WAIT(ctx, c, &none, MPI_Ibarrier, (c->comm, &req));
     return 0;
@@ -534,9 +588,15 @@ static int chunked(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, 
 static int host_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt, gcsh_redop op)
 {
-    if (usable(ctx, c) != 0 ||
-        chunked(ctx, c, in, out, count, dt, op, MPI_Iallreduce, "MPI_Iallreduce") != 0)
+    if (usable(ctx, c) != 0)
         return -1;
+    if (small_fits(ctx, c, count, count * gcsh_dtype_size(dt))) {
+        if (small_run(ctx, c, small_reduction(ctx, GCSH_SMALL_ALLREDUCE, in, out, count, dt, op,
+                                              -1)) != 0)
+            return -1;
+    } else if (chunked(ctx, c, in, out, count, dt, op, MPI_Iallreduce, "MPI_Iallreduce") != 0) {
+        return -1;
+    }
     if (op == GCSH_OP_AVG)
         divide_by_size(out, count, dt, c->size);
     return 0;
@@ -547,6 +607,8 @@ static int host_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t co
 {
     if (usable(ctx, c) != 0)
         return -1;
+    if (small_fits(ctx, c, count, count * gcsh_dtype_size(dt)))
+        return small_run(ctx, c, small_call(GCSH_SMALL_BROADCAST, NULL, buf, count, dt, root));
     POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(buf, count * gcsh_dtype_size(dt), NULL, 0),
                          1, MPI_Ibcast, (buf, sp.n, sp.type, root, c->comm, &req));
 }
@@ -565,11 +627,10 @@ static int reduce_chunk(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *src, void 
     return 0;
 }
 
-static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
-                       size_t count, gcsh_dtype dt, gcsh_redop op, int root)
+/* A reduce to root through MPI, in chunks of max_count elements. */
+static int reduce_chunked(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                          size_t count, gcsh_dtype dt, gcsh_redop op, int root)
 {
-    if (usable(ctx, c) != 0)
-        return -1;
     size_t esize = gcsh_dtype_size(dt), max = state_of(ctx)->max_count;
     for (size_t done = 0; done < count;) {
         size_t n = min_size(count - done, max);
@@ -578,6 +639,20 @@ static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *o
             return -1;
         done += n;
     }
+    return 0;
+}
+
+static int host_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
+                       size_t count, gcsh_dtype dt, gcsh_redop op, int root)
+{
+    if (usable(ctx, c) != 0)
+        return -1;
+    int rc = small_fits(ctx, c, count, count * gcsh_dtype_size(dt))
+                 ? small_run(ctx, c, small_reduction(ctx, GCSH_SMALL_REDUCE, in, out, count, dt,
+                                                     op, root))
+                 : reduce_chunked(ctx, c, in, out, count, dt, op, root);
+    if (rc != 0)
+        return -1;
     if (op == GCSH_OP_AVG && c->rank == root)
         divide_by_size(out, count, dt, c->size);
     return 0;
@@ -588,6 +663,8 @@ static int host_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out
 {
     if (usable(ctx, c) != 0)
         return -1;
+    if (small_fits(ctx, c, count, count * gcsh_dtype_size(dt)))
+        return small_run(ctx, c, small_reduction(ctx, GCSH_SMALL_SCAN, in, out, count, dt, op, -1));
     return chunked(ctx, c, in, out, count, dt, op, MPI_Iscan, "MPI_Iscan");
 }
 
@@ -598,6 +675,8 @@ static int host_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void
         return -1;
     /* NCCL's in-place layout: my input is my block of the output */
     size_t bytes = count * gcsh_dtype_size(dt);
+    if (small_fits(ctx, c, count, bytes))
+        return small_run(ctx, c, small_call(GCSH_SMALL_ALLGATHER, in, out, count, dt, -1));
     int in_place = in == (const char *)out + (size_t)c->rank * bytes;
     POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(in, bytes, out, bytes * (size_t)c->size), 1,
                          MPI_Iallgather,
@@ -645,7 +724,12 @@ static int host_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, 
 {
     if (usable(ctx, c) != 0)
         return -1;
-    int rc = count <= state_of(ctx)->max_count
+    int rc;
+    if (small_fits(ctx, c, count, count * (size_t)c->size * gcsh_dtype_size(dt)))
+        rc = small_run(ctx, c, small_reduction(ctx, GCSH_SMALL_REDUCESCATTER, in, out, count, dt,
+                                               op, -1));
+    else
+        rc = count <= state_of(ctx)->max_count
                  ? reducescatter_block(ctx, c, in, out, count, dt, op)
                  : reducescatter_by_reduces(ctx, c, in, out, count, dt, op);
     if (rc == 0 && op == GCSH_OP_AVG)
@@ -659,6 +743,8 @@ static int host_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
     if (usable(ctx, c) != 0)
         return -1;
     size_t bytes = count * (size_t)c->size * gcsh_dtype_size(dt);
+    if (small_fits(ctx, c, count, bytes))
+        return small_run(ctx, c, small_call(GCSH_SMALL_ALLTOALL, in, out, count, dt, -1));
     POST_SPAN_AND_RETURN(ctx, c, dt, count, touching(in, bytes, out, bytes), 1, MPI_Ialltoall,
                          (in == out ? MPI_IN_PLACE : in, sp.n, sp.type, out, sp.n, sp.type, c->comm,
                           &req));

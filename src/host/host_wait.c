@@ -4,12 +4,18 @@
  * half of a word) all wait here.
  *
  * Pacing: bare polls first (a peer on another core answers within
- * microseconds), then sched_yield, since ranks often share cores (CI runs 4
- * ranks on 2) and the peer being waited for may need this one; only a long
- * wait sleeps, with a doubling interval up to a millisecond, so that a late
- * rank does not cost a core.  When the kernels' barriers slept from the
- * start, a one-shot of 8 bytes took 47 us at 2 ranks and 160 at 4 on the
- * 2-core CI machine; yielding first made it 1.2 and 8.5 us. */
+ * microseconds), for up to a millisecond when every rank of the node has a
+ * core of its own, then sched_yield, since ranks often share cores (CI runs
+ * 4 ranks on 2) and the peer being waited for may need this one; only a
+ * long wait sleeps, with a doubling interval up to a millisecond, so that a
+ * late rank does not cost a core.  When the kernels' barriers slept from
+ * the start, a one-shot of 8 bytes took 47 us at 2 ranks and 160 at 4 on
+ * the 2-core CI machine; yielding first made it 1.2 and 8.5 us.  Yielding
+ * after a few polls when the ranks do have a core each costs as much on a
+ * busy machine: the yield hands the core to another process for its slice
+ * (at load 30 on the CI machine, a small all-reduce at 2 ranks, host_small.c,
+ * took 8 us a call after 64 polls, 24-36 after 2000, 0.9 polling on), so the
+ * bare polls last while the node is not oversubscribed (gcsh_spin_first_s). */
 #include <math.h>
 #include <sched.h>
 #include <time.h>
@@ -17,7 +23,8 @@
 #include "core/gcsh.h"
 #include "host/host.h"
 
-#define WAIT_SPIN_POLLS 2000
+#define WAIT_SPIN_POLLS 64      /* bare polls of every wait */
+#define WAIT_CLOCK_EVERY 256    /* polls between two looks at the clock meanwhile */
 #define WAIT_YIELD_POLLS 20000
 #define WAIT_FIRST_SLEEP_NS 1000L
 #define WAIT_MAX_SLEEP_NS 1000000L
@@ -43,41 +50,72 @@ static int cond_holds(const wait_cond *c)
                           c->v);
 }
 
-static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double timeout, const char *interrupted);
+#define SPIN_MORE 2 /* spin_first: the condition still fails; wait_slow next */
 
-/* The loop of the waits below: until `(*word & mask) cmp v` holds.  Once the
- * first look fails, the wait is noted for hang reports (core/waitnote.h),
- * in the words note->text writes (NULL: none). */
+/* The bare polls (see the top): 0 when c holds, 1 after timeout, -1
+ * interrupted, SPIN_MORE when the time for bare polls is over (*start:
+ * when the wait began; the clock is read only once the first polls fail:
+ * the "ll" all-reduce waits once per 8 bytes, nearly always on a word
+ * already there). */
+static int spin_first(gcsh_ctx *ctx, const wait_cond *c, double timeout, const char *interrupted,
+                      double *start)
+{
+    *start = 0;
+    for (unsigned polls = 0;; polls++) {
+        if (cond_holds(c))
+            return 0;
+        if (atomic_load_explicit(&ctx->interrupt, memory_order_relaxed))
+            return gcsh_set_error(ctx, "%s", interrupted);
+        if (polls < WAIT_SPIN_POLLS || (polls > WAIT_SPIN_POLLS && polls % WAIT_CLOCK_EVERY != 0))
+            continue;
+        double now = gcsh_now_seconds();
+        if (polls == WAIT_SPIN_POLLS)
+            *start = now;
+        if (now - *start >= timeout)
+            return 1;
+        if (now - *start >= gcsh_spin_first_s(ctx))
+            return SPIN_MORE;
+    }
+}
+
+static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double start, double timeout,
+                     const char *interrupted);
+
+/* The loop of the waits below: until `(*word & mask) cmp v` holds.  0; 1
+ * after timeout; -1 interrupted.  A wait that outlasts the bare polls is
+ * noted for hang reports (core/waitnote.h), in the words note->text writes
+ * (NULL: none): not before, since formatting the note cost more than a
+ * short wait (the small collectives wait at every call, host_small.c). */
 static int wait_masked(gcsh_ctx *ctx, _Atomic uint64_t *word, uint64_t mask, enum gcsh_cmp cmp,
                        uint64_t v, double timeout, const char *interrupted,
                        const gcsh_host_note *note)
 {
-    /* the clock is read only once the first look fails: the "ll" all-reduce
-     * waits once per 8 bytes of data, nearly always on a word already there */
-    if (gcsh_cmp_holds(atomic_load_explicit(word, memory_order_acquire) & mask, cmp, v))
-        return 0;
     wait_cond c = {.word = word, .mask = mask, .v = v, .cmp = cmp};
+    double start;
+    int rc = spin_first(ctx, &c, timeout, interrupted, &start);
+    if (rc != SPIN_MORE)
+        return rc;
     if (!note)
-        return wait_slow(ctx, &c, timeout, interrupted);
+        return wait_slow(ctx, &c, start, timeout, interrupted);
     char what[64];
     note->text(note->arg, what, sizeof what);
     gcsh_wait_note_begin(&ctx->wait_note, what, note->peer, word, mask, note->shift);
-    int rc = wait_slow(ctx, &c, timeout, interrupted);
+    rc = wait_slow(ctx, &c, start, timeout, interrupted);
     gcsh_wait_note_end(&ctx->wait_note);
     return rc;
 }
 
-static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double timeout, const char *interrupted)
+/* After the bare polls: yield, then sleep with a doubling interval; start:
+ * when the wait began, for the timeout. */
+static int wait_slow(gcsh_ctx *ctx, const wait_cond *c, double start, double timeout,
+                     const char *interrupted)
 {
-    double start = gcsh_now_seconds();
     long sleep_ns = WAIT_FIRST_SLEEP_NS;
     for (unsigned polls = 0;; polls++) {
         if (cond_holds(c))
             return 0;
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "%s", interrupted);
-        if (polls < WAIT_SPIN_POLLS)
-            continue;
         if (gcsh_now_seconds() - start >= timeout)
             return 1;
         if (polls < WAIT_YIELD_POLLS) {
@@ -112,10 +150,12 @@ int gcsh_host_wait_elem(gcsh_ctx *ctx, const void *elem, gcsh_dtype dt, enum gcs
                         gcsh_scalar v, const char *interrupted, const char *what, int peer)
 {
     wait_cond c = {.elem = elem, .dt = dt, .cmp = cmp, .ev = v};
-    if (cond_holds(&c))
-        return 0;
+    double start;
+    int rc = spin_first(ctx, &c, INFINITY, interrupted, &start);
+    if (rc != SPIN_MORE)
+        return rc;
     gcsh_wait_note_begin_elem(&ctx->wait_note, what, peer, elem, (int)gcsh_dtype_size(dt), dt);
-    int rc = wait_slow(ctx, &c, INFINITY, interrupted);
+    rc = wait_slow(ctx, &c, start, INFINITY, interrupted);
     gcsh_wait_note_end(&ctx->wait_note);
     return rc;
 }

@@ -583,7 +583,7 @@ static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
             start = now_seconds();
         else if (polls > 64 && now_seconds() - start > BOARD_SPIN_S)
             break;
-        if (polls >= 64)
+        if (polls >= 64 && now_seconds() - start >= gcsh_spin_first_s(ctx))
             sched_yield(); /* ranks may share cores: let the one we wait for run */
     }
     gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_ESCALATED);
