@@ -595,16 +595,23 @@ local function restore(x)
   x.c:barrier() -- every region restored before anyone reads a peer
 end
 
--- The start of every call: a checked collective (a rank missing from it is
--- named at once), and the recovery of an interrupted call.
+-- Whether a stepper's last call was left part-way on some rank (its dirty
+-- mark, or ranks at different steps): the checked collective every call
+-- of a stepper starts with (a rank missing from it is named at once).
+local function left_part_way(x)
+  local t = tensor.from({ x.dirty and 1 or 0, x.step, -x.step }, "i32")
+  x.c:allreduce(t, "max")
+  local part_way = t[0] == 1 or t[1] ~= -t[2]
+  t:free()
+  return part_way
+end
+
+-- The start of every call: the check above, and the recovery of an
+-- interrupted call.
 local function begin(self, fname)
   local x = self._
   if x.freed then error(fname .. ": this stepper was freed", 3) end
-  local t = tensor.from({ x.dirty and 1 or 0, x.step, -x.step }, "i32")
-  x.c:allreduce(t, "max")
-  local dirty, high, low = t[0] == 1, t[1], -t[2]
-  t:free()
-  if dirty or high ~= low then
+  if left_part_way(x) then
     restore(x)
     x.dirty = false
     say(x, { "step: the last call was interrupted; data, signals and step count are reset" })
@@ -849,7 +856,8 @@ M.algos = ALGOS
 -- The persistent all-reduce's doorbell protocol, a step at a time (gcsh/step_persist.lua)
 M.persistent = require("gcsh.step_persist")({ fail = fail, check_keys = check_keys, type_name = type_name,
                                              check_kernel_dtype = check_kernel_dtype,
-                                             check_window = check_window })
+                                             check_window = check_window,
+                                             left_part_way = left_part_way })
 -- NCCL's device communicator, emulated for the prompt (gcsh/devcomm.lua)
 M.devcomm = require("gcsh.devcomm").new
 

@@ -37,7 +37,7 @@ local OPS = { sum = true, prod = true, min = true, max = true }
 local RUNG, DONE, ENTRY = 0, 1, 2
 
 -- step.lua's argument checks (errors at the caller's line), given at load
-local fail, check_keys, type_name, check_kernel_dtype, check_window
+local fail, check_keys, type_name, check_kernel_dtype, check_window, left_part_way
 
 local function read_options(w, opts)
   local fname = "step.persistent"
@@ -165,11 +165,7 @@ end
 local function begin(self, fname)
   local x = self._
   if x.freed then error(fname .. ": this stepper was freed", 3) end
-  local t = tensor.from({ x.dirty and 1 or 0, x.step, -x.step }, "i32")
-  x.c:allreduce(t, "max")
-  local dirty, high, low = t[0] == 1, t[1], -t[2]
-  t:free()
-  if dirty or high ~= low then
+  if left_part_way(x) then
     restore(x)
     x.dirty = false
     self.step = 0
@@ -280,6 +276,6 @@ end
 return function(helpers)
   fail, check_keys = helpers.fail, helpers.check_keys
   type_name, check_kernel_dtype = helpers.type_name, helpers.check_kernel_dtype
-  check_window = helpers.check_window
+  check_window, left_part_way = helpers.check_window, helpers.left_part_way
   return new
 end

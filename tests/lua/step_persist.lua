@@ -58,6 +58,18 @@ H.eq(st.step, 0, "reset: step 0")
 H.eq(w:tensor()[0], 1 << me, "reset: the start data")
 H.eq(st:run({ quiet = true }), true, "and right again")
 st:free()
+
+-- a call left part-way on one rank (as an interrupt leaves it): the next
+-- call starts again on every rank, from the start data
+w:tensor():fill(1 << me)
+local st2 = step.persistent(w, { n = 4, calls = 1 })
+st2:next(2, { quiet = true })
+if me == k - 1 then st2._.dirty = true end
+st2:next(1, { quiet = true })
+H.eq(st2.step, 1, "after a call left part-way on rank " .. k - 1 .. ": step 1 again")
+H.eq(w:tensor()[0], 1 << me, "... with the start data")
+H.eq(st2:run({ quiet = true }), true, "... and right to the end")
+st2:free()
 H.truthy(tostring(st):find(", freed)", 1, true), "a freed stepper says so")
 H.raises(function() st:next() end, "next: this stepper was freed", "a freed stepper refuses")
 
