@@ -758,7 +758,7 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
         gcsh_set_error(ctx, "%s: %s; the communicator is aborted on every rank (comm.world() "
                             "makes a fresh one)%s", op, cause,
                        k && !k->enabled ? "; .check is off, so ranks that call a collective "
-                                          "differently reach MPI" : "");
+                                          "differently reach the backend unchecked" : "");
     }
     raise_error(L, ctx);
 }
