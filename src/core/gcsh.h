@@ -179,6 +179,11 @@ double gcsh_spin_first_s(const gcsh_ctx *ctx);
 /* NUMA node of a CPU, and of a PCI device ("0000:19:00.0"), from sysfs;
  * -1 when unknown. */
 int gcsh_numa_of_cpu(int cpu);
+/* The first of relative[0..n) (paths from the folder of the running
+ * binary: the build tree's, then an installed prefix's) for which
+ * usable(path) holds, resolved, into out; 0, or -1 when none does. */
+int gcsh_beside_binary(const char *const *relative, size_t n, int (*usable)(const char *path),
+                       char *out, size_t len);
 int gcsh_numa_of_pci(const char *bus);
 
 /* "64 MiB", "4 KiB", "4160 B": exact, in the largest unit that divides

@@ -1,6 +1,7 @@
 /* Small helpers shared by every layer: errors, byte and rank-list texts, a
  * window's layout in words. */
 #include <dirent.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -298,4 +299,26 @@ int gcsh_elem_holds(const void *elem, gcsh_dtype dt, enum gcsh_cmp cmp, gcsh_sca
     }
     int64_t x = gcsh_load_i(elem, dt, 0);
     CMP_HOLDS(x, cmp, v.i);
+}
+
+int gcsh_beside_binary(const char *const *relative, size_t n, int (*usable)(const char *path),
+                       char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe))
+        return -1;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0'; /* the folder of the binary */
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX], real[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", exe, relative[i]) >= sizeof path)
+            continue;
+        if (usable(path) && realpath(path, real) && strlen(real) < len) {
+            snprintf(out, len, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
 }

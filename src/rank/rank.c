@@ -181,24 +181,8 @@ static int has_prelude(const char *dir)
  * PREFIX/share/gcsh), then the build tree (build/gcsh: lua/). */
 static int find_lua_dir(char *out, size_t len)
 {
-    char exe[PATH_MAX];
-    if (!realpath("/proc/self/exe", exe))
-        return -1;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0'; /* the folder of the binary */
     static const char *const relative[] = {"../share/gcsh", "../lua"};
-    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
-        char dir[PATH_MAX], real[PATH_MAX];
-        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, relative[i]) >= sizeof dir)
-            continue;
-        if (has_prelude(dir) && realpath(dir, real) && strlen(real) < len) {
-            strcpy(out, real);
-            return 0;
-        }
-    }
-    return -1;
+    return gcsh_beside_binary(relative, sizeof relative / sizeof *relative, has_prelude, out, len);
 }
 
 const char *gcsh_lua_dir(void)

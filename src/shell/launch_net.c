@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/gcsh.h"
 #include "shell/launch_net.h"
 
 /* What a one-machine job gets, in the order .info names them. */
@@ -115,25 +116,15 @@ static char preload_so[PATH_MAX];
 
 /* gcsh-loopback.so beside the binary: the build tree (build/), then an
  * installed prefix (PREFIX/bin/gcsh: PREFIX/lib/gcsh). */
+static int readable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
 static int find_preload(char *out, size_t len)
 {
-    char exe[PATH_MAX];
-    if (!realpath("/proc/self/exe", exe))
-        return -1;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
     static const char *const relative[] = {"gcsh-loopback.so", "../lib/gcsh/gcsh-loopback.so"};
-    for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
-        char path[PATH_MAX + 64], real[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", exe, relative[i]);
-        if (access(path, R_OK) == 0 && realpath(path, real) && strlen(real) < len) {
-            snprintf(out, len, "%s", real);
-            return 0;
-        }
-    }
-    return -1;
+    return gcsh_beside_binary(relative, sizeof relative / sizeof *relative, readable, out, len);
 }
 
 /* Whether a TCP socket of family af binds to its loopback address (an
