@@ -28,6 +28,7 @@ for n in 2 4; do
         'c = comm.world()' \
         'c:allreduce(tensor.new(8, rank == 1 and "f64" or "f32"), "sum", tensor.new(8))' \
         'c:barrier()' \
+        'print("== allgather")' \
         'c = comm.world()' \
         'c:allgather(tensor.new(4), tensor.new(rank == 1 and 3 or 4 * size))' \
         'c = comm.world()' \
@@ -50,7 +51,7 @@ for n in 2 4; do
     # host collectives: a wrong dtype, a too-short output, a bad root
     expect_match "$n: rank 1's own dtype error" "$OUT" \
         "^\[1\] stdin:1: bad argument #3 to 'allreduce' \(out is f32 but t is f64"
-    others_said "$n: the others name rank 1's dtype error" "$(sed '/allgather/,$d' <<<"$OUT")" \
+    others_said "$n: the others name rank 1's dtype error" "$(sed '/== allgather/,$d' <<<"$OUT")" \
         "allreduce #1: ${abandoned}bad argument #3 to 'allreduce' \(out is f32 but t is f64.*" $n
     # a rank that was inside the all-reduce stopped it: the communicator is
     # aborted on every rank; when every other one heard first, none ran it
@@ -60,14 +61,16 @@ for n in 2 4; do
             "stdin:1: $aborted" $n
     else
         expect_match "$n: ... else nobody ran it" "$OUT" "^\[0[],].* allreduce #1: not run"
-        expect_not_contains "$n: ... and the communicator stays" "$(sed '/allgather/,$d' <<<"$OUT")" \
+        expect_not_contains "$n: ... and the communicator stays" "$(sed '/== allgather/,$d' <<<"$OUT")" \
             "aborted communicator"
     fi
     expect_match "$n: rank 1's too-short output" "$OUT" \
         "^\[1\] stdin:1: bad argument #2 to 'allgather' \(out has 3 elements"
     # (a rank that reaches the call after another stopped its own has the
     # communicator aborted already)
-    others_said "$n: the others name it" "$(sed -n '/allgather/,$p' <<<"$OUT")" \
+    # (from the marker on: a rank that finds the communicator aborted says
+    # so without the word allgather)
+    others_said "$n: the others name it" "$(sed -n '/== allgather/,$p' <<<"$OUT")" \
         "allgather #[12]: ${abandoned}bad argument #2 to 'allgather' \(out has 3 elements.*" $n
     expect_match "$n: rank 1's bad root" "$OUT" \
         "^\[1\] stdin:1: bad argument #2 to 'broadcast' \(root $n out of range"
