@@ -83,6 +83,15 @@ make -j"$(nproc)" "${make_args[@]}" all unit >"$BUILD.make.log" 2>&1 ||
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 [ "$ngpu" -ge 1 ] || die "no GPU visible (nvidia-smi -L lists none)"
+# CUDA_VISIBLE_DEVICES=2,3 confines a run to those GPUs (nvidia-smi does not
+# read it), so that runs on different GPUs of one machine can go side by
+# side; only one of them may use shared configurations (the MPS folders in
+# /tmp are per user, not per run).
+visible=()
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    IFS=, read -r -a visible <<<"$CUDA_VISIBLE_DEVICES"
+    ngpu=${#visible[@]}
+fi
 # The configurations, each "N" (N ranks, one GPU each) or "Ns" (N ranks
 # sharing GPUs: GCSH_SHARE_GPU=1, gcsh starting its own MPS daemon, as
 # gcsh -n N --share-gpu does).  One GPU: 1 rank, then 2 and 4 sharing it.
@@ -161,8 +170,8 @@ gcsh_on_gpu() {
     local i left
     command -v nvidia-smi >/dev/null || return 0
     for i in $(seq 50); do
-        left=$(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null |
-            grep -F gcsh)
+        left=$(nvidia-smi ${visible:+-i "$CUDA_VISIBLE_DEVICES"} \
+            --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null | grep -F gcsh)
         [ -z "$left" ] && return
         sleep 0.1
     done
@@ -197,8 +206,8 @@ configure() {
         mpi+=(-x GCSH_SHARE_GPU="$share_mode")
         # on several GPUs the shared run puts np ranks on np/2 of them
         if [ "$ngpu" -gt 1 ]; then
-            local g=$((np / 2 > 0 ? np / 2 : 1)) list=0
-            for ((i = 1; i < g; i++)); do list+=",$i"; done
+            local g=$((np / 2 > 0 ? np / 2 : 1)) list=${visible[0]:-0}
+            for ((i = 1; i < g; i++)); do list+=",${visible[i]:-$i}"; done
             mpi+=(-x CUDA_VISIBLE_DEVICES="$list")
         fi
     fi
@@ -254,7 +263,7 @@ for cfg in "${counts[@]}"; do
             grep -E '^FAIL' -A4 "$log" | head -30 | sed 's/^/      /'
         fi
     done
-    check "no MPS daemon left after np=$np$tag" "$(mps_left)"
+    [ -n "$tag" ] && check "no MPS daemon left after np=$np$tag" "$(mps_left)"
 done
 
 # Every kernel algorithm under compute-sanitizer: memcheck (out of bounds,
@@ -268,14 +277,23 @@ SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
     san_np=${GCSH_GPU_SANITIZE_RANKS:-2}
     if [ "$ngpu" -ge "$san_np" ]; then configure "$san_np"; else configure "${san_np}s"; fi
+    kinds=$(usable_kinds)
     for tool in memcheck synccheck; do
         for t in ll_sanitize algos_sanitize graph_sanitize nccl_dev persistent_sanitize; do
             run "sanitize:$tool:$t" "$np" env LUA_PATH="$LUA_TESTS" "$SANITIZER" --tool "$tool" \
                 --error-exitcode 3 --report-api-errors no --target-processes application-only \
                 "$BUILD/gcsh" "tests/gpu/$t.lua"
         done
+        # the newer kernels: alltoallv, the fence of w:fence()/c:quiet(),
+        # element waits (t:wait), on the first usable kind
+        for t in kernel_alltoallv xfer_order window_wait; do
+            run "sanitize:$tool:$t" "$np" env LUA_PATH="$LUA_TESTS" GCSH_TEST_KIND="${kinds%% *}" \
+                "$SANITIZER" --tool "$tool" --error-exitcode 3 --report-api-errors no \
+                --target-processes application-only \
+                "$BUILD/gcsh" -l window_kind "tests/lua/$t.lua"
+        done
     done
-    check "no MPS daemon left after the sanitizer runs" "$(mps_left)"
+    [ -n "$tag" ] && check "no MPS daemon left after the sanitizer runs" "$(mps_left)"
 else
     echo "gpu-check: no compute-sanitizer here (or GCSH_GPU_SANITIZE=0): the sanitizer runs are left out"
 fi
