@@ -116,6 +116,26 @@ w = c:window(16, 'f32', {kind = '$kind'}) w:tensor():fill(rank + 1) c:barrier()
     expect_contains "Ctrl-C in $kind's $stage stage: the comm works" "$OUT" "[0-$LAST] $NP.0"
 done
 
+# ---- Ctrl-C during a loop of persistent all-reduces (issue 35): the
+# window stays as read-only evidence, w:free() and .quit say nothing and the
+# job exits 0 (no "could not free" line for what the abort released)
+TAG=$(new_tag); TAGS+=("$TAG")
+RCF=$(mktemp)
+OUT=$( ( printf '%s\n' 'c = comm.world() w = c:window(1024) p = kernel.persistent(w) p:allreduce()' \
+         "print('go') while true do p:allreduce() end"
+         for i in $(seq 600); do [ -n "$(rank_pid "$TAG" 0)" ] && break; sleep 0.1; done
+         sleep 4; kill -INT $(rank_pid "$TAG" 0); sleep 6
+         printf '%s\n' '=w:tensor()[0] ~= nil' 'w:free()' "print('freed')" '.quit' ) |
+       ( GCSH_TEST_TAG=$TAG timeout 120 "$GCSH" -n "$NP" --backend cuda 2>&1; echo $? >"$RCF" ) )
+RC=$(cat "$RCF"); rm -f "$RCF"
+expect_contains "Ctrl-C in persistent loop: it ran" "$OUT" "[0-$LAST] go"
+expect_contains "Ctrl-C in persistent loop: interrupted" "$OUT" "interrupted"
+expect_contains "Ctrl-C in persistent loop: the window reads" "$OUT" "[0-$LAST] true"
+expect_contains "Ctrl-C in persistent loop: w:free() then" "$OUT" "[0-$LAST] freed"
+expect_not_contains "Ctrl-C in persistent loop: no could-not-free" "$OUT" "could not free"
+expect_eq "Ctrl-C in persistent loop: .quit exits 0" "$RC" 0
+expect_no_procs "Ctrl-C in persistent loop: no process left" "$TAG"
+
 # ---- an out-of-bounds kernel write: sticky; every rank exits 70, none left
 TAG=$(new_tag); TAGS+=("$TAG")
 OUT=$(printf '%s\n' 'c = comm.world() c:barrier()' \
