@@ -820,6 +820,9 @@ typedef struct gcsh_graph_ops {
 
 typedef struct gcsh_backend {
     const char *name; /* "host" | "cuda" */
+    /* 1: collectives return once queued on the rank's stream and complete
+     * later (cuda); 0: they complete before returning (host). */
+    int stream_ordered;
     /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
     int (*init)(gcsh_ctx *ctx);
     void (*fini)(gcsh_ctx *ctx);

@@ -459,6 +459,7 @@ fail:
 
 const gcsh_backend gcsh_cuda_backend = {
     .name = "cuda",
+    .stream_ordered = 1,
     .init = cuda_init,
     .fini = cuda_fini,
     .info = cuda_info,

@@ -19,6 +19,7 @@
 /* Operations other ranks abandoned that one command remembers (beyond, the
  * ranks still inside them are stopped, but a later arrival is not refused). */
 #define ABANDONED_MAX 8
+#define ENTERED_MAX 16
 
 struct gcsh_check {
     int enabled;
@@ -73,6 +74,15 @@ struct gcsh_check {
     int abandoned_from[ABANDONED_MAX];
     atomic_int nabandoned;
     char peer_why[256];
+    /* On a stream-ordered backend (cuda) a collective returns once queued,
+     * so its kernel may still wait at the command's end for a rank that
+     * abandoned it: the collectives entered in this command (entered_chunk),
+     * and in_end_sync while the command's end waits for the GPU. */
+    gcsh_fingerprint entered[ENTERED_MAX];
+    int nentered;
+    uint32_t entered_chunk;
+    int in_end_sync;
+    char peer_op[128]; /* the queued collective an abandon stopped, in words */
 };
 
 static inline double now_seconds(void)

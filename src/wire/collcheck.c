@@ -302,6 +302,45 @@ void gcsh_check_abandon(lua_State *L, const char *why)
         send_abandon(k, &k->intent, k->intent_cc, why);
 }
 
+/* On a stream-ordered backend: notes fp's collective as entered in this
+ * command (its kernel may outlive the call); the caller holds k->lock. */
+static void note_entered_locked(gcsh_ctx *ctx, gcsh_check *k, const gcsh_fingerprint *fp)
+{
+    if (!ctx->be || !ctx->be->stream_ordered)
+        return;
+    if (k->entered_chunk != k->chunk_seq) {
+        k->entered_chunk = k->chunk_seq;
+        k->nentered = 0;
+    }
+    if (k->nentered == ENTERED_MAX) { /* the oldest goes: it has had longest to end */
+        memmove(k->entered, k->entered + 1, sizeof k->entered - sizeof *k->entered);
+        k->nentered--;
+    }
+    k->entered[k->nentered++] = *fp;
+}
+
+/* The command's end waits for its GPU work, and abandon m (rank from's)
+ * matches a collective this rank queued in the command: that work waits
+ * for a rank that never joins it, so the wait stops as for an interrupt
+ * (the backend aborts the communicators with work in flight) and the
+ * error says why.  The caller holds k->lock. */
+static void stop_end_sync_locked(gcsh_ctx *ctx, gcsh_check *k, const gcsh_abandon_msg *m,
+                                 int from)
+{
+    if (k->entered_chunk != k->chunk_seq)
+        return;
+    for (int i = 0; i < k->nentered; i++) {
+        int expected = 0;
+        if (abandon_matches(m, &k->entered[i]) &&
+            atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
+            k->peer_from = from;
+            snprintf(k->peer_why, sizeof k->peer_why, "%.*s", (int)sizeof m->why - 1, m->why);
+            gcsh_fp_describe(&k->entered[i], k->peer_op, sizeof k->peer_op);
+            return;
+        }
+    }
+}
+
 void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from)
 {
     gcsh_check *k = ctx->check;
@@ -323,6 +362,8 @@ void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from)
         k->peer_from = from;
         snprintf(k->peer_why, sizeof k->peer_why, "%.*s", (int)sizeof m->why - 1, m->why);
     }
+    if (k->in_end_sync && m->chunk == k->chunk_seq)
+        stop_end_sync_locked(ctx, k, m, from);
     pthread_mutex_unlock(&k->lock);
 }
 
@@ -351,8 +392,10 @@ static void publish_or_refuse(lua_State *L, gcsh_ctx *ctx, gcsh_check *k, gcsh_c
     pthread_mutex_lock(&k->lock);
     if (!k->enabled && atomic_load_explicit(&k->nabandoned, memory_order_relaxed))
         from = abandoned_by(k, fp, &a);
-    if (from < 0)
+    if (from < 0) {
         gcsh_where_publish_fp_locked(k, fp);
+        note_entered_locked(ctx, k, fp);
+    }
     pthread_mutex_unlock(&k->lock);
     if (from < 0)
         return;
@@ -763,17 +806,54 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     raise_error(L, ctx);
 }
 
+/* Arms (on 1) or disarms the end-of-command wait for abandons: one that
+ * came before the wait began stops it at once.  Returns, on disarm,
+ * whether an abandon stopped it (then *from and why say whose). */
+static int end_sync_abandons(gcsh_ctx *ctx, gcsh_check *k, int on, int *from, char *why,
+                             size_t why_len)
+{
+    int peer = 0;
+    pthread_mutex_lock(&k->lock);
+    k->in_end_sync = on;
+    if (on) {
+        for (int i = 0; i < atomic_load(&k->nabandoned); i++)
+            if (k->abandoned[i].chunk == k->chunk_seq)
+                stop_end_sync_locked(ctx, k, &k->abandoned[i], k->abandoned_from[i]);
+    } else {
+        int expected = GCSH_INTERRUPT_PEER;
+        peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
+        *from = k->peer_from;
+        snprintf(why, why_len, "%s", peer ? k->peer_why : "");
+    }
+    pthread_mutex_unlock(&k->lock);
+    return peer;
+}
+
 int gcsh_check_end_sync(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
-    if (!ctx->be || ctx->be->mem->sync(ctx) == 0)
+    int from = -1, peer = 0;
+    char why[256] = "";
+    if (!ctx->be)
+        return 0;
+    if (k && ctx->be->stream_ordered)
+        end_sync_abandons(ctx, k, 1, NULL, NULL, 0);
+    int rc = ctx->be->mem->sync(ctx);
+    if (k && ctx->be->stream_ordered)
+        peer = end_sync_abandons(ctx, k, 0, &from, why, sizeof why);
+    if (rc == 0)
         return 0;
     if (ctx->fatal)
         gcsh_fatal(L, ctx);
     if (k)
         reap_aborted(ctx, k);
-    if (atomic_load(&ctx->interrupt))
+    if (peer)
+        gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
+                            "communicators with work in flight are aborted on every rank "
+                            "(comm.world() makes a fresh one)",
+                       k->peer_op, from, why);
+    else if (atomic_load(&ctx->interrupt))
         gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
                             "communicators with work in flight are aborted on every rank "
                             "(comm.world() makes a fresh one)",
