@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/cuda.h"
 #include "reducekern.h"
@@ -178,15 +179,20 @@ static void unlink_from(gcsh_persist_impl **head, gcsh_persist_impl *p, int by_c
 
 /* Asks the kernel to end now: the stop word for its idle wait, a new
  * cancel generation for a wait in flight (every GPU wait of the rank ends:
- * this runs on interrupts, aborts and at the end). */
+ * this runs on interrupts, aborts and at the end).  Only while the kernel
+ * still runs: a new generation also ends the waits of every other kernel
+ * of the rank in flight, which then go on without their peers (seen on
+ * H100s: a stopped resident's handle collected during the next window's
+ * first one-shot let that one-shot pass its barriers alone, wrong sums). */
 static void ask_stop(gcsh_persist_impl *p, const char *why, int cancel)
 {
-    if (!(done_word(p) & GCSH_PERSIST_ENDED) && !p->stop_why[0])
+    int ended = (done_word(p) & GCSH_PERSIST_ENDED) != 0;
+    if (!ended && !p->stop_why[0])
         snprintf(p->stop_why, sizeof p->stop_why, "%s", why);
     p->stop_asked = 1;
     if (p->slot >= 0)
         __atomic_store_n(&p->bell->stop, 1, __ATOMIC_RELEASE);
-    if (cancel)
+    if (cancel && p->live && !ended)
         cuda_cancel_waits(p->st);
 }
 
@@ -414,15 +420,38 @@ static int cuda_persist_stop(gcsh_ctx *ctx, gcsh_persist_impl *p, int drain)
     int rc = drain ? cuda_persist_wait(ctx, p) : 0;
     if (!cuda_enter_device(ctx))
         return -1;
-    ask_stop(p, drain ? "stopped (p:stop())" : "stopped before its calls completed", !drain);
+    const char *why = drain ? "stopped (p:stop())"
+                           : "stopped without draining (an interrupt, or freed with calls in "
+                             "flight)";
+    ask_stop(p, why, !drain);
     wait_gone(ctx, p);
     return rc;
+}
+
+/* Whether the kernel ended within about `ms` milliseconds. */
+static int gone_within(gcsh_persist_impl *p, double ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned polls = 0; cudaStreamQuery(p->stream) == cudaErrorNotReady; polls++) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 > ms)
+            return 0;
+        cuda_poll_pause(polls);
+    }
+    return 1;
 }
 
 static void cuda_persist_release(gcsh_ctx *ctx, gcsh_persist_impl *p)
 {
     if (cuda_enter_device(ctx)) {
-        ask_stop(p, "stopped (its handle was collected, or the session ended)", 1);
+        /* the stop word first: an idle resident ends on it at once, and
+         * other kernels' waits are left alone; a new cancel generation
+         * only for one still inside a call */
+        const char *why = "stopped (its handle was collected, or the session ended)";
+        ask_stop(p, why, 0);
+        if (p->live && !gone_within(p, 200))
+            ask_stop(p, why, 1);
         wait_gone(ctx, p);
     }
     unlink_from(&p->st->resident, p, 0);
