@@ -61,6 +61,8 @@ typedef struct lpersist {
     size_t max_bytes;
     int sms;
     char where[80];          /* where kernel.persistent was called */
+    int rung_in_command;     /* p:allreduce() ran in the running command */
+    int loss_reported;       /* an interrupted command stopped it: its error said so */
 } lpersist;
 
 static const gcsh_persist_ops *persist_ops(lua_State *L)
@@ -165,6 +167,20 @@ static void stop_now(lua_State *L, lpersist *p, const void *arg)
 void gcsh_persist_stop_all(lua_State *L)
 {
     for_each_handle(L, stop_now, NULL);
+}
+
+static void end_command(lua_State *L, lpersist *p, const void *arg)
+{
+    if (*(const int *)arg && p->rung_in_command) {
+        persist_ops(L)->stop(gcsh_ctx_of(L), p->impl, 0);
+        p->loss_reported = 1;
+    }
+    p->rung_in_command = 0;
+}
+
+void gcsh_persist_command_end(lua_State *L, int interrupted)
+{
+    for_each_handle(L, end_command, &interrupted);
 }
 
 /* The touch hook (users.h): host reads and writes of memory wait for the
@@ -315,6 +331,7 @@ static int persist_allreduce(lua_State *L)
                           "a ring is a host write now; ring it outside the capture");
     gcsh_persist_call c = {a.offset, a.n, p->o->dtype, a.op};
     gcsh_comm_check *cc = enter_ring_check(L, p, &a);
+    p->rung_in_command = 1;
     gcsh_check_leave(L, cc, ctx->be->persist->ring(ctx, p->impl, &c));
     gcsh_symobj *o = p->o;
     gcsh_push_tensor(L, o->slices[o->desc.team_rank], a.offset, a.n, o->dtype);
@@ -342,7 +359,7 @@ static int persist_stop(lua_State *L)
         return 0;
     gcsh_graph_refuse_now(L, "p:stop()", "stop it after the capture");
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    if (persist_ops(L)->stop(ctx, p->impl, 1) != 0)
+    if (persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->loss_reported)
         return gcsh_raise(L, ctx);
     return 0;
 }
@@ -359,8 +376,9 @@ static void release(lua_State *L, lpersist *p, int idx)
 
 /* Stops and releases, whatever the stop says: a free that raised before
  * releasing left the resident's window unfreeable.  Calls lost to an abort
- * of the communicator were reported with the abort, so only calls lost
- * otherwise make the free an error (after the release). */
+ * of the communicator were reported with the abort, and calls lost to an
+ * interrupt with the interrupted command, so only calls lost otherwise
+ * make the free an error (after the release). */
 static int persist_free(lua_State *L)
 {
     lpersist *p = luaL_checkudata(L, 1, PERSIST_MT);
@@ -368,7 +386,8 @@ static int persist_free(lua_State *L)
         return 0;
     gcsh_graph_refuse_now(L, "p:free()", "free it after the capture");
     gcsh_ctx *ctx = gcsh_ctx_of(L);
-    int lost = persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->o->comm->chk.aborted;
+    int lost = persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->o->comm->chk.aborted &&
+               !p->loss_reported;
     char why[sizeof ctx->err];
     snprintf(why, sizeof why, "%s", ctx->err);
     release(L, p, 1);

@@ -13,5 +13,11 @@ int luaopen_gcsh_persistent(lua_State *L);
 /* The end of the session: every running one stops, without waiting for
  * calls in flight (commands end drained), before windows are freed. */
 void gcsh_persist_stop_all(lua_State *L);
+/* After each command: an interrupted one stops (without draining) the
+ * residents it rang, on every rank, since the ranks' rings may differ by a
+ * call (one rank interrupted inside a call, another between two) and a
+ * resident would wait for the missing one forever; their windows can then
+ * be freed at once. */
+void gcsh_persist_command_end(lua_State *L, int interrupted);
 
 #endif

@@ -294,7 +294,10 @@ static void host_persist_state(gcsh_persist_impl *p, gcsh_persist_state *out)
 static int host_persist_stop(gcsh_ctx *ctx, gcsh_persist_impl *p, int drain)
 {
     int rc = drain ? host_persist_wait(ctx, p) : 0;
-    end_now(ctx, p, drain ? "stopped (p:stop())" : "stopped before its calls completed");
+    const char *why = drain ? "stopped (p:stop())"
+                           : "stopped without draining (an interrupt, or freed with calls in "
+                             "flight)";
+    end_now(ctx, p, why);
     return rc;
 }
 

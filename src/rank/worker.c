@@ -22,6 +22,7 @@
 #include "rank/verdict.h"
 #include "rank/worker.h"
 #include "bind/symmem.h"
+#include "bind/persist.h"
 #include "trace/flight.h"
 #include "trace/trace.h"
 #include "core/env.h"
@@ -685,6 +686,7 @@ static uint32_t serve_chunk(gcsh_worker *w, const gcsh_msg *m)
     if (w->ctx->exit_code >= 0) /* os.exit, even if a pcall caught it: the session ends */
         status = CHUNK_EXIT_WORD(w->ctx->exit_code);
     pthread_mutex_unlock(&w->run_lock);
+    gcsh_persist_command_end(w->ctx->L, CHUNK_STATUS(status) == CHUNK_INTERRUPTED);
     gcsh_check_chunk_end(w->ctx);
     gcsh_trace_chunk_end(w->ctx, status != CHUNK_OK);
     return status | (w->ctx->output_varies ? CHUNK_VARIES : 0);
