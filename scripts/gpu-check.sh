@@ -69,8 +69,12 @@ if [ ! -f /usr/include/lua5.4/lua.h ] || [ ! -f /usr/include/jansson.h ]; then
     ls .lua-debs/*.deb >/dev/null 2>&1 || die "no Lua or jansson headers here and no .lua-debs/*.deb to unpack"
     ls .lua-debs/libjansson-dev_*.deb >/dev/null 2>&1 ||
         die ".lua-debs/ has no libjansson-dev (apt-get download libjansson-dev)"
-    mkdir -p "$PREFIX"
-    for deb in .lua-debs/*.deb; do dpkg -x "$deb" "$PREFIX" || die "dpkg -x $deb failed"; done
+    # unpacked once (runs side by side must not unpack over each other)
+    if [ ! -e "$PREFIX/.unpacked" ]; then
+        mkdir -p "$PREFIX"
+        for deb in .lua-debs/*.deb; do dpkg -x "$deb" "$PREFIX" || die "dpkg -x $deb failed"; done
+        touch "$PREFIX/.unpacked"
+    fi
     make_args+=(LUA_PREFIX="$PREFIX")
     if [ -f "$PREFIX/usr/share/lua/5.4/dkjson.lua" ]; then
         export LUA_PATH="$PREFIX/usr/share/lua/5.4/?.lua;${LUA_PATH:-;}"
@@ -154,8 +158,9 @@ run() {
         printf 'FAIL  %-32s np=%d%s  rc=%d%s\n' "$name" "$np" "$tag" "$rc" \
             "$([ $rc = 124 ] && echo " (timed out after ${TIMEOUT}s)")"
         grep -E 'FAIL|check failed|error|Error' "$log" | head -20 | sed 's/^/      /'
-        echo "      --- last lines of $log"
-        tail -8 "$log" | sed 's/^/      /'
+        echo "      --- last lines of $log (mpirun's own left out)"
+        grep -vE '^-+$|^mpirun detected|^the job to be|^ *Process name|^ *Exit code|^ *$' "$log" |
+            tail -12 | sed 's/^/      /'
     fi
     # a plain mpirun does not wait for the job's MPS daemon to go, as gcsh
     # -n does: the next job must not meet it on the GPU
