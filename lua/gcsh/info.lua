@@ -240,13 +240,29 @@ function M.format(texts)
   for _, item in ipairs(items(ranks, DEVICE, used)) do head[#head + 1] = item end
   wrap(head, ", ", out)
   wrap(items(ranks, CAPS, used), ", ", out)
-  wrap(items(ranks, NVLS, used), "; ", out)
-  wrap(items(ranks, NET, used), "; ", out)
-  for _, item in ipairs(items(ranks, SHARE, used)) do
-    local words = {}
-    for w in item:gmatch("%S+") do words[#words + 1] = w end
-    wrap(words, " ", out)
+  -- one item each, wrapped after its "; " parts, and between words where
+  -- a part alone passes 80
+  local function wrap_words(list)
+    for _, item in ipairs(list) do
+      local parts, lines = {}, {}
+      for part in (item .. "; "):gmatch("(.-); ") do parts[#parts + 1] = part end
+      wrap(parts, "; ", lines)
+      for _, line in ipairs(lines) do
+        if #line <= WIDTH then
+          out[#out + 1] = line
+        else
+          local words = {}
+          for w in line:gmatch("%S+") do words[#words + 1] = w end
+          local indent = #out > 0 and line:match("^  ") and "  " or ""
+          words[1] = indent .. words[1]
+          wrap(words, " ", out)
+        end
+      end
+    end
   end
+  wrap_words(items(ranks, NVLS, used))
+  wrap_words(items(ranks, NET, used))
+  wrap_words(items(ranks, SHARE, used))
   rank_table(ranks, used, out, nodes)
   link_matrix(ranks, links, out)
   -- facts no list above knows (a backend's new ones): generically, sorted

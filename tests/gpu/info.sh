@@ -50,9 +50,10 @@ else
 fi
 expect_contains ".info: the rank table" "$OUT" "rank  host"
 for r in $(seq 0 "$LAST"); do
-    # the NUMA column is left out when no rank knows its node (a VM says -1)
+    # host, pid, local rank, device, PCI bus; the NUMA column is left out
+    # when no rank knows its node (a VM says -1)
     expect_match ".info: rank $r's row: its GPU, PCI bus, NUMA node" "$OUT" \
-        "^ +$r  [^ ]+ +$r  cuda:$(dev_of "$r")  [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]( +(-|[0-9]+))?$"
+        "^ +$r  [^ ]+ +[0-9]+ +$r  cuda:$(dev_of "$r")  [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]( +(-|[0-9]+))?$"
 done
 if [ "$NP" -gt 1 ]; then
     expect_contains ".info: the link matrix" "$OUT" "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, =: same GPU, net: other)"

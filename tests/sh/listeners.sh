@@ -48,7 +48,8 @@ expect_contains "4 ranks: the session ran" "$OUT" "[0-3] up"
 expect_contains "4 ranks: the ranks' listeners were seen" "$LISTEN" "mpirun "
 expect_eq "4 ranks: nothing listens on a non-loopback address" "$(beyond_loopback <<<"$LISTEN")" ""
 expect_contains "4 ranks: .info says MPI and mpirun stay on this machine" "$OUT" \
-    "MPI network: this machine only: pml ob1, btl self,vader, oob lo; mpirun listens on loopback only"
+    "MPI network: this machine only: pml ob1, btl self,vader, oob lo;
+  mpirun listens on loopback only"
 expect_eq "4 ranks: exit 0" "$RC" 0
 
 # ---- the ranks connect to mpirun over IPv6 loopback as well as IPv4
@@ -94,8 +95,9 @@ expect_contains "a wrapper: the ranks have no preload" "$OUT" "[0-1] env	nil	nil
 
 # ---- the user's choice of out-of-band interfaces: no preload
 OMPI_MCA_oob_tcp_if_include=lo open_session 2
-expect_contains "the user's oob_tcp_if_include: theirs" "$OUT" "oob as you set it in the environment"
-expect_not_contains "the user's oob_tcp_if_include: no preload" "$OUT" "mpirun listens on loopback only"
+expect_contains "the user's oob_tcp_if_include: theirs" "$OUT" "oob as you set it in
+  the environment"
+expect_not_contains "the user's oob_tcp_if_include: no preload" "$OUT" "mpirun listens"
 
 # ---- the user's setting wins: a TCP transport asked for listens as asked
 # (which shows that the check above sees the ranks' listeners)
@@ -116,6 +118,7 @@ expect_contains "a host file: Open MPI chooses the interfaces" "$OUT" \
 expect_not_contains "a host file: no preload" "$OUT" "mpirun listens"
 open_session 2 --host "localhost:2"
 expect_contains "--host naming this machine only: loopback" "$OUT" \
-    "MPI network: this machine only: pml ob1, btl self,vader, oob lo; mpirun listens on loopback only"
+    "MPI network: this machine only: pml ob1, btl self,vader, oob lo;
+  mpirun listens on loopback only"
 
 finish
