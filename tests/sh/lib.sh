@@ -61,8 +61,13 @@ ranks_printed() {
 ranks_missing() {
     local seen=() line set part a b r missing="" text
     while IFS= read -r line; do
-        [[ "$line" =~ ^\[([0-9,-]+)\]\ (.*)$ ]] || continue
-        set=${BASH_REMATCH[1]} text=${BASH_REMATCH[2]}
+        if [[ "$line" =~ ^\[([0-9,-]+)\]\ (.*)$ ]]; then
+            set=${BASH_REMATCH[1]} text=${BASH_REMATCH[2]}
+        elif [ "$3" = 1 ]; then
+            set=0 text=$line # one rank: gcsh prints no tags
+        else
+            continue
+        fi
         if [ "$4" = regex ]; then [[ "$text" =~ ^($2)$ ]] || continue
         else [ "$text" == "$2" ] || continue; fi
         for part in ${set//,/ }; do

@@ -126,7 +126,7 @@ local function without_progress(want, got)
   for _, line in ipairs(got) do
     if line:match("^gcsh: [%d.]+ s: done %[.-%], still running ") then
       in_report = true
-    elseif not (in_report and (line:match("^gcsh:   ") or line:match("^gcsh: flight recorder: "))) then
+    elseif not (in_report and (line:match("^gcsh:   ") or line:match("^gcsh: flight recorder[ :(]"))) then
       in_report = false
       kept[#kept + 1] = line
     end
