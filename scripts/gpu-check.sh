@@ -22,7 +22,8 @@
 # under compute-sanitizer; GCSH_GPU_TESTS=graph runs only these (the
 # filter is a regular expression on the test names, the sanitizer runs'
 # included).  tests/lua/step_*.lua (steppers), every lesson in
-# lua/tutorial, and t:wait, w:fence/c:quiet and kernel.alltoallv
+# lua/tutorial (and that each line it prints fits 80 columns, the ranks'
+# tags counted as gcsh -n folds them, "[0-3] "), and t:wait, w:fence/c:quiet and kernel.alltoallv
 # (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
 # windows of kind nccl and of kind vmm.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
@@ -133,8 +134,10 @@ passed=0 failed=0 skipped=0
 run() {
     local name=$1 np=$2
     shift 2
+    last_log=""
     wanted "$name" || return 0
     local log="$LOGS/${name//[\/:]/_}.np$np${tag// /-}.log"
+    last_log=$log
     local t0=$SECONDS
     if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
@@ -174,6 +177,21 @@ wait_no_folders() {
         ls -d /tmp/gcsh-mps-"$(id -u)"-* >/dev/null 2>&1 || return 0
         sleep 0.1
     done
+}
+
+# too_wide LOG NP: the lines of a lesson's log wider than 80 columns as
+# gcsh -n NP shows them ("" when none).  Under mpirun each rank tags its
+# own lines "[r] "; gcsh -n folds them under "[0-3] ", so a rank's line is
+# counted with that tag (at 1 rank, no tag: as it is).  The first three,
+# each with its width.
+too_wide() {
+    local fold=""
+    [ "$2" -gt 1 ] && fold="[0-$(($2 - 1))] "
+    awk -v np="$2" -v tag=${#fold} '
+        np == 1 { w = length($0) }
+        np > 1 { if (!match($0, /^\[[0-9]+\] /)) next; w = length($0) - RLENGTH + tag }
+        w > 80 { printf "%s%d columns: %s", (n++ ? "\n      " : ""), w, $0 }
+        n == 3 { exit }' "$1"
 }
 
 # check NAME CONDITION-TEXT: a test that is a fact of this script (empty
@@ -233,6 +251,10 @@ for cfg in "${counts[@]}"; do
                  tests/lua/xfer_order.lua tests/lua/kernel_alltoallv.lua; do
             run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
                 "$BUILD/gcsh" -l window_kind "$t"
+            # what a lesson prints fits 80 columns, the ranks' tags included
+            case "$t" in lua/tutorial/*) [ -n "$last_log" ] &&
+                check "$t:$kind np=$np$tag: every line fits 80 columns" "$(too_wide "$last_log" "$np")" ;;
+            esac
         done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"
