@@ -37,11 +37,14 @@ preflight() { # preflight NAME WANT-REGEX [ENV...]
     local name=$1 want=$2 t0=$SECONDS out rc
     shift 2
     out=$(env "$@" bash scripts/preflight.sh "$GCSH" 4 2>&1); rc=$?
-    local s=$((SECONDS - t0))
-    if [ $rc = 0 ] && grep -qE "$want" <<<"$out" && [ "$s" -lt 60 ]; then
+    local s=$((SECONDS - t0)) why=""
+    [ $rc = 0 ] || why+=", exit $rc"
+    grep -qE "$want" <<<"$out" || why+=", not the verdict wanted ($want)"
+    [ "$s" -lt 60 ] || why+=", ${s} s (under 60 wanted)"
+    if [ -z "$why" ]; then
         say ok "preflight, $name: $out (${s} s wall)"
     else
-        say FAIL "preflight, $name (exit $rc, ${s} s wall; under 60 wanted)" "$out"
+        say FAIL "preflight, $name${why}" "$out"
     fi
 }
 preflight "one-GPU seat" "^preflight: ready: cuda, 4 ranks sharing GPUs \(--share-gpu: fewer GPUs than ranks\), MPS" \
