@@ -65,8 +65,8 @@
 -- the end of the call; each says so on the late rank's own signal word): a
 -- sleep alone loses to an on-time rank descheduled for longer, a loaded
 -- machine's ordinary luck.  So the race comes out the same every time,
--- whatever the load.  skip= without a delay takes every barrier from every rank:
--- a real race, different from run to run.  The shell waits for every rank
+-- whatever the load.  skip= without a delay takes every barrier from every
+-- rank: a real race, different from run to run.  The shell waits for every rank
 -- between lines (a barrier of its own), so a race needs two steps in one
 -- call: st:next(2) or st:run().
 --
