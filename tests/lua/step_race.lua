@@ -70,8 +70,10 @@ end
 if k >= 2 then
   local st = fresh({ algo = "oneshot", skip = "barrier", delay = { rank = 0, ms = LATE_MS } })
   H.eq(st:run({ quiet = true }), false, "oneshot: the late rank's loads come too late")
-  local others = k == 2 and "r1 too late, after step 2 overwrote it"
-                 or "r1, r2" .. (k > 3 and ", r3" or "") .. " too late, after step 2 overwrote them"
+  local peers = {}
+  for r = 1, k - 1 do peers[#peers + 1] = "r" .. r end
+  local others = table.concat(peers, ", ") .. " too late, after step 2 overwrote "
+                 .. (k == 2 and "it" or "them")
   H.truthy(table.concat(st.wrong, "\n"):find("r0 read " .. others, 1, true),
            "oneshot: the late read is named: " .. table.concat(st.wrong, " | "))
   st:free()
