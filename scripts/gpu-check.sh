@@ -23,7 +23,8 @@
 # filter is a regular expression on the test names, the sanitizer runs'
 # included).  tests/lua/step_*.lua (steppers), every lesson in
 # lua/tutorial (and, at 2 ranks or more, that each line it prints fits 80
-# columns, the ranks' tags counted as gcsh -n folds them, "[0-3] "), and t:wait, w:fence/c:quiet and kernel.alltoallv
+# columns, the ranks' tags counted as gcsh -n folds them, "[0-3] "), and
+# t:wait, w:fence/c:quiet and kernel.alltoallv
 # (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
 # windows of kind nccl and of kind vmm.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
