@@ -22,7 +22,9 @@
 # under compute-sanitizer; GCSH_GPU_TESTS=graph runs only these (the
 # filter is a regular expression on the test names, the sanitizer runs'
 # included).  tests/lua/step_*.lua (steppers), every lesson in
-# lua/tutorial, and t:wait, w:fence/c:quiet and kernel.alltoallv
+# lua/tutorial (and, at 2 ranks or more, that each line it prints fits 80
+# columns, the ranks' tags counted as gcsh -n folds them, "[0-3] "), and
+# t:wait, w:fence/c:quiet and kernel.alltoallv
 # (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
 # windows of kind nccl and of kind vmm.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
@@ -146,8 +148,10 @@ passed=0 failed=0 skipped=0
 run() {
     local name=$1 np=$2
     shift 2
+    last_log=""
     wanted "$name" || return 0
     local log="$LOGS/${name//[\/:]/_}.np$np${tag// /-}.log"
+    last_log=$log
     local t0=$SECONDS
     if timeout "$TIMEOUT" "${mpi[@]}" -np "$np" "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
@@ -188,6 +192,41 @@ wait_no_folders() {
         ls -d /tmp/gcsh-mps-"$(id -u)"-* >/dev/null 2>&1 || return 0
         sleep 0.1
     done
+}
+
+# too_wide LOG: the lines of a lesson's log wider than 80 columns as gcsh -n
+# would show them ("" when none).  Under mpirun a line is tagged with the
+# ranks that printed it ("[2] ", or "[0-3] " where gcsh folded it); gcsh -n
+# folds a text every rank printed under "[0-3] " and one ranks 0, 2 and 3
+# printed under "[0,2-3] ", so each line counts with the tag of every rank
+# that printed its text anywhere in the log (the widest it can get).
+# Untagged lines are not the lesson's (mpirun's, NCCL's).  The first three.
+too_wide() {
+    awk '
+        function tag(text,   r, out, a) {   # "[0,2-3] " of the ranks in by[text]
+            out = ""
+            for (r = 0; r <= top; r++) {
+                if (!((text, r) in by)) continue
+                for (a = r; ((text, r + 1) in by); r++) ;
+                out = out (out == "" ? "" : ",") a (r > a ? "-" r : "")
+            }
+            return "[" out "] "
+        }
+        !match($0, /^\[[0-9,-]+\] /) { next }
+        { text = substr($0, RLENGTH + 1) }
+        NR == FNR {                          # first pass: who printed each text
+            n = split(substr($0, 2, RLENGTH - 3), part, ",")
+            for (i = 1; i <= n; i++) {
+                lo = part[i]; hi = part[i]
+                if (part[i] ~ /-/) { split(part[i], b, "-"); lo = b[1]; hi = b[2] }
+                for (r = lo + 0; r <= hi + 0; r++) { by[text, r] = 1; if (r > top) top = r }
+            }
+            next
+        }
+        (w = length(tag(text) text)) > 80 && !seen[text]++ {
+            printf "%s%d columns: %s%s", (shown++ ? "\n      " : ""), w, tag(text), text
+            if (shown == 3) exit
+        }' "$1" "$1"
 }
 
 # check NAME CONDITION-TEXT: a test that is a fact of this script (empty
@@ -247,6 +286,10 @@ for cfg in "${counts[@]}"; do
                  tests/lua/xfer_order.lua tests/lua/kernel_alltoallv.lua; do
             run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
                 "$BUILD/gcsh" -l window_kind "$t"
+            # what a lesson prints fits 80 columns, the ranks' tags included
+            case "$t" in lua/tutorial/*) [ -n "$last_log" ] && [ "$np" -gt 1 ] &&
+                check "$t:$kind np=$np$tag: every line fits 80 columns" "$(too_wide "$last_log")" ;;
+            esac
         done
     done
     # shell-driven GPU tests (faults): each prints its own "N passed, N failed"

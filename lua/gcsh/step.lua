@@ -59,10 +59,14 @@
 -- the barriers after that step (it neither signals nor waits, and the
 -- others wait only for each other); skip="signal", it signals "done"
 -- before it moves.  Either way a peer reads the late rank's chunk before
--- its write, or the late rank reads what a peer already overwrote.  The
--- on-time ranks keep step with each other, so the race comes out the same
--- every time.  skip= without a delay takes every barrier from every rank:
--- a real race, different from run to run.  The shell waits for every rank
+-- its write, or the late rank reads what a peer already overwrote.  With
+-- skip=, the late rank, after its sleep, also waits for every on-time rank
+-- to go as far as it can without it (to a barrier the late rank is in, or
+-- the end of the call; each says so on the late rank's own signal word): a
+-- sleep alone loses to an on-time rank descheduled for longer, a loaded
+-- machine's ordinary luck.  So the race comes out the same every time,
+-- whatever the load.  skip= without a delay takes every barrier from every
+-- rank: a real race, different from run to run.  The shell waits for every rank
 -- between lines (a barrier of its own), so a race needs two steps in one
 -- call: st:next(2) or st:run().
 --
@@ -105,8 +109,9 @@ for name, d in pairs(DTYPES) do TOL[name], ELEMENT_BYTES[name] = d.rtol, d.size 
 local WRONG_SHOWN = 8
 -- the largest delay, in ms (a lesson's late rank sleeps tens of ms)
 local DELAY_MAX_MS = 600000
--- signal slots: the plan's barriers, the stepper's own
-local PLAN_SLOT, OWN_SLOT = 0, 1
+-- signal slots: the plan's barriers, the stepper's own, and the late
+-- rank's (the on-time ranks say there that they went as far as they can)
+local PLAN_SLOT, OWN_SLOT, LATE_SLOT = 0, 1, 2
 -- the flag the ll stepper's stores carry (its area is cleared at reset)
 local LL_FLAG = 1
 
@@ -514,9 +519,31 @@ local function skips(x, rank, s)
   return rank == d.rank and (not d.step or d.step == s)
 end
 
+-- The late rank's step, when the race options make one (a delay with skip=).
+local function race_step(x)
+  return x.skip and x.delay and x.delay.step
+end
+
+-- An on-time rank past the late step, about to wait for the late rank (or
+-- at the end of the call): it tells the late rank it has gone as far as it
+-- can without it, once.
+local function release_late(x)
+  if not x.late_pending then return end
+  x.late_pending = false
+  x.sig:add(x.delay.rank, LATE_SLOT, 1)
+end
+
+-- The late rank, at its step: it waits until every on-time rank has gone
+-- as far as it can without it, so that their early reads come first.
+local function wait_for_on_time(x)
+  x.count[LATE_SLOT] = x.count[LATE_SLOT] + x.k - 1
+  x.sig:wait(LATE_SLOT, x.count[LATE_SLOT])
+end
+
 -- One of the plan's barriers (those after step s), as the race options
 -- leave it.  `arrived`: this rank signalled it already (skip="signal").
 local function plan_barrier(x, s, arrived)
+  if s ~= race_step(x) then release_late(x) end -- the late rank is in this one
   if x.skip == "barrier" then
     if skips(x, x.me, s) then return end
     local members = {}
@@ -544,11 +571,15 @@ local function do_step(x, s)
   local early = x.skip == "signal" and skips(x, x.me, s)
   if early then for _ = 1, g.after do arrive(x, PLAN_SLOT, x.everyone) end end
   local d = x.delay
-  if d and d.rank == x.me and (not d.step or d.step == s) then gcsh.sleep(d.ms / 1000) end
+  if d and d.rank == x.me and (not d.step or d.step == s) then
+    gcsh.sleep(d.ms / 1000)
+    if race_step(x) then wait_for_on_time(x) end
+  end
   for _, m in ipairs(g.moves) do
     if m.rank == x.me then move.run(x.ctx, m) end
   end
   for _ = 1, g.after do plan_barrier(x, s, early) end
+  if s == race_step(x) and x.me ~= d.rank then x.late_pending = true end
   -- without races, every rank's step is over before anyone samples, and
   -- every rank has sampled before anyone goes on: the picture is exact
   if not x.skip then own_barrier(x) end
@@ -589,7 +620,8 @@ local function restore(x)
   x.region:copy(x.init)
   if x.tmp then x.tmp:fill(0) end
   if x.ll_mine then x.ll_mine:fill(0) end
-  x.count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0 }
+  x.count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0, [LATE_SLOT] = 0 }
+  x.late_pending = false
   x.step = 0
   x.hist = { [0] = x.hist[0] }
   x.c:barrier() -- every region restored before anyone reads a peer
@@ -630,6 +662,7 @@ local function advance(self, last)
     x.step = s
     self.step = s
   end
+  release_late(x) -- (an on-time rank whose call ends after the late step)
   own_barrier(x) -- every rank done (the late one too) before anyone reads the result
   local at_end = x.step == x.steps
   if at_end then mine[#mine + 1] = verdict(x) end
@@ -798,7 +831,7 @@ local function new(fname, coll, w, root, opts)
   local x = {
     coll = coll, algo = o.algo, op = o.op, root = root, n = o.n, offset = o.offset,
     dtype = w.dtype, skip = o.skip, delay = o.delay, c = c, k = k, me = me, plan = plan,
-    dirty = false, count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0 }, step = 0,
+    dirty = false, count = { [PLAN_SLOT] = 0, [OWN_SLOT] = 0, [LATE_SLOT] = 0 }, step = 0,
   }
   x.groups, x.lead = group_steps(plan)
   x.groups = phase_steps(x.groups, coll, o.algo, k, o.offset)
@@ -812,7 +845,7 @@ local function new(fname, coll, w, root, opts)
     x.multicast = w:multicast()
     check_multicast_units(fname, x.multicast, plan, w.dtype)
   end
-  x.sig = c:signals(2)
+  x.sig = c:signals(3)
   local peers = {}
   for _, r in ipairs(w.team) do peers[r] = w:peer(r) end -- (hier: this node's)
   if (plan.nodes or 1) > 1 then -- hier's ranks of my chunk across nodes

@@ -173,6 +173,12 @@ function D.move_text(view, m)
   return string.format("r%d: %s -> %s%s", m.rank, src, dst, m.network and " (net)" or "")
 end
 
+-- "  " and s padded to w columns (string.format's "%-Ns" takes no N over
+-- 99: a cell a race filled with many ranks' data twice can be wider).
+local function column(s, w)
+  return "  " .. s .. string.rep(" ", w - #s)
+end
+
 -- The grid of the rows `rows` (indices into L.rows) that share `cells`,
 -- with marks; folds columns past WIDTH.
 local function grid_section(view, state, marks, cells, rows, label_w)
@@ -198,11 +204,11 @@ local function grid_section(view, state, marks, cells, rows, label_w)
       used = used + 2 + col_w[c1]; c1 = c1 + 1
     end
     local head = { string.rep(" ", 2 + label_w) }
-    for c = c0, c1 - 1 do head[#head + 1] = string.format("  %-" .. col_w[c] .. "s", heads[c]) end
+    for c = c0, c1 - 1 do head[#head + 1] = column(heads[c], col_w[c]) end
     lines[#lines + 1] = (table.concat(head):gsub("%s+$", ""))
     for _, r in ipairs(rows) do
-      local parts = { string.format("  %-" .. label_w .. "s", L.rows[r].label) }
-      for c = c0, c1 - 1 do parts[#parts + 1] = string.format("  %-" .. col_w[c] .. "s", texts[r][c]) end
+      local parts = { column(L.rows[r].label, label_w) }
+      for c = c0, c1 - 1 do parts[#parts + 1] = column(texts[r][c], col_w[c]) end
       lines[#lines + 1] = (table.concat(parts):gsub("%s+$", ""))
     end
     c0 = c1

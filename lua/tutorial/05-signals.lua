@@ -41,7 +41,9 @@ lesson.check(s:read(1) == size, "word 1 counted every arrival")
 -- A stepper runs an algorithm step by step with real loads and stores.  Its
 -- race options take a barrier away: delay makes the last rank 100 ms late
 -- at step 1, skip="signal" makes it signal "done" before it writes.  Its
--- right neighbour, rank 0, then reads its chunk too early.  Rank r starts
+-- right neighbour, rank 0, then reads its chunk too early.  (The late rank
+-- also waits for the others to go as far as they can without it: however
+-- slow the machine, the early read comes first.)  Rank r starts
 -- with 2^r, so a cell names the ranks whose data it holds; ! marks a wrong
 -- one, and a note under the grid names the read that went wrong.  (At 2
 -- ranks a second note says the late rank also read a chunk of rank 0's too

@@ -70,8 +70,10 @@ end
 if k >= 2 then
   local st = fresh({ algo = "oneshot", skip = "barrier", delay = { rank = 0, ms = LATE_MS } })
   H.eq(st:run({ quiet = true }), false, "oneshot: the late rank's loads come too late")
-  local others = k == 2 and "r1 too late, after step 2 overwrote it"
-                 or "r1, r2" .. (k > 3 and ", r3" or "") .. " too late, after step 2 overwrote them"
+  local peers = {}
+  for r = 1, k - 1 do peers[#peers + 1] = "r" .. r end
+  local others = table.concat(peers, ", ") .. " too late, after step 2 overwrote "
+                 .. (k == 2 and "it" or "them")
   H.truthy(table.concat(st.wrong, "\n"):find("r0 read " .. others, 1, true),
            "oneshot: the late read is named: " .. table.concat(st.wrong, " | "))
   st:free()
@@ -153,6 +155,22 @@ if k >= 3 then
   H.truthy(#a.wrong > 0, "delay at step 1: a race")
   a:free()
   b:free()
+end
+
+-- The race does not depend on the sleep: the late rank waits until the
+-- on-time ranks have gone as far as they can without it, so a delay of 0
+-- ms (no head start at all) gives the same race, note for note, as 200 ms.
+if k >= 2 then
+  for _, skip in ipairs({ "signal", "barrier" }) do
+    local a = fresh({ algo = "ring", skip = skip, delay = { rank = k - 1, ms = 0 } })
+    a:run({ quiet = true })
+    local b = fresh({ algo = "ring", skip = skip, delay = { rank = k - 1, ms = LATE_MS } })
+    b:run({ quiet = true })
+    H.truthy(#b.wrong > 0, skip .. ": the race with a sleep")
+    H.eq(table.concat(a.wrong, "\n"), table.concat(b.wrong, "\n"), skip .. ": 0 ms, the same race")
+    a:free()
+    b:free()
+  end
 end
 
 w:free()
