@@ -266,6 +266,9 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl *pa
     }
     c->comm = comm;
     c->mpi = mpi;
+    /* in the family first: an abort from here on is the family's */
+    if (family_join(ctx, st, c, parent) != 0)
+        goto fail;
     /* an MPI error is a Lua error */
     GCSH_MPI_TRY_GOTO(ctx, "communicator: ", fail, MPI_Comm_set_errhandler,
                         (mpi, MPI_ERRORS_RETURN));
@@ -283,12 +286,15 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl *pa
     if (parent ? split_symmetric(ctx, c, parent) != 0
                : make_twin(ctx, st, c) != 0 || probe_symmetric(ctx, c) != 0)
         goto fail;
-    if (family_join(ctx, st, c, parent) != 0)
-        goto fail;
     *out = c;
     return 0;
 fail:
-    if (!c || !c->aborted) { /* else aborted already, twin and all */
+    if (c && c->family) {
+        /* NCCL's abort of a member that shares resources sets the flag of
+         * every member: the family is aborted, and says so */
+        cuda_abort_comm(c);
+        family_leave(c);
+    } else if (!c || !c->aborted) { /* else aborted already, twin and all */
         if (c && c->coll)
             ncclCommAbort(c->coll);
         ncclCommAbort(comm);
