@@ -110,6 +110,23 @@ local CAPS = {
   { "fabric", "cumem_fabric" }, { "NCCL symmetric", "nccl_symmetric" },
 }
 local NVLS = { { "NVLS", "nvls" } }
+-- One long fact, wrapped at its words.
+local function wrap_words(item, out)
+  local words = {}
+  for w in item:gmatch("%S+") do words[#words + 1] = w end
+  wrap(words, " ", out)
+end
+
+-- How c:split makes a communicator (cuda: src/cuda/cuda_comm.c): a line
+-- only when splits share their parent's NCCL resources (GCSH_SPLIT_SHARE=1),
+-- which changes what an abort takes with it; the default ("own NCCL
+-- resources ...") stays in gcsh.info().splits, off a screen that is full
+-- at 8 ranks.
+local function splits_line(ranks, used, out)
+  used.splits = true
+  local v = folded(ranks, "splits")
+  if v and not v:find("^own ") then wrap_words("splits: " .. v, out) end
+end
 -- which networks MPI may use (gcsh -n's launcher: shell/launch_net.h)
 local NET = { { "MPI network:", "mpi_network" } }
 -- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart
@@ -242,11 +259,8 @@ function M.format(texts)
   wrap(items(ranks, CAPS, used), ", ", out)
   wrap(items(ranks, NVLS, used), "; ", out)
   wrap(items(ranks, NET, used), "; ", out)
-  for _, item in ipairs(items(ranks, SHARE, used)) do
-    local words = {}
-    for w in item:gmatch("%S+") do words[#words + 1] = w end
-    wrap(words, " ", out)
-  end
+  splits_line(ranks, used, out)
+  for _, item in ipairs(items(ranks, SHARE, used)) do wrap_words(item, out) end
   rank_table(ranks, used, out, nodes)
   link_matrix(ranks, links, out)
   -- facts no list above knows (a backend's new ones): generically, sorted

@@ -173,7 +173,7 @@ static int split_share_policy(gcsh_ctx *ctx, cuda_state *st)
                               mine);
     st->split_share = mine && strcmp(mine, "1") == 0;
     snprintf(st->split_share_why, sizeof st->split_share_why, "%s",
-             st->split_share ? "GCSH_SPLIT_SHARE=1" : "the default; GCSH_SPLIT_SHARE=1 turns it on");
+             st->split_share ? "GCSH_SPLIT_SHARE=1" : "GCSH_SPLIT_SHARE=0, the default");
     return 0;
 }
 
@@ -400,17 +400,12 @@ static void push_capabilities(lua_State *L, const gcsh_ctx *ctx, cuda_state *st,
     else
         lua_pushstring(L, "not asked yet (NCCL answers when comm.world() is made)");
     lua_setfield(L, -2, "nccl_symmetric");
-    if (st->split_share)
-        lua_pushfstring(L, "yes (%s): a split shares its parent's NCCL resources, and an abort "
-                           "of one communicator aborts those it shares them with",
-                        st->split_share_why);
-    else
-        lua_pushfstring(L, "no (%s): each split connects its own peers", st->split_share_why);
-    lua_setfield(L, -2, "split_share");
-    lua_pushstring(L, "a split's blocking twin (for the collectives) is made at its first "
-                      "collective of every rank; send, recv and barrier before it use the "
-                      "split's non-blocking communicator");
-    lua_setfield(L, -2, "split_setup");
+    /* how a split is made (cuda_comm.c), for .info's "splits:" line */
+    lua_pushfstring(L, "%s (%s); twin at the first collective",
+                    st->split_share ? "share the parent's NCCL resources and abort flag"
+                                    : "own NCCL resources",
+                    st->split_share_why);
+    lua_setfield(L, -2, "splits");
 }
 
 static void cuda_info(gcsh_ctx *ctx, void *lua_state)

@@ -2,7 +2,7 @@
 -- blocking twin is made at its first collective of every rank, so send,
 -- recv and barrier before it run on the split's non-blocking communicator;
 -- a first collective inside gcsh.graph makes the twin during the capture;
--- .info says how splits are set up.  GCSH_SPLIT_SHARE=1 (the second half)
+-- .info's splits line says how splits are set up.  GCSH_SPLIT_SHARE=1 (the second half)
 -- shares the parent's NCCL resources: a parent freed before its split is
 -- kept for it, and a new world after freeing the old one works.
 local H = require "harness"
@@ -11,12 +11,10 @@ local w = comm.world()
 local me, n = w.rank, w.size
 local sharing = os.getenv("GCSH_SPLIT_SHARE") == "1"
 if gcsh.backend == "cuda" then -- (the rest runs on the host backend too)
-  local info = gcsh.info()
-  H.truthy(type(info.split_share) == "string" and info.split_share:find("^[ny][eo]s? %("),
-           ".info split_share: " .. tostring(info.split_share))
-  H.truthy(type(info.split_setup) == "string" and info.split_setup:find("first collective", 1, true),
-           ".info split_setup: " .. tostring(info.split_setup))
-  H.eq(info.split_share:sub(1, 3) == "yes", sharing, "split_share follows GCSH_SPLIT_SHARE")
+  local splits = gcsh.info().splits
+  H.truthy(type(splits) == "string" and splits:find("twin at the first collective", 1, true),
+           ".info splits: " .. tostring(splits))
+  H.eq(splits:sub(1, 5) == "share", sharing, "splits follows GCSH_SPLIT_SHARE: " .. splits)
 end
 
 local function sum_of(members)
