@@ -29,17 +29,18 @@ local c = comm.world()
 local me = c.rank
 local info = gcsh.info()
 
-local function rss()
+local function status()
   local f = assert(io.open("/proc/self/status"))
   local s = f:read("a")
   f:close()
-  return tonumber(s:match("VmRSS:%s*(%d+) kB")) * 1024
+  return tonumber(s:match("VmRSS:%s*(%d+) kB")) * 1024, tonumber(s:match("Threads:%s*(%d+)"))
 end
 
 local function sample()
   collectgarbage("collect")
   collectgarbage("collect")
-  return { rss = rss(), device = tonumber(gcsh.info().gpu_memory_used or "") }
+  local rss, threads = status()
+  return { rss = rss, threads = threads, device = tonumber(gcsh.info().gpu_memory_used or "") }
 end
 
 local x = tensor.new(64)
@@ -96,17 +97,17 @@ local function run(name)
   local ok_rss = n > 0 and per_100 <= RSS_MAX
   local verdict = (ok_time and ok_rss) and "PASS" or "FAIL"
   print(string.format("%s %-9s %-22s rank %d: %3d rounds after %d warm-up%s: %.3f s a round%s, "
-                      .. "RSS %+d KiB (%+d KiB per 100 rounds%s)%s, device %s%s",
+                      .. "RSS %+d KiB (%+d KiB per 100 rounds%s)%s, device %s, threads %+d%s",
                       verdict, name, LABEL, me, n, warm, capped and " (capped at " .. CAP .. " s)" or "",
                       per_round, ok_time and "" or " (> 0.2)", growth // 1024, math.floor(per_100 / 1024),
                       n < 100 and n > 0 and ", by proportion" or "", ok_rss and "" or " (> 1024)",
                       dev and string.format("%+d KiB", dev // 1024) or "n/a",
-                      n == 0 and " (no measured round)" or ""))
+                      after.threads - before.threads, n == 0 and " (no measured round)" or ""))
 end
 
 if me == 0 then
-  print(string.format("config %s: %d ranks, gpu %s, %s, nccl %s; split_share: %s",
+  print(string.format("config %s: %d ranks, gpu %s, shared %s, nccl %s; splits: %s",
                       LABEL, c.size, tostring(info.gpu_name), tostring(info.gpu_shared),
-                      tostring(info.nccl_version), tostring(info.split_share)))
+                      tostring(info.nccl_version), tostring(info.splits)))
 end
 for name in VARIANTS:gmatch("[^,]+") do run(name) end
