@@ -126,12 +126,13 @@ static void abort_one(gcsh_comm_impl *c, int comm_too)
 
 /* Communicators that share NCCL's resources share its abort flag: once one
  * is aborted, every call on the others fails, so they are aborted too (and
- * say so, rather than fail later with an error that names none of this). */
+ * say so, rather than fail later with an error that names none of this).
+ * The newest first: a split goes before the communicator it shares. */
 static void abort_family(gcsh_comm_impl *c)
 {
     if (!c->family)
         return;
-    for (gcsh_comm_impl *m = c->family->head; m; m = m->fam_next)
+    for (gcsh_comm_impl *m = c->family->tail; m; m = m->fam_prev)
         abort_one(m, 1);
 }
 
