@@ -148,8 +148,10 @@ void cuda_abort_comm(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
-    abort_one(c, 1);
-    abort_family(c);
+    if (c->family)
+        abort_family(c); /* c among them, in their order */
+    else
+        abort_one(c, 1);
 }
 
 /* Polls c's asynchronous state: 1 while its last call is still being issued
