@@ -54,7 +54,7 @@ run() {
     local log="$LOGS/split-$label-share$share.log"
     local nvar
     nvar=$(tr ',' '\n' <<<"$variants" | grep -c .)
-    local limit=$((cap * nvar + 45))
+    local limit=$((cap * nvar + 30))
     local t=$SECONDS
     GCSH_SPLIT_SHARE=$share GPU_SPLIT_CAP=$cap GPU_SPLIT_VARIANTS=$variants \
         GPU_SPLIT_LABEL="$label/share=$share" \
