@@ -1,7 +1,8 @@
 -- What a split costs (issue 35), run by scripts/gpu-split.sh under mpirun:
 -- rounds of c:split(rank % 2, rank), something on the split, s:free(), and
 -- per rank the seconds a round and the growth of RSS and device memory
--- after a warm-up.  Variants (GPU_SPLIT_VARIANTS, comma-separated, in order):
+-- after a warm-up.  Variants (GPU_SPLIT_VARIANTS, comma-separated, in order,
+-- each NAME or NAME:CAP, CAP its own seconds instead of GPU_SPLIT_CAP):
 --   free        split + free: the communicator alone
 --   barrier     split + s:barrier() + free: a collective without the twin
 --               (a barrier runs on the split's non-blocking communicator)
@@ -69,7 +70,7 @@ local function go_on(t0, cap)
   return votes[1] == "1"
 end
 
-local function run(name)
+local function run(name, CAP)
   local round = rounds[name]
   if not round then error("GPU_SPLIT_VARIANTS: unknown variant '" .. name .. "' (valid: free, barrier, allreduce)") end
   c:barrier()
@@ -110,4 +111,7 @@ if me == 0 then
                       LABEL, c.size, tostring(info.gpu_name), tostring(info.gpu_shared),
                       tostring(info.nccl_version), tostring(info.splits)))
 end
-for name in VARIANTS:gmatch("[^,]+") do run(name) end
+for v in VARIANTS:gmatch("[^,]+") do
+  local name, cap = v:match("^([^:]+):?(.*)$")
+  run(name, tonumber(cap) or CAP)
+end
