@@ -7,7 +7,9 @@
 # round and <= 1 MiB of RSS per 100 rounds; the done-when row (allreduce at
 # 4 GPUs) first.  Variants: free (split + free), barrier (+ a barrier, no
 # twin), allreduce (+ an all-reduce on a device tensor: the twin is made).
-# Then tests/gpu/split_lazy.lua with and without sharing, time permitting.
+# Then tests/gpu/split_lazy.lua with and without sharing, and a row with
+# NCCL_RUNTIME_CONNECT=1 (informative, not counted), time permitting.
+# Prints "DONE-WHEN ... PASS|FAIL" per sharing setting; exits 1 on a FAIL.
 #
 #   bash scripts/gpu-split.sh build/gcsh      (as root: --allow-run-as-root)
 #
