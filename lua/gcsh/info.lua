@@ -110,6 +110,35 @@ local CAPS = {
   { "fabric", "cumem_fabric" }, { "NCCL symmetric", "nccl_symmetric" },
 }
 local NVLS = { { "NVLS", "nvls" } }
+-- One long fact, wrapped at its words.
+-- One item, wrapped after its "; " parts, and between words where a part
+-- alone passes WIDTH.
+local function wrap_words(item, out)
+  local parts, lines = {}, {}
+  for part in (item .. "; "):gmatch("(.-); ") do parts[#parts + 1] = part end
+  wrap(parts, "; ", lines)
+  for _, line in ipairs(lines) do
+    if #line <= WIDTH then
+      out[#out + 1] = line
+    else
+      local words = {}
+      for w in line:gmatch("%S+") do words[#words + 1] = w end
+      if line:match("^  ") then words[1] = "  " .. words[1] end
+      wrap(words, " ", out)
+    end
+  end
+end
+
+-- How c:split makes a communicator (cuda: src/cuda/cuda_comm.c): a line
+-- only when splits share their parent's NCCL resources (GCSH_SPLIT_SHARE=1),
+-- which changes what an abort takes with it; the default ("own NCCL
+-- resources ...") stays in gcsh.info().splits, off a screen that is full
+-- at 8 ranks.
+local function splits_line(ranks, used, out)
+  used.splits = true
+  local v = folded(ranks, "splits")
+  if v and not v:find("^own ") then wrap_words("splits: " .. v, out) end
+end
 -- which networks MPI may use (gcsh -n's launcher: shell/launch_net.h)
 local NET = { { "MPI network:", "mpi_network" } }
 -- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart
@@ -240,29 +269,10 @@ function M.format(texts)
   for _, item in ipairs(items(ranks, DEVICE, used)) do head[#head + 1] = item end
   wrap(head, ", ", out)
   wrap(items(ranks, CAPS, used), ", ", out)
-  -- one item each, wrapped after its "; " parts, and between words where
-  -- a part alone passes 80
-  local function wrap_words(list)
-    for _, item in ipairs(list) do
-      local parts, lines = {}, {}
-      for part in (item .. "; "):gmatch("(.-); ") do parts[#parts + 1] = part end
-      wrap(parts, "; ", lines)
-      for _, line in ipairs(lines) do
-        if #line <= WIDTH then
-          out[#out + 1] = line
-        else
-          local words = {}
-          for w in line:gmatch("%S+") do words[#words + 1] = w end
-          local indent = #out > 0 and line:match("^  ") and "  " or ""
-          words[1] = indent .. words[1]
-          wrap(words, " ", out)
-        end
-      end
-    end
-  end
-  wrap_words(items(ranks, NVLS, used))
-  wrap_words(items(ranks, NET, used))
-  wrap_words(items(ranks, SHARE, used))
+  for _, item in ipairs(items(ranks, NVLS, used)) do wrap_words(item, out) end
+  for _, item in ipairs(items(ranks, NET, used)) do wrap_words(item, out) end
+  splits_line(ranks, used, out)
+  for _, item in ipairs(items(ranks, SHARE, used)) do wrap_words(item, out) end
   rank_table(ranks, used, out, nodes)
   link_matrix(ranks, links, out)
   -- facts no list above knows (a backend's new ones): generically, sorted

@@ -373,8 +373,11 @@ static int comm_world(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     note_leaks_once(L);
-    if (lua_getfield(L, LUA_REGISTRYINDEX, WORLD_KEY) == LUA_TUSERDATA &&
-        ((lcomm *)lua_touserdata(L, -1))->impl && !((lcomm *)lua_touserdata(L, -1))->chk.aborted)
+    /* a world aborted by the backend alone (cuda: with a split that shared
+     * its resources) is replaced as one aborted here */
+    lcomm *cached = lua_getfield(L, LUA_REGISTRYINDEX, WORLD_KEY) == LUA_TUSERDATA
+                        ? lua_touserdata(L, -1) : NULL;
+    if (cached && cached->impl && !is_aborted(ctx, cached, cached->impl))
         return 1;
     lua_pop(L, 1);
     gcsh_graph_refuse_now(L, "comm.world() (making a communicator)",

@@ -99,7 +99,17 @@ typedef struct cuda_state {
     cudaStream_t bell_stream[GCSH_PERSIST_MAX_RUNNING];
     cudaEvent_t bell_event[GCSH_PERSIST_MAX_RUNNING];
     unsigned bells_taken; /* bit i: slot i belongs to a resident */
+    /* Whether a split shares its parent's NCCL resources (config.splitShare;
+     * cuda_comm.c says what follows), and who decided it, for .info. */
+    int split_share;
+    char split_share_why[96];
 } cuda_state;
+
+/* Communicators that share NCCL's resources (cuda_state.split_share): the
+ * members not destroyed yet, in creation order (cuda_comm.c). */
+typedef struct cuda_family {
+    struct gcsh_comm_impl *head, *tail;
+} cuda_family;
 
 struct gcsh_comm_impl {
     /* Non-blocking (interruptible): creation, splits, windows, device
@@ -108,7 +118,9 @@ struct gcsh_comm_impl {
     /* Its blocking twin (ncclCommSplit of comm, every rank, config.blocking
      * = 1), for the collectives: a blocking communicator issues in about a
      * microsecond where a non-blocking one hands every call to a thread of
-     * its own (55-250 us per call on H200s). */
+     * its own (55-250 us per call on H200s).  The world's is made with it;
+     * a split's at its first collective of every rank (NULL until then:
+     * cuda_comm.c says why). */
     ncclComm_t coll;
     int busy;             /* in cuda_state.busy */
     /* The same ranks in the same order over MPI: the control exchange
@@ -124,6 +136,17 @@ struct gcsh_comm_impl {
      * it stops them, as their calls would wait for peers that stopped). */
     gcsh_persist_impl *resident;
     void (*on_abort)(gcsh_comm_impl *c);
+    /* With split_share: the communicators whose NCCL resources are one
+     * (a world and every split made from it or from its splits).  NCCL
+     * gives them one abort flag, so an abort of one is an abort of all;
+     * and a communicator is destroyed only after its splits (freed here
+     * before them, it is held: released, its NCCL side kept).  NULL
+     * without sharing. */
+    cuda_family *family;
+    gcsh_comm_impl *share_parent;   /* the communicator it was split from */
+    gcsh_comm_impl *fam_next, *fam_prev;
+    int share_kids;                 /* its splits not destroyed yet */
+    int released;                   /* freed by the bindings; held for its splits */
 };
 
 /* ---- GPU choice and sharing (cuda_share.c) ---- */
@@ -218,10 +241,11 @@ int cuda_enqueued(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
 /* c has work in flight (an interrupted wait for the stream aborts it),
  * with no throttle and no CUDA call: 0, or -1 with ctx->err. */
 int cuda_mark_busy(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c);
-/* Aborts c: both of its NCCL communicators (an abort waits for nobody). */
+/* Aborts c: both of its NCCL communicators (an abort waits for nobody),
+ * and with split_share every communicator of its family (one abort flag). */
 void cuda_abort_comm(gcsh_comm_impl *c);
 /* c->comm was aborted already (a failed settle does that): abort its twin
- * and mark c aborted. */
+ * and mark c aborted (its family too, as cuda_abort_comm). */
 void cuda_comm_lost(gcsh_comm_impl *c);
 /* Forgets c (released): it has no work in flight any more. */
 void cuda_forget_busy(cuda_state *st, gcsh_comm_impl *c);

@@ -149,6 +149,34 @@ static void nccl_connect_when_made(void)
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 }
 
+/* GCSH_SPLIT_SHARE (0 or 1; default 0): whether a split shares its parent's
+ * NCCL resources (ncclConfig_t.splitShare: proxy, connections, streams), so
+ * that a split costs a bootstrap instead of a new set of connections (~1 s
+ * a split with its twin, 4 H100s; issue 35).  Its price: NCCL gives the
+ * communicators that share one abort flag, so an abort of one (an
+ * interrupted collective) aborts the others, the world among them.
+ * NCCL_COMM_SPLIT_SHARE_RESOURCES, NCCL's own switch, overrides the config
+ * inside NCCL, so when it is set it decides here too: gcsh must know which
+ * communicators share a flag. */
+static int split_share_policy(gcsh_ctx *ctx, cuda_state *st)
+{
+    const char *nccl = getenv("NCCL_COMM_SPLIT_SHARE_RESOURCES");
+    const char *mine = getenv("GCSH_SPLIT_SHARE");
+    if (nccl && *nccl) {
+        st->split_share = atoi(nccl) == 1; /* NCCL takes any other value as 0 */
+        snprintf(st->split_share_why, sizeof st->split_share_why,
+                 "NCCL_COMM_SPLIT_SHARE_RESOURCES=%.40s", nccl);
+        return 0;
+    }
+    if (mine && *mine && strcmp(mine, "0") != 0 && strcmp(mine, "1") != 0)
+        return gcsh_set_error(ctx, "cuda backend: GCSH_SPLIT_SHARE=%s: valid values are 0 and 1",
+                              mine);
+    st->split_share = mine && strcmp(mine, "1") == 0;
+    snprintf(st->split_share_why, sizeof st->split_share_why, "%s",
+             st->split_share ? "GCSH_SPLIT_SHARE=1" : "GCSH_SPLIT_SHARE=0, the default");
+    return 0;
+}
+
 /* A kernel collective's blocks wait for their peers' blocks: all of them
  * must be resident at once, on every GPU.  Ranks sharing a GPU split the
  * room it has for such blocks (an H100 holds one 512-thread block of them
@@ -187,6 +215,8 @@ static int cuda_init(gcsh_ctx *ctx)
     if (!st)
         return gcsh_set_error(ctx, "cuda backend: out of host memory");
     st->dev = dev;
+    if (split_share_policy(ctx, st) != 0)
+        goto fail;
     struct cudaDeviceProp prop;
     CUDA_TRY(ctx, cudaSetDevice(st->dev));
     CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
@@ -370,6 +400,12 @@ static void push_capabilities(lua_State *L, const gcsh_ctx *ctx, cuda_state *st,
     else
         lua_pushstring(L, "not asked yet (NCCL answers when comm.world() is made)");
     lua_setfield(L, -2, "nccl_symmetric");
+    /* how a split is made (cuda_comm.c), for .info's "splits:" line */
+    lua_pushfstring(L, "%s (%s); twin at the first collective",
+                    st->split_share ? "share the parent's NCCL resources and abort flag"
+                                    : "own NCCL resources",
+                    st->split_share_why);
+    lua_setfield(L, -2, "splits");
 }
 
 static void cuda_info(gcsh_ctx *ctx, void *lua_state)

@@ -9,7 +9,22 @@
  * (55-250 us per call on H200s), a blocking one issues in about a
  * microsecond.  A call on the twin waits for no peer on the host: the
  * first collective, which would connect the peers lazily, runs once when
- * the communicator is made, so the first one at the prompt is not slow.
+ * the twin is made, so the first one at the prompt is not slow.
+ *
+ * What a communicator costs (issue 35: a split with an all-reduce took
+ * 1.4 s at 4 H100s, three NCCL set-ups): the world makes its twin at once
+ * (made once, and benchmarks run on it); a split makes its twin at its
+ * first collective of every rank (a split made to be freed, or used for a
+ * few send/recv or barriers, never pays for one: those run on the
+ * non-blocking communicator until then), and takes its parent's answer on
+ * symmetric memory where NCCL's rule makes it the same (split_symmetric).
+ * With GCSH_SPLIT_SHARE=1 a split shares its parent's NCCL resources
+ * (ncclConfig_t.splitShare): no new proxy, connections or streams, and the
+ * twin shares the split's.  NCCL then gives the family one abort flag, so
+ * an abort of one member aborts all (cuda_abort_comm), and frees the
+ * shared resources with the last member: a member freed before its splits
+ * is held (released, its NCCL communicators kept) and destroyed after
+ * them, children first (destroy_up).
  *
  * Semantics: stream-ordered, as NCCL's.  A collective is enqueued on the
  * rank's stream and the call returns; a host read of a tensor, the end of a
@@ -21,6 +36,9 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <mpi.h>
 
@@ -46,32 +64,97 @@ static cuda_state *comm_enter(gcsh_ctx *ctx, gcsh_comm_impl *c)
     return cuda_enter(ctx);
 }
 
-/* Every communicator is made with this: non-blocking, see the top. */
-static ncclConfig_t nonblocking_config(void)
+/* Every communicator is made with this: non-blocking, see the top; with
+ * split_share, the splits made from it share its resources. */
+static ncclConfig_t nonblocking_config(const cuda_state *st)
 {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
+    config.splitShare = st->split_share;
     return config;
 }
 
-/* The blocking twin of c->comm (see the top), connected by one collective. */
-static int make_twin(gcsh_ctx *ctx, gcsh_comm_impl *c)
+/* Waits for c->comm's pending call; a failure there aborted c->comm
+ * (cuda_nccl_settle), and so c. */
+static int settle(gcsh_ctx *ctx, gcsh_comm_impl *c, const char *what)
 {
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
+    if (cuda_nccl_settle(ctx, c->comm, what) == 0)
+        return 0;
+    cuda_comm_lost(c);
+    return -1;
+}
+
+/* ncclCommSplit of c->comm into *twin, settled.  During a capture (a
+ * split's first collective may be captured) this thread's calls go relaxed
+ * meanwhile: NCCL allocates as it sets the twin up, which a thread-local
+ * capture refuses, and nothing of it goes on the captured stream. */
+static int split_twin(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclComm_t *twin)
+{
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
-    NCCL_TRY(ctx, c->comm, ncclCommSplit(c->comm, 0, c->rank, &c->coll, &config));
-    if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (blocking twin)") != 0)
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (ctx->graph)
+        cudaThreadExchangeStreamCaptureMode(&mode);
+    ncclResult_t r = ncclCommSplit(c->comm, 0, c->rank, twin, &config);
+    int rc = 0;
+    if (r != ncclSuccess && r != ncclInProgress) {
+        rc = nccl_error(ctx, c->comm, __FILE__, __LINE__, "ncclCommSplit", r);
+    } else if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (blocking twin)") != 0) {
+        if (*twin)
+            ncclCommAbort(*twin);
+        *twin = NULL;
+        cuda_comm_lost(c);
+        rc = -1;
+    }
+    if (ctx->graph)
+        cudaThreadExchangeStreamCaptureMode(&mode);
+    return rc;
+}
+
+/* The blocking twin of c->comm (see the top), connected by one collective
+ * (not while the stream captures: that call would be captured, and
+ * NCCL_RUNTIME_CONNECT=0 connected it anyway, cuda_backend.c). */
+static int make_twin(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
+{
+    ncclComm_t twin = NULL;
+    if (split_twin(ctx, c, &twin) != 0)
         return -1;
-    if (!c->coll)
+    if (!twin)
         return gcsh_set_error(ctx, "communicator set-up: the blocking twin was not made");
+    c->coll = twin;
+    if (ctx->graph)
+        return 0;
     NCCL_TRY(ctx, c->coll,
              ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->coll, st->stream));
-    return cuda_wait(ctx, st, NULL);
+    return cuda_wait(ctx, st, c);
 fail:
     return -1;
+}
+
+/* Entry to a collective that every rank of c makes: comm_enter, and c's
+ * twin, made here the first time (a split may never need one: see the
+ * top).  Every member comes here for the same call, so the twin's split,
+ * collective over c, meets every member. */
+static cuda_state *coll_enter(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (st && !c->coll && make_twin(ctx, st, c) != 0)
+        return NULL;
+    return st;
+}
+
+/* The communicator of a call that not every rank makes (send, recv) or
+ * that needs no speed (a barrier): the twin when there is one. */
+static ncclComm_t any_of(const gcsh_comm_impl *c)
+{
+    return c->coll ? c->coll : c->comm;
+}
+
+/* After a call on k: on the non-blocking communicator, NCCL refuses the
+ * next call until this one was issued. */
+static int issued(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclComm_t k, const char *what)
+{
+    return k == c->comm ? settle(ctx, c, what) : 0;
 }
 
 /* Whether NCCL offers symmetric memory (windows of kind "nccl", device
@@ -92,19 +175,85 @@ static int probe_symmetric(gcsh_ctx *ctx, gcsh_comm_impl *c)
         return 0;
     if (!c->symmetric) /* anything else is a failure to make the communicator */
         return nccl_error(ctx, c->comm, __FILE__, __LINE__, "ncclDevCommCreate", r);
-    if (cuda_nccl_settle(ctx, c->comm, "communicator set-up (symmetric memory)") != 0)
+    if (settle(ctx, c, "communicator set-up (symmetric memory)") != 0)
         return -1;
     NCCL_TRY(ctx, c->comm, gcsh_nccl_devcomm_destroy(c->comm, dc));
-    return cuda_nccl_settle(ctx, c->comm, "communicator set-up (symmetric memory)");
+    return settle(ctx, c, "communicator set-up (symmetric memory)");
 fail:
     return -1;
 }
 
+/* NCCL's answer for a split, without asking when the parent's is yes: NCCL
+ * 2.28 offers symmetric memory when every pair of the communicator's ranks
+ * has direct peer access, on one machine, with NCCL_WIN_ENABLE and cuMem
+ * on (init.cc: isAllDirectP2p && nNodes == 1; transport.cc checks the
+ * pairs, and a single rank has none).  Pairs of a subset are pairs of the
+ * parent, so a split of two ranks or more inherits a yes; a no may still
+ * be a yes for a smaller set (a split within one machine), so that one
+ * asks.  The device communicator of the probe was the costliest part of a
+ * split after the communicator itself (a collective exchange of cuMem
+ * handles through NCCL's proxies). */
+static int split_symmetric(gcsh_ctx *ctx, gcsh_comm_impl *c, const gcsh_comm_impl *parent)
+{
+    if (parent->symmetric && c->size > 1) {
+        c->symmetric = 1;
+        return 0;
+    }
+    return probe_symmetric(ctx, c);
+}
+
+/* ---- families: communicators that share NCCL's resources ------------------- */
+
+/* With split_share, c joins its parent's family (the world starts one). */
+static int family_join(gcsh_ctx *ctx, const cuda_state *st, gcsh_comm_impl *c,
+                       gcsh_comm_impl *parent)
+{
+    if (!st->split_share || (parent && !parent->family))
+        return 0;
+    cuda_family *f = parent ? parent->family : calloc(1, sizeof *f);
+    if (!f)
+        return gcsh_set_error(ctx, "communicator: out of host memory");
+    c->family = f;
+    c->share_parent = parent;
+    if (parent)
+        parent->share_kids++;
+    c->fam_prev = f->tail;
+    if (f->tail)
+        f->tail->fam_next = c;
+    else
+        f->head = c;
+    f->tail = c;
+    return 0;
+}
+
+static void family_leave(gcsh_comm_impl *c)
+{
+    cuda_family *f = c->family;
+    if (!f)
+        return;
+    if (c->share_parent)
+        c->share_parent->share_kids--;
+    if (c->fam_prev)
+        c->fam_prev->fam_next = c->fam_next;
+    else
+        f->head = c->fam_next;
+    if (c->fam_next)
+        c->fam_next->fam_prev = c->fam_prev;
+    else
+        f->tail = c->fam_prev;
+    if (!f->head)
+        free(f);
+    c->family = NULL;
+}
+
 /* Takes ownership of both communicators; on failure both are released.
- * The MPI one must hold the same ranks in the same order (checked). */
-static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **out)
+ * The MPI one must hold the same ranks in the same order (checked).
+ * parent: the communicator it was split from, NULL for the world. */
+static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl *parent,
+                gcsh_comm_impl **out)
 {
     int mpi_rank = -1, mpi_size = -1;
+    cuda_state *st = ctx->be_state;
     if (cuda_nccl_settle(ctx, comm, "communicator set-up") != 0) {
         if (mpi != MPI_COMM_NULL) /* settle aborted comm */
             MPI_Comm_free(&mpi);
@@ -117,6 +266,9 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
     }
     c->comm = comm;
     c->mpi = mpi;
+    /* in the family first: an abort from here on is the family's */
+    if (family_join(ctx, st, c, parent) != 0)
+        goto fail;
     /* an MPI error is a Lua error */
     GCSH_MPI_TRY_GOTO(ctx, "communicator: ", fail, MPI_Comm_set_errhandler,
                         (mpi, MPI_ERRORS_RETURN));
@@ -129,14 +281,24 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl **o
                        c->size, mpi_rank, mpi_size);
         goto fail;
     }
-    if (make_twin(ctx, c) != 0 || probe_symmetric(ctx, c) != 0)
+    /* the world's twin now: comm.world() is made once, and its first
+     * collective stays as fast as the next */
+    if (parent ? split_symmetric(ctx, c, parent) != 0
+               : make_twin(ctx, st, c) != 0 || probe_symmetric(ctx, c) != 0)
         goto fail;
     *out = c;
     return 0;
 fail:
-    if (c && c->coll)
-        ncclCommAbort(c->coll);
-    ncclCommAbort(comm);
+    if (c && c->family) {
+        /* NCCL's abort of a member that shares resources sets the flag of
+         * every member: the family is aborted, and says so */
+        cuda_abort_comm(c);
+        family_leave(c);
+    } else if (!c || !c->aborted) { /* else aborted already, twin and all */
+        if (c && c->coll)
+            ncclCommAbort(c->coll);
+        ncclCommAbort(comm);
+    }
     if (mpi != MPI_COMM_NULL)
         MPI_Comm_free(&mpi);
     free(c);
@@ -153,7 +315,8 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
         ncclUniqueId id;
     } msg = {0};
     ncclComm_t comm = NULL;
-    if (!cuda_enter(ctx))
+    cuda_state *st = cuda_enter(ctx);
+    if (!st)
         return -1;
     if (ctx->rank == 0)
         msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
@@ -161,13 +324,12 @@ static int cuda_world(gcsh_ctx *ctx, gcsh_comm_impl **out)
     if (!msg.ok)
         return gcsh_set_error(ctx, "comm.world: ncclGetUniqueId failed on rank 0: %s",
                               ncclGetLastError(NULL));
-    ncclConfig_t config = nonblocking_config();
+    ncclConfig_t config = nonblocking_config(st);
     NCCL_TRY(ctx, NULL, ncclCommInitRankConfig(&comm, ctx->size, msg.id, ctx->rank, &config));
     MPI_Comm mpi = MPI_COMM_NULL;
     GCSH_MPI_TRY_GOTO(ctx, "comm.world: ", dup_failed, MPI_Comm_dup, (MPI_COMM_WORLD, &mpi));
-    if (wrap(ctx, comm, mpi, out) != 0)
+    if (wrap(ctx, comm, mpi, NULL, out) != 0)
         return -1;
-    cuda_state *st = ctx->be_state;
     st->world_symmetric = (*out)->symmetric ? 1 : -1;
     return 0;
 dup_failed:
@@ -185,9 +347,10 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
 {
     ncclComm_t comm = NULL;
     MPI_Comm mpi = MPI_COMM_NULL;
-    if (!comm_enter(ctx, parent))
+    cuda_state *st = comm_enter(ctx, parent);
+    if (!st)
         return -1;
-    ncclConfig_t config = nonblocking_config();
+    ncclConfig_t config = nonblocking_config(st);
     GCSH_MPI_TRY(ctx, "split: ", MPI_Comm_split,
                    (parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &mpi));
     NCCL_TRY(ctx, parent->comm,
@@ -205,7 +368,7 @@ static int cuda_split(gcsh_ctx *ctx, gcsh_comm_impl *parent, int color, int key,
         *out = NULL;
         return 0;
     }
-    return wrap(ctx, comm, mpi, out);
+    return wrap(ctx, comm, mpi, parent, out);
 fail:
     if (mpi != MPI_COMM_NULL)
         MPI_Comm_free(&mpi);
@@ -218,17 +381,8 @@ fail:
  * asynchronous error (a peer died, a collective failed) would block it
  * forever, so that one, and one already marked aborted, goes through
  * ncclCommAbort, which never waits for peers. */
-static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
+static void destroy_nccl(gcsh_ctx *ctx, gcsh_comm_impl *c)
 {
-    if (!c)
-        return;
-    cuda_state *st = ctx->be_state;
-    if (!c->aborted && c->busy && st && cuda_enter(ctx) && cuda_wait(ctx, st, c) != 0) {
-        /* its work never ended (an interrupt aborted it meanwhile): abort */
-        cuda_abort_comm(c);
-    }
-    if (st)
-        cuda_forget_busy(st, c);
     if (c->aborted && c->coll) {
         c->coll = NULL; /* aborted with its twin: nothing more to release */
     } else if (c->coll && cuda_enter(ctx)) {
@@ -250,11 +404,45 @@ static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
         else if (cuda_nccl_settle(ctx, c->comm, "free") == 0) /* else: settle aborted it */
             ncclCommDestroy(c->comm);
     }
+}
+
+/* The NCCL side goes, then c; a parent held for c follows once it has no
+ * split left (NCCL's shared resources go with the last of them, in the
+ * order they were shared: a split's before its parent's). */
+static void destroy_up(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    while (c && c->released && c->share_kids == 0) {
+        gcsh_comm_impl *parent = c->share_parent;
+        destroy_nccl(ctx, c);
+        family_leave(c);
+        free(c);
+        c = parent;
+    }
+#ifdef __GLIBC__
+    /* NCCL frees a communicator's host memory across the arenas of the
+     * threads that made it (its init, proxy and job threads): give the
+     * freed pages back, or a loop of splits keeps them as RSS (issue 35) */
+    malloc_trim(0);
+#endif
+}
+
+static void cuda_comm_release(gcsh_ctx *ctx, gcsh_comm_impl *c)
+{
+    if (!c)
+        return;
+    cuda_state *st = ctx->be_state;
+    if (!c->aborted && c->busy && st && cuda_enter(ctx) && cuda_wait(ctx, st, c) != 0) {
+        /* its work never ended (an interrupt aborted it meanwhile): abort */
+        cuda_abort_comm(c);
+    }
+    if (st)
+        cuda_forget_busy(st, c);
     /* Local in practice; an agree interrupted mid-way may leave a request
      * on it, which MPI_Comm_free allows (the free is deferred). */
     if (c->mpi != MPI_COMM_NULL)
         MPI_Comm_free(&c->mpi);
-    free(c);
+    c->released = 1;
+    destroy_up(ctx, c); /* held while splits that share its resources live */
 }
 
 static int cuda_comm_rank(gcsh_comm_impl *c)
@@ -288,8 +476,10 @@ static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->coll,
-             ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, c->coll, st->stream));
+    ncclComm_t k = any_of(c); /* no twin for it: every comm gets a barrier at the end */
+    NCCL_TRY(ctx, k, ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, k, st->stream));
+    if (issued(ctx, c, k, "barrier") != 0)
+        return -1;
     return cuda_wait(ctx, st, c); /* a barrier returns once every rank reached it */
 fail:
     return -1;
@@ -298,7 +488,7 @@ fail:
 static int cuda_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt, gcsh_redop op)
 {
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     NCCL_TRY(ctx, c->coll,
@@ -311,7 +501,7 @@ fail:
 static int cuda_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
                           gcsh_dtype dt, int root)
 {
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     NCCL_TRY(ctx, c->coll,
@@ -325,7 +515,7 @@ fail:
 static int cuda_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                        size_t count, gcsh_dtype dt, gcsh_redop op, int root)
 {
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     NCCL_TRY(ctx, c->coll,
@@ -394,7 +584,7 @@ static int cuda_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out
 {
     size_t esize = gcsh_dtype_size(dt), bytes = count * esize;
     char *tmp = NULL; /* the identity, then an in-place call's input */
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     if (!bytes)
@@ -419,7 +609,7 @@ fail:
 static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt)
 {
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     NCCL_TRY(ctx, c->coll,
@@ -432,7 +622,7 @@ fail:
 static int cuda_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                               size_t count, gcsh_dtype dt, gcsh_redop op)
 {
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     NCCL_TRY(ctx, c->coll,
@@ -469,7 +659,7 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
 {
     void *tmp = NULL;
     size_t bytes = count * gcsh_dtype_size(dt) * (size_t)c->size;
-    cuda_state *st = comm_enter(ctx, c);
+    cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
     if (in == out && bytes) {
@@ -491,7 +681,10 @@ static int cuda_send(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *buf, size_t c
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->coll, ncclSend(buf, count, cuda_nccl_type(dt), peer, c->coll, st->stream));
+    ncclComm_t k = any_of(c); /* a pair's call cannot make the twin of all */
+    NCCL_TRY(ctx, k, ncclSend(buf, count, cuda_nccl_type(dt), peer, k, st->stream));
+    if (issued(ctx, c, k, "send") != 0)
+        return -1;
     return finish(ctx, st, c);
 fail:
     return -1;
@@ -503,7 +696,10 @@ static int cuda_recv(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count, 
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    NCCL_TRY(ctx, c->coll, ncclRecv(buf, count, cuda_nccl_type(dt), peer, c->coll, st->stream));
+    ncclComm_t k = any_of(c); /* a pair's call cannot make the twin of all */
+    NCCL_TRY(ctx, k, ncclRecv(buf, count, cuda_nccl_type(dt), peer, k, st->stream));
+    if (issued(ctx, c, k, "recv") != 0)
+        return -1;
     return finish(ctx, st, c);
 fail:
     return -1;

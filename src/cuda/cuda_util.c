@@ -109,27 +109,49 @@ void cuda_poll_pause(unsigned polls)
     nanosleep(&ts, NULL);
 }
 
-void cuda_comm_lost(gcsh_comm_impl *c)
+/* Stops c's residents and aborts its NCCL communicators (the non-blocking
+ * one unless it was aborted already). */
+static void abort_one(gcsh_comm_impl *c, int comm_too)
 {
     if (c->aborted)
         return;
+    c->aborted = 1;
     if (c->on_abort)
         c->on_abort(c);
     if (c->coll)
         ncclCommAbort(c->coll);
-    c->aborted = 1;
+    if (comm_too)
+        ncclCommAbort(c->comm);
+}
+
+/* Communicators that share NCCL's resources share its abort flag: once one
+ * is aborted, every call on the others fails, so they are aborted too (and
+ * say so, rather than fail later with an error that names none of this).
+ * The newest first: a split goes before the communicator it shares. */
+static void abort_family(gcsh_comm_impl *c)
+{
+    if (!c->family)
+        return;
+    for (gcsh_comm_impl *m = c->family->tail; m; m = m->fam_prev)
+        abort_one(m, 1);
+}
+
+void cuda_comm_lost(gcsh_comm_impl *c)
+{
+    if (c->aborted)
+        return;
+    abort_one(c, 0);
+    abort_family(c);
 }
 
 void cuda_abort_comm(gcsh_comm_impl *c)
 {
     if (c->aborted)
         return;
-    if (c->on_abort)
-        c->on_abort(c);
-    if (c->coll)
-        ncclCommAbort(c->coll);
-    ncclCommAbort(c->comm);
-    c->aborted = 1;
+    if (c->family)
+        abort_family(c); /* c among them, in their order */
+    else
+        abort_one(c, 1);
 }
 
 /* Polls c's asynchronous state: 1 while its last call is still being issued

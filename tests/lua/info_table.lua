@@ -39,6 +39,7 @@ local function cuda_rank(r, n, opts)
     compute_capability = "9.0", pci = bus(r), numa = r < 4 and 0 or 1, p2p = "yes", vmm = "yes",
     cumem_fd = "yes", cumem_fabric = "no", nccl_symmetric = "yes",
     nvls = "off: GCSH_MULTICAST is not set to 1 (NVLS is opt-in); NCCL_NVLS_ENABLE=0", links = {},
+    splits = "own NCCL resources (GCSH_SPLIT_SHARE=0, the default); twin at the first collective",
   }
   for j = 0, n - 1 do
     if j ~= r then f.links[bus(j)] = (j == n - 1 or r == n - 1) and "P2P" or "NV" end
@@ -62,12 +63,25 @@ H.truthy(out:find("driver [0-3] 13.0, [4-7] 12.9", 1, true), "a differing fact f
 H.truthy(out:find("backend cuda: 8 ranks on 1 node, GPU NVIDIA H200, 140.4 GiB, sm 9.0", 1, true),
          "backend, ranks, nodes and the GPU")
 H.truthy(out:find("NVLS off: GCSH_MULTICAST is not set to 1", 1, true), "NVLS and why it is off")
+H.truthy(not out:find("splits", 1, true), "splits with their own resources: no line (the default)")
 H.truthy(out:find("P2P yes, VMM yes, CUMEM handles fd yes, fabric no, NCCL symmetric yes", 1, true), "capabilities on one line")
 H.truthy(out:find("\nrank  host          local  device  pci           numa\n", 1, true), "the rank table's header")
 H.truthy(out:find("\n   4  gpu-node-017      4  cuda:4  0000:59:00.0     1\n", 1, true), "rank 4's row")
 H.truthy(out:find("\nrank    0    1    2    3    4    5    6    7\n", 1, true), "the link matrix's header")
 H.truthy(out:find("\n   0    .   NV   NV   NV   NV   NV   NV  P2P\n", 1, true), "rank 0's links")
 H.truthy(out:find("\n   7  P2P  P2P  P2P  P2P  P2P  P2P  P2P    .$"), "rank 7's links")
+
+-- splits that share their parent's resources: a line, wrapped
+do
+  local shared = {}
+  for r = 0, 3 do
+    shared[r + 1] = cuda_rank(r, 4) .. info.serialize({ splits = "share the parent's NCCL "
+      .. "resources and abort flag (GCSH_SPLIT_SHARE=1); twin at the first collective" })
+  end
+  out = info.format(shared)
+  H.truthy(out:find("\nsplits: share the parent's NCCL resources and abort flag (GCSH_SPLIT_SHARE=1);\n"
+                    .. "  twin at the first collective\n", 1, true), "sharing splits: " .. out)
+end
 
 -- two nodes of two ranks: "net" between them; a rank that sent nothing is named
 texts = { cuda_rank(0, 4), cuda_rank(1, 4), cuda_rank(2, 4, { node = 1, host = "other" }), "" }
