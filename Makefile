@@ -84,7 +84,7 @@ LAYERS    := core wire shell rank bind trace host
 SRCS      := src/main.c src/options.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CU_SRCS   :=
 ifeq ($(CUDA),1)
-SRCS      += $(wildcard src/cuda/*.c)
+SRCS      += $(wildcard src/gpu/*.c src/cuda/*.c)
 CU_SRCS   += $(wildcard kernels/*.cu)
 GCSH_CFLAGS += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
 GCSH_NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \

@@ -116,7 +116,7 @@ static int cuda_dev_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     if (!st)
         return -1;
     const char *mine = (const char *)d->peer[d->team_rank] + a->offset * gcsh_dtype_size(a->dt);
-    CUDA_TRY(ctx, gcsh_k_nccl_dev_allreduce(w->devcomm, w->win, mine, a, st->stream));
+    CUDA_TRY(ctx, gcsh_k_nccl_dev_allreduce(w->own->devcomm, w->own->win, mine, a, st->stream));
     return 0;
 fail:
     return -1;
@@ -220,7 +220,7 @@ static int agree_ok(gcsh_ctx *ctx, gcsh_comm_impl *c, int ok, const char *what)
 
 static int open_nvls(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_mcast *out)
 {
-    ncclResult_t r = gcsh_nccl_multimem_open(w->c->comm, w->win, &w->mm_devcomm, &out->base,
+    ncclResult_t r = gcsh_nccl_multimem_open(w->c->comm, w->own->win, &w->own->mm_devcomm, &out->base,
                                              st->stream);
     int ok = r == ncclSuccess;
     if (!ok)
@@ -260,13 +260,14 @@ static int cuda_mc_open(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_de
     return 0;
 }
 
-int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w)
+int cuda_kern_window_gone(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
-    if (!w->mm_devcomm)
+    (void)st;
+    if (!w->own->mm_devcomm)
         return 0;
     ncclResult_t r = w->c->aborted ? ncclSuccess
-                                   : gcsh_nccl_devcomm_destroy(w->c->comm, w->mm_devcomm);
-    w->mm_devcomm = NULL;
+                                   : gcsh_nccl_devcomm_destroy(w->c->comm, w->own->mm_devcomm);
+    w->own->mm_devcomm = NULL;
     if (r != ncclSuccess)
         return nccl_error(ctx, w->c->comm, __FILE__, __LINE__, "gcsh_nccl_devcomm_destroy", r);
     return 0;

@@ -208,7 +208,7 @@ static void wait_gone(gcsh_ctx *ctx, gcsh_persist_impl *p)
     for (unsigned polls = 0; cudaStreamQuery(p->stream) == cudaErrorNotReady; polls++) {
         if (atomic_load(&ctx->interrupt))
             return; /* leave it; the stream is released with the handle */
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
     p->live = 0;
     unlink_from(&p->st->resident, p, 0);
@@ -305,7 +305,7 @@ static int wait_done(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t want)
     for (unsigned polls = 0; done_word(p) < want; polls++) {
         if (atomic_load(&ctx->interrupt))
             return abandon(ctx, p);
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
     return 0;
 }

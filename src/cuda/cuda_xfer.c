@@ -261,7 +261,7 @@ static int cuda_xfer_wait_cpu(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout)
         }
         if (gcsh_now_seconds() >= deadline)
             return 1;
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
 }
 

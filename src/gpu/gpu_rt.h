@@ -1,0 +1,86 @@
+/* The device runtime: what the GPU-generic code of src/gpu/ asks of a GPU
+ * backend, one table of function pointers (cuda: cuda/cuda_rt.c fills it
+ * with CUDA runtime, driver and NCCL calls).  The generic code keeps the
+ * bookkeeping that any GPU backend needs (windows across kinds, signals and
+ * their waits, the multicast agreement) and calls the device only through
+ * this table, so a second GPU backend adds its own table and kinds, not a
+ * copy of the bookkeeping.
+ *
+ * The types below are the backend's, opaque here, as gcsh_comm_impl is in
+ * core/backend.h: each GPU backend defines struct gcsh_gpu_dev (its per-rank
+ * state: cuda's cuda_state) and struct gcsh_gpu_win (a window's handles of
+ * its kinds). */
+#ifndef GCSH_GPU_RT_H
+#define GCSH_GPU_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/gcsh.h"
+
+typedef struct gcsh_gpu_dev gcsh_gpu_dev;
+typedef struct gcsh_gpu_win gcsh_gpu_win;
+typedef struct gpu_win_kind gpu_win_kind;
+
+typedef struct gcsh_gpu_rt {
+    /* ---- the rank's device ---- */
+    /* The rank's state with its device current on the calling thread, or
+     * NULL with ctx->err set (the backend's entry: cuda_enter). */
+    gcsh_gpu_dev *(*enter)(gcsh_ctx *ctx);
+    /* Where its memory lives: a window's d->loc. */
+    int (*location)(const gcsh_gpu_dev *st);
+    /* The device's whole memory (bytes). */
+    int (*mem_total)(gcsh_ctx *ctx, gcsh_gpu_dev *st, size_t *total);
+    /* Gives what the tensor pool keeps cached back to the device. */
+    void (*pool_trim)(gcsh_gpu_dev *st);
+    /* Frees device memory in the order of the rank's stream. */
+    void (*free_ordered)(gcsh_gpu_dev *st, void *p);
+    /* Waits for the rank's stream, interruptibly. */
+    int (*wait)(gcsh_ctx *ctx, gcsh_gpu_dev *st);
+    /* Reads bytes (<= 8) of device memory at p now, off the rank's stream
+     * (which a GPU wait may hold), into the first bytes of *bits. */
+    int (*peek)(gcsh_ctx *ctx, gcsh_gpu_dev *st, const void *p, size_t bytes, uint64_t *bits);
+    /* The backend's copies (stream-ordered, any direction). */
+    const gcsh_mem_ops *mem;
+
+    /* ---- signal words and peer loads, as kernels on the rank's stream ---- */
+    int (*signal_store)(gcsh_ctx *ctx, gcsh_gpu_dev *st, uint64_t *word, uint64_t v, int add);
+    /* The old value to the host (the call waits for it). */
+    int (*signal_fetch_add)(gcsh_ctx *ctx, gcsh_gpu_dev *st, uint64_t *word, uint64_t v,
+                            int loc, uint64_t *old);
+    /* Stream-ordered wait, bounded and released by an interrupt. */
+    int (*signal_wait)(gcsh_ctx *ctx, gcsh_gpu_dev *st, uint64_t *word, uint64_t v,
+                       enum gcsh_cmp cmp);
+    /* bytes of member peer's slice at offset, through the device peer table. */
+    int (*peer_copy)(gcsh_ctx *ctx, gcsh_gpu_dev *st, void *dst, void *table_dev, int peer,
+                     size_t offset, size_t bytes);
+
+    /* ---- communicators ---- */
+    const gcsh_comm_ops *comm;    /* agree, for the generic code's exchanges */
+    void (*comm_place)(const gcsh_comm_impl *c, int *rank, int *size);
+    int (*comm_aborted)(const gcsh_comm_impl *c);
+
+    /* ---- windows ---- */
+    /* Its kinds in order of preference (window_ops.kinds), ending in NULL. */
+    const gpu_win_kind *const *kinds;
+    /* A window's backend part, set to "holds nothing"; NULL when out of
+     * memory.  win_free frees the part itself (what it held is undone by the
+     * kind first). */
+    gcsh_gpu_win *(*win_new)(void);
+    void (*win_free)(gcsh_gpu_win *own);
+    /* Collective, before a window's own teardown: frees what w:multicast()
+     * set up on the device (none: 0). */
+    int (*mc_close)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_window_impl *w);
+} gcsh_gpu_rt;
+
+/* The GPU backend in use names its runtime at init, before anything of
+ * src/gpu/ runs (one GPU backend a process). */
+void gcsh_gpu_use(const gcsh_gpu_rt *rt);
+const gcsh_gpu_rt *gcsh_gpu(void);
+
+/* Spins for the first polls of a wait, yields for the next thousands, then
+ * sleeps 20 us between polls (gpu_rt.c says why). */
+void gcsh_gpu_poll_pause(unsigned polls);
+
+#endif
