@@ -59,5 +59,7 @@ const gcsh_gpu_rt gcsh_cuda_rt = {
     .kinds = cuda_win_kinds,
     .win_new = cuda_win_new,
     .win_free = cuda_win_free,
+    .mc_allowed = cuda_mc_allowed,
+    .mc_open = cuda_mc_open,
     .mc_close = cuda_kern_window_gone,
 };

@@ -31,6 +31,9 @@ struct gcsh_gpu_win {
 /* Frees what w:multicast() set up (nvls); collective, before the window's
  * own teardown (cuda_kern.c; the runtime's mc_close). */
 int cuda_kern_window_gone(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+/* The runtime's mc_allowed and mc_open (cuda_kern.c). */
+int cuda_mc_allowed(cuda_state *st, const gcsh_window_impl *w, char *why, size_t len);
+int cuda_mc_open(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_mcast *out);
 
 /* The recommended VMM granularity of this rank's GPU for a POSIX-fd
  * exportable allocation (cuda_win_vmm.c, whose allocations they are). */

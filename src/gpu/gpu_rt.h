@@ -69,8 +69,17 @@ typedef struct gcsh_gpu_rt {
      * kind first). */
     gcsh_gpu_win *(*win_new)(void);
     void (*win_free)(gcsh_gpu_win *own);
-    /* Collective, before a window's own teardown: frees what w:multicast()
-     * set up on the device (none: 0). */
+
+    /* ---- multicast (gpu_mcast.c decides, every rank alike) ---- */
+    /* This rank's verdict for w: 1 when NVLS may be used, else 0 with the
+     * reasons in why (local: no collective, no set-up). */
+    int (*mc_allowed)(gcsh_gpu_dev *st, const gcsh_window_impl *w, char *why, size_t len);
+    /* Collective, once every rank allowed it: the multicast address of w
+     * into out->base and what it is into out->why; 0, or -1 with ctx->err
+     * (every rank then learns of it). */
+    int (*mc_open)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_window_impl *w, gcsh_mcast *out);
+    /* Collective, before a window's own teardown: frees what mc_open set
+     * up (none: 0). */
     int (*mc_close)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_window_impl *w);
 } gcsh_gpu_rt;
 
