@@ -85,7 +85,7 @@ SRCS      := src/main.c src/options.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/
 CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/gpu/*.c src/cuda/*.c)
-CU_SRCS   += $(wildcard kernels/*.cu)
+CU_SRCS   += $(wildcard kernels/*.cu kernels/cuda/*.cu)
 GCSH_CFLAGS += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
 GCSH_NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
                   -Isrc -Ikernels -I$(CUDA_HOME)/include -DGCSH_HAVE_CUDA

@@ -1,4 +1,4 @@
-// Device pieces shared by reduce.cu and mcast.cu: the per-block barrier on
+// Device pieces shared by reduce.cu and cuda/mcast.cu: the per-block barrier on
 // a window's sync words (kreduce.h), bounded and cancellable through the wait
 // of kwait.cuh, as s:wait is.
 #ifndef GCSH_KERNELS_KBARRIER_CUH
@@ -98,7 +98,7 @@ inline unsigned paired_blocks(size_t bytes, const gcsh_kwait *w)
 
 Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_kwait *w);
 
-// GCSH_KC_MULTICAST (mcast.cu): the NVLS two-shot.
+// GCSH_KC_MULTICAST (cuda/mcast.cu): the NVLS two-shot.
 cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
                           const gcsh_kwait *w, cudaStream_t stream);
 

@@ -1,15 +1,7 @@
-// Window kernels: signal words (store/add with release, wait with acquire),
-// the peer read through a peer table, and the NCCL device-API glue (device
-// communicator, ncclGetLsaPointer table fill).
-#include <new>
-
+// Window kernels: signal words (store/add with release, wait with acquire)
+// and the peer read through a peer table.  (NCCL's device-API glue is
+// cuda/ncclwin.cu's.)
 #include <cuda/atomic>
-// NCCL 2.28's device headers have unused parameters in their GIN entry points; the
-// warning is theirs, so it is silenced for their headers only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <nccl_device.h>
-#pragma GCC diagnostic pop
 
 #include "core/backend.h"
 #include "kwait.cuh"
@@ -83,13 +75,6 @@ __global__ void peer_copy1_kernel(unsigned char *dst, void *const *table, int pe
         dst[i] = src[i];
 }
 
-__global__ void lsa_table_kernel(ncclWindow_t win, int n, void **table)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        table[i] = ncclGetLsaPointer(win, 0, i);
-}
-
 // cudaGetLastError also returns (and clears) the error of an earlier runtime
 // call, which that call already returned to its caller: clear it first, so
 // a launcher reports its own launch only.  (Sticky errors stay either way.)
@@ -155,63 +140,4 @@ extern "C" cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer,
             (unsigned char *)dst, table, peer, offset, bytes);
     }
     return launched();
-}
-
-extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
-                                        cudaStream_t stream)
-{
-    if (n <= 0 || n > GCSH_MAX_TEAM || !win || !table)
-        return cudaErrorInvalidValue;
-    clear_stale_error();
-    lsa_table_kernel<<<(n + 127) / 128, 128, 0, stream>>>(win, n, table);
-    return launched();
-}
-
-extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out)
-{
-    ncclDevComm *dc = new (std::nothrow) ncclDevComm();
-    if (!dc)
-        return ncclSystemError;
-    // value-initialised: no GIN, and lsaMultimem false, which keeps NVLink
-    // multicast (NVLS) out of this communicator for good; the LSA barriers
-    // asked for (NCCL keeps their state in a small buffer of its own)
-    ncclDevCommRequirements reqs = {};
-    reqs.lsaMultimem = false;
-    reqs.lsaBarrierCount = lsa_barriers;
-    ncclResult_t r = ncclDevCommCreate(comm, &reqs, dc);
-    if (r != ncclSuccess && r != ncclInProgress) {
-        delete dc;
-        return r;
-    }
-    // On a non-blocking communicator NCCL may still be filling *dc: it stays
-    // allocated, and the caller waits for the communicator before reading it
-    // (gcsh_nccl_devcomm_lsa) or handing it to a kernel.
-    *out = dc;
-    return r;
-}
-
-extern "C" void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank)
-{
-    const ncclDevComm *dc = (const ncclDevComm *)dev_comm;
-    *lsa_size = dc->lsaSize;
-    *lsa_rank = dc->lsaRank;
-}
-
-extern "C" ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm)
-{
-    ncclDevComm *dc = (ncclDevComm *)dev_comm;
-    if (!dc)
-        return ncclSuccess;
-    ncclResult_t r = ncclDevCommDestroy(comm, dc);
-    delete dc;
-    return r;
-}
-
-extern "C" void gcsh_nccl_lsa_team(ncclComm_t comm, int *size, int *rank, int *members, int max)
-{
-    ncclTeam_t lsa = ncclTeamLsa(comm);
-    *size = lsa.nRanks;
-    *rank = lsa.rank;
-    for (int i = 0; i < lsa.nRanks && i < max; i++)
-        members[i] = ncclTeamRankToWorld(comm, lsa, i);
 }

@@ -28,6 +28,7 @@
 #include "core/elementwise.h"
 #include "core/mpi_try.h"
 #include "cuda/cuda.h"
+#include "cuda/cudakern.h"
 #include "initkern.h"
 
 static const ncclRedOp_t nccl_op[GCSH_NOPS] = {

@@ -1,5 +1,5 @@
 /* The cuda backend's reduce kernels and multicast (kernels/reduce.cu,
- * kernels/ll.cu, kernels/nccl_dev.cu, kernels/mcast.cu): stream-ordered
+ * kernels/ll.cu, kernels/cuda/nccl_dev.cu, kernels/cuda/mcast.cu): stream-ordered
  * launches on the rank's stream; the kernel collectives wait on the
  * window's sync words on the GPU, bounded by GCSH_GPU_WAIT_TIMEOUT and
  * released by an interrupt, as s:wait does (nccl_dev excepted: its

@@ -10,7 +10,7 @@
  *   allocate  ncclMemAlloc of my slice (local)
  *   register  ncclCommWindowRegister, SYMMETRIC (collective)
  *   devcomm   ncclDevCommCreate (collective): the LSA team, and the LSA
- *             barriers of algo "nccl_dev" (kernels/nccl_dev.cu)
+ *             barriers of algo "nccl_dev" (kernels/cuda/nccl_dev.cu)
  *   peers     the LSA peer pointers, through the device communicator
  * so each collective step runs only after all ranks agreed that the step
  * before succeeded everywhere, and a failure is undone on every rank at the

@@ -6,6 +6,7 @@
 
 #include "cuda/cuda.h"
 #include "cuda/cuda_fdpass.h"
+#include "cuda/cudakern.h"
 #include "gpu/gpu_window.h"
 
 /* A window's cuda part (gpu_window.h's w->own): the handles of its kind. */
