@@ -1,8 +1,6 @@
 // Window kernels: signal words (store/add with release, wait with acquire)
 // and the peer read through a peer table.  (NCCL's device-API glue is
 // cuda/ncclwin.cu's.)
-#include <cuda/atomic>
-
 #include "core/backend.h"
 #include "kwait.cuh"
 #include "winkern.h"
@@ -17,9 +15,9 @@ __global__ void signal_store_kernel(unsigned long long *word, unsigned long long
     // it publishes may have been written by this GPU to any peer
     sys_atomic a(*word);
     if (add)
-        a.fetch_add(v, cuda::memory_order_release);
+        a.fetch_add(v, gcsh_k::kRelease);
     else
-        a.store(v, cuda::memory_order_release);
+        a.store(v, gcsh_k::kRelease);
 }
 
 // add returning the old value into *old: acquire (what the owner published
@@ -29,7 +27,7 @@ __global__ void signal_fetch_add_kernel(unsigned long long *word, unsigned long 
                                         unsigned long long *old)
 {
     sys_atomic a(*word);
-    *old = a.fetch_add(v, cuda::memory_order_acq_rel);
+    *old = a.fetch_add(v, gcsh_k::kAcqRel);
 }
 
 __global__ void signal_wait_kernel(unsigned long long *word, unsigned long long v, int cmp,
