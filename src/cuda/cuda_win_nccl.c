@@ -139,7 +139,8 @@ static int stage_devcomm(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_
 static int stage_peers(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
                        char *report, size_t len)
 {
-    if (fill_team(ctx, w, d, w->own->lsa_size, w->own->lsa_rank) != 0 || fill_table(ctx, st, w, d) != 0)
+    if (fill_team(ctx, w, d, w->own->lsa_size, w->own->lsa_rank) != 0 ||
+        fill_table(ctx, st, w, d) != 0)
         return -1;
     snprintf(d->handle, sizeof d->handle,
              "ncclWindow_t %p, ncclDevComm lsa %d/%d, ncclMemAlloc %p", (void *)w->own->win,

@@ -134,7 +134,8 @@ static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gc
              "cuMemCreate: %s per rank, POSIX-fd exportable (granularity %s,\n"
              "  cuMemGetAllocationGranularity, recommended)\n"
              "my handle: 0x%llx on cuda:%d",
-             ctx->node, team, size, gran, (unsigned long long)w->own->handle[d->team_rank], st->dev);
+             ctx->node, team, size, gran, (unsigned long long)w->own->handle[d->team_rank],
+             st->dev);
     return 0;
 fail:
     return -1;
@@ -177,7 +178,8 @@ static int stage_exchange(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_
                                    w->own->fd, w->own->n - 1);
     for (int i = 0; i < w->own->n && used < len; i++)
         if (i != me)
-            used += (size_t)snprintf(report + used, len - used, " %d (member %d)", w->own->fds[i], i);
+            used += (size_t)snprintf(report + used, len - used, " %d (member %d)",
+                                     w->own->fds[i], i);
     if (w->own->n == 1 && used < len)
         snprintf(report + used, len - used, " none (no peer on this node)");
     fdx_close(&w->own->x);
@@ -194,13 +196,15 @@ static int stage_map(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, const g
     for (int i = 0; i < w->own->n; i++) {
         if (i == d->team_rank)
             continue;
-        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->own->handle[i], (void *)(intptr_t)w->own->fds[i],
+        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->own->handle[i],
+                                                     (void *)(intptr_t)w->own->fds[i],
                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
         close_fd(&w->own->fds[i]);
     }
     CU_TRY(ctx, st, MemAddressReserve(&w->own->base, total, d->granularity, 0, 0));
     for (int i = 0; i < w->own->n; i++) {
-        CU_TRY(ctx, st, MemMap(w->own->base + (size_t)i * w->bytes, w->bytes, 0, w->own->handle[i], 0));
+        CU_TRY(ctx, st,
+               MemMap(w->own->base + (size_t)i * w->bytes, w->bytes, 0, w->own->handle[i], 0));
         w->own->mapped[i] = 1;
     }
     char all[32], size[32];
@@ -260,7 +264,8 @@ static int stage_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_
         return -1;
     snprintf(d->handle, sizeof d->handle,
              "cuMemCreate POSIX fd, %d members mapped at %p, fds over @gcsh-vmm-%u-%016llx-*",
-             w->own->n, (void *)(uintptr_t)w->own->base, (unsigned)getuid(), (unsigned long long)w->own->nonce);
+             w->own->n, (void *)(uintptr_t)w->own->base, (unsigned)getuid(),
+             (unsigned long long)w->own->nonce);
     char layout[160];
     gcsh_window_layout_text(d, layout, sizeof layout);
     snprintf(report, len,
