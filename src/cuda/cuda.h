@@ -277,4 +277,12 @@ extern const gcsh_xfer_ops gcsh_cuda_xfer_ops; /* cuda_xfer.c */
 extern const gcsh_graph_ops gcsh_cuda_graph_ops; /* cuda_graph.c */
 extern const gcsh_gpu_rt gcsh_cuda_rt; /* cuda_rt.c: the device runtime of src/gpu/ */
 
+/* The device runtime's graph part (cuda_graph.c; gpu_rt.h says what each
+ * does). */
+int cuda_capture_begin(gcsh_ctx *ctx, cuda_state *st);
+int cuda_capture_end(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph **out);
+void cuda_capture_abandon(cuda_state *st);
+int cuda_graph_launch(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph *g);
+void cuda_graph_free(cuda_state *st, gcsh_gpu_graph *g);
+
 #endif

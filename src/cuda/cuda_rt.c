@@ -62,4 +62,10 @@ const gcsh_gpu_rt gcsh_cuda_rt = {
     .mc_allowed = cuda_mc_allowed,
     .mc_open = cuda_mc_open,
     .mc_close = cuda_kern_window_gone,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .capture_abandon = cuda_capture_abandon,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
+    .enqueued = cuda_enqueued,
 };

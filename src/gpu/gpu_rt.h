@@ -8,8 +8,8 @@
  *
  * The types below are the backend's, opaque here, as gcsh_comm_impl is in
  * core/backend.h: each GPU backend defines struct gcsh_gpu_dev (its per-rank
- * state: cuda's cuda_state) and struct gcsh_gpu_win (a window's handles of
- * its kinds). */
+ * state: cuda's cuda_state), struct gcsh_gpu_win (a window's handles of
+ * its kinds) and struct gcsh_gpu_graph (a captured graph, launchable). */
 #ifndef GCSH_GPU_RT_H
 #define GCSH_GPU_RT_H
 
@@ -21,6 +21,7 @@
 
 typedef struct gcsh_gpu_dev gcsh_gpu_dev;
 typedef struct gcsh_gpu_win gcsh_gpu_win;
+typedef struct gcsh_gpu_graph gcsh_gpu_graph;
 typedef struct gpu_win_kind gpu_win_kind;
 
 typedef struct gcsh_gpu_rt {
@@ -81,6 +82,23 @@ typedef struct gcsh_gpu_rt {
     /* Collective, before a window's own teardown: frees what mc_open set
      * up (none: 0). */
     int (*mc_close)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_window_impl *w);
+
+    /* ---- graphs (gpu_graph.c keeps the record and replays) ---- */
+    /* The rank's stream starts capturing (nothing runs). */
+    int (*capture_begin)(gcsh_ctx *ctx, gcsh_gpu_dev *st);
+    /* The capture ends as a launchable graph, *out; or -1 with ctx->err and
+     * nothing kept. */
+    int (*capture_end)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_gpu_graph **out);
+    /* The capture ends with nothing kept, and no error left behind. */
+    void (*capture_abandon)(gcsh_gpu_dev *st);
+    /* One replay of g on the rank's stream. */
+    int (*graph_launch)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_gpu_graph *g);
+    /* Frees g, also while replays are in flight; st NULL (the device is
+     * gone): its host memory only. */
+    void (*graph_free)(gcsh_gpu_dev *st, gcsh_gpu_graph *g);
+    /* Work of communicator c (NULL: of none) went onto the rank's stream:
+     * c has work in flight, and the throttle may wait (cuda_enqueued). */
+    int (*enqueued)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_comm_impl *c);
 } gcsh_gpu_rt;
 
 /* The GPU backend in use names its runtime at init, before anything of
