@@ -285,4 +285,12 @@ void cuda_capture_abandon(cuda_state *st);
 int cuda_graph_launch(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph *g);
 void cuda_graph_free(cuda_state *st, gcsh_gpu_graph *g);
 
+/* The device runtime's transfer part (cuda_xfer.c). */
+int cuda_xfer_prepare(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+void cuda_xfer_free(cuda_state *st, gcsh_gpu_xfer *own);
+int cuda_xfer_post(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+void cuda_xfer_query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
+int cuda_xfer_wait_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+int cuda_fence(gcsh_ctx *ctx, cuda_state *st);
+
 #endif

@@ -68,4 +68,11 @@ const gcsh_gpu_rt gcsh_cuda_rt = {
     .graph_launch = cuda_graph_launch,
     .graph_free = cuda_graph_free,
     .enqueued = cuda_enqueued,
+    .xfer_prepare = cuda_xfer_prepare,
+    .xfer_free = cuda_xfer_free,
+    .xfer_post = cuda_xfer_post,
+    .xfer_query = cuda_xfer_query,
+    .xfer_wait_stream = cuda_xfer_wait_stream,
+    .fence = cuda_fence,
+    .cancel_waits = cuda_cancel_waits,
 };

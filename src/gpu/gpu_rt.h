@@ -9,7 +9,8 @@
  * The types below are the backend's, opaque here, as gcsh_comm_impl is in
  * core/backend.h: each GPU backend defines struct gcsh_gpu_dev (its per-rank
  * state: cuda's cuda_state), struct gcsh_gpu_win (a window's handles of
- * its kinds) and struct gcsh_gpu_graph (a captured graph, launchable). */
+ * its kinds), struct gcsh_gpu_graph (a captured graph, launchable) and
+ * struct gcsh_gpu_xfer (a transfer's engine state). */
 #ifndef GCSH_GPU_RT_H
 #define GCSH_GPU_RT_H
 
@@ -22,6 +23,7 @@
 typedef struct gcsh_gpu_dev gcsh_gpu_dev;
 typedef struct gcsh_gpu_win gcsh_gpu_win;
 typedef struct gcsh_gpu_graph gcsh_gpu_graph;
+typedef struct gcsh_gpu_xfer gcsh_gpu_xfer;
 typedef struct gpu_win_kind gpu_win_kind;
 
 typedef struct gcsh_gpu_rt {
@@ -99,6 +101,23 @@ typedef struct gcsh_gpu_rt {
     /* Work of communicator c (NULL: of none) went onto the rank's stream:
      * c has work in flight, and the throttle may wait (cuda_enqueued). */
     int (*enqueued)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_comm_impl *c);
+
+    /* ---- one-sided transfers (gpu_xfer.c keeps the segments and waits) ---- */
+    /* x's engine state into x->own (x's segments, engine and signal are
+     * set); on failure, what it made is in x->own for xfer_free. */
+    int (*xfer_prepare)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x);
+    /* Frees it in the stream's order: a post in flight keeps what it reads. */
+    void (*xfer_free)(gcsh_gpu_dev *st, gcsh_gpu_xfer *own);
+    /* Enqueues x's copies and signal on the rank's stream, and its mark. */
+    int (*xfer_post)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x);
+    /* The last post's status, now (GCSH_XFER_ERROR with ctx->err). */
+    void (*xfer_query)(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
+    /* Work queued on the rank's stream after this runs after x's last post. */
+    int (*xfer_wait_stream)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x);
+    /* A system-scope fence on the rank's stream (w:fence()). */
+    int (*fence)(gcsh_ctx *ctx, gcsh_gpu_dev *st);
+    /* Releases every signal wait pending on the GPU (an interrupt). */
+    void (*cancel_waits)(gcsh_gpu_dev *st);
 } gcsh_gpu_rt;
 
 /* The GPU backend in use names its runtime at init, before anything of

@@ -10,6 +10,7 @@
 #include "gpu/gpu_graph.h"
 #include "gpu/gpu_mcast.h"
 #include "gpu/gpu_window.h"
+#include "gpu/gpu_xfer.h"
 #include "unit.h"
 
 /* ---- the made-up device: host memory, and a log of what was asked ---- */
@@ -25,6 +26,7 @@ struct gcsh_gpu_dev {
     int mc_ok, mc_open_fails, mc_allowed_calls;
     int launch_fails_at, launches, enqueued_null;
     int graph_freed_with_dev;
+    int xfer_prepare_fails, queries, done_at, error_at, cancels;
 };
 
 struct gcsh_comm_impl {
@@ -38,6 +40,10 @@ struct gcsh_gpu_win {
 
 struct gcsh_gpu_graph {
     int id;
+};
+
+struct gcsh_gpu_xfer {
+    int posts;
 };
 
 static struct gcsh_gpu_dev dev;
@@ -248,6 +254,59 @@ static int enqueued(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_comm_impl *c)
     return 0;
 }
 
+static int xfer_prepare(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x)
+{
+    x->own = calloc(1, sizeof *x->own);
+    if (st->xfer_prepare_fails)
+        return gcsh_set_error(ctx, "no event");
+    return 0;
+}
+
+static void xfer_free(gcsh_gpu_dev *st, gcsh_gpu_xfer *own)
+{
+    (void)st;
+    say("xfer_free");
+    free(own);
+}
+
+static int xfer_post(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x)
+{
+    (void)ctx, (void)st;
+    x->own->posts++;
+    return 0;
+}
+
+/* Pending until the done_at-th look (or an error at the error_at-th). */
+static void xfer_query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status)
+{
+    (void)x;
+    int n = ++dev.queries;
+    *status = n == dev.done_at    ? GCSH_XFER_DONE
+              : n == dev.error_at ? GCSH_XFER_ERROR
+                                  : GCSH_XFER_PENDING;
+    if (*status == GCSH_XFER_ERROR)
+        gcsh_set_error(ctx, "the copy failed");
+}
+
+static int xfer_wait_stream(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_xfer_impl *x)
+{
+    (void)ctx, (void)st, (void)x;
+    say("wait_stream");
+    return 0;
+}
+
+static int fence(gcsh_ctx *ctx, gcsh_gpu_dev *st)
+{
+    (void)ctx, (void)st;
+    say("fence");
+    return 0;
+}
+
+static void cancel_waits(gcsh_gpu_dev *st)
+{
+    st->cancels++;
+}
+
 /* ---- two kinds: alpha, the preferred, and beta ---- */
 
 static const char *const alpha_names[] = {"one", "two"};
@@ -310,11 +369,14 @@ static const gcsh_gpu_rt rt = {
     .win_new = win_new, .win_free = win_free, .mc_allowed = mc_allowed, .mc_open = mc_open,
     .mc_close = mc_close, .capture_begin = capture_begin, .capture_end = capture_end,
     .capture_abandon = capture_abandon, .graph_launch = graph_launch, .graph_free = graph_free,
-    .enqueued = enqueued,
+    .enqueued = enqueued, .xfer_prepare = xfer_prepare, .xfer_free = xfer_free,
+    .xfer_post = xfer_post, .xfer_query = xfer_query, .xfer_wait_stream = xfer_wait_stream,
+    .fence = fence, .cancel_waits = cancel_waits,
 };
 
 static const gcsh_window_ops win = {.kinds = "alpha beta", GCSH_GPU_WINDOW_OPS};
 static const gcsh_graph_ops graph = {.pass_down = 1, GCSH_GPU_GRAPH_OPS};
+static const gcsh_xfer_ops xfer = {.engines = "ce sm", GCSH_GPU_XFER_OPS};
 
 /* ---- the tests ---- */
 
@@ -526,6 +588,57 @@ static void test_graph(gcsh_ctx *ctx)
     CHECK(strstr(dev.log, "abandon") != NULL, "abandon ends the capture");
 }
 
+static void test_xfer(gcsh_ctx *ctx)
+{
+    reset(ctx);
+    char a[8], b[8];
+    uint64_t word = 0;
+    gcsh_xfer_seg seg[3] = {{a, b, 8}, {a, b, 0}, {b, a, 4}};
+    gcsh_xfer_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.engine = GCSH_XFER_SM;
+    plan.nseg = 3;
+    plan.seg = seg;
+    plan.signal = &word;
+    plan.signal_value = 5;
+    gcsh_xfer_impl *x = NULL;
+    CHECK(xfer.prepare(ctx, &plan, &x) == 0 && x, "prepare");
+    CHECK(x->nseg == 2 && x->dsts[1] == b && x->srcs[1] == a && x->sizes[1] == 4,
+          "the empty segment is dropped, the rest kept in order");
+    CHECK(x->engine == GCSH_XFER_SM && x->signal == &word && x->value == 5 && x->own,
+          "engine, signal and the runtime's part");
+    CHECK(xfer.post(ctx, x) == 0 && x->own->posts == 1, "post is the runtime's");
+    enum gcsh_xfer_status status;
+    CHECK(xfer.test(ctx, x, &status) == 0 && status == GCSH_XFER_PENDING, "test: pending");
+    dev.queries = 0;
+    dev.done_at = 3;
+    CHECK(xfer.wait_cpu(ctx, x, 60) == 0 && dev.queries == 3, "wait_cpu polls until done");
+    dev.queries = 0;
+    dev.done_at = 0;
+    dev.error_at = 2;
+    CHECK(xfer.wait_cpu(ctx, x, 60) == -1 && strcmp(ctx->err, "the copy failed") == 0,
+          "wait_cpu: the post's error: %s", ctx->err);
+    dev.error_at = 0;
+    CHECK(xfer.wait_cpu(ctx, x, 0) == 1, "wait_cpu: 1 at its timeout");
+    atomic_store(&ctx->interrupt, 1);
+    CHECK(xfer.wait_cpu(ctx, x, 60) == -1 && dev.cancels == 1 &&
+              strcmp(ctx->err, "interrupted while waiting for a transfer") == 0,
+          "wait_cpu: an interrupt cancels the GPU's waits and ends it: %s", ctx->err);
+    atomic_store(&ctx->interrupt, 0);
+    CHECK(xfer.wait_stream(ctx, x) == 0 && xfer.quiet(ctx) == 0 &&
+              strcmp(dev.log, "wait_stream fence wait") == 0,
+          "wait_stream, then quiet: a fence, then the stream: %s", dev.log);
+    xfer.release(ctx, x);
+    CHECK(strstr(dev.log, "xfer_free") != NULL, "release frees the runtime's part");
+
+    reset(ctx);
+    dev.xfer_prepare_fails = 1;
+    x = NULL;
+    CHECK(xfer.prepare(ctx, &plan, &x) == -1 && !x && strcmp(ctx->err, "no event") == 0 &&
+              strcmp(dev.log, "xfer_free") == 0,
+          "a failed prepare frees what the runtime made: %s", dev.log);
+}
+
 int main(void)
 {
     gcsh_ctx ctx;
@@ -537,5 +650,6 @@ int main(void)
     test_signals(&ctx);
     test_multicast(&ctx);
     test_graph(&ctx);
+    test_xfer(&ctx);
     UNIT_END();
 }
