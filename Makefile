@@ -79,13 +79,15 @@ endif
 # the layers (src/DESIGN.md): core (context, backend interface, dtypes, the
 # kernels' plan), wire (links, messages, output, checks), shell (rank 0's
 # terminal, session and coordinator), rank (a rank's assembly and worker),
-# bind (the Lua types), trace, and the backends host and cuda
-LAYERS    := core wire shell rank bind trace host
+# bind (the Lua types), trace, the backends host and cuda, and gpu (what any
+# GPU backend shares; no CUDA in it, so it is built, and unit-tested with a
+# made-up device runtime, without CUDA too)
+LAYERS    := core wire shell rank bind trace host gpu
 SRCS      := src/main.c src/options.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CU_SRCS   :=
 ifeq ($(CUDA),1)
 SRCS      += $(wildcard src/cuda/*.c)
-CU_SRCS   += $(wildcard kernels/*.cu)
+CU_SRCS   += $(wildcard kernels/*.cu kernels/cuda/*.cu)
 GCSH_CFLAGS += -DGCSH_HAVE_CUDA -I$(CUDA_HOME)/include -Ikernels
 GCSH_NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
                   -Isrc -Ikernels -I$(CUDA_HOME)/include -DGCSH_HAVE_CUDA

@@ -1,4 +1,4 @@
-// Device pieces shared by reduce.cu and mcast.cu: the per-block barrier on
+// Device pieces shared by reduce.cu and cuda/mcast.cu: the per-block barrier on
 // a window's sync words (kreduce.h), bounded and cancellable through the wait
 // of kwait.cuh, as s:wait is.
 #ifndef GCSH_KERNELS_KBARRIER_CUH
@@ -55,14 +55,13 @@ __device__ inline void row_passed(const Sync &s, unsigned long long first, unsig
 // p's signal (acquire); __syncthreads spreads both to the block.  After one
 // wait gave up, the block stops waiting (*abandoned) but keeps signalling,
 // so its peers are not held as well.
-template <cuda::thread_scope Scope>
+template <Scope S>
 __device__ inline void meet(const Sync &s, unsigned long long value, size_t row, int *abandoned)
 {
     int p = threadIdx.x;
-    cuda::atomic_ref<unsigned long long, Scope>(s.area[p][row + s.me])
-        .store(value, cuda::memory_order_release);
+    atomic_u64<S>(s.area[p][row + s.me]).store(value, kRelease);
     if (!*abandoned &&
-        !wait_until<Scope>(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256))
+        !wait_until<S>(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256))
         *abandoned = 1;
 }
 
@@ -78,9 +77,9 @@ __device__ inline void barrier(const Sync &s, unsigned long long first, unsigned
     __syncthreads();
     if (s.k > 1 && (int)threadIdx.x < s.k) {
         if (s.one_gpu)
-            meet<cuda::thread_scope_device>(s, value, row, abandoned);
+            meet<kScopeDevice>(s, value, row, abandoned);
         else
-            meet<cuda::thread_scope_system>(s, value, row, abandoned);
+            meet<kScopeSystem>(s, value, row, abandoned);
     }
     __syncthreads();
 }
@@ -98,7 +97,7 @@ inline unsigned paired_blocks(size_t bytes, const gcsh_kwait *w)
 
 Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_kwait *w);
 
-// GCSH_KC_MULTICAST (mcast.cu): the NVLS two-shot.
+// GCSH_KC_MULTICAST (cuda/mcast.cu): the NVLS two-shot.
 cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
                           const gcsh_kwait *w, cudaStream_t stream);
 

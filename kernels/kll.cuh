@@ -23,23 +23,6 @@ struct LL {
     WaitEnd end;
 };
 
-__device__ inline void store_line(char *p, uint4 v)
-{
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
-                 "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-}
-
-__device__ inline uint4 load_line(const char *p)
-{
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
 // Elements of one line's 8 data bytes, and how many of them line i has.
 template <class T> __host__ __device__ constexpr int per_line()
 {

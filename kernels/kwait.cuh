@@ -5,21 +5,11 @@
 #ifndef GCSH_KERNELS_KWAIT_CUH
 #define GCSH_KERNELS_KWAIT_CUH
 
-#include <cuda/atomic>
-
 #include "core/backend.h"
+#include "kport.cuh"
 #include "winkern.h"
 
 namespace gcsh_k {
-
-using sys_atomic = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
-
-__device__ inline unsigned long long globaltimer()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // The cancel word lives in pinned host memory: each look at it is a PCIe
 // read, and the GPU serialises those reads across its SMs.  A kernel
@@ -52,7 +42,7 @@ __device__ inline void record_give_up(gcsh_wait_ctl *ctl, int why, int cmp,
     ctl->cmp = cmp;
     ctl->seen = seen;
     ctl->want = want;
-    __threadfence_system();
+    fence_system();
     ctl->gave_up = ctl->gave_up + 1;
 }
 
@@ -82,7 +72,7 @@ __device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
 {
     if (i < 8)
         return;
-    __nanosleep(*ns);
+    sleep_ns(*ns);
     if (*ns < max_sleep_ns)
         *ns *= 2;
 }
@@ -92,15 +82,15 @@ __device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
 // cancel), recorded in end.ctl.  Scope: whom the acquire orders against;
 // system (the default) for writers on other GPUs or the host, device when
 // every writer runs on this GPU (cheaper: no system-wide fence).
-template <cuda::thread_scope Scope = cuda::thread_scope_system>
+template <Scope S = kScopeSystem>
 __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
                                   const WaitEnd &end, unsigned max_sleep_ns)
 {
-    cuda::atomic_ref<unsigned long long, Scope> a(*word);
+    atomic_u64<S> a(*word);
     unsigned long long t0 = globaltimer();
     unsigned ns = 32, gen = end.gen;
     for (unsigned i = 1;; i++) {
-        unsigned long long x = a.load(cuda::memory_order_acquire);
+        unsigned long long x = a.load(kAcquire);
         if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
             return true;
         if (int why = give_up_reason(i, t0, end, &gen)) {

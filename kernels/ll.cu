@@ -23,12 +23,12 @@ __device__ inline void count_call(gcsh_ll_header *h, unsigned long long count)
     __syncthreads();
     if (threadIdx.x != 0)
         return;
-    __threadfence();
+    fence_device();
     unsigned before = atomicAdd(reinterpret_cast<unsigned *>(&h->done), 1u);
     if (before + 1 == gridDim.x) {
         h->done = 0;
         *reinterpret_cast<volatile unsigned long long *>(&h->count) = count + 1;
-        __threadfence();
+        fence_device();
     }
 }
 

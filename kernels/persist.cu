@@ -84,7 +84,7 @@ __device__ inline void poke(void *w, unsigned long long v)
 __device__ inline void pause(unsigned i, unsigned *ns)
 {
     if (i > 64) {
-        __nanosleep(*ns);
+        sleep_ns(*ns);
         *ns = *ns < 1024 ? *ns * 2 : *ns;
     }
 }
@@ -145,7 +145,7 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
         pause(i, &ns);
     }
     if (threadIdx.x == 0) {
-        __threadfence(); // the count (and the region) after the entries
+        fence_device(); // the count (and the region) after the entries
         b->first = n;
         b->count = peek(count_word(P));
         b->calls = calls;
@@ -168,7 +168,7 @@ __device__ void next_batch(const Persist &P, unsigned long long k, unsigned long
         *next = b->first + b->calls;
         if (gridDim.x > 1 && threadIdx.x == 0) {
             sh->batch = *b;
-            __threadfence();
+            fence_device();
             poke(&sh->posted, k + 1);
         }
         return;
@@ -177,7 +177,7 @@ __device__ void next_batch(const Persist &P, unsigned long long k, unsigned long
         return;
     for (unsigned i = 0; peek(&sh->posted) <= k; i++)
         pause(i, &ns);
-    __threadfence();
+    fence_device();
     const volatile unsigned long long *from =
         reinterpret_cast<const volatile unsigned long long *>(&sh->batch);
     unsigned long long *to = reinterpret_cast<unsigned long long *>(b);
@@ -191,14 +191,14 @@ __device__ void next_batch(const Persist &P, unsigned long long k, unsigned long
 __device__ void finish_batch(const Persist &P, const Batch &b, unsigned long long k)
 {
     Shared *sh = P.sh;
-    __threadfence();
+    fence_device();
     if (gridDim.x > 1) {
         if (atomicAdd(&sh->blocks_done, 1ull) + 1 != gridDim.x)
             return;
         sh->blocks_done = 0;
     }
     poke(count_word(P), b.count + b.calls);
-    __threadfence_system();
+    fence_system();
     if (!peek(&sh->gave_up))
         poke(&P.bell->done, b.first + b.calls);
     poke(&sh->finished, k + 1);
@@ -210,12 +210,12 @@ __device__ void end_resident(const Persist &P)
 {
     if (threadIdx.x != 0)
         return;
-    __threadfence();
+    fence_device();
     if (atomicAdd(&P.sh->blocks_out, 1ull) + 1 != gridDim.x)
         return;
     unsigned long long why = peek(&P.sh->gave_up);
     poke(&P.bell->why, why ? why : (unsigned long long)GCSH_PERSIST_STOPPED);
-    __threadfence_system();
+    fence_system();
     poke(&P.bell->done, peek(&P.bell->done) | GCSH_PERSIST_ENDED);
 }
 

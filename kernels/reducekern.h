@@ -1,5 +1,5 @@
-/* Launchers of the reduce kernels (kernels/reduce.cu) and of the NVLS
- * multicast kernels (kernels/mcast.cu), callable from C.
+/* Launchers of the reduce kernels (kernels/reduce.cu, ll.cu, persist.cu),
+ * callable from C (NCCL's device API and NVLS's: cuda/cudakern.h).
  *
  * As in initkern.h: each launcher enqueues on `stream` and returns the
  * launch's error; sizes and team bounds are checked here before any launch
@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include "core/backend.h"
 #include "core/kpersist.h"
@@ -70,13 +69,6 @@ cudaError_t gcsh_k_alltoallv(const gcsh_kv_args *a, const gcsh_window_desc *d,
 cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
                                 const gcsh_kwait *wait, cudaStream_t stream);
 
-/* kernel.allreduce{algo="nccl_dev"} (kernels/nccl_dev.cu): one-shot with
- * NCCL's device API over window win, one launch.  dev_comm is the window's
- * ncclDevComm (with GCSH_NCCL_DEV_BLOCKS LSA barriers, winkern.h); mine is
- * my slice's address of the region, which gives every slice's alignment. */
-cudaError_t gcsh_k_nccl_dev_allreduce(const void *dev_comm, ncclWindow_t win, const void *mine,
-                                      const gcsh_kdev_args *a, cudaStream_t stream);
-
 /* The resident kernel of the persistent all-reduce (kernels/persist.cu,
  * core/kpersist.h): `blocks` blocks (a cooperative launch, so all of them
  * are resident at once) on `stream`, which must be a stream of its own: it
@@ -88,25 +80,6 @@ cudaError_t gcsh_k_nccl_dev_allreduce(const void *dev_comm, ncclWindow_t win, co
 cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                   const gcsh_window_desc *d, gcsh_persist_bell *bell,
                                   void *sync, const gcsh_kwait *wait, cudaStream_t stream);
-
-/* ---- NVLS (kernels/mcast.cu): compiled for sm_90, run only under the
- * opt-in of src/DESIGN.md (cuda_kern.c decides; never on the test machines). */
-
-/* A device communicator with lsaMultimem = true (collective over comm), and
- * *mc_base (host) = ncclGetLsaMultimemPointer(win, 0, it).  *dev_comm is
- * freed as every device communicator is: gcsh_nccl_devcomm_destroy
- * (winkern.h). */
-ncclResult_t gcsh_nccl_multimem_open(ncclComm_t comm, ncclWindow_t win, void **dev_comm,
-                                     void **mc_base, cudaStream_t stream);
-
-/* out[0..n) = multimem.ld_reduce over mc (a multicast address); src[0..n)
- * into every slice by multimem.st.  Vector forms where mc and the local
- * pointer are 16-byte aligned alike, scalar forms for the rest (multimem
- * needs natural alignment of the accessed width). */
-cudaError_t gcsh_k_mc_ld_reduce(const void *mc, void *out, size_t n, gcsh_dtype dt,
-                                gcsh_redop op, cudaStream_t stream);
-cudaError_t gcsh_k_mc_st(void *mc, const void *src, size_t n, gcsh_dtype dt,
-                         cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,16 +1,6 @@
-// Window kernels: signal words (store/add with release, wait with acquire),
-// the peer read through a peer table, and the NCCL device-API glue (device
-// communicator, ncclGetLsaPointer table fill).
-#include <new>
-
-#include <cuda/atomic>
-// NCCL 2.28's device headers have unused parameters in their GIN entry points; the
-// warning is theirs, so it is silenced for their headers only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <nccl_device.h>
-#pragma GCC diagnostic pop
-
+// Window kernels: signal words (store/add with release, wait with acquire)
+// and the peer read through a peer table.  (NCCL's device-API glue is
+// cuda/ncclwin.cu's.)
 #include "core/backend.h"
 #include "kwait.cuh"
 #include "winkern.h"
@@ -25,9 +15,9 @@ __global__ void signal_store_kernel(unsigned long long *word, unsigned long long
     // it publishes may have been written by this GPU to any peer
     sys_atomic a(*word);
     if (add)
-        a.fetch_add(v, cuda::memory_order_release);
+        a.fetch_add(v, gcsh_k::kRelease);
     else
-        a.store(v, cuda::memory_order_release);
+        a.store(v, gcsh_k::kRelease);
 }
 
 // add returning the old value into *old: acquire (what the owner published
@@ -37,7 +27,7 @@ __global__ void signal_fetch_add_kernel(unsigned long long *word, unsigned long 
                                         unsigned long long *old)
 {
     sys_atomic a(*word);
-    *old = a.fetch_add(v, cuda::memory_order_acq_rel);
+    *old = a.fetch_add(v, gcsh_k::kAcqRel);
 }
 
 __global__ void signal_wait_kernel(unsigned long long *word, unsigned long long v, int cmp,
@@ -81,13 +71,6 @@ __global__ void peer_copy1_kernel(unsigned char *dst, void *const *table, int pe
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         dst[i] = src[i];
-}
-
-__global__ void lsa_table_kernel(ncclWindow_t win, int n, void **table)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        table[i] = ncclGetLsaPointer(win, 0, i);
 }
 
 // cudaGetLastError also returns (and clears) the error of an earlier runtime
@@ -155,63 +138,4 @@ extern "C" cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer,
             (unsigned char *)dst, table, peer, offset, bytes);
     }
     return launched();
-}
-
-extern "C" cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table,
-                                        cudaStream_t stream)
-{
-    if (n <= 0 || n > GCSH_MAX_TEAM || !win || !table)
-        return cudaErrorInvalidValue;
-    clear_stale_error();
-    lsa_table_kernel<<<(n + 127) / 128, 128, 0, stream>>>(win, n, table);
-    return launched();
-}
-
-extern "C" ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out)
-{
-    ncclDevComm *dc = new (std::nothrow) ncclDevComm();
-    if (!dc)
-        return ncclSystemError;
-    // value-initialised: no GIN, and lsaMultimem false, which keeps NVLink
-    // multicast (NVLS) out of this communicator for good; the LSA barriers
-    // asked for (NCCL keeps their state in a small buffer of its own)
-    ncclDevCommRequirements reqs = {};
-    reqs.lsaMultimem = false;
-    reqs.lsaBarrierCount = lsa_barriers;
-    ncclResult_t r = ncclDevCommCreate(comm, &reqs, dc);
-    if (r != ncclSuccess && r != ncclInProgress) {
-        delete dc;
-        return r;
-    }
-    // On a non-blocking communicator NCCL may still be filling *dc: it stays
-    // allocated, and the caller waits for the communicator before reading it
-    // (gcsh_nccl_devcomm_lsa) or handing it to a kernel.
-    *out = dc;
-    return r;
-}
-
-extern "C" void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank)
-{
-    const ncclDevComm *dc = (const ncclDevComm *)dev_comm;
-    *lsa_size = dc->lsaSize;
-    *lsa_rank = dc->lsaRank;
-}
-
-extern "C" ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm)
-{
-    ncclDevComm *dc = (ncclDevComm *)dev_comm;
-    if (!dc)
-        return ncclSuccess;
-    ncclResult_t r = ncclDevCommDestroy(comm, dc);
-    delete dc;
-    return r;
-}
-
-extern "C" void gcsh_nccl_lsa_team(ncclComm_t comm, int *size, int *rank, int *members, int max)
-{
-    ncclTeam_t lsa = ncclTeamLsa(comm);
-    *size = lsa.nRanks;
-    *rank = lsa.rank;
-    for (int i = 0; i < lsa.nRanks && i < max; i++)
-        members[i] = ncclTeamRankToWorld(comm, lsa, i);
 }

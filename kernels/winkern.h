@@ -1,5 +1,5 @@
-/* Window and signal kernels, and the NCCL device-API pieces that need C++
- * (ncclDevComm is a C++ type), behind extern "C" launchers.
+/* Window and signal kernels behind extern "C" launchers (kernels/window.cu;
+ * NCCL's device-API pieces for windows: cuda/cudakern.h).
  *
  * As in initkern.h: each launcher enqueues on `stream` and returns the
  * launch's error; a zero size launches nothing; sizes are checked here
@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,31 +63,6 @@ cudaError_t gcsh_k_signal_wait(const uint64_t *word, uint64_t v, int cmp, gcsh_w
  * 16-byte vector loads when dst, offset and bytes allow, bytes otherwise. */
 cudaError_t gcsh_k_peer_copy(void *dst, void *const *table, int peer, size_t offset,
                              size_t bytes, cudaStream_t stream);
-
-/* table[i] = ncclGetLsaPointer(win, 0, i) for i < n: fills a device peer
- * table through the NCCL device API. */
-cudaError_t gcsh_k_lsa_table(ncclWindow_t win, int n, void **table, cudaStream_t stream);
-
-/* The LSA barriers a window's device communicator asks for: one per CTA
- * of algo "nccl_dev" (kernels/nccl_dev.cu), which runs at most this many. */
-#define GCSH_NCCL_DEV_BLOCKS 32
-
-/* A device communicator for comm (collective over comm) with lsa_barriers
- * LSA barriers (0: none) and no other optional resource: lsaMultimem stays
- * false (never NVLink multicast).  *out is an opaque ncclDevComm owned by
- * the caller until gcsh_nccl_devcomm_destroy.  It may return ncclInProgress
- * (non-blocking communicators): wait for the communicator before reading
- * *out. */
-ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out);
-/* Its LSA team, once the communicator has settled. */
-void gcsh_nccl_devcomm_lsa(const void *dev_comm, int *lsa_size, int *lsa_rank);
-/* Frees a device communicator, this one or gcsh_nccl_multimem_open's
- * (collective over comm); NULL: nothing to do. */
-ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dev_comm);
-
-/* NCCL's LSA team of comm, from the host side (ncclTeamLsa): its size and
- * my index, and for i < min(size, max) members[i] = member i's comm rank. */
-void gcsh_nccl_lsa_team(ncclComm_t comm, int *size, int *rank, int *members, int max);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,12 @@
 // The copy kernel of one-sided transfers (xferkern.h): chunks of segments,
 // each copied with the widest word that the source and destination
 // alignments share, and an optional release-ordered signal at the end.
-#include <cuda/atomic>
-
+#include "kport.cuh"
 #include "xferkern.h"
 
 namespace {
 
-using sys_atomic = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+using gcsh_k::sys_atomic;
 
 constexpr unsigned kThreads = 256;
 constexpr unsigned kUnroll = 4;
@@ -95,7 +94,7 @@ __global__ void xfer_kernel(const gcsh_kseg *segs, size_t nseg, size_t chunks, u
         return;
     // every thread fences its own stores at system scope (the data went to
     // another GPU, the word may be on a third), then one thread arrives
-    __threadfence_system();
+    gcsh_k::fence_system();
     __syncthreads();
     if (threadIdx.x != 0)
         return;
@@ -103,13 +102,13 @@ __global__ void xfer_kernel(const gcsh_kseg *segs, size_t nseg, size_t chunks, u
         return;
     // the last block: every block fenced before it arrived
     *arrived = 0; // ready for the next post (stream order separates them)
-    __threadfence_system();
-    sys_atomic(*signal).fetch_add(value, cuda::memory_order_release);
+    gcsh_k::fence_system();
+    sys_atomic(*signal).fetch_add(value, gcsh_k::kRelease);
 }
 
 __global__ void fence_kernel()
 {
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    gcsh_k::fence_seq_cst_system();
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 -- step.devcomm(w [, {barriers=1}]): the host backend's emulation of NCCL's
 -- device communicator over a window of kind nccl (emulated on the host),
 -- whose pieces algo "nccl_dev" uses inside one kernel on a GPU
--- (kernels/nccl_dev.cu), here one call at a time from the prompt:
+-- (kernels/cuda/nccl_dev.cu), here one call at a time from the prompt:
 --
 --   d = step.devcomm(w)      collective: ncclDevCommCreate (LSA team, barriers)
 --   d.lsa_rank d.lsa_size d.barriers d.window
@@ -60,7 +60,7 @@ function M.new(w, opts)
   opts = opts or {}
   if gcsh.backend ~= "host" then
     fail(fname, "the host backend's emulation; on cuda, algo 'nccl_dev' runs NCCL's own "
-         .. "device communicator inside a kernel (kernels/nccl_dev.cu)")
+         .. "device communicator inside a kernel (kernels/cuda/nccl_dev.cu)")
   end
   if w.kind ~= "nccl" then
     fail(fname, "a device communicator belongs to a window of kind nccl, got kind '%s' "

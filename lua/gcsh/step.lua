@@ -233,7 +233,7 @@ local function read_options(fname, coll, w, opts)
   end
   if coll == "allreduce" and opts.algo == "nccl_dev" then
     fail(fname, "algo 'nccl_dev' has no steps of its own: it moves the data as oneshot does "
-         .. "(algo='oneshot'), with NCCL's LSA barriers on GPUs (kernels/nccl_dev.cu)")
+         .. "(algo='oneshot'), with NCCL's LSA barriers on GPUs (kernels/cuda/nccl_dev.cu)")
   end
   o.algo = check_choice(fname, "algo", opts.algo or ALGOS[coll][1], ALGOS[coll])
   if REDUCES[coll] then

@@ -95,7 +95,7 @@ const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
     return "ll";
 }
 
-/* A one-shot written with NCCL's device API (kernels/nccl_dev.cu): cuda,
+/* A one-shot written with NCCL's device API (kernels/cuda/nccl_dev.cu): cuda,
  * windows of kind nccl.  Refused before the collective check, naming the
  * window's kind and why, the same on every rank (the backend and the kind
  * are the whole communicator's), so no rank is left in the check. */

@@ -21,7 +21,7 @@
  * "hier" or "comm" first); "ll" has the ready flags ride in the data
  * (kll.h), its stepper builds its two phases itself; "comm" is the
  * communicator's all-reduce; "nccl_dev" a one-shot written with NCCL's
- * device API (kernels/nccl_dev.cu: cuda and windows of kind nccl only);
+ * device API (kernels/cuda/nccl_dev.cu: cuda and windows of kind nccl only);
  * "hier" in the node, then across nodes (khier.c).  The steppers' turns
  * are the order most worth watching: a tree or a ring moves the data a
  * step at a time; "direct" is one step. */
@@ -39,7 +39,7 @@ static const gcsh_kalgo_row rows[] = {
     {GCSH_KC_ALLREDUCE, "comm", -1, gcsh_kalgo_run_comm, NULL, NULL, 0, ABOVE(4)},
     {GCSH_KC_ALLREDUCE, "nccl_dev", -1, gcsh_kalgo_run_nccl_dev, NULL,
      "algo 'nccl_dev' has no plan of its own: it moves the data as oneshot does "
-     "(kernel.plan(w, {algo='oneshot'})), with NCCL's LSA barriers (kernels/nccl_dev.cu)",
+     "(kernel.plan(w, {algo='oneshot'})), with NCCL's LSA barriers (kernels/cuda/nccl_dev.cu)",
      0, NO_AUTO},
     {GCSH_KC_ALLREDUCE, "hier", -1, gcsh_khier_run, gcsh_khier_plan, NULL, 6, NO_AUTO},
     PLANNED(GCSH_KC_REDUCE_SCATTER, "direct", GCSH_KA_DIRECT, 2, NO_AUTO),

@@ -34,7 +34,7 @@
  *       emulation, which moves the data as two-shot does), "comm" (the
  *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
  *       on host), "nccl_dev" (one-shot written with NCCL's device API:
- *       cuda, windows of kind nccl; kernels/nccl_dev.cu), "auto" (by size
+ *       cuda, windows of kind nccl; kernels/cuda/nccl_dev.cu), "auto" (by size
  *       and team from src/core/kreduce_tune.h: ll, one-shot, two-shot or
  *       comm).
  *   kernel.reduce_scatter(w [, {algo="direct"|"ring", op, offset, n, out}])

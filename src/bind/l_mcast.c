@@ -9,7 +9,7 @@
  *   m:st(src [, offset=0])                       src into every slice
  *   m.window   m:free()
  *
- * In mode nvls the backend's multimem loads and stores run (kernels/mcast.cu);
+ * In mode nvls the backend's multimem loads and stores run (kernels/cuda/mcast.cu);
  * emulated, the same results come from the reduce kernels' peer loads and
  * stores.  Arguments are read as the kernel library reads them (kargs.c). */
 #include <stdint.h>
@@ -68,7 +68,7 @@ void gcsh_mcast_open(lua_State *L, gcsh_symobj *o, gcsh_mcast *mc)
     open_as(L, o, mc, -1);
 }
 
-/* multimem has no 16-bit forms and needs natural alignment (kernels/mcast.cu):
+/* multimem has no 16-bit forms and needs natural alignment (kernels/cuda/mcast.cu):
  * offsets, lengths and the local buffer go in 4-byte units; its reductions
  * are add for f32, add, min and max for f16, bf16, i32 and u32 (kreduce.h). */
 void gcsh_mcast_check_rules(lua_State *L, const char *fname, const gcsh_symobj *o, int reduces,

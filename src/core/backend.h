@@ -481,7 +481,7 @@ typedef struct gcsh_kll_args {
     int slots;           /* the slots per set: the LL area's layout (kll.h) */
 } gcsh_kll_args;
 
-/* kernel.allreduce{algo="nccl_dev"} (kernels/nccl_dev.cu): the region
+/* kernel.allreduce{algo="nccl_dev"} (kernels/cuda/nccl_dev.cu): the region
  * [offset, offset + n) of every slice all-reduced by a one-shot written with
  * NCCL's device API (the window's device communicator, its LSA barriers,
  * LSA pointers); the result into out, or into my region. */

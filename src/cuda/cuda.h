@@ -15,6 +15,7 @@
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
 #include "core/kpersist.h"
+#include "gpu/gpu_rt.h"
 #include "initkern.h"
 #include "winkern.h"
 
@@ -25,7 +26,9 @@
 #define CUDA_THROTTLE_MARKS 4
 #define CUDA_THROTTLE_EVERY 128
 
-typedef struct cuda_state {
+/* The GPU-generic code's gcsh_gpu_dev (gpu/gpu_rt.h), defined here as each
+ * backend defines its gcsh_comm_impl. */
+typedef struct gcsh_gpu_dev {
     int dev;              /* CUDA ordinal of this rank's GPU */
     cudaStream_t stream;  /* every kernel, copy and collective goes here */
     void *scratch;        /* 8 bytes of device memory: the barrier's operand */
@@ -80,7 +83,7 @@ typedef struct cuda_state {
      * for it): cuda_enter runs the hook before anything else, and the hook
      * clears it.  A hook, so that the entry (cuda_util.c) never names the
      * features above it. */
-    int (*enter_owed)(gcsh_ctx *ctx, struct cuda_state *st);
+    int (*enter_owed)(gcsh_ctx *ctx, struct gcsh_gpu_dev *st);
     /* Work may have gone onto the rank's stream since it was last seen
      * idle (cuda_enter sets it, a wait or a query that finds the stream
      * idle clears it): a ring stores its entry's last pair from the host,
@@ -253,9 +256,6 @@ void cuda_forget_busy(cuda_state *st, gcsh_comm_impl *c);
 /* Waits until a non-blocking communicator's pending call (init, split) is
  * done, polling ctx->interrupt; on error or interrupt comm is aborted. */
 int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what);
-/* Spins for the first polls of a wait, yields for the next thousands, then
- * sleeps 20 us between polls (cuda_util.c says why). */
-void cuda_poll_pause(unsigned polls);
 
 /* One cuDeviceGetAttribute (a query: it changes nothing) through the
  * runtime's entry points; -1 (and *v = 0) when the driver cannot answer. */
@@ -299,5 +299,22 @@ extern const gcsh_window_ops gcsh_cuda_window_ops;
 extern const gcsh_kernel_ops gcsh_cuda_kernel_ops; /* cuda_kern.c */
 extern const gcsh_xfer_ops gcsh_cuda_xfer_ops; /* cuda_xfer.c */
 extern const gcsh_graph_ops gcsh_cuda_graph_ops; /* cuda_graph.c */
+extern const gcsh_gpu_rt gcsh_cuda_rt; /* cuda_rt.c: the device runtime of src/gpu/ */
+
+/* The device runtime's graph part (cuda_graph.c; gpu_rt.h says what each
+ * does). */
+int cuda_capture_begin(gcsh_ctx *ctx, cuda_state *st);
+int cuda_capture_end(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph **out);
+void cuda_capture_abandon(cuda_state *st);
+int cuda_graph_launch(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph *g);
+void cuda_graph_free(cuda_state *st, gcsh_gpu_graph *g);
+
+/* The device runtime's transfer part (cuda_xfer.c). */
+int cuda_xfer_prepare(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+void cuda_xfer_free(cuda_state *st, gcsh_gpu_xfer *own);
+int cuda_xfer_post(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+void cuda_xfer_query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status);
+int cuda_xfer_wait_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x);
+int cuda_fence(gcsh_ctx *ctx, cuda_state *st);
 
 #endif

@@ -196,6 +196,7 @@ static unsigned paired_room_each(const cuda_state *st)
  * device, so that none waits for it. */
 static int cuda_init(gcsh_ctx *ctx)
 {
+    gcsh_gpu_use(&gcsh_cuda_rt);
     int count = 0, dev = -1;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaSuccess && count < 1)

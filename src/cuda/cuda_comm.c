@@ -46,6 +46,7 @@
 #include "core/elementwise.h"
 #include "core/mpi_try.h"
 #include "cuda/cuda.h"
+#include "cuda/cudakern.h"
 #include "initkern.h"
 
 static const ncclRedOp_t nccl_op[GCSH_NOPS] = {
@@ -735,7 +736,7 @@ static int cuda_agree(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *mine, void *
         return gcsh_set_error(ctx, "agree: %zu bytes is more than one exchange carries", bytes);
     int mpi_rc;
     int rc = gcsh_orphans_allgather(gcsh_orphans_of(ctx), c->mpi, c->size, mine, all, bytes,
-                                    &ctx->interrupt, cuda_poll_pause, &mpi_rc);
+                                    &ctx->interrupt, gcsh_gpu_poll_pause, &mpi_rc);
     if (rc == 0)
         return 0;
     if (rc == GCSH_EXCHANGE_FAILED && mpi_rc == -1)

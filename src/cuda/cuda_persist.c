@@ -214,7 +214,7 @@ static void wait_gone(gcsh_ctx *ctx, gcsh_persist_impl *p)
     for (unsigned polls = 0; cudaStreamQuery(p->stream) == cudaErrorNotReady; polls++) {
         if (atomic_load(&ctx->interrupt))
             return; /* leave it; the stream is released with the handle */
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
     p->live = 0;
     unlink_from(&p->st->resident, p, 0);
@@ -311,7 +311,7 @@ static int wait_done(gcsh_ctx *ctx, gcsh_persist_impl *p, uint64_t want)
     for (unsigned polls = 0; done_word(p) < want; polls++) {
         if (atomic_load(&ctx->interrupt))
             return abandon(ctx, p);
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
     return 0;
 }
@@ -437,7 +437,7 @@ static int gone_within(gcsh_persist_impl *p, double ms)
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 > ms)
             return 0;
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
     return 1;
 }

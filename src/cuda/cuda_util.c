@@ -85,30 +85,6 @@ fail:
     return NULL;
 }
 
-/* Pacing of every host poll loop here: spin for the first polls, yield the
- * core for the next few thousand, then sleep 20 us between polls so a long
- * wait does not burn a core that MPI progress may need.
- *
- * Why yield before sleeping: a collective on a non-blocking communicator
- * returns ncclInProgress and NCCL finishes the launch on a thread of its own,
- * so every NCCL call waits here twice (for the launch, then for the stream).
- * A nanosleep of 20 us lasts longer still with Linux's default timer slack
- * (50 us); when this slept after 2000 bare polls, a c:allreduce of 8 bytes
- * cost 110-280 us on 2 H200s (bench.allreduce, NCCL 2.28.3).  sched_yield
- * returns at once when nothing else wants the core and lets NCCL's thread in
- * when something does. */
-void cuda_poll_pause(unsigned polls)
-{
-    if (polls < 64)
-        return;
-    if (polls < 8192) {
-        sched_yield();
-        return;
-    }
-    struct timespec ts = {0, 20 * 1000};
-    nanosleep(&ts, NULL);
-}
-
 /* Stops c's residents and aborts its NCCL communicators (the non-blocking
  * one unless it was aborted already). */
 static void abort_one(gcsh_comm_impl *c, int comm_too)
@@ -287,7 +263,7 @@ static int wait_until(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c,
                                            "communicator aborted, create a new one");
             return gcsh_set_error(ctx, "interrupted while waiting for the GPU stream");
         }
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
 }
 
@@ -364,7 +340,7 @@ int cuda_nccl_settle(gcsh_ctx *ctx, ncclComm_t comm, const char *what)
             ncclCommAbort(comm);
             return gcsh_set_error(ctx, "%s: interrupted; the new communicator is aborted", what);
         }
-        cuda_poll_pause(polls);
+        gcsh_gpu_poll_pause(polls);
     }
 }
 

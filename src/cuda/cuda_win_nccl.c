@@ -10,7 +10,7 @@
  *   allocate  ncclMemAlloc of my slice (local)
  *   register  ncclCommWindowRegister, SYMMETRIC (collective)
  *   devcomm   ncclDevCommCreate (collective): the LSA team, and the LSA
- *             barriers of algo "nccl_dev" (kernels/nccl_dev.cu)
+ *             barriers of algo "nccl_dev" (kernels/cuda/nccl_dev.cu)
  *   peers     the LSA peer pointers, through the device communicator
  * so each collective step runs only after all ranks agreed that the step
  * before succeeded everywhere, and a failure is undone on every rank at the
@@ -80,10 +80,10 @@ static int fill_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_w
 {
     size_t tbytes = (size_t)d->team_size * sizeof(void *);
     CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
-    CUDA_TRY(ctx, gcsh_k_lsa_table(w->win, d->team_size, d->peer_table_dev, st->stream));
+    CUDA_TRY(ctx, gcsh_k_lsa_table(w->own->win, d->team_size, d->peer_table_dev, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer, d->peer_table_dev, tbytes, cudaMemcpyDeviceToHost,
                                   st->stream));
-    CUDA_TRY(ctx, cudaMemsetAsync(w->buf, 0, w->bytes, st->stream));
+    CUDA_TRY(ctx, cudaMemsetAsync(w->own->buf, 0, w->bytes, st->stream));
     if (cuda_wait(ctx, st, NULL) != 0)
         return -1;
     for (int i = 0; i < d->team_size; i++)
@@ -97,53 +97,54 @@ fail:
 static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w,
                           const gcsh_window_desc *d, char *report, size_t len)
 {
-    if (!NCCL_OK(ctx, w->c, ncclMemAlloc(&w->buf, w->bytes)))
+    if (!NCCL_OK(ctx, w->c, ncclMemAlloc(&w->own->buf, w->bytes)))
         return -1;
     char size[32], gran[32];
     snprintf(report, len,
              "ncclMemAlloc: %s per rank (granularity %s)\n"
              "my slice: %p on cuda:%d",
              gcsh_format_bytes(w->bytes, size, sizeof size),
-             gcsh_format_bytes(d->granularity, gran, sizeof gran), w->buf, st->dev);
+             gcsh_format_bytes(d->granularity, gran, sizeof gran), w->own->buf, st->dev);
     return 0;
 }
 
 static int stage_register(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_t len)
 {
     gcsh_comm_impl *c = w->c;
-    if (!NCCL_OK(ctx, c, ncclCommWindowRegister(c->comm, w->buf, w->bytes, &w->win,
+    if (!NCCL_OK(ctx, c, ncclCommWindowRegister(c->comm, w->own->buf, w->bytes, &w->own->win,
                                                 NCCL_WIN_COLL_SYMMETRIC)))
         return -1;
     snprintf(report, len,
              "ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) on %d ranks\n"
              "my ncclWindow_t: %p",
-             c->size, (void *)w->win);
+             c->size, (void *)w->own->win);
     return 0;
 }
 
 static int stage_devcomm(gcsh_ctx *ctx, gcsh_window_impl *w, char *report, size_t len)
 {
     gcsh_comm_impl *c = w->c;
-    if (!NCCL_OK(ctx, c, gcsh_nccl_devcomm_create(c->comm, GCSH_NCCL_DEV_BLOCKS, &w->devcomm)))
+    if (!NCCL_OK(ctx, c, gcsh_nccl_devcomm_create(c->comm, GCSH_NCCL_DEV_BLOCKS, &w->own->devcomm)))
         return -1;
     /* settled by NCCL_OK: the device communicator is filled in now */
-    gcsh_nccl_devcomm_lsa(w->devcomm, &w->lsa_size, &w->lsa_rank);
+    gcsh_nccl_devcomm_lsa(w->own->devcomm, &w->own->lsa_size, &w->own->lsa_rank);
     snprintf(report, len,
              "ncclDevCommCreate: a device communicator, LSA team of %d\n"
              "my LSA rank: %d\n"
              "%d LSA barriers (algo nccl_dev: one per CTA)",
-             w->lsa_size, w->lsa_rank, GCSH_NCCL_DEV_BLOCKS);
+             w->own->lsa_size, w->own->lsa_rank, GCSH_NCCL_DEV_BLOCKS);
     return 0;
 }
 
 static int stage_peers(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
                        char *report, size_t len)
 {
-    if (fill_team(ctx, w, d, w->lsa_size, w->lsa_rank) != 0 || fill_table(ctx, st, w, d) != 0)
+    if (fill_team(ctx, w, d, w->own->lsa_size, w->own->lsa_rank) != 0 ||
+        fill_table(ctx, st, w, d) != 0)
         return -1;
     snprintf(d->handle, sizeof d->handle,
-             "ncclWindow_t %p, ncclDevComm lsa %d/%d, ncclMemAlloc %p", (void *)w->win,
-             w->lsa_rank, w->lsa_size, w->buf);
+             "ncclWindow_t %p, ncclDevComm lsa %d/%d, ncclMemAlloc %p", (void *)w->own->win,
+             w->own->lsa_rank, w->own->lsa_size, w->own->buf);
     char team[128], layout[160];
     gcsh_format_ranks(d->team, d->team_size, team, sizeof team);
     gcsh_window_layout_text(d, layout, sizeof layout);
@@ -179,15 +180,15 @@ static void win_nccl_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     (void)st;
     gcsh_comm_impl *c = w->c;
-    if (w->devcomm && !c->aborted)
-        undo_step(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
-    w->devcomm = NULL;
-    if (w->win && !c->aborted)
-        undo_step(ctx, c, ncclCommWindowDeregister(c->comm, w->win));
-    w->win = NULL;
-    if (w->buf)
-        ncclMemFree(w->buf);
-    w->buf = NULL;
+    if (w->own->devcomm && !c->aborted)
+        undo_step(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->own->devcomm));
+    w->own->devcomm = NULL;
+    if (w->own->win && !c->aborted)
+        undo_step(ctx, c, ncclCommWindowDeregister(c->comm, w->own->win));
+    w->own->win = NULL;
+    if (w->own->buf)
+        ncclMemFree(w->own->buf);
+    w->own->buf = NULL;
 }
 
 /* Collective (the binding calls it on every rank after a barrier).  After an
@@ -198,11 +199,11 @@ static int win_nccl_destroy(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
     gcsh_comm_impl *c = w->c;
     int ok = 1;
     if (!c->aborted)
-        ok &= NCCL_OK(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->devcomm));
+        ok &= NCCL_OK(ctx, c, gcsh_nccl_devcomm_destroy(c->comm, w->own->devcomm));
     if (!c->aborted)
-        ok &= NCCL_OK(ctx, c, ncclCommWindowDeregister(c->comm, w->win));
+        ok &= NCCL_OK(ctx, c, ncclCommWindowDeregister(c->comm, w->own->win));
     /* local: no communicator to settle (an aborted one is gone) */
-    ncclResult_t r = ncclMemFree(w->buf);
+    ncclResult_t r = ncclMemFree(w->own->buf);
     if (r != ncclSuccess)
         ok = nccl_error(ctx, NULL, __FILE__, __LINE__, "ncclMemFree", r) == 0;
     return ok ? 0 : -1;
@@ -228,7 +229,7 @@ static int win_nccl_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran)
     return 0;
 }
 
-const cuda_win_kind win_nccl_kind = {
+const gpu_win_kind win_nccl_kind = {
     .name = "nccl",
     .plan = &win_nccl_plan,
     .usable = win_nccl_usable,

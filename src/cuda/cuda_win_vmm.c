@@ -71,13 +71,13 @@ static int find_team(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
         if (all[r].node != ctx->node)
             continue;
         if (d->team_size == 0)
-            w->nonce = all[r].nonce;
+            w->own->nonce = all[r].nonce;
         if (r == c->rank)
             d->team_rank = d->team_size;
         d->team[d->team_size++] = r;
     }
     free(all);
-    w->n = d->team_size;
+    w->own->n = d->team_size;
     return rc;
 }
 
@@ -120,11 +120,11 @@ static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gc
         return -1;
     CUmemAllocationProp prop;
     vmm_prop(&prop, st->dev);
-    w->handle = calloc((size_t)w->n, sizeof *w->handle);
-    w->mapped = calloc((size_t)w->n, sizeof *w->mapped);
-    if (!w->handle || !w->mapped)
+    w->own->handle = calloc((size_t)w->own->n, sizeof *w->own->handle);
+    w->own->mapped = calloc((size_t)w->own->n, sizeof *w->own->mapped);
+    if (!w->own->handle || !w->own->mapped)
         return gcsh_set_error(ctx, "vmm window: out of host memory");
-    CU_TRY(ctx, st, MemCreate(&w->handle[d->team_rank], w->bytes, &prop, 0));
+    CU_TRY(ctx, st, MemCreate(&w->own->handle[d->team_rank], w->bytes, &prop, 0));
     char team[128], size[32], gran[32];
     gcsh_format_ranks(d->team, d->team_size, team, sizeof team);
     gcsh_format_bytes(w->bytes, size, sizeof size);
@@ -134,7 +134,8 @@ static int stage_allocate(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gc
              "cuMemCreate: %s per rank, POSIX-fd exportable (granularity %s,\n"
              "  cuMemGetAllocationGranularity, recommended)\n"
              "my handle: 0x%llx on cuda:%d",
-             ctx->node, team, size, gran, (unsigned long long)w->handle[d->team_rank], st->dev);
+             ctx->node, team, size, gran, (unsigned long long)w->own->handle[d->team_rank],
+             st->dev);
     return 0;
 fail:
     return -1;
@@ -144,14 +145,14 @@ fail:
 static int stage_export(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w,
                         const gcsh_window_desc *d, char *report, size_t len)
 {
-    CU_TRY(ctx, st, MemExportToShareableHandle(&w->fd, w->handle[d->team_rank],
+    CU_TRY(ctx, st, MemExportToShareableHandle(&w->own->fd, w->own->handle[d->team_rank],
                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    if (fdx_listen(ctx, &w->x, w->nonce, d->team_rank, w->n) != 0)
+    if (fdx_listen(ctx, &w->own->x, w->own->nonce, d->team_rank, w->own->n) != 0)
         return -1;
     snprintf(report, len,
              "cuMemExportToShareableHandle: my POSIX fd %d\n"
              "listening: @gcsh-vmm-%u-%016llx-%d",
-             w->fd, (unsigned)getuid(), (unsigned long long)w->nonce, d->team_rank);
+             w->own->fd, (unsigned)getuid(), (unsigned long long)w->own->nonce, d->team_rank);
     return 0;
 fail:
     return -1;
@@ -163,25 +164,26 @@ static int stage_exchange(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_
                           char *report, size_t len)
 {
     int me = d->team_rank;
-    w->fds = calloc((size_t)w->n, sizeof *w->fds);
-    if (!w->fds)
+    w->own->fds = calloc((size_t)w->own->n, sizeof *w->own->fds);
+    if (!w->own->fds)
         return gcsh_set_error(ctx, "vmm window: out of host memory");
-    for (int i = 0; i < w->n; i++)
-        w->fds[i] = -1;
-    if (fdx_send_all(ctx, &w->x, w->fd) != 0 ||
-        fdx_recv_all(ctx, &w->x, w->fds, FDX_TIMEOUT_S) != 0)
+    for (int i = 0; i < w->own->n; i++)
+        w->own->fds[i] = -1;
+    if (fdx_send_all(ctx, &w->own->x, w->own->fd) != 0 ||
+        fdx_recv_all(ctx, &w->own->x, w->own->fds, FDX_TIMEOUT_S) != 0)
         return -1;
     size_t used = (size_t)snprintf(report, len,
                                    "SCM_RIGHTS: sent fd %d to %d peers\n"
                                    "received fds:",
-                                   w->fd, w->n - 1);
-    for (int i = 0; i < w->n && used < len; i++)
+                                   w->own->fd, w->own->n - 1);
+    for (int i = 0; i < w->own->n && used < len; i++)
         if (i != me)
-            used += (size_t)snprintf(report + used, len - used, " %d (member %d)", w->fds[i], i);
-    if (w->n == 1 && used < len)
+            used += (size_t)snprintf(report + used, len - used, " %d (member %d)",
+                                     w->own->fds[i], i);
+    if (w->own->n == 1 && used < len)
         snprintf(report + used, len - used, " none (no peer on this node)");
-    fdx_close(&w->x);
-    close_fd(&w->fd);
+    fdx_close(&w->own->x);
+    close_fd(&w->own->fd);
     return 0;
 }
 
@@ -190,18 +192,20 @@ static int stage_exchange(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_
 static int stage_map(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, const gcsh_window_desc *d,
                      char *report, size_t len)
 {
-    size_t total = (size_t)w->n * w->bytes;
-    for (int i = 0; i < w->n; i++) {
+    size_t total = (size_t)w->own->n * w->bytes;
+    for (int i = 0; i < w->own->n; i++) {
         if (i == d->team_rank)
             continue;
-        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->handle[i], (void *)(intptr_t)w->fds[i],
+        CU_TRY(ctx, st, MemImportFromShareableHandle(&w->own->handle[i],
+                                                     (void *)(intptr_t)w->own->fds[i],
                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-        close_fd(&w->fds[i]);
+        close_fd(&w->own->fds[i]);
     }
-    CU_TRY(ctx, st, MemAddressReserve(&w->base, total, d->granularity, 0, 0));
-    for (int i = 0; i < w->n; i++) {
-        CU_TRY(ctx, st, MemMap(w->base + (size_t)i * w->bytes, w->bytes, 0, w->handle[i], 0));
-        w->mapped[i] = 1;
+    CU_TRY(ctx, st, MemAddressReserve(&w->own->base, total, d->granularity, 0, 0));
+    for (int i = 0; i < w->own->n; i++) {
+        CU_TRY(ctx, st,
+               MemMap(w->own->base + (size_t)i * w->bytes, w->bytes, 0, w->own->handle[i], 0));
+        w->own->mapped[i] = 1;
     }
     char all[32], size[32];
     snprintf(report, len,
@@ -209,8 +213,8 @@ static int stage_map(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, const g
              "cuMemAddressReserve: %s for %d slices; cuMemMap of each:\n"
              "  member i at base + i x %s\n"
              "my base: 0x%llx",
-             w->n - 1, gcsh_format_bytes(total, all, sizeof all), w->n,
-             gcsh_format_bytes(w->bytes, size, sizeof size), (unsigned long long)w->base);
+             w->own->n - 1, gcsh_format_bytes(total, all, sizeof all), w->own->n,
+             gcsh_format_bytes(w->bytes, size, sizeof size), (unsigned long long)w->own->base);
     return 0;
 fail:
     return -1;
@@ -220,18 +224,18 @@ fail:
 static int stage_access(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, char *report,
                         size_t len)
 {
-    size_t total = (size_t)w->n * w->bytes;
+    size_t total = (size_t)w->own->n * w->bytes;
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     acc.location.id = st->dev;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CU_TRY(ctx, st, MemSetAccess(w->base, total, &acc, 1));
+    CU_TRY(ctx, st, MemSetAccess(w->own->base, total, &acc, 1));
     char all[32];
     snprintf(report, len,
              "cuMemSetAccess: read/write on all %d slices (%s)\n"
              "for my GPU: cuda:%d",
-             w->n, gcsh_format_bytes(total, all, sizeof all), st->dev);
+             w->own->n, gcsh_format_bytes(total, all, sizeof all), st->dev);
     return 0;
 fail:
     return -1;
@@ -241,9 +245,9 @@ fail:
  * (signals start at 0). */
 static int vmm_tables(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
 {
-    size_t tbytes = (size_t)w->n * sizeof(void *);
-    for (int i = 0; i < w->n; i++)
-        d->peer[i] = (void *)(uintptr_t)(w->base + (size_t)i * w->bytes);
+    size_t tbytes = (size_t)w->own->n * sizeof(void *);
+    for (int i = 0; i < w->own->n; i++)
+        d->peer[i] = (void *)(uintptr_t)(w->own->base + (size_t)i * w->bytes);
     CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer_table_dev, d->peer, tbytes, cudaMemcpyHostToDevice,
                                   st->stream));
@@ -260,7 +264,8 @@ static int stage_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_
         return -1;
     snprintf(d->handle, sizeof d->handle,
              "cuMemCreate POSIX fd, %d members mapped at %p, fds over @gcsh-vmm-%u-%016llx-*",
-             w->n, (void *)(uintptr_t)w->base, (unsigned)getuid(), (unsigned long long)w->nonce);
+             w->own->n, (void *)(uintptr_t)w->own->base, (unsigned)getuid(),
+             (unsigned long long)w->own->nonce);
     char layout[160];
     gcsh_window_layout_text(d, layout, sizeof layout);
     snprintf(report, len,
@@ -294,27 +299,27 @@ static int win_vmm_stage(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcs
 static void win_vmm_undo(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w)
 {
     (void)ctx;
-    fdx_close(&w->x);
-    close_fd(&w->fd);
-    for (int i = 0; w->fds && i < w->n; i++)
-        close_fd(&w->fds[i]);
-    free(w->fds);
-    w->fds = NULL;
+    fdx_close(&w->own->x);
+    close_fd(&w->own->fd);
+    for (int i = 0; w->own->fds && i < w->own->n; i++)
+        close_fd(&w->own->fds[i]);
+    free(w->own->fds);
+    w->own->fds = NULL;
     if (!st->drv.loaded) /* nothing of the driver's was made */
         return;
-    for (int i = 0; w->mapped && i < w->n; i++)
-        if (w->mapped[i])
-            st->drv.MemUnmap(w->base + (size_t)i * w->bytes, w->bytes);
-    for (int i = 0; w->handle && i < w->n; i++)
-        if (w->handle[i])
-            st->drv.MemRelease(w->handle[i]);
-    if (w->base)
-        st->drv.MemAddressFree(w->base, (size_t)w->n * w->bytes);
-    free(w->handle);
-    free(w->mapped);
-    w->handle = NULL;
-    w->mapped = NULL;
-    w->base = 0;
+    for (int i = 0; w->own->mapped && i < w->own->n; i++)
+        if (w->own->mapped[i])
+            st->drv.MemUnmap(w->own->base + (size_t)i * w->bytes, w->bytes);
+    for (int i = 0; w->own->handle && i < w->own->n; i++)
+        if (w->own->handle[i])
+            st->drv.MemRelease(w->own->handle[i]);
+    if (w->own->base)
+        st->drv.MemAddressFree(w->own->base, (size_t)w->own->n * w->bytes);
+    free(w->own->handle);
+    free(w->own->mapped);
+    w->own->handle = NULL;
+    w->own->mapped = NULL;
+    w->own->base = 0;
 }
 
 /* Local: my mappings and handles go; a peer's physical slice lives on
@@ -333,7 +338,7 @@ static int win_vmm_usable(cuda_state *st, const gcsh_comm_impl *c, char *why, si
     return 0;
 }
 
-const cuda_win_kind win_vmm_kind = {
+const gpu_win_kind win_vmm_kind = {
     .name = "vmm",
     .plan = &win_vmm_plan,
     .usable = win_vmm_usable,

@@ -1,18 +1,16 @@
-/* The cuda backend's windows: shared internals of cuda_window.c (ops,
- * signals, the collective status check) and the two kinds' stages,
- * cuda_win_nccl.c and cuda_win_vmm.c. */
+/* The cuda backend's windows: what the device runtime's window part
+ * (cuda_window.c), the two kinds' stages (cuda_win_nccl.c, cuda_win_vmm.c)
+ * and the kernels (cuda_kern.c) share; the rest is gpu/gpu_window.h's. */
 #ifndef GCSH_CUDA_WINDOW_H
 #define GCSH_CUDA_WINDOW_H
 
 #include "cuda/cuda.h"
 #include "cuda/cuda_fdpass.h"
+#include "cuda/cudakern.h"
+#include "gpu/gpu_window.h"
 
-typedef struct cuda_win_kind cuda_win_kind;
-
-struct gcsh_window_impl {
-    const cuda_win_kind *kind;
-    gcsh_comm_impl *c;      /* the communicator it was created on (outlives it) */
-    size_t bytes;           /* alloc_bytes: each member's slice */
+/* A window's cuda part (gpu_window.h's w->own): the handles of its kind. */
+struct gcsh_gpu_win {
     /* nccl */
     void *buf;              /* ncclMemAlloc'ed slice */
     ncclWindow_t win;
@@ -27,45 +25,35 @@ struct gcsh_window_impl {
     int fd;                 /* my exported handle until the exchange; -1 = none */
     fdx x;                  /* my listening socket until the exchange */
     int *fds;               /* [n]: the peers' fds until imported; -1 = none */
-    /* w:multicast(), decided once per window on every rank (cuda_kern.c) */
-    int mc_decided;
-    gcsh_mcast mc;
-    void *mm_devcomm;       /* nvls only: the lsaMultimem device communicator */
+    /* w:multicast() on nvls (cuda_kern.c) */
+    void *mm_devcomm;       /* the lsaMultimem device communicator */
 };
 
 /* Frees what w:multicast() set up (nvls); collective, before the window's
- * own teardown (cuda_kern.c). */
-int cuda_kern_window_gone(gcsh_ctx *ctx, gcsh_window_impl *w);
+ * own teardown (cuda_kern.c; the runtime's mc_close). */
+int cuda_kern_window_gone(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
+/* The runtime's mc_allowed and mc_open (cuda_kern.c). */
+int cuda_mc_allowed(cuda_state *st, const gcsh_window_impl *w, char *why, size_t len);
+int cuda_mc_open(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_mcast *out);
 
 /* The recommended VMM granularity of this rank's GPU for a POSIX-fd
  * exportable allocation (cuda_win_vmm.c, whose allocations they are). */
 int win_vmm_granularity(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
 
-/* A window kind: everything cuda_window.c and cuda_kern.c do differently
- * per kind, one row each (cuda_win_nccl.c, cuda_win_vmm.c), listed in
- * cuda_window.c's kinds[].  A new kind is a file that exports its row. */
-struct cuda_win_kind {
-    const char *name;                 /* {kind=...} */
-    const gcsh_window_plan *plan;     /* its stages, for step.window */
-    /* Whether it works on c (local, the same on every rank of c): 0, or -1
-     * with the reason in why, naming the kind that works instead. */
-    int (*usable)(cuda_state *st, const gcsh_comm_impl *c, char *why, size_t len);
-    /* Its allocation granularity on this GPU (no allocation). */
-    int (*granularity)(gcsh_ctx *ctx, cuda_state *st, size_t *gran);
-    /* Stage i (backend.h: create_stage; winbuild.h exchanges every rank's
-     * outcome after each); desc->team and desc->peer come allocated with
-     * room for c->size entries. */
-    int (*stage)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d, int i,
-                 char *report, size_t len);
-    /* The undo of whatever ran (local once the communicator is aborted). */
-    void (*undo)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
-    /* Collective destroy of a made window (the binding's barrier came first). */
-    int (*destroy)(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w);
-    /* NCCL's device API and LSA multimem reach its memory (algo nccl_dev,
-     * the nvls multicast). */
-    int device_api;
-};
+extern const gpu_win_kind win_nccl_kind, win_vmm_kind;
 
-extern const cuda_win_kind win_nccl_kind, win_vmm_kind;
+/* The device runtime's window part (gpu_rt.h says what each does), for
+ * cuda_rt.c's table. */
+extern const gpu_win_kind *const cuda_win_kinds[];
+gcsh_gpu_win *cuda_win_new(void);
+void cuda_win_free(gcsh_gpu_win *own);
+int cuda_signal_store(gcsh_ctx *ctx, cuda_state *st, uint64_t *word, uint64_t v, int add);
+int cuda_signal_fetch_add(gcsh_ctx *ctx, cuda_state *st, uint64_t *word, uint64_t v, int loc,
+                          uint64_t *old);
+int cuda_signal_wait(gcsh_ctx *ctx, cuda_state *st, uint64_t *word, uint64_t v,
+                     enum gcsh_cmp cmp);
+int cuda_peek(gcsh_ctx *ctx, cuda_state *st, const void *p, size_t bytes, uint64_t *bits);
+int cuda_peer_copy(gcsh_ctx *ctx, cuda_state *st, void *dst, void *table_dev, int peer,
+                   size_t offset, size_t bytes);
 
 #endif

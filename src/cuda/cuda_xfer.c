@@ -1,6 +1,8 @@
-/* One-sided transfers on the cuda backend: copies between this rank's
- * device memory and peers' window slices, through the addresses of the peer
- * pointer table (UVA: valid in this process for copies and kernels).
+/* One-sided transfers on the cuda backend: the device runtime's transfer
+ * part (gpu/gpu_rt.h; the record, the CPU's wait and c:quiet are
+ * gpu/gpu_xfer.c's).  Copies between this rank's device memory and peers'
+ * window slices, through the addresses of the peer pointer table (UVA:
+ * valid in this process for copies and kernels).
  *
  * Engines:
  *   "ce"  copy engines.  One segment: cudaMemcpyAsync (cudaMemcpyDefault: the
@@ -27,55 +29,30 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
+#include "gpu/gpu_xfer.h"
 #include "xferkern.h"
 
 /* Blocks per SM for the copy kernel (256 threads each). */
 #define BLOCKS_PER_SM 8
 
-struct gcsh_xfer_impl {
-    gcsh_xfer_engine engine;
-    size_t nseg;             /* non-empty segments (empty ones copy nothing) */
-    void **dsts;             /* ce: [nseg] */
-    const void **srcs;
-    size_t *sizes;
+struct gcsh_gpu_xfer {
     int one_by_one;          /* ce putv: the runtime refused the batch once */
     gcsh_kseg *dev;          /* sm: [nseg] on the device, then the arrival word */
     unsigned *arrived;
     size_t chunks;
     unsigned max_blocks;
-    uint64_t *signal;
-    uint64_t value;
     cudaEvent_t done;
 };
 
-static void xfer_free(cuda_state *st, gcsh_xfer_impl *x)
-{
-    if (x->done)
-        cudaEventDestroy(x->done); /* fine while pending: released when it completes */
-    if (x->dev)
-        cudaFreeAsync(x->dev, st->stream); /* after every post queued so far */
-    free(x->dsts);
-    free(x->srcs);
-    free(x->sizes);
-    free(x);
-}
+const gcsh_xfer_ops gcsh_cuda_xfer_ops = {.engines = "ce sm", GCSH_GPU_XFER_OPS};
 
-static int keep_segments(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan *p)
+void cuda_xfer_free(cuda_state *st, gcsh_gpu_xfer *own)
 {
-    x->dsts = calloc(p->nseg, sizeof *x->dsts);
-    x->srcs = calloc(p->nseg, sizeof *x->srcs);
-    x->sizes = calloc(p->nseg, sizeof *x->sizes);
-    if (!x->dsts || !x->srcs || !x->sizes)
-        return gcsh_set_error(ctx, "transfer: out of host memory");
-    for (size_t i = 0; i < p->nseg; i++) {
-        if (p->seg[i].bytes == 0)
-            continue;
-        x->dsts[x->nseg] = p->seg[i].dst;
-        x->srcs[x->nseg] = p->seg[i].src;
-        x->sizes[x->nseg] = p->seg[i].bytes;
-        x->nseg++;
-    }
-    return 0;
+    if (own->done)
+        cudaEventDestroy(own->done); /* fine while pending: released when it completes */
+    if (own->dev)
+        cudaFreeAsync(own->dev, st->stream); /* after every post queued so far */
+    free(own);
 }
 
 /* The device descriptors of the sm engine, copied on the poll stream: the
@@ -83,6 +60,7 @@ static int keep_segments(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan 
  * not wait for that. */
 static int upload_descriptors(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
+    gcsh_gpu_xfer *own = x->own;
     size_t bytes = x->nseg * sizeof(gcsh_kseg) + sizeof(unsigned);
     gcsh_kseg *host = calloc(x->nseg ? x->nseg : 1, sizeof *host);
     int sms = 0;
@@ -93,18 +71,18 @@ static int upload_descriptors(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
         host[i].src = x->srcs[i];
         host[i].bytes = x->sizes[i];
     }
-    x->chunks = gcsh_k_xfer_layout(host, x->nseg);
-    if (x->nseg && x->chunks < x->nseg) {
+    own->chunks = gcsh_k_xfer_layout(host, x->nseg);
+    if (x->nseg && own->chunks < x->nseg) {
         gcsh_set_error(ctx, "transfer: bad segment layout (an empty segment was kept)");
         goto fail;
     }
     CUDA_TRY(ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->dev));
-    x->max_blocks = (unsigned)(sms > 0 ? sms : 1) * BLOCKS_PER_SM;
-    CUDA_TRY(ctx, cudaMallocAsync((void **)&x->dev, bytes, st->poll_stream));
-    x->arrived = (unsigned *)(x->dev + x->nseg);
-    CUDA_TRY(ctx, cudaMemcpyAsync(x->dev, host, x->nseg * sizeof *host, cudaMemcpyHostToDevice,
+    own->max_blocks = (unsigned)(sms > 0 ? sms : 1) * BLOCKS_PER_SM;
+    CUDA_TRY(ctx, cudaMallocAsync((void **)&own->dev, bytes, st->poll_stream));
+    own->arrived = (unsigned *)(own->dev + x->nseg);
+    CUDA_TRY(ctx, cudaMemcpyAsync(own->dev, host, x->nseg * sizeof *host, cudaMemcpyHostToDevice,
                                   st->poll_stream));
-    CUDA_TRY(ctx, cudaMemsetAsync(x->arrived, 0, sizeof *x->arrived, st->poll_stream));
+    CUDA_TRY(ctx, cudaMemsetAsync(own->arrived, 0, sizeof *own->arrived, st->poll_stream));
     CUDA_TRY(ctx, cudaStreamSynchronize(st->poll_stream));
     free(host);
     return 0;
@@ -113,26 +91,18 @@ fail:
     return -1;
 }
 
-static int cuda_xfer_prepare(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl **out)
+/* The runtime's xfer_prepare: x's device part (x->own, freed by
+ * cuda_xfer_free however far this got). */
+int cuda_xfer_prepare(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
-    gcsh_xfer_impl *x = calloc(1, sizeof *x);
-    if (!x)
+    x->own = calloc(1, sizeof *x->own);
+    if (!x->own)
         return gcsh_set_error(ctx, "transfer: out of host memory");
-    x->engine = plan->engine;
-    x->signal = plan->signal;
-    x->value = plan->signal_value;
-    if (keep_segments(ctx, x, plan) != 0)
-        goto fail;
     if (x->engine == GCSH_XFER_SM && x->nseg && upload_descriptors(ctx, st, x) != 0)
-        goto fail;
-    CUDA_TRY(ctx, cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming));
-    *out = x;
+        return -1;
+    CUDA_TRY(ctx, cudaEventCreateWithFlags(&x->own->done, cudaEventDisableTiming));
     return 0;
 fail:
-    xfer_free(st, x);
     return -1;
 }
 
@@ -141,7 +111,7 @@ fail:
 static int copy_engine_many(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
 #if CUDART_VERSION >= 13000
-    if (!x->one_by_one) {
+    if (!x->own->one_by_one) {
         struct cudaMemcpyAttributes attr;
         memset(&attr, 0, sizeof attr);
         attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream; /* sources are read in stream order */
@@ -151,7 +121,7 @@ static int copy_engine_many(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
         if (e == cudaSuccess)
             return 0;
         (void)cudaGetLastError();
-        x->one_by_one = 1;
+        x->own->one_by_one = 1;
         fprintf(stderr, "gcsh: rank %d: cudaMemcpyBatchAsync refused (%s); this putv copies "
                         "segment by segment\n", ctx->rank, cudaGetErrorString(e));
     }
@@ -182,8 +152,8 @@ fail:
 static int post_kernel(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
     if (x->nseg)
-        CUDA_TRY(ctx, gcsh_k_xfer(x->dev, x->nseg, x->chunks, x->max_blocks, x->arrived, x->signal,
-                                  x->value, st->stream));
+        CUDA_TRY(ctx, gcsh_k_xfer(x->own->dev, x->nseg, x->own->chunks, x->own->max_blocks,
+                                  x->own->arrived, x->signal, x->value, st->stream));
     else if (x->signal) /* nothing to copy: the signal alone */
         CUDA_TRY(ctx, gcsh_k_signal_store(x->signal, x->value, 1, st->stream));
     return 0;
@@ -191,17 +161,14 @@ fail:
     return -1;
 }
 
-static int cuda_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
+int cuda_xfer_post(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
     int rc = x->engine == GCSH_XFER_SM ? post_kernel(ctx, st, x) : post_copy_engine(ctx, st, x);
     if (rc != 0)
         return -1;
     /* In a graph (gcsh.graph) the record is a node of its own, so every
      * replay marks the event, and x:test() after a replay sees it. */
-    CUDA_TRY(ctx, cudaEventRecordWithFlags(x->done, st->stream,
+    CUDA_TRY(ctx, cudaEventRecordWithFlags(x->own->done, st->stream,
                                            ctx->graph ? cudaEventRecordExternal
                                                       : cudaEventRecordDefault));
     return 0;
@@ -209,9 +176,10 @@ fail:
     return -1;
 }
 
-static int query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status)
+/* The last post's status (the runtime's xfer_query). */
+void cuda_xfer_query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status)
 {
-    cudaError_t e = cudaEventQuery(x->done);
+    cudaError_t e = cudaEventQuery(x->own->done);
     if (e == cudaSuccess) {
         *status = GCSH_XFER_DONE;
     } else if (e == cudaErrorNotReady) {
@@ -221,55 +189,16 @@ static int query(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status
         *status = GCSH_XFER_ERROR;
         cuda_error(ctx, __FILE__, __LINE__, "cudaEventQuery", e);
     }
-    return 0;
 }
 
-static int cuda_xfer_test(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status)
+int cuda_xfer_wait_stream(gcsh_ctx *ctx, cuda_state *st, gcsh_xfer_impl *x)
 {
-    return cuda_enter(ctx) ? query(ctx, x, status) : -1;
-}
-
-static int cuda_xfer_wait_stream(gcsh_ctx *ctx, gcsh_xfer_impl *x)
-{
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
     /* A graph waits for the event's last record at each replay (a node). */
-    CUDA_TRY(ctx, cudaStreamWaitEvent(st->stream, x->done,
+    CUDA_TRY(ctx, cudaStreamWaitEvent(st->stream, x->own->done,
                                       ctx->graph ? cudaEventWaitExternal : cudaEventWaitDefault));
     return 0;
 fail:
     return -1;
-}
-
-static int cuda_xfer_wait_cpu(gcsh_ctx *ctx, gcsh_xfer_impl *x, double timeout)
-{
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
-    double deadline = gcsh_now_seconds() + timeout;
-    for (unsigned polls = 0;; polls++) {
-        enum gcsh_xfer_status status;
-        query(ctx, x, &status);
-        if (status == GCSH_XFER_DONE)
-            return 0;
-        if (status == GCSH_XFER_ERROR)
-            return -1;
-        if (atomic_load(&ctx->interrupt)) {
-            cuda_cancel_waits(st); /* a GPU signal wait ahead of it must not outlive the chunk */
-            return gcsh_set_error(ctx, "interrupted while waiting for a transfer");
-        }
-        if (gcsh_now_seconds() >= deadline)
-            return 1;
-        cuda_poll_pause(polls);
-    }
-}
-
-static void cuda_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
-{
-    cuda_state *st = x ? cuda_enter(ctx) : NULL;
-    if (st)
-        xfer_free(st, x);
 }
 
 /* Ordering.  Every one-sided operation of this backend runs on the rank's
@@ -277,35 +206,10 @@ static void cuda_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
  * reads), so each starts after the one before it finished.  The fence adds
  * a system-scope fence kernel there: the writes before it are visible to
  * every GPU and the host before anything the stream runs after it. */
-static int cuda_xfer_fence(gcsh_ctx *ctx)
+int cuda_fence(gcsh_ctx *ctx, cuda_state *st)
 {
-    cuda_state *st = cuda_enter(ctx);
-    if (!st)
-        return -1;
     CUDA_TRY(ctx, gcsh_k_fence(st->stream));
     return 0;
 fail:
     return -1;
 }
-
-/* The fence, then the CPU waits for the stream (interruptibly: a GPU signal
- * wait queued before it may be waiting for a peer). */
-static int cuda_xfer_quiet(gcsh_ctx *ctx)
-{
-    cuda_state *st = cuda_enter(ctx);
-    if (!st || cuda_xfer_fence(ctx) != 0)
-        return -1;
-    return cuda_wait(ctx, st, NULL);
-}
-
-const gcsh_xfer_ops gcsh_cuda_xfer_ops = {
-    .engines = "ce sm",
-    .prepare = cuda_xfer_prepare,
-    .post = cuda_xfer_post,
-    .test = cuda_xfer_test,
-    .wait_stream = cuda_xfer_wait_stream,
-    .wait_cpu = cuda_xfer_wait_cpu,
-    .release = cuda_xfer_release,
-    .fence = cuda_xfer_fence,
-    .quiet = cuda_xfer_quiet,
-};

@@ -1,4 +1,4 @@
--- algo "nccl_dev" (kernels/nccl_dev.cu: one-shot with NCCL's device API) on
+-- algo "nccl_dev" (kernels/cuda/nccl_dev.cu: one-shot with NCCL's device API) on
 -- GPUs.  Where NCCL offers no symmetric memory (one rank, ranks sharing a
 -- GPU) it is refused with NCCL's reason, and the rest is skipped, saying
 -- why.  Elsewhere: refused on a window of kind vmm (naming the kind that

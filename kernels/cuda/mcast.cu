@@ -29,6 +29,7 @@
 
 #include <new>
 
+#include "cuda/cudakern.h"
 #include "kbarrier.cuh"
 
 namespace gcsh_k {

@@ -42,6 +42,7 @@
 #include <nccl_device.h>
 #pragma GCC diagnostic pop
 
+#include "cuda/cudakern.h"
 #include "ktraits.cuh"
 #include "reducekern.h"
 
