@@ -29,8 +29,9 @@
 # signal_u64.lua, signal_fetch_add.lua), on windows of kind nccl and of
 # kind vmm; out= and the strict multicast rules per kind come from
 # kernel_{nccl,vmm}.lua (kernel_out.lua) and mcast_refusal.lua
-# (mcast_emulated.lua).  scripts/gpu-parity.sh runs just these five, at 4
-# ranks with a GPU each and 4 sharing one.
+# (mcast_emulated.lua); tests/gpu/wait_note.sh a stuck s:wait{cpu=true}'s
+# hang report (the word's value now).  scripts/gpu-parity.sh runs just
+# these, at 4 ranks with a GPU each and 4 sharing one.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
 # node here; scripts/gpu-nodes.sh runs it on 2 simulated nodes of 2 GPUs).
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
