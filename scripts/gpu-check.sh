@@ -30,7 +30,8 @@
 # kind vmm; out= and the strict multicast rules per kind come from
 # kernel_{nccl,vmm}.lua (kernel_out.lua) and mcast_refusal.lua
 # (mcast_emulated.lua); tests/gpu/wait_note.sh a stuck s:wait{cpu=true}'s
-# hang report (the word's value now).  scripts/gpu-parity.sh runs just
+# hang report (the word's value now), tests/gpu/evidence.sh an aborted
+# communicator's window read (kernel.reduce_peers too).  scripts/gpu-parity.sh runs just
 # these, at 4 ranks with a GPU each and 4 sharing one.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
 # node here; scripts/gpu-nodes.sh runs it on 2 simulated nodes of 2 GPUs).

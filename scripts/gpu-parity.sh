@@ -13,9 +13,10 @@
 # GCSH_PARITY_CONFIGS="4 4s1" chooses the configurations: "N" N ranks with
 # a GPU each, "Ns1" N ranks sharing GPU 0 (GCSH_SHARE_GPU=1: gcsh starts a
 # private MPS daemon, as gcsh -n N --share-gpu does).  The same files run in
-# scripts/gpu-check.sh's per-kind loop.  Then tests/gpu/wait_note.sh: a
-# stuck s:wait{cpu=true}'s hang report names the word's value now, as the
-# host's does.
+# scripts/gpu-check.sh's per-kind loop.  Then two sessions:
+# tests/gpu/wait_note.sh (a stuck s:wait{cpu=true}'s hang report names the
+# word's value now, as the host's does) and tests/gpu/evidence.sh (an
+# aborted communicator's window stays readable, kernel.reduce_peers too).
 set -uo pipefail
 
 # NVLink multicast stays off, whatever the caller's environment says
@@ -89,21 +90,24 @@ for cfg in "${configs[@]}"; do
             [ "$cfg" != "$np" ] && wait_no_folders
         done
     done
-    # a stuck s:wait{cpu=true}'s hang report, in the host's words
+    # sessions (gcsh -n): a stuck s:wait{cpu=true}'s hang report, and an
+    # aborted communicator's window read, in the host's words
     share_env=()
     [ "$cfg" != "$np" ] && share_env=(GCSH_SHARE_GPU=1 CUDA_VISIBLE_DEVICES=0)
-    log="$LOGS/wait_note.$cfg.log"
-    t0=$SECONDS
-    env "${share_env[@]}" timeout "$TIMEOUT" bash tests/gpu/wait_note.sh "$GCSH" "$np" >"$log" 2>&1
-    if [ $? = 0 ] && grep -qE '^[1-9][0-9]* passed, 0 failed' "$log"; then
-        passed=$((passed + 1))
-        printf 'PASS %-32s %s  %ds\n' tests/gpu/wait_note.sh "$label" $((SECONDS - t0))
-    else
-        failed=$((failed + 1))
-        printf 'FAIL %-32s %s\n' tests/gpu/wait_note.sh "$label"
-        grep -E '^FAIL' -A6 "$log" | head -20 | sed 's/^/      /'
-    fi
-    [ "$cfg" != "$np" ] && wait_no_folders
+    for t in tests/gpu/wait_note.sh tests/gpu/evidence.sh; do
+        log="$LOGS/$(basename "$t" .sh).$cfg.log"
+        t0=$SECONDS
+        env "${share_env[@]}" timeout "$TIMEOUT" bash "$t" "$GCSH" "$np" >"$log" 2>&1
+        if [ $? = 0 ] && grep -qE '^[1-9][0-9]* passed, 0 failed' "$log"; then
+            passed=$((passed + 1))
+            printf 'PASS %-32s %s  %ds\n' "$t" "$label" $((SECONDS - t0))
+        else
+            failed=$((failed + 1))
+            printf 'FAIL %-32s %s\n' "$t" "$label"
+            grep -E '^FAIL' -A6 "$log" | head -20 | sed 's/^/      /'
+        fi
+        [ "$cfg" != "$np" ] && wait_no_folders
+    done
 done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
