@@ -8,15 +8,16 @@
 #
 #   bash scripts/gpu-parity.sh BUILD/gcsh      (from anywhere; gcsh built)
 #
-# Prints "PASS|FAIL|SKIP <test> kind=<kind> <config>  <seconds>", a failure's
+# Prints "PASS|FAIL <test> kind=<kind> <config>  <seconds>", a failure's
 # log lines, and last "N passed, N failed"; exit 1 when any failed.
 # GCSH_PARITY_CONFIGS="4 4s1" chooses the configurations: "N" N ranks with
 # a GPU each, "Ns1" N ranks sharing GPU 0 (GCSH_SHARE_GPU=1: gcsh starts a
 # private MPS daemon, as gcsh -n N --share-gpu does).  The same files run in
 # scripts/gpu-check.sh's per-kind loop.  Then two sessions:
 # tests/gpu/wait_note.sh (a stuck s:wait{cpu=true}'s hang report names the
-# word's value now, as the host's does) and tests/gpu/evidence.sh (an
-# aborted communicator's window stays readable, kernel.reduce_peers too).
+# word's value now, as the host's does) and tests/gpu/evidence.sh (after
+# an abort a window of kind vmm stays readable, kernel.reduce_peers too;
+# one of kind nccl refuses every read, saying why: NCCL unmapped it).
 set -uo pipefail
 
 # NVLink multicast stays off, whatever the caller's environment says
