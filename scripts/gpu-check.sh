@@ -23,10 +23,19 @@
 # filter is a regular expression on the test names, the sanitizer runs'
 # included).  tests/lua/step_*.lua (steppers), every lesson in
 # lua/tutorial (and, at 2 ranks or more, that each line it prints fits 80
-# columns, the ranks' tags counted as gcsh -n folds them, "[0-3] "), and
+# columns, the ranks' tags counted as gcsh -n folds them, "[0-3] "),
 # t:wait, w:fence/c:quiet and kernel.alltoallv
-# (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), on
-# windows of kind nccl and of kind vmm.
+# (tests/lua/window_wait.lua, xfer_order.lua, kernel_alltoallv.lua), and
+# the host's messages on cuda (issue 37): every option table checked, u64
+# signal words and s:fetch_add (tests/lua/options_checked.lua,
+# signal_u64.lua, signal_fetch_add.lua), on windows of kind nccl and of
+# kind vmm; out= and the strict multicast rules per kind come from
+# kernel_{nccl,vmm}.lua (kernel_out.lua) and mcast_refusal.lua
+# (mcast_emulated.lua); tests/gpu/wait_note.sh a stuck s:wait{cpu=true}'s
+# hang report (the word's value now), tests/gpu/evidence.sh an aborted
+# communicator's window read (kernel.reduce_peers too).
+# scripts/gpu-parity.sh runs just these, at 4 ranks with a GPU each and 4
+# sharing one.
 # tests/gpu/nodes_hier.lua: kernel.allreduce's hier, auto and comm (one
 # node here; scripts/gpu-nodes.sh runs it on 2 simulated nodes of 2 GPUs).
 # tests/gpu/window_step_*.lua: step.window per kind (every stage, a reset
@@ -283,7 +292,9 @@ for cfg in "${counts[@]}"; do
         "$([ -n "$kinds" ] || echo "none: the steppers and lessons cannot run")"
     for kind in $kinds; do
         for t in tests/lua/step_*.lua lua/tutorial/[0-9][0-9]-*.lua tests/lua/window_wait.lua \
-                 tests/lua/xfer_order.lua tests/lua/kernel_alltoallv.lua; do
+                 tests/lua/xfer_order.lua tests/lua/kernel_alltoallv.lua \
+                 tests/lua/options_checked.lua tests/lua/signal_u64.lua \
+                 tests/lua/signal_fetch_add.lua; do
             run "$t:$kind" "$np" env GCSH_TEST_KIND="$kind" LUA_PATH="$LUA_TESTS" \
                 "$BUILD/gcsh" -l window_kind "$t"
             # what a lesson prints fits 80 columns, the ranks' tags included

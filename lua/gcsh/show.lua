@@ -347,8 +347,19 @@ local function format_sync(x, s)
   return table.concat(out, "\n")
 end
 
+-- A window or signals set whose memory went with its aborted communicator
+-- (kind nccl: NCCL's mappings) refuses every read: said at show's caller,
+-- not at the first read in here.
+local function check_readable(x)
+  local kind, ok, err = type_of(x), true, nil
+  if kind == "window" then ok, err = pcall(x.tensor, x)
+  elseif kind == "signals" then ok, err = pcall(x.read, x, 0) end
+  if not ok then error(err, 4) end
+end
+
 function M.format(x, c, s)
   local kind = type_of(x)
+  check_readable(x)
   if c == "info" and (kind == "window" or kind == "signals") then return format_info(x) end
   if c == "sync" and kind == "window" then return format_sync(x, s) end
   if type(c) == "string" then

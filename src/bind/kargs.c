@@ -85,13 +85,22 @@ static gcsh_redop opt_op(lua_State *L, int idx, gcsh_redop def)
 
 /* ---- windows ------------------------------------------------------------------ */
 
-gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname)
+static gcsh_symobj *team_checked(lua_State *L, gcsh_symobj *o, const char *fname)
 {
-    gcsh_symobj *o = gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT);
     if (o->desc.team_size > GCSH_KERN_MAX_TEAM)
         luaL_error(L, "%s: the window's team has %d members; the kernels synchronise at most %d",
                    fname, o->desc.team_size, GCSH_KERN_MAX_TEAM);
     return o;
+}
+
+gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname)
+{
+    return team_checked(L, gcsh_sym_check_open(L, idx, GCSH_WINDOW_MT), fname);
+}
+
+gcsh_symobj *gcsh_karg_window_read(lua_State *L, int idx, const char *fname)
+{
+    return team_checked(L, gcsh_sym_check_readable(L, idx, GCSH_WINDOW_MT), fname);
 }
 
 gcsh_symobj *gcsh_karg_comm_window(lua_State *L, int idx, const char *fname, const char *instead)

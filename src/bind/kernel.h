@@ -45,6 +45,10 @@ void gcsh_karg_same_dtype(lua_State *L, const char *fname, const char *what,
                           const gcsh_tensor *t, gcsh_dtype dt, const char *of);
 /* The open window at idx, whose team the kernels can synchronise. */
 gcsh_symobj *gcsh_karg_window(lua_State *L, int idx, const char *fname);
+/* The same for a job that only loads the slices, on this rank alone, no
+ * barrier, no communicator (kernel.reduce_peers): also a window whose
+ * communicator was aborted, the read-only evidence w:peer(r) reads too. */
+gcsh_symobj *gcsh_karg_window_read(lua_State *L, int idx, const char *fname);
 /* The same, for a collective over the window's team, which must be its
  * whole communicator: a team of one node out of several would reduce over
  * that node only, a silent subset labelled as the communicator's (src/

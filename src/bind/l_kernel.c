@@ -7,7 +7,9 @@
  *       inputs may be peer views (w:peer(r)).  out may be one of the inputs.
  *   kernel.reduce_peers(out, w [, op | {op=, offset=0, n=#out}])
  *       out[i] = the op over every team member's w element offset + i: peer
- *       loads, no synchronisation (call c:barrier() first, as in a lesson).
+ *       loads, no synchronisation (call c:barrier() first, as in a lesson);
+ *       it only reads the window, so it works on an aborted communicator's
+ *       window too (read-only evidence, as w:peer(r)).
  *
  * Collectives over a window's region [offset, offset + n) (every member of
  * w.team calls them with the same options; out may differ): signal ready on
@@ -405,7 +407,9 @@ static int kernel_reduce_peers(lua_State *L)
     a.out = gcsh_karg_placed(L, 1, a.fname, "out");
     gcsh_tensor_check_write(L, a.out);
     a.out_idx = 1;
-    a.o = gcsh_karg_window(L, 2, a.fname);
+    /* loads alone, out never a slice (peer_reduce checks): an aborted
+     * communicator's window is read as w:peer(r) reads it */
+    a.o = gcsh_karg_window_read(L, 2, a.fname);
     gcsh_karg_peer_reduce(L, &a, 3);
     gcsh_karg_dtype_op(L, a.fname, a.o->dtype, a.op, gcsh_kern_ops_of(a.o->dtype), "the kernels");
     gcsh_kjob_peers(L, a.o, a.offset, a.n, a.out, a.op);

@@ -145,6 +145,7 @@ static int window_multicast(lua_State *L)
 static int mcast_ld_reduce(lua_State *L)
 {
     lmcast *m = check_mcast(L, 1);
+    gcsh_sym_check_mapped(L, m->o); /* it loads every slice, after an abort too */
     gcsh_kargs a = {.fname = "ld_reduce", .o = m->o};
     a.out = gcsh_karg_placed(L, 2, a.fname, "out");
     gcsh_tensor_check_write(L, a.out);

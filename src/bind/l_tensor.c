@@ -206,6 +206,8 @@ gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx)
 {
     gcsh_tensor *t = luaL_checkudata(L, idx, GCSH_TENSOR_MT);
     check_not_freed(L, t);
+    if (t->st->check_read)
+        t->st->check_read(L, t->st);
     gcsh_graph_keep(L, idx, t->st, t->st->owner_data); /* while capturing (graph.h) */
     return t;
 }
@@ -941,6 +943,8 @@ static int tensor_tostring(lua_State *L)
         lua_pushfstring(L, "tensor (freed %s)", owner);
         return 1;
     }
+    if (t->st->check_read)
+        t->st->check_read(L, t->st);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     char head[128];

@@ -457,6 +457,20 @@ static void slice_check_write(lua_State *L, const gcsh_storage *st)
         refuse_aborted(L, o);
 }
 
+void gcsh_sym_check_mapped(lua_State *L, const gcsh_symobj *o)
+{
+    if (o->desc.abort_unmaps && comm_aborted(L, o))
+        luaL_error(L, "%s #%I cannot be read: its communicator was aborted, and %s; :free() "
+                      "frees it",
+                   o->type, (lua_Integer)o->seq, o->desc.abort_unmaps);
+}
+
+/* A slice's check_read (tensor.h): nothing once the abort unmapped it. */
+static void slice_check_read(lua_State *L, const gcsh_storage *st)
+{
+    gcsh_sym_check_mapped(L, st->owner_data);
+}
+
 /* Points the first team_size storages at the slices; unrefs the rest. */
 static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o)
 {
@@ -471,6 +485,7 @@ static void bind_slices(gcsh_ctx *ctx, gcsh_symobj *o)
         st->loc = o->desc.loc;
         st->owner_data = o;
         st->check_write = slice_check_write;
+        st->check_read = slice_check_read;
         char where[48];
         snprintf(where, sizeof where, "%s of rank %d", o->type, o->desc.team[i]);
         gcsh_storage_set_where(st, where);
@@ -950,20 +965,25 @@ gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt)
     return h;
 }
 
-static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, int usable)
+/* What a use of an object needs once its communicator may be aborted. */
+enum sym_use { SYM_FIELDS, SYM_READ, SYM_OPEN };
+
+static gcsh_symobj *check_registered(lua_State *L, int idx, const char *mt, enum sym_use use)
 {
     gcsh_symobj *o = *(gcsh_symobj **)luaL_checkudata(L, idx, mt);
     if (!o || !o->impl)
         luaL_error(L, "attempt to use a freed %s", mt);
-    if (usable && comm_aborted(L, o))
+    if (use == SYM_OPEN && comm_aborted(L, o))
         refuse_aborted(L, o);
+    if (use == SYM_READ)
+        gcsh_sym_check_mapped(L, o);
     gcsh_graph_keep(L, idx, o, NULL); /* while capturing (graph.h) */
     return o;
 }
 
 gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt)
 {
-    return check_registered(L, idx, mt, 0);
+    return check_registered(L, idx, mt, SYM_READ);
 }
 
 void gcsh_sym_check_writable(lua_State *L, const gcsh_symobj *o)
@@ -974,7 +994,7 @@ void gcsh_sym_check_writable(lua_State *L, const gcsh_symobj *o)
 
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt)
 {
-    return check_registered(L, idx, mt, 1);
+    return check_registered(L, idx, mt, SYM_OPEN);
 }
 
 static void push_team(lua_State *L, const gcsh_symobj *o)
@@ -1041,7 +1061,7 @@ int gcsh_sym_index(lua_State *L, const char *mt,
     if (lua_type(L, 2) != LUA_TSTRING)
         return 1; /* nil */
     const char *key = lua_tostring(L, 2);
-    gcsh_symobj *o = gcsh_sym_check_readable(L, 1, mt); /* a freed one has no fields */
+    gcsh_symobj *o = check_registered(L, 1, mt, SYM_FIELDS); /* a freed one has none */
     if (push_common_field(L, o, key) || (extra && extra(L, o, key)))
         return 1;
     lua_pushnil(L);

@@ -225,8 +225,13 @@ gcsh_symobj **gcsh_sym_push_handle(lua_State *L, const char *mt);
 gcsh_symobj *gcsh_sym_check_open(lua_State *L, int idx, const char *mt);
 /* The same, but also on a communicator an abort tore down: what only reads
  * the object (its fields, w:tensor(), w:peer(), w:info(), s:read()), which
- * stays possible until it is freed. */
+ * stays possible until it is freed, unless the abort unmapped its memory
+ * (gcsh_sym_check_mapped; its fields stay). */
 gcsh_symobj *gcsh_sym_check_readable(lua_State *L, int idx, const char *mt);
+/* Raises "<type> #N cannot be read: its communicator was aborted, and ..."
+ * when the abort unmapped o's slices (desc.abort_unmaps: cuda kind nccl);
+ * check_readable and a slice's views call it. */
+void gcsh_sym_check_mapped(lua_State *L, const gcsh_symobj *o);
 /* check_open's refusal for an object already in hand (m:st writes it). */
 void gcsh_sym_check_writable(lua_State *L, const gcsh_symobj *o);
 /* __index: methods (upvalue 1) first, then the fields both types have (kind,

@@ -37,6 +37,10 @@ struct gcsh_storage {
     /* Raises when the memory may be read but not written (a window's slice
      * once its communicator was aborted: symmem.c); NULL: always writable. */
     void (*check_write)(lua_State *L, const gcsh_storage *st);
+    /* Raises when the memory may not even be read (a window's slice whose
+     * mapping went with its aborted communicator: symmem.c); NULL: readable.
+     * gcsh_arg_tensor and tostring call it. */
+    void (*check_read)(lua_State *L, const gcsh_storage *st);
 };
 
 typedef struct gcsh_tensor {
@@ -52,7 +56,8 @@ typedef struct gcsh_tensor {
 
 #define GCSH_TENSOR_MT "tensor"
 
-/* luaL_checkudata + "attempt to use a freed ..." check. */
+/* luaL_checkudata + "attempt to use a freed ..." check, and the storage's
+ * check_read. */
 gcsh_tensor *gcsh_arg_tensor(lua_State *L, int idx);
 /* The same, for a tensor the call writes: raises when its memory is
  * read-only (storage's check_write). */

@@ -241,6 +241,11 @@ typedef struct gcsh_window_plan {
     const char *const *name;  /* [n]: short names ("segment", "peers") */
 } gcsh_window_plan;
 
+/* desc.abort_unmaps of kind nccl, on cuda and in the host's emulation. */
+#define GCSH_NCCL_ABORT_UNMAPS                                                                     \
+    "kind nccl's slices are NCCL's LSA mappings, which the abort unmapped (kind vmm's stay "       \
+    "readable)"
+
 typedef struct gcsh_window_desc {
     size_t bytes;         /* requested per rank */
     size_t granularity;   /* the kind's allocation granularity */
@@ -252,6 +257,12 @@ typedef struct gcsh_window_desc {
     void **peer;          /* [team_size]: each member's slice, mapped here */
     void *peer_table_dev; /* device copy of peer[] for kernels (cuda), else NULL */
     char handle[192];     /* the backend's handles, for w:info() */
+    /* NULL when the slices stay mapped after an abort of the communicator
+     * (the backend's own mappings: they are read-only evidence until
+     * freed); else why they do not, a phrase set by the backend (cuda kind
+     * nccl: NCCL's LSA mappings go with ncclCommAbort), and nothing of the
+     * window may be read once the communicator is aborted. */
+    const char *abort_unmaps;
     /* Set by the binding once every rank agreed on the window: an id equal
      * on every member (its communicator's and its sequence number), by
      * which traces link a signal set or add to the wait it releases. */

@@ -142,6 +142,10 @@ static int stage_peers(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_
     if (fill_team(ctx, w, d, w->own->lsa_size, w->own->lsa_rank) != 0 ||
         fill_table(ctx, st, w, d) != 0)
         return -1;
+    /* the table's pointers, mine too, are in NCCL's LSA address range, which
+     * ncclCommAbort unmaps (its symmetric memory runtime goes with the
+     * communicator): after an abort nothing of the window may be loaded */
+    d->abort_unmaps = GCSH_NCCL_ABORT_UNMAPS;
     snprintf(d->handle, sizeof d->handle,
              "ncclWindow_t %p, ncclDevComm lsa %d/%d, ncclMemAlloc %p", (void *)w->own->win,
              w->own->lsa_rank, w->own->lsa_size, w->own->buf);

@@ -15,6 +15,7 @@
  * Signals are 64-bit words in a window: set/add/wait are small kernels on
  * the rank's stream (cuda: kernels/window.cu; see the comments there for
  * the memory ordering); the host's polls read them off that stream. */
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,11 @@ int gpu_win_signal_wait(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_de
 }
 
 /* The CPU polls the word; the acquire side is the copy engine's read, after
- * which later work on the stream sees what the signaller released. */
+ * which later work on the stream sees what the signaller released.  As on
+ * the host, a wait that does not hold at the first look is noted for hang
+ * reports ("slot 1 is now 0", core/waitnote.h) through `seen`, the last
+ * value polled (the watcher thread cannot load device memory), and an
+ * interrupt ends it with the host's words. */
 int gpu_win_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d,
                             size_t slot, uint64_t v, enum gcsh_cmp cmp, double timeout)
 {
@@ -212,18 +217,36 @@ int gpu_win_signal_wait_cpu(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_windo
         return -1;
     const uint64_t *word = word_of(d, d->team_rank, slot);
     double deadline = gcsh_now_seconds() + timeout;
+    _Atomic uint64_t seen = 0;
+    int rc = 0, noted = 0;
     for (unsigned polls = 0;; polls++) {
         uint64_t x = 0;
-        if (rt->peek(ctx, st, word, sizeof *word, &x) != 0)
-            return -1;
+        if (rt->peek(ctx, st, word, sizeof *word, &x) != 0) {
+            rc = -1;
+            break;
+        }
         if (gcsh_cmp_holds(x, cmp, v))
-            return 0;
-        if (atomic_load(&ctx->interrupt))
-            return gcsh_set_error(ctx, "interrupted while waiting for a signal");
-        if (gcsh_now_seconds() >= deadline)
-            return 1;
+            break;
+        atomic_store_explicit(&seen, x, memory_order_release);
+        if (!noted) {
+            char what[32];
+            snprintf(what, sizeof what, "slot %zu", slot);
+            gcsh_wait_note_begin(&ctx->wait_note, what, -1, &seen, UINT64_MAX, 0);
+            noted = 1;
+        }
+        if (atomic_load(&ctx->interrupt)) {
+            rc = gcsh_set_error(ctx, "signal wait interrupted");
+            break;
+        }
+        if (gcsh_now_seconds() >= deadline) {
+            rc = 1;
+            break;
+        }
         gcsh_gpu_poll_pause(polls);
     }
+    if (noted)
+        gcsh_wait_note_end(&ctx->wait_note);
+    return rc;
 }
 
 /* t:wait: the CPU polls the element off the rank's stream, as

@@ -482,6 +482,7 @@ struct emulated_kind {
     gcsh_window_plan plan;
     const enum emulated_step *steps; /* [plan.n] */
     const char *const *what;         /* [plan.n]: the GPU call it stands for */
+    const char *abort_unmaps;        /* desc.abort_unmaps: the GPU kind's rule, kept */
 };
 
 static const char *emulated_name(const emulated_kind *k)
@@ -502,8 +503,8 @@ static const char *const vmm_what[] = {"cuMemCreate", "cuMemExportToShareableHan
                                        "cuMemSetAccess", "the peer pointer table"};
 
 static const emulated_kind emulated_kinds[] = {
-    {"nccl", {4, nccl_names}, nccl_steps, nccl_what},
-    {"vmm", {6, vmm_names}, vmm_steps, vmm_what},
+    {"nccl", {4, nccl_names}, nccl_steps, nccl_what, GCSH_NCCL_ABORT_UNMAPS},
+    {"vmm", {6, vmm_names}, vmm_steps, vmm_what, NULL},
 };
 
 static const emulated_kind *emulated_kind_of(const char *kind)
@@ -586,6 +587,8 @@ static int emulated_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *
         snprintf(desc->handle, sizeof desc->handle,
                  "%s window (emulated): MPI_Win_allocate_shared on node %d, segment %p", k->name,
                  ctx->node, w->mine);
+        /* the segment outlives an abort here; NCCL's mappings do not */
+        desc->abort_unmaps = k->abort_unmaps;
         return 0;
     case EMU_ZERO:
         snprintf(report, len, "%s (emulated): %d slices, mine zeroed (in map)", k->what[i],

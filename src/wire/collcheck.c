@@ -785,9 +785,9 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
         raise_error(L, ctx);
     abandon_comm(ctx, k, cc);
     const char *op = what[0] ? what : "a collective";
-    if (interrupted)
-        gcsh_set_error(ctx, "interrupted in %s: the communicator is aborted on every rank "
-                            "(comm.world() makes a fresh one)", op);
+    if (interrupted) /* two lines, each within 80 columns under a rank tag (src/DESIGN.md) */
+        gcsh_set_error(ctx, "interrupted in %s:\nthe communicator is aborted on every rank; "
+                            "comm.world() makes a fresh one", op);
     else if (peer && why[0])
         gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
                             "communicator is aborted on every rank (comm.world() makes a "

@@ -2,11 +2,15 @@
 --
 --   lua5.4 readme.lua extract README.md DIR   one set of files per transcript
 --   lua5.4 readme.lua compare EXPECTED GOT    exit 0 when GOT matches
+--   lua5.4 readme.lua fit WIDTH GOT           exit 0 when every line of GOT
+--                                             fits WIDTH columns
 --
 -- A transcript is a fenced block with lines that start with a prompt,
 -- `gcsh[0-1]> ` (or the continuation `gcsh[0-1]>> `).  Lines before its
 -- first prompt ($ make run, the banner) are not part of it; a block fenced
--- as ```no-test is skipped (for transcripts CI cannot run, such as GPU ones).
+-- as ```no-test is skipped (for transcripts CI cannot run, such as GPU ones);
+-- one fenced as ```fitN (```fit80) must also print no line wider than N
+-- columns (tabs to the next multiple of 8, a UTF-8 character one column).
 -- Its rank count comes from the first prompt (gcsh[0-3] -> 4).  What follows
 -- a prompt is input; every other line is expected output, where
 --   ^C        alone on a line: the session gets SIGINT here (the piped session
@@ -19,7 +23,8 @@
 -- take more than --timeout's 10 s for a command the README shows at once.
 -- extract writes DIR/N.ranks, DIR/N.line (the README line of the block),
 -- DIR/N.in.K (the input up to the K-th ^C, then the rest) and
--- DIR/N.expected (N = 1, 2, ...), and prints N's count.
+-- DIR/N.expected (N = 1, 2, ...), DIR/N.fit (the width) for a ```fitN
+-- block, and prints N's count.
 local ELLIPSIS = "\226\128\166"
 
 local function write(path, text)
@@ -42,7 +47,8 @@ local function extract(readme, dir)
     lineno = lineno + 1
     local fence = line:match("^```(.*)$")
     if fence and not block then
-      block = { line = lineno, skip = fence:match("^no%-test") ~= nil, lines = {} }
+      block = { line = lineno, skip = fence:match("^no%-test") ~= nil,
+                fit = tonumber(fence:match("^fit(%d+)")), lines = {} }
     elseif fence and block then
       blocks[#blocks + 1] = block
       block = nil
@@ -75,6 +81,7 @@ local function extract(readme, dir)
       segments[#segments + 1] = { input = input }
       write(dir .. "/" .. n .. ".ranks", ranks_of(b.lines[first]:match("^gcsh%[([^%]]*)%]")) .. "\n")
       write(dir .. "/" .. n .. ".line", b.line .. "\n")
+      if b.fit then write(dir .. "/" .. n .. ".fit", b.fit .. "\n") end
       for k, s in ipairs(segments) do
         write(dir .. "/" .. n .. ".in." .. k, #s.input > 0 and table.concat(s.input, "\n") .. "\n" or "")
         -- how many output lines come before this segment's ^C
@@ -149,6 +156,30 @@ local function compare(expected, got)
   os.exit(1)
 end
 
+-- The columns a terminal gives line: tabs to the next multiple of 8, every
+-- other UTF-8 character one.
+local function columns(line)
+  local col = 0
+  for ch in line:gmatch(utf8.charpattern) do
+    col = ch == "\t" and col + 8 - col % 8 or col + 1
+  end
+  return col
+end
+
+-- Every line of got within width columns; says which are not.
+local function fit(width, got)
+  local wide = 0
+  for i, line in ipairs(lines_of(got)) do
+    local cols = columns(line)
+    if cols > width then
+      print(string.format("  output line %d is %d columns (at most %d): %s", i, cols, width, line))
+      wide = wide + 1
+    end
+  end
+  os.exit(wide == 0 and 0 or 1)
+end
+
 if arg[1] == "extract" then extract(arg[2], arg[3])
 elseif arg[1] == "compare" then compare(arg[2], arg[3])
-else io.stderr:write("usage: readme.lua extract README DIR | compare EXPECTED GOT\n"); os.exit(2) end
+elseif arg[1] == "fit" then fit(assert(tonumber(arg[2]), "fit: WIDTH must be a number"), arg[3])
+else io.stderr:write("usage: readme.lua extract README DIR | compare EXPECTED GOT | fit WIDTH GOT\n"); os.exit(2) end

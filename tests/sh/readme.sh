@@ -2,7 +2,8 @@
 # Every transcript of README.md (a fenced block with `gcsh[0-1]> ` prompts)
 # runs in a piped session at its rank count, and its output must be the
 # README's.  The conventions (… for figures that vary, ^C for an interrupt,
-# ```no-test) are in tests/sh/readme.lua and in the README.
+# ```no-test, ```fit80 for a block whose lines must fit 80 columns) are in
+# tests/sh/readme.lua and in the README.
 # tests/run.sh: slow (not in make check)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -45,6 +46,14 @@ printf '%s\n' '[0] a' 'gcsh:   [0] not a report' '[0] b' >"$TMP/got"
 printf '%s\n' '[0] a' '[0] b' >"$TMP/want"
 if "$LUA" tests/sh/readme.lua compare "$TMP/want" "$TMP/got" >/dev/null; then fail "matcher: a gcsh line outside a report was left out"; else pass; fi
 
+# the width check: a tab goes to the next multiple of 8, "…" is one column
+printf '%s\n' "$(printf 'x%.0s' $(seq 79))…" "[0]	$(printf 'y%.0s' $(seq 72))" >"$TMP/got"
+if "$LUA" tests/sh/readme.lua fit 80 "$TMP/got" >/dev/null; then pass; else fail "fit: 80 columns fit"; fi
+printf '%s\n' "$(printf 'x%.0s' $(seq 80))…" >"$TMP/got"
+if "$LUA" tests/sh/readme.lua fit 80 "$TMP/got" >/dev/null; then fail "fit: 81 columns fit"; else pass; fi
+printf '%s\n' "[0-1]	$(printf 'y%.0s' $(seq 73))" >"$TMP/got"
+if "$LUA" tests/sh/readme.lua fit 80 "$TMP/got" >/dev/null; then fail "fit: a tab counts 1"; else pass; fi
+
 mkdir -p "$TMP/blocks" "$TMP/work"
 count=$("$LUA" tests/sh/readme.lua extract README.md "$TMP/blocks")
 if [ "${count:-0}" -ge 1 ]; then pass; else fail "no transcript found in README.md"; fi
@@ -86,6 +95,14 @@ for n in $(seq 1 "$count"); do
         fail "the transcript at $where"
         printf '%s\n' "$diff"
         sed 's/^/  | /' "$out" | head -n 40
+    fi
+    if [ -f "$B.fit" ]; then
+        if wide=$("$LUA" tests/sh/readme.lua fit "$(cat "$B.fit")" "$out"); then
+            pass
+        else
+            fail "the transcript at $where prints lines wider than $(cat "$B.fit") columns"
+            printf '%s\n' "$wide"
+        fi
     fi
 done
 
