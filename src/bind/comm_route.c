@@ -331,7 +331,9 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
     snprintf(r->label, sizeof r->label, "%s/%s", c->name, algo);
     say(r, "%s", c->want == GCSH_ROUTE_KERNEL ? "asked for (algo='kernel')"
                  : want == GCSH_ROUTE_KERNEL  ? ROUTE_ENV "=kernel"
-                                              : "ranks share a GPU (the library goes by sockets)");
+                 : strcmp(ctx->be->name, "cuda") == 0
+                     ? "ranks share GPUs (--share-gpu): NCCL would go by sockets"
+                     : "--share-gpu: the host takes the route shared GPUs take");
 }
 
 /* ---- the router's operations (comm.h) --------------------------------------------- */
@@ -515,22 +517,25 @@ static const luaL_Reg comm_meth[] = {
 
 /* ---- .info -------------------------------------------------------------------------- */
 
+/* "kernels (ranks share a GPU)", "NCCL (no GPU shared)": where the routed
+ * collectives run unless a call asks (.info's "collectives:"). */
 void gcsh_comm_route_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     const route_policy *pol = policy_of(L);
+    const char *lib = strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "MPI";
     char text[160];
     if (!pol || pol->bad[0])
-        snprintf(text, sizeof text, "%s (" ROUTE_ENV "='%s' is not a route)", library(ctx),
+        snprintf(text, sizeof text, "%s (" ROUTE_ENV "='%s' is not a route)", lib,
                  pol ? pol->bad : "?");
     else if (pol->want == GCSH_ROUTE_COMM)
-        snprintf(text, sizeof text, "%s (" ROUTE_ENV "=comm)", library(ctx));
+        snprintf(text, sizeof text, "%s (" ROUTE_ENV "=comm)", lib);
     else if (pol->want == GCSH_ROUTE_KERNEL)
         snprintf(text, sizeof text, "kernels (" ROUTE_ENV "=kernel)");
     else if (shared_gpus(ctx))
-        snprintf(text, sizeof text, "kernels (ranks share a GPU)");
+        snprintf(text, sizeof text, "kernels (--share-gpu)");
     else
-        snprintf(text, sizeof text, "%s (no GPU shared)", library(ctx));
+        snprintf(text, sizeof text, "%s (no GPU shared)", lib);
     gcsh_set_string(L, "comm_route", text);
 }
 
