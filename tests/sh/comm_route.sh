@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Where c:allreduce and kin run (bind/comm_route.c), as the session shows it:
+# .info's "collectives:" line by --share-gpu and GCSH_COMM_ROUTE; a trace's
+# spans named by the route (the kernels' ll, the library's fallback for
+# f64, the library asked for); c:choose; GCSH_COMM_ROUTE's bad value named.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+gcsh_pipe 2 '.info'
+expect_contains ".info without shared GPUs: MPI" "$OUT" "collectives: MPI (no GPU shared)"
+gcsh_pipe 2 '.info' --share-gpu
+expect_contains ".info with --share-gpu: the kernels" "$OUT" "collectives: kernels (--share-gpu)"
+OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=kernel timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains ".info with GCSH_COMM_ROUTE=kernel" "$OUT" "collectives: kernels (GCSH_COMM_ROUTE=kernel)"
+OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=comm timeout 60 "$GCSH" -n 2 --share-gpu 2>&1)
+expect_contains ".info with GCSH_COMM_ROUTE=comm" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=comm)"
+
+# the route of each call: its check and trace span carry it
+F=$TMP/t.json
+gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
+c:allreduce(t)
+c:allreduce(t, "sum", nil, {algo = "comm"})
+x = tensor.new(4, "f64"):fill(1); c:allreduce(x)
+=t[0], x[0]
+=c:choose("allreduce", 4)
+=c:choose("allreduce", 4, "f64")' --share-gpu --trace "$F"
+expect_eq "a traced session on the kernel route: exit 0" "$RC" 0
+expect_contains "the values" "$OUT" "[0-1] 4.0	2.0"
+expect_match "c:choose: ll, why, the staging window" "$OUT" \
+    "^\[0-1\] ll	--share-gpu: the host takes the route shared GPUs take	[0-9]+$"
+expect_contains "c:choose: f64 falls back, saying why" "$OUT" \
+    "[0-1] comm	the kernels reduce f32 f16 bf16 i32 u32, not f64"
+C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1); RC=$?
+expect_eq "the trace loads and checks out" "$RC" 0
+expect_contains "the kernels' span" "$C" "flow allreduce/ll #2: ranks 0 1"
+expect_contains "the library asked for" "$C" "flow allreduce/comm #3: ranks 0 1"
+expect_contains "f64's fallback" "$C" "flow allreduce/comm #4: ranks 0 1"
+
+# without shared GPUs nothing changes: the plain label
+gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
+c:allreduce(t)' --trace "$F"
+C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1)
+expect_contains "unrouted: the plain span" "$C" "flow allreduce #1: ranks 0 1"
+
+# a value that is not a route: every routed call says so
+OUT=$(printf 'c = comm.world(); c:allreduce(tensor.new(2))\n' |
+    GCSH_COMM_ROUTE=fast timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "GCSH_COMM_ROUTE=fast is named" "$OUT" \
+    "allreduce: GCSH_COMM_ROUTE='fast' is not a route (valid: auto kernel comm)"
+finish
