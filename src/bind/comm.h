@@ -86,6 +86,11 @@ typedef struct gcsh_comm_router {
     void (*release)(lua_State *L, lcomm *lc);
 } gcsh_comm_router;
 
+/* The options table {algo=} at idx of the call fname: the path it asks
+ * for ("nccl" only on cuda; every backend's library is "comm"); raises,
+ * naming fname, on an unknown key or algo. */
+enum gcsh_route_want gcsh_comm_route_option(lua_State *L, int idx, const char *fname);
+
 /* The router (one a state; comm_route.c's, as it opens). */
 void gcsh_comm_set_router(lua_State *L, const gcsh_comm_router *r);
 

@@ -403,7 +403,6 @@ static int run_kernel(lua_State *L, const gcsh_comm_call *c, const gcsh_comm_rou
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     route_plan p;
-    gcsh_comm_call moved = *c;
     char why[8];
     kernel_view(c, &p, why, sizeof why);
     if (p.count == 0)
@@ -417,10 +416,9 @@ static int run_kernel(lua_State *L, const gcsh_comm_call *c, const gcsh_comm_rou
     gcsh_kargs a = {.fname = c->name, .o = o, .op = c->op, .n = p.count,
                     .out = (gcsh_tensor *)c->out};
     int rc = -1, size = c->comm->size, rank = c->comm->rank;
-    moved.count = p.count;
     switch (c->coll) {
     case GCSH_KC_ALLREDUCE:
-        rc = run_allreduce(L, &a, &moved, r);
+        rc = run_allreduce(L, &a, c, r);
         break;
     case GCSH_KC_REDUCE_SCATTER:
         a.n = p.count * (size_t)size;
@@ -468,7 +466,6 @@ static const int routed_colls[] = {GCSH_KC_ALLREDUCE, GCSH_KC_REDUCE_SCATTER, GC
  * and the staging window's bytes now (0: none). */
 static int comm_choose(lua_State *L)
 {
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *lc = gcsh_arg_comm(L, 1);
     int which = luaL_checkoption(L, 2, NULL, routed_names);
     lua_Integer n = luaL_checkinteger(L, 3);
@@ -477,13 +474,7 @@ static int comm_choose(lua_State *L)
                         .comm_idx = 1, .count = (size_t)n, .dt = GCSH_F32, .op = GCSH_OP_SUM};
     int top = lua_gettop(L);
     if (top >= 4 && lua_istable(L, top)) {
-        gcsh_opts_check(L, top, "choose", "algo");
-        lua_getfield(L, top, "algo");
-        const char *algo = luaL_optstring(L, -1, "auto");
-        if (!gcsh_opts_listed("auto kernel comm nccl", algo))
-            luaL_error(L, "choose: algo must be one of auto kernel comm nccl, got %s", algo);
-        c.want = algo[0] == 'k' ? GCSH_ROUTE_KERNEL : algo[0] == 'a' ? GCSH_ROUTE_AUTO
-                                                                     : GCSH_ROUTE_COMM;
+        c.want = gcsh_comm_route_option(L, top, "choose");
         lua_settop(L, top - 1);
     }
     if (!lua_isnoneornil(L, 4)) {
@@ -503,7 +494,6 @@ static int comm_choose(lua_State *L)
     gcsh_comm_route r;
     route_plan p;
     route_of(L, &c, &r, &p);
-    (void)ctx;
     lua_pushstring(L, r.algo);
     lua_pushstring(L, r.why);
     lua_pushinteger(L, (lua_Integer)staging_bytes(staging_of(L, lc)));

@@ -787,28 +787,47 @@ static void fingerprint(const coll_spec *spec, const coll_args *a, const char *o
 
 #define ROUTE_ALGOS "auto kernel comm nccl"
 
-/* A routed collective's last argument {algo=}: taken off the stack (the
- * positional arguments before it keep their places).  "nccl" is the cuda
- * backend's library, which "comm" names on every backend. */
-static enum gcsh_route_want take_route_option(lua_State *L, const coll_spec *spec)
+enum gcsh_route_want gcsh_comm_route_option(lua_State *L, int idx, const char *fname)
 {
-    int top = lua_gettop(L);
-    if (spec->routed < 0 || top < 3 || lua_type(L, top) != LUA_TTABLE)
-        return GCSH_ROUTE_AUTO;
-    gcsh_opts_check(L, top, spec->name, "algo");
+    gcsh_opts_check(L, idx, fname, "algo");
     enum gcsh_route_want want = GCSH_ROUTE_AUTO;
-    if (lua_getfield(L, top, "algo") != LUA_TNIL) {
+    if (lua_getfield(L, idx, "algo") != LUA_TNIL) {
         const char *algo = lua_tostring(L, -1);
         if (lua_type(L, -1) != LUA_TSTRING || !gcsh_opts_listed(ROUTE_ALGOS, algo))
-            luaL_error(L, "%s: algo must be one of " ROUTE_ALGOS ", got %s", spec->name,
+            luaL_error(L, "%s: algo must be one of " ROUTE_ALGOS ", got %s", fname,
                        luaL_tolstring(L, -1, NULL));
         if (strcmp(algo, "nccl") == 0 && strcmp(gcsh_ctx_of(L)->be->name, "cuda") != 0)
             luaL_error(L, "%s: algo 'nccl' is the cuda backend's library; the %s backend's "
                           "communicator runs algo 'comm' (MPI)",
-                       spec->name, gcsh_ctx_of(L)->be->name);
+                       fname, gcsh_ctx_of(L)->be->name);
         want = algo[0] == 'k' ? GCSH_ROUTE_KERNEL : algo[0] == 'a' ? GCSH_ROUTE_AUTO
                                                                    : GCSH_ROUTE_COMM;
     }
+    lua_pop(L, 1);
+    return want;
+}
+
+/* The first stack index past a spec's required arguments (t, a required
+ * out, a root): where its options may come. */
+static int first_optional(const coll_spec *spec)
+{
+    int last = 2;
+    if (spec->out_arg && !spec->out_optional && spec->out_arg > last)
+        last = spec->out_arg;
+    if (spec->rank_arg > last)
+        last = spec->rank_arg;
+    return last + 1;
+}
+
+/* A routed collective's last argument {algo=}, after its required ones:
+ * taken off the stack (the positional arguments before it keep their
+ * places; a table where a tensor must be stays the tensor's error). */
+static enum gcsh_route_want take_route_option(lua_State *L, const coll_spec *spec)
+{
+    int top = lua_gettop(L);
+    if (spec->routed < 0 || top < first_optional(spec) || lua_type(L, top) != LUA_TTABLE)
+        return GCSH_ROUTE_AUTO;
+    enum gcsh_route_want want = gcsh_comm_route_option(L, top, spec->name);
     lua_settop(L, top - 1);
     return want;
 }

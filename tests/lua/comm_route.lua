@@ -135,6 +135,11 @@ H.raises(function() c:allreduce(t4, { alg = "kernel" }) end,
 H.raises(function() c:broadcast(t4, 0, { algo = "nccl" }) end,
          "broadcast: algo 'nccl' is the cuda backend's library; the host backend's communicator "
          .. "runs algo 'comm' (MPI)", "nccl on host")
+H.raises(function() c:allgather(t4, { algo = "kernel" }) end,
+         "bad argument #2 to 'allgather' (tensor expected, got table)",
+         "options come after the required arguments")
+H.raises(function() c:broadcast(t4, { algo = "kernel" }) end,
+         "bad argument #2 to 'broadcast' (number expected, got table)", "broadcast's root first")
 H.raises(function() c:choose("scan", 4) end, "invalid option 'scan'", "c:choose's collectives")
 H.raises(function() c:choose("allreduce", -1) end, "n must be >= 0", "c:choose's n")
 H.raises(function() c:choose("allreduce", 4, "f32", "sum", { al = 1 }) end,
