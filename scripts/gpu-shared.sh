@@ -16,7 +16,9 @@
 #   2. times: c:allreduce at 8 B, 4 KiB, 64 KiB on both routes, back to back
 #      under one timer after warm-up, checks off (bench.time), the worst
 #      rank's mean: PASS when the kernel route takes <= 12 us a call;
-#   3. fewer values once more under compute-sanitizer memcheck at 2 ranks,
+#   3. with a GPU a rank (when there are RANKS GPUs): the same figures,
+#      printed for the default's decision, and fewer values;
+#   4. fewer values once more under compute-sanitizer memcheck at 2 ranks,
 #      when compute-sanitizer is there.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 when any failed.
 # Well under 4 minutes on an H100.
@@ -33,12 +35,13 @@ LOGS=${GCSH_LOG_DIR:-$(mktemp -d /tmp/gpu-shared.XXXXXX)}
 mkdir -p "$LOGS"
 export LUA_PATH="$ROOT/tests/lua/?.lua;$ROOT/tests/gpu/lib/?.lua;${LUA_PATH:-;}"
 
-mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-     -x LUA_PATH -x GCSH_SHARE_GPU=1 -x CUDA_VISIBLE_DEVICES=0)
-[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+base=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
+      -x LUA_PATH)
+[ "$(id -u)" = 0 ] && base+=(--allow-run-as-root)
 # GCSH_SHARED_QUICK=1: fewer sizes everywhere (a dry run of this script on a
 # machine without a GPU, where gcsh runs its host backend)
-[ -n "${GCSH_SHARED_QUICK:-}" ] && mpi+=(-x GCSH_SHARED_QUICK)
+[ -n "${GCSH_SHARED_QUICK:-}" ] && base+=(-x GCSH_SHARED_QUICK)
+mpi=("${base[@]}" -x GCSH_SHARE_GPU=1 -x CUDA_VISIBLE_DEVICES=0)
 passed=0 failed=0
 
 # run NAME SECONDS COMMAND...: PASS when it exits 0; each "time" line it
@@ -52,7 +55,8 @@ run() {
     while IFS= read -r line; do
         case "$line" in
         *PASS*) passed=$((passed + 1)); echo "PASS  ${line#*time }" ;;
-        *) failed=$((failed + 1)); echo "FAIL  ${line#*time }" ;;
+        *FAIL*) failed=$((failed + 1)); echo "FAIL  ${line#*time }" ;;
+        *) echo "info  ${line#*time }" ;;
         esac
     done < <(grep -E '^(\[[0-9,-]+\] )?time ' "$log")
     if [ $rc = 0 ]; then
@@ -70,8 +74,19 @@ run() {
 nvidia-smi -L 2>/dev/null | head -1
 echo "gpu-shared: $NP ranks sharing GPU 0; logs in $LOGS"
 
-run "values and times, $NP shared ranks" 150 \
+run "values and times, $NP shared ranks" 120 \
     "${mpi[@]}" -x GCSH_SHARED_TIMES=1 -np "$NP" "$GCSH" tests/gpu/shared_route.lua
+
+# Dedicated GPUs, for the default's decision (auto routes only shared GPUs):
+# the same figures with a GPU a rank, {algo="kernel"} against NCCL.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+if [ "${ngpu:-0}" -ge "$NP" ]; then
+    list=$(seq -s, 0 $((NP - 1)))
+    run "dedicated GPUs, $NP ranks (figures, small values)" 60 \
+        "${base[@]}" -x GCSH_SHARE_GPU=0 -x CUDA_VISIBLE_DEVICES="$list" \
+        -x GCSH_SHARED_QUICK=1 -x GCSH_SHARED_TIMES=1 -x GCSH_SHARED_TARGET_US=none \
+        -np "$NP" "$GCSH" tests/gpu/shared_route.lua
+fi
 
 if command -v compute-sanitizer >/dev/null; then
     run "memcheck, 2 shared ranks (small sizes)" 60 \
