@@ -19,10 +19,19 @@ local function expected_kernel_algo(bytes)
   return a == "comm" and "twoshot" or a
 end
 
+-- auto: the kernels with --share-gpu (tests/sh/comm_route.sh runs this file
+-- so too), the library otherwise
+local SHARED = gcsh.info().comm_route:find("^kernels") ~= nil
+
 do
   local algo, why, staged = c:choose("allreduce", 2)
-  H.eq(algo, LIB, "auto without shared GPUs: the library")
-  H.truthy(why:find("no GPU is shared", 1, true), "why: " .. why)
+  if SHARED then
+    H.eq(algo, expected_kernel_algo(8), "auto with shared GPUs: the kernels")
+    H.truthy(why:find("--share-gpu", 1, true), "why: " .. why)
+  else
+    H.eq(algo, LIB, "auto without shared GPUs: the library")
+    H.truthy(why:find("no GPU is shared", 1, true), "why: " .. why)
+  end
   H.eq(staged, 0, "no staging window before a routed call")
   algo, why = c:choose("allreduce", 2, "f32", "sum", { algo = "kernel" })
   H.eq(algo, expected_kernel_algo(8), "8 bytes on the kernels")

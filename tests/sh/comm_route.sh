@@ -2,7 +2,8 @@
 # Where c:allreduce and kin run (bind/comm_route.c), as the session shows it:
 # .info's "collectives:" line by --share-gpu and GCSH_COMM_ROUTE; a trace's
 # spans named by the route (the kernels' ll, the library's fallback for
-# f64, the library asked for); c:choose; GCSH_COMM_ROUTE's bad value named.
+# f64, the library asked for); c:choose; tests/lua/comm_route.lua with
+# --share-gpu (auto on the kernels); GCSH_COMM_ROUTE's bad value named.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -43,6 +44,11 @@ gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
 c:allreduce(t)' --trace "$F"
 C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1)
 expect_contains "unrouted: the plain span" "$C" "flow allreduce #1: ranks 0 1"
+
+# the Lua test of every dtype, op and size, with auto taking the kernels
+OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n 2 --share-gpu tests/lua/comm_route.lua 2>&1); RC=$?
+expect_eq "tests/lua/comm_route.lua with --share-gpu: exit 0" "$RC" 0
+expect_match "tests/lua/comm_route.lua with --share-gpu: its calls" "$OUT" "^\[0\] comm_route: [0-9]+ calls checked$"
 
 # a value that is not a route: every routed call says so
 OUT=$(printf 'c = comm.world(); c:allreduce(tensor.new(2))\n' |
