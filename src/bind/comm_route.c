@@ -236,17 +236,18 @@ static const char *kernel_view(const gcsh_comm_call *c, route_plan *p, char *why
     return NULL;
 }
 
-/* The all-reduce's algorithm by kernel.choose's table; NULL: the library. */
-static const char *allreduce_algo(lua_State *L, const gcsh_comm_call *c, const route_plan *p,
-                                  enum gcsh_route_want want)
+/* The all-reduce's algorithm by kernel.choose's table; where it says
+ * "comm", two-shot when GPUs are shared (the library is slow at every
+ * size) or the call asked for the kernels, else NULL: the library (which
+ * wins there, GCSH_COMM_ROUTE=kernel's case). */
+static const char *allreduce_algo(lua_State *L, const gcsh_comm_call *c, const route_plan *p)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     size_t bytes = p->count * gcsh_dtype_size(p->dt);
     const char *algo = gcsh_kern_choose(ctx->be->name, c->comm->size, bytes);
     if (strcmp(algo, "comm") != 0)
         return algo;
-    return shared_gpus(ctx) || c->want == GCSH_ROUTE_KERNEL || want == GCSH_ROUTE_KERNEL
-               ? "twoshot" : NULL;
+    return shared_gpus(ctx) || c->want == GCSH_ROUTE_KERNEL ? "twoshot" : NULL;
 }
 
 /* The staging bytes a call needs (ll reads its input where it is, but its
@@ -312,7 +313,7 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
     else
         no = kernel_view(c, p, why, sizeof why);
     if (!no) {
-        algo = c->coll == GCSH_KC_ALLREDUCE ? allreduce_algo(L, c, p, want) : "direct";
+        algo = c->coll == GCSH_KC_ALLREDUCE ? allreduce_algo(L, c, p) : "direct";
         if (!algo)
             no = "past two-shot's crossover, where the library wins (kreduce_tune.h)";
     }

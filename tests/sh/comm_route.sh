@@ -45,6 +45,16 @@ c:allreduce(t)' --trace "$F"
 C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1)
 expect_contains "unrouted: the plain span" "$C" "flow allreduce #1: ranks 0 1"
 
+# GCSH_COMM_ROUTE=kernel: the kernels by the table, the library past its
+# last crossover (kernel.choose's "comm")
+SMALL=$("$GCSH" -e 'io.write(kernel.choose(8, 2))' 2>/dev/null)
+OUT=$(printf 'c = comm.world()\n=c:choose("allreduce", 2)\n=c:choose("allreduce", 1 << 20)\n' |
+    GCSH_COMM_ROUTE=kernel timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "GCSH_COMM_ROUTE=kernel: a small all-reduce on the kernels" "$OUT" \
+    "[0-1] $SMALL	GCSH_COMM_ROUTE=kernel	0"
+expect_contains "GCSH_COMM_ROUTE=kernel: 4 MiB on the library" "$OUT" \
+    "[0-1] comm	past two-shot's crossover, where the library wins (kreduce_tune.h)	0"
+
 # the Lua test of every dtype, op and size, with auto taking the kernels
 OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n 2 --share-gpu tests/lua/comm_route.lua 2>&1); RC=$?
 expect_eq "tests/lua/comm_route.lua with --share-gpu: exit 0" "$RC" 0
