@@ -71,11 +71,21 @@ run() {
     fi
 }
 
+# a plain mpirun does not wait for the job's MPS daemon to go, as gcsh -n
+# does: the next job must not meet it on the GPU (scripts/gpu-check.sh)
+wait_no_folders() {
+    for _ in $(seq 150); do
+        ls -d /tmp/gcsh-mps-"$(id -u)"-* >/dev/null 2>&1 || return 0
+        sleep 0.1
+    done
+}
+
 nvidia-smi -L 2>/dev/null | head -1
 echo "gpu-shared: $NP ranks sharing GPU 0; logs in $LOGS"
 
 run "values and times, $NP shared ranks" 120 \
     "${mpi[@]}" -x GCSH_SHARED_TIMES=1 -np "$NP" "$GCSH" tests/gpu/shared_route.lua
+wait_no_folders
 
 # Dedicated GPUs, for the default's decision (auto routes only shared GPUs):
 # the same figures with a GPU a rank, {algo="kernel"} against NCCL.
@@ -96,6 +106,7 @@ if [ -n "$SANITIZER" ]; then
         "${mpi[@]}" -x GCSH_SHARED_QUICK=1 -np 2 \
         "$SANITIZER" --tool memcheck --error-exitcode 3 --report-api-errors no \
         --target-processes application-only "$GCSH" tests/gpu/shared_route.lua
+    wait_no_folders
 else
     echo "gpu-shared: no compute-sanitizer here: its run skipped"
 fi
