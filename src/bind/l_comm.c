@@ -14,6 +14,10 @@
  *   c:free()                           collective, idempotent; refused while
  *                                      windows or signals are registered on c
  *
+ * allreduce, broadcast, allgather and reducescatter take a last {algo=}
+ * (auto, kernel, comm, nccl): the router (comm.h; comm_route.c registers
+ * it) may run them on the kernel collectives, and c:choose says which.
+ *
  * Collectives return their output tensor.  Every argument is checked here,
  * before the backend runs (backend.h: backends trust their arguments), by one
  * table of collective shapes (coll_specs: each row is a method) and one
