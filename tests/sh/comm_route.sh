@@ -3,7 +3,7 @@
 # .info's "collectives:" line by --share-gpu and GCSH_COMM_ROUTE; a trace's
 # spans named by the route (the kernels' ll, the library's fallback for
 # f64, the library asked for); c:choose; tests/lua/comm_route.lua with
-# --share-gpu (auto on the kernels); GCSH_COMM_ROUTE's bad value named.
+# --share-gpu (auto on the kernels); nodes; GCSH_COMM_ROUTE's bad value named.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -54,6 +54,14 @@ expect_contains "GCSH_COMM_ROUTE=kernel: a small all-reduce on the kernels" "$OU
     "[0-1] $SMALL	GCSH_COMM_ROUTE=kernel	0"
 expect_contains "GCSH_COMM_ROUTE=kernel: 4 MiB on the library" "$OUT" \
     "[0-1] comm	past two-shot's crossover, where the library wins (kreduce_tune.h)	0"
+
+# nodes (simulated: a node a rank): the world falls back, a node's split not
+OUT=$(printf 'c = comm.world()\n=c:choose("allreduce", 2, "f32", "sum", {algo = "kernel"})\ns = c:split(gcsh.node)\n=s:choose("allreduce", 2, "f32", "sum", {algo = "kernel"})\nt = tensor.new(2):fill(1); c:allreduce(t, {algo = "kernel"}); print(t[0])\n' |
+    GCSH_RANKS_PER_NODE=1 timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "across nodes: the library, saying why" "$OUT" \
+    "[0-1] comm	the communicator spans nodes: the kernels reach one node	0"
+expect_contains "a node's split: the kernels" "$OUT" "[0-1] oneshot	asked for (algo='kernel')	0"
+expect_contains "across nodes: the library's sum" "$OUT" "[0-1] 2.0"
 
 # the Lua test of every dtype, op and size, with auto taking the kernels
 OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n 2 --share-gpu tests/lua/comm_route.lua 2>&1); RC=$?
