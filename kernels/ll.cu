@@ -95,8 +95,9 @@ extern "C" cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_wi
         return cudaErrorInvalidValue;
     for (int p = 0; p < d->team_size; p++)
         ll.area[p] = (char *)d->peer[p] + a->ll_off;
-    ll.src = (const char *)d->peer[d->team_rank] + a->offset * es;
-    ll.dst = a->out ? (char *)a->out : (char *)ll.src;
+    char *mine = (char *)d->peer[d->team_rank] + a->offset * es;
+    ll.src = a->in ? (const char *)a->in : mine;
+    ll.dst = a->out ? (char *)a->out : mine;
     ll.window_bytes = a->window_bytes;
     ll.k = d->team_size;
     ll.me = d->team_rank;

@@ -424,13 +424,16 @@ end
 
 -- How each algorithm runs one in-place all-reduce of n elements (p: the
 -- run's persistent all-reduce, when algo "persistent" is asked for).
+-- nccl and nccl_sym ask for the communicator's library: with --share-gpu
+-- c:allreduce would take the kernels (bind/comm_route.c).
+local LIBRARY = { algo = "comm" }
 local function ar_runner(algo, c, w, plain, n, p)
   if algo == "nccl" then
     local t = plain:view(0, n)
-    return function() c:allreduce(t) end, t
+    return function() c:allreduce(t, "sum", nil, LIBRARY) end, t
   elseif algo == "nccl_sym" then
     local t = w:tensor():view(0, n)
-    return function() c:allreduce(t) end, t
+    return function() c:allreduce(t, "sum", nil, LIBRARY) end, t
   elseif algo == "empty" then
     return kernel.empty, nil
   elseif algo == "persistent" then

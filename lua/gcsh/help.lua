@@ -78,6 +78,10 @@ local API = {
       { "c:allgather(t, out)", "every rank's t, in rank order, into out" },
       { "c:reducescatter(t, out [, op])", "rank r gets chunk r of the reduction" },
       { "c:alltoall(t, out)", "chunk j of t to rank j" },
+      { "c:allreduce(t, ..., {algo=})", "and reducescatter, allgather, broadcast: auto, kernel, "
+          .. "comm (nccl on cuda); auto: the kernels with --share-gpu" },
+      { "c:choose(coll, n [, dtype [, op]] [, {algo=}])", "what c:<coll>(t) with #t = n runs, why, "
+          .. "the staging window's bytes" },
       { "c:send(t, peer)", "point to point (checked in pairs with recv)" },
       { "c:recv(t, peer)", "point to point" },
       { "c:window(n [, dtype [, {kind=}]])", "symmetric memory (collective): help(\"window\")" },

@@ -141,9 +141,11 @@ local function splits_line(ranks, used, out)
 end
 -- which networks MPI may use (gcsh -n's launcher: shell/launch_net.h)
 local NET = { { "MPI network:", "mpi_network" } }
--- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart
+-- --share-gpu: who shares a GPU, what serves them, how NCCL tells them apart;
+-- where c:allreduce and kin run by default (bind/comm_route.c)
 local SHARE = {
   { "GPU shared:", "gpu_shared" }, { "MPS:", "mps" }, { "NCCL hosts:", "nccl_hosts" },
+  { "collectives:", "comm_route" },
 }
 local ROW = {
   { "rank", "rank" }, { "host", "host" }, { "node", "node" }, { "pid", "pid" },

@@ -71,6 +71,22 @@ const char *gcsh_kalgo_run_comm(lua_State *L, const gcsh_kargs *a)
     return "comm";
 }
 
+static gcsh_kll_args ll_args(lua_State *L, const gcsh_kargs *a, const void *in)
+{
+    gcsh_symobj *o = a->o;
+    return (gcsh_kll_args){
+        .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op, .in = in,
+        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = gcsh_kern_ll_offset(L, o),
+        .window_bytes = gcsh_kern_window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
+    };
+}
+
+int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in)
+{
+    gcsh_kll_args k = ll_args(L, a, in);
+    return gcsh_kern_backend(L)->ll_allreduce(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k);
+}
+
 /* one-shot with the ready flags in the data (core/kll.h): no barrier */
 const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
 {
@@ -85,13 +101,8 @@ const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
     if (!gcsh_kern_backend(L)->ll_allreduce)
         luaL_error(L, "%s: algo 'll' is not available on the %s backend", a->fname,
                    ctx->be->name);
-    gcsh_kll_args k = {
-        .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op,
-        .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = gcsh_kern_ll_offset(L, o),
-        .window_bytes = gcsh_kern_window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
-    };
     gcsh_comm_check *cc = gcsh_kern_enter_checked(L, a, "ll", -1, 1);
-    gcsh_check_leave(L, cc, gcsh_kern_backend(L)->ll_allreduce(ctx, o->impl, &o->desc, &k));
+    gcsh_check_leave(L, cc, gcsh_kern_run_ll(L, a, NULL));
     return "ll";
 }
 

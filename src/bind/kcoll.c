@@ -123,10 +123,12 @@ static void check_scratch(lua_State *L, const gcsh_kargs *a, const char *algo)
     gcsh_users_refuse_shared(L, a->o, what);
 }
 
-void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
-                           enum gcsh_kalgo algo, int root, const gcsh_mcast *mc, const char *shown)
+/* The backend's arguments of a's plan (coll, algo); root: a team index or
+ * -1.  out= with a plan that stores into slices goes through the scratch
+ * areas (k->plan.scratch). */
+static gcsh_kcoll_args kcoll_args(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                                  enum gcsh_kalgo algo, int root, const gcsh_mcast *mc)
 {
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_kcoll_args k = {
         .plan = {coll, algo, a->o->desc.team_size, root < 0 ? 0 : root, a->n, 0},
         .offset = a->offset, .dt = a->o->dtype, .op = a->op,
@@ -134,11 +136,26 @@ void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll col
         .sync_off = gcsh_kern_sync_offset(L, a->o),
         .scratch_off = scratch_offset(L, a->o), .epoch = &a->o->kern_epoch, .mc = mc,
     };
+    k.plan.scratch = a->out && gcsh_kplan_needs_scratch(&k.plan);
+    return k;
+}
+
+int gcsh_kern_run(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll, enum gcsh_kalgo algo,
+                  int root)
+{
+    gcsh_kcoll_args k = kcoll_args(L, a, coll, algo, root, NULL);
+    return gcsh_kern_backend(L)->collective(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k);
+}
+
+void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
+                           enum gcsh_kalgo algo, int root, const gcsh_mcast *mc, const char *shown)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    gcsh_kcoll_args k = kcoll_args(L, a, coll, algo, root, mc);
     char checked[64];
     snprintf(checked, sizeof checked, "%s", shown);
-    if (a->out && gcsh_kplan_needs_scratch(&k.plan)) {
+    if (k.plan.scratch) {
         check_scratch(L, a, shown);
-        k.plan.scratch = 1;
         snprintf(checked, sizeof checked, "%s out=", shown);
     }
     int reduces = coll != GCSH_KC_ALLGATHER && coll != GCSH_KC_BROADCAST;

@@ -104,6 +104,20 @@ int gcsh_kern_fits_scratch(const gcsh_kargs *a);
 void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll,
                           enum gcsh_kalgo algo, int root, const gcsh_mcast *mc, const char *shown);
 
+/* The same collective unchecked, for a caller that ran its own check (the
+ * routed collectives of comm_route.c, inside c:allreduce's): the backend's
+ * status, 0 or -1 with ctx->err.  The plan must not need the scratch areas
+ * (no out= with two-shot or ring). */
+int gcsh_kern_run(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll, enum gcsh_kalgo algo,
+                  int root);
+/* algo "ll" unchecked (kalgo_run.c), as gcsh_kern_run: a's region of every
+ * slice, or, with in (local memory at the window's place, n elements),
+ * that memory in place of my region: nothing is copied into the window. */
+int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in);
+/* What kernel.allreduce's auto runs for `bytes` over a team of `team` ranks
+ * on backend (kreduce_tune.h's row; l_kernel.c). */
+const char *gcsh_kern_choose(const char *backend, int team, size_t bytes);
+
 /* ---- kargs.c: the local reduce job ---------------------------------------------- */
 
 /* Runs j on the rank's kernels; errors as the backend said. */

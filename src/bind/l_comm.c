@@ -14,6 +14,10 @@
  *   c:free()                           collective, idempotent; refused while
  *                                      windows or signals are registered on c
  *
+ * allreduce, broadcast, allgather and reducescatter take a last {algo=}
+ * (auto, kernel, comm, nccl): the router (comm.h; comm_route.c registers
+ * it) may run them on the kernel collectives, and c:choose says which.
+ *
  * Collectives return their output tensor.  Every argument is checked here,
  * before the backend runs (backend.h: backends trust their arguments), by one
  * table of collective shapes (coll_specs: each row is a method) and one
@@ -50,7 +54,9 @@
 #include "wire/collcheck.h"
 #include "bind/comm.h"
 #include "bind/graph.h"
+#include "bind/opts.h"
 #include "core/gcsh.h"
+#include "core/kplan.h"
 #include "bind/tensor.h"
 #include "bind/users.h"
 #include "wire/out.h"
@@ -59,6 +65,7 @@
 #define LEAKS_KEY "gcsh.comm.leaks" /* registry: {count=, noted=} */
 #define OPEN_KEY "gcsh.comm.open"   /* registry: the open ones (comm_list) */
 #define OPEN_MT "gcsh.comm.list"    /* its metatable */
+#define ROUTER_KEY "gcsh.comm.router" /* registry: the router (light userdata) */
 
 /* The pseudo-communicator of comm.world()'s check: every rank of the session. */
 #define SESSION_COMM_ID (~0ULL)
@@ -147,6 +154,22 @@ static void open_list_new(lua_State *L)
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
+}
+
+/* ---- the router of the routed collectives (comm.h) ------------------------ */
+
+void gcsh_comm_set_router(lua_State *L, const gcsh_comm_router *r)
+{
+    lua_pushlightuserdata(L, (void *)r);
+    lua_setfield(L, LUA_REGISTRYINDEX, ROUTER_KEY);
+}
+
+static const gcsh_comm_router *router_of(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, ROUTER_KEY);
+    const gcsh_comm_router *r = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return r;
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -283,15 +306,19 @@ static int comm_free(lua_State *L)
         return 0;
     gcsh_graph_refuse_now(L, "c:free()", "free it after the capture");
     gcsh_users_refuse(L, lc, "c:free()");
-    if (lc->registered > 0)
+    const gcsh_comm_router *router = router_of(L);
+    int staged = router ? router->held(L, lc) : 0; /* the router's own go with c */
+    if (lc->registered > staged)
         return luaL_error(L, "comm:free: %d window(s)/signals still registered on this comm; "
-                             "free them first", lc->registered);
+                             "free them first", lc->registered - staged);
     if (!lc->chk.aborted && lua_isnoneornil(L, 2)) {
         gcsh_fingerprint fp;
         gcsh_fp_init(&fp, &lc->chk, "comm:free");
         gcsh_check_enter(L, &lc->chk, &fp);
         gcsh_check_leave(L, &lc->chk, 0);
     }
+    if (staged)
+        router->release(L, lc);
     release(L, gcsh_ctx_of(L), lc);
     return 0;
 }
@@ -481,6 +508,7 @@ typedef struct coll_spec {
     const char *rank_role; /* "root" | "peer" */
     size_rule sizes;
     coll_run run;
+    int routed;       /* enum gcsh_kcoll the router may run it on, or -1 */
 } coll_spec;
 
 static void *in_data(const coll_args *a)
@@ -544,16 +572,17 @@ static int run_recv(gcsh_ctx *ctx, const coll_args *a)
 
 /* The collectives, each a method of comm (add_collectives) and a name c:loop takes. */
 static const coll_spec coll_specs[] = {
-    /* name        out opt op avg? rank role   sizes          run */
-    {"allreduce", 4, 1, 3, 0, 0, NULL, SIZE_SAME, run_allreduce},
-    {"broadcast", 0, 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast},
-    {"reduce", 5, 1, 4, 0, 3, "root", SIZE_SAME, run_reduce},
-    {"scan", 4, 1, 3, 1, 0, NULL, SIZE_SAME, run_scan},
-    {"allgather", 3, 0, 0, 0, 0, NULL, SIZE_GATHER, run_allgather},
-    {"reducescatter", 3, 0, 4, 0, 0, NULL, SIZE_SCATTER, run_reducescatter},
-    {"alltoall", 3, 0, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall},
-    {"send", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_send},
-    {"recv", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_recv},
+    /* name        out opt op avg? rank role   sizes          run           routed */
+    {"allreduce", 4, 1, 3, 0, 0, NULL, SIZE_SAME, run_allreduce, GCSH_KC_ALLREDUCE},
+    {"broadcast", 0, 0, 0, 0, 3, "root", SIZE_SAME, run_broadcast, GCSH_KC_BROADCAST},
+    {"reduce", 5, 1, 4, 0, 3, "root", SIZE_SAME, run_reduce, -1},
+    {"scan", 4, 1, 3, 1, 0, NULL, SIZE_SAME, run_scan, -1},
+    {"allgather", 3, 0, 0, 0, 0, NULL, SIZE_GATHER, run_allgather, GCSH_KC_ALLGATHER},
+    {"reducescatter", 3, 0, 4, 0, 0, NULL, SIZE_SCATTER, run_reducescatter,
+     GCSH_KC_REDUCE_SCATTER},
+    {"alltoall", 3, 0, 0, 0, 0, NULL, SIZE_ALLTOALL, run_alltoall, -1},
+    {"send", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_send, -1},
+    {"recv", 0, 0, 0, 0, 3, "peer", SIZE_SAME, run_recv, -1},
 };
 #define NCOLLS (sizeof coll_specs / sizeof coll_specs[0])
 
@@ -761,17 +790,96 @@ static void fingerprint(const coll_spec *spec, const coll_args *a, const char *o
     }
 }
 
+/* ---- routed collectives (comm.h): the kernels, or the communicator's library ---- */
+
+#define ROUTE_ALGOS "auto kernel comm nccl"
+
+enum gcsh_route_want gcsh_comm_route_option(lua_State *L, int idx, const char *fname)
+{
+    gcsh_opts_check(L, idx, fname, "algo");
+    enum gcsh_route_want want = GCSH_ROUTE_AUTO;
+    if (lua_getfield(L, idx, "algo") != LUA_TNIL) {
+        const char *algo = lua_tostring(L, -1);
+        if (lua_type(L, -1) != LUA_TSTRING || !gcsh_opts_listed(ROUTE_ALGOS, algo))
+            luaL_error(L, "%s: algo must be one of " ROUTE_ALGOS ", got %s", fname,
+                       luaL_tolstring(L, -1, NULL));
+        if (strcmp(algo, "nccl") == 0 && strcmp(gcsh_ctx_of(L)->be->name, "cuda") != 0)
+            luaL_error(L, "%s: algo 'nccl' is the cuda backend's library; the %s backend's "
+                          "communicator runs algo 'comm' (MPI)",
+                       fname, gcsh_ctx_of(L)->be->name);
+        want = algo[0] == 'k' ? GCSH_ROUTE_KERNEL : algo[0] == 'a' ? GCSH_ROUTE_AUTO
+                                                                   : GCSH_ROUTE_COMM;
+    }
+    lua_pop(L, 1);
+    return want;
+}
+
+/* The first stack index past a spec's required arguments (t, a required
+ * out, a root): where its options may come. */
+static int first_optional(const coll_spec *spec)
+{
+    int last = 2;
+    if (spec->out_arg && !spec->out_optional && spec->out_arg > last)
+        last = spec->out_arg;
+    if (spec->rank_arg > last)
+        last = spec->rank_arg;
+    return last + 1;
+}
+
+/* A routed collective's last argument {algo=}, after its required ones:
+ * taken off the stack (the positional arguments before it keep their
+ * places; a table where a tensor must be stays the tensor's error). */
+static enum gcsh_route_want take_route_option(lua_State *L, const coll_spec *spec)
+{
+    int top = lua_gettop(L);
+    if (spec->routed < 0 || top < first_optional(spec) || lua_type(L, top) != LUA_TTABLE)
+        return GCSH_ROUTE_AUTO;
+    enum gcsh_route_want want = gcsh_comm_route_option(L, top, spec->name);
+    lua_settop(L, top - 1);
+    return want;
+}
+
+/* The route of a checked call: the router's (which may grow its staging
+ * window now, collectively), or the communicator's library unlabelled. */
+static const gcsh_comm_router *route(lua_State *L, const coll_spec *spec, const coll_args *a,
+                                     enum gcsh_route_want want, gcsh_comm_call *call,
+                                     gcsh_comm_route *r)
+{
+    memset(r, 0, sizeof *r);
+    const gcsh_comm_router *router = spec->routed >= 0 ? router_of(L) : NULL;
+    if (!router)
+        return NULL;
+    *call = (gcsh_comm_call){
+        .name = spec->name, .coll = spec->routed, .comm = a->comm, .comm_idx = 1, .in = a->in,
+        .out = a->out, .count = a->count, .dt = a->dt, .op = a->op,
+        .root = a->rank_arg_value, .want = want,
+    };
+    router->prepare(L, call, r);
+    return router;
+}
+
+static int run_routed(gcsh_ctx *ctx, lua_State *L, const coll_spec *spec, const coll_args *a,
+                      const gcsh_comm_router *router, const gcsh_comm_call *call,
+                      const gcsh_comm_route *r)
+{
+    return r->kernel ? router->run(L, call, r) : spec->run(ctx, a);
+}
+
 /* c:<name>(...): the collective coll_specs[upvalue 1] is. */
 static int collective(lua_State *L)
 {
     const coll_spec *spec = &coll_specs[lua_tointeger(L, lua_upvalueindex(1))];
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    enum gcsh_route_want want = take_route_option(L, spec);
     coll_args a;
     int result_idx = check_collective(L, spec, &a);
+    gcsh_comm_call call;
+    gcsh_comm_route r;
+    const gcsh_comm_router *router = route(L, spec, &a, want, &call, &r);
     gcsh_fingerprint fp;
-    fingerprint(spec, &a, spec->name, &fp);
+    fingerprint(spec, &a, r.label[0] ? r.label : spec->name, &fp);
     gcsh_check_enter(L, &a.comm->chk, &fp);
-    gcsh_check_leave(L, &a.comm->chk, spec->run(ctx, &a));
+    gcsh_check_leave(L, &a.comm->chk, run_routed(ctx, L, spec, &a, router, &call, &r));
     lua_pushvalue(L, result_idx);
     return 1;
 }
@@ -803,11 +911,15 @@ static int comm_loop(lua_State *L)
     lua_remove(L, 2); /* the stack is now what the collective's method sees */
     lua_remove(L, 2);
     gcsh_ctx *ctx = gcsh_ctx_of(L);
+    enum gcsh_route_want want = take_route_option(L, spec);
     coll_args a;
     check_collective(L, spec, &a);
+    gcsh_comm_call call;
+    gcsh_comm_route r;
+    const gcsh_comm_router *router = route(L, spec, &a, want, &call, &r);
     /* checked once for the whole loop: the loop is what bench measures */
-    char op[24];
-    snprintf(op, sizeof op, "loop %s", spec->name);
+    char op[sizeof r.label + 8];
+    snprintf(op, sizeof op, "loop %s", r.label[0] ? r.label : spec->name);
     gcsh_fingerprint fp;
     fingerprint(spec, &a, op, &fp);
     snprintf(fp.extra, sizeof fp.extra, "iters %lld", (long long)iters);
@@ -816,7 +928,7 @@ static int comm_loop(lua_State *L)
     double seconds = 0;
     int rc = ctx->be->mem->timer_begin(ctx, &tok);
     for (lua_Integer i = 0; i < iters && rc == 0; i++)
-        rc = spec->run(ctx, &a);
+        rc = run_routed(ctx, L, spec, &a, router, &call, &r);
     if (rc == 0)
         rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
     gcsh_check_leave(L, &a.comm->chk, rc);

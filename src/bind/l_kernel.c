@@ -123,7 +123,7 @@ static size_t row_ll_max(const gcsh_kern_crossover *r)
     return r->ll_max < GCSH_LL_MAX_BYTES ? r->ll_max : GCSH_LL_MAX_BYTES;
 }
 
-static const char *choose_algo(const char *backend, int team, size_t bytes)
+const char *gcsh_kern_choose(const char *backend, int team, size_t bytes)
 {
     const gcsh_kern_crossover *r = crossover_row(backend, team);
     if (!r || team == 1)
@@ -139,7 +139,7 @@ static int kernel_choose(lua_State *L)
     const char *backend = luaL_optstring(L, 3, ctx->be->name);
     luaL_argcheck(L, bytes >= 0, 1, "bytes must be >= 0");
     luaL_argcheck(L, team >= 1, 2, "team size must be >= 1");
-    lua_pushstring(L, choose_algo(backend, (int)team, (size_t)bytes));
+    lua_pushstring(L, gcsh_kern_choose(backend, (int)team, (size_t)bytes));
     return 1;
 }
 
@@ -203,7 +203,7 @@ static int kernel_allreduce(lua_State *L)
                    a.fname, a.algo, gcsh_sym_team_text(a.o, team, sizeof team),
                    gcsh_ctx_of(L)->node, a.o->comm->size - 1);
     } else if (!a.algo || strcmp(a.algo, "auto") == 0) {
-        a.algo = choose_algo(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
+        a.algo = gcsh_kern_choose(gcsh_ctx_of(L)->be->name, a.o->desc.team_size,
                              a.n * gcsh_dtype_size(a.o->dtype));
         if (strcmp(a.algo, "comm") == 0 && !gcsh_kalgo_comm_can_run(L, &a))
             a.algo = "twoshot";

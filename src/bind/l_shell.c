@@ -17,6 +17,7 @@
 #include "core/safefile.h"
 #include "wire/msg.h"
 #include "wire/out.h"
+#include "bind/comm_route.h"
 #include "bind/l_shell.h"
 #include "bind/opts.h"
 #include "bind/winbuild.h"
@@ -350,6 +351,7 @@ static int shell_info(lua_State *L)
     gcsh_set_string(L, "host", host);
     gcsh_set_string(L, "backend", ctx->be->name);
     gcsh_set_string(L, "device", ctx->device);
+    gcsh_comm_route_info(L);
     gcsh_set_string(L, "gcsh", GCSH_VERSION);
     gcsh_set_string(L, "lua", LUA_RELEASE);
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING];

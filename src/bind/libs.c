@@ -2,6 +2,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "bind/comm_route.h"
 #include "bind/graph.h"
 #include "bind/kernel.h"
 #include "bind/libs.h"
@@ -45,6 +46,7 @@ void gcsh_open_libs(lua_State *L)
     luaL_requiref(L, "gcsh.kalgos", luaopen_gcsh_kalgos, 0);
     lua_pop(L, 1);
     luaopen_gcsh_window(L);
+    gcsh_comm_route_open(L); /* after comm and window: c:allreduce's kernel route */
     luaopen_gcsh_multicast(L); /* after window: adds w:multicast() */
     luaopen_gcsh_signals(L);
     luaopen_gcsh_xfer(L);

@@ -109,11 +109,12 @@ void gcsh_users_remove(lua_State *L, const void *resource, int idx)
     lua_pop(L, 1);
 }
 
-/* Raises the refusal of the earliest user of resource that refuses. */
-static void refuse(lua_State *L, const void *resource, const char *what, int exclusive)
+/* Pushes the refusal of the earliest user of resource that refuses and
+ * returns 1; 0 with nothing pushed when none does. */
+static int push_refusal(lua_State *L, const void *resource, const char *what, int exclusive)
 {
     if (!resource || !push_list(L, resource, 0))
-        return;
+        return 0;
     int list = lua_gettop(L);
     push_table(L, KINDS_KEY, 1);
     int kinds = list + 1;
@@ -133,13 +134,31 @@ static void refuse(lua_State *L, const void *resource, const char *what, int exc
             lua_replace(L, why);
         }
     }
-    if (first) { /* the text is on top: raised where the binding was called */
-        luaL_where(L, 1);
-        lua_insert(L, -2);
-        lua_concat(L, 2);
-        lua_error(L);
-    }
-    lua_settop(L, list - 1);
+    lua_replace(L, list); /* the text (or nil) where the list was */
+    lua_settop(L, list);
+    if (first)
+        return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* Raises the refusal of the earliest user of resource that refuses. */
+static void refuse(lua_State *L, const void *resource, const char *what, int exclusive)
+{
+    if (!push_refusal(L, resource, what, exclusive))
+        return;
+    luaL_where(L, 1); /* the text is on top: raised where the binding was called */
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
+int gcsh_users_refusing(lua_State *L, const void *resource)
+{
+    if (!push_refusal(L, resource, "free", 0))
+        return 0;
+    lua_pop(L, 1);
+    return 1;
 }
 
 void gcsh_users_refuse(lua_State *L, const void *resource, const char *what)

@@ -35,6 +35,10 @@ void gcsh_users_refuse(lua_State *L, const void *resource, const char *what);
 /* The same, for a caller that needs the resource to itself. */
 void gcsh_users_refuse_shared(lua_State *L, const void *resource, const char *what);
 
+/* Whether some user of resource would refuse its free (a live graph, a
+ * running resident): the question, without the error. */
+int gcsh_users_refusing(lua_State *L, const void *resource);
+
 /* Before the host reads or writes memory: what must finish first (work a
  * resident was rung for).  A hook raises on failure; each is registered
  * once, at most GCSH_TOUCH_MAX. */

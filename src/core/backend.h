@@ -479,13 +479,15 @@ typedef struct gcsh_kcoll_args {
 } gcsh_kcoll_args;
 
 /* kernel.allreduce{algo="ll"} (core/kll.h): the region [offset, offset + n)
- * of every slice all-reduced through the LL area of every slice; the result
- * into out, or into my region.  n * dtype size <= GCSH_LL_MAX_BYTES (the
+ * of every slice (or each member's in) all-reduced through the LL area of
+ * every slice; the result into out, or into my region.  n * dtype size <= GCSH_LL_MAX_BYTES (the
  * binding checked it). */
 typedef struct gcsh_kll_args {
     size_t offset, n;    /* elements */
     gcsh_dtype dt;
     gcsh_redop op;
+    const void *in;      /* local memory at d->loc holding my n elements, or NULL:
+                            my region of the window (nothing else of it is read) */
     void *out;           /* local memory at d->loc, or NULL */
     size_t ll_off;       /* bytes: where the LL area starts in every slice */
     size_t window_bytes; /* a slice's user bytes and       */

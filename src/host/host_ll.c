@@ -132,7 +132,7 @@ int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
     c.flag = gcsh_ll_flag(count);
     c.set = (unsigned)(count & 1);
     char *mine = (char *)d->peer[d->team_rank] + a->offset * gcsh_dtype_size(a->dt);
-    post(&c, mine);
+    post(&c, a->in ? (const char *)a->in : mine);
     int rc = reduce_into(ctx, &c, a->out ? a->out : mine);
     /* counted even when interrupted: every member posted, so its peers may
      * have finished; the counts stay equal (kll.h) */

@@ -45,8 +45,10 @@ if [ -n "$SHARED" ]; then
             "MPS: (private MPS daemon started by gcsh|a running MPS server).* serves this rank: yes"
     fi
     expect_match ".info: NCCL hosts" "$FLAT" "NCCL hosts: (each rank its own NCCL host|one NCCL host per round)"
+    expect_contains ".info: collectives on the kernels" "$FLAT" "collectives: kernels (--share-gpu)"
 else
     expect_contains ".info: no GPU shared" "$FLAT" "GPU shared: no"
+    expect_contains ".info: collectives on NCCL" "$FLAT" "collectives: NCCL (no GPU shared)"
 fi
 expect_contains ".info: the rank table" "$OUT" "rank  host"
 for r in $(seq 0 "$LAST"); do

@@ -47,7 +47,7 @@ expect_contains "replay on cuda: matches" "$OUT" "lines of $F match"
 F=$TMP/t.json
 gcsh_pipe "$NP" 'c = comm.world()
 t = tensor.new(1 << 22):fill(rank)
-c:allreduce(t)
+c:allreduce(t, "sum", nil, {algo = "comm"}) -- the library, shared GPUs too
 w = c:window(1 << 20)
 out = kernel.allreduce(w, {algo = "oneshot"})
 w:free()' --backend cuda --trace "$F"

@@ -1,5 +1,6 @@
 -- The soak (issue 35): rounds that make and free what a user explores in an
--- afternoon (a split with an all-reduce, windows of every kind, signals, a
+-- afternoon (a split with an all-reduce, also on the kernels through its
+-- staging window, windows of every kind, signals, a
 -- graph, a persistent resident, one-sided transfers) and checks that the
 -- rank stays flat after a warm-up: RSS grows by at most 64 KiB per 100
 -- rounds (host; on cuda host memory as well, and device memory by at most
@@ -91,6 +92,9 @@ local function split_round()
   local x = tensor.new(64):fill(1)
   s:allreduce(x)
   H.eq(x[0], s.size, "the split's all-reduce")
+  -- the kernel route's staging window (bind/comm_route.c) goes with s
+  s:allreduce(x, "sum", nil, { algo = "kernel" })
+  H.eq(x[0], s.size * s.size, "the split's all-reduce on the kernels")
   s:free()
 end
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Where c:allreduce and kin run (bind/comm_route.c), as the session shows it:
+# .info's "collectives:" line by --share-gpu and GCSH_COMM_ROUTE; a trace's
+# spans named by the route (the kernels' ll, the library's fallback for
+# f64, the library asked for); c:choose; tests/lua/comm_route.lua with
+# --share-gpu (auto on the kernels); nodes; GCSH_COMM_ROUTE's bad value named.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+gcsh_pipe 2 '.info'
+expect_contains ".info without shared GPUs: MPI" "$OUT" "collectives: MPI (no GPU shared)"
+gcsh_pipe 2 '.info' --share-gpu
+expect_contains ".info with --share-gpu: the kernels" "$OUT" "collectives: kernels (--share-gpu)"
+OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=kernel timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains ".info with GCSH_COMM_ROUTE=kernel" "$OUT" "collectives: kernels (GCSH_COMM_ROUTE=kernel)"
+OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=comm timeout 60 "$GCSH" -n 2 --share-gpu 2>&1)
+expect_contains ".info with GCSH_COMM_ROUTE=comm" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=comm)"
+
+# the route of each call: its check and trace span carry it
+F=$TMP/t.json
+gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
+c:allreduce(t)
+c:allreduce(t, "sum", nil, {algo = "comm"})
+x = tensor.new(4, "f64"):fill(1); c:allreduce(x)
+=t[0], x[0]
+=c:choose("allreduce", 4)
+=c:choose("allreduce", 4, "f64")' --share-gpu --trace "$F"
+expect_eq "a traced session on the kernel route: exit 0" "$RC" 0
+expect_contains "the values" "$OUT" "[0-1] 4.0	2.0"
+expect_match "c:choose: ll, why, the staging window" "$OUT" \
+    "^\[0-1\] ll	--share-gpu: the host takes the route shared GPUs take	[0-9]+$"
+expect_contains "c:choose: f64 falls back, saying why" "$OUT" \
+    "[0-1] comm	the kernels reduce f32 f16 bf16 i32 u32, not f64"
+C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1); RC=$?
+expect_eq "the trace loads and checks out" "$RC" 0
+expect_contains "the kernels' span" "$C" "flow allreduce/ll #2: ranks 0 1"
+expect_contains "the library asked for" "$C" "flow allreduce/comm #3: ranks 0 1"
+expect_contains "f64's fallback" "$C" "flow allreduce/comm #4: ranks 0 1"
+
+# without shared GPUs nothing changes: the plain label
+gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
+c:allreduce(t)' --trace "$F"
+C=$(python3 tests/sh/trace_check.py "$F" 2 2>&1)
+expect_contains "unrouted: the plain span" "$C" "flow allreduce #1: ranks 0 1"
+
+# GCSH_COMM_ROUTE=kernel: the kernels by the table, the library past its
+# last crossover (kernel.choose's "comm")
+SMALL=$("$GCSH" -e 'io.write(kernel.choose(8, 2))' 2>/dev/null)
+OUT=$(printf 'c = comm.world()\n=c:choose("allreduce", 2)\n=c:choose("allreduce", 1 << 20)\n' |
+    GCSH_COMM_ROUTE=kernel timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "GCSH_COMM_ROUTE=kernel: a small all-reduce on the kernels" "$OUT" \
+    "[0-1] $SMALL	GCSH_COMM_ROUTE=kernel	0"
+expect_contains "GCSH_COMM_ROUTE=kernel: 4 MiB on the library" "$OUT" \
+    "[0-1] comm	past two-shot's crossover, where the library wins (kreduce_tune.h)	0"
+
+# nodes (simulated: a node a rank): the world falls back, a node's split not
+OUT=$(printf 'c = comm.world()\n=c:choose("allreduce", 2, "f32", "sum", {algo = "kernel"})\ns = c:split(gcsh.node)\n=s:choose("allreduce", 2, "f32", "sum", {algo = "kernel"})\nt = tensor.new(2):fill(1); c:allreduce(t, {algo = "kernel"}); print(t[0])\n' |
+    GCSH_RANKS_PER_NODE=1 timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "across nodes: the library, saying why" "$OUT" \
+    "[0-1] comm	the communicator spans nodes: the kernels reach one node	0"
+expect_contains "a node's split: the kernels" "$OUT" "[0-1] oneshot	asked for (algo='kernel')	0"
+expect_contains "across nodes: the library's sum" "$OUT" "[0-1] 2.0"
+
+# the Lua test of every dtype, op and size, with auto taking the kernels
+OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n 2 --share-gpu tests/lua/comm_route.lua 2>&1); RC=$?
+expect_eq "tests/lua/comm_route.lua with --share-gpu: exit 0" "$RC" 0
+expect_match "tests/lua/comm_route.lua with --share-gpu: its calls" "$OUT" "^\[0\] comm_route: [0-9]+ calls checked$"
+
+# a value that is not a route: every routed call says so
+OUT=$(printf 'c = comm.world(); c:allreduce(tensor.new(2))\n' |
+    GCSH_COMM_ROUTE=fast timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "GCSH_COMM_ROUTE=fast is named" "$OUT" \
+    "allreduce: GCSH_COMM_ROUTE='fast' is not a route (valid: auto kernel comm)"
+finish
