@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -667,10 +668,23 @@ static int first_process(void)
     return !r || atoi(r) == 0;
 }
 
+/* Large blocks (glibc's default bound, 128 KiB) are mapped on their own and
+ * go back to the system when freed, always.  glibc raises that bound to the
+ * size of each mapped block freed; blocks made and freed again and again
+ * (a 1-rank host window's segment: Open MPI mallocs it; the routed
+ * collectives' 324 KiB staging window with every split) then come from a
+ * heap whose holes stay resident, so a session's RSS stepped up by such a
+ * block at random (tests/lua/soak.lua). */
+static void large_blocks_mapped(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
 /* One rank of MPI: set up, run, finish.  Returns the exit status. */
 static int rank_main(int argc, char **argv, const options *o)
 {
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
+    large_blocks_mapped(); /* before MPI or any thread allocates */
     gcsh_ctx ctx = {0};
     gcsh_share_prepare(&ctx.share, o->share, o->backend); /* before MPI or CUDA starts */
     int provided;
