@@ -442,12 +442,13 @@ function M.measured_on()
     return "this machine's CPUs (host backend: memory copies, not NVLink)"
   end
   local device = tostring(gcsh.device or "the GPU")
+  -- (in lines that fit 80 columns behind "measured on " and a rank tag)
   if M.shared_gpu() and mps_serves() then
-    return device .. ", shared with other ranks (--share-gpu, MPS): they split its SMs and "
-           .. "memory, so times are not a GPU each"
+    return device .. ",\nshared with other ranks (--share-gpu, MPS): they split its SMs\n"
+           .. "and memory, so times are not a GPU each"
   elseif M.shared_gpu() then
-    return device .. ", shared with other ranks (--share-gpu, no MPS): the ranks take turns "
-           .. "on it, so times are far longer than with a GPU each"
+    return device .. ",\nshared with other ranks (--share-gpu, no MPS): the ranks take\n"
+           .. "turns on it, so times are far longer than with a GPU each"
   end
   return device .. ", one per rank"
 end

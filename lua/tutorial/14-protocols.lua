@@ -91,7 +91,16 @@ lesson.check(wrong == 0, "every size right, both ways")
 if gcsh.backend == "cuda" then
   print("NCCL_PROTO is " .. (os.getenv("NCCL_PROTO") or "not set"))
   nccl_rows = bench.allreduce{algos = {"nccl"}, min = 8,
-                              max = 1 << 20, factor = 8}
+                              max = 1 << 20, factor = 8,
+                              quiet = true}
+  -- (bench's own table, nccl-tests' 11 columns, is wider than 80)
+  if rank == 0 then
+    print("    size (B)  nccl (us)  busbw (GB/s)")
+    local row = "%12d %10.2f %13.2f"
+    for _, r in ipairs(nccl_rows) do
+      print(row:format(r.size, r.time_us, r.busbw))
+    end
+  end
   print("measured on " .. lesson.measured_on())
 else
   print("host backend: no NCCL here; on GPUs, start gcsh as above")

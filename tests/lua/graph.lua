@@ -286,8 +286,9 @@ if size > 1 then
   local n = rank == 0 and 4 or 3
   -- the library's, named so (with --share-gpu a routed call would make its
   -- staging window first, a collective of its own: bind/comm_route.c)
+  local library = gcsh.backend == "cuda" and "nccl" or "comm" -- the label names the library
   local msg = H.raises(function() c3:allreduce(u:view(0, n), "sum", nil, { algo = "comm" }) end,
-    "allreduce/comm #9", "the next collective after 3 replays of 2")
+    "allreduce/" .. library .. " #9", "the next collective after 3 replays of 2")
   -- ranks that replay differently are told so before anything runs
   H.raises(function() g:replay(rank == 0 and 1 or 2) end, "graph.replay #9", "replay counts differ")
   -- ranks that captured different collectives: the usual error

@@ -73,8 +73,10 @@ H.raises(function() kernel.choose(8, 0) end, "team size must be >= 1", "team of 
 
 -- crossovers is a copy: changing it changes nothing auto does
 local before = kernel.choose(8, 2, "cuda")
+local kept = kernel.crossovers[1].ll_max
 kernel.crossovers[1].ll_max = 0
 H.eq(kernel.choose(8, 2, "cuda"), before, "kernel.crossovers is a copy")
+kernel.crossovers[1].ll_max = kept -- (row_for below reads the table: on cuda at 2 ranks, this row)
 
 -- auto on a window runs what choose names for its team, with that
 -- algorithm's bits: sizes around this backend's limits for this team
