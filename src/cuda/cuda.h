@@ -15,6 +15,7 @@
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
 #include "core/kpersist.h"
+#include "core/netpath.h"
 #include "initkern.h"
 #include "winkern.h"
 
@@ -24,6 +25,8 @@
  * reaches it. */
 #define CUDA_THROTTLE_MARKS 4
 #define CUDA_THROTTLE_EVERY 128
+
+typedef struct cuda_proxy cuda_proxy; /* cuda_net.c */
 
 typedef struct cuda_state {
     int dev;              /* CUDA ordinal of this rank's GPU */
@@ -99,6 +102,12 @@ typedef struct cuda_state {
     cudaStream_t bell_stream[GCSH_PERSIST_MAX_RUNNING];
     cudaEvent_t bell_event[GCSH_PERSIST_MAX_RUNNING];
     unsigned bells_taken; /* bit i: slot i belongs to a resident */
+    /* The network path (cuda_net.c), once a window spans several nodes:
+     * the server (core/netpath.h), its proxy's CUDA resources, and the
+     * origin's staging buffer (GCSH_NETPATH_CHUNK host bytes). */
+    gcsh_netpath *net;
+    cuda_proxy *proxy;
+    void *net_stage;
 } cuda_state;
 
 struct gcsh_comm_impl {
@@ -192,6 +201,10 @@ int gcsh_cuda_lazy_loading(void);
  * would not end still holds one (the process's end takes it then). */
 void cuda_persist_free_bells(cuda_state *st);
 extern const gcsh_persist_ops gcsh_cuda_persist_ops;
+
+/* Stops the network path's server and frees its proxy (cuda_net.c): before
+ * the device goes. */
+void cuda_net_stop(cuda_state *st);
 
 /* Device memory from cudaMallocAsync (tensors, peer tables), freed in
  * stream order (cuda_mem.c); during a capture, after it.  Never cudaFree

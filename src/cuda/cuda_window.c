@@ -109,13 +109,19 @@ static int cuda_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_des
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    return w->kind->stage(ctx, st, w, d, i, report, len);
+    int rc = w->kind->stage(ctx, st, w, d, i, report, len);
+    if (i + 1 < w->kind->plan->n)
+        return rc;
+    /* the last stage: ranks on other nodes reach my slice over the network */
+    int net = cuda_net_share(ctx, st, w, d, rc != 0, report, len);
+    return rc == 0 ? net : rc;
 }
 
 static void cuda_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     cuda_state *st = cuda_enter(ctx);
     if (st) { /* else the device is gone, and what it held with it */
+        cuda_net_forget(st, w);
         w->kind->undo(ctx, st, w);
         if (d->peer_table_dev)
             cuda_free_ordered(st, d->peer_table_dev);
@@ -134,6 +140,7 @@ static int cuda_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc
     if (st && cuda_kern_window_gone(ctx, w) != 0)
         rc = -1;
     if (st) {
+        cuda_net_forget(st, w); /* after the binding's barrier: no request comes */
         if (w->kind->destroy(ctx, st, w) != 0)
             rc = -1;
         if (d->peer_table_dev)
@@ -340,4 +347,6 @@ const gcsh_window_ops gcsh_cuda_window_ops = {
     .signal_read = cuda_signal_read,
     .elem_wait = cuda_elem_wait,
     .peer_read = cuda_peer_read,
+    .net = cuda_win_net,
+    .net_path = "tcp",
 };

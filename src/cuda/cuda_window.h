@@ -31,6 +31,10 @@ struct gcsh_window_impl {
     int mc_decided;
     gcsh_mcast mc;
     void *mm_devcomm;       /* nvls only: the lsaMultimem device communicator */
+    /* A communicator of several nodes (cuda_net.c): every rank's slice at
+     * its network server ([communicator size]), mine's id at mine (0: none). */
+    gcsh_net_addr *remote;
+    uint64_t net_id;
 };
 
 /* Frees what w:multicast() set up (nvls); collective, before the window's
@@ -67,5 +71,17 @@ struct cuda_win_kind {
 };
 
 extern const cuda_win_kind win_nccl_kind, win_vmm_kind;
+
+/* The network path (cuda_net.c).  In a window's last stage, collective
+ * over its communicator (every rank, failed or not): when it spans several
+ * nodes, my slice served to the others and their addresses gathered. */
+int cuda_net_share(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
+                   int failed, char *report, size_t len);
+/* Before the slice's memory goes: no longer served. */
+void cuda_net_forget(cuda_state *st, gcsh_window_impl *w);
+/* gcsh_window_ops.net: one operation on a rank off the node. */
+int cuda_win_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_desc *d, int rank,
+                 enum gcsh_net_op op, size_t offset, void *data, size_t bytes, uint64_t value,
+                 uint64_t *old);
 
 #endif

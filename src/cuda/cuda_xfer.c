@@ -16,6 +16,11 @@
  *   "sm"  one launch of the copy kernel (kernels/xfer.cu) for every segment,
  *         which also adds the signal from its last block.
  *
+ * A peer on another node (plan->net): the network path (cuda_net.c), each
+ * segment one put or get and then the signal's add, each applied at the
+ * target before the next and before post returns; the engine does not
+ * apply there.
+ *
  * Status: an event recorded after each post (cudaEventQuery for test, the
  * host polls it for wait{cpu=true}).  Device descriptors come from the
  * stream-ordered allocator and go back with cudaFreeAsync on the rank's
@@ -26,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/cuda.h"
+#include "cuda/cuda_window.h"
 #include "xferkern.h"
 
 /* Blocks per SM for the copy kernel (256 threads each). */
@@ -46,6 +51,9 @@ struct gcsh_xfer_impl {
     uint64_t *signal;
     uint64_t value;
     cudaEvent_t done;
+    /* over the network path: the plan, its segments' far sides offsets */
+    gcsh_xfer_plan net;
+    gcsh_xfer_seg *net_seg;
 };
 
 static void xfer_free(cuda_state *st, gcsh_xfer_impl *x)
@@ -57,7 +65,20 @@ static void xfer_free(cuda_state *st, gcsh_xfer_impl *x)
     free(x->dsts);
     free(x->srcs);
     free(x->sizes);
+    free(x->net_seg);
     free(x);
+}
+
+/* A peer off the team: the plan as it is, for gcsh_netpath_post. */
+static int keep_net_plan(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan *p)
+{
+    x->net_seg = calloc(p->nseg ? p->nseg : 1, sizeof *x->net_seg);
+    if (!x->net_seg)
+        return gcsh_set_error(ctx, "transfer: out of host memory");
+    memcpy(x->net_seg, p->seg, p->nseg * sizeof *x->net_seg);
+    x->net = *p;
+    x->net.seg = x->net_seg;
+    return 0;
 }
 
 static int keep_segments(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan *p)
@@ -124,7 +145,9 @@ static int cuda_xfer_prepare(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfe
     x->engine = plan->engine;
     x->signal = plan->signal;
     x->value = plan->signal_value;
-    if (keep_segments(ctx, x, plan) != 0)
+    if (plan->net && keep_net_plan(ctx, x, plan) != 0)
+        goto fail;
+    if (!plan->net && keep_segments(ctx, x, plan) != 0)
         goto fail;
     if (x->engine == GCSH_XFER_SM && x->nseg && upload_descriptors(ctx, st, x) != 0)
         goto fail;
@@ -196,7 +219,9 @@ static int cuda_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
     cuda_state *st = cuda_enter(ctx);
     if (!st)
         return -1;
-    int rc = x->engine == GCSH_XFER_SM ? post_kernel(ctx, st, x) : post_copy_engine(ctx, st, x);
+    int rc = x->net.net                   ? gcsh_netpath_post(ctx, &x->net, cuda_win_net)
+             : x->engine == GCSH_XFER_SM ? post_kernel(ctx, st, x)
+                                         : post_copy_engine(ctx, st, x);
     if (rc != 0)
         return -1;
     /* In a graph (gcsh.graph) the record is a node of its own, so every
