@@ -6,6 +6,8 @@
 # one NCCL_HOSTID, so NCCL's LSA team is the node).  On windows of kind
 # nccl and vmm (GCSH_TEST_KIND, `-l window_kind` as scripts/gpu-check.sh):
 #
+#   0. a put with its signal to the other node: the kind asked for, a
+#      team of the node's 2 ranks, x.path "tcp";
 #   1. tests/sh/nodes_net.lua: w:put, w:get, w:putv, put-with-signal,
 #      s:set, s:add, s:fetch_add to a rank of the other node land exactly
 #      (i32, f32, u8; the window's end; odd sizes and offsets; 2 x 4 MiB
@@ -66,6 +68,20 @@ export NCCL_HOSTID=gcsh-simnode$j
 exec "$0" "$@"'
 export GCSH_PROXY_DRY=$DRY
 
+# How many ranks printed the line TEXT in LOG: gcsh folds equal lines under
+# their ranks ("[0-1,3] TEXT").
+ranks_saying() { # TEXT LOG
+    awk -v want="$1" '
+        match($0, /^\[[0-9,-]+\] /) && substr($0, RLENGTH + 1) == want {
+            n = split(substr($0, 2, RLENGTH - 3), part, ",")
+            for (i = 1; i <= n; i++) {
+                if (split(part[i], ab, "-") == 1) ab[2] = ab[1]
+                for (r = ab[1] + 0; r <= ab[2] + 0; r++) seen[r] = 1
+            }
+        }
+        END { c = 0; for (r in seen) c++; print c }' "$2"
+}
+
 check() { # NAME KIND EXPECT(text every rank prints, or "") SCRIPT
     local name=$1 kind=$2 expect=$3 script=$4 log="$OUTDIR/$1.log" t0=$SECONDS rc why=""
     GCSH_TEST_KIND=$kind timeout 100 "${mpi[@]}" sh -c "$per_node" "$GCSH" "${backend[@]}" \
@@ -74,10 +90,8 @@ check() { # NAME KIND EXPECT(text every rank prints, or "") SCRIPT
     [ "$rc" = 0 ] || why="exit $rc"
     if [ -z "$why" ] && [ -n "$expect" ]; then
         local n
-        n=$(grep -c -- "$expect" "$log")
-        # gcsh folds equal lines of several ranks: "[0-3] x" counts for all
-        grep -q -- "^\[0-$((NP - 1))\] $expect" "$log" && n=$NP
-        [ "$n" -ge "$NP" ] || why="'$expect' from $n of $NP ranks"
+        n=$(ranks_saying "$expect" "$log")
+        [ "$n" = "$NP" ] || why="'$expect' from $n of $NP ranks"
     fi
     if grep -q "check failed" "$log"; then why="${why:+$why; }a check failed"; fi
     if [ -z "$why" ]; then
@@ -90,8 +104,23 @@ check() { # NAME KIND EXPECT(text every rank prints, or "") SCRIPT
     fi
 }
 
+# the kind the runs get, a team of the node, the other node over the network
+cat >"$OUTDIR/kind.lua" <<'EOF'
+local c = comm.world()
+local w, s = c:window(3, "u8"), c:signals(1)
+local x = w:put((c.rank + c.size // 2) % c.size, tensor.new(1, "u8"):fill(c.rank), 2,
+                { signal = { s, 0 } })
+x:post()
+s:wait(0, 1)
+assert(w:tensor()[2] == (c.rank + c.size // 2) % c.size, "the byte from the other node")
+print(string.format("kind %s, team %d, path %s", w.kind, #w.team, x.path))
+s:free()
+w:free()
+EOF
+
 echo "gpu-proxy: $NODES nodes of $PER (NCCL_HOSTID gcsh-simnode0..1), gcsh $GCSH"
 for kind in nccl vmm; do
+    check "kind-$kind" "$kind" "kind $kind, team $PER, path tcp" "$OUTDIR/kind.lua"
     check "nodes_net-$kind" "$kind" "nodes_net ok" tests/sh/nodes_net.lua
     check "xfer_order-$kind" "$kind" "" tests/lua/xfer_order.lua
     check "hier_plan-$kind" "$kind" "hier_plan: ok" tests/lua/hier_plan.lua
