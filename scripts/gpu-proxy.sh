@@ -10,7 +10,7 @@
 #      team of the node's 2 ranks, x.path "tcp";
 #   1. tests/sh/nodes_net.lua: w:put, w:get, w:putv, put-with-signal,
 #      s:set, s:add, s:fetch_add to a rank of the other node land exactly
-#      (i32, f32, u8; the window's end; odd sizes and offsets; 2 x 4 MiB
+#      (i32, f32, u8; the window's end; odd sizes and offsets; 4 MiB
 #      pieces and a bit), x.path "tcp" and tostring "network tcp";
 #   2. tests/lua/xfer_order.lua: w:fence() and c:quiet() order puts and
 #      signals to the next rank, which is on the other node for ranks 1

@@ -185,14 +185,15 @@ static int spans_nodes(gcsh_ctx *ctx, MPI_Comm comm)
 int cuda_net_share(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d,
                    int failed, char *report, size_t len)
 {
-    gcsh_netpath_server srv;
+    gcsh_netpath_server srv = {0};
     if (!spans_nodes(ctx, w->c->mpi))
         return failed ? -1 : 0;
-    if (server_of(ctx, st, &srv) != 0)
-        failed = 1;
-    void *mine = !failed && d->team_size > 0 ? d->peer[d->team_rank] : NULL;
-    return gcsh_netpath_share(ctx, &st->net, &srv, w->c->mpi, failed || !mine, mine,
-                              d->alloc_bytes, &w->remote, &w->net_id, report, len);
+    int rc = failed ? -1 : server_of(ctx, st, &srv);
+    void *mine = rc == 0 && d->team_size > 0 ? d->peer[d->team_rank] : NULL;
+    if (rc == 0 && !mine)
+        rc = gcsh_set_error(ctx, "network path: the window has no slice of mine to serve");
+    return gcsh_netpath_share(ctx, &st->net, &srv, w->c->mpi, rc != 0, mine, d->alloc_bytes,
+                              &w->remote, &w->net_id, report, len);
 }
 
 void cuda_net_forget(cuda_state *st, gcsh_window_impl *w)
