@@ -481,7 +481,8 @@ int gcsh_netpath_request(gcsh_ctx *ctx, gcsh_netpath *net, const gcsh_net_addr *
     if (i < 0)
         return -1;
     int fd = net->conns[i].fd;
-    net_req q = {.op = (uint32_t)op + 1, /* enum gcsh_net_op, from NET_PUT on */ .id = t->id, .offset = offset, .bytes = bytes,
+    /* on the wire, enum gcsh_net_op + 1 (net_op) */
+    net_req q = {.op = (uint32_t)op + 1, .id = t->id, .offset = offset, .bytes = bytes,
                  .value = value};
     memcpy(q.token, t->token, TOKEN_LEN);
     net_rep r;
