@@ -389,7 +389,7 @@ void gcsh_netpath_unregister(gcsh_netpath *net, uint64_t id)
 }
 
 int gcsh_netpath_share(gcsh_ctx *ctx, gcsh_netpath **slot, const gcsh_netpath_server *srv,
-                       MPI_Comm comm, int failed, void *base, size_t bytes,
+                       MPI_Comm comm, int failed, void *base, size_t bytes, int team,
                        gcsh_net_addr **remote, uint64_t *id, char *report, size_t len)
 {
     int size = 0;
@@ -411,9 +411,9 @@ int gcsh_netpath_share(gcsh_ctx *ctx, gcsh_netpath **slot, const gcsh_netpath_se
         return gcsh_mpi_failed(ctx, "network path: ", "MPI_Allgather", mpi, __FILE__, __LINE__);
     size_t at = strlen(report);
     struct in_addr a = {.s_addr = mine.addr};
-    snprintf(report + at, len - at, "%snetwork path (%s): my slice served at %s:%d to the ranks "
-                                    "off the node", at ? "\n" : "", srv->name, inet_ntoa(a),
-             mine.port);
+    snprintf(report + at, len - at, "%snetwork path (%s): my slice served at %s:%d to the %d "
+                                    "ranks off the node", at ? "\n" : "", srv->name, inet_ntoa(a),
+             mine.port, size - team);
     return 0;
 }
 

@@ -59,10 +59,11 @@ typedef struct gcsh_netpath gcsh_netpath;
  * before: failed != 0): serves [base, base + bytes) on *net (the server
  * started on first use, with srv) and gathers every rank's address into
  * *remote ([communicator size], malloc'ed; freed by the caller), *id the
- * slice's at my server (0: none).  Appends a line to report.  0, or -1
- * with ctx->err (failed: -1 and nothing more said). */
+ * slice's at my server (0: none).  Appends a line to report, saying it
+ * serves the communicator's ranks off the team (team: its size).  0, or
+ * -1 with ctx->err (failed: -1 and nothing more said). */
 int gcsh_netpath_share(gcsh_ctx *ctx, gcsh_netpath **net, const gcsh_netpath_server *srv,
-                       MPI_Comm comm, int failed, void *base, size_t bytes,
+                       MPI_Comm comm, int failed, void *base, size_t bytes, int team,
                        gcsh_net_addr **remote, uint64_t *id, char *report, size_t len);
 /* Stops serving slice id (waits for a request on it in progress). */
 void gcsh_netpath_unregister(gcsh_netpath *net, uint64_t id);

@@ -193,7 +193,7 @@ int cuda_net_share(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_wind
     if (rc == 0 && !mine)
         rc = gcsh_set_error(ctx, "network path: the window has no slice of mine to serve");
     return gcsh_netpath_share(ctx, &st->net, &srv, w->c->mpi, rc != 0, mine, d->alloc_bytes,
-                              &w->remote, &w->net_id, report, len);
+                              d->team_size, &w->remote, &w->net_id, report, len);
 }
 
 void cuda_net_forget(cuda_state *st, gcsh_window_impl *w)

@@ -312,7 +312,8 @@ static int net_register(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *de
     if (gcsh_host_comm_mpi(ctx, w->c, &comm) != 0)
         return -1;
     return gcsh_netpath_share(ctx, &state->net, &net_server, comm, failed, w->mine,
-                              desc->alloc_bytes, &w->remote, &w->net_id, report, len);
+                              desc->alloc_bytes, desc->team_size, &w->remote, &w->net_id, report,
+                              len);
 }
 
 static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
