@@ -92,7 +92,8 @@ static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
 static void release_impl(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
 {
     gcsh_host_state *state = ctx->be_state;
-    gcsh_netpath_unregister(state ? state->net : NULL, w->net_id); /* after the free's barrier: no request comes */
+    /* after the free's barrier: no request comes */
+    gcsh_netpath_unregister(state ? state->net : NULL, w->net_id);
     free(w->remote);
     /* the communicator is asked only when there is an MPI object to free: a
      * window that ran no stage (its check failed) may be collected after
