@@ -1,8 +1,9 @@
 -- One-sided operations across nodes (tests/sh/nodes.sh runs it on simulated
 -- nodes of 2 ranks): w:put, w:get, w:putv and put-with-signal, s:set, s:add
 -- and s:fetch_add reach a rank of another node over the network path and
--- land exactly, also at the window's end; a put's signal comes after its
--- data; ranges are checked as for the node's ranks.
+-- land exactly, also at the window's end and past one network piece (odd
+-- sizes and offsets); a put's signal comes after its data; ranges are
+-- checked as for the node's ranks.  scripts/gpu-proxy.sh runs it on GPUs.
 local H = require "harness"
 local c = comm.world()
 local k, me = c.size, c.rank
