@@ -15,6 +15,7 @@
 #include "cuda/cuda_driver.h"
 #include "core/gcsh.h"
 #include "core/kpersist.h"
+#include "gpu/gpu_net.h"
 #include "gpu/gpu_rt.h"
 #include "initkern.h"
 #include "winkern.h"
@@ -25,6 +26,8 @@
  * reaches it. */
 #define CUDA_THROTTLE_MARKS 4
 #define CUDA_THROTTLE_EVERY 128
+
+typedef struct cuda_proxy cuda_proxy; /* cuda_net.c */
 
 /* The GPU-generic code's gcsh_gpu_dev (gpu/gpu_rt.h), defined here as each
  * backend defines its gcsh_comm_impl. */
@@ -106,6 +109,11 @@ typedef struct gcsh_gpu_dev {
      * cuda_comm.c says what follows), and who decided it, for .info. */
     int split_share;
     char split_share_why[96];
+    /* The network path, once a window spans several nodes: its server and
+     * the origin's staging (gpu/gpu_net.h), and the server's proxy (its CUDA
+     * resources, cuda_net.c). */
+    gcsh_gpu_net net;
+    cuda_proxy *proxy;
 } cuda_state;
 
 /* Communicators that share NCCL's resources (cuda_state.split_share): the
@@ -218,6 +226,12 @@ int gcsh_cuda_lazy_loading(void);
  * would not end still holds one (the process's end takes it then). */
 void cuda_persist_free_bells(cuda_state *st);
 extern const gcsh_persist_ops gcsh_cuda_persist_ops;
+
+/* The network path's target side (cuda_net.c): the runtime's net_server
+ * (the proxy applies requests to device memory), and the stop of the
+ * server and its proxy, before the device goes. */
+int cuda_net_server(gcsh_ctx *ctx, cuda_state *st, gcsh_netpath_server *srv);
+void cuda_net_stop(cuda_state *st);
 
 /* Device memory from cudaMallocAsync (tensors, peer tables), freed in
  * stream order (cuda_mem.c); during a capture, after it.  Never cudaFree

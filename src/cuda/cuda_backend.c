@@ -86,6 +86,7 @@ static void no_gpu_reason(cudaError_t e, char *buf, size_t len)
 
 static void state_free(cuda_state *st)
 {
+    cuda_net_stop(st);
     cuda_persist_free_bells(st);
     if (st->wctl)
         cudaFreeHost(st->wctl);

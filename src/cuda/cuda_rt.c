@@ -40,6 +40,16 @@ static int rt_comm_aborted(const gcsh_comm_impl *c)
     return c->aborted;
 }
 
+static MPI_Comm rt_comm_mpi(const gcsh_comm_impl *c)
+{
+    return c->mpi;
+}
+
+static gcsh_gpu_net *rt_net(gcsh_gpu_dev *st)
+{
+    return &st->net;
+}
+
 const gcsh_gpu_rt gcsh_cuda_rt = {
     .enter = rt_enter,
     .location = rt_location,
@@ -75,4 +85,7 @@ const gcsh_gpu_rt gcsh_cuda_rt = {
     .xfer_wait_stream = cuda_xfer_wait_stream,
     .fence = cuda_fence,
     .cancel_waits = cuda_cancel_waits,
+    .comm_mpi = rt_comm_mpi,
+    .net = rt_net,
+    .net_server = cuda_net_server,
 };

@@ -18,6 +18,12 @@
  *   "sm"  one launch of the copy kernel (kernels/xfer.cu) for every segment,
  *         which also adds the signal from its last block.
  *
+ * A peer on another node (plan->net): the network path (gpu/gpu_net.c,
+ * gpu/gpu_xfer.c's post), each segment one put or get and then the
+ * signal's add, each applied at the target before the next and before post
+ * returns; the engine does not apply there (no segments, no signal: the
+ * post here only records the event).
+ *
  * Status: an event recorded after each post (cudaEventQuery for test, the
  * host polls it for wait{cpu=true}).  Device descriptors come from the
  * stream-ordered allocator and go back with cudaFreeAsync on the rank's

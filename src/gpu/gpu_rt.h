@@ -19,12 +19,14 @@
 
 #include "core/backend.h"
 #include "core/gcsh.h"
+#include "core/netpath.h"
 
 typedef struct gcsh_gpu_dev gcsh_gpu_dev;
 typedef struct gcsh_gpu_win gcsh_gpu_win;
 typedef struct gcsh_gpu_graph gcsh_gpu_graph;
 typedef struct gcsh_gpu_xfer gcsh_gpu_xfer;
 typedef struct gpu_win_kind gpu_win_kind;
+typedef struct gcsh_gpu_net gcsh_gpu_net; /* gpu_net.h */
 
 typedef struct gcsh_gpu_rt {
     /* ---- the rank's device ---- */
@@ -118,6 +120,16 @@ typedef struct gcsh_gpu_rt {
     int (*fence)(gcsh_ctx *ctx, gcsh_gpu_dev *st);
     /* Releases every signal wait pending on the GPU (an interrupt). */
     void (*cancel_waits)(gcsh_gpu_dev *st);
+
+    /* ---- the network path (gpu_net.c: ranks of a window on other nodes) ---- */
+    /* The MPI communicator under c (the exchange of the servers' addresses). */
+    MPI_Comm (*comm_mpi)(const gcsh_comm_impl *c);
+    /* The rank's network path, kept in its state (and stopped with it). */
+    gcsh_gpu_net *(*net)(gcsh_gpu_dev *st);
+    /* How this rank's server applies a request to its device memory (cuda:
+     * a proxy thread with a stream of its own, cuda_net.c): *srv filled; 0,
+     * or -1 with ctx->err. */
+    int (*net_server)(gcsh_ctx *ctx, gcsh_gpu_dev *st, gcsh_netpath_server *srv);
 } gcsh_gpu_rt;
 
 /* The GPU backend in use names its runtime at init, before anything of

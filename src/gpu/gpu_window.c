@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu_window.h"
+#include "gpu/gpu_net.h"
 
 /* The kind named (the binding has checked that a name is one of .kinds). */
 static const gpu_win_kind *kind_of(const char *name)
@@ -67,6 +67,7 @@ static void window_free(gcsh_window_impl *w)
 {
     if (w->own)
         gcsh_gpu()->win_free(w->own);
+    free(w->remote); /* the device went before gpu_net_forget could */
     free(w);
 }
 
@@ -116,7 +117,12 @@ int gpu_win_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d
     gcsh_gpu_dev *st = gcsh_gpu()->enter(ctx);
     if (!st)
         return -1;
-    return w->kind->stage(ctx, st, w, d, i, report, len);
+    int rc = w->kind->stage(ctx, st, w, d, i, report, len);
+    if (i + 1 < w->kind->plan->n)
+        return rc;
+    /* the last stage: ranks on other nodes reach my slice over the network */
+    int net = gpu_net_share(ctx, st, w, d, rc != 0, report, len);
+    return rc == 0 ? net : rc;
 }
 
 void gpu_win_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
@@ -124,6 +130,7 @@ void gpu_win_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *
     const gcsh_gpu_rt *rt = gcsh_gpu();
     gcsh_gpu_dev *st = rt->enter(ctx);
     if (st) { /* else the device is gone, and what it held with it */
+        gpu_net_forget(st, w);
         w->kind->undo(ctx, st, w);
         if (d->peer_table_dev)
             rt->free_ordered(st, d->peer_table_dev);
@@ -143,6 +150,7 @@ int gpu_win_destroy(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d)
     if (st && rt->mc_close(ctx, st, w) != 0)
         rc = -1;
     if (st) {
+        gpu_net_forget(st, w); /* after the binding's barrier: no request comes */
         if (w->kind->destroy(ctx, st, w) != 0)
             rc = -1;
         if (d->peer_table_dev)

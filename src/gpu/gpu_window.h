@@ -21,6 +21,10 @@ struct gcsh_window_impl {
     int mc_decided;
     gcsh_mcast mc;
     gcsh_gpu_win *own;      /* the backend's part: its kinds' handles */
+    /* A communicator of several nodes (gpu_net.c): every rank's slice at
+     * its network server ([communicator size]), mine's id at mine (0: none). */
+    gcsh_net_addr *remote;
+    uint64_t net_id;
 };
 
 /* A window kind: everything the window and kernel code do differently per
@@ -48,8 +52,7 @@ struct gpu_win_kind {
     int device_api;
 };
 
-/* The window operations of backend.h's list, gpu_win_<row> (every row but
- * net: no GPU backend has a network path yet, and its table leaves it NULL). */
+/* The window operations of backend.h's list, gpu_win_<row> (net: gpu_net.c). */
 #define GPU_WIN_DECLARE(tab, fn, ret, params, ...) ret gpu_win_##fn params;
 GCSH_WINDOW_OPS(GPU_WIN_DECLARE)
 #undef GPU_WIN_DECLARE
@@ -63,6 +66,7 @@ GCSH_WINDOW_OPS(GPU_WIN_DECLARE)
     .signal_set = gpu_win_signal_set, .signal_add = gpu_win_signal_add,              \
     .signal_fetch_add = gpu_win_signal_fetch_add, .signal_wait = gpu_win_signal_wait, \
     .signal_wait_cpu = gpu_win_signal_wait_cpu, .signal_read = gpu_win_signal_read,  \
-    .elem_wait = gpu_win_elem_wait, .peer_read = gpu_win_peer_read
+    .elem_wait = gpu_win_elem_wait, .peer_read = gpu_win_peer_read,                  \
+    .net = gpu_win_net, .net_path = "tcp"
 
 #endif

@@ -10,7 +10,9 @@
  * system-scope fence there (the runtime's fence). */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "gpu/gpu_window.h"
 #include "gpu/gpu_xfer.h"
 
 /* x and what it holds; the runtime's part is freed in the stream's order,
@@ -22,7 +24,21 @@ static void xfer_free(gcsh_gpu_dev *st, gcsh_xfer_impl *x)
     free(x->dsts);
     free(x->srcs);
     free(x->sizes);
+    free(x->net_seg);
     free(x);
+}
+
+/* A peer off the team: the plan as it is, for gcsh_netpath_post. */
+static int keep_net_plan(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan *p)
+{
+    x->net_seg = calloc(p->nseg ? p->nseg : 1, sizeof *x->net_seg);
+    if (!x->net_seg)
+        return gcsh_set_error(ctx, "transfer: out of host memory");
+    memcpy(x->net_seg, p->seg, p->nseg * sizeof *x->net_seg);
+    x->net = *p;
+    x->net.seg = x->net_seg;
+    x->signal = NULL; /* an offset at the peer: the network path adds it */
+    return 0;
 }
 
 static int keep_segments(gcsh_ctx *ctx, gcsh_xfer_impl *x, const gcsh_xfer_plan *p)
@@ -54,7 +70,8 @@ int gpu_xfer_prepare(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl *
     x->engine = plan->engine;
     x->signal = plan->signal;
     x->value = plan->signal_value;
-    if (keep_segments(ctx, x, plan) != 0 || gcsh_gpu()->xfer_prepare(ctx, st, x) != 0) {
+    int kept = plan->net ? keep_net_plan(ctx, x, plan) : keep_segments(ctx, x, plan);
+    if (kept != 0 || gcsh_gpu()->xfer_prepare(ctx, st, x) != 0) {
         xfer_free(st, x);
         return -1;
     }
@@ -62,10 +79,18 @@ int gpu_xfer_prepare(gcsh_ctx *ctx, const gcsh_xfer_plan *plan, gcsh_xfer_impl *
     return 0;
 }
 
+/* A peer off the team: each segment one put or get over the network path
+ * (gpu_net.c), then the signal's add, each applied at the target before
+ * the next and before post returns; the runtime's post then only marks the
+ * completion (nothing left for its engine). */
 int gpu_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
 {
     gcsh_gpu_dev *st = gcsh_gpu()->enter(ctx);
-    return st ? gcsh_gpu()->xfer_post(ctx, st, x) : -1;
+    if (!st)
+        return -1;
+    if (x->net.net && gcsh_netpath_post(ctx, &x->net, gpu_win_net) != 0)
+        return -1;
+    return gcsh_gpu()->xfer_post(ctx, st, x);
 }
 
 int gpu_xfer_test(gcsh_ctx *ctx, gcsh_xfer_impl *x, enum gcsh_xfer_status *status)

@@ -19,6 +19,11 @@ struct gcsh_xfer_impl {
     uint64_t *signal;    /* the plan's signal word, or NULL */
     uint64_t value;
     gcsh_gpu_xfer *own;  /* the runtime's part: descriptors, its completion */
+    /* A peer off the team (plan->net, gpu_net.c): the plan as it is, its
+     * segments' far sides offsets; then nseg is 0 and signal NULL, and the
+     * runtime's post only marks the completion. */
+    gcsh_xfer_plan net;
+    gcsh_xfer_seg *net_seg;
 };
 
 /* The transfer operations of backend.h's list, gpu_xfer_<row>. */

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include "core/backend.h"
+#include "core/netpath.h"
 
 /* The host backend's table. */
 extern const gcsh_backend gcsh_host_backend;
@@ -26,27 +27,6 @@ typedef struct gcsh_host_ordered gcsh_host_ordered;
 gcsh_host_ordered *gcsh_host_ordered_new(const gcsh_backend *host);
 const gcsh_backend *gcsh_host_ordered_backend(const gcsh_host_ordered *t);
 
-/* The network path (host_net.c): a rank's one-sided server and its
- * connections to others'.  What a rank tells the others of one slice: */
-typedef struct gcsh_host_net gcsh_host_net;
-typedef struct gcsh_host_net_addr {
-    uint32_t addr;              /* IPv4, network order */
-    uint16_t port, pad;
-    unsigned char token[16];    /* the server's: a request without it is dropped */
-    uint64_t id;                /* the slice, at that server */
-} gcsh_host_net_addr;
-/* The rank's server, started on first use; NULL with ctx->err. */
-gcsh_host_net *gcsh_host_net_get(gcsh_ctx *ctx);
-void gcsh_host_net_stop(gcsh_ctx *ctx);
-/* Serves [base, base + bytes) to the others: *out says where (0 or -1). */
-int gcsh_host_net_register(gcsh_ctx *ctx, void *base, size_t bytes, gcsh_host_net_addr *out);
-void gcsh_host_net_unregister(gcsh_ctx *ctx, uint64_t id);
-/* One operation (enum gcsh_net_op) on the slice t names (communicator
- * rank `rank`'s, for messages); waits for the answer, polling
- * ctx->interrupt.  0, or -1 with ctx->err. */
-int gcsh_host_net_request(gcsh_ctx *ctx, const gcsh_host_net_addr *t, int rank, int op,
-                          uint64_t offset, void *data, size_t bytes, uint64_t value, uint64_t *old);
-
 /* Per-rank MPI objects of the collectives (datatypes and ops for f16/bf16);
  * defined in host_comm.c. */
 typedef struct gcsh_host_comm_state gcsh_host_comm_state;
@@ -60,7 +40,7 @@ typedef struct gcsh_host_state {
      * would wait for peers forever), so host_comm.c never names it. */
     void (*on_comm_abort)(gcsh_ctx *ctx, gcsh_comm_impl *c);
     gcsh_host_ordered *ordered;  /* the rank's ctx->be (host_order.c) */
-    gcsh_host_net *net;          /* the network path, once a window needs it */
+    gcsh_netpath *net;           /* the network path, once a window needs it (core/netpath.h) */
 } gcsh_host_state;
 
 /* Creates / frees state->comm (MPI must be initialised; local, not collective). */

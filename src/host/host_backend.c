@@ -40,7 +40,7 @@ static void host_fini(gcsh_ctx *ctx)
         return;
     while (state->resident) /* the threads go before what they use */
         gcsh_host_persist_ops.release(ctx, state->resident);
-    gcsh_host_net_stop(ctx);
+    gcsh_netpath_stop(&state->net);
     gcsh_host_comm_fini(ctx, state);
     if (ctx->be == gcsh_host_ordered_backend(state->ordered))
         ctx->be = &gcsh_host_backend;

@@ -42,9 +42,9 @@ struct gcsh_window_impl {
     void *mine;        /* my slice */
     const struct emulated_kind *emu; /* kinds nccl and vmm: their emulation, else NULL */
     /* A window whose communicator spans several nodes: every rank's slice
-     * at its network server ([communicator size], host_net.c), and mine's
-     * id at my server (0: none). */
-    gcsh_host_net_addr *remote;
+     * at its network server ([communicator size], core/netpath.c), and
+     * mine's id at my server (0: none). */
+    gcsh_net_addr *remote;
     uint64_t net_id;
 };
 
@@ -55,7 +55,7 @@ struct gcsh_window_impl {
  * stands for).  Their stages are at the end of this file. */
 typedef struct emulated_kind emulated_kind;
 static const emulated_kind *emulated_kind_of(const char *kind);
-static const char *emulated_name(const emulated_kind *k);
+static int emulated_stages(const emulated_kind *k);
 static size_t emulated_granularity(void);
 
 
@@ -91,7 +91,9 @@ static int host_max_bytes(gcsh_ctx *ctx, const char *kind, size_t *max)
  * keep: the segment stays mapped for good (segment_in_use). */
 static void release_impl(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int keep)
 {
-    gcsh_host_net_unregister(ctx, w->net_id); /* after the free's barrier: no request comes */
+    gcsh_host_state *state = ctx->be_state;
+    /* after the free's barrier: no request comes */
+    gcsh_netpath_unregister(state ? state->net : NULL, w->net_id);
     free(w->remote);
     /* the communicator is asked only when there is an MPI object to free: a
      * window that ran no stage (its check failed) may be collected after
@@ -263,48 +265,72 @@ fail:
 static int emulated_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
                           char *report, size_t len);
 
+/* The network server applies requests to host memory as the node's own
+ * ranks would with stores: the data before the answer (release), words
+ * with the signals' C11 atomics. */
+static int net_write(void *arg, void *base, uint64_t offset, const void *src, size_t bytes)
+{
+    (void)arg;
+    memcpy((char *)base + offset, src, bytes);
+    atomic_thread_fence(memory_order_release);
+    return 0;
+}
+
+static int net_read(void *arg, void *base, uint64_t offset, void *dst, size_t bytes)
+{
+    (void)arg;
+    atomic_thread_fence(memory_order_acquire);
+    memcpy(dst, (char *)base + offset, bytes);
+    return 0;
+}
+
+static int net_word(void *arg, void *base, enum gcsh_net_op op, uint64_t offset, uint64_t value,
+                    uint64_t *old)
+{
+    (void)arg;
+    _Atomic uint64_t *w = (_Atomic uint64_t *)(void *)((char *)base + offset);
+    if (op == GCSH_NET_SET)
+        atomic_store_explicit(w, value, memory_order_release);
+    else
+        *old = atomic_fetch_add_explicit(w, value, memory_order_acq_rel);
+    return 0;
+}
+
+static const gcsh_netpath_server net_server = {
+    .name = "tcp", .write = net_write, .read = net_read, .word = net_word,
+};
+
 /* A communicator of several nodes: my slice served on my network server,
  * and every rank's address gathered (collective over the communicator:
  * every rank takes part, whether its registration worked or not). */
-static int net_register(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, char *report,
-                        size_t len)
+static int net_register(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int failed,
+                        char *report, size_t len)
 {
     MPI_Comm comm;
-    int size = gcsh_host_comm_ops.size(w->c);
-    if (desc->team_size == size)
+    gcsh_host_state *state = ctx->be_state;
+    if (desc->team_size == gcsh_host_comm_ops.size(w->c))
         return 0;
-    gcsh_host_net_addr mine = {0};
-    int rc = gcsh_host_net_register(ctx, w->mine, desc->alloc_bytes, &mine);
-    w->net_id = rc == 0 ? mine.id : 0;
-    w->remote = calloc((size_t)size, sizeof *w->remote);
     if (gcsh_host_comm_mpi(ctx, w->c, &comm) != 0)
         return -1;
-    gcsh_host_net_addr scratch[1];
-    int mpi = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, w->remote ? (void *)w->remote : scratch,
-                            w->remote ? (int)sizeof mine : 0, MPI_BYTE, comm);
-    if (rc != 0)
-        return -1;
-    if (!w->remote)
-        return gcsh_set_error(ctx, "host window: out of host memory");
-    if (mpi != MPI_SUCCESS)
-        return gcsh_mpi_failed(ctx, "host window: ", "MPI_Allgather", mpi, __FILE__, __LINE__);
-    size_t at = strlen(report);
-    struct in_addr a = {.s_addr = mine.addr};
-    snprintf(report + at, len - at, "\nnetwork path (tcp): my slice served at %s:%d to the %d "
-                                    "ranks off the node", inet_ntoa(a), mine.port,
-             size - desc->team_size);
-    return 0;
+    return gcsh_netpath_share(ctx, &state->net, &net_server, comm, failed, w->mine,
+                              desc->alloc_bytes, desc->team_size, &w->remote, &w->net_id, report,
+                              len);
 }
 
 static int host_create_stage(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc, int i,
                              char *report, size_t len)
 {
-    if (w->emu)
-        return emulated_stage(ctx, w, desc, i, report, len);
+    if (w->emu) { /* the cuda kinds' network path too, after their last stage */
+        int rc = emulated_stage(ctx, w, desc, i, report, len);
+        if (i + 1 < emulated_stages(w->emu))
+            return rc;
+        int net = net_register(ctx, w, desc, rc != 0, report, len);
+        return rc == 0 ? net : rc;
+    }
     if (i == 0)
         return stage_segment(ctx, w, desc, report, len);
     int rc = stage_peers(ctx, w, desc, report, len);
-    int net = net_register(ctx, w, desc, report, len);
+    int net = net_register(ctx, w, desc, rc != 0, report, len);
     return rc == 0 ? net : rc;
 }
 
@@ -313,14 +339,11 @@ int gcsh_host_window_net(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window_d
                          uint64_t value, uint64_t *old)
 {
     (void)d;
-    if (w->emu)
-        return gcsh_set_error(ctx, "%s window (emulated): no network path to rank %d on another "
-                                   "node, as on the cuda backend (kind host has one)",
-                              emulated_name(w->emu), rank);
     if (!w->remote)
         return gcsh_set_error(ctx, "host window: rank %d is not reached over the network", rank);
-    return gcsh_host_net_request(ctx, &w->remote[rank], rank, (int)op, offset, data, bytes, value,
-                                 old);
+    gcsh_host_state *state = ctx->be_state;
+    return gcsh_netpath_request(ctx, state->net, &w->remote[rank], rank, op, offset, data, bytes,
+                                value, old);
 }
 
 static void host_create_abort(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *desc)
@@ -485,9 +508,9 @@ struct emulated_kind {
     const char *abort_unmaps;        /* desc.abort_unmaps: the GPU kind's rule, kept */
 };
 
-static const char *emulated_name(const emulated_kind *k)
+static int emulated_stages(const emulated_kind *k)
 {
-    return k->name;
+    return k->plan.n;
 }
 
 static const char *const nccl_names[] = {"allocate", "register", "devcomm", "peers"};

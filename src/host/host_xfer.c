@@ -12,7 +12,7 @@
  * copy kernel (src/DESIGN.md: host "kernels" are C loops).  Results are equal.
  *
  * A peer on another node (plan->net) is reached through the network path
- * (host_net.c): each segment is one put or get, answered once it landed,
+ * (core/netpath.c): each segment is one put or get, answered once it landed,
  * then the signal's add, so the order is the same as through loads and
  * stores; the engine does not apply there. */
 #include <stdatomic.h>
@@ -55,30 +55,11 @@ static void copy_loop(unsigned char *dst, const unsigned char *src, size_t bytes
         dst[i] = src[i];
 }
 
-/* Through the network path: the far side of each segment is an offset. */
-static int post_net(gcsh_ctx *ctx, const gcsh_xfer_plan *p)
-{
-    for (size_t i = 0; i < p->nseg; i++) {
-        const gcsh_xfer_seg *s = &p->seg[i];
-        size_t far = (size_t)(uintptr_t)(p->get ? s->src : s->dst);
-        void *near = p->get ? s->dst : (void *)(uintptr_t)s->src;
-        if (s->bytes && gcsh_host_window_net(ctx, p->net, p->net_desc, p->peer,
-                                             p->get ? GCSH_NET_GET : GCSH_NET_PUT, far, near,
-                                             s->bytes, 0, NULL) != 0)
-            return -1;
-    }
-    /* signal_net, not signal: slot 0's byte offset is 0, a NULL pointer */
-    if (!p->signal_net)
-        return 0;
-    return gcsh_host_window_net(ctx, p->signal_net, p->signal_net_desc, p->peer, GCSH_NET_ADD,
-                                (size_t)(uintptr_t)p->signal, NULL, 0, p->signal_value, NULL);
-}
-
 static int host_xfer_post(gcsh_ctx *ctx, gcsh_xfer_impl *x)
 {
     const gcsh_xfer_plan *p = &x->plan;
     if (p->net)
-        return post_net(ctx, p);
+        return gcsh_netpath_post(ctx, p, gcsh_host_window_net);
     for (size_t i = 0; i < p->nseg; i++) {
         if (p->engine == GCSH_XFER_SM)
             copy_loop(x->seg[i].dst, x->seg[i].src, x->seg[i].bytes);
@@ -126,7 +107,7 @@ static void host_xfer_release(gcsh_ctx *ctx, gcsh_xfer_impl *x)
 /* Ordering.  Every operation of this backend has completed when its call
  * returns: a post's copies and its signal's add (loads and stores into the
  * node's shared memory), a signal set or add, and on the network path each
- * request, answered once applied at the target (host_net.c).  So what
+ * request, answered once applied at the target (core/netpath.c).  So what
  * fence and quiet must still give is the memory order of those stores for
  * the C11 model: a sequentially consistent fence, which the waits' acquire
  * loads pair with.  (The persistent all-reduce's work rung before is

@@ -1,8 +1,9 @@
 -- One-sided operations across nodes (tests/sh/nodes.sh runs it on simulated
 -- nodes of 2 ranks): w:put, w:get, w:putv and put-with-signal, s:set, s:add
 -- and s:fetch_add reach a rank of another node over the network path and
--- land exactly, also at the window's end; a put's signal comes after its
--- data; ranges are checked as for the node's ranks.
+-- land exactly, also at the window's end and past one network piece (odd
+-- sizes and offsets); a put's signal comes after its data; ranges are
+-- checked as for the node's ranks.  scripts/gpu-proxy.sh runs it on GPUs.
 local H = require "harness"
 local c = comm.world()
 local k, me = c.size, c.rank
@@ -55,6 +56,31 @@ for _, dt in ipairs({ "i32", "f32", "u8" }) do
   -- ranges are checked as for the node's ranks
   H.raises(function() w:put(far, tensor.new(2, dt), N - 1) end, "dst_offset")
   H.raises(function() w:get(far, tensor.new(2, dt), N - 1) end, "src_offset")
+  c:barrier()
+  s:free()
+  w:free()
+end
+
+-- more than the network path applies at once (4 MiB pieces, core/netpath.h),
+-- odd sizes at odd offsets, ending at the window's end: every byte lands
+for _, dt in ipairs({ "u8", "i32" }) do
+  local es = dt == "u8" and 1 or 4
+  local n = (4 << 20) // es + 3          -- a piece and a bit (odd)
+  local w = c:window(n + 1, dt)
+  local s = c:signals(1)
+  local src = tensor.new(n, dt):rand(100 + me)
+  local x = w:put(far, src, 1, { signal = { s, 0 } })  -- odd offset, to the end
+  H.eq(x.bytes, n * es, dt .. ": the put's bytes")
+  x:post()
+  s:wait(0, 1)
+  local want = tensor.new(n, dt):rand(100 + from)
+  H.truthy(w:tensor():view(1, n):equal(want), dt .. ": " .. n .. " elements from another node, "
+           .. "every one")
+  c:barrier()
+  -- a get of the far rank's slice from an odd offset to its end: my source
+  local got = tensor.new(n - 2, dt)
+  w:get(far, got, 3):post()
+  H.truthy(got:equal(src:view(2, n - 2)), dt .. ": a get of " .. (n - 2) .. " elements")
   c:barrier()
   s:free()
   w:free()

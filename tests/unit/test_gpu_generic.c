@@ -639,6 +639,61 @@ static void test_xfer(gcsh_ctx *ctx)
           "a failed prepare frees what the runtime made: %s", dev.log);
 }
 
+/* A peer off the team (plan->net): the plan kept as it is for the network
+ * path (gpu_net.c), nothing for the runtime's engine; the window's net op
+ * refuses a rank no server was gathered for (a window of one node). */
+static void test_net(gcsh_ctx *ctx)
+{
+    reset(ctx);
+    gcsh_comm_impl c = {0, 3, 0, NULL};
+    gcsh_window_desc d;
+    memset(&d, 0, sizeof d);
+    d.alloc_bytes = 4096;
+    gcsh_window_impl *w = NULL;
+    CHECK(win.create_begin(ctx, &c, "beta", &d, &w) == 0 && w && !w->remote && !w->net_id,
+          "a window of one node: no servers gathered");
+    CHECK(win.net == gpu_win_net && strcmp(win.net_path, "tcp") == 0,
+          "the window table's network path is gpu_net.c's");
+    uint64_t old = 0;
+    CHECK(win.net(ctx, w, &d, 2, GCSH_NET_ADD, 0, NULL, 0, 1, &old) == -1 &&
+              strcmp(ctx->err, "window: rank 2 is not reached over the network") == 0,
+          "net op without a server for the rank: %s", ctx->err);
+
+    char a[8];
+    gcsh_xfer_seg seg[2] = {{(void *)(uintptr_t)16, a, 8}, {(void *)(uintptr_t)24, a, 0}};
+    gcsh_xfer_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.engine = GCSH_XFER_CE;
+    plan.nseg = 2;
+    plan.seg = seg;
+    plan.signal = (uint64_t *)(uintptr_t)8; /* an offset at the peer */
+    plan.signal_value = 3;
+    plan.peer = 2;
+    plan.net = w;
+    plan.net_desc = &d;
+    plan.signal_net = w;
+    plan.signal_net_desc = &d;
+    gcsh_xfer_impl *x = NULL;
+    CHECK(xfer.prepare(ctx, &plan, &x) == 0 && x, "prepare (net)");
+    CHECK(x->nseg == 0 && !x->signal && x->net.net == w && x->net.seg != seg &&
+              x->net.nseg == 2 && x->net.seg[0].dst == (void *)(uintptr_t)16 &&
+              x->net.signal == (uint64_t *)(uintptr_t)8,
+          "the plan kept for the network path, no segment or signal for the engine");
+    ctx->err[0] = 0;
+    CHECK(xfer.post(ctx, x) == -1 && x->own->posts == 0 &&
+              strcmp(ctx->err, "window: rank 2 is not reached over the network") == 0,
+          "a failed network post is not marked done: %s", ctx->err);
+    xfer.release(ctx, x);
+
+    seg[0].bytes = 0; /* nothing to move and no signal: only the mark */
+    plan.signal_net = NULL;
+    x = NULL;
+    CHECK(xfer.prepare(ctx, &plan, &x) == 0 && xfer.post(ctx, x) == 0 && x->own->posts == 1,
+          "an empty network post: the runtime's mark alone");
+    xfer.release(ctx, x);
+    win.destroy(ctx, w, &d);
+}
+
 int main(void)
 {
     gcsh_ctx ctx;
@@ -651,5 +706,6 @@ int main(void)
     test_multicast(&ctx);
     test_graph(&ctx);
     test_xfer(&ctx);
+    test_net(&ctx);
     UNIT_END();
 }

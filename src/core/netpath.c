@@ -1,24 +1,22 @@
-/* The host backend's network path: one-sided operations on a window slice
- * of a rank on another node (loads and stores reach only the node).
+/* The network path's protocol (netpath.h): a rank's one-sided server and
+ * its connections to others', for every backend.
  *
- * Every rank that has a window spanning several nodes runs a server thread
- * (started at the first such window): a TCP socket on the address its host
- * name resolves to, a random token, and a table of the rank's registered
- * slices.  A window's last stage registers its slice there and exchanges
- * every member's (address, port, token, slice id) over the communicator.
- * An origin then sends a request on a connection to the target's server
- * (one per target, kept): put (data into the slice), get (data back), set,
- * add and fetch-add of a 64-bit signal word (release: C11 atomics, as a
- * peer's loads and stores do).  Each request is answered once applied, and
- * an origin sends the next only after the answer, so a put followed by its
- * signal's add lands in that order: whoever sees the signal sees the data.
- * The origin's wait polls its interrupt flag; an interrupted request drops
- * its connection (the next one opens a fresh one).
+ * A window's last stage registers the rank's slice at its server and
+ * exchanges every member's (address, port, token, slice id) over the
+ * communicator (gcsh_netpath_share).  An origin then sends a request on a
+ * connection to the target's server (one per target, kept): put (data into
+ * the slice), get (data back), set, add and fetch-add of a 64-bit signal
+ * word.  Each request is answered once applied, and an origin sends the
+ * next only after the answer, so a put followed by its signal's add lands
+ * in that order: whoever sees the signal sees the data.  The origin's wait
+ * polls its interrupt flag; an interrupted request drops its connection
+ * (the next one opens a fresh one).
  *
- * The server thread applies requests one at a time, as the node's own
- * ranks would with stores; it reads a request's header whole before
- * touching memory, a header without the token closes the connection, and
- * so does a connection silent for 30 s in the middle of a request. */
+ * The server thread applies requests one at a time through the backend's
+ * gcsh_netpath_server (in pieces of GCSH_NETPATH_CHUNK); it reads a
+ * request's header whole before touching memory, a header without the
+ * token closes the connection, and so does a connection silent for 30 s in
+ * the middle of a request. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,8 +34,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "core/gcsh.h"
-#include "host/host.h"
+#include "core/mpi_try.h"
+#include "core/netpath.h"
 
 #define TOKEN_LEN 16
 #define MAX_CONNS 256
@@ -51,8 +49,11 @@ typedef struct net_req {
     uint64_t id, offset, bytes, value;
 } net_req;
 
+/* A reply's status: applied, or why not. */
+enum { NET_OK = 0, NET_OUT_OF_BOUNDS = -1, NET_FAILED = -2 };
+
 typedef struct net_rep {
-    int32_t status; /* 0, or -1: out of the slice's bounds, unknown slice */
+    int32_t status; /* NET_OK, NET_OUT_OF_BOUNDS (or an unknown slice), NET_FAILED */
     uint32_t pad;
     uint64_t value; /* fetch-add: the word before */
 } net_rep;
@@ -70,13 +71,15 @@ typedef struct conn {
     int fd;
 } conn;
 
-struct gcsh_host_net {
+struct gcsh_netpath {
     /* the server */
     int lfd, wake[2];
     pthread_t thread;
     int running;
-    gcsh_host_net_addr self;
-    pthread_mutex_t lock; /* slices */
+    gcsh_net_addr self;
+    gcsh_netpath_server srv; /* how requests are applied */
+    unsigned char *buf;      /* GCSH_NETPATH_CHUNK: the server's staging */
+    pthread_mutex_t lock;    /* slices */
     slice *slices;
     size_t nslices, cap;
     uint64_t next_id;
@@ -118,7 +121,7 @@ static int recv_all(int fd, void *buf, size_t len)
 /* ---- the server ---------------------------------------------------------------- */
 
 /* The slice id names, or NULL (under net->lock). */
-static const slice *find_slice(const gcsh_host_net *net, uint64_t id)
+static const slice *find_slice(const gcsh_netpath *net, uint64_t id)
 {
     for (size_t i = 0; i < net->nslices; i++)
         if (net->slices[i].id == id)
@@ -139,43 +142,93 @@ static int drain(int fd, uint64_t len)
     return 0;
 }
 
+/* A put of q.bytes to s, piece by piece: NET_OK or NET_FAILED (the rest
+ * is read and dropped); -1 when the connection is to be closed. */
+static int serve_put(gcsh_netpath *net, int fd, const slice *s, const net_req *q)
+{
+    int status = NET_OK;
+    for (uint64_t done = 0; done < q->bytes;) {
+        size_t k = q->bytes - done < GCSH_NETPATH_CHUNK ? (size_t)(q->bytes - done)
+                                                         : GCSH_NETPATH_CHUNK;
+        if (recv_all(fd, net->buf, k) != 0)
+            return -1;
+        if (status == NET_OK && net->srv.write(net->srv.arg, s->base, q->offset + done, net->buf,
+                                               k) != 0)
+            status = NET_FAILED;
+        done += k;
+    }
+    return status;
+}
+
+/* A get of q.bytes from s: the answer, then the data piece by piece.  A
+ * piece that cannot be read after the answer went closes the connection
+ * (the origin says the target failed). */
+static int serve_get(gcsh_netpath *net, int fd, const slice *s, const net_req *q)
+{
+    size_t first = q->bytes < GCSH_NETPATH_CHUNK ? (size_t)q->bytes : GCSH_NETPATH_CHUNK;
+    net_rep r = {0};
+    if (first && net->srv.read(net->srv.arg, s->base, q->offset, net->buf, first) != 0)
+        r.status = NET_FAILED;
+    if (send_all(fd, &r, sizeof r) != 0)
+        return -1;
+    if (r.status != NET_OK)
+        return 0;
+    for (uint64_t done = 0; done < q->bytes;) {
+        size_t k = q->bytes - done < GCSH_NETPATH_CHUNK ? (size_t)(q->bytes - done)
+                                                         : GCSH_NETPATH_CHUNK;
+        if (done && net->srv.read(net->srv.arg, s->base, q->offset + done, net->buf, k) != 0)
+            return -1;
+        if (send_all(fd, net->buf, k) != 0)
+            return -1;
+        done += k;
+    }
+    return 0;
+}
+
+/* One request on fd, under net->lock: 0, or -1 when the connection is to
+ * be closed. */
+static int serve_request(gcsh_netpath *net, int fd, const net_req *q)
+{
+    const slice *s = find_slice(net, q->id);
+    int word = q->op == NET_SET || q->op == NET_ADD || q->op == NET_FETCH_ADD;
+    uint64_t len = word ? 8 : q->bytes;
+    int ok = s && q->offset <= s->bytes && len <= s->bytes - q->offset &&
+             (!word || q->offset % 8 == 0) && q->op >= NET_PUT && q->op <= NET_FETCH_ADD;
+    net_rep r = {.status = NET_OUT_OF_BOUNDS};
+    if (ok && q->op == NET_GET)
+        return serve_get(net, fd, s, q);
+    if (!ok) {
+        if (q->op == NET_PUT && drain(fd, q->bytes) != 0)
+            return -1;
+    } else if (q->op == NET_PUT) {
+        int st = serve_put(net, fd, s, q);
+        if (st < 0)
+            return -1;
+        r.status = st;
+    } else {
+        r.status = net->srv.word(net->srv.arg, s->base, (enum gcsh_net_op)(q->op - 1), q->offset,
+                                 q->value, &r.value) == 0 ? NET_OK : NET_FAILED;
+    }
+    return send_all(fd, &r, sizeof r);
+}
+
 /* One request on fd: 0, or -1 when the connection is to be closed. */
-static int serve_one(gcsh_host_net *net, int fd)
+static int serve_one(gcsh_netpath *net, int fd)
 {
     net_req q;
     if (recv_all(fd, &q, sizeof q) != 0 || memcmp(q.token, net->self.token, TOKEN_LEN) != 0)
         return -1;
-    net_rep r = {0};
     pthread_mutex_lock(&net->lock);
-    const slice *s = find_slice(net, q.id);
-    int word = q.op == NET_SET || q.op == NET_ADD || q.op == NET_FETCH_ADD;
-    uint64_t len = word ? 8 : q.bytes;
-    int ok = s && q.offset <= s->bytes && len <= s->bytes - q.offset && (!word || q.offset % 8 == 0);
-    int rc = 0;
-    if (!ok) {
-        r.status = -1;
-        rc = q.op == NET_PUT ? drain(fd, q.bytes) : 0;
-    } else if (q.op == NET_PUT) {
-        rc = recv_all(fd, s->base + q.offset, (size_t)q.bytes);
-        atomic_thread_fence(memory_order_release); /* the data before the answer */
-    } else if (word) {
-        _Atomic uint64_t *w = (_Atomic uint64_t *)(void *)(s->base + q.offset);
-        if (q.op == NET_SET)
-            atomic_store_explicit(w, q.value, memory_order_release);
-        else
-            r.value = atomic_fetch_add_explicit(w, q.value, memory_order_acq_rel);
-    }
-    if (rc == 0)
-        rc = send_all(fd, &r, sizeof r);
-    if (rc == 0 && ok && q.op == NET_GET)
-        rc = send_all(fd, s->base + q.offset, (size_t)q.bytes);
+    int rc = serve_request(net, fd, &q);
     pthread_mutex_unlock(&net->lock);
     return rc;
 }
 
 static void *serve(void *arg)
 {
-    gcsh_host_net *net = arg;
+    gcsh_netpath *net = arg;
+    if (net->srv.thread_start)
+        net->srv.thread_start(net->srv.arg);
     struct pollfd p[MAX_CONNS + 2];
     int n = 2;
     p[0] = (struct pollfd){.fd = net->wake[0], .events = POLLIN};
@@ -224,7 +277,7 @@ static uint32_t own_address(void)
     return a;
 }
 
-static int start(gcsh_ctx *ctx, gcsh_host_net *net)
+static int start(gcsh_ctx *ctx, gcsh_netpath *net)
 {
     net->lfd = net->wake[0] = net->wake[1] = -1;
     pthread_mutex_init(&net->lock, NULL);
@@ -251,29 +304,32 @@ static int start(gcsh_ctx *ctx, gcsh_host_net *net)
     return 0;
 }
 
-gcsh_host_net *gcsh_host_net_get(gcsh_ctx *ctx)
+/* *net, started on first use with srv; NULL with ctx->err. */
+static gcsh_netpath *netpath_get(gcsh_ctx *ctx, gcsh_netpath **slot,
+                                 const gcsh_netpath_server *srv)
 {
-    gcsh_host_state *state = ctx->be_state;
-    if (state->net)
-        return state->net;
-    gcsh_host_net *net = calloc(1, sizeof *net);
+    if (*slot)
+        return *slot;
+    gcsh_netpath *net = calloc(1, sizeof *net);
     if (!net) {
         gcsh_set_error(ctx, "network path: out of host memory");
         return NULL;
     }
-    if (start(ctx, net) != 0) {
-        state->net = net;
-        gcsh_host_net_stop(ctx);
+    net->srv = *srv;
+    net->buf = malloc(GCSH_NETPATH_CHUNK);
+    if (!net->buf)
+        gcsh_set_error(ctx, "network path: out of host memory");
+    if (!net->buf || start(ctx, net) != 0) {
+        gcsh_netpath_stop(&net);
         return NULL;
     }
-    state->net = net;
+    *slot = net;
     return net;
 }
 
-void gcsh_host_net_stop(gcsh_ctx *ctx)
+void gcsh_netpath_stop(gcsh_netpath **slot)
 {
-    gcsh_host_state *state = ctx->be_state;
-    gcsh_host_net *net = state ? state->net : NULL;
+    gcsh_netpath *net = *slot;
     if (!net)
         return;
     if (net->running) {
@@ -292,15 +348,15 @@ void gcsh_host_net_stop(gcsh_ctx *ctx)
     pthread_mutex_destroy(&net->lock);
     free(net->conns);
     free(net->slices);
+    free(net->buf);
     free(net);
-    state->net = NULL;
+    *slot = NULL;
 }
 
-int gcsh_host_net_register(gcsh_ctx *ctx, void *base, size_t bytes, gcsh_host_net_addr *out)
+/* Serves [base, base + bytes): *out says where (0 or -1). */
+static int netpath_register(gcsh_ctx *ctx, gcsh_netpath *net, void *base, size_t bytes,
+                            gcsh_net_addr *out)
 {
-    gcsh_host_net *net = gcsh_host_net_get(ctx);
-    if (!net)
-        return -1;
     pthread_mutex_lock(&net->lock);
     if (net->nslices == net->cap) {
         size_t cap = net->cap ? 2 * net->cap : 8;
@@ -319,10 +375,8 @@ int gcsh_host_net_register(gcsh_ctx *ctx, void *base, size_t bytes, gcsh_host_ne
     return 0;
 }
 
-void gcsh_host_net_unregister(gcsh_ctx *ctx, uint64_t id)
+void gcsh_netpath_unregister(gcsh_netpath *net, uint64_t id)
 {
-    gcsh_host_state *state = ctx->be_state;
-    gcsh_host_net *net = state ? state->net : NULL;
     if (!net || !id)
         return;
     pthread_mutex_lock(&net->lock);
@@ -334,16 +388,45 @@ void gcsh_host_net_unregister(gcsh_ctx *ctx, uint64_t id)
     pthread_mutex_unlock(&net->lock);
 }
 
+int gcsh_netpath_share(gcsh_ctx *ctx, gcsh_netpath **slot, const gcsh_netpath_server *srv,
+                       MPI_Comm comm, int failed, void *base, size_t bytes, int team,
+                       gcsh_net_addr **remote, uint64_t *id, char *report, size_t len)
+{
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    gcsh_net_addr mine = {0};
+    gcsh_netpath *net = failed ? NULL : netpath_get(ctx, slot, srv);
+    int rc = !net || netpath_register(ctx, net, base, bytes, &mine) != 0 ? -1 : 0;
+    *id = rc == 0 ? mine.id : 0;
+    *remote = calloc((size_t)size, sizeof **remote);
+    /* every rank takes part, whatever failed before (collective) */
+    gcsh_net_addr scratch[1];
+    int mpi = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, *remote ? (void *)*remote : scratch,
+                            *remote ? (int)sizeof mine : 0, MPI_BYTE, comm);
+    if (rc != 0)
+        return -1;
+    if (!*remote)
+        return gcsh_set_error(ctx, "network path: out of host memory");
+    if (mpi != MPI_SUCCESS)
+        return gcsh_mpi_failed(ctx, "network path: ", "MPI_Allgather", mpi, __FILE__, __LINE__);
+    size_t at = strlen(report);
+    struct in_addr a = {.s_addr = mine.addr};
+    snprintf(report + at, len - at, "%snetwork path (%s): my slice served at %s:%d to the %d "
+                                    "ranks off the node", at ? "\n" : "", srv->name, inet_ntoa(a),
+             mine.port, size - team);
+    return 0;
+}
+
 /* ---- the origin ---------------------------------------------------------------- */
 
-static void drop_conn(gcsh_host_net *net, size_t i)
+static void drop_conn(gcsh_netpath *net, size_t i)
 {
     close(net->conns[i].fd);
     net->conns[i] = net->conns[--net->nconns];
 }
 
 /* The connection to the server at t (made on first use), its index, or -1. */
-static long conn_to(gcsh_ctx *ctx, gcsh_host_net *net, const gcsh_host_net_addr *t, int rank)
+static long conn_to(gcsh_ctx *ctx, gcsh_netpath *net, const gcsh_net_addr *t, int rank)
 {
     for (size_t i = 0; i < net->nconns; i++)
         if (net->conns[i].addr == t->addr && net->conns[i].port == t->port)
@@ -387,17 +470,19 @@ static int wait_answer(gcsh_ctx *ctx, int fd)
     }
 }
 
-int gcsh_host_net_request(gcsh_ctx *ctx, const gcsh_host_net_addr *t, int rank, int op,
-                          uint64_t offset, void *data, size_t bytes, uint64_t value, uint64_t *old)
+int gcsh_netpath_request(gcsh_ctx *ctx, gcsh_netpath *net, const gcsh_net_addr *t, int rank,
+                         enum gcsh_net_op op, uint64_t offset, void *data, size_t bytes,
+                         uint64_t value, uint64_t *old)
 {
-    gcsh_host_net *net = gcsh_host_net_get(ctx);
-    if (!net)
-        return -1;
+    if (!net || !t->id)
+        return gcsh_set_error(ctx, "network path: rank %d's slice is not served (the window's "
+                                   "network path was not set up)", rank);
     long i = conn_to(ctx, net, t, rank);
     if (i < 0)
         return -1;
     int fd = net->conns[i].fd;
-    net_req q = {.op = (uint32_t)op + 1, /* enum gcsh_net_op, from NET_PUT on */ .id = t->id, .offset = offset, .bytes = bytes,
+    /* on the wire, enum gcsh_net_op + 1 (net_op) */
+    net_req q = {.op = (uint32_t)op + 1, .id = t->id, .offset = offset, .bytes = bytes,
                  .value = value};
     memcpy(q.token, t->token, TOKEN_LEN);
     net_rep r;
@@ -421,11 +506,33 @@ int gcsh_host_net_request(gcsh_ctx *ctx, const gcsh_host_net_addr *t, int rank, 
         return gcsh_set_error(ctx, "network path: rank %d's server closed the connection (is it "
                                    "gone?)", rank);
     }
-    if (r.status != 0)
+    if (r.status == NET_FAILED)
+        return gcsh_set_error(ctx, "network path: rank %d could not apply the request (offset "
+                                   "%llu, %zu bytes; its error output says why)", rank,
+                              (unsigned long long)offset, bytes);
+    if (r.status != NET_OK)
         return gcsh_set_error(ctx, "network path: rank %d refused the request (offset %llu, %zu "
                                    "bytes: outside its slice)", rank, (unsigned long long)offset,
                               bytes);
     if (old)
         *old = r.value;
     return 0;
+}
+
+int gcsh_netpath_post(gcsh_ctx *ctx, const gcsh_xfer_plan *p, gcsh_netpath_op_fn *net)
+{
+    for (size_t i = 0; i < p->nseg; i++) {
+        const gcsh_xfer_seg *s = &p->seg[i];
+        size_t far = (size_t)(uintptr_t)(p->get ? s->src : s->dst);
+        void *near = p->get ? s->dst : (void *)(uintptr_t)s->src;
+        if (s->bytes && net(ctx, p->net, p->net_desc, p->peer,
+                            p->get ? GCSH_NET_GET : GCSH_NET_PUT, far, near, s->bytes, 0,
+                            NULL) != 0)
+            return -1;
+    }
+    /* signal_net, not signal: slot 0's byte offset is 0, a NULL pointer */
+    if (!p->signal_net)
+        return 0;
+    return net(ctx, p->signal_net, p->signal_net_desc, p->peer, GCSH_NET_ADD,
+               (size_t)(uintptr_t)p->signal, NULL, 0, p->signal_value, NULL);
 }
