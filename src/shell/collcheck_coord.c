@@ -480,20 +480,28 @@ static void fail_text(const gcsh_checker *k, const gcsh_checker_io *io, const gr
     free(text);
 }
 
-/* A group whose every missing member called os.exit failed because of
- * those exits (repro.skip on one rank while the others wait): each member
- * is told so (the job's verdict is then the exit's: coord.c). */
+/* A group that failed because members left by os.exit (repro.skip on one
+ * rank while the others wait) or failed by such an exit themselves: each
+ * member is told so (the job's verdict is then the exit's: coord.c).  A
+ * member still running (late under load, or in an operation of its own)
+ * does not change that: the exit alone keeps the group from meeting.  A
+ * missing member that failed on its own does: its failure counts. */
 static void blame_exits(const gcsh_checker *k, const gcsh_checker_io *io, const group *g)
 {
     if (!io->exited || !io->because_exit || g->nmissing == 0)
         return;
     int cause = -1;
     for (int i = 0; i < g->nmissing; i++) {
-        int m = g->missing[i], st = k->slot[m].present ? -1 : io->exited(io->arg, m);
+        int m = g->missing[i];
+        if (k->slot[m].present || (io->running && io->running(io->arg, m)))
+            continue;
+        int st = io->exited(io->arg, m);
         if (st < 0)
-            return; /* a member elsewhere: a failure of its own */
+            return; /* a failure of its own */
         cause = gcsh_status_worst(cause, st);
     }
+    if (cause < 0)
+        return; /* nobody left by os.exit */
     for (int i = 0; i < g->n; i++)
         io->because_exit(io->arg, g->ranks[i], cause);
 }

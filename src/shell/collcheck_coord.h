@@ -44,9 +44,10 @@ typedef struct gcsh_checker_io {
      * CHECK_BOARD_ABSENT.  NULL: no board. */
     int (*board)(void *arg, int r, const gcsh_fingerprint *fp);
     /* The os.exit status of a rank that ended the command by os.exit, or
-     * -1; and, for each rank of a group that failed only because every
-     * rank missing from it called os.exit, that failure's cause (the worst
-     * of their statuses).  NULL: not asked. */
+     * failed only because of such an exit (the exit's status), or -1; and,
+     * for each rank of a group that failed only because the ranks missing
+     * from it called os.exit or failed by it, that failure's cause (the
+     * worst of their statuses).  NULL: not asked. */
     int (*exited)(void *arg, int r);
     void (*because_exit)(void *arg, int r, int status);
 } gcsh_checker_io;

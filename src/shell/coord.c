@@ -533,13 +533,18 @@ static int io_board(void *arg, int r, const gcsh_fingerprint *fp)
                                                                  : CHECK_BOARD_ABSENT;
 }
 
+static int error_caused_by_exit(const run_state *rs, int r);
+
+/* (the exit that ended rank r's command: its own os.exit, or one it failed by) */
 static int io_exited(void *arg, int r)
 {
     const coord_run *cr = arg;
     const run_state *rs = cr->rs;
-    return !cr->c->lost[r] && rs->state[r] == DONE && rs->status[r] == CHUNK_EXIT
-               ? rs->exit_status[r]
-               : -1;
+    if (cr->c->lost[r] || rs->state[r] != DONE)
+        return -1;
+    if (rs->status[r] == CHUNK_EXIT)
+        return rs->exit_status[r];
+    return error_caused_by_exit(rs, r) ? rs->exit_caused[r] : -1;
 }
 
 static void io_because_exit(void *arg, int r, int status)

@@ -69,6 +69,13 @@ for N in 2 4; do
         expect_contains "$N ranks: rank $S skips: said" "$OUT" "[$S] os.exit(125)"
         expect_contains "$N ranks: rank $S skips: the others failed by it" "$OUT" "failed by that exit (125)"
     done
+    # a rank that reaches the barrier late (here by a sleep; under load by
+    # the scheduler) fails by the exit too: the verdict is the same whether
+    # it is late or not, and a late real failure still wins
+    case_rc "$N ranks: rank 0 repro.skip, the last rank late to the barrier" 125 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') elseif rank == $L then gcsh.sleep(0.3) end c:barrier()"
+    case_rc "$N ranks: rank 0 repro.skip, the last rank late and failing" 1 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') elseif rank == $L then gcsh.sleep(0.3) error('real') end c:barrier()"
     case_rc "$N ranks: rank 0 repro.skip, the last rank fails, the others wait" 1 -n $N \
         -e "c = comm.world() if rank == 0 then repro.skip('x') elseif rank == $L then error('real') end c:barrier()"
     case_rc "$N ranks: rank 0 repro.skip, a rank fails after the check's error" 1 -n $N \
