@@ -32,8 +32,8 @@ JOINED=$(unwrapped "$OUT")
 expect_match "the first line, with the seed, joined" "$JOINED" \
     '^gcsh: [0-9.]+ s \(--seed 2147483647\): done \[\], still running \[0-3\]; Ctrl-C interrupts$'
 expect_match "ranks 0-2: their ll wait, joined" "$JOINED" \
-    "^gcsh:   \[[0-2,-]+\] in kernel\.allreduce #[0-9]+ for [0-9.]+ s: waits at ll flag [0-9]+ \(set [01], line [0-9]+\) for \[[0-3]\]'s word \(now [0-9]+\)$"
-expect_match "rank 3: its sleep" "$JOINED" '^gcsh:   \[3\] in gcsh\.sleep\(3\) for [0-9.]+ s$'
+    "^gcsh:   \[[0-2,-]+\] in kernel\.allreduce #[0-9]+ for [0-9.]+(-[0-9.]+)? s: waits at ll flag [0-9]+ \(set [01], line [0-9]+\) for \[[0-3]\]'s word \(now [0-9]+\)$"
+expect_match "rank 3: its sleep" "$JOINED" '^gcsh:   \[3\] in gcsh\.sleep\(3\) for [0-9.]+(-[0-9.]+)? s$'
 expect_match "the pids, joined" "$JOINED" '^gcsh:   pid \[0\] [0-9]+, \[1\] [0-9]+, \[2\] [0-9]+, \[3\] [0-9]+ \(gdb -p PID attaches\)$'
 expect_contains "the flight note's first line" "$OUT" "$FLIGHT_SAID"
 F=$(flight_said "$OUT")

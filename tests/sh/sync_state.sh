@@ -23,9 +23,9 @@ for N in 2 4; do
     bg_wait_out "gcsh:   [$L] in signal wait" 60
     OUT=$(cat "$TMP/out")
     expect_match "$N ranks: the others wait at the first barrier, for rank $L's word" "$(unwrapped "$OUT")" \
-        "^gcsh:   \[$OTHERS\] in kernel\.allreduce #[0-9]+ for [0-9.]+ s: waits at barrier ready #1 for \[$L\]'s word \(now 0\)$"
+        "^gcsh:   \[$OTHERS\] in kernel\.allreduce #[0-9]+ for [0-9.]+(-[0-9.]+)? s: waits at barrier ready #1 for \[$L\]'s word \(now 0\)$"
     expect_match "$N ranks: rank $L's s:wait says its slot's value now" "$(unwrapped "$OUT")" \
-        "^gcsh:   \[$L\] in signal wait \(slot 1 >= 5\) for [0-9.]+ s: slot 1 is now 3$"
+        "^gcsh:   \[$L\] in signal wait \(slot 1 >= 5\) for [0-9.]+(-[0-9.]+)? s: slot 1 is now 3$"
     kill -INT "$BG"
     bg_wait_out "gcsh: interrupted" 60
     bg_line 'show(w, "sync")'
@@ -53,6 +53,6 @@ for N in 2 4; do
     OUT=$(timeout 120 "$GCSH" -n "$N" --deadline 3 \
         -e "local w = comm.world():window(8); gcsh.check(false); if rank ~= $L then kernel.allreduce(w, {algo = 'll'}) else gcsh.sleep(100) end" 2>&1 </dev/null)
     expect_match "$N ranks: ll: the flag, the set and the line, rank $L's word" "$(unwrapped "$OUT")" \
-        "^gcsh:   \[$OTHERS\] in kernel\.allreduce #[0-9]+ for [0-9.]+ s: waits at ll flag 1 \(set 0, line 0\) for \[$L\]'s word \(now 0\)$"
+        "^gcsh:   \[$OTHERS\] in kernel\.allreduce #[0-9]+ for [0-9.]+(-[0-9.]+)? s: waits at ll flag 1 \(set 0, line 0\) for \[$L\]'s word \(now 0\)$"
 done
 finish

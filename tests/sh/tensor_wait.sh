@@ -22,9 +22,9 @@ for N in 2 4; do
     bg_wait_out "gcsh:   [$L] in t:wait" 60
     OUT=$(cat "$TMP/out")
     expect_match "$N ranks: rank $L's wait names the element, the condition and its value now" "$OUT" \
-        "^gcsh:   \[$L\] in t:wait \(\[$L\]'s element 3 >= 7\) for [0-9.]+ s: element 3 is now $L\.5$"
+        "^gcsh:   \[$L\] in t:wait \(\[$L\]'s element 3 >= 7\) for [0-9.]+(-[0-9.]+)? s: element 3 is now $L\.5$"
     expect_match "$N ranks: rank 0 waits on rank $L's slice" "$OUT" \
-        "^gcsh:   \[0\] in t:wait \(\[$L\]'s element 5 == -1\) for [0-9.]+ s: element 5 is now $L\.5$"
+        "^gcsh:   \[0\] in t:wait \(\[$L\]'s element 5 == -1\) for [0-9.]+(-[0-9.]+)? s: element 5 is now $L\.5$"
     kill -INT "$BG"
     bg_wait_out "gcsh: interrupted" 60
     bg_line 'print("after", w:tensor()[3])'
