@@ -46,6 +46,7 @@
 #include "core/kll.h"
 #include "core/kpersist.h"
 #include "wire/faults.h"
+#include "wire/out.h"
 
 #define PERSIST_MT "persistent"
 /* Registry: the rank's persistent handles (weak keys), for the window's
@@ -169,11 +170,33 @@ void gcsh_persist_stop_all(lua_State *L)
     for_each_handle(L, stop_now, NULL);
 }
 
+/* Calls stopped in flight on this rank are calls its peers' residents may
+ * wait in forever (the interrupt can land after one rank passed a call's
+ * check and before another did): the communicator goes, on every rank, and
+ * the residents on it with it. */
+static void abort_for_lost_calls(lua_State *L, lpersist *p, uint64_t lost)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    char note[200];
+    int n = snprintf(note, sizeof note,
+                     "gcsh: persistent #%lld stopped with %llu call%s in flight:\n"
+                     "gcsh: its communicator is aborted everywhere; comm.world() makes a fresh "
+                     "one\n",
+                     (long long)p->number, (unsigned long long)lost, lost == 1 ? "" : "s");
+    if (ctx->cap) /* with the rank's other errors, folded on rank 0's stderr */
+        gcsh_capture_write(ctx->cap, GCSH_STDERR, note, (size_t)n);
+    gcsh_check_abort_comm(ctx, &p->o->comm->chk);
+}
+
 static void end_command(lua_State *L, lpersist *p, const void *arg)
 {
     if (*(const int *)arg && p->rung_in_command) {
+        gcsh_persist_state s;
+        state_of(L, p, &s);
         persist_ops(L)->stop(gcsh_ctx_of(L), p->impl, 0);
         p->loss_reported = 1;
+        if (s.running && s.done < s.rung && !p->o->comm->chk.aborted)
+            abort_for_lost_calls(L, p, s.rung - s.done);
     }
     p->rung_in_command = 0;
 }

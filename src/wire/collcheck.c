@@ -467,6 +467,13 @@ int gcsh_check_aborted(gcsh_ctx *ctx, gcsh_comm_check *cc)
     return cc->aborted;
 }
 
+void gcsh_check_abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc)
+{
+    abort_comm(ctx, cc);
+    if (ctx->check)
+        note_aborted(ctx->check, cc->id);
+}
+
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;

@@ -135,6 +135,11 @@ void gcsh_check_usable(lua_State *L, const gcsh_comm_check *cc);
  * applies now: what was made on cc then stays readable, never written or
  * freed together (symmem.c). */
 int gcsh_check_aborted(gcsh_ctx *ctx, gcsh_comm_check *cc);
+/* Aborts cc here now and, at the command's end, on every rank (as an
+ * interrupted collective does): for work of this rank that its peers wait
+ * in and that it gave up outside a collective (a persistent resident
+ * stopped with calls in flight). */
+void gcsh_check_abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc);
 
 /* ---- checked operations ------------------------------------------------------
  *
