@@ -284,7 +284,10 @@ static int cuda_timer_end(gcsh_ctx *ctx, void *tok, double *seconds)
         goto fail;
     CUDA_TRY(ctx, cudaEventCreate(&end));
     CUDA_TRY(ctx, cudaEventRecord(end, st->stream));
-    CUDA_TRY(ctx, cudaEventSynchronize(end));
+    /* polled, not cudaEventSynchronize: the timed work may wait for a rank
+     * that never comes, and only an interrupt then ends the wait */
+    if (cuda_wait(ctx, st, NULL) != 0)
+        goto fail;
     CUDA_TRY(ctx, cudaEventElapsedTime(&ms, t->begin, end));
     *seconds = ms * 1e-3;
     rc = 0;
