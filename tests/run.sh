@@ -253,7 +253,14 @@ fi
 rm -rf "$BUILD_DIR/test-logs" && mv "$LOGS" "$BUILD_DIR/test-logs" && LOGS="$BUILD_DIR/test-logs"
 
 if [ ${#failures[@]} -gt 0 ]; then
+    # with the last lines of each failed test's output: where only the end
+    # of a run's output can be read (a CI summary), that is what is left
     echo "== failures (each test's whole output: $LOGS/NAME/out)"
+    for ((i = 0; i < COUNT; i++)); do
+        [ "$(cat "$LOGS/$(name "$i")/rc")" = 0 ] && continue
+        echo "  $(name "$i") (exit $(cat "$LOGS/$(name "$i")/rc")), its last lines:"
+        grep -v '^$' "$LOGS/$(name "$i")/out" | tail -n 6 | cut -c1-160 | sed 's/^/    | /'
+    done
     printf '  %s\n' "${failures[@]}"
 fi
 if [ -n "$ONE" ] && [ "$failed" != 0 ]; then
