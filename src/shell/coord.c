@@ -13,6 +13,7 @@
 #include "wire/collcheck.h"
 #include "shell/coord.h"
 #include "wire/msg.h"
+#include "wire/where.h"
 #include "shell/launch.h"
 #include "shell/sigint.h"
 
@@ -167,6 +168,7 @@ void gcsh_coord_destroy(gcsh_coord *c)
     gcsh_fold_destroy(&c->fold);
     gcsh_progress_destroy(&c->progress);
     gcsh_checker_destroy(&c->checker);
+    gcsh_tally_free(&c->counts);
     gcsh_text_free(&c->typeahead);
     free(c->lost);
     free(c->lost_why);
@@ -908,6 +910,44 @@ static void settle_abandons(gcsh_coord *c, const run_state *rs)
     c->nabandons = 0;
 }
 
+static int known_aborted(const gcsh_coord *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->naborted; i++)
+        if (c->aborted[i] == id)
+            return 1;
+    return 0;
+}
+
+/* After the command: a communicator whose members the command left at
+ * different counts of collectives (tally.h) joins the aborted ones, and
+ * the user is told why. */
+static void settle_counts(gcsh_coord *c)
+{
+    for (size_t i = 0; i < c->counts.n; i++) {
+        const gcsh_tally_entry *e = &c->counts.e[i];
+        if (!e->differs || known_aborted(c, e->id))
+            continue;
+        char name[32];
+        gcsh_comm_check named = {.id = e->id};
+        gcsh_coord_say(c, "gcsh: %s: its ranks were left at different collectives ([%d] %llu "
+                          "made, [%d] %llu):\ngcsh: it is aborted on every rank; comm.world() "
+                          "makes a fresh one",
+                       gcsh_comm_name(&named, name, sizeof name), e->rank,
+                       (unsigned long long)e->seq, e->other_rank,
+                       (unsigned long long)e->other_seq);
+        if (c->naborted == c->cap_aborted) {
+            size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
+            uint64_t *p = realloc(c->aborted, cap * sizeof *p);
+            if (!p)
+                break;
+            c->aborted = p;
+            c->cap_aborted = cap;
+        }
+        c->aborted[c->naborted++] = e->id;
+    }
+    gcsh_tally_reset(&c->counts);
+}
+
 /* After the command: every rank (targeted or not) aborts what some rank
  * aborted, or everything after .abort, before it runs anything else. */
 static void spread_aborts(gcsh_coord *c, int all)
@@ -983,6 +1023,9 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     }
     case MSG_ABORTED:
         note_aborted(c, rs, r, m->data, m->h.len);
+        break;
+    case MSG_COUNTS:
+        gcsh_tally_add(&c->counts, r, m->data, m->h.len);
         break;
     case MSG_ABANDONED:
         take_abandon(c, rs, r, m->data, m->h.len);
@@ -1420,6 +1463,7 @@ void gcsh_coord_run(gcsh_coord *c, const char *targets, uint32_t flags, const ch
     if (rs.abort_all)
         gcsh_coord_say(c, "gcsh: every communicator is aborted; comm.world() makes a fresh one");
     settle_abandons(c, &rs);
+    settle_counts(c);
     spread_aborts(c, rs.abort_all);
     EACH_LISTENER(c, l)
         if (rs.abort_all && l->hooks->aborted)

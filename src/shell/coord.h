@@ -10,6 +10,7 @@
 #include "shell/collcheck_coord.h"
 #include "wire/out.h"
 #include "shell/progress.h"
+#include "shell/tally.h"
 #include "wire/collcheck.h"
 #include "wire/link.h"
 #include "wire/msg.h"
@@ -98,6 +99,9 @@ struct gcsh_coord {
      * aborts them before the next one (collcheck.h). */
     uint64_t *aborted;
     size_t naborted, cap_aborted;
+    /* Each touched communicator's count of collectives, as its members
+     * reported at the command's end (MSG_COUNTS; tally.h). */
+    gcsh_tally counts;
     /* Operations ranks abandoned during the command with .check off, and
      * which ranks said they did not join each (collcheck.h: Abandons). */
     struct gcsh_coord_abandon {

@@ -200,6 +200,18 @@ static void abort_doomed(gcsh_ctx *ctx)
         gcsh_check_abort_ids(ctx, ids, (size_t)n, 0);
 }
 
+/* The last collective this command queued on communicator `comm` (an
+ * index of k->entered), or -1; the caller holds k->lock. */
+static int entered_on(const gcsh_check *k, uint64_t comm)
+{
+    if (k->entered_chunk != k->chunk_seq)
+        return -1;
+    for (int i = k->nentered - 1; i >= 0; i--)
+        if (k->entered[i].comm == comm)
+            return i;
+    return -1;
+}
+
 void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from)
 {
     gcsh_check *k = ctx->check;
@@ -211,11 +223,14 @@ void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from
             k->doomed[k->ndoomed] = ids[i];
             k->doomed_from[k->ndoomed++] = from;
         }
-        int expected = 0;
-        if (k->in_op && k->op_on_comm && k->op_comm == ids[i] &&
+        int expected = 0, queued = k->in_end_sync ? entered_on(k, ids[i]) : -1;
+        if (((k->in_op && k->op_on_comm && k->op_comm == ids[i]) || queued >= 0) &&
             atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
             k->peer_from = from;
             k->peer_why[0] = '\0';
+            /* the command's end waits for GPU work that waits for `from` */
+            if (queued >= 0)
+                gcsh_fp_describe(&k->entered[queued], k->peer_op, sizeof k->peer_op);
         }
     }
     pthread_mutex_unlock(&k->lock);
@@ -474,12 +489,32 @@ void gcsh_check_abort_comm(gcsh_ctx *ctx, gcsh_comm_check *cc)
         note_aborted(ctx->check, cc->id);
 }
 
+/* The counts of the communicators this command touched, for rank 0 to
+ * compare across their members (shell/tally.h); aborted ones need none. */
+static void send_counts(gcsh_check *k)
+{
+    size_t n = 0, i = 0;
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+        n += cc->touched_chunk == k->chunk_seq && !cc->aborted;
+    if (n == 0)
+        return;
+    gcsh_comm_count *v = malloc(n * sizeof *v);
+    if (!v)
+        return; /* then a disagreement shows as the next collective's hang */
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+        if (cc->touched_chunk == k->chunk_seq && !cc->aborted)
+            v[i++] = (gcsh_comm_count){cc->id, cc->seq};
+    gcsh_capture_send(k->cap, MSG_COUNTS, v, n * sizeof *v);
+    free(v);
+}
+
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;
     if (!k)
         return;
     reap_aborted(ctx, k);
+    send_counts(k);
     gcsh_where_unpublish(k);
     if (k->naborted)
         gcsh_capture_send(k->cap, MSG_ABORTED, k->aborted, k->naborted * sizeof *k->aborted);
@@ -717,8 +752,10 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
-    if (k)
+    if (k) {
         k->intent_on = 0;
+        cc->touched_chunk = k->chunk_seq;
+    }
     gcsh_check_usable(L, cc);
     const gcsh_check_hooks *h = ctx->check_hooks;
     gcsh_check_note note;
@@ -813,6 +850,40 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     raise_error(L, ctx);
 }
 
+/* While the command's end waits for the GPU work of collectives it queued,
+ * the rank is where a hang report looks: it waits for other ranks there
+ * (the kernels wait for their peers).  The caller holds k->lock. */
+static void publish_end_sync_locked(gcsh_check *k)
+{
+    if (k->entered_chunk != k->chunk_seq || k->nentered == 0)
+        return;
+    char last[96];
+    gcsh_fp_describe(&k->entered[k->nentered - 1], last, sizeof last);
+    snprintf(k->op, sizeof k->op, "the GPU work of %s", last);
+    k->op_lazy = 0;
+    k->since = now_seconds();
+    k->in_op = 1;
+    k->op_waits = 1;
+    k->op_on_comm = 0;
+}
+
+/* The end of a command stopped waiting for GPU work it queued (an
+ * interrupt, a peer that abandoned or aborted): the communicators of the
+ * collectives it queued are aborted, here and (at the command's end) on
+ * every rank, as its error says; their windows' sync words are no longer
+ * in step. */
+static void abort_entered(gcsh_ctx *ctx, gcsh_check *k)
+{
+    if (k->entered_chunk != k->chunk_seq)
+        return;
+    for (int i = 0; i < k->nentered; i++)
+        for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+            if (cc->id == k->entered[i].comm && !cc->aborted) {
+                abort_comm(ctx, cc);
+                note_aborted(k, cc->id);
+            }
+}
+
 /* Arms (on 1) or disarms the end-of-command wait for abandons: one that
  * came before the wait began stops it at once.  Returns, on disarm,
  * whether an abandon stopped it (then *from and why say whose). */
@@ -823,10 +894,12 @@ static int end_sync_abandons(gcsh_ctx *ctx, gcsh_check *k, int on, int *from, ch
     pthread_mutex_lock(&k->lock);
     k->in_end_sync = on;
     if (on) {
+        publish_end_sync_locked(k);
         for (int i = 0; i < atomic_load(&k->nabandoned); i++)
             if (k->abandoned[i].chunk == k->chunk_seq)
                 stop_end_sync_locked(ctx, k, &k->abandoned[i], k->abandoned_from[i]);
     } else {
+        k->in_op = 0;
         int expected = GCSH_INTERRUPT_PEER;
         peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
         *from = k->peer_from;
@@ -853,13 +926,20 @@ int gcsh_check_end_sync(lua_State *L)
         return 0;
     if (ctx->fatal)
         gcsh_fatal(L, ctx);
+    if (k && (peer || atomic_load(&ctx->interrupt)))
+        abort_entered(ctx, k);
     if (k)
         reap_aborted(ctx, k);
-    if (peer)
+    if (peer && why[0])
         gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
                             "communicators with work in flight are aborted on every rank "
                             "(comm.world() makes a fresh one)",
                        k->peer_op, from, why);
+    else if (peer)
+        gcsh_set_error(ctx, "%s: stopped: rank %d aborted its communicator; the "
+                            "communicators with work in flight are aborted on every rank "
+                            "(comm.world() makes a fresh one)",
+                       k->peer_op, from);
     else if (atomic_load(&ctx->interrupt))
         gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
                             "communicators with work in flight are aborted on every rank "

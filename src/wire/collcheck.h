@@ -116,7 +116,17 @@ typedef struct gcsh_comm_check {
     int on_board;
     uint32_t attempt, attempt_chunk;
     uint64_t attempt_seq;
+    /* The command that last checked or entered a collective on it: its
+     * count then goes to rank 0 at the command's end (MSG_COUNTS). */
+    uint32_t touched_chunk;
 } gcsh_comm_check;
+
+/* MSG_COUNTS, at the end of a command: a communicator's id and its count
+ * of collectives (seq) on this rank, for each one touched in the command;
+ * rank 0 aborts one whose members an interrupt left apart (shell/tally.h). */
+typedef struct gcsh_comm_count {
+    uint64_t id, seq;
+} gcsh_comm_count;
 
 /* ---- communicators (l_comm.c) --------------------------------------------- */
 

@@ -49,6 +49,7 @@ enum gcsh_msg_type {
     MSG_ABANDONED, /* worker -> coordinator, .check off: a gcsh_abandon_msg, this rank will
                     * not join that operation in this command (collcheck.h) */
     MSG_ABANDON_NOW, /* coordinator -> watcher (ctl): a gcsh_abandon_msg of rank `seq` */
+    MSG_COUNTS,    /* worker -> coordinator, before DONE: gcsh_comm_count[] (collcheck.h) */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */
