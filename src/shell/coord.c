@@ -799,27 +799,41 @@ static void abort_now(gcsh_coord *c, const run_state *rs, int from, uint64_t id)
                           NULL, 0);
 }
 
+static int known_aborted(const gcsh_coord *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->naborted; i++)
+        if (c->aborted[i] == id)
+            return 1;
+    return 0;
+}
+
+/* Adds id to the communicators every rank aborts after the command; -1
+ * when out of memory (then the others learn it from their own failure). */
+static int add_aborted(gcsh_coord *c, uint64_t id)
+{
+    if (c->naborted == c->cap_aborted) {
+        size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
+        uint64_t *p = realloc(c->aborted, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->aborted = p;
+        c->cap_aborted = cap;
+    }
+    c->aborted[c->naborted++] = id;
+    return 0;
+}
+
 static void note_aborted(gcsh_coord *c, const run_state *rs, int from, const char *data,
                          size_t len)
 {
     for (size_t off = 0; off + sizeof(uint64_t) <= len; off += sizeof(uint64_t)) {
         uint64_t id;
         memcpy(&id, data + off, sizeof id);
-        int known = 0;
-        for (size_t i = 0; i < c->naborted && !known; i++)
-            known = c->aborted[i] == id;
-        if (known)
+        if (known_aborted(c, id))
             continue;
         abort_now(c, rs, from, id);
-        if (c->naborted == c->cap_aborted) {
-            size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
-            uint64_t *p = realloc(c->aborted, cap * sizeof *p);
-            if (!p)
-                return;
-            c->aborted = p;
-            c->cap_aborted = cap;
-        }
-        c->aborted[c->naborted++] = id;
+        if (add_aborted(c, id) != 0)
+            return;
     }
 }
 
@@ -910,14 +924,6 @@ static void settle_abandons(gcsh_coord *c, const run_state *rs)
     c->nabandons = 0;
 }
 
-static int known_aborted(const gcsh_coord *c, uint64_t id)
-{
-    for (size_t i = 0; i < c->naborted; i++)
-        if (c->aborted[i] == id)
-            return 1;
-    return 0;
-}
-
 /* After the command: a communicator whose members the command left at
  * different counts of collectives (tally.h) joins the aborted ones, and
  * the user is told why. */
@@ -935,15 +941,8 @@ static void settle_counts(gcsh_coord *c)
                        gcsh_comm_name(&named, name, sizeof name), e->rank,
                        (unsigned long long)e->seq, e->other_rank,
                        (unsigned long long)e->other_seq);
-        if (c->naborted == c->cap_aborted) {
-            size_t cap = c->cap_aborted ? 2 * c->cap_aborted : 8;
-            uint64_t *p = realloc(c->aborted, cap * sizeof *p);
-            if (!p)
-                break;
-            c->aborted = p;
-            c->cap_aborted = cap;
-        }
-        c->aborted[c->naborted++] = e->id;
+        if (add_aborted(c, e->id) != 0)
+            break;
     }
     gcsh_tally_reset(&c->counts);
 }
