@@ -166,6 +166,9 @@ int gcsh_set_error(gcsh_ctx *ctx, const char *fmt, ...)
 /* Seconds on the monotonic clock, for deadlines and durations (the wall
  * clock may jump). */
 double gcsh_now_seconds(void);
+/* The first IPv4 address host resolves to, in network order; 0: none (the
+ * control plane's bootstrap and the network path both listen there). */
+uint32_t gcsh_resolve_ipv4(const char *host);
 
 /* How long a rank polls another's store in shared memory before it yields
  * the core (host_wait.c, the check board): GCSH_SPIN_FIRST_S while every

@@ -269,12 +269,7 @@ static uint32_t own_address(void)
 {
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0)
-        return 0;
-    uint32_t a = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
-    freeaddrinfo(res);
-    return a;
+    return gcsh_resolve_ipv4(host);
 }
 
 static int start(gcsh_ctx *ctx, gcsh_netpath *net)

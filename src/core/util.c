@@ -2,6 +2,8 @@
  * window's layout in words. */
 #include <dirent.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +32,16 @@ double gcsh_now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+uint32_t gcsh_resolve_ipv4(const char *host)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return 0;
+    uint32_t a = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo(res);
+    return a;
 }
 
 double gcsh_spin_first_s(const gcsh_ctx *ctx)

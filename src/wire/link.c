@@ -90,16 +90,6 @@ static int listen_unix(bootstrap *b)
 }
 
 /* The IPv4 address this rank reaches host at (0 when it cannot resolve it). */
-static uint32_t resolve_ipv4(const char *host)
-{
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0)
-        return 0;
-    uint32_t a = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
-    freeaddrinfo(res);
-    return a;
-}
-
 /* Listens on addr (network order) at b->port, or at a port the kernel picks
  * when it is 0 (then b->port gets it). */
 static int listen_tcp(bootstrap *b, uint32_t addr)
@@ -271,7 +261,7 @@ static int open_rank0(gcsh_ctx *ctx, bootstrap *b, gcsh_link *link, const uint32
  * rank 0 (addrs, size entries; NULL elsewhere), and this rank's in *mine. */
 static uint32_t *gather_addresses(gcsh_ctx *ctx, const char *host0, uint32_t *mine)
 {
-    *mine = ctx->rank > 0 ? resolve_ipv4(host0) : 0;
+    *mine = ctx->rank > 0 ? gcsh_resolve_ipv4(host0) : 0;
     uint32_t *addrs = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *addrs) : NULL;
     uint32_t scratch;
     MPI_Gather(mine, 1, MPI_UINT32_T, addrs ? addrs : &scratch, 1, MPI_UINT32_T, 0,
