@@ -38,7 +38,9 @@
  * grown (power of two, 64 KiB at least, STAGE_MAX_BYTES at most) when a
  * call needs more: made and freed as c:window() and w:free() do
  * (collective and checked; every rank decides the same), before the call's
- * own check.  It is freed with the communicator (c:free, l_comm.c asks
+ * own check; those checks are named after the call ("allreduce/oneshot (its
+ * staging window)"), so a rank whose call took another route or size is
+ * told which calls met.  It is freed with the communicator (c:free, l_comm.c asks
  * held() and release()), or at the end of the session with every window. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,19 +122,30 @@ static void forget_staging(lua_State *L, const lcomm *lc)
     lua_pop(L, 1);
 }
 
-/* Collective: frees lc's staging window (as w:free() does). */
-static void free_staging(lua_State *L, lcomm *lc)
+/* Collective: frees lc's staging window (as w:free() does); for_call: the
+ * routed call that grows it (its check is named after that call), or NULL
+ * (the communicator's free). */
+static void free_staging_for(lua_State *L, lcomm *lc, const char *for_call)
 {
     gcsh_symobj *o = push_staging(L, lc);
-    if (o)
+    if (o) {
+        snprintf(o->for_call, sizeof o->for_call, "%s", for_call ? for_call : "");
         gcsh_sym_free(L, o);
+    }
     lua_pop(L, 1);
     forget_staging(L, lc);
 }
 
+static void free_staging(lua_State *L, lcomm *lc)
+{
+    free_staging_for(L, lc, NULL);
+}
+
 /* Collective: a staging window of `bytes` (a multiple of 4) on the
- * communicator at comm_idx, made as c:window(bytes / 4, "u32") is. */
-static gcsh_symobj *make_staging(lua_State *L, int comm_idx, lcomm *lc, size_t bytes)
+ * communicator at comm_idx, made as c:window(bytes / 4, "u32") is, for the
+ * routed call for_call (its label: the window's checks are named so). */
+static gcsh_symobj *make_staging(lua_State *L, int comm_idx, lcomm *lc, size_t bytes,
+                                 const char *for_call)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_sym_proposal p;
@@ -140,6 +153,7 @@ static gcsh_symobj *make_staging(lua_State *L, int comm_idx, lcomm *lc, size_t b
     gcsh_sym_proposal_init(&p, "window");
     p.n = (int64_t)(bytes / 4);
     snprintf(p.dtype, sizeof p.dtype, "%s", gcsh_dtype_name(GCSH_U32));
+    snprintf(p.for_call, sizeof p.for_call, "%s", for_call);
     lua_pushnil(L); /* no options: the backend's first kind that works on lc */
     gcsh_sym_read_kind(L, lua_gettop(L), &p, "staging window", 1, lc->impl);
     lua_pop(L, 1);
@@ -360,8 +374,8 @@ static void prepare(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r)
     gcsh_symobj *o = staging_of(L, c->comm);
     if (staging_bytes(o) < p.need) {
         if (o)
-            free_staging(L, c->comm);
-        o = make_staging(L, c->comm_idx, c->comm, p.grow_to);
+            free_staging_for(L, c->comm, r->label);
+        o = make_staging(L, c->comm_idx, c->comm, p.grow_to, r->label);
         check_team_order(L, o);
     }
     push_staging(L, c->comm);

@@ -164,7 +164,9 @@ void gcsh_sym_agree(lua_State *L, lcomm *lc, gcsh_sym_proposal *p)
     /* collcheck.h first: every member must come (or be named); the proposals
      * themselves are compared here, with their own messages */
     gcsh_fingerprint fp; /* one name for both: a window meeting signals is said below */
-    gcsh_fp_init(&fp, &lc->chk, "window/signals");
+    gcsh_fp_init(&fp, &lc->chk, p->for_call[0] ? p->for_call : "window/signals");
+    if (p->for_call[0])
+        snprintf(fp.extra, sizeof fp.extra, "(its staging window)");
     gcsh_check_counts before;
     gcsh_check_get_counts(ctx, &before);
     gcsh_check_enter(L, &lc->chk, &fp);
@@ -599,6 +601,7 @@ gcsh_symobj *gcsh_sym_register(lua_State *L, int comm_idx, const char *mt, gcsh_
     if (o) {
         *h = o;
         o->handles = 1;
+        snprintf(o->for_call, sizeof o->for_call, "%s", p->for_call);
     }
     gcsh_sym_check_stage(L, comm_idx, o, p);
     while (!o->impl)
@@ -728,7 +731,9 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
         char op[24];
         snprintf(op, sizeof op, "%s:free", o->type);
         gcsh_fingerprint fp;
-        gcsh_fp_init(&fp, cc, op);
+        gcsh_fp_init(&fp, cc, o->for_call[0] ? o->for_call : op);
+        if (o->for_call[0]) /* a routed call growing its staging window */
+            snprintf(fp.extra, sizeof fp.extra, "(frees its staging window)");
         gcsh_check_enter(L, cc, &fp);
         int rc = refuse_in_flight(L, o);
         if (rc == 0)

@@ -50,6 +50,11 @@ typedef struct gcsh_sym_proposal {
      * rank's or-ed, so a report of it is the same on every rank.  Not part
      * of what must agree: ranks may take different paths under load. */
     uint32_t checked_by;
+    /* A routed collective's label ("allreduce/oneshot") when this is the
+     * staging window it makes (comm_route.c): its check is named so, so a
+     * rank whose call took another route is told which calls met.  Not
+     * compared with the others' (the check compares it). */
+    char for_call[24];
 } gcsh_sym_proposal;
 
 enum {
@@ -123,6 +128,9 @@ struct gcsh_symobj {
      * their node's team, one per node (khier.c); made at the first such
      * call, released with the object. */
     gcsh_comm_impl *across;
+    /* The routed collective whose staging window this is (its proposal's
+     * for_call): its free's check is named after that call too. */
+    char for_call[24];
 };
 
 /* ---- staged registration ----------------------------------------------------

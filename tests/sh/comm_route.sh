@@ -39,6 +39,20 @@ expect_contains "the kernels' span" "$C" "flow allreduce/ll #2: ranks 0 1"
 expect_contains "the library asked for" "$C" "flow allreduce/comm #3: ranks 0 1"
 expect_contains "f64's fallback" "$C" "flow allreduce/comm #4: ranks 0 1"
 
+# ranks that ask for different routes: the check names each rank's call,
+# the kernel route's staging window included (made, or freed to grow it,
+# in a check of its own before the call's), and the next call works
+gcsh_pipe 2 'c = comm.world(); t = tensor.new(8):fill(1)
+=c:allreduce(t, {algo = rank == 0 and "kernel" or "comm"})[0]
+=c:allreduce(tensor.new(1):fill(1))[0]
+=c:allreduce(tensor.new(rank == 0 and 8 or 100000):fill(1))[0]
+=c:allreduce(tensor.new(1):fill(1))[0]' --share-gpu
+expect_match "routes differ: each rank's call named" "$OUT" \
+    '^\[0-1\] stdin:1: collective mismatch: \[0\] allreduce/[a-z]+ #1 \(its staging window\), \[1\] allreduce/comm #1 f32 x8 sum$'
+expect_match "sizes differ: the growing rank's free named after its call" "$OUT" \
+    '^\[0-1\] stdin:1: collective mismatch: \[0\] allreduce/[a-z]+ #3 f32 x8 sum, \[1\] allreduce/[a-z]+ #3 \(frees its staging window\)$'
+expect_eq "after each mismatch the next call works" "$(grep -c '^\[0-1\] 2.0$' <<<"$OUT")" 2
+
 # without shared GPUs nothing changes: the plain label
 gcsh_pipe 2 'c = comm.world(); t = tensor.new(4):fill(1)
 c:allreduce(t)' --trace "$F"
