@@ -169,6 +169,9 @@ double gcsh_now_seconds(void);
 /* The first IPv4 address host resolves to, in network order; 0: none (the
  * control plane's bootstrap and the network path both listen there). */
 uint32_t gcsh_resolve_ipv4(const char *host);
+/* Reads exactly len bytes from fd (a socket or a pipe), through EINTR:
+ * 0, or -1 at an error or the end of the stream before len bytes. */
+int gcsh_read_all(int fd, void *buf, size_t len);
 
 /* How long a rank polls another's store in shared memory before it yields
  * the core (host_wait.c, the check board): GCSH_SPIN_FIRST_S while every

@@ -103,21 +103,6 @@ static int send_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-static int recv_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len) {
-        ssize_t k = recv(fd, p, len, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        len -= (size_t)k;
-    }
-    return 0;
-}
-
 /* ---- the server ---------------------------------------------------------------- */
 
 /* The slice id names, or NULL (under net->lock). */
@@ -135,7 +120,7 @@ static int drain(int fd, uint64_t len)
     char buf[4096];
     while (len) {
         size_t k = len < sizeof buf ? (size_t)len : sizeof buf;
-        if (recv_all(fd, buf, k) != 0)
+        if (gcsh_read_all(fd, buf, k) != 0)
             return -1;
         len -= k;
     }
@@ -150,7 +135,7 @@ static int serve_put(gcsh_netpath *net, int fd, const slice *s, const net_req *q
     for (uint64_t done = 0; done < q->bytes;) {
         size_t k = q->bytes - done < GCSH_NETPATH_CHUNK ? (size_t)(q->bytes - done)
                                                          : GCSH_NETPATH_CHUNK;
-        if (recv_all(fd, net->buf, k) != 0)
+        if (gcsh_read_all(fd, net->buf, k) != 0)
             return -1;
         if (status == NET_OK && net->srv.write(net->srv.arg, s->base, q->offset + done, net->buf,
                                                k) != 0)
@@ -216,7 +201,7 @@ static int serve_request(gcsh_netpath *net, int fd, const net_req *q)
 static int serve_one(gcsh_netpath *net, int fd)
 {
     net_req q;
-    if (recv_all(fd, &q, sizeof q) != 0 || memcmp(q.token, net->self.token, TOKEN_LEN) != 0)
+    if (gcsh_read_all(fd, &q, sizeof q) != 0 || memcmp(q.token, net->self.token, TOKEN_LEN) != 0)
         return -1;
     pthread_mutex_lock(&net->lock);
     int rc = serve_request(net, fd, &q);
@@ -493,9 +478,9 @@ int gcsh_netpath_request(gcsh_ctx *ctx, gcsh_netpath *net, const gcsh_net_addr *
         drop_conn(net, (size_t)i); /* its answer may still come: never read it as another's */
         return -1;
     }
-    rc = recv_all(fd, &r, sizeof r);
+    rc = gcsh_read_all(fd, &r, sizeof r);
     if (rc == 0 && r.status == 0 && op == GCSH_NET_GET)
-        rc = recv_all(fd, data, bytes);
+        rc = gcsh_read_all(fd, data, bytes);
     if (rc != 0) {
         drop_conn(net, (size_t)i);
         return gcsh_set_error(ctx, "network path: rank %d's server closed the connection (is it "

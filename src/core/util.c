@@ -1,6 +1,7 @@
 /* Small helpers shared by every layer: errors, byte and rank-list texts, a
  * window's layout in words. */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -42,6 +43,21 @@ uint32_t gcsh_resolve_ipv4(const char *host)
     uint32_t a = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
     freeaddrinfo(res);
     return a;
+}
+
+int gcsh_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t r = read(fd, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
 }
 
 double gcsh_spin_first_s(const gcsh_ctx *ctx)

@@ -10,6 +10,7 @@
 
 #include "wire/msg.h"
 #include "core/env.h"
+#include "core/gcsh.h"
 
 /* Writes every byte of iov[0..n), restarting after signals and partial writes.
  * MSG_NOSIGNAL: a dead peer must give -1, not kill us with SIGPIPE. */
@@ -48,24 +49,9 @@ int gcsh_msg_send(int fd, uint32_t type, uint32_t seq, const void *a, size_t ale
     return write_all(fd, iov, 3);
 }
 
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t r = read(fd, p, len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        len -= (size_t)r;
-    }
-    return 0;
-}
-
 int gcsh_msg_recv(int fd, gcsh_msg *m)
 {
-    if (read_all(fd, &m->h, sizeof m->h) != 0)
+    if (gcsh_read_all(fd, &m->h, sizeof m->h) != 0)
         return -1;
     if (m->h.len + 1 > m->cap) {
         char *p = realloc(m->data, m->h.len + 1);
@@ -74,7 +60,7 @@ int gcsh_msg_recv(int fd, gcsh_msg *m)
         m->data = p;
         m->cap = m->h.len + 1;
     }
-    if (read_all(fd, m->data, m->h.len) != 0)
+    if (gcsh_read_all(fd, m->data, m->h.len) != 0)
         return -1;
     m->data[m->h.len] = '\0'; /* text payloads can be used as C strings */
     return 0;
