@@ -878,10 +878,8 @@ static void abort_entered(gcsh_ctx *ctx, gcsh_check *k)
         return;
     for (int i = 0; i < k->nentered; i++)
         for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
-            if (cc->id == k->entered[i].comm && !cc->aborted) {
-                abort_comm(ctx, cc);
-                note_aborted(k, cc->id);
-            }
+            if (cc->id == k->entered[i].comm && !cc->aborted)
+                gcsh_check_abort_comm(ctx, cc);
 }
 
 /* Arms (on 1) or disarms the end-of-command wait for abandons: one that
