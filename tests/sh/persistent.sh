@@ -43,6 +43,30 @@ expect_contains "ctrl-c: rank 1 says why" "$OUT" "[1] its communicator was abort
 expect_contains "ctrl-c: a ring after it is refused" "$OUT" "is stopped:"
 expect_contains "ctrl-c: a fresh one works" "$OUT" "[0-1] 32.0"
 expect_eq "ctrl-c: a piped session with an interrupted line exits 1" "$RC" 1
+
+# ---- Ctrl-C while rank 0's calls are in flight but rank 0 waits elsewhere
+# (.check off: rank 1 never rings them): the command's end stops the
+# resident with its calls in flight, which the other ranks' residents would
+# wait in, so the communicator is aborted on every rank, and said so
+bg_start 2
+bg_line '.check off'
+bg_line "$SETUP"
+bg_wait_all up 2
+bg_line 'if rank == 0 then for i = 1, 8 do p:allreduce() end print("rung") end gcsh.sleep(60)'
+bg_expect_out "in flight: rank 0 rang" "[0] rung"
+kill -INT "$BG"
+bg_expect_out "in flight: the interrupt ends the command" "gcsh: interrupted"
+bg_line '=p.stopped'
+bg_line 'p:free() w:free() print("freed", c)'
+bg_line 'c = comm.world() print("fresh " .. c:allreduce(tensor.new(1):fill(1))[0])'
+bg_end
+expect_contains "in flight: rank 0 says its calls were lost" "$OUT" \
+    "[0] gcsh: persistent #1 stopped with 8 calls in flight:"
+expect_contains "in flight: and that the communicator goes" "$OUT" \
+    "[0] gcsh: its communicator is aborted everywhere; comm.world() makes a fresh one"
+expect_contains "in flight: rank 1's resident stopped with it" "$OUT" "[1] its communicator was aborted"
+expect_contains "in flight: aborted on every rank; each frees alone" "$OUT" "[0-1] freed	comm(aborted)"
+expect_contains "in flight: a fresh world works" "$OUT" "[0-1] fresh 2.0"
 expect_no_procs "ctrl-c: no process left" "$TAG"
 
 # ---- .abort (typed at a terminal) while a loop rings it: the loop
