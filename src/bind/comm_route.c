@@ -63,12 +63,12 @@
 #define STAGE_MIN_BYTES GCSH_LL_MAX_BYTES /* ll's LL area needs the window this large */
 #define STAGE_MAX_BYTES ((size_t)256 << 20)
 #define ROUTE_ENV "GCSH_COMM_ROUTE"
-#define ROUTE_VALUES "auto kernel comm"
 
-/* GCSH_COMM_ROUTE, read once when the library opens. */
+/* GCSH_COMM_ROUTE, read once when the library opens (core/env.c refused
+ * any other value at start). */
 typedef struct route_policy {
     enum gcsh_route_want want;
-    char bad[64]; /* the value when it is none of ROUTE_VALUES, else "" */
+    char word[8]; /* the value as set ("comm" or "nccl" for the library), for reasons */
 } route_policy;
 
 static const route_policy *policy_of(lua_State *L)
@@ -298,16 +298,15 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
     const route_policy *pol = policy_of(L);
     memset(r, 0, sizeof *r);
     memset(p, 0, sizeof *p);
-    if (pol && pol->bad[0])
-        luaL_error(L, "%s: " ROUTE_ENV "='%s' is not a route (valid: " ROUTE_VALUES ")",
-                   c->name, pol->bad);
     enum gcsh_route_want want = c->want != GCSH_ROUTE_AUTO ? c->want
                                 : pol                      ? pol->want
                                                            : GCSH_ROUTE_AUTO;
     if (want == GCSH_ROUTE_COMM) {
         to_library(ctx, c, r, 0);
-        say(r, c->want == GCSH_ROUTE_COMM ? "asked for (algo='%s')" : ROUTE_ENV "=comm",
-            r->algo);
+        if (c->want == GCSH_ROUTE_COMM)
+            say(r, "asked for (algo='%s')", r->algo);
+        else
+            say(r, ROUTE_ENV "=%s", pol->word);
         return;
     }
     if (want == GCSH_ROUTE_AUTO && !shared_gpus(ctx)) {
@@ -530,12 +529,9 @@ void gcsh_comm_route_info(lua_State *L)
     const route_policy *pol = policy_of(L);
     const char *lib = strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "MPI";
     char text[160];
-    if (!pol || pol->bad[0])
-        snprintf(text, sizeof text, "%s (" ROUTE_ENV "='%s' is not a route)", lib,
-                 pol ? pol->bad : "?");
-    else if (pol->want == GCSH_ROUTE_COMM)
-        snprintf(text, sizeof text, "%s (" ROUTE_ENV "=comm)", lib);
-    else if (pol->want == GCSH_ROUTE_KERNEL)
+    if (pol && pol->want == GCSH_ROUTE_COMM)
+        snprintf(text, sizeof text, "%s (" ROUTE_ENV "=%s)", lib, pol->word);
+    else if (pol && pol->want == GCSH_ROUTE_KERNEL)
         snprintf(text, sizeof text, "kernels (" ROUTE_ENV "=kernel)");
     else if (shared_gpus(ctx))
         snprintf(text, sizeof text, "kernels (--share-gpu)");
@@ -549,14 +545,12 @@ void gcsh_comm_route_open(lua_State *L)
     route_policy *pol = lua_newuserdatauv(L, sizeof *pol, 0);
     memset(pol, 0, sizeof *pol);
     const char *env = getenv(ROUTE_ENV);
-    if (!env || !*env || strcmp(env, "auto") == 0)
-        pol->want = GCSH_ROUTE_AUTO;
-    else if (strcmp(env, "kernel") == 0)
+    pol->want = GCSH_ROUTE_AUTO;
+    if (env && strcmp(env, "kernel") == 0)
         pol->want = GCSH_ROUTE_KERNEL;
-    else if (strcmp(env, "comm") == 0 || strcmp(env, "nccl") == 0)
+    else if (env && (strcmp(env, "comm") == 0 || strcmp(env, "nccl") == 0))
         pol->want = GCSH_ROUTE_COMM;
-    else
-        snprintf(pol->bad, sizeof pol->bad, "%.60s", env);
+    snprintf(pol->word, sizeof pol->word, "%s", pol->want == GCSH_ROUTE_COMM ? env : "");
     lua_setfield(L, LUA_REGISTRYINDEX, POLICY_KEY);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, STAGE_KEY);

@@ -101,6 +101,51 @@ static void bound_text(const env_var *v, double x, char *buf, size_t len)
         snprintf(buf, len, "%.0f", x);
 }
 
+/* The variables that take one of a few words (unset or empty: the
+ * default); their readers take the words as they are. */
+static const struct {
+    const char *name;
+    const char *words[5];
+} word_vars[] = {
+    {"GCSH_COMM_ROUTE", {"auto", "kernel", "comm", "nccl"}}, /* bind/comm_route.c */
+    {"GCSH_SPLIT_SHARE", {"0", "1"}},                       /* cuda/cuda_backend.c */
+    {"GCSH_MULTICAST", {"0", "1"}},                         /* cuda/cuda_kern.c */
+    {"GCSH_CONTROL", {"tcp"}},                              /* wire/link.c */
+};
+
+/* "auto, kernel, comm or nccl" */
+static void words_text(const char *const *w, char *buf, size_t len)
+{
+    size_t n = 0, used = 0;
+    while (n < 5 && w[n])
+        n++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+        int k = snprintf(buf + used, len - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                         w[i]);
+        used += k > 0 ? (size_t)k : 0;
+    }
+}
+
+static int check_words(char *err, size_t len)
+{
+    for (size_t i = 0; i < sizeof word_vars / sizeof word_vars[0]; i++) {
+        const char *s = getenv(word_vars[i].name);
+        if (!s || !*s)
+            continue;
+        int known = 0;
+        for (int j = 0; j < 5 && word_vars[i].words[j] && !known; j++)
+            known = strcmp(s, word_vars[i].words[j]) == 0;
+        if (!known) {
+            char words[64];
+            words_text(word_vars[i].words, words, sizeof words);
+            snprintf(err, len, "%s=%.40s: not %s", word_vars[i].name, s, words);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int gcsh_env_check(char *err, size_t len)
 {
     for (int i = 0; i < GCSH_ENV_COUNT; i++) {
@@ -121,7 +166,7 @@ int gcsh_env_check(char *err, size_t len)
             return -1;
         }
     }
-    return 0;
+    return check_words(err, len);
 }
 
 double gcsh_env_value(gcsh_env_id id)

@@ -24,8 +24,11 @@ typedef enum {
     GCSH_ENV_COUNT
 } gcsh_env_id;
 
-/* 0 when every variable of the table is unset or valid; else -1, with
- * "GCSH_X=value: what is wrong (the bound)" in err. */
+/* 0 when every variable of the table, and every one that takes a word
+ * (GCSH_COMM_ROUTE, GCSH_SPLIT_SHARE, GCSH_MULTICAST, GCSH_CONTROL), is
+ * unset or valid; else -1, with "GCSH_X=value: what is wrong (the bound,
+ * or the words)" in err: a value gcsh does not understand is an error, never
+ * a silent default. */
 int gcsh_env_check(char *err, size_t len);
 
 /* The variable's value in its unit (bytes, a count, µs, seconds), or its

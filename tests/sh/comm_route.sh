@@ -82,9 +82,15 @@ OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n 2 --share-gpu tes
 expect_eq "tests/lua/comm_route.lua with --share-gpu: exit 0" "$RC" 0
 expect_match "tests/lua/comm_route.lua with --share-gpu: its calls" "$OUT" "^\[0\] comm_route: [0-9]+ calls checked$"
 
-# a value that is not a route: every routed call says so
+# a value that is not a route: refused at start, before any rank runs
+# (env_check.sh has the other variables that take a word)
 OUT=$(printf 'c = comm.world(); c:allreduce(tensor.new(2))\n' |
-    GCSH_COMM_ROUTE=fast timeout 60 "$GCSH" -n 2 2>&1)
-expect_contains "GCSH_COMM_ROUTE=fast is named" "$OUT" \
-    "allreduce: GCSH_COMM_ROUTE='fast' is not a route (valid: auto kernel comm)"
+    GCSH_COMM_ROUTE=fast timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_eq "GCSH_COMM_ROUTE=fast is refused at start" "$RC:$OUT" \
+    "128:gcsh: GCSH_COMM_ROUTE=fast: not auto, kernel, comm or nccl (ENVIRONMENT in the manual lists them)"
+# nccl, the library's name on cuda, is said as it was set
+OUT=$(printf '.info\nc = comm.world()\n=c:choose("allreduce", 4)\n' |
+    GCSH_COMM_ROUTE=nccl timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "GCSH_COMM_ROUTE=nccl: .info says it as set" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=nccl)"
+expect_contains "GCSH_COMM_ROUTE=nccl: c:choose says it as set" "$OUT" "[0-1] comm	GCSH_COMM_ROUTE=nccl	0"
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gcsh's numeric environment variables (core/env.c): a value gcsh cannot
 # read, or one out of range, is refused at start with 128 and one line naming
-# the variable and the range (before any rank runs); sizes take nccl-tests'
+# the variable and the range (before any rank runs), and so is a word that
+# none of the variables taking words knows; sizes take nccl-tests'
 # suffixes and mean what they say; a GCSH_MPIRUN that fails is named.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -24,6 +25,11 @@ refused "no ranks per node" GCSH_RANKS_PER_NODE=0 "out of range (1..1048576)"
 refused "an MPI count past int" GCSH_HOST_MPI_MAX_COUNT=2147483648 "out of range (1..2147483647)"
 refused "no time to wait" GCSH_GPU_WAIT_TIMEOUT=0 "out of range (0.001..1e+06)"
 refused "seconds as words" GCSH_GPU_WAIT_TIMEOUT=10s "not seconds, as 600 or 0.5"
+# the variables that take a word: any other word is refused too
+refused "a route that is none" GCSH_COMM_ROUTE=fast "not auto, kernel, comm or nccl"
+refused "split sharing as a word" GCSH_SPLIT_SHARE=yes "not 0 or 1"
+refused "multicast as a word" GCSH_MULTICAST=on "not 0 or 1"
+refused "a control plane that is none" GCSH_CONTROL=udp "not tcp"
 
 # an empty value is the default, as unset
 OUT=$(GCSH_OUTPUT_CAP= GCSH_SPIN_US= timeout 60 "$GCSH" -n 2 -e 'print("ran")' 2>&1 </dev/null); RC=$?
