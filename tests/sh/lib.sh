@@ -209,24 +209,21 @@ bg_wait_all() { # LINE N [SECONDS]: until every rank of N printed LINE
 bg_end() { # [SECONDS]: its input closed, until it ends (120 s; then a FAIL
     # with the session's output, and it is ended: a hang fails the test, not
     # the run's time limit, and says where it was)
-    local i n=$(( ${1:-120} * 10 ))
     exec 7>&-
-    for ((i = 0; i < n; i++)); do bg_alive || break; sleep 0.1; done
-    if bg_alive; then
+    if ! wait_until "${1:-120}" bg_gone; then
         fail "the session did not end within ${1:-120} s of its input's end"
         context "$(cat "$TMP/out")"
         kill -TERM "$BG" 2>/dev/null
-        for ((i = 0; i < 100; i++)); do bg_alive || break; sleep 0.1; done
-        bg_alive && kill_tagged
+        wait_until 10 bg_gone || kill_tagged
     fi
     wait "$BG"; RC=$?
     OUT=$(cat "$TMP/out")
 }
-# bg_alive: the session's launcher still runs (a zombie does not)
-bg_alive() {
+# bg_gone: the session's launcher has ended (a zombie has)
+bg_gone() {
     local st
-    st=$(cut -d' ' -f3 "/proc/$BG/stat" 2>/dev/null) || return 1
-    [ -n "$st" ] && [ "$st" != Z ]
+    st=$(cut -d' ' -f3 "/proc/$BG/stat" 2>/dev/null) || return 0
+    [ -z "$st" ] || [ "$st" = Z ]
 }
 # bg_expect_out NAME TEXT [SECONDS]: a check that the output holds TEXT in time
 bg_expect_out() {
