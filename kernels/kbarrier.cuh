@@ -54,7 +54,9 @@ __device__ inline void row_passed(const Sync &s, unsigned long long first, unsig
 // wrote before is visible to whoever sees the number) and waits for member
 // p's signal (acquire); __syncthreads spreads both to the block.  After one
 // wait gave up, the block stops waiting (*abandoned) but keeps signalling,
-// so its peers are not held as well.
+// so its peers are not held as well, and its kernel writes no data after
+// it: a result that misses a member is no result, and the window keeps
+// what it held, to be read as evidence after the abort that follows.
 template <Scope S>
 __device__ inline void meet(const Sync &s, unsigned long long value, size_t row, int *abandoned)
 {

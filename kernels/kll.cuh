@@ -90,6 +90,8 @@ __device__ void reduce_line(const LL &a, size_t i, uint32_t flag, unsigned set, 
         for (int j = 0; j < per; j++)
             acc[j] = s == 0 ? T::load(e[j]) : T::combine(acc[j], T::load(e[j]), a.op);
     }
+    if (*gave_up) /* a line that misses a member is no result: dst keeps what it had */
+        return;
     size_t first = i * GCSH_LL_LINE_DATA;
     int have = elements_in<T>(a, first);
     S out[per];

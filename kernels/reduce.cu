@@ -127,8 +127,8 @@ __global__ void __maxnreg__(kPairedMaxRegs) fenced_kernel(Job j, Sync s, int pre
     const unsigned long long first = row_first(s);
     if (pre)
         barrier(s, first, 0, &abandoned);
-    if (j.active)
-        run_job<T>(j);
+    if (j.active && !abandoned) /* a move after a barrier given up would write a result */
+        run_job<T>(j);            /* that is none: the window keeps what it had */
     if (post)
         barrier(s, first, pre, &abandoned);
     row_passed(s, first, pre + post);
@@ -151,7 +151,7 @@ template <class T> __global__ void __maxnreg__(kPairedMaxRegs) oneshot_kernel(Jo
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (unsigned r = 0; r < rounds; r++) {
         size_t v = r * stride + tid;
-        bool vec = v < j.nvec, scalar = r == 0 && tid < j.head + j.tail;
+        bool vec = v < j.nvec && !abandoned, scalar = r == 0 && tid < j.head + j.tail && !abandoned;
         typename T::A acc[T::VE], sacc = {};
         if (vec)
             reduce_vec<T>(j, v, acc);
@@ -159,6 +159,8 @@ template <class T> __global__ void __maxnreg__(kPairedMaxRegs) oneshot_kernel(Jo
         if (scalar)
             sacc = reduce_scalar<T>(j, e);
         barrier(s, first, 1 + r, &abandoned);
+        vec = vec && !abandoned; /* peers may still read what this round would overwrite */
+        scalar = scalar && !abandoned;
         if (vec)
             store_vec<T>(j, v, acc);
         if (scalar)
