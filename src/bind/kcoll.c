@@ -169,10 +169,8 @@ void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll col
  * device memory) */
 static void read_mine(lua_State *L, const gcsh_symobj *o, size_t off, void *to, size_t bytes)
 {
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
     const char *slice = o->desc.peer[o->desc.team_rank];
-    if (ctx->be->mem->copy(ctx, to, GCSH_LOC_HOST, slice + off, o->desc.loc, bytes) != 0)
-        gcsh_raise(L, ctx);
+    gcsh_host_copy(L, to, GCSH_LOC_HOST, slice + off, o->desc.loc, bytes);
 }
 
 /* t[rank] = v for every member (keys: communicator ranks, as w:peer takes) */

@@ -25,6 +25,7 @@
 #include "bind/graph.h"
 #include "bind/tensor.h"
 #include "bind/users.h"
+#include "wire/collcheck.h"
 #include "wire/faults.h"
 
 /* Largest element size (f64, i64): room for one element on the stack. */
@@ -395,6 +396,16 @@ static void check_backend(lua_State *L, gcsh_ctx *ctx, int rc)
         gcsh_raise(L, ctx);
 }
 
+void gcsh_host_copy(lua_State *L, void *dst, int dst_loc, const void *src, int src_loc,
+                    size_t bytes)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (ctx->be->stream_ordered && !ctx->graph &&
+        (dst_loc == GCSH_LOC_HOST || src_loc == GCSH_LOC_HOST))
+        gcsh_check_end_sync(L);
+    check_backend(L, ctx, ctx->be->mem->copy(ctx, dst, dst_loc, src, src_loc, bytes));
+}
+
 /* ---- Reading: direct on the host, staged through host memory otherwise ----------- */
 
 static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
@@ -409,8 +420,7 @@ static void read_element(lua_State *L, const gcsh_tensor *t, size_t i,
         memcpy(out, src, size);
         return;
     }
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, ctx, ctx->be->mem->copy(ctx, out, GCSH_LOC_HOST, src, t->st->loc, size));
+    gcsh_host_copy(L, out, GCSH_LOC_HOST, src, t->st->loc, size);
 }
 
 static void push_element_value(lua_State *L, const void *base, gcsh_dtype dt, size_t i)
@@ -454,9 +464,7 @@ static const void *reader_span(reader *r, size_t first, size_t count)
     const char *src = (const char *)gcsh_tensor_data(r->t) + first * r->size;
     if (!r->stage)
         return src;
-    gcsh_ctx *ctx = gcsh_ctx_of(r->L);
-    check_backend(r->L, ctx, ctx->be->mem->copy(ctx, r->stage, GCSH_LOC_HOST, src,
-                                                r->t->st->loc, count * r->size));
+    gcsh_host_copy(r->L, r->stage, GCSH_LOC_HOST, src, r->t->st->loc, count * r->size);
     return r->stage;
 }
 
@@ -524,9 +532,7 @@ static int tensor_from(lua_State *L)
         gcsh_elem_store_scalar(stage, dt, i, v);
     }
     gcsh_tensor *t = gcsh_new_tensor(L, n, dt);
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, ctx, ctx->be->mem->copy(ctx, gcsh_tensor_data(t), t->st->loc, stage,
-                                             GCSH_LOC_HOST, n * size));
+    gcsh_host_copy(L, gcsh_tensor_data(t), t->st->loc, stage, GCSH_LOC_HOST, n * size);
     return 1;
 }
 
@@ -617,10 +623,8 @@ static int tensor_copy(lua_State *L)
     if (dst->n != src->n)
         luaL_error(L, "copy: length mismatch: destination %I, source %I", (lua_Integer)dst->n,
                    (lua_Integer)src->n);
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, ctx, ctx->be->mem->copy(ctx, gcsh_tensor_data(dst), dst->st->loc,
-                                             gcsh_tensor_data(src), src->st->loc,
-                                             gcsh_tensor_bytes(src)));
+    gcsh_host_copy(L, gcsh_tensor_data(dst), dst->st->loc, gcsh_tensor_data(src), src->st->loc,
+                   gcsh_tensor_bytes(src));
     lua_settop(L, 1);
     return 1;
 }
@@ -644,8 +648,7 @@ static void write_element(lua_State *L, gcsh_tensor *t, size_t i, int value_idx)
         memcpy(dst, elem, size);
         return;
     }
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    check_backend(L, ctx, ctx->be->mem->copy(ctx, dst, t->st->loc, elem, GCSH_LOC_HOST, size));
+    gcsh_host_copy(L, dst, t->st->loc, elem, GCSH_LOC_HOST, size);
 }
 
 /* ---- Views and release ----------------------------------------------------------- */

@@ -144,15 +144,23 @@ static int copy_via_bounce(gcsh_ctx *ctx, cuda_state *st, void *dst, int to_host
         size_t n = bytes - done < BOUNCE_BYTES ? bytes - done : BOUNCE_BYTES;
         char *d = (char *)dst + done;
         const char *s = (const char *)src + done;
+        /* A copy to or from pageable host memory first waits inside the
+         * driver for everything before it on the stream, and nothing ends
+         * that wait: behind a kernel whose peer never comes (.check off)
+         * the rank would never answer an interrupt.  So the stream is
+         * drained by polling (cuda_wait) before each such copy. */
         if (to_host) {
             CUDA_TRY(ctx, cudaMemcpyAsync(st->bounce, s, n, cudaMemcpyDeviceToDevice, st->stream));
+            if (cuda_wait(ctx, st, NULL) != 0)
+                return -1;
             CUDA_TRY(ctx, cudaMemcpyAsync(d, st->bounce, n, cudaMemcpyDeviceToHost, st->stream));
         } else {
+            if (cuda_wait(ctx, st, NULL) != 0)
+                return -1;
             CUDA_TRY(ctx, cudaMemcpyAsync(st->bounce, s, n, cudaMemcpyHostToDevice, st->stream));
             CUDA_TRY(ctx, cudaMemcpyAsync(d, st->bounce, n, cudaMemcpyDeviceToDevice, st->stream));
         }
-        /* the next chunk reuses the bounce buffer; pageable host copies are
-         * synchronous with respect to the host anyway */
+        /* the next chunk reuses the bounce buffer */
         if (cuda_wait(ctx, st, NULL) != 0)
             return -1;
     }

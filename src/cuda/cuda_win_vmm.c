@@ -248,6 +248,8 @@ static int vmm_tables(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_w
     size_t tbytes = (size_t)w->own->n * sizeof(void *);
     for (int i = 0; i < w->own->n; i++)
         d->peer[i] = (void *)(uintptr_t)(w->own->base + (size_t)i * w->bytes);
+    if (cuda_wait(ctx, st, NULL) != 0) /* the copy from pageable d->peer waits uninterruptibly */
+        return -1;
     CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer_table_dev, d->peer, tbytes, cudaMemcpyHostToDevice,
                                   st->stream));
