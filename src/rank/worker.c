@@ -528,19 +528,23 @@ static void format_tables(lua_State *L, int first, int n)
     lua_pop(L, 1);
 }
 
-/* Prints a chunk's results through the global print, as lua.c does. */
-static void print_results(lua_State *L, int first)
+/* Prints a chunk's results through the global print, as lua.c does.  A
+ * failure there (a __tostring that raises, a read of device memory that an
+ * interrupt or a peer's failure stopped) is the line's failure, in lua.c's
+ * words, on the stack: the line did not do what it showed. */
+static int print_results(lua_State *L, int first)
 {
     int n = lua_gettop(L) - first + 1;
     if (n <= 0)
-        return;
+        return LUA_OK;
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
     format_tables(L, first, n);
     lua_getglobal(L, "print");
     lua_insert(L, first);
-    if (lua_pcall(L, n, 0, 0) != LUA_OK)
-        capture_error(gcsh_ctx_of(L),
-                       lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
+    if (lua_pcall(L, n, 0, 0) == LUA_OK)
+        return LUA_OK;
+    lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1));
+    return LUA_ERRRUN;
 }
 
 /* The last KEPT_CHUNKS sources of chunks with no file behind them (typed
@@ -592,7 +596,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         st = lua_pcall(L, nargs, LUA_MULTRET, base + 1);
     }
     if (st == LUA_OK && (flags & CHUNK_PRINT_RESULTS))
-        print_results(L, base + 2);
+        st = print_results(L, base + 2);
     if (st == LUA_OK) { /* what the command left on the stream is its own (collcheck.h) */
         lua_settop(L, base + 1);
         lua_pushcfunction(L, gcsh_check_end_sync);

@@ -127,6 +127,15 @@ expect_eq "async error: the command's own output first, then its error, on the r
 [0-1] 2.0"
 expect_eq "async error: a piped session with a failed line exits 1" "$RC" 1
 
+# ---- a line whose results cannot be printed failed (as lua.c words it): the
+# session's status says so, on the rank whose print failed
+OUT=$(printf '%s\n' 'setmetatable({}, {__tostring = function() if rank == 1 then error("no text") end return "t" end})' \
+    'print("next")' | timeout 60 "$GCSH" -n 2 2>&1); RC=$?
+expect_contains "print error: rank 1's, in lua.c's words" "$OUT" "[1] error calling 'print' (stdin:1: no text)"
+expect_contains "print error: rank 0 printed" "$OUT" "[0] t"
+expect_contains "print error: the next line runs" "$OUT" "[0-1] next"
+expect_eq "print error: a piped session with that line exits 1" "$RC" 1
+
 # ---- an unrecoverable (device) fault: every rank exits 70, nothing left
 TAG=$(new_tag); TAGS+=("$TAG")
 OUT=$(printf '%s\n' 'c = comm.world() c:barrier()' 'if rank == 1 then gcsh.debug.inject("fatal") end c:barrier()' 'print("never")' |
