@@ -130,10 +130,10 @@ local function wrap_words(item, out)
 end
 
 -- How c:split makes a communicator (cuda: src/cuda/cuda_comm.c): a line
--- only when splits share their parent's NCCL resources (GCSH_SPLIT_SHARE=1),
--- which changes what an abort takes with it; the default ("own NCCL
--- resources ...") stays in gcsh.info().splits, off a screen that is full
--- at 8 ranks.
+-- only when splits share their parent's NCCL resources (GCSH_SPLIT_SHARE=1,
+-- the default), which changes what an abort takes with it; "own NCCL
+-- resources ..." (GCSH_SPLIT_SHARE=0) stays in gcsh.info().splits, off a
+-- screen that is full at 8 ranks.
 local function splits_line(ranks, used, out)
   used.splits = true
   local v = folded(ranks, "splits")

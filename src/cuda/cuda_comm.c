@@ -18,7 +18,7 @@
  * few send/recv or barriers, never pays for one: those run on the
  * non-blocking communicator until then), and takes its parent's answer on
  * symmetric memory where NCCL's rule makes it the same (split_symmetric).
- * With GCSH_SPLIT_SHARE=1 a split shares its parent's NCCL resources
+ * With GCSH_SPLIT_SHARE=1 (the default) a split shares its parent's NCCL resources
  * (ncclConfig_t.splitShare): no new proxy, connections or streams, and the
  * twin shares the split's.  NCCL then gives the family one abort flag, so
  * an abort of one member aborts all (cuda_abort_comm), and frees the

@@ -2,14 +2,15 @@
 -- blocking twin is made at its first collective of every rank, so send,
 -- recv and barrier before it run on the split's non-blocking communicator;
 -- a first collective inside gcsh.graph makes the twin during the capture;
--- .info's splits line says how splits are set up.  GCSH_SPLIT_SHARE=1 (the second half)
+-- .info's splits line says how splits are set up.  GCSH_SPLIT_SHARE=1 (the
+-- default; the second half)
 -- shares the parent's NCCL resources: a parent freed before its split is
 -- kept for it, and a new world after freeing the old one works.
 local H = require "harness"
 
 local w = comm.world()
 local me, n = w.rank, w.size
-local sharing = os.getenv("GCSH_SPLIT_SHARE") == "1"
+local sharing = os.getenv("GCSH_SPLIT_SHARE") ~= "0" -- 1, the default
 if gcsh.backend == "cuda" then -- (the rest runs on the host backend too)
   local splits = gcsh.info().splits
   H.truthy(type(splits) == "string" and splits:find("twin at the first collective", 1, true),

@@ -39,7 +39,7 @@ local function cuda_rank(r, n, opts)
     compute_capability = "9.0", pci = bus(r), numa = r < 4 and 0 or 1, p2p = "yes", vmm = "yes",
     cumem_fd = "yes", cumem_fabric = "no", nccl_symmetric = "yes",
     nvls = "off: GCSH_MULTICAST is not set to 1 (NVLS is opt-in); NCCL_NVLS_ENABLE=0", links = {},
-    splits = "own NCCL resources (GCSH_SPLIT_SHARE=0, the default); twin at the first collective",
+    splits = "own NCCL resources (GCSH_SPLIT_SHARE=0); twin at the first collective",
   }
   for j = 0, n - 1 do
     if j ~= r then f.links[bus(j)] = (j == n - 1 or r == n - 1) and "P2P" or "NV" end
@@ -76,11 +76,11 @@ do
   local shared = {}
   for r = 0, 3 do
     shared[r + 1] = cuda_rank(r, 4) .. info.serialize({ splits = "share the parent's NCCL "
-      .. "resources and abort flag (GCSH_SPLIT_SHARE=1); twin at the first collective" })
+      .. "resources and abort flag (GCSH_SPLIT_SHARE=1, the default); twin at the first collective" })
   end
   out = info.format(shared)
-  H.truthy(out:find("\nsplits: share the parent's NCCL resources and abort flag (GCSH_SPLIT_SHARE=1);\n"
-                    .. "  twin at the first collective\n", 1, true), "sharing splits: " .. out)
+  H.truthy(out:find("\nsplits: share the parent's NCCL resources and abort flag (GCSH_SPLIT_SHARE=1,\n"
+                    .. "  the default);\n  twin at the first collective\n", 1, true), "sharing splits: " .. out)
 end
 
 -- two nodes of two ranks: "net" between them; a rank that sent nothing is named
