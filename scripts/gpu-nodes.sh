@@ -24,6 +24,9 @@
 #      and auto at the same sizes and calls, hier's time per call against
 #      nccl-tests' in-place time per size as ratios, and the issue's
 #      targets (hier <= 1.0x at 8 B .. 64 KiB, <= 1.1x above).
+# GCSH_NODES_SANITIZE="memcheck synccheck" also runs part 1 under
+# compute-sanitizer with each tool (any report fails it);
+# GCSH_NODES_PARTS (default "1 2 3", the sanitizer's part "1b") runs some.
 # Logs and CSV in GCSH_BENCH_OUT (build-gpu/nodes).  The last line is "N
 # passed, N failed" (parts 1 and 3 ran; whether the targets were met is
 # printed, not counted: they are measurements).
@@ -70,16 +73,20 @@ NP=$((NODES * PER))
 scripts/simnode probe true 2>"$OUTDIR/simnode-probe.log" ||
     die "scripts/simnode cannot make namespaces here: $(head -c 300 "$OUTDIR/simnode-probe.log")"
 
-# The nodes: this machine is node 0 (mpirun's own daemon), node1.. are
-# simulated; by-slot mapping puts ranks j*PER .. j*PER+PER-1 on node j.
+# The nodes: this machine is node 0 (mpirun's own daemon; named by
+# GCSH_SIMNODE_NODE0, default its host name), node1.. are simulated;
+# by-slot mapping puts ranks j*PER .. j*PER+PER-1 on node j.
 HOSTS=$OUTDIR/hosts
 {
-    echo "$(hostname) slots=$PER"
+    echo "${GCSH_SIMNODE_NODE0:-$(hostname)} slots=$PER"
     for ((j = 1; j < NODES; j++)); do echo "node$j slots=$PER"; done
 } >"$HOSTS"
+# `--mca plm rsh`: the launcher that starts a daemon per host through the
+# agent, whatever the environment pins (the device machines set
+# OMPI_MCA_plm=isolated, which starts none and so finds too few slots).
 # shellcheck disable=SC2054 # (tcp,vader,self is one word)
 mpi=(mpirun -np "$NP" --hostfile "$HOSTS" --map-by slot --bind-to none
-     --mca plm_rsh_agent "$ROOT/scripts/simnode"
+     --mca plm rsh --mca plm_rsh_agent "$ROOT/scripts/simnode"
      --mca btl tcp,vader,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
      -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
      -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1
@@ -93,21 +100,41 @@ export NCCL_HOSTID=gcsh-simnode$j
 [ "$GCSH_NODES_DRY" = 1 ] || export CUDA_VISIBLE_DEVICES=$(seq -s, $first $((first + '"$PER"' - 1)))
 exec "$0" "$@"'
 export GCSH_NODES_DRY=$DRY
+PARTS=" ${GCSH_NODES_PARTS:-1 1b 2 3} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 on_nodes() { timeout "$TIMEOUT" "${mpi[@]}" -x GCSH_NODES_DRY sh -c "$per_node" "$@"; }
 echo "gpu-nodes: $NODES nodes of $PER (host file $HOSTS), NCCL_HOSTID gcsh-simnode0..$((NODES - 1))"
 
 # ---- 1. values ---------------------------------------------------------------------
 log=$OUTDIR/nodes_hier.log
+if part 1; then
 on_nodes "$GCSH" "${backend[@]}" tests/gpu/nodes_hier.lua >"$log" 2>&1
 rc=$?
 grep -q "nodes_hier: [0-9]* ranks on $NODES nodes" "$log" && [ "$rc" = 0 ] &&
     [ "$(grep -c 'nodes_hier: ok' "$log")" -ge 1 ] && ! grep -q "check failed" "$log"
 result "tests/gpu/nodes_hier.lua on $NODES nodes of $PER" $? "exit $rc; see $log"
 grep -E "nodes_hier:|check failed" "$log" | head -12 | sed 's/^/      /'
+fi
+
+# ---- 1b. the same under compute-sanitizer (GCSH_NODES_SANITIZE=memcheck|synccheck) --
+# hier's kernels and the network path's copies across the node boundary;
+# API errors are not reported (NCCL probes kernel images of other chips).
+part 1b || GCSH_NODES_SANITIZE=
+for tool in ${GCSH_NODES_SANITIZE:-}; do
+    san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+    [ -n "$san" ] || { echo "gpu-nodes: no compute-sanitizer here: $tool left out"; break; }
+    log=$OUTDIR/nodes_hier-$tool.log
+    on_nodes "$san" --tool "$tool" --error-exitcode 3 --report-api-errors no \
+        --target-processes application-only "$GCSH" "${backend[@]}" tests/gpu/nodes_hier.lua >"$log" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$log" && ! grep -q "check failed" "$log"
+    result "compute-sanitizer $tool: nodes_hier.lua on $NODES nodes of $PER" $? "exit $rc; see $log"
+    grep -E "ERROR SUMMARY|nodes_hier: ok" "$log" | sort | uniq -c | head -4 | sed 's/^/      /'
+done
 
 # ---- 2. nccl-tests on the same nodes ----------------------------------------------------
 ref=""
-if [ "$DRY" != 1 ]; then
+if [ "$DRY" != 1 ] && part 2; then
     # shellcheck source=scripts/nccl-tests.sh
     . scripts/nccl-tests.sh # NT, build_nccl_tests
     if build_nccl_tests "$OUTDIR"; then
@@ -121,12 +148,14 @@ fi
 
 # ---- 3. hier against it ---------------------------------------------------------------
 log=$OUTDIR/nodes-bench.log
+if part 3; then
 on_nodes "$GCSH" "${backend[@]}" --timeout 0 scripts/bench/nodes.lua "$OUTDIR" "$MAX" "$ITERS" ${ref:+"$ref"} \
     >"$log" 2>&1
 rc=$?
 cat "$log"
 [ "$rc" = 0 ] && grep -q "^\(\[0\] \)\{0,1\}target: hier" "$log" && ! grep -q "WRONG values" "$log"
 result "scripts/bench/nodes.lua on $NODES nodes of $PER (values right, ratios printed)" $? "exit $rc; see $log"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

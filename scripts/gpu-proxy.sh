@@ -51,10 +51,13 @@ scripts/simnode probe true 2>"$OUTDIR/simnode-probe.log" ||
     die "scripts/simnode cannot make namespaces here: $(head -c 300 "$OUTDIR/simnode-probe.log")"
 
 HOSTS=$OUTDIR/hosts
-printf '%s slots=%d\nnode1 slots=%d\n' "$(hostname)" "$PER" "$PER" >"$HOSTS"
+# node 0 is this machine (GCSH_SIMNODE_NODE0, default its host name)
+printf '%s slots=%d\nnode1 slots=%d\n' "${GCSH_SIMNODE_NODE0:-$(hostname)}" "$PER" "$PER" >"$HOSTS"
+# `--mca plm rsh`: as scripts/gpu-nodes.sh (an environment may pin another
+# launcher, which cannot start the simulated nodes' daemons)
 # shellcheck disable=SC2054 # (tcp,vader,self is one word)
 mpi=(mpirun -np "$NP" --hostfile "$HOSTS" --map-by slot --bind-to none
-     --mca plm_rsh_agent "$ROOT/scripts/simnode"
+     --mca plm rsh --mca plm_rsh_agent "$ROOT/scripts/simnode"
      --mca btl tcp,vader,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
      -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
      -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x GCSH_PROXY_DRY -x GCSH_TEST_KIND

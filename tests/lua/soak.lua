@@ -9,6 +9,9 @@
 --   GCSH_SOAK_ROUNDS  rounds (default 100, the suite's short form; 1000 on GPUs)
 --   GCSH_SOAK_ONLY    some of split,window,signals,graph (default all): which
 --                     parts make a round, to find what grows
+--   GCSH_SOAK_KINDS   the window kinds (default nccl,vmm on cuda, host on host)
+--   GCSH_SOAK_EVERY   N: rank 0 says on stderr every N rounds how far it is
+--                     (a long run cut short by its time limit still tells)
 -- Prints, per rank, rounds a second and the growth, for the issue's note.
 local H = require "harness"
 
@@ -30,6 +33,10 @@ local me, n = c.rank, c.size
 local nxt = (me + 1) % n
 
 local KINDS = gcsh.backend == "cuda" and { "nccl", "vmm" } or { "host" }
+if os.getenv("GCSH_SOAK_KINDS") then -- the window kinds a round makes, to find which grows
+  KINDS = {}
+  for kind in os.getenv("GCSH_SOAK_KINDS"):gmatch("[^,]+") do KINDS[#KINDS + 1] = kind end
+end
 
 -- ---- what the rank holds -------------------------------------------------
 
@@ -145,7 +152,12 @@ H.truthy(#usable > 0, "some window kind works here")
 local ONLY = os.getenv("GCSH_SOAK_ONLY") or "split,window,signals,graph"
 local function part(name) return ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) end
 
+local EVERY = tonumber(os.getenv("GCSH_SOAK_EVERY") or "")
+local started = gcsh.wtime()
 local function round(i)
+  if EVERY and me == 0 and i % EVERY == 0 then
+    io.stderr:write(string.format("soak: %d rounds in %.1f s\n", i, gcsh.wtime() - started))
+  end
   if part("split") then split_round() end
   if part("window") then for _, kind in ipairs(usable) do window_round(kind) end end
   if part("signals") then signals_round(i) end
