@@ -913,10 +913,13 @@ static void settle_abandons(gcsh_coord *c, const run_state *rs)
         struct gcsh_coord_abandon *e = &c->abandons[i];
         if (e->m.seq && !nobody_joined(c, rs, e) && !aborted_known(c, e->m.comm)) {
             note_aborted(c, rs, e->from, (const char *)&e->m.comm, sizeof e->m.comm);
-            gcsh_coord_say(c, "gcsh: .check is off: rank %d did not join collective #%llu of "
-                              "its communicator, which other members may have run: the "
-                              "communicator is aborted on every rank (comm.world() makes a "
-                              "fresh one)", e->from, (unsigned long long)e->m.seq);
+            char name[32];
+            gcsh_comm_check named = {.id = e->m.comm};
+            gcsh_coord_say(c, "gcsh: %s: rank %d did not join collective #%llu, which others may "
+                              "have run:\ngcsh: .check is off: it is aborted on every rank; "
+                              "comm.world() makes a fresh one",
+                           gcsh_comm_name(&named, name, sizeof name), e->from,
+                           (unsigned long long)e->m.seq);
         }
         free(e->declared);
         free(e->members);

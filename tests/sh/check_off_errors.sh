@@ -80,7 +80,8 @@ for n in 2 4; do
     # (host_small.c) meets every member, so a root already in it stops it,
     # and a root that comes after a member stopped it finds the
     # communicator aborted already.
-    note="gcsh: .check is off: rank 1 did not join collective #1 of its communicator, which other members may have run: the communicator is aborted on every rank (comm.world() makes a fresh one)"
+    note="gcsh: world: rank 1 did not join collective #1, which others may have run:
+gcsh: .check is off: it is aborted on every rank; comm.world() makes a fresh one"
     if grep -qE '^\[0[],].* tensor\(f32, 4, host\)' <<<"$OUT"; then
         expect_contains "$n: a root that ran the broadcast: aborted, said once" "$OUT" "$note"
     else
@@ -166,4 +167,16 @@ if rank == 1 then pcall(c.allreduce, c, tensor.new(1), "bogus"); error("later") 
 print("stays", c:allreduce(tensor.new(1):fill(1))[0])'
 expect_contains "a caught error, then another: that one" "$OUT" "[1] stdin:1: later"
 expect_all_ranks "a caught error, then another: the communicator stays" "$OUT" "stays	2.0" 2
+
+# A root that ran what rank 1 never joined (through MPI, whose root sends
+# without waiting): the note names the communicator and what follows, in
+# two lines of at most 80 columns, and the communicator is aborted on
+# every rank
+OUT=$(printf '%s\n' '.check off' 'c = comm.world(); c:broadcast(tensor.new(4), rank == 1 and size or 0)' \
+    'print(c)' | GCSH_HOST_SMALL_BYTES=0 timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains "a root that ran it: the note" "$OUT" "gcsh: world: rank 1 did not join collective #1, which others may have run:
+gcsh: .check is off: it is aborted on every rank; comm.world() makes a fresh one"
+expect_eq "a root that ran it: the note's lines fit 80 columns" \
+    "$(grep '^gcsh: ' <<<"$OUT" | awk 'length > 80' | wc -l)" 0
+expect_contains "a root that ran it: aborted on every rank" "$OUT" "[0-1] comm(aborted)"
 finish
