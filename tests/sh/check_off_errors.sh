@@ -71,7 +71,7 @@ for n in 2 4; do
     # (from the marker on: a rank that finds the communicator aborted says
     # so without the word allgather)
     others_said "$n: the others name it" "$(sed -n '/== allgather/,$p' <<<"$OUT")" \
-        "allgather #[12]: ${abandoned}bad argument #2 to 'allgather' \(out has 3 elements.*" $n
+        "allgather #[0-9]+: ${abandoned}bad argument #2 to 'allgather' \(out has 3 elements.*" $n
     expect_match "$n: rank 1's bad root" "$OUT" \
         "^\[1\] stdin:1: bad argument #2 to 'broadcast' \(root $n out of range"
     # through MPI the root sends without waiting: when it did, the
@@ -79,24 +79,27 @@ for n in 2 4; do
     # first, it did not run it.  A small broadcast through shared memory
     # (host_small.c) meets every member, so a root already in it stops it,
     # and a root that comes after a member stopped it finds the
-    # communicator aborted already.
-    note="gcsh: world: rank 1 did not join collective #1, which others may have run:
-gcsh: .check is off: it is aborted on every rank; comm.world() makes a fresh one"
+    # communicator aborted already.  (Sequence numbers: a line that nobody
+    # ran leaves the world as it was, so the next line's call is #2, not #1
+    # on a fresh world: either is right.)
     if grep -qE '^\[0[],].* tensor\(f32, 4, host\)' <<<"$OUT"; then
-        expect_contains "$n: a root that ran the broadcast: aborted, said once" "$OUT" "$note"
+        expect_match "$n: a root that ran the broadcast: aborted, said" "$OUT" \
+            "^gcsh: world: rank 1 did not join collective #[0-9]+, which others may have run:$"
+        expect_match "$n: ... once, and what follows" "$OUT" \
+            "^gcsh: .check is off: it is aborted on every rank; comm.world\(\) makes a fresh one$"
     else
         expect_match "$n: a root that heard first did not run it, or stopped it" "$OUT" \
-            "^\[0[],].* stdin:1: (broadcast #1: (not run|abandoned): rank 1 failed before joining it|$aborted)"
+            "^\[0[],].* stdin:1: (broadcast #[0-9]+: (not run|abandoned): rank 1 failed before joining it|$aborted)"
     fi
     others_said "$n: every other rank names rank 1's bad root" "$OUT" \
-        "broadcast #1: ${abandoned}bad argument #2 to 'broadcast' \(root $n out of range.*" $n
+        "broadcast #[0-9]+: ${abandoned}bad argument #2 to 'broadcast' \(root $n out of range.*" $n
     # kernel collectives, p2p, split
     others_said "$n: a kernel collective" "$OUT" \
-        "kernel.allreduce #2: ${abandoned}allreduce: unknown algo 'bogus'.*" $n
+        "kernel.allreduce #[0-9]+: ${abandoned}allreduce: unknown algo 'bogus'.*" $n
     expect_match "$n: recv from a rank whose send failed" "$OUT" \
         "^\[0[],].* stdin:1: recv from 1: ${abandoned}bad argument #2 to 'send' \(peer $n out of range"
     others_said "$n: split" "$OUT" \
-        "split #1: ${abandoned}bad argument #1 to 'split' \(number expected, got string\).*" $n
+        "split #[0-9]+: ${abandoned}bad argument #1 to 'split' \(number expected, got string\).*" $n
     # window and signals creation compare every rank's arguments by themselves
     expect_all_ranks_match "$n: window creation" "$OUT" \
         "window #[0-9]+: ranks disagree: .*\[1\] bad argument #1 to 'window' .*" $n
