@@ -108,12 +108,12 @@ echo "gpu-nodes: $NODES nodes of $PER (host file $HOSTS), NCCL_HOSTID gcsh-simno
 # ---- 1. values ---------------------------------------------------------------------
 log=$OUTDIR/nodes_hier.log
 if part 1; then
-on_nodes "$GCSH" "${backend[@]}" tests/gpu/nodes_hier.lua >"$log" 2>&1
-rc=$?
-grep -q "nodes_hier: [0-9]* ranks on $NODES nodes" "$log" && [ "$rc" = 0 ] &&
-    [ "$(grep -c 'nodes_hier: ok' "$log")" -ge 1 ] && ! grep -q "check failed" "$log"
-result "tests/gpu/nodes_hier.lua on $NODES nodes of $PER" $? "exit $rc; see $log"
-grep -E "nodes_hier:|check failed" "$log" | head -12 | sed 's/^/      /'
+    on_nodes "$GCSH" "${backend[@]}" tests/gpu/nodes_hier.lua >"$log" 2>&1
+    rc=$?
+    grep -q "nodes_hier: [0-9]* ranks on $NODES nodes" "$log" && [ "$rc" = 0 ] &&
+        [ "$(grep -c 'nodes_hier: ok' "$log")" -ge 1 ] && ! grep -q "check failed" "$log"
+    result "tests/gpu/nodes_hier.lua on $NODES nodes of $PER" $? "exit $rc; see $log"
+    grep -E "nodes_hier:|check failed" "$log" | head -12 | sed 's/^/      /'
 fi
 
 # ---- 1b. the same under compute-sanitizer (GCSH_NODES_SANITIZE=memcheck|synccheck) --
@@ -149,12 +149,13 @@ fi
 # ---- 3. hier against it ---------------------------------------------------------------
 log=$OUTDIR/nodes-bench.log
 if part 3; then
-on_nodes "$GCSH" "${backend[@]}" --timeout 0 scripts/bench/nodes.lua "$OUTDIR" "$MAX" "$ITERS" ${ref:+"$ref"} \
-    >"$log" 2>&1
-rc=$?
-cat "$log"
-[ "$rc" = 0 ] && grep -q "^\(\[0\] \)\{0,1\}target: hier" "$log" && ! grep -q "WRONG values" "$log"
-result "scripts/bench/nodes.lua on $NODES nodes of $PER (values right, ratios printed)" $? "exit $rc; see $log"
+    on_nodes "$GCSH" "${backend[@]}" --timeout 0 scripts/bench/nodes.lua "$OUTDIR" "$MAX" "$ITERS" \
+        ${ref:+"$ref"} >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ "$rc" = 0 ] && grep -q "^\(\[0\] \)\{0,1\}target: hier" "$log" && ! grep -q "WRONG values" "$log"
+    result "scripts/bench/nodes.lua on $NODES nodes of $PER (values right, ratios printed)" $? \
+        "exit $rc; see $log"
 fi
 
 echo "$passed passed, $failed failed"
