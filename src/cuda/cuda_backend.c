@@ -153,7 +153,7 @@ static void nccl_connect_when_made(void)
 /* GCSH_SPLIT_SHARE (0 or 1; default 1): whether a split shares its parent's
  * NCCL resources (ncclConfig_t.splitShare: proxy, connections, streams), so
  * that a split costs a bootstrap instead of a new set of connections (a
- * split with an all-reduce and a free: 0.13 s against 1.39 s at 4 H100s;
+ * split with an all-reduce and a free: 0.10-0.13 s against 1.39 s at 4 H100s;
  * issue 35).  Its price: NCCL gives the
  * communicators that share one abort flag, so an abort of one (an
  * interrupted collective) aborts the others, the world among them.
