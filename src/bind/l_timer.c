@@ -17,6 +17,7 @@
 
 #include "bind/graph.h"
 #include "core/gcsh.h"
+#include "wire/collcheck.h"
 #include "wire/faults.h"
 
 #define TIMER_MT "timer"
@@ -104,6 +105,11 @@ static int sync_stream(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_graph_refuse_now(L, "gcsh.sync()", "it waits on the host for work a capture does not run");
+    /* on a GPU stream as the command's end waits: a hang report says for
+     * what, and a peer that failed before joining a queued collective
+     * stops it, naming the rank (gcsh_check_end_sync) */
+    if (ctx->be->stream_ordered)
+        return gcsh_check_end_sync(L);
     if (ctx->be->mem->sync(ctx) != 0)
         return gcsh_raise(L, ctx);
     return 0;
