@@ -59,6 +59,15 @@ expect_contains "check off: rank 1's own error" "$OUT" "[1] stdin:1: allreduce: 
 expect_contains "check off: the queued kernel abandoned" "$OUT" "abandoned: rank 1 failed before joining it"
 expect_contains "check off: the next command works" "$OUT" "[0-$LAST] $NP.0"
 expect_eq "check off: exit status (rank 1's line failed)" "$RC" 1
+# ... and gcsh.sync() in the same command waits as the command's end does
+gcsh_pipe "$NP" '.check off
+c = comm.world() w = c:window(1024)
+kernel.allreduce(w, {algo = rank == 1 and "bogus" or "oneshot"}) gcsh.sync() print("synced")
+c = comm.world() print(c:allreduce(tensor.new(1):fill(1))[0])' --backend cuda
+expect_match "check off: gcsh.sync() stopped by the abandon" "$OUT" \
+    "^\[0[^]]*\] stdin:1: kernel.allreduce #2: abandoned: rank 1 failed before joining it"
+expect_not_contains "check off: gcsh.sync() never returned as if done" "$OUT" "synced"
+expect_contains "check off: after gcsh.sync(), the next command works" "$OUT" "[0-$LAST] $NP.0"
 
 # ---- Ctrl-C out of a blocked NCCL all-reduce (unchecked, so it is launched)
 TAG=$(new_tag); TAGS+=("$TAG")
