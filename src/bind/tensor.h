@@ -66,6 +66,7 @@ gcsh_tensor *gcsh_arg_tensor_out(lua_State *L, int idx);
 void gcsh_tensor_check_write(lua_State *L, const gcsh_tensor *t);
 /* Address of element 0 of the view (in the storage's memory space). */
 void *gcsh_tensor_data(const gcsh_tensor *t);
+size_t gcsh_tensor_bytes(const gcsh_tensor *t);
 /* The backend's copy, for copies with a side in host memory: on a
  * stream-ordered backend the rank's queued work is waited for first as a
  * command's end waits (gcsh_check_end_sync: hang reports see it, an
@@ -73,7 +74,6 @@ void *gcsh_tensor_data(const gcsh_tensor *t);
  * it), not inside the driver, where neither reaches.  Raises on failure. */
 void gcsh_host_copy(lua_State *L, void *dst, int dst_loc, const void *src, int src_loc,
                     size_t bytes);
-size_t gcsh_tensor_bytes(const gcsh_tensor *t);
 
 /* New storage with refs = 1 owning `bytes` of backend memory (ctx->be->mem
  * alloc; a zero-byte storage still gets a non-NULL base).  NULL on failure,

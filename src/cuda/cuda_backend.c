@@ -153,10 +153,10 @@ static void nccl_connect_when_made(void)
 /* GCSH_SPLIT_SHARE (0 or 1; default 1): whether a split shares its parent's
  * NCCL resources (ncclConfig_t.splitShare: proxy, connections, streams), so
  * that a split costs a bootstrap instead of a new set of connections (a
- * split with an all-reduce and a free: 0.10-0.13 s against 1.39 s at 4 H100s;
- * issue 35).  Its price: NCCL gives the
- * communicators that share one abort flag, so an abort of one (an
- * interrupted collective) aborts the others, the world among them.
+ * split with an all-reduce and a free: 0.10-0.13 s against 1.39 s at 4
+ * H100s; issue 35).  Its price: NCCL gives the communicators that share
+ * one abort flag, so an abort of one (an interrupted collective) aborts the
+ * others, the world among them.
  * NCCL_COMM_SPLIT_SHARE_RESOURCES, NCCL's own switch, overrides the config
  * inside NCCL, so when it is set it decides here too: gcsh must know which
  * communicators share a flag. */
