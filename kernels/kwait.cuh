@@ -24,6 +24,19 @@ namespace gcsh_k {
 // timer, which costs nothing, every 16 polls.
 constexpr unsigned long long kQuietNs = 20000;
 constexpr unsigned kCancelPolls = 1024;
+// How often a wait for a peer notes itself for hang reports (winkern.h's
+// stall record): about every quarter millisecond, as the cancel looks.
+constexpr unsigned kStallPolls = kCancelPolls;
+
+// The wait this thread is stuck in, for the host's hang report: peer is
+// the rank in the communicator whose word (or line) it waits for.
+__device__ inline void note_stall(gcsh_wait_ctl *ctl, int kind, int peer,
+                                  unsigned long long want, unsigned long long seen)
+{
+    ctl->stall_kind = kind;
+    ctl->stall_want = want;
+    ctl->stall_who = GCSH_STALL_WHO(peer, seen);
+}
 
 // How a wait ended when the condition never held.
 struct WaitEnd {
@@ -81,10 +94,12 @@ __device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
 // released is visible) and returns true; false when it gave up (bound or
 // cancel), recorded in end.ctl.  Scope: whom the acquire orders against;
 // system (the default) for writers on other GPUs or the host, device when
-// every writer runs on this GPU (cheaper: no system-wide fence).
+// every writer runs on this GPU (cheaper: no system-wide fence).  peer:
+// the rank whose word it is (a barrier's), noted for hang reports while the
+// wait lasts; -1 notes nothing.
 template <Scope S = kScopeSystem>
 __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
-                                  const WaitEnd &end, unsigned max_sleep_ns)
+                                  const WaitEnd &end, unsigned max_sleep_ns, int peer = -1)
 {
     atomic_u64<S> a(*word);
     unsigned long long t0 = globaltimer();
@@ -93,6 +108,8 @@ __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned lo
         unsigned long long x = a.load(kAcquire);
         if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
             return true;
+        if (peer >= 0 && (i & (kStallPolls - 1)) == 0)
+            note_stall(end.ctl, GCSH_STALL_BARRIER, peer, value, x);
         if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, cmp, x, value);
             return false;

@@ -25,7 +25,24 @@ typedef struct gcsh_wait_ctl {
     volatile int why;             /* the last one: GCSH_WAIT_TIMED_OUT or GCSH_WAIT_CANCELLED */
     volatile int cmp;             /* its comparison (enum gcsh_cmp) */
     volatile unsigned long long seen, want; /* its word's last value and the target */
+    /* The wait a kernel collective is stuck in, for hang reports: a waiter
+     * writes it at every kGcshStallPolls-th poll (kwait.cuh), long after a
+     * wait for a peer that is there has passed; several may, each a whole
+     * record but the three words apart.  The host clears stall_who when it
+     * starts waiting for the stream (cuda_sync) and reads it from the
+     * watcher thread (cuda_mem.c's stall note). */
+    volatile int stall_kind;               /* GCSH_STALL_BARRIER or GCSH_STALL_LL */
+    volatile unsigned long long stall_want; /* the barrier's number, or the line's flag */
+    volatile unsigned long long stall_who;  /* GCSH_STALL_WHO(peer, seen); 0: none */
 } gcsh_wait_ctl;
+
+enum { GCSH_STALL_BARRIER = 1, GCSH_STALL_LL = 2 };
+/* A stall's peer (its rank in the communicator) and the value its word
+ * holds, in one word: written at once, read at once. */
+#define GCSH_STALL_SEEN_BITS 48
+#define GCSH_STALL_SEEN_MASK ((1ULL << GCSH_STALL_SEEN_BITS) - 1)
+#define GCSH_STALL_WHO(peer, seen) \
+    ((((unsigned long long)(peer) + 1) << GCSH_STALL_SEEN_BITS) | ((seen) & GCSH_STALL_SEEN_MASK))
 
 enum { GCSH_WAIT_TIMED_OUT = 1, GCSH_WAIT_CANCELLED = 2 };
 

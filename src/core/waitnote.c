@@ -26,6 +26,7 @@ void gcsh_wait_note_begin(gcsh_wait_note *n, const char *what, int peer,
     n->shift = shift;
     n->elem = NULL;
     n->elem_width = 0;
+    n->text = NULL;
     n->active = 1;
     unlock(n);
 }
@@ -40,6 +41,20 @@ void gcsh_wait_note_begin_elem(gcsh_wait_note *n, const char *what, int peer, co
     n->elem = elem;
     n->elem_width = width;
     n->elem_dt = dt;
+    n->text = NULL;
+    n->active = 1;
+    unlock(n);
+}
+
+void gcsh_wait_note_begin_text(gcsh_wait_note *n, int (*text)(const void *arg, char *buf,
+                                                              size_t len),
+                               const void *arg)
+{
+    lock(n);
+    n->word = NULL;
+    n->elem = NULL;
+    n->text = text;
+    n->text_arg = arg;
     n->active = 1;
     unlock(n);
 }
@@ -60,6 +75,7 @@ void gcsh_wait_note_end(gcsh_wait_note *n)
     n->active = 0;
     n->word = NULL;
     n->elem = NULL;
+    n->text = NULL;
     unlock(n);
 }
 
@@ -67,7 +83,11 @@ int gcsh_wait_note_text(gcsh_wait_note *n, char *buf, size_t len)
 {
     lock(n);
     int active = n->active;
-    if (active && n->elem) {
+    if (active && n->text) {
+        active = n->text(n->text_arg, buf, len);
+        if (!active && len)
+            buf[0] = '\0';
+    } else if (active && n->elem) {
         char now[40];
         elem_now(n, now, sizeof now);
         snprintf(buf, len, "%s is now %s", n->what, now);

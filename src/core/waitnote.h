@@ -32,6 +32,10 @@ typedef struct gcsh_wait_note {
     const void *elem;
     int elem_width;
     gcsh_dtype elem_dt;
+    /* Or words of the backend's own (a GPU wait the kernel notes in host
+     * memory): text writes the note, returns whether there is one now. */
+    int (*text)(const void *arg, char *buf, size_t len);
+    const void *text_arg;
 } gcsh_wait_note;
 
 /* An acquire load of width (1, 2, 4 or 8) bytes at p, into the first bytes
@@ -61,6 +65,12 @@ void gcsh_wait_note_begin(gcsh_wait_note *n, const char *what, int peer,
  * prints the element they start with ("element 5 is now 2.5"). */
 void gcsh_wait_note_begin_elem(gcsh_wait_note *n, const char *what, int peer, const void *elem,
                                int width, gcsh_dtype dt);
+/* As begin, for a wait whose words only the backend can read: the
+ * watcher calls text(arg, ...) under the note's lock (it must only read
+ * memory), and prints nothing when it returns 0. */
+void gcsh_wait_note_begin_text(gcsh_wait_note *n, int (*text)(const void *arg, char *buf,
+                                                              size_t len),
+                               const void *arg);
 void gcsh_wait_note_end(gcsh_wait_note *n);
 /* The note in words ("waits at barrier ready #17 for [3]'s word (now 16)"),
  * or "" when no wait is noted; returns whether one is. */

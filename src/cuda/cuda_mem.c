@@ -251,10 +251,36 @@ fail:
     return -1;
 }
 
+/* The wait a kernel collective noted in the control block (winkern.h's
+ * stall record, kwait.cuh), in the host's words for a hang report:
+ * "waits at barrier #17 for [3]'s word (now 16)".  Called by the watcher
+ * (gcsh_wait_note_text): it only reads pinned memory. */
+static int stall_text(const void *arg, char *buf, size_t len)
+{
+    const gcsh_wait_ctl *w = arg;
+    unsigned long long who = w->stall_who;
+    if (who == 0)
+        return 0;
+    int peer = (int)(who >> GCSH_STALL_SEEN_BITS) - 1;
+    unsigned long long seen = who & GCSH_STALL_SEEN_MASK, want = w->stall_want;
+    snprintf(buf, len, "waits at %s %s%llu for [%d]'s word (now %llu)",
+             w->stall_kind == GCSH_STALL_LL ? "ll" : "barrier",
+             w->stall_kind == GCSH_STALL_LL ? "flag " : "#", want, peer, seen);
+    return 1;
+}
+
+/* The end of a command (and a host copy's wait, gcsh_host_copy): while it
+ * waits for the stream, a hang report says what a kernel there waits for. */
 static int cuda_sync(gcsh_ctx *ctx)
 {
     cuda_state *st = cuda_enter(ctx);
-    return st ? cuda_wait(ctx, st, NULL) : -1;
+    if (!st)
+        return -1;
+    st->wctl->stall_who = 0; /* what an earlier wait noted has passed */
+    gcsh_wait_note_begin_text(&ctx->wait_note, stall_text, st->wctl);
+    int rc = cuda_wait(ctx, st, NULL);
+    gcsh_wait_note_end(&ctx->wait_note);
+    return rc;
 }
 
 /* A timer token: the begin event, recorded on the rank's stream. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # An aborted communicator's window on GPUs is read-only evidence, as on the
-# host (tests/sh/abort_evidence.sh; issue 37): Ctrl-C while ranks 0..N-2
-# run a two-shot that rank N-1 never joins aborts the communicator on every
-# rank; then every rank still reads a window of kind vmm (w:peer, and
+# host (tests/sh/abort_evidence.sh; issue 37): the hang report of ranks
+# 0..N-2 in a two-shot that rank N-1 never joins names the barrier, rank
+# N-1 and its word now (the kernel's stall record); Ctrl-C then aborts the
+# communicator on every rank; then every rank still reads a window of kind vmm (w:peer, and
 # kernel.reduce_peers into a tensor of its own: loads alone), a write into
 # it is refused, it is freed, and a fresh world works.  A window of kind
 # nccl (where NCCL offers one) cannot be read at all: ncclCommAbort took
@@ -47,6 +48,9 @@ bg_line '=c:allreduce(tensor.new(1):fill(1))[0]'
 bg_line '.quit'
 bg_end
 echo "$OUT"
+# the hang report names what the kernel waits for (its stall record, kwait.cuh)
+expect_match "the hang report: the barrier, the rank waited for, its word now" "$OUT" \
+    "^gcsh:   \[0(-$((L - 1)))?\] in the GPU work of kernel.allreduce #4 for [0-9.]+ s: waits at barrier #[0-9]+ for \[$L\]'s word \(now [0-9]+\)$"
 expect_contains "the communicator is aborted on every rank" "$OUT" "[0-$L] comm(aborted)"
 expect_contains "reduce_peers and w:peer read every slice" "$OUT" "[0-$L] peers	$SUM.0	$SUM.0	1.0"
 expect_contains "a write into the window is refused" "$OUT" \
