@@ -67,7 +67,9 @@ __device__ inline uint4 wait_line(const char *p, uint32_t flag, const WaitEnd &e
         uint4 v = load_line(p);
         if ((v.y == flag && v.w == flag) || *gave_up)
             return v;
-        if ((i & (kStallPolls - 1)) == 0)
+        // (lane 0 of each warp alone: every thread of a large call may wait
+        // here, and each note is a write over PCIe)
+        if ((threadIdx.x & 31) == 0 && (i & (kStallPolls - 1)) == 0)
             note_stall(end.ctl, GCSH_STALL_LL, peer, flag, v.y == flag ? v.w : v.y);
         if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, GCSH_CMP_EQ, v.y == flag ? v.w : v.y, flag);
