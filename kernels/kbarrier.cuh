@@ -26,7 +26,7 @@ constexpr int kSmRegisters = 65536;
 // here), my index, my epoch words (kreduce.h), how a wait ends.
 struct Sync {
     unsigned long long *area[GCSH_KERN_MAX_TEAM];
-    int rank[GCSH_KERN_MAX_TEAM]; // each member's rank in the communicator (hang reports)
+    const int *rank_of; // device memory: each member's rank in the communicator (hang reports)
     unsigned long long *epoch; // mine: GCSH_KERN_EPOCH_WORDS, one per block
     int k, me;
     int one_gpu;               // every member runs on this GPU (gcsh_kwait)
@@ -64,7 +64,7 @@ __device__ inline void meet(const Sync &s, unsigned long long value, size_t row,
     int p = threadIdx.x;
     atomic_u64<S>(s.area[p][row + s.me]).store(value, kRelease);
     if (!*abandoned &&
-        !wait_until<S>(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256, s.rank[p]))
+        !wait_until<S>(&s.area[s.me][row + p], GCSH_CMP_GE, value, s.end, 256, s.rank_of, p))
         *abandoned = 1;
 }
 

@@ -16,7 +16,7 @@ constexpr unsigned kLLThreads = 256;
 // A call as the kernel sees it (by value).
 struct LL {
     char *area[GCSH_KERN_MAX_TEAM]; // every member's LL area, mapped here
-    int rank[GCSH_KERN_MAX_TEAM];   // each member's rank in the communicator (hang reports)
+    const int *rank_of;             // device memory: each member's rank (hang reports)
     const char *src;                // my region
     char *dst;                      // out, or my region (in place)
     size_t bytes, window_bytes;
@@ -55,11 +55,11 @@ template <class T> __device__ uint2 load_data(const LL &a, size_t first)
     return w;
 }
 
-// Waits until the line at p (written by the member whose rank is peer)
-// holds this call's flag in both halves; gives up as every GPU wait does
-// (kwait.cuh), after which this thread waits no more.
+// Waits until the line at p (written by member `member`, whose rank is
+// rank_of[member]) holds this call's flag in both halves; gives up as every
+// GPU wait does (kwait.cuh), after which this thread waits no more.
 __device__ inline uint4 wait_line(const char *p, uint32_t flag, const WaitEnd &end, bool *gave_up,
-                                  int peer)
+                                  const int *rank_of, int member)
 {
     unsigned long long t0 = globaltimer();
     unsigned ns = 32, gen = end.gen;
@@ -69,8 +69,8 @@ __device__ inline uint4 wait_line(const char *p, uint32_t flag, const WaitEnd &e
             return v;
         // (lane 0 of each warp alone: every thread of a large call may wait
         // here, and each note is a write over PCIe)
-        if ((threadIdx.x & 31) == 0 && (i & (kStallPolls - 1)) == 0)
-            note_stall(end.ctl, GCSH_STALL_LL, peer, flag, v.y == flag ? v.w : v.y);
+        if (rank_of && (threadIdx.x & 31) == 0 && (i & (kStallPolls - 1)) == 0)
+            note_stall(end.ctl, GCSH_STALL_LL, rank_of[member], flag, v.y == flag ? v.w : v.y);
         if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, GCSH_CMP_EQ, v.y == flag ? v.w : v.y, flag);
             *gave_up = true;
@@ -90,7 +90,7 @@ __device__ void reduce_line(const LL &a, size_t i, uint32_t flag, unsigned set, 
     for (int s = 0; s < a.k; s++) {
         const char *p = a.area[a.me] + gcsh_ll_slot_offset(a.window_bytes, a.slots, set, s) +
                         i * GCSH_LL_LINE_BYTES;
-        uint4 v = wait_line(p, flag, a.end, gave_up, a.rank[s]);
+        uint4 v = wait_line(p, flag, a.end, gave_up, a.rank_of, s);
         uint2 w = make_uint2(v.x, v.z);
         S e[per];
         memcpy(e, &w, sizeof w);

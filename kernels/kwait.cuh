@@ -94,12 +94,15 @@ __device__ inline void backoff(unsigned i, unsigned *ns, unsigned max_sleep_ns)
 // released is visible) and returns true; false when it gave up (bound or
 // cancel), recorded in end.ctl.  Scope: whom the acquire orders against;
 // system (the default) for writers on other GPUs or the host, device when
-// every writer runs on this GPU (cheaper: no system-wide fence).  peer:
-// the rank whose word it is (a barrier's), noted for hang reports while the
-// wait lasts; -1 notes nothing.
+// every writer runs on this GPU (cheaper: no system-wide fence).  The
+// word is member `member`'s (a barrier's), whose rank rank_of[member] is
+// noted for hang reports while the wait lasts; rank_of NULL notes nothing.
+// (rank_of is device memory read only when a note is due: an array in the
+// kernel's parameters, indexed by thread, would go to the stack.)
 template <Scope S = kScopeSystem>
 __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned long long value,
-                                  const WaitEnd &end, unsigned max_sleep_ns, int peer = -1)
+                                  const WaitEnd &end, unsigned max_sleep_ns,
+                                  const int *rank_of = nullptr, int member = 0)
 {
     atomic_u64<S> a(*word);
     unsigned long long t0 = globaltimer();
@@ -108,8 +111,8 @@ __device__ inline bool wait_until(unsigned long long *word, int cmp, unsigned lo
         unsigned long long x = a.load(kAcquire);
         if (gcsh_cmp_holds(x, (enum gcsh_cmp)cmp, value))
             return true;
-        if (peer >= 0 && (i & (kStallPolls - 1)) == 0)
-            note_stall(end.ctl, GCSH_STALL_BARRIER, peer, value, x);
+        if (rank_of && (i & (kStallPolls - 1)) == 0)
+            note_stall(end.ctl, GCSH_STALL_BARRIER, rank_of[member], value, x);
         if (int why = give_up_reason(i, t0, end, &gen)) {
             record_give_up(end.ctl, why, cmp, x, value);
             return false;

@@ -93,10 +93,9 @@ extern "C" cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_wi
         d->team_size < 1 || d->team_size > a->slots || a->slots > GCSH_KERN_MAX_TEAM ||
         d->team_rank < 0 || d->team_rank >= d->team_size || !w->ctl)
         return cudaErrorInvalidValue;
-    for (int p = 0; p < d->team_size; p++) {
+    for (int p = 0; p < d->team_size; p++)
         ll.area[p] = (char *)d->peer[p] + a->ll_off;
-        ll.rank[p] = d->team ? d->team[p] : p;
-    }
+    ll.rank_of = gcsh_window_team_dev(d);
     char *mine = (char *)d->peer[d->team_rank] + a->offset * es;
     ll.src = a->in ? (const char *)a->in : mine;
     ll.dst = a->out ? (char *)a->out : mine;

@@ -304,10 +304,9 @@ extern "C" cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dt
         a->sms < 1 || a->sms > GCSH_PERSIST_MAX_SMS || !w->ctl || !bell || !sync)
         return cudaErrorInvalidValue;
     Persist P = {};
-    for (int p = 0; p < d->team_size; p++) {
+    for (int p = 0; p < d->team_size; p++)
         P.ll.area[p] = (char *)d->peer[p] + a->ll_off;
-        P.ll.rank[p] = d->team ? d->team[p] : p;
-    }
+    P.ll.rank_of = gcsh_window_team_dev(d);
     P.ll.window_bytes = a->window_bytes;
     P.ll.k = d->team_size;
     P.ll.me = d->team_rank;

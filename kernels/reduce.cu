@@ -249,10 +249,9 @@ Sync make_sync(const gcsh_kcoll_args *a, const gcsh_window_desc *d, const gcsh_k
     Sync s = {};
     s.k = d->team_size;
     s.me = d->team_rank;
-    for (int p = 0; p < s.k; p++) {
+    for (int p = 0; p < s.k; p++)
         s.area[p] = (unsigned long long *)((char *)d->peer[p] + a->sync_off);
-        s.rank[p] = d->team ? d->team[p] : p;
-    }
+    s.rank_of = gcsh_window_team_dev(d);
     s.epoch = s.area[s.me] + GCSH_KERN_SYNC_WORDS(GCSH_KERN_MAX_BLOCKS);
     s.one_gpu = w->one_gpu;
     s.end = {w->ctl, w->gen, w->bound_ns};

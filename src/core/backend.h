@@ -255,7 +255,8 @@ typedef struct gcsh_window_desc {
     int team_rank;        /* this rank's index in the team */
     int *team;            /* [team_size]: each member's rank in the communicator */
     void **peer;          /* [team_size]: each member's slice, mapped here */
-    void *peer_table_dev; /* device copy of peer[] for kernels (cuda), else NULL */
+    void *peer_table_dev; /* device copy of peer[] for kernels, then of team[] (cuda:
+                           * gcsh_window_team_dev), else NULL */
     char handle[192];     /* the backend's handles, for w:info() */
     /* NULL when the slices stay mapped after an abort of the communicator
      * (the backend's own mappings: they are read-only evidence until
@@ -268,6 +269,15 @@ typedef struct gcsh_window_desc {
      * which traces link a signal set or add to the wait it releases. */
     uint64_t trace_id;
 } gcsh_window_desc;
+
+/* The device copy of d->team (each member's rank in the communicator) that
+ * follows the peer table on cuda, for kernels to name ranks in hang
+ * reports; NULL without a device peer table. */
+static inline const int *gcsh_window_team_dev(const gcsh_window_desc *d)
+{
+    return d->peer_table_dev ? (const int *)((void *const *)d->peer_table_dev + d->team_size)
+                             : NULL;
+}
 
 /* For stage reports: where the team's slices sit as this process sees them,
  * relative to member 0's ("member i at member 0's + i x 8 KiB" when evenly

@@ -79,10 +79,13 @@ static int fill_team(gcsh_ctx *ctx, gcsh_window_impl *w, gcsh_window_desc *d, in
 static int fill_table(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     size_t tbytes = (size_t)d->team_size * sizeof(void *);
+    size_t rbytes = (size_t)d->team_size * sizeof(int);
     if (cuda_wait(ctx, st, NULL) != 0) /* the copy into pageable d->peer waits uninterruptibly */
         return -1;
-    CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
+    CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes + rbytes, st->stream));
     CUDA_TRY(ctx, gcsh_k_lsa_table(w->own->win, d->team_size, d->peer_table_dev, st->stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync((char *)d->peer_table_dev + tbytes, d->team, rbytes,
+                                  cudaMemcpyHostToDevice, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer, d->peer_table_dev, tbytes, cudaMemcpyDeviceToHost,
                                   st->stream));
     CUDA_TRY(ctx, cudaMemsetAsync(w->own->buf, 0, w->bytes, st->stream));

@@ -246,13 +246,16 @@ fail:
 static int vmm_tables(gcsh_ctx *ctx, cuda_state *st, gcsh_window_impl *w, gcsh_window_desc *d)
 {
     size_t tbytes = (size_t)w->own->n * sizeof(void *);
+    size_t rbytes = (size_t)d->team_size * sizeof(int);
     for (int i = 0; i < w->own->n; i++)
         d->peer[i] = (void *)(uintptr_t)(w->own->base + (size_t)i * w->bytes);
     if (cuda_wait(ctx, st, NULL) != 0) /* the copy from pageable d->peer waits uninterruptibly */
         return -1;
-    CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes, st->stream));
+    CUDA_TRY(ctx, cudaMallocAsync(&d->peer_table_dev, tbytes + rbytes, st->stream));
     CUDA_TRY(ctx, cudaMemcpyAsync(d->peer_table_dev, d->peer, tbytes, cudaMemcpyHostToDevice,
                                   st->stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync((char *)d->peer_table_dev + tbytes, d->team, rbytes,
+                                  cudaMemcpyHostToDevice, st->stream));
     CUDA_TRY(ctx, cudaMemsetAsync(d->peer[d->team_rank], 0, w->bytes, st->stream));
     return cuda_wait(ctx, st, NULL);
 fail:
