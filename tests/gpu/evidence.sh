@@ -49,7 +49,8 @@ bg_line '.quit'
 bg_end
 echo "$OUT"
 # the hang report names what the kernel waits for (its stall record, kwait.cuh)
-expect_match "the hang report: the barrier, the rank waited for, its word now" "$OUT" \
+# (a report line longer than 80 columns goes on under "gcsh:     ")
+expect_match "the hang report: the barrier, the rank waited for, its word now" "$(unwrapped "$OUT")" \
     "^gcsh:   \[0(-$((L - 1)))?\] in the GPU work of kernel.allreduce #4 for [0-9.]+ s: waits at barrier #[0-9]+ for \[$L\]'s word \(now [0-9]+\)$"
 expect_contains "the communicator is aborted on every rank" "$OUT" "[0-$L] comm(aborted)"
 expect_contains "reduce_peers and w:peer read every slice" "$OUT" "[0-$L] peers	$SUM.0	$SUM.0	1.0"
