@@ -14,6 +14,12 @@
 --                     kernels (and so the staging window), to find what grows
 --   GCSH_SOAK_EVERY   N: rank 0 says on stderr every N rounds how far it is
 --                     (a long run cut short by its time limit still tells)
+--   GCSH_SOAK_MAPS    1: each rank says on stderr which of its mappings
+--                     grew over the measured rounds (/proc/self/smaps: the
+--                     malloc heap, an anonymous mapping, a driver's), to
+--                     find whose memory grows; a diagnosis, not a verdict:
+--                     its reads move RSS themselves (on cuda a free's
+--                     malloc_trim gives their garbage back: RSS falls)
 -- Prints, per rank, rounds a second and the growth, for the issue's note.
 local H = require "harness"
 
@@ -71,6 +77,39 @@ local function shm_files()
     if not seen[path] then seen[path] = true; count = count + 1 end
   end
   return count
+end
+
+-- Rss by mapping (/proc/self/smaps), keyed by start address and name (a
+-- heap that grows keeps its start).
+local function mappings()
+  local rss, key = {}, nil
+  for l in io.lines("/proc/self/smaps") do
+    local start, name = l:match("^(%x+)%-%x+ %S+ %S+ %S+ %S+%s*(.*)$")
+    if start then key = start .. " " .. (name ~= "" and name or "[anon]")
+    elseif key then
+      local kb = l:match("^Rss:%s*(%d+) kB")
+      if kb then rss[key] = tonumber(kb) end
+    end
+  end
+  return rss
+end
+
+-- The mappings whose Rss changed from before to after, largest first.
+local function mappings_grown(before, after)
+  local rows = {}
+  for key, kb in pairs(after) do
+    local delta = kb - (before[key] or 0)
+    if delta ~= 0 then rows[#rows + 1] = { key = key, delta = delta } end
+  end
+  for key, kb in pairs(before) do
+    if not after[key] and kb ~= 0 then rows[#rows + 1] = { key = key, delta = -kb } end
+  end
+  table.sort(rows, function(a, b) return math.abs(a.delta) > math.abs(b.delta) end)
+  local out = {}
+  for i = 1, math.min(8, #rows) do
+    out[i] = string.format("  %+6d KiB  %s", rows[i].delta, rows[i].key)
+  end
+  return out
 end
 
 local function sample()
@@ -177,8 +216,9 @@ end
 -- Warm-up: at least WARMUP rounds, then blocks of 10 until a block leaves
 -- RSS where it was on every rank (what fills once stays: the flight
 -- recorder's ring of 2000 calls, MPI's and the allocator's pools), at most
--- MAX_WARMUP rounds; then the measured rounds.
-local MAX_WARMUP = SANITIZED and WARMUP or 5 * ROUNDS
+-- MAX_WARMUP rounds (5 x the rounds up to 500: the long form's 1000 rounds
+-- need no longer a start than the short form's); then the measured rounds.
+local MAX_WARMUP = SANITIZED and WARMUP or math.min(5 * ROUNDS, math.max(500, WARMUP))
 local function all_flat(flat)
   local votes = c:agree(flat and "1" or "0")
   for _, v in ipairs(votes) do if v ~= "1" then return false end end
@@ -191,13 +231,27 @@ while warm < MAX_WARMUP do
   if last and all_flat(now <= last) then break end
   last = now
 end
+-- (two read and dropped first: the heap then has room for the two tables
+-- the comparison holds at once, whose growth is not the rounds')
+local MAPS = os.getenv("GCSH_SOAK_MAPS") == "1"
+if MAPS then
+  local room = { mappings(), mappings() }
+  room = nil
+  collectgarbage("collect")
+end
 c:barrier()
+local maps_before = MAPS and mappings()
 local before = sample()
 local t0 = gcsh.wtime()
 for i = 1, ROUNDS do round(warm + i) end
 c:barrier()
 local seconds = gcsh.wtime() - t0
 local after = sample()
+if MAPS then
+  local grown = mappings_grown(maps_before, mappings())
+  io.stderr:write(string.format("soak: rank %d's mappings that changed:\n%s\n", me,
+                                #grown > 0 and table.concat(grown, "\n") or "  (none)"))
+end
 
 local measured = ROUNDS
 local rss_growth = after.rss - before.rss
