@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rss.h"
+
 #define CHECK(call)                                                                         \
     do {                                                                                    \
         cudaError_t e_ = (call);                                                            \
@@ -19,19 +21,6 @@
             exit(1);                                                                        \
         }                                                                                   \
     } while (0)
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
 
 static void one_graph(cudaStream_t s, void *buf)
 {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rss.h"
+
 #define CHECK(ok, what)                                                                     \
     do {                                                                                    \
         if (!(ok)) {                                                                        \
@@ -21,19 +23,6 @@
             MPI_Abort(MPI_COMM_WORLD, 1);                                                   \
         }                                                                                   \
     } while (0)
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
 
 static void one_graph(ncclComm_t comm, cudaStream_t s, float *buf)
 {

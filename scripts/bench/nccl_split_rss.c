@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rss.h"
+
 #define CHECK(call, what)                                                                   \
     do {                                                                                    \
         if (!(call)) {                                                                      \
@@ -36,19 +38,6 @@ static void settle(ncclComm_t comm)
     while (async == ncclInProgress)
         CHECK(ncclCommGetAsyncError(comm, &async) == ncclSuccess, "ncclCommGetAsyncError");
     CHECK(async == ncclSuccess, "a non-blocking NCCL call");
-}
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
 }
 
 struct knobs {

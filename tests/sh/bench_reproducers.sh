@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The memory reproducers of docs/benchmarks.md ("Host memory per soak round
+# on cuda") build as they say, warnings as errors, wherever the CUDA toolkit
+# and NCCL's header are; cuda_graph_rss runs: with a GPU it prints its
+# figure, without one it names the CUDA call that failed and exits 1.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$CUDA/include/cuda_runtime.h" ] || [ ! -f "$CUDA/include/nccl.h" ] ||
+    ! command -v mpicc >/dev/null; then
+    skip "bench reproducers: no CUDA toolkit with nccl.h at $CUDA, or no mpicc"
+    finish
+fi
+DIR=$(mktemp -d); trap 'rm -rf "$DIR"' EXIT
+FLAGS=(-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$CUDA/include")
+LIBS=(-L"$CUDA/lib64" -lcudart)
+builds() { # NAME COMPILER EXTRA-LIBS...
+    local name=$1 cc=$2 out
+    shift 2
+    if out=$("$cc" "${FLAGS[@]}" "scripts/bench/$name.c" "${LIBS[@]}" "$@" -o "$DIR/$name" 2>&1); then
+        pass
+    else fail "scripts/bench/$name.c does not build"; context "$out"; fi
+}
+builds cuda_graph_rss gcc
+builds nccl_graph_rss mpicc -lnccl
+builds nccl_split_rss mpicc -lnccl
+
+[ -x "$DIR/cuda_graph_rss" ] || finish
+OUT=$("$DIR/cuda_graph_rss" 20 5 2>&1); RC=$?
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    expect_match "cuda_graph_rss on a GPU: its figure" "$RC:$OUT" \
+        "^0:cuda_graph_rss: 20 graphs after 5: RSS [+-][0-9]+ KiB \([-0-9]+ bytes a graph\)$"
+else
+    expect_match "cuda_graph_rss without a GPU: the call that failed, status 1" "$RC:$OUT" \
+        "^1:cuda_graph_rss: cuda[A-Za-z]+\(.*\): .+$"
+fi
+finish
