@@ -54,6 +54,13 @@ if "$LUA" tests/sh/readme.lua fit 80 "$TMP/got" >/dev/null; then fail "fit: 81 c
 printf '%s\n' "[0-1]	$(printf 'y%.0s' $(seq 73))" >"$TMP/got"
 if "$LUA" tests/sh/readme.lua fit 80 "$TMP/got" >/dev/null; then fail "fit: a tab counts 1"; else pass; fi
 
+# every heading on a line of its own: two glued together ("## A## A", a
+# lost newline) read as one heading and hide the second's section
+glued=$(grep -nE '^#{1,6} .*#{2,6} [A-Z]' README.md docs/*.md src/DESIGN.md)
+expect_eq "headings glued onto one line" "$glued" ""
+if grep -qE '^#{1,6} .*#{2,6} [A-Z]' <<<'## On GPU machines## On GPU machines'; then pass; else
+    fail "the glued-heading check misses one"; fi
+
 mkdir -p "$TMP/blocks" "$TMP/work"
 count=$("$LUA" tests/sh/readme.lua extract README.md "$TMP/blocks")
 if [ "${count:-0}" -ge 1 ]; then pass; else fail "no transcript found in README.md"; fi
