@@ -153,8 +153,10 @@ local ROW = {
   { "device", "device" },
   { "pci", "pci" }, { "numa", "numa" },
 }
--- gpu_memory_used changes from moment to moment: gcsh.info()'s, not .info's
-local USED = { size = true, node = true, backend = true, gpu = true, gpu_memory_used = true }
+-- gpu_memory_used and the heap's figures change from moment to moment:
+-- gcsh.info()'s, not .info's
+local USED = { size = true, node = true, backend = true, gpu = true, gpu_memory_used = true,
+               heap_in_use = true, heap_held = true }
 
 local function items(ranks, specs, used)
   local out = {}

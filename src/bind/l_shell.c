@@ -7,6 +7,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -336,6 +339,24 @@ static int shell_exit(lua_State *L)
  * (.info folds them across ranks: lua/gcsh/info.lua).  The backend's own
  * (device details, capabilities, links) first, then what every backend
  * shares. */
+/* The C heap as glibc's malloc counts it (mallinfo2): heap_in_use, the
+ * bytes handed out and not yet freed; heap_held, the bytes malloc holds
+ * from the system for them (its arenas and mmapped blocks).  Beside RSS
+ * they tell a soak's growth apart: memory someone keeps grows in_use;
+ * fragmentation grows held (and RSS) alone.  Not under AddressSanitizer,
+ * whose allocator glibc does not see. */
+static void push_heap(lua_State *L)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33) && \
+    !defined(__SANITIZE_ADDRESS__)
+    struct mallinfo2 m = mallinfo2();
+    gcsh_set_integer(L, "heap_in_use", (lua_Integer)(m.uordblks + m.hblkhd));
+    gcsh_set_integer(L, "heap_held", (lua_Integer)(m.arena + m.hblkhd));
+#else
+    (void)L;
+#endif
+}
+
 static int shell_info(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -363,6 +384,7 @@ static int shell_info(lua_State *L)
      * (shell/launch_net.h, which exports GCSH_MPI_NETWORK to every rank) */
     const char *net = getenv("GCSH_MPI_NETWORK");
     gcsh_set_string(L, "mpi_network", net ? net : "Open MPI's choice (not started by gcsh -n)");
+    push_heap(L);
     return 1;
 }
 

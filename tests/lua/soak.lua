@@ -128,6 +128,9 @@ local function sample()
   }
   local info = gcsh.info()
   s.device = tonumber(info.gpu_memory_used or "")
+  -- malloc's own count (glibc): what someone keeps grows in_use, what
+  -- fragmentation costs grows held alone
+  s.heap_in_use, s.heap_held = info.heap_in_use, info.heap_held
   return s
 end
 
@@ -263,6 +266,9 @@ print(string.format("rank %d: %d rounds (%s), %.1f rounds/s; after %d warm-up ro
                     after.threads - before.threads, after.shm - before.shm,
                     before.device and string.format(", device %+d KiB",
                                                     (after.device - before.device) // 1024) or "")
+      .. (before.heap_in_use and string.format("; malloc: in use %+d KiB, held %+d KiB",
+                                               (after.heap_in_use - before.heap_in_use) // 1024,
+                                               (after.heap_held - before.heap_held) // 1024) or "")
       .. (SANITIZED and " (ASan: RSS not checked)" or ""))
 
 H.truthy(SANITIZED or per_100 <= RSS_PER_100,
