@@ -14,6 +14,9 @@
 --                     kernels (and so the staging window), to find what grows
 --   GCSH_SOAK_EVERY   N: rank 0 says on stderr every N rounds how far it is
 --                     (a long run cut short by its time limit still tells)
+--   GCSH_SOAK_WARMUP  N: exactly N warm-up rounds (default: at least a tenth
+--                     of the rounds, until RSS stays flat; see below), for a
+--                     short diagnosis whose growth is the steady rate
 --   GCSH_SOAK_MAPS    1: each rank says on stderr which of its mappings
 --                     grew over the measured rounds (/proc/self/smaps: the
 --                     malloc heap, an anonymous mapping, a driver's), to
@@ -222,6 +225,8 @@ end
 -- MAX_WARMUP rounds (5 x the rounds up to 500: the long form's 1000 rounds
 -- need no longer a start than the short form's); then the measured rounds.
 local MAX_WARMUP = SANITIZED and WARMUP or math.min(5 * ROUNDS, math.max(500, WARMUP))
+local FIXED_WARMUP = tonumber(os.getenv("GCSH_SOAK_WARMUP") or "")
+if FIXED_WARMUP then WARMUP, MAX_WARMUP = FIXED_WARMUP, FIXED_WARMUP end
 local function all_flat(flat)
   local votes = c:agree(flat and "1" or "0")
   for _, v in ipairs(votes) do if v ~= "1" then return false end end
