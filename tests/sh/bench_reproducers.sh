@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The memory reproducers of docs/benchmarks.md ("Host memory per soak round
 # on cuda") build as they say, warnings as errors, wherever the CUDA toolkit
-# and NCCL's header are; cuda_graph_rss runs: with a GPU it prints its
+# and NCCL's header are (graph_node_rss links the driver's stub, so it
+# runs only where a driver is); cuda_graph_rss runs: with a GPU it prints its
 # figure, without one it names the CUDA call that failed and exits 1.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -23,8 +24,10 @@ builds() { # NAME COMPILER EXTRA-LIBS...
     else fail "scripts/bench/$name.c does not build"; context "$out"; fi
 }
 builds cuda_graph_rss gcc
+builds graph_node_rss gcc -L"$CUDA/lib64/stubs" -lcuda
 builds nccl_graph_rss mpicc -lnccl
 builds nccl_split_rss mpicc -lnccl
+builds nccl_onerank_rss gcc -lnccl
 
 [ -x "$DIR/cuda_graph_rss" ] || finish
 OUT=$("$DIR/cuda_graph_rss" 20 5 2>&1); RC=$?
