@@ -33,18 +33,18 @@ static void check_uniform(lua_State *L, const gcsh_kargs *a)
 {
     const gcsh_symobj *o = a->o;
     int size = o->comm->size, team = o->desc.team_size;
+    const int *counts = gcsh_sym_push_node_counts(L, o); /* one pass: this runs every call */
+    if (!counts)
+        luaL_error(L, "%s: algo 'hier' needs every rank's node (not known here)", a->fname);
     for (int r = 0; r < size; r++) {
-        int node = gcsh_sym_node_of(L, o, r), count = 0;
-        if (node < 0)
-            luaL_error(L, "%s: algo 'hier' needs every rank's node (not known here)", a->fname);
-        for (int q = 0; q < size; q++)
-            count += gcsh_sym_node_of(L, o, q) == node;
-        if (count != team)
+        int node = gcsh_sym_node_of(L, o, r);
+        if (counts[node] != team)
             luaL_error(L, "%s: algo 'hier' needs the same number of the communicator's ranks on "
                           "every node: node %d has %d, this rank's team (node %d) %d; use algo "
                           "'comm' (the communicator's all-reduce)",
-                       a->fname, node, count, gcsh_ctx_of(L)->node, team);
+                       a->fname, node, counts[node], gcsh_ctx_of(L)->node, team);
     }
+    lua_pop(L, 1);
 }
 
 /* The communicator of this rank's chunk across nodes: made once per window,

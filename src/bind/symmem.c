@@ -825,15 +825,27 @@ int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r)
     return members && ctx->node_of ? ctx->node_of[members[r]] : -1;
 }
 
+int *gcsh_sym_push_node_counts(lua_State *L, const gcsh_symobj *o)
+{
+    gcsh_ctx *ctx = gcsh_ctx_of(L);
+    if (!o->comm->chk.members || !ctx->node_of || ctx->nnodes < 1)
+        return NULL;
+    int *counts = lua_newuserdatauv(L, (size_t)ctx->nnodes * sizeof *counts, 0);
+    memset(counts, 0, (size_t)ctx->nnodes * sizeof *counts);
+    for (int r = 0; r < o->comm->size; r++)
+        counts[gcsh_sym_node_of(L, o, r)]++;
+    return counts;
+}
+
+/* Counted per call (tostring, .info): one pass, not a pass per rank. */
 int gcsh_sym_nodes_spanned(lua_State *L, const gcsh_symobj *o)
 {
-    int n = 0, size = o->comm->size;
-    for (int r = 0; r < size; r++) {
-        int node = gcsh_sym_node_of(L, o, r), seen = 0;
-        for (int q = 0; q < r && !seen; q++)
-            seen = gcsh_sym_node_of(L, o, q) == node;
-        n += !seen;
-    }
+    int *counts = gcsh_sym_push_node_counts(L, o), n = 0;
+    if (!counts)
+        return 1; /* every rank's node unknown: one, as far as anyone can tell */
+    for (int node = 0; node < gcsh_ctx_of(L)->nnodes; node++)
+        n += counts[node] > 0;
+    lua_pop(L, 1);
     return n;
 }
 

@@ -202,6 +202,10 @@ int gcsh_sym_check_peer_net(lua_State *L, const gcsh_symobj *o, int arg);
 int gcsh_sym_net_reaches(lua_State *L, const gcsh_symobj *o, int r);
 /* The node of communicator rank r (gcsh_ctx's node_of), or -1 unknown. */
 int gcsh_sym_node_of(lua_State *L, const gcsh_symobj *o, int r);
+/* Pushes a userdata of gcsh_ctx's nnodes ints: per node, how many of o's
+ * communicator's ranks it holds (one pass over the ranks); returns it, or
+ * NULL (nothing pushed) where the nodes are not known. */
+int *gcsh_sym_push_node_counts(lua_State *L, const gcsh_symobj *o);
 /* How many nodes o's communicator spans; ", node 0 of 2" into buf when
  * several (for tostring), else "". */
 int gcsh_sym_nodes_spanned(lua_State *L, const gcsh_symobj *o);

@@ -84,6 +84,25 @@ OUT=$(LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 300 "$GCSH" -n "$N" "${ON_NODES[
 expect_eq "hier's plan and stepper across nodes: exit 0" "$RC" 0
 expect_all_ranks "hier's plan and stepper across nodes: every check" "$OUT" "hier_plan: ok" "$N"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" | tail -n 20 | sed 's/^/  | /'
+# ---- hier refuses nodes with unequal shares, on every rank, saying whose:
+# without rank 0, node 0 holds one rank of the split, every other node two
+run 'c = comm.world()
+s = c:split(rank == 0 and -1 or 0)
+if s then
+  w = s:window(8, "i32")
+  local ok, err = pcall(kernel.allreduce, w, {algo = "hier"})
+  print(ok, err)
+  w:free()
+  s:free()
+end'
+expect_eq "hier, unequal nodes: exit 0" "$RC" 0
+expect_contains "hier, unequal nodes: node 0's rank names node 1's two" "$OUT" \
+    "[1] false	allreduce: algo 'hier' needs the same number of the communicator's ranks on every node: node 1 has 2, this rank's team (node 0) 1; use algo 'comm' (the communicator's all-reduce)"
+for ((k = 1; k < NODES; k++)); do
+    expect_contains "hier, unequal nodes: node $k's ranks name node 0's one" "$OUT" \
+        "[$(ranks_of "$k")] false	allreduce: algo 'hier' needs the same number of the communicator's ranks on every node: node 0 has 1, this rank's team (node $k) 2;"
+done
+
 # (the session line for line at 2 x 2 only: hier_plan.lua checks the
 # stepper's marks and widths at every node count)
 if [ "$NODES" = 2 ]; then
