@@ -1,6 +1,9 @@
-/* Host memory per executable graph, by what the graph holds: which of the
- * things NCCL puts in a captured all-reduce keeps the 200 bytes a graph that
- * nccl_graph_rss.c measures (cuda_graph_rss.c: a memset keeps nothing).
+/* The CUDA driver's host memory per executable graph, without gcsh, by what
+ * the graph holds: capture one thing on a stream, instantiate, launch twice,
+ * synchronize, destroy the executable graph and the graph; ROUNDS times
+ * after WARMUP, VmRSS before and after.  Which of the things NCCL puts in a
+ * captured all-reduce keeps the 200 bytes a graph that nccl_graph_rss.c
+ * measures (and LeakSanitizer found in cuGraphLaunch in gcsh's soak)?
  * NCCL 2.28 launches its kernel with cuLaunchKernelEx and, on sm90, the
  * launch attributes cluster dimension and memory sync domain (enqueue.cc),
  * and hands the graph a user object whose destructor frees the plan
@@ -14,8 +17,9 @@
  *               NCCL's: no destructor sync, the only flag CUDA 13 takes)
  *   hostfn      cudaLaunchHostFunc
  * Usage: graph_node_rss MODE ROUNDS WARMUP
- * Build: gcc -O2 -I$CUDA/include graph_node_rss.c -L$CUDA/lib64
- *        -L$CUDA/lib64/stubs -lcudart -lcuda */
+ * Build: gcc -O2 -I$CUDA/include graph_node_rss.c -L$CUDA/lib64 -lcudart
+ * (the driver's functions come through the runtime: without a GPU the
+ * first CUDA call fails, named, and the status is 1) */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -36,12 +40,31 @@
     do {                                                                                    \
         CUresult e_ = (call);                                                               \
         if (e_ != CUDA_SUCCESS) {                                                           \
-            const char *why_ = "unknown";                                                   \
-            cuGetErrorString(e_, &why_);                                                    \
-            fprintf(stderr, "graph_node_rss: %s: %s\n", #call, why_);                       \
+            fprintf(stderr, "graph_node_rss: %s: CUresult %d\n", #call, (int)e_);            \
             exit(1);                                                                        \
         }                                                                                   \
     } while (0)
+
+/* The driver's functions this needs, through the runtime (no link to
+ * libcuda, which a machine without a driver lacks). */
+typedef CUresult (*load_module_fn)(CUmodule *, const void *);
+typedef CUresult (*module_function_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+static load_module_fn load_module;
+static module_function_fn module_function;
+static launch_ex_fn launch_ex;
+
+static void *driver(const char *name)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found;
+    CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !fn) {
+        fprintf(stderr, "graph_node_rss: the driver has no %s\n", name);
+        exit(1);
+    }
+    return fn;
+}
 
 /* An empty kernel in PTX, compiled by the driver for whatever GPU is here. */
 static const char empty_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -70,7 +93,7 @@ static void launch_empty(CUfunction fn, cudaStream_t s, enum mode mode)
     }
     config.attrs = &attr;
     config.numAttrs = (mode == CLUSTER || mode == SYNCDOMAIN) ? 1 : 0;
-    CUCHECK(cuLaunchKernelEx(&config, fn, NULL, NULL));
+    CUCHECK(launch_ex(&config, fn, NULL, NULL));
 }
 
 static void capture_node(CUfunction fn, cudaStream_t s, void *buf, enum mode mode)
@@ -123,8 +146,11 @@ int main(int argc, char **argv)
     CUfunction fn;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK(cudaMalloc(&buf, 256));
-    CUCHECK(cuModuleLoadData(&module, empty_ptx));
-    CUCHECK(cuModuleGetFunction(&fn, module, "empty"));
+    load_module = (load_module_fn)driver("cuModuleLoadData");
+    module_function = (module_function_fn)driver("cuModuleGetFunction");
+    launch_ex = (launch_ex_fn)driver("cuLaunchKernelEx");
+    CUCHECK(load_module(&module, empty_ptx));
+    CUCHECK(module_function(&fn, module, "empty"));
     for (int i = 0; i < warmup; i++)
         one_graph(fn, s, buf, mode);
     long before = rss_kib();

@@ -2,7 +2,7 @@
  * gcsh: each rank captures ncclAllReduce on its stream, instantiates,
  * launches twice, synchronizes and destroys the executable graph and the
  * graph, ROUNDS times after WARMUP; VmRSS before and after.  Beside
- * cuda_graph_rss.c (a memset alone: no growth) it tells whether what
+ * graph_node_rss.c (a memset alone: no growth) it tells whether what
  * LeakSanitizer found in gcsh's soak (200 bytes a graph from cuGraphLaunch)
  * comes with NCCL's graphs.
  * Usage: mpirun -np N nccl_graph_rss ROUNDS WARMUP

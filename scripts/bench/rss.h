@@ -1,7 +1,7 @@
 /* VmRSS of this process in KiB (-1 when /proc cannot be read), as the soak
  * samples it (tests/lua/soak.lua): the one measure of the memory
  * reproducers beside it (nccl_split_rss.c, nccl_graph_rss.c,
- * cuda_graph_rss.c). */
+ * graph_node_rss.c, nccl_onerank_rss.c). */
 #ifndef GCSH_BENCH_RSS_H
 #define GCSH_BENCH_RSS_H
 #include <stdio.h>

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The memory reproducers of docs/benchmarks.md ("Host memory per soak round
 # on cuda") build as they say, warnings as errors, wherever the CUDA toolkit
-# and NCCL's header are (graph_node_rss links the driver's stub, so it
-# runs only where a driver is); cuda_graph_rss runs: with a GPU it prints its
+# and NCCL's header are; graph_node_rss runs: with a GPU it prints its
 # figure, without one it names the CUDA call that failed and exits 1.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
@@ -23,19 +22,21 @@ builds() { # NAME COMPILER EXTRA-LIBS...
         pass
     else fail "scripts/bench/$name.c does not build"; context "$out"; fi
 }
-builds cuda_graph_rss gcc
-builds graph_node_rss gcc -L"$CUDA/lib64/stubs" -lcuda
+builds graph_node_rss gcc
 builds nccl_graph_rss mpicc -lnccl
 builds nccl_split_rss mpicc -lnccl
 builds nccl_onerank_rss gcc -lnccl
 
-[ -x "$DIR/cuda_graph_rss" ] || finish
-OUT=$("$DIR/cuda_graph_rss" 20 5 2>&1); RC=$?
+[ -x "$DIR/graph_node_rss" ] || finish
+OUT=$("$DIR/graph_node_rss" memset 20 5 2>&1); RC=$?
 if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    expect_match "cuda_graph_rss on a GPU: its figure" "$RC:$OUT" \
-        "^0:cuda_graph_rss: 20 graphs after 5: RSS [+-][0-9]+ KiB \([-0-9]+ bytes a graph\)$"
+    expect_match "graph_node_rss on a GPU: its figure" "$RC:$OUT" \
+        "^0:graph_node_rss: memset: 20 graphs after 5: RSS [+-][0-9]+ KiB \([-0-9]+ bytes a graph\)$"
 else
-    expect_match "cuda_graph_rss without a GPU: the call that failed, status 1" "$RC:$OUT" \
-        "^1:cuda_graph_rss: cuda[A-Za-z]+\(.*\): .+$"
+    expect_match "graph_node_rss without a GPU: the call that failed, status 1" "$RC:$OUT" \
+        "^1:graph_node_rss: cuda[A-Za-z]+\(.*\): .+$"
 fi
+OUT=$("$DIR/graph_node_rss" nodes 2>&1); RC=$?
+expect_eq "graph_node_rss: an unknown MODE is refused, naming the modes" "$RC:$OUT" \
+    "2:graph_node_rss: MODE is one of memset kernel cluster syncdomain userobject hostfn, not 'nodes'"
 finish
