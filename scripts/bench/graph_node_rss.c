@@ -13,9 +13,14 @@
  *   kernel      an empty kernel, cuLaunchKernelEx without attributes
  *   cluster     the same with a cluster dimension of 1
  *   syncdomain  the same with the memory sync domain "remote"
+ *   hostfn      cudaLaunchHostFunc
  *   userobject  the kernel, and a user object retained by the graph (as
  *               NCCL's: no destructor sync, the only flag CUDA 13 takes)
- *   hostfn      cudaLaunchHostFunc
+ * and, to tell when the driver keeps it, the user object's graph
+ *   useronce    launched once, not twice
+ *   usernever   never launched
+ *   userearly   destroyed right after its instantiation (the executable
+ *               graph keeps its own reference), then launched twice
  * Usage: graph_node_rss MODE ROUNDS WARMUP
  * Build: gcc -O2 -I$CUDA/include graph_node_rss.c -L$CUDA/lib64 -lcudart
  * (the driver's functions come through the runtime: without a GPU the
@@ -70,13 +75,27 @@ static void *driver(const char *name)
 static const char empty_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
                                 ".visible .entry empty() { ret; }\n";
 
-enum mode { MEMSET, KERNEL, CLUSTER, SYNCDOMAIN, USEROBJECT, HOSTFN };
-static const char *const mode_names[] = {"memset",     "kernel",     "cluster",
-                                         "syncdomain", "userobject", "hostfn"};
+enum node { MEMSET, KERNEL, CLUSTER, SYNCDOMAIN, HOSTFN };
+
+typedef struct variant {
+    const char *name;
+    enum node node;   /* what the capture holds */
+    int user_object;  /* a user object retained by the graph, as NCCL's */
+    int launches;     /* of the executable graph */
+    int graph_first;  /* the graph destroyed before the launches */
+} variant;
+
+static const variant variants[] = {
+    {"memset", MEMSET, 0, 2, 0},     {"kernel", KERNEL, 0, 2, 0},
+    {"cluster", CLUSTER, 0, 2, 0},   {"syncdomain", SYNCDOMAIN, 0, 2, 0},
+    {"hostfn", HOSTFN, 0, 2, 0},     {"userobject", KERNEL, 1, 2, 0},
+    {"useronce", KERNEL, 1, 1, 0},   {"usernever", KERNEL, 1, 0, 0},
+    {"userearly", KERNEL, 1, 2, 1},
+};
 
 static void nothing(void *arg) { (void)arg; }
 
-static void launch_empty(CUfunction fn, cudaStream_t s, enum mode mode)
+static void launch_empty(CUfunction fn, cudaStream_t s, enum node node)
 {
     CUlaunchAttribute attr = {0};
     CUlaunchConfig config = {0};
@@ -84,61 +103,67 @@ static void launch_empty(CUfunction fn, cudaStream_t s, enum mode mode)
     config.blockDimX = 32;
     config.blockDimY = config.blockDimZ = 1;
     config.hStream = (CUstream)s;
-    if (mode == CLUSTER) {
+    if (node == CLUSTER) {
         attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
         attr.value.clusterDim.x = attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-    } else if (mode == SYNCDOMAIN) {
+    } else if (node == SYNCDOMAIN) {
         attr.id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
         attr.value.memSyncDomain = CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE;
     }
     config.attrs = &attr;
-    config.numAttrs = (mode == CLUSTER || mode == SYNCDOMAIN) ? 1 : 0;
+    config.numAttrs = (node == CLUSTER || node == SYNCDOMAIN) ? 1 : 0;
     CUCHECK(launch_ex(&config, fn, NULL, NULL));
 }
 
-static void capture_node(CUfunction fn, cudaStream_t s, void *buf, enum mode mode)
+static void capture_node(CUfunction fn, cudaStream_t s, void *buf, enum node node)
 {
-    if (mode == MEMSET)
+    if (node == MEMSET)
         CHECK(cudaMemsetAsync(buf, 0, 256, s));
-    else if (mode == HOSTFN)
+    else if (node == HOSTFN)
         CHECK(cudaLaunchHostFunc(s, nothing, NULL));
     else
-        launch_empty(fn, s, mode);
+        launch_empty(fn, s, node);
 }
 
-static void one_graph(CUfunction fn, cudaStream_t s, void *buf, enum mode mode)
+static void one_graph(CUfunction fn, cudaStream_t s, void *buf, const variant *v)
 {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    capture_node(fn, s, buf, mode);
+    capture_node(fn, s, buf, v->node);
     CHECK(cudaStreamEndCapture(s, &graph));
-    if (mode == USEROBJECT) {
+    if (v->user_object) {
         cudaUserObject_t object;
         CHECK(cudaUserObjectCreate(&object, buf, nothing, 1, cudaUserObjectNoDestructorSync));
         CHECK(cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove));
     }
     CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    CHECK(cudaGraphLaunch(exec, s));
-    CHECK(cudaGraphLaunch(exec, s));
+    if (v->graph_first)
+        CHECK(cudaGraphDestroy(graph));
+    for (int i = 0; i < v->launches; i++)
+        CHECK(cudaGraphLaunch(exec, s));
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaGraphExecDestroy(exec));
-    CHECK(cudaGraphDestroy(graph));
+    if (!v->graph_first)
+        CHECK(cudaGraphDestroy(graph));
 }
 
-static enum mode mode_named(const char *name)
+static const variant *variant_named(const char *name)
 {
-    for (size_t i = 0; i < sizeof mode_names / sizeof *mode_names; i++)
-        if (strcmp(name, mode_names[i]) == 0)
-            return (enum mode)i;
-    fprintf(stderr, "graph_node_rss: MODE is one of memset kernel cluster syncdomain "
-                    "userobject hostfn, not '%s'\n", name);
+    size_t n = sizeof variants / sizeof *variants;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, variants[i].name) == 0)
+            return &variants[i];
+    fprintf(stderr, "graph_node_rss: MODE is one of");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %s", variants[i].name);
+    fprintf(stderr, ", not '%s'\n", name);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    enum mode mode = mode_named(argc > 1 ? argv[1] : "memset");
+    const variant *v = variant_named(argc > 1 ? argv[1] : "memset");
     int rounds = argc > 2 ? atoi(argv[2]) : 1000, warmup = argc > 3 ? atoi(argv[3]) : 200;
     cudaStream_t s;
     void *buf;
@@ -152,13 +177,13 @@ int main(int argc, char **argv)
     CUCHECK(load_module(&module, empty_ptx));
     CUCHECK(module_function(&fn, module, "empty"));
     for (int i = 0; i < warmup; i++)
-        one_graph(fn, s, buf, mode);
+        one_graph(fn, s, buf, v);
     long before = rss_kib();
     for (int i = 0; i < rounds; i++)
-        one_graph(fn, s, buf, mode);
+        one_graph(fn, s, buf, v);
     long after = rss_kib();
     printf("graph_node_rss: %s: %d graphs after %d: RSS %+ld KiB (%.0f bytes a graph)\n",
-           mode_names[mode], rounds, warmup, after - before,
+           v->name, rounds, warmup, after - before,
            (after - before) * 1024.0 / rounds);
     return 0;
 }

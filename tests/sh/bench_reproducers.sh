@@ -38,5 +38,5 @@ else
 fi
 OUT=$("$DIR/graph_node_rss" nodes 2>&1); RC=$?
 expect_eq "graph_node_rss: an unknown MODE is refused, naming the modes" "$RC:$OUT" \
-    "2:graph_node_rss: MODE is one of memset kernel cluster syncdomain userobject hostfn, not 'nodes'"
+    "2:graph_node_rss: MODE is one of memset kernel cluster syncdomain hostfn userobject useronce usernever userearly, not 'nodes'"
 finish
