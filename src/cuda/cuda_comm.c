@@ -470,6 +470,26 @@ static int finish(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
     return cuda_enqueued(ctx, st, c);
 }
 
+/* A collective of a communicator of one rank (a split by rank on one GPU
+ * a rank): its result is its input (a reduction of one contribution, the
+ * one chunk of a gather, scatter, broadcast or scan), so it is a copy on the
+ * stream, nothing in place, and no NCCL call, as NCCL's own one-rank path
+ * is.  Not NCCL's: 2.28.3 keeps about 175 bytes of host memory for every
+ * call on a communicator of one rank, destroyed or not
+ * (scripts/bench/nccl_onerank_rss.c), so a session splitting by rank grew
+ * by half a KiB a split (issue 35).  No twin is made for it either. */
+static int one_rank(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t bytes)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    if (in != out && bytes)
+        CUDA_TRY(ctx, cudaMemcpyAsync(out, in, bytes, cudaMemcpyDefault, st->stream));
+    return finish(ctx, st, c);
+fail:
+    return -1;
+}
+
 /* A 1-element sum on the rank's stream: returns once every rank has reached
  * it (NCCL cannot finish a reduction before all contributions arrive). */
 static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
@@ -477,6 +497,8 @@ static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
+    if (c->size == 1) /* reached by every rank (see one_rank) */
+        return cuda_wait(ctx, st, c);
     ncclComm_t k = any_of(c); /* no twin for it: every comm gets a barrier at the end */
     NCCL_TRY(ctx, k, ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, k, st->stream));
     if (issued(ctx, c, k, "barrier") != 0)
@@ -489,6 +511,8 @@ fail:
 static int cuda_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt, gcsh_redop op)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -502,6 +526,8 @@ fail:
 static int cuda_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
                           gcsh_dtype dt, int root)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, buf, buf, 0);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -516,6 +542,8 @@ fail:
 static int cuda_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                        size_t count, gcsh_dtype dt, gcsh_redop op, int root)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -585,6 +613,8 @@ static int cuda_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out
 {
     size_t esize = gcsh_dtype_size(dt), bytes = count * esize;
     char *tmp = NULL; /* the identity, then an in-place call's input */
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, bytes);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -610,6 +640,8 @@ fail:
 static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -623,6 +655,8 @@ fail:
 static int cuda_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                               size_t count, gcsh_dtype dt, gcsh_redop op)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -660,6 +694,8 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
 {
     void *tmp = NULL;
     size_t bytes = count * gcsh_dtype_size(dt) * (size_t)c->size;
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, bytes);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;

@@ -110,6 +110,53 @@ H.eq(t[7], want, "allreduce in the split communicator")
 sub:barrier()
 sub:free()
 
+-- a communicator of one rank (a split by rank): every collective's result
+-- is its input, a copy on the stream that no NCCL call makes (NCCL keeps
+-- host memory for each call there: src/cuda/cuda_comm.c, one_rank); in a
+-- graph as well, replayed
+local one = c:split(rank, 0)
+H.eq(one.size, 1, "split by rank: one rank")
+for _, dt in ipairs({ "f32", "i32", "bf16" }) do
+  for _, op in ipairs(G.ops) do
+    local what = "one rank " .. dt .. " " .. op .. " "
+    local t = tensor.from(mine(op, N), dt)
+    local out = tensor.new(N, dt):fill(0)
+    one:allreduce(t, op, out)
+    H.values(out, mine(op, N), nil, what .. "allreduce")
+    one:allreduce(t, op)
+    H.values(t, mine(op, N), nil, what .. "allreduce in place")
+    out:fill(0)
+    one:reduce(t, 0, op, out)
+    H.values(out, mine(op, N), nil, what .. "reduce")
+    out:fill(0)
+    one:reducescatter(t, out, op)
+    H.values(out, mine(op, N), nil, what .. "reducescatter")
+    if op ~= "avg" then -- scan has no avg
+      out:fill(0)
+      one:scan(t, op, out)
+      H.values(out, mine(op, N), nil, what .. "scan")
+    end
+  end
+  local t = tensor.from(mine("sum", N), dt)
+  local out = tensor.new(N, dt):fill(0)
+  one:allgather(t, out)
+  H.values(out, mine("sum", N), nil, "one rank " .. dt .. " allgather")
+  out:fill(0)
+  one:alltoall(t, out)
+  H.values(out, mine("sum", N), nil, "one rank " .. dt .. " alltoall")
+  one:broadcast(t, 0)
+  H.values(t, mine("sum", N), nil, "one rank " .. dt .. " broadcast")
+end
+local src = tensor.from(mine("sum", N), "f32")
+local dst = tensor.new(N, "f32"):fill(0)
+local g = gcsh.graph(function() one:allreduce(src, "sum", dst) end)
+src:fill(7)
+g:replay(3)
+H.values(dst, G.list(N, function() return 7 end), nil, "one rank: allreduce from a graph")
+g:free()
+one:barrier()
+one:free()
+
 c:barrier()
 c:free()
 print("collectives ok")
