@@ -18,6 +18,8 @@
  * few send/recv or barriers, never pays for one: those run on the
  * non-blocking communicator until then), and takes its parent's answer on
  * symmetric memory where NCCL's rule makes it the same (split_symmetric).
+ * A communicator of one rank never has a twin: its collectives are copies
+ * on the stream, without NCCL (one_rank).
  * With GCSH_SPLIT_SHARE=1 (the default) a split shares its parent's NCCL resources
  * (ncclConfig_t.splitShare): no new proxy, connections or streams, and the
  * twin shares the split's.  NCCL then gives the family one abort flag, so
@@ -283,9 +285,10 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl *pa
         goto fail;
     }
     /* the world's twin now: comm.world() is made once, and its first
-     * collective stays as fast as the next */
+     * collective stays as fast as the next (a world of one rank needs
+     * none: one_rank) */
     if (parent ? split_symmetric(ctx, c, parent) != 0
-               : make_twin(ctx, st, c) != 0 || probe_symmetric(ctx, c) != 0)
+               : (c->size > 1 && make_twin(ctx, st, c) != 0) || probe_symmetric(ctx, c) != 0)
         goto fail;
     *out = c;
     return 0;
@@ -485,7 +488,10 @@ static int one_rank(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
         return -1;
     if (in != out && bytes)
         CUDA_TRY(ctx, cudaMemcpyAsync(out, in, bytes, cudaMemcpyDefault, st->stream));
-    return finish(ctx, st, c);
+    /* stream-ordered as every call, but c is not marked busy: an interrupt
+     * while the copy runs has no NCCL work of c to abort (and with
+     * GCSH_SPLIT_SHARE an abort of c would abort its whole family) */
+    return cuda_enqueued(ctx, st, NULL);
 fail:
     return -1;
 }
@@ -497,8 +503,8 @@ static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
-    if (c->size == 1) /* reached by every rank (see one_rank) */
-        return cuda_wait(ctx, st, c);
+    if (c->size == 1) /* reached by every rank; nothing of NCCL's (one_rank) */
+        return cuda_wait(ctx, st, NULL);
     ncclComm_t k = any_of(c); /* no twin for it: every comm gets a barrier at the end */
     NCCL_TRY(ctx, k, ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, k, st->stream));
     if (issued(ctx, c, k, "barrier") != 0)
