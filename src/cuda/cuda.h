@@ -131,7 +131,7 @@ struct gcsh_comm_impl {
      * microsecond where a non-blocking one hands every call to a thread of
      * its own (55-250 us per call on H200s).  The world's is made with it;
      * a split's at its first collective of every rank (NULL until then:
-     * cuda_comm.c says why). */
+     * cuda_comm.c says why); one of one rank has none (one_rank). */
     ncclComm_t coll;
     int busy;             /* in cuda_state.busy */
     /* The same ranks in the same order over MPI: the control exchange

@@ -18,6 +18,8 @@
  * few send/recv or barriers, never pays for one: those run on the
  * non-blocking communicator until then), and takes its parent's answer on
  * symmetric memory where NCCL's rule makes it the same (split_symmetric).
+ * A communicator of one rank never has a twin: its collectives are copies
+ * on the stream, without NCCL (one_rank).
  * With GCSH_SPLIT_SHARE=1 (the default) a split shares its parent's NCCL resources
  * (ncclConfig_t.splitShare): no new proxy, connections or streams, and the
  * twin shares the split's.  NCCL then gives the family one abort flag, so
@@ -283,9 +285,10 @@ static int wrap(gcsh_ctx *ctx, ncclComm_t comm, MPI_Comm mpi, gcsh_comm_impl *pa
         goto fail;
     }
     /* the world's twin now: comm.world() is made once, and its first
-     * collective stays as fast as the next */
+     * collective stays as fast as the next (a world of one rank needs
+     * none: one_rank) */
     if (parent ? split_symmetric(ctx, c, parent) != 0
-               : make_twin(ctx, st, c) != 0 || probe_symmetric(ctx, c) != 0)
+               : (c->size > 1 && make_twin(ctx, st, c) != 0) || probe_symmetric(ctx, c) != 0)
         goto fail;
     *out = c;
     return 0;
@@ -470,6 +473,29 @@ static int finish(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
     return cuda_enqueued(ctx, st, c);
 }
 
+/* A collective of a communicator of one rank (a split by rank on one GPU
+ * a rank): its result is its input (a reduction of one contribution, the
+ * one chunk of a gather, scatter, broadcast or scan), so it is a copy on the
+ * stream, nothing in place, and no NCCL call, as NCCL's own one-rank path
+ * is.  Not NCCL's: 2.28.3 keeps about 175 bytes of host memory for every
+ * call on a communicator of one rank, destroyed or not
+ * (scripts/bench/nccl_onerank_rss.c), so a session splitting by rank grew
+ * by half a KiB a split (issue 35).  No twin is made for it either. */
+static int one_rank(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out, size_t bytes)
+{
+    cuda_state *st = comm_enter(ctx, c);
+    if (!st)
+        return -1;
+    if (in != out && bytes)
+        CUDA_TRY(ctx, cudaMemcpyAsync(out, in, bytes, cudaMemcpyDefault, st->stream));
+    /* stream-ordered as every call, but c is not marked busy: an interrupt
+     * while the copy runs has no NCCL work of c to abort (and with
+     * GCSH_SPLIT_SHARE an abort of c would abort its whole family) */
+    return cuda_enqueued(ctx, st, NULL);
+fail:
+    return -1;
+}
+
 /* A 1-element sum on the rank's stream: returns once every rank has reached
  * it (NCCL cannot finish a reduction before all contributions arrive). */
 static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
@@ -477,6 +503,8 @@ static int cuda_barrier(gcsh_ctx *ctx, gcsh_comm_impl *c)
     cuda_state *st = comm_enter(ctx, c);
     if (!st)
         return -1;
+    if (c->size == 1) /* reached by every rank; nothing of NCCL's (one_rank) */
+        return cuda_wait(ctx, st, NULL);
     ncclComm_t k = any_of(c); /* no twin for it: every comm gets a barrier at the end */
     NCCL_TRY(ctx, k, ncclAllReduce(st->scratch, st->scratch, 1, ncclInt32, ncclSum, k, st->stream));
     if (issued(ctx, c, k, "barrier") != 0)
@@ -489,6 +517,8 @@ fail:
 static int cuda_allreduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt, gcsh_redop op)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -502,6 +532,8 @@ fail:
 static int cuda_broadcast(gcsh_ctx *ctx, gcsh_comm_impl *c, void *buf, size_t count,
                           gcsh_dtype dt, int root)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, buf, buf, 0);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -516,6 +548,8 @@ fail:
 static int cuda_reduce(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                        size_t count, gcsh_dtype dt, gcsh_redop op, int root)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -585,6 +619,8 @@ static int cuda_scan(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out
 {
     size_t esize = gcsh_dtype_size(dt), bytes = count * esize;
     char *tmp = NULL; /* the identity, then an in-place call's input */
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, bytes);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -610,6 +646,8 @@ fail:
 static int cuda_allgather(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                           size_t count, gcsh_dtype dt)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -623,6 +661,8 @@ fail:
 static int cuda_reducescatter(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void *out,
                               size_t count, gcsh_dtype dt, gcsh_redop op)
 {
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, count * gcsh_dtype_size(dt));
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;
@@ -660,6 +700,8 @@ static int cuda_alltoall(gcsh_ctx *ctx, gcsh_comm_impl *c, const void *in, void 
 {
     void *tmp = NULL;
     size_t bytes = count * gcsh_dtype_size(dt) * (size_t)c->size;
+    if (c->size == 1)
+        return one_rank(ctx, c, in, out, bytes);
     cuda_state *st = coll_enter(ctx, c);
     if (!st)
         return -1;

@@ -110,6 +110,65 @@ H.eq(t[7], want, "allreduce in the split communicator")
 sub:barrier()
 sub:free()
 
+-- a communicator of one rank (a split by rank): every collective's result
+-- is its input, a copy on the stream that no NCCL call makes (NCCL keeps
+-- host memory for each call there: src/cuda/cuda_comm.c, one_rank); out is
+-- a view between sentinels, so a copy too short or too long shows; in a
+-- graph as well, replayed
+local one = c:split(rank, 0)
+H.eq(one.size, 1, "split by rank: one rank")
+local function between(dt) -- a zeroed view of N in a tensor of 3N, -1 around it
+  local whole = tensor.new(3 * N, dt):fill(-1)
+  return whole:view(N, N):fill(0), whole
+end
+local function sentinels_kept(whole, what)
+  H.eq(whole[N - 1], -1, what .. ": the element before out untouched")
+  H.eq(whole[2 * N], -1, what .. ": the element after out untouched")
+end
+for _, dt in ipairs({ "f32", "i32", "bf16" }) do
+  for _, op in ipairs(G.ops) do
+    local what = "one rank " .. dt .. " " .. op .. " "
+    local t = tensor.from(mine(op, N), dt)
+    local out, whole = between(dt)
+    one:allreduce(t, op, out)
+    H.values(out, mine(op, N), nil, what .. "allreduce")
+    sentinels_kept(whole, what .. "allreduce")
+    one:allreduce(t, op)
+    H.values(t, mine(op, N), nil, what .. "allreduce in place")
+    local calls = {
+      reduce = function(o) one:reduce(t, 0, op, o) end,
+      reducescatter = function(o) one:reducescatter(t, o, op) end,
+      scan = op ~= "avg" and function(o) one:scan(t, op, o) end or nil, -- scan has no avg
+    }
+    for name, call in pairs(calls) do
+      out, whole = between(dt)
+      call(out)
+      H.values(out, mine(op, N), nil, what .. name)
+      sentinels_kept(whole, what .. name)
+    end
+  end
+  local what = "one rank " .. dt .. " "
+  local t = tensor.from(mine("sum", N), dt)
+  for name, call in pairs({ allgather = function(o) one:allgather(t, o) end,
+                            alltoall = function(o) one:alltoall(t, o) end }) do
+    local out, whole = between(dt)
+    call(out)
+    H.values(out, mine("sum", N), nil, what .. name)
+    sentinels_kept(whole, what .. name)
+  end
+  one:broadcast(t, 0)
+  H.values(t, mine("sum", N), nil, what .. "broadcast")
+end
+local src = tensor.from(mine("sum", N), "f32")
+local dst = tensor.new(N, "f32"):fill(0)
+local g = gcsh.graph(function() one:allreduce(src, "sum", dst) end)
+src:fill(7)
+g:replay(3)
+H.values(dst, G.list(N, function() return 7 end), nil, "one rank: allreduce from a graph")
+g:free()
+one:barrier()
+one:free()
+
 c:barrier()
 c:free()
 print("collectives ok")
