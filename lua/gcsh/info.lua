@@ -227,7 +227,9 @@ local LINK_TITLE = "GPU links (NV: NVLink, P2P: PCIe, -: no peer access, =: same
 -- The link from rank i's GPU to rank j's: what rank i found between its
 -- device and the one at rank j's PCI address, on the same host.
 local function link_matrix(ranks, links, out)
-  -- links to other GPUs, or ranks that share a GPU (--share-gpu)
+  -- links to other GPUs, or ranks that share a GPU (--share-gpu); a rank
+  -- alone has no pair to show, whatever other GPUs its machine has
+  if #ranks < 2 then return end
   local any, seen = false, {}
   for i, l in ipairs(links) do
     local f = ranks[i]

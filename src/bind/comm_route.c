@@ -195,12 +195,20 @@ static void say(gcsh_comm_route *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The communicator's library, labelled name/library (unlabelled: quiet). */
+/* Whether the backend runs c as a copy: a communicator of one rank, whose
+ * result is its input (backend.h, one_rank_copies). */
+static int one_rank_copy(const gcsh_ctx *ctx, const gcsh_comm_call *c)
+{
+    return ctx->be->one_rank_copies && c->comm->size == 1;
+}
+
+/* The communicator's library, labelled name/library (unlabelled: quiet);
+ * "copy" where the backend calls no library (one_rank_copy). */
 static void to_library(const gcsh_ctx *ctx, const gcsh_comm_call *c, gcsh_comm_route *r,
                        int quiet)
 {
     r->kernel = 0;
-    snprintf(r->algo, sizeof r->algo, "%s", library(ctx));
+    snprintf(r->algo, sizeof r->algo, "%s", one_rank_copy(ctx, c) ? "copy" : library(ctx));
     if (!quiet)
         snprintf(r->label, sizeof r->label, "%s/%s", c->name, r->algo);
 }
@@ -301,6 +309,12 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
     enum gcsh_route_want want = c->want != GCSH_ROUTE_AUTO ? c->want
                                 : pol                      ? pol->want
                                                            : GCSH_ROUTE_AUTO;
+    if (want != GCSH_ROUTE_KERNEL && one_rank_copy(ctx, c)) {
+        to_library(ctx, c, r, c->want == GCSH_ROUTE_AUTO && !shared_gpus(ctx));
+        say(r, "one rank: the result is the input, copied on the stream (no %s call)",
+            strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "library");
+        return;
+    }
     if (want == GCSH_ROUTE_COMM) {
         to_library(ctx, c, r, 0);
         if (c->want == GCSH_ROUTE_COMM)
@@ -535,6 +549,8 @@ void gcsh_comm_route_info(lua_State *L)
         snprintf(text, sizeof text, "kernels (" ROUTE_ENV "=kernel)");
     else if (shared_gpus(ctx))
         snprintf(text, sizeof text, "kernels (--share-gpu)");
+    else if (ctx->be->one_rank_copies)
+        snprintf(text, sizeof text, "%s (no GPU shared; a stream copy at one rank)", lib);
     else
         snprintf(text, sizeof text, "%s (no GPU shared)", lib);
     gcsh_set_string(L, "comm_route", text);

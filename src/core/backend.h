@@ -846,6 +846,10 @@ typedef struct gcsh_backend {
     /* 1: collectives return once queued on the rank's stream and complete
      * later (cuda); 0: they complete before returning (host). */
     int stream_ordered;
+    /* 1: a collective of a communicator of one rank is a copy on the stream,
+     * not a call of the communicator's library (cuda: NCCL keeps host memory
+     * for every call on a one-rank communicator); c:choose names it "copy". */
+    int one_rank_copies;
     /* Called once per rank after MPI is up; may refuse (no GPU) with ctx->err. */
     int (*init)(gcsh_ctx *ctx);
     void (*fini)(gcsh_ctx *ctx);

@@ -406,7 +406,7 @@ static void push_capabilities(lua_State *L, const gcsh_ctx *ctx, cuda_state *st,
         lua_pushstring(L, "not asked yet (NCCL answers when comm.world() is made)");
     lua_setfield(L, -2, "nccl_symmetric");
     /* how a split is made (cuda_comm.c), for .info's "splits:" line */
-    lua_pushfstring(L, "%s (%s); twin at the first collective",
+    lua_pushfstring(L, "%s (%s); twin at the first collective (none at one rank)",
                     st->split_share ? "share the parent's NCCL resources and abort flag"
                                     : "own NCCL resources",
                     st->split_share_why);
@@ -501,6 +501,7 @@ fail:
 const gcsh_backend gcsh_cuda_backend = {
     .name = "cuda",
     .stream_ordered = 1,
+    .one_rank_copies = 1, /* cuda_comm.c: one_rank */
     .init = cuda_init,
     .fini = cuda_fini,
     .info = cuda_info,

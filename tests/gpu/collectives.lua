@@ -117,6 +117,16 @@ sub:free()
 -- graph as well, replayed
 local one = c:split(rank, 0)
 H.eq(one.size, 1, "split by rank: one rank")
+-- what c:choose says of it: "copy" on cuda, asked for NCCL or not
+for _, opts in ipairs({ {}, { algo = gcsh.backend == "cuda" and "nccl" or "comm" } }) do
+  local algo, why = one:choose("allreduce", N, "f32", "sum", opts)
+  if gcsh.backend == "cuda" then
+    H.eq(algo, "copy", "c:choose at one rank on cuda (" .. tostring(opts.algo) .. ")")
+    H.truthy(why:find("one rank: the result is the input", 1, true), "why: " .. why)
+  else
+    H.eq(algo, "comm", "c:choose at one rank on host")
+  end
+end
 local function between(dt) -- a zeroed view of N in a tensor of 3N, -1 around it
   local whole = tensor.new(3 * N, dt):fill(-1)
   return whole:view(N, N):fill(0), whole

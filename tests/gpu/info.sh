@@ -48,7 +48,8 @@ if [ -n "$SHARED" ]; then
     expect_contains ".info: collectives on the kernels" "$FLAT" "collectives: kernels (--share-gpu)"
 else
     expect_contains ".info: no GPU shared" "$FLAT" "GPU shared: no"
-    expect_contains ".info: collectives on NCCL" "$FLAT" "collectives: NCCL (no GPU shared)"
+    expect_contains ".info: collectives on NCCL, a copy at one rank" "$FLAT" \
+        "collectives: NCCL (no GPU shared; a stream copy at one rank)"
 fi
 expect_contains ".info: the rank table" "$OUT" "rank  host"
 for r in $(seq 0 "$LAST"); do

@@ -141,4 +141,6 @@ for i = 1, 3 do
 end
 if rank == 0 then print(string.format("shared_route: %d value checks passed", checked)) end
 
-if rank == 0 and not shared then print("shared_route: note: no GPU shared here (auto takes nccl)") end
+if rank == 0 and not shared then
+  print("shared_route: note: no GPU shared here (auto takes " .. c:choose("allreduce", 2) .. ")")
+end

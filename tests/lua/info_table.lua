@@ -112,6 +112,11 @@ H.truthy(out:find("backend cuda: 4 ranks on 2 nodes", 1, true), "nodes counted: 
 H.truthy(out:find("\n   0    .   NV  net", 1, true), "another node's GPU is 'net'")
 H.truthy(out:find("gcsh: .info: [3] sent nothing", 1, true), "a silent rank is named")
 
+-- one cuda rank on a machine of 8 GPUs: links to GPUs no rank has, no matrix
+out = info.format({ cuda_rank(0, 8) })
+H.truthy(out:find("backend cuda: 1 rank on 1 node", 1, true), "one rank: " .. out)
+H.truthy(not out:find("GPU links", 1, true), "no link matrix at one rank: " .. out)
+
 -- a host rank: no pci column, no link matrix
 out = info.format({ info.serialize(mine) })
 H.truthy(not out:find("pci", 1, true) or gcsh.backend == "cuda", "no pci column on host")

@@ -12,6 +12,9 @@
 --   GCSH_SOAK_KINDS   the window kinds (default nccl,vmm on cuda, host on host)
 --   GCSH_SOAK_SPLIT_KERNEL  0: a split round leaves out its all-reduce on the
 --                     kernels (and so the staging window), to find what grows
+--   GCSH_SOAK_SPLIT_BY  N: a split round splits by rank % N (default 2; 1:
+--                     one split of every rank, so 2 GPUs make the splits of
+--                     two ranks that 4 GPUs make by default)
 --   GCSH_SOAK_EVERY   N: rank 0 says on stderr every N rounds how far it is
 --                     (a long run cut short by its time limit still tells)
 --   GCSH_SOAK_WARMUP  N: exactly N warm-up rounds (default: at least a tenth
@@ -142,8 +145,10 @@ end
 local t = tensor.new(256):fill(1)
 
 local SPLIT_KERNEL = os.getenv("GCSH_SOAK_SPLIT_KERNEL") ~= "0"
+local SPLIT_BY = math.tointeger(tonumber(os.getenv("GCSH_SOAK_SPLIT_BY") or "2"))
+assert(SPLIT_BY and SPLIT_BY >= 1, "GCSH_SOAK_SPLIT_BY must be an integer >= 1")
 local function split_round()
-  local s = c:split(me % 2, me)
+  local s = c:split(me % SPLIT_BY, me)
   local x = tensor.new(64):fill(1)
   s:allreduce(x)
   H.eq(x[0], s.size, "the split's all-reduce")
