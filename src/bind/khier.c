@@ -93,23 +93,27 @@ const char *gcsh_khier_run(lua_State *L, const gcsh_kargs *a)
 
 /* ---- kernel.plan(w, {algo="hier"}) ------------------------------------------------ */
 
-/* The communicator's ranks of every node, node after node (each node's in
- * rank order: its team's order), into members[nodes * team]; returns the
- * number of nodes.  check_uniform has passed: each node has team ranks. */
+/* The communicator's ranks of every node, node after node (nodes in the
+ * order of their lowest rank, each node's ranks in rank order: its team's
+ * order), into members[nodes * team]; returns the number of nodes.  One
+ * pass over the ranks.  check_uniform has passed: each node has team ranks
+ * and every rank's node is known. */
 static int node_members(lua_State *L, const gcsh_symobj *o, int *members)
 {
     int size = o->comm->size, team = o->desc.team_size, nodes = 0;
+    int nnodes = gcsh_ctx_of(L)->nnodes;
+    /* per node id: its place in the order (-1: not met yet), ranks placed */
+    int *place = lua_newuserdatauv(L, 2 * (size_t)nnodes * sizeof *place, 0);
+    int *filled = place + nnodes;
+    for (int node = 0; node < nnodes; node++)
+        place[node] = -1, filled[node] = 0;
     for (int r = 0; r < size; r++) {
-        int node = gcsh_sym_node_of(L, o, r), lowest = 1;
-        for (int q = 0; q < r && lowest; q++)
-            lowest = gcsh_sym_node_of(L, o, q) != node;
-        if (!lowest)
-            continue;
-        for (int q = r, t = 0; q < size; q++)
-            if (gcsh_sym_node_of(L, o, q) == node)
-                members[nodes * team + t++] = q;
-        nodes++;
+        int node = gcsh_sym_node_of(L, o, r);
+        if (place[node] < 0)
+            place[node] = nodes++;
+        members[place[node] * team + filled[node]++] = r;
     }
+    lua_pop(L, 1);
     return nodes;
 }
 

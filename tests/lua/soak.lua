@@ -5,7 +5,9 @@
 -- rank stays flat after a warm-up: RSS grows by at most 64 KiB per 100
 -- rounds (host; on cuda host memory as well, and device memory by at most
 -- 1 MiB over the run), and open fds, threads and the /dev/shm files it maps
--- or holds open do not grow at all.
+-- or holds open do not grow at all.  Device memory is what the whole GPU has
+-- in use (cudaMemGetInfo: every process on it), so the figure is this job's
+-- only when nothing else runs on its GPUs; the line says "whole GPU".
 --   GCSH_SOAK_ROUNDS  rounds (default 100, the suite's short form; 1000 on GPUs)
 --   GCSH_SOAK_ONLY    some of split,window,signals,graph (default all): which
 --                     parts make a round, to find what grows
@@ -274,7 +276,7 @@ print(string.format("rank %d: %d rounds (%s), %.1f rounds/s; after %d warm-up ro
                     me, measured, table.concat(usable, "+"), measured / seconds, warm,
                     rss_growth // 1024, per_100 / 1024, (after.shmem - before.shmem) // 1024, after.fds - before.fds,
                     after.threads - before.threads, after.shm - before.shm,
-                    before.device and string.format(", device %+d KiB",
+                    before.device and string.format(", device (whole GPU) %+d KiB",
                                                     (after.device - before.device) // 1024) or "")
       .. (before.heap_in_use and string.format("; malloc: in use %+d KiB, held %+d KiB",
                                                (after.heap_in_use - before.heap_in_use) // 1024,
@@ -293,6 +295,6 @@ no_growth("threads", before.threads, after.threads)
 no_growth("/dev/shm files mapped or open", before.shm, after.shm)
 if before.device then
   H.truthy(after.device - before.device <= DEVICE_BUDGET,
-           string.format("device memory grew %d KiB (at most %d)",
+           string.format("device memory in use on the whole GPU grew %d KiB (at most %d)",
                          (after.device - before.device) // 1024, DEVICE_BUDGET // 1024))
 end
