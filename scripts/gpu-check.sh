@@ -119,10 +119,26 @@ else
     counts+=(4s)
 fi
 # GCSH_GPU_RANKS="2s 4s" and GCSH_GPU_TESTS=<extended regex on the test
-# name> narrow a rerun to what failed; the full set is the default.
+# name> narrow a rerun to what failed; the full set is the default.  A
+# test's name is its path (tests/gpu/collectives.lua, tests/gpu/faults.sh,
+# tests/lua/step_ring.lua:vmm, a lesson's lua/tutorial/...:KIND) or
+# sanitize:TOOL:NAME; a filter that matches none fails the run (nothing was
+# checked), except GCSH_GPU_TESTS=none: build only.
 # GCSH_GPU_MPS=0: the shared runs without MPS (--share-gpu=nomps).
 [ -n "${GCSH_GPU_RANKS:-}" ] && read -r -a counts <<<"$GCSH_GPU_RANKS"
-wanted() { [ -z "${GCSH_GPU_TESTS:-}" ] || grep -qE "$GCSH_GPU_TESTS" <<<"$1"; }
+selected=0 # tests the filter let run, over every configuration
+wanted() {
+    [ "${GCSH_GPU_TESTS:-}" != none ] &&
+        { [ -z "${GCSH_GPU_TESTS:-}" ] || grep -qE "$GCSH_GPU_TESTS" <<<"$1"; } &&
+        selected=$((selected + 1))
+}
+# Says why the run checked nothing, when a filter matched no test.
+no_test_matched() {
+    [ "$selected" = 0 ] && [ -n "${GCSH_GPU_TESTS:-}" ] && [ "$GCSH_GPU_TESTS" != none ] &&
+        echo "gpu-check: GCSH_GPU_TESTS='$GCSH_GPU_TESTS' matched no test: nothing was checked" \
+             "(names are paths, e.g. tests/gpu/collectives.lua, tests/lua/step_ring.lua:vmm," \
+             "sanitize:memcheck:ll_sanitize; GCSH_GPU_TESTS=none builds only)"
+}
 share_mode=1
 [ "${GCSH_GPU_MPS:-1}" = 0 ] && share_mode=nomps
 
@@ -357,6 +373,7 @@ else
     echo "gpu-check: no compute-sanitizer here (or GCSH_GPU_SANITIZE=0): the sanitizer runs are left out"
 fi
 
+no_test_matched && failed=$((failed + 1))
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
 else echo "$passed passed, $failed failed"; fi
 [ "$failed" = 0 ]
