@@ -116,8 +116,9 @@ static void make_env(mps_env *e, const char *root)
 /* The guard (mps.h): reads its stdin until the first rank is gone; if a
  * daemon was started ($1/starting), waits for its pid file (5 s), quits it,
  * waits for it to go (30 s) and kills it if it will not; then removes the
- * folder (kept with GCSH_MPS_KEEP set, for the daemon's logs).  $1: the
- * folder, $2: the control program. */
+ * folder (kept with GCSH_MPS_KEEP set, for the daemon's logs, and marked
+ * done: gcsh -n waits for one or the other).  $1: the folder, $2: the
+ * control program. */
 static const char guard_script[] =
     "cat >/dev/null\n"
     "pid=\"$1/pipe/" MPS_PID_FILE "\"\n"
@@ -129,7 +130,7 @@ static const char guard_script[] =
     "    [ -e \"$pid\" ] && kill \"$(cat \"$pid\")\"\n"
     "  fi\n"
     "fi\n"
-    "[ -n \"$GCSH_MPS_KEEP\" ] || rm -rf \"$1\"\n";
+    "if [ -n \"$GCSH_MPS_KEEP\" ]; then : >\"$1/" MPS_GUARD_DONE "\"; else rm -rf \"$1\"; fi\n";
 
 static int start_guard(const char *root, const char *control, char **env, int *guard_fd)
 {

@@ -17,6 +17,10 @@
 
 #include <stddef.h>
 
+/* In a job's folder kept with GCSH_MPS_KEEP: the guard's mark that the
+ * daemon has quit (gcsh -n waits for it, as for the folder to go). */
+#define MPS_GUARD_DONE "guard-done"
+
 /* Whether an MPS control daemon answers in pipe directory dir (a stale
  * socket of a daemon that quit refuses the connection). */
 int gcsh_mps_reachable(const char *dir);

@@ -272,10 +272,16 @@ void gcsh_share_new_key(void)
 
 void gcsh_share_wait_gone(void)
 {
-    char root[96];
+    char root[96], done[160];
     const char *keep = getenv("GCSH_MPS_KEEP");
-    if ((keep && *keep) || job_folder(root, sizeof root) != 0)
+    if (job_folder(root, sizeof root) != 0)
         return;
-    for (int i = 0; i < 4000 && access(root, F_OK) == 0; i++) /* the guard's 30 s and more */
+    /* kept (GCSH_MPS_KEEP): the guard marks it done once the daemon quit */
+    snprintf(done, sizeof done, "%s/" MPS_GUARD_DONE, root);
+    int kept = keep && *keep;
+    for (int i = 0; i < 4000; i++) { /* the guard's 30 s and more */
+        if (kept ? access(done, F_OK) == 0 || access(root, F_OK) != 0 : access(root, F_OK) != 0)
+            return;
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
 }

@@ -77,7 +77,8 @@ void gcsh_share_stop(gcsh_share *share);
 void gcsh_share_new_key(void);
 
 /* The launcher of gcsh -n, once mpirun has ended: waits (40 s at most) for
- * the job's folder to go, so that no daemon outlives gcsh. */
+ * the job's folder to go (kept with GCSH_MPS_KEEP: for the guard's mark that
+ * the daemon quit), so that no daemon outlives gcsh. */
 void gcsh_share_wait_gone(void);
 
 #endif

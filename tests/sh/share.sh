@@ -189,12 +189,16 @@ expect_contains "a daemon that does not come up: said" "$OUT" "the daemon did no
 expect_eq "a daemon that does not come up: the job runs" "$RC" 0
 gone "a daemon that does not come up"
 
-# GCSH_MPS_KEEP=1 keeps the folder and the daemon's logs
-: >"$LOG"
+# GCSH_MPS_KEEP=1 keeps the folder and the daemon's logs; gcsh -n still
+# returns only once the daemon has quit (a quit that takes 2 s), which the
+# guard marks in the kept folder
+: >"$LOG"; touch "$TMP/slow"
 OUT=$(fake env GCSH_MPS_KEEP=1 "$GCSH" -n 2 --share-gpu -e 'print("ran")' 2>&1)
+expect_eq "GCSH_MPS_KEEP: the daemon quit before gcsh returned" "$(calls quit)" 1
+rm -f "$TMP/slow"
 dir=$(logged_dir)
 [ -n "$dir" ] && [ -d "$dir/log" ] && pass || fail "GCSH_MPS_KEEP: the folder '$dir' is kept"
-expect_eq "GCSH_MPS_KEEP: the daemon was still quit" "$(calls quit)" 1
+[ -n "$dir" ] && [ -e "$dir/guard-done" ] && pass || fail "GCSH_MPS_KEEP: the guard's mark in '$dir'"
 [ -n "$dir" ] && rm -rf "$dir"
 
 # under a plain mpirun the folder is named by the job: one that is not this
