@@ -8,7 +8,13 @@
 --      (bench.compare), or, without nccl-tests' rows (a dry run on the
 --      host backend), against gcsh's own NCCL row of the same job;
 --   3. the issue's targets as ratios: hier <= 1.0x the reference at 8 B ..
---      64 KiB and <= 1.1x above, each band's worst size named.
+--      64 KiB and <= 1.1x above, each band's worst size named;
+--   4. hier's parts, 8 B .. 1 MiB: the all-reduce across nodes alone (NCCL
+--      on a communicator of one rank a node, as hier's middle step) at the
+--      size and at hier's chunk (size / ranks a node), and the one-shot in
+--      one node alone; what a two-step hier (one-shot in the node, then the
+--      whole region across nodes) would cost at least, against the
+--      reference: whether such a variant could meet the target at all.
 -- CSV into OUTDIR: nodes-allreduce-npN.csv (every row) and
 -- nodes-compare-npN.csv (the ratios).
 -- Usage: mpirun ... gcsh scripts/bench/nodes.lua OUTDIR MAX ITERS [REF]
@@ -80,6 +86,47 @@ for _, t in ipairs({ { 8, SMALL, 1.0, "at 8 B .. 64 KiB" }, { SMALL + 1, math.ma
     say("target: hier <= %.1fx the reference %s: no size measured", t[3], t[4])
   end
 end
+-- ---- 4. hier's parts ----------------------------------------------------------------
+-- member: this rank's place among its node's ranks (rank order); across:
+-- the member-t ranks of every node (hier's middle step), node: one node
+local member = 0
+for r = 0, c.rank - 1 do if gcsh.node_of(r) == gcsh.node_of(c.rank) then member = member + 1 end end
+local PARTS_MAX = math.min(MAX, 1 << 20)
+local across = c:split(member, c.rank)
+local node = c:split(gcsh.node_of(c.rank), c.rank)
+local function times(rows_of)
+  local t = {}
+  for _, r in ipairs(rows_of) do t[r.size] = r.time_us end
+  return t
+end
+local part_opts = { min = 8, max = PARTS_MAX, factor = 2, iters = ITERS, warmup = 5, chart = false,
+                    quiet = true }
+local function rows_on(comm_, algo)
+  local o = { algos = { algo }, comm = comm_ }
+  for k, v in pairs(part_opts) do o[k] = v end
+  return times(b.allreduce(o))
+end
+local cross = rows_on(across, "nccl")
+local in_node = rows_on(node, "oneshot")
+local team = node.size
+local ref_at = {}
+for _, r in ipairs(ref) do ref_at[r.size] = r.ip_time_us or r.time_us end
+local hier_at = times(by_algo.hier or {})
+say("# hier's parts (us a call; across: NCCL, one rank a node; node: oneshot in one node)")
+say("%10s %9s %9s %11s %11s %9s %8s %s", "size (B)", "ref", "hier", "across/T", "across", "node",
+    "2-step", "/ ref")
+local function us(v, width) return string.format("%" .. width .. "s", v and string.format("%.2f", v) or "-") end
+local size = 8
+while size <= PARTS_MAX do
+  local two = in_node[size] and cross[size] and in_node[size] + cross[size]
+  say("%10d %s %s %s %s %s %s %s", size, us(ref_at[size], 9), us(hier_at[size], 9),
+      us(cross[size // team], 11), us(cross[size], 11), us(in_node[size], 9), us(two, 8),
+      two and ref_at[size] and string.format("%.2fx", two / ref_at[size]) or "-")
+  size = size * 2
+end
+across:free()
+node:free()
+
 local auto_hier = true
 for _, r in ipairs(by_algo.auto or {}) do auto_hier = auto_hier and r.wrong == 0 end
 say("auto across nodes: every size right: %s", tostring(auto_hier))
