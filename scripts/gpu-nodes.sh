@@ -26,7 +26,9 @@
 #      targets (hier <= 1.0x at 8 B .. 64 KiB, <= 1.1x above).
 # GCSH_NODES_SANITIZE="memcheck synccheck" also runs part 1 under
 # compute-sanitizer with each tool (any report fails it);
-# GCSH_NODES_PARTS (default "1 2 3", the sanitizer's part "1b") runs some.
+# GCSH_NODES_PARTS (default "1 1b 2 3"; 1b is the sanitizer's, run only
+# with GCSH_NODES_SANITIZE) runs some; an unknown or empty list is an error
+# (it would run nothing and pass).
 # Logs and CSV in GCSH_BENCH_OUT (build-gpu/nodes).  The last line is "N
 # passed, N failed" (parts 1 and 3 ran; whether the targets were met is
 # printed, not counted: they are measurements).
@@ -56,6 +58,12 @@ result() { # NAME OK(0|1) [DETAIL]
     else failed=$((failed + 1)); echo "FAIL  $1${3:+: $3}"; fi
 }
 
+PARTS=" ${GCSH_NODES_PARTS-1 1b 2 3} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+for p in $PARTS; do # a part not known would run nothing and pass
+    case $p in 1 | 1b | 2 | 3) ;; *) die "GCSH_NODES_PARTS: unknown part '$p' (valid: 1 1b 2 3)" ;; esac
+done
+[ -n "${PARTS// /}" ] || die "GCSH_NODES_PARTS is empty (valid parts: 1 1b 2 3)"
 [ -x "$GCSH" ] || die "no $GCSH: build it first (GCSH_GPU_TESTS=nodes_hier bash scripts/gpu-check.sh)"
 mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
 if [ "$DRY" = 1 ]; then
@@ -100,8 +108,6 @@ export NCCL_HOSTID=gcsh-simnode$j
 [ "$GCSH_NODES_DRY" = 1 ] || export CUDA_VISIBLE_DEVICES=$(seq -s, $first $((first + '"$PER"' - 1)))
 exec "$0" "$@"'
 export GCSH_NODES_DRY=$DRY
-PARTS=" ${GCSH_NODES_PARTS:-1 1b 2 3} "
-part() { [[ $PARTS == *" $1 "* ]]; }
 on_nodes() { timeout "$TIMEOUT" "${mpi[@]}" -x GCSH_NODES_DRY sh -c "$per_node" "$@"; }
 echo "gpu-nodes: $NODES nodes of $PER (host file $HOSTS), NCCL_HOSTID gcsh-simnode0..$((NODES - 1))"
 
