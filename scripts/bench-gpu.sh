@@ -55,6 +55,13 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.."
+# a value not known here would run part of the default set, or nothing
+case "${GCSH_BENCH_ONLY-}" in
+    "" | windows | xfer | allreduce | nccl-tests | graph | multi | shared) ;;
+    *) echo "bench-gpu: GCSH_BENCH_ONLY=${GCSH_BENCH_ONLY}: unknown (valid: windows xfer" \
+            "allreduce nccl-tests graph multi shared; unset: every part)" >&2
+       exit 2 ;;
+esac
 GCSH=${GCSH:-build-gpu/gcsh}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 mpi=(mpirun -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST --bind-to none)

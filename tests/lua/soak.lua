@@ -206,8 +206,14 @@ for _, kind in ipairs(KINDS) do
 end
 H.truthy(#usable > 0, "some window kind works here")
 
-local ONLY = os.getenv("GCSH_SOAK_ONLY") or "split,window,signals,graph"
+local PARTS = "split,window,signals,graph"
+local ONLY = os.getenv("GCSH_SOAK_ONLY") or PARTS
 local function part(name) return ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) end
+-- a part not known would make rounds that hold nothing, and pass
+for name in ONLY:gmatch("[^,]*") do
+  assert(("," .. PARTS .. ","):find("," .. name .. ",", 1, true),
+         string.format("GCSH_SOAK_ONLY: unknown part '%s' (valid: %s)", name, PARTS))
+end
 
 local EVERY = tonumber(os.getenv("GCSH_SOAK_EVERY") or "")
 local started = gcsh.wtime()

@@ -4,7 +4,6 @@
 # a run would check nothing and end "0 passed, 0 failed").
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
-GCSH=${1:-build/gcsh}
 nodes() { GCSH=$GCSH GCSH_NODES_DRY=1 GCSH_BENCH_OUT=$TMP timeout 60 bash scripts/gpu-nodes.sh 2>&1; }
 TMP=$(mktemp -d)
 OUT=$(GCSH_NODES_PARTS="3 4" nodes); RC=$?

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# tests/lua/soak.lua's knobs (issue 35's diagnoses): a part or a split
+# divisor it does not know is an error, not a run of empty rounds that
+# passes.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/sh/lib.sh
+soak() { env "$@" GCSH_SOAK_ROUNDS=10 LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 60 "$GCSH" tests/lua/soak.lua 2>&1; }
+OUT=$(soak GCSH_SOAK_ONLY=split,windows); RC=$?
+expect_eq "an unknown part: exit 1" "$RC" 1
+expect_contains "an unknown part: named, with the valid ones" "$OUT" \
+    "GCSH_SOAK_ONLY: unknown part 'windows' (valid: split,window,signals,graph)"
+OUT=$(soak GCSH_SOAK_ONLY=); RC=$?
+expect_eq "no part: exit 1" "$RC" 1
+expect_contains "no part: said" "$OUT" "GCSH_SOAK_ONLY: unknown part ''"
+OUT=$(soak GCSH_SOAK_SPLIT_BY=0); RC=$?
+expect_eq "a split by 0: exit 1" "$RC" 1
+expect_contains "a split by 0: said" "$OUT" "GCSH_SOAK_SPLIT_BY must be an integer >= 1"
+OUT=$(soak GCSH_SOAK_ONLY=signals,graph); RC=$?
+expect_eq "known parts: exit 0" "$RC" 0
+expect_contains "known parts: the soak's line" "$OUT" "rank 0: 10 rounds (host)"
+finish
