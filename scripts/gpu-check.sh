@@ -135,7 +135,8 @@ wanted() {
 # Says why the run checked nothing, when a filter matched no test.
 no_test_matched() {
     [ "$selected" = 0 ] && [ -n "${GCSH_GPU_TESTS:-}" ] && [ "$GCSH_GPU_TESTS" != none ] &&
-        echo "gpu-check: GCSH_GPU_TESTS='$GCSH_GPU_TESTS' matched no test: nothing was checked" \
+        echo "gpu-check: GCSH_GPU_TESTS='$GCSH_GPU_TESTS' matched no test that runs here:" \
+             "nothing was checked" \
              "(names are paths, e.g. tests/gpu/collectives.lua, tests/lua/step_ring.lua:vmm," \
              "sanitize:memcheck:ll_sanitize; GCSH_GPU_TESTS=none builds only)"
 }
@@ -289,6 +290,12 @@ usable_kinds() {
         sed -n 's/^\(\[0\] \)\{0,1\}kinds: //p' | tail -n 1
 }
 
+# GCSH_GPU_TESTS=none: built, nothing run (not even the window-kind probes)
+if [ "${GCSH_GPU_TESTS:-}" = none ]; then
+    echo "gpu-check: GCSH_GPU_TESTS=none: built $BUILD/gcsh; no test run"
+    counts=()
+    GCSH_GPU_SANITIZE=0
+fi
 for cfg in "${counts[@]}"; do
     configure "$cfg"
     run test_cuda_backend "$np" "$BUILD/tests/test_cuda_backend"
@@ -369,7 +376,7 @@ if [ -n "$SANITIZER" ] && [ "${GCSH_GPU_SANITIZE:-1}" = 1 ]; then
         done
     done
     [ -n "$tag" ] && check "no MPS daemon left after the sanitizer runs" "$(mps_left)"
-else
+elif [ "${GCSH_GPU_TESTS:-}" != none ]; then
     echo "gpu-check: no compute-sanitizer here (or GCSH_GPU_SANITIZE=0): the sanitizer runs are left out"
 fi
 

@@ -58,12 +58,13 @@ result() { # NAME OK(0|1) [DETAIL]
     else failed=$((failed + 1)); echo "FAIL  $1${3:+: $3}"; fi
 }
 
-PARTS=" ${GCSH_NODES_PARTS-1 1b 2 3} "
+read -r -a parts <<<"${GCSH_NODES_PARTS-1 1b 2 3}" # (words, no globbing)
+PARTS=" ${parts[*]} "
 part() { [[ $PARTS == *" $1 "* ]]; }
-for p in $PARTS; do # a part not known would run nothing and pass
+for p in "${parts[@]}"; do # a part not known would run nothing and pass
     case $p in 1 | 1b | 2 | 3) ;; *) die "GCSH_NODES_PARTS: unknown part '$p' (valid: 1 1b 2 3)" ;; esac
 done
-[ -n "${PARTS// /}" ] || die "GCSH_NODES_PARTS is empty (valid parts: 1 1b 2 3)"
+[ "${#parts[@]}" -gt 0 ] || die "GCSH_NODES_PARTS is empty (valid parts: 1 1b 2 3)"
 [ -x "$GCSH" ] || die "no $GCSH: build it first (GCSH_GPU_TESTS=nodes_hier bash scripts/gpu-check.sh)"
 mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
 if [ "$DRY" = 1 ]; then
@@ -146,8 +147,10 @@ if [ "$DRY" != 1 ] && part 2; then
     if build_nccl_tests "$OUTDIR"; then
         ref=$OUTDIR/nccl-tests-nodes-np$NP.out
         echo "== nccl-tests all_reduce_perf -b 8 -e $MAX -f 2 -g 1 -n $ITERS -w 20 on the same nodes"
-        on_nodes "$NT/all_reduce_perf" -b 8 -e "$MAX" -f 2 -g 1 -n "$ITERS" -w 20 >"$ref" 2>&1 ||
-            echo "nccl-tests failed (exit $?): the comparison falls back to gcsh's NCCL row; see $ref"
+        on_nodes "$NT/all_reduce_perf" -b 8 -e "$MAX" -f 2 -g 1 -n "$ITERS" -w 20 >"$ref" 2>&1
+        rc=$?
+        [ "$rc" = 0 ] || echo "nccl-tests failed: the comparison falls back to gcsh's NCCL row"
+        result "nccl-tests all_reduce_perf on $NODES nodes of $PER" "$rc" "exit $rc; see $ref"
         grep -E '^#  *(size|\(B\))|^ +[0-9]|Rank|out of bounds|wrong' "$ref" | head -50
     fi
 fi
@@ -164,5 +167,10 @@ if part 3; then
         "exit $rc; see $log"
 fi
 
+# parts that ran nothing here (1b without GCSH_NODES_SANITIZE, 2 in a dry
+# run) must not make a run that checked nothing pass
+[ $((passed + failed)) -gt 0 ] ||
+    result "some part checked something (GCSH_NODES_PARTS='${parts[*]}')" 1 \
+        "nothing ran: 1b needs GCSH_NODES_SANITIZE, 2 needs GPUs (not a dry run)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

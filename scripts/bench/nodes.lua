@@ -113,6 +113,9 @@ local ref_at = {}
 for _, r in ipairs(ref) do ref_at[r.size] = r.ip_time_us or r.time_us end
 local hier_at = times(by_algo.hier or {})
 say("# hier's parts (us a call; across: NCCL, one rank a node; node: oneshot in one node)")
+if team & (team - 1) ~= 0 then -- (the sizes are powers of two)
+  say("# across/T: '-': %d ranks a node; no measured size is a size / %d", team, team)
+end
 say("%10s %9s %9s %11s %11s %9s %8s %s", "size (B)", "ref", "hier", "across/T", "across", "node",
     "2-step", "/ ref")
 local function us(v, width) return string.format("%" .. width .. "s", v and string.format("%.2f", v) or "-") end

@@ -40,6 +40,17 @@ local WARMUP = math.max(10, ROUNDS // 10) -- the least warm-up (see below)
 local RSS_PER_100 = 64 * 1024       -- bytes of RSS growth allowed per 100 rounds
 local DEVICE_BUDGET = 1024 * 1024   -- bytes of device memory over the run
 
+-- the parts a round makes; one not known would make rounds that hold
+-- nothing, and pass (checked before anything is made)
+local PARTS = "split,window,signals,graph"
+local ONLY = os.getenv("GCSH_SOAK_ONLY") or PARTS
+local function part(name) return ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) end
+for name in ONLY:gmatch("[^,]*") do
+  assert(("," .. PARTS .. ","):find("," .. name .. ",", 1, true),
+         string.format("GCSH_SOAK_ONLY: unknown part '%s' (valid: %s, comma-separated, none empty)",
+                       name, PARTS))
+end
+
 -- no hang reports: the first one, 10 s into the run, reads every rank's
 -- flight recorder and would be measured as growth of rank 0
 gcsh.timeout(0)
@@ -206,14 +217,6 @@ for _, kind in ipairs(KINDS) do
 end
 H.truthy(#usable > 0, "some window kind works here")
 
-local PARTS = "split,window,signals,graph"
-local ONLY = os.getenv("GCSH_SOAK_ONLY") or PARTS
-local function part(name) return ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) end
--- a part not known would make rounds that hold nothing, and pass
-for name in ONLY:gmatch("[^,]*") do
-  assert(("," .. PARTS .. ","):find("," .. name .. ",", 1, true),
-         string.format("GCSH_SOAK_ONLY: unknown part '%s' (valid: %s)", name, PARTS))
-end
 
 local EVERY = tonumber(os.getenv("GCSH_SOAK_EVERY") or "")
 local started = gcsh.wtime()

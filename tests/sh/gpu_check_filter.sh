@@ -26,7 +26,7 @@ expect_eq "an alternation" "$(ran 'gpu/(collectives|faults)')" \
 expect_eq "a kind's run" "$(ran 'step_ring.lua:vmm$')" "tests/lua/step_ring.lua:vmm"
 OUT=$(ran '^collectives')
 expect_contains "a filter that matches nothing: said" "$OUT" \
-    "gpu-check: GCSH_GPU_TESTS='^collectives' matched no test: nothing was checked"
+    "gpu-check: GCSH_GPU_TESTS='^collectives' matched no test that runs here: nothing was checked"
 expect_contains "and how names look" "$OUT" "names are paths, e.g. tests/gpu/collectives.lua"
 expect_eq "none: no test, no word" "$(ran none)" ""
 # the run's verdict: gpu-check counts the message as a failure

@@ -15,5 +15,14 @@ OUT=$(GCSH_NODES_PARTS="" nodes); RC=$?
 expect_eq "no part: exit 1" "$RC" 1
 expect_contains "no part: said" "$OUT" "gpu-nodes: GCSH_NODES_PARTS is empty (valid parts: 1 1b 2 3)"
 expect_contains "the verdict line counts it" "$OUT" "0 passed, 1 failed"
+OUT=$(GCSH_NODES_PARTS='*' nodes); RC=$?
+expect_eq "a glob: exit 1" "$RC" 1
+expect_contains "a glob: named as given, not expanded" "$OUT" "unknown part '*'"
+# a part that runs nothing here: the sanitizer's without a tool, nccl-tests
+# in a dry run: the run checked nothing and says so
+OUT=$(GCSH_NODES_PARTS="1b 2" nodes); RC=$?
+expect_eq "parts that ran nothing: exit 1" "$RC" 1
+expect_contains "parts that ran nothing: said" "$OUT" \
+    "FAIL  some part checked something (GCSH_NODES_PARTS='1b 2'): nothing ran"
 rm -rf "$TMP"
 finish

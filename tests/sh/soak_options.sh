@@ -8,10 +8,10 @@ soak() { env "$@" GCSH_SOAK_ROUNDS=10 LUA_PATH="$PWD/tests/lua/?.lua;;" timeout 
 OUT=$(soak GCSH_SOAK_ONLY=split,windows); RC=$?
 expect_eq "an unknown part: exit 1" "$RC" 1
 expect_contains "an unknown part: named, with the valid ones" "$OUT" \
-    "GCSH_SOAK_ONLY: unknown part 'windows' (valid: split,window,signals,graph)"
+    "GCSH_SOAK_ONLY: unknown part 'windows' (valid: split,window,signals,graph,"
 OUT=$(soak GCSH_SOAK_ONLY=); RC=$?
 expect_eq "no part: exit 1" "$RC" 1
-expect_contains "no part: said" "$OUT" "GCSH_SOAK_ONLY: unknown part ''"
+expect_contains "no part: said" "$OUT" "GCSH_SOAK_ONLY: unknown part '' (valid: split,window,signals,graph, comma-separated, none empty)"
 OUT=$(soak GCSH_SOAK_SPLIT_BY=0); RC=$?
 expect_eq "a split by 0: exit 1" "$RC" 1
 expect_contains "a split by 0: said" "$OUT" "GCSH_SOAK_SPLIT_BY must be an integer >= 1"
