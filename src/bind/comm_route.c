@@ -549,10 +549,11 @@ void gcsh_comm_route_info(lua_State *L)
         snprintf(text, sizeof text, "kernels (" ROUTE_ENV "=kernel)");
     else if (shared_gpus(ctx))
         snprintf(text, sizeof text, "kernels (--share-gpu)");
-    else if (ctx->be->one_rank_copies)
-        snprintf(text, sizeof text, "%s (no GPU shared; a stream copy at one rank)", lib);
     else
         snprintf(text, sizeof text, "%s (no GPU shared)", lib);
+    /* what every route but the kernels asked for becomes (route_of) */
+    if (ctx->be->one_rank_copies && !(pol && pol->want == GCSH_ROUTE_KERNEL))
+        snprintf(text + strlen(text), sizeof text - strlen(text), "; a stream copy at one rank");
     gcsh_set_string(L, "comm_route", text);
 }
 
