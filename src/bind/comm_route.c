@@ -310,9 +310,10 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
                                 : pol                      ? pol->want
                                                            : GCSH_ROUTE_AUTO;
     if (want != GCSH_ROUTE_KERNEL && one_rank_copy(ctx, c)) {
-        to_library(ctx, c, r, c->want == GCSH_ROUTE_AUTO && !shared_gpus(ctx));
-        say(r, "one rank: the result is the input, copied on the stream (no %s call)",
-            strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "library");
+        /* labelled as the library's route would be (quiet when nothing asked) */
+        to_library(ctx, c, r, want == GCSH_ROUTE_AUTO && !shared_gpus(ctx));
+        say(r, "one rank: the result is the input, copied on the stream where it goes "
+               "elsewhere (no NCCL call)");
         return;
     }
     if (want == GCSH_ROUTE_COMM) {
