@@ -310,9 +310,10 @@ static void route_of(lua_State *L, const gcsh_comm_call *c, gcsh_comm_route *r, 
                                 : pol                      ? pol->want
                                                            : GCSH_ROUTE_AUTO;
     if (want != GCSH_ROUTE_KERNEL && one_rank_copy(ctx, c)) {
-        to_library(ctx, c, r, c->want == GCSH_ROUTE_AUTO && !shared_gpus(ctx));
-        say(r, "one rank: the result is the input, copied on the stream (no %s call)",
-            strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "library");
+        /* labelled as the library's route would be (quiet when nothing asked) */
+        to_library(ctx, c, r, want == GCSH_ROUTE_AUTO && !shared_gpus(ctx));
+        say(r, "one rank: the result is the input, copied on the stream where it goes "
+               "elsewhere (no NCCL call)");
         return;
     }
     if (want == GCSH_ROUTE_COMM) {
@@ -549,10 +550,11 @@ void gcsh_comm_route_info(lua_State *L)
         snprintf(text, sizeof text, "kernels (" ROUTE_ENV "=kernel)");
     else if (shared_gpus(ctx))
         snprintf(text, sizeof text, "kernels (--share-gpu)");
-    else if (ctx->be->one_rank_copies)
-        snprintf(text, sizeof text, "%s (no GPU shared; a stream copy at one rank)", lib);
     else
         snprintf(text, sizeof text, "%s (no GPU shared)", lib);
+    /* what every route but the kernels asked for becomes (route_of) */
+    if (ctx->be->one_rank_copies && !(pol && pol->want == GCSH_ROUTE_KERNEL))
+        snprintf(text + strlen(text), sizeof text - strlen(text), "; a stream copy at one rank");
     gcsh_set_string(L, "comm_route", text);
 }
 

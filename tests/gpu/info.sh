@@ -45,11 +45,12 @@ if [ -n "$SHARED" ]; then
             "MPS: (private MPS daemon started by gcsh|a running MPS server).* serves this rank: yes"
     fi
     expect_match ".info: NCCL hosts" "$FLAT" "NCCL hosts: (each rank its own NCCL host|one NCCL host per round)"
-    expect_contains ".info: collectives on the kernels" "$FLAT" "collectives: kernels (--share-gpu)"
+    expect_contains ".info: collectives on the kernels, a copy at one rank" "$FLAT" \
+        "collectives: kernels (--share-gpu); a stream copy at one rank"
 else
     expect_contains ".info: no GPU shared" "$FLAT" "GPU shared: no"
     expect_contains ".info: collectives on NCCL, a copy at one rank" "$FLAT" \
-        "collectives: NCCL (no GPU shared; a stream copy at one rank)"
+        "collectives: NCCL (no GPU shared); a stream copy at one rank"
 fi
 expect_contains ".info: the rank table" "$OUT" "rank  host"
 for r in $(seq 0 "$LAST"); do
