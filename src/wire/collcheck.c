@@ -928,20 +928,20 @@ int gcsh_check_end_sync(lua_State *L)
         abort_entered(ctx, k);
     if (k)
         reap_aborted(ctx, k);
+    /* lines within 80 columns under a rank tag, as the host's (src/DESIGN.md) */
+#define IN_FLIGHT_ABORTED                                                                          \
+    "\nthe communicators with work in flight are aborted on every rank;"                           \
+    "\ncomm.world() makes a fresh one"
     if (peer && why[0])
-        gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
-                            "communicators with work in flight are aborted on every rank "
-                            "(comm.world() makes a fresh one)",
+        gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s);" IN_FLIGHT_ABORTED,
                        k->peer_op, from, why);
     else if (peer)
-        gcsh_set_error(ctx, "%s: stopped: rank %d aborted its communicator; the "
-                            "communicators with work in flight are aborted on every rank "
-                            "(comm.world() makes a fresh one)",
+        gcsh_set_error(ctx, "%s: stopped: rank %d aborted its communicator;" IN_FLIGHT_ABORTED,
                        k->peer_op, from);
     else if (atomic_load(&ctx->interrupt))
-        gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s): "
-                            "communicators with work in flight are aborted on every rank "
-                            "(comm.world() makes a fresh one)",
+        gcsh_set_error(ctx, "interrupted while the GPU ran this command's work (last: %s):"
+                            IN_FLIGHT_ABORTED,
                        gcsh_where_last_op(k));
+#undef IN_FLIGHT_ABORTED
     raise_error(L, ctx);
 }
