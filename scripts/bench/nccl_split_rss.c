@@ -9,10 +9,21 @@
  * split, blocking) and one all-reduce on each; then finalize and destroy
  * (twin first), MPI_Comm_free and malloc_trim, as gcsh's free does.
  *
+ * SPLIT_BY (default 2) splits by rank % SPLIT_BY: at 2 GPUs, 1 makes the
+ * two-rank splits that 4 GPUs make by rank % 2.  WINDOW (a build with
+ * -DWITH_WINDOWS) adds, every round, on the world communicator, what a
+ * window of kind "nccl" does (src/cuda/cuda_win_nccl.c): 1 ncclMemAlloc and
+ * ncclCommWindowRegister, then deregister and free; 2 the same and a device
+ * communicator with gcsh's 32 LSA barriers, made and destroyed in between.
+ *
  * Usage (one GPU a rank; the soak's environment):
- *   mpirun -np 4 nccl_split_rss ROUNDS WARMUP SHARE TWIN
- * prints "rank R: ROUNDS rounds, S s a round; RSS +K KiB (+P KiB per 100)".
- * Build: mpicc -O2 -I$CUDA/include nccl_split_rss.c -L$CUDA/lib64 -lnccl -lcudart */
+ *   mpirun -np 4 nccl_split_rss ROUNDS WARMUP SHARE TWIN [SPLIT_BY [WINDOW]]
+ * prints "rank R: ROUNDS rounds, S s a round; RSS +K KiB (+P KiB per 100);
+ * malloc in use +M KiB".
+ * Build: mpicc -O2 -I$CUDA/include nccl_split_rss.c -L$CUDA/lib64 -lnccl -lcudart
+ * or, with WINDOW: nvcc -c nccl_devcomm.cu && mpicc -O2 -DWITH_WINDOWS
+ *   -I$CUDA/include nccl_split_rss.c nccl_devcomm.o -L$CUDA/lib64 -lnccl -lcudart
+ *   -lstdc++ */
 #include <malloc.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -41,7 +52,7 @@ static void settle(ncclComm_t comm)
 }
 
 struct knobs {
-    int share, twin;
+    int share, twin, split_by, window;
     int *buf; /* one int of device memory */
     cudaStream_t stream;
 };
@@ -65,6 +76,47 @@ static void destroy(ncclComm_t comm, int blocking)
     CHECK(ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy");
 }
 
+#ifdef WITH_WINDOWS
+ncclResult_t bench_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out);
+ncclResult_t bench_devcomm_destroy(ncclComm_t comm, void *dc);
+
+/* What a window of kind "nccl" asks of NCCL on the world, made and freed. */
+static void window_once(ncclComm_t world, int mode)
+{
+    void *buf = NULL, *dc = NULL;
+    ncclWindow_t win;
+    CHECK(ncclMemAlloc(&buf, 1 << 21) == ncclSuccess, "ncclMemAlloc");
+    ncclResult_t r = ncclCommWindowRegister(world, buf, 1 << 21, &win, NCCL_WIN_COLL_SYMMETRIC);
+    CHECK(r == ncclSuccess || r == ncclInProgress, "ncclCommWindowRegister");
+    settle(world);
+    if (mode >= 2) {
+        r = bench_devcomm_create(world, 32, &dc);
+        CHECK(r == ncclSuccess || r == ncclInProgress, "ncclDevCommCreate");
+        settle(world);
+        r = bench_devcomm_destroy(world, dc);
+        CHECK(r == ncclSuccess || r == ncclInProgress, "ncclDevCommDestroy");
+        settle(world);
+    }
+    r = ncclCommWindowDeregister(world, win);
+    CHECK(r == ncclSuccess || r == ncclInProgress, "ncclCommWindowDeregister");
+    settle(world);
+    CHECK(ncclMemFree(buf) == ncclSuccess, "ncclMemFree");
+}
+#else
+static void window_once(ncclComm_t world, int mode)
+{
+    (void)world;
+    CHECK(mode == 0, "WINDOW without -DWITH_WINDOWS");
+}
+#endif
+
+/* glibc's bytes in use (what a keeper grows; RSS also counts what is held) */
+static long heap_in_use_kib(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return (long)((m.uordblks + m.hblkhd) / 1024);
+}
+
 static void round_once(ncclComm_t world, int rank, const struct knobs *k)
 {
     MPI_Comm mpi;
@@ -72,8 +124,8 @@ static void round_once(ncclComm_t world, int rank, const struct knobs *k)
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     config.splitShare = k->share;
-    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &mpi);
-    ncclResult_t r = ncclCommSplit(world, rank % 2, rank, &split, &config);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % k->split_by, rank, &mpi);
+    ncclResult_t r = ncclCommSplit(world, rank % k->split_by, rank, &split, &config);
     CHECK(r == ncclSuccess || r == ncclInProgress, "ncclCommSplit");
     settle(world);
     settle(split);
@@ -91,6 +143,8 @@ static void round_once(ncclComm_t world, int rank, const struct knobs *k)
         destroy(twin, 1);
     destroy(split, 0);
     MPI_Comm_free(&mpi);
+    if (k->window)
+        window_once(world, k->window);
     malloc_trim(0);
 }
 
@@ -101,7 +155,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int rounds = argc > 1 ? atoi(argv[1]) : 100, warmup = argc > 2 ? atoi(argv[2]) : 100;
-    struct knobs k = {argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atoi(argv[4]) : 1, NULL, NULL};
+    struct knobs k = {argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atoi(argv[4]) : 1,
+                      argc > 5 ? atoi(argv[5]) : 2, argc > 6 ? atoi(argv[6]) : 0, NULL, NULL};
+    CHECK(k.split_by >= 1, "SPLIT_BY >= 1");
     CHECK(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
     CHECK(cudaSetDevice(rank % devices) == cudaSuccess, "cudaSetDevice");
     CHECK(cudaMalloc((void **)&k.buf, sizeof(int)) == cudaSuccess, "cudaMalloc");
@@ -124,17 +180,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < warmup; i++)
         round_once(world, rank, &k);
     MPI_Barrier(MPI_COMM_WORLD);
-    long before = rss_kib();
+    long before = rss_kib(), heap_before = heap_in_use_kib();
     double t0 = MPI_Wtime();
     for (int i = 0; i < rounds; i++)
         round_once(world, rank, &k);
     MPI_Barrier(MPI_COMM_WORLD);
     double seconds = MPI_Wtime() - t0;
-    long after = rss_kib();
-    printf("rank %d: %d rounds after %d (share %d, twin %d), %.3f s a round; RSS %+ld KiB "
-           "(%+.1f KiB per 100)\n",
-           rank, rounds, warmup, k.share, k.twin, seconds / rounds, after - before,
-           (after - before) * 100.0 / rounds);
+    long after = rss_kib(), heap_after = heap_in_use_kib();
+    printf("rank %d: %d rounds after %d (share %d, twin %d, split by %d, window %d), %.3f s a "
+           "round; RSS %+ld KiB (%+.1f KiB per 100); malloc in use %+ld KiB\n",
+           rank, rounds, warmup, k.share, k.twin, k.split_by, k.window, seconds / rounds,
+           after - before, (after - before) * 100.0 / rounds, heap_after - heap_before);
     fflush(stdout);
     destroy(world, 0);
     MPI_Finalize();
