@@ -18,7 +18,10 @@
 --                     one split of every rank, so 2 GPUs make the splits of
 --                     two ranks that 4 GPUs make by default)
 --   GCSH_SOAK_EVERY   N: rank 0 says on stderr every N rounds how far it is
---                     (a long run cut short by its time limit still tells)
+--                     (a long run cut short by its time limit still tells),
+--                     and every rank, every N measured rounds, how far its
+--                     RSS and malloc's count have moved since the warm-up
+--                     (the curve: a steady climb, or steps that stop)
 --   GCSH_SOAK_WARMUP  N: exactly N warm-up rounds (default: at least a tenth
 --                     of the rounds, until RSS stays flat; see below), for a
 --                     short diagnosis whose growth is the steady rate
@@ -263,11 +266,28 @@ if MAPS then
   room = nil
   collectgarbage("collect")
 end
+local EVERY_MEASURED = EVERY and EVERY < ROUNDS
+if EVERY_MEASURED then -- said before the first sample: its buffers are not the rounds' growth
+  io.stderr:write(string.format("soak: rank %d, measuring %d rounds\n", me, ROUNDS))
+end
 c:barrier()
 local maps_before = MAPS and mappings()
 local before = sample()
+-- the curve (GCSH_SOAK_EVERY): only RSS and malloc's count, cheap to read
+local function say_growth(i)
+  collectgarbage("collect")
+  local rss = tonumber(read_file("/proc/self/status"):match("VmRSS:%s*(%d+) kB")) * 1024
+  local info = gcsh.info()
+  io.stderr:write(string.format("soak: rank %d, %d measured rounds: RSS %+d KiB%s\n", me, i,
+                                (rss - before.rss) // 1024,
+                                before.heap_in_use and string.format(", malloc in use %+d KiB",
+                                  (info.heap_in_use - before.heap_in_use) // 1024) or ""))
+end
 local t0 = gcsh.wtime()
-for i = 1, ROUNDS do round(warm + i) end
+for i = 1, ROUNDS do
+  round(warm + i)
+  if EVERY_MEASURED and i % EVERY == 0 and i < ROUNDS then say_growth(i) end
+end
 c:barrier()
 local seconds = gcsh.wtime() - t0
 local after = sample()
