@@ -193,6 +193,26 @@ do
   w:free()
 end
 
+-- a graph replayed after a ring follows it: the replay's calls wait for the
+-- resident as typed calls do (on the host, the rank's ordered table)
+do
+  local w = c:window(16, "f32", opts)
+  local p = kernel.persistent(w)
+  local t = w:tensor()
+  local M = 0
+  for _, r in ipairs(team) do M = math.max(M, r + 1) end
+  local g = gcsh.graph(function() kernel.allreduce(w, { algo = "ll", offset = 0, n = 4 }) end)
+  for round = 1, 3 do
+    t:fill(me + 1)
+    p:allreduce { offset = 0, n = 4, op = "max" }
+    g:replay()
+    H.eq(t[0], k * M, "a ring, then a replay of a direct call, round " .. round)
+  end
+  g:free()
+  p:stop()
+  w:free()
+end
+
 -- how many run at once: one a window (two would share its LL area), 16 a
 -- rank (each holds an SM or a thread); a refusal names what runs or the
 -- bound, and a stopped or collected one makes room.  Handles collected
