@@ -16,6 +16,12 @@
 // finish a batch advances the window's LL count (which direct "ll" calls
 // share) and publishes done.
 //
+// Rings from graphs (core/kpersist.h): the same look reads the go words of
+// the graph slots (device memory, a word a lane); when no ring entry is
+// there and a slot is pending, its call runs as a batch of one (its job
+// read from the bell once and kept), and the batch's end clears the slot's
+// pending bit instead of publishing done.
+//
 // Never stuck: the waits for peers are the collectives' (kwait.cuh),
 // bounded by GCSH_GPU_WAIT_TIMEOUT and cancelled by an interrupt (the
 // generation is read in every look, so an interrupt long before does not
@@ -42,14 +48,19 @@ constexpr int kResidentMaxRegs = kSmRegisters / (kLLThreads * kResidentMinBlocks
 static_assert(kResidentMaxRegs * kLLThreads + kPairedMaxRegs * kThreads <= kSmRegisters,
               "a resident block and a block of the fenced and one-shot kernels share an SM");
 
-// Calls [first, first + calls) of the ring, run one after another.
+// Calls [first, first + calls) of the ring, run one after another; or
+// (slot >= 0) the one call of a graph slot.
 struct Batch {
     unsigned long long first;
     unsigned long long count; // the window's LL count before the first
     unsigned gen;             // the cancel generation their waits end at
     int calls;                // 0: the resident ends
+    int slot;                 // -1: ring calls; else the graph slot rung
+    int pad;
     gcsh_persist_job job[kAhead];
 };
+static_assert(GCSH_PERSIST_GRAPH_SLOTS <= 32, "a lane a go word");
+static_assert(GCSH_PERSIST_BELL_ALIGNED, "every bell's ring on a 16-byte boundary (load_line)");
 
 // The resident's device memory (GCSH_PERSIST_SYNC_BYTES, zeroed at start).
 struct Shared {
@@ -59,8 +70,11 @@ struct Shared {
     unsigned long long blocks_done; // blocks done with the current batch
     unsigned long long gave_up;     // a GCSH_PERSIST_* reason, once a wait gave up
     unsigned long long blocks_out;  // blocks that ended
+    unsigned long long graph_known; // graph slots whose job is in graph_job (bit s)
+    unsigned long long graph_done;  // calls of graph slots completed
+    gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS];
 };
-static_assert(sizeof(Shared) <= GCSH_PERSIST_SYNC_BYTES, "GCSH_PERSIST_SYNC_BYTES holds Shared");
+static_assert(sizeof(Shared) <= GCSH_PERSIST_GO_OFFSET, "Shared ends before the go words");
 static_assert(sizeof(Batch) % 8 == 0, "a Batch is copied in 8-byte words");
 
 struct Persist {
@@ -89,21 +103,31 @@ __device__ inline void pause(unsigned i, unsigned *ns)
     }
 }
 
+// Graph slot s's go word (core/kpersist.h), after Shared in the sync area.
+__device__ inline unsigned long long *go_word(const Persist &P, int s)
+{
+    return reinterpret_cast<unsigned long long *>(reinterpret_cast<char *>(P.sh) +
+                                                  GCSH_PERSIST_GO_OFFSET) + s;
+}
+
 __device__ inline uint64_t *count_word(const Persist &P)
 {
     return &reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count;
 }
 
 // Warp 0 of block 0: one look at the doorbell from call n.  Lane l loads
-// half l % 2 of entry n + l / 2, lane 0 the stop word and the cancel
-// generation too, every load issued before any value is used.  Returns (to
-// every lane) how many calls from n are rung, in order, their jobs in b;
-// *stop when the host asked the resident to end.
-__device__ int look(const Persist &P, unsigned long long n, Batch *b, bool *stop)
+// half l % 2 of entry n + l / 2 and graph slot l's go word, lane 0 the stop
+// word and the cancel generation too, every load issued before any value
+// is used.  Returns (to every lane) how many calls from n are rung, in
+// order, their jobs in b; *pending the graph slots rung (bit s); *stop when
+// the host asked the resident to end.
+__device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *pending,
+                    bool *stop)
 {
     int lane = threadIdx.x;
     const char *e = reinterpret_cast<const char *>(&P.bell->ring[(n + lane / 2) % GCSH_PERSIST_DEPTH]);
     uint4 v = load_line(e + (lane % 2) * 16);
+    unsigned long long go = lane < GCSH_PERSIST_GRAPH_SLOTS ? peek(go_word(P, lane)) : 0;
     unsigned long long stop_word = lane == 0 ? peek(&P.bell->stop) : 0;
     unsigned gen = lane == 0 ? *reinterpret_cast<const volatile unsigned *>(&P.ll.end.ctl->cancel_gen)
                              : 0;
@@ -124,9 +148,30 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, bool *stop
     if (ok && lane / 2 < calls)
         b->job[lane / 2] = job;
     *stop = __shfl_sync(kFullWarp, stop_word, 0) != 0;
-    if (lane == 0)
+    *pending = __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0);
+    if (lane == 0) {
         b->gen = gen;
+        b->slot = -1;
+    }
     return calls;
+}
+
+// Lane 0 of warp 0 of block 0: the call of graph slot s into b, its job
+// read from the bell the first time (the host wrote it at the capture, and
+// a slot's call never changes while the resident lives).
+__device__ void take_graph_call(const Persist &P, int s, Batch *b)
+{
+    Shared *sh = P.sh;
+    if (!(sh->graph_known >> s & 1ull)) {
+        const unsigned long long *w =
+            reinterpret_cast<const unsigned long long *>(&P.bell->graph_job[s]);
+        unsigned long long *to = reinterpret_cast<unsigned long long *>(&sh->graph_job[s]);
+        for (size_t i = 0; i < sizeof(gcsh_persist_job) / 8; i++)
+            to[i] = peek(&w[i]);
+        sh->graph_known |= 1ull << s;
+    }
+    b->job[0] = sh->graph_job[s];
+    b->slot = s;
 }
 
 // Warp 0 of block 0: waits for calls from n to be rung (b->calls = 0 when
@@ -137,11 +182,20 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
     int calls = 0;
     for (unsigned i = 0; !__shfl_sync(kFullWarp, threadIdx.x == 0 && peek(&P.sh->gave_up), 0); i++) {
         bool stop;
-        calls = look(P, n, b, &stop);
+        unsigned pending;
+        calls = look(P, n, b, &pending, &stop);
         if (stop)
             calls = 0;
         if (stop || calls > 0)
             break;
+        // ring entries first: one seen beside a pending slot was rung
+        // before the graph was launched (core/kpersist.h)
+        if (pending) {
+            if (threadIdx.x == 0)
+                take_graph_call(P, __ffs(pending) - 1, b);
+            calls = 1;
+            break;
+        }
         pause(i, &ns);
     }
     if (threadIdx.x == 0) {
@@ -165,7 +219,8 @@ __device__ void next_batch(const Persist &P, unsigned long long k, unsigned long
         for (unsigned i = 0; gridDim.x > 1 && peek(&sh->finished) != k; i++)
             pause(i, &ns);
         wait_for_calls(P, *next, b);
-        *next = b->first + b->calls;
+        if (b->slot < 0) // a graph's call is not the ring's
+            *next = b->first + b->calls;
         if (gridDim.x > 1 && threadIdx.x == 0) {
             sh->batch = *b;
             fence_device();
@@ -198,9 +253,18 @@ __device__ void finish_batch(const Persist &P, const Batch &b, unsigned long lon
         sh->blocks_done = 0;
     }
     poke(count_word(P), b.count + b.calls);
-    fence_system();
-    if (!peek(&sh->gave_up))
-        poke(&P.bell->done, b.first + b.calls);
+    if (b.slot < 0) // a graph's call fences once, below
+        fence_system();
+    if (!peek(&sh->gave_up)) {
+        if (b.slot < 0) {
+            poke(&P.bell->done, b.first + b.calls);
+        } else { // the count before the graph goes on: the host may read it then
+            sh->graph_done += 1;
+            poke(&P.bell->graph_done, sh->graph_done);
+            fence_system();
+            poke(go_word(P, b.slot), GCSH_PERSIST_GO_ALIVE);
+        }
+    }
     poke(&sh->finished, k + 1);
 }
 
@@ -217,6 +281,9 @@ __device__ void end_resident(const Persist &P)
     poke(&P.bell->why, why ? why : (unsigned long long)GCSH_PERSIST_STOPPED);
     fence_system();
     poke(&P.bell->done, peek(&P.bell->done) | GCSH_PERSIST_ENDED);
+    // not alive: every graph waiting for a slot goes on, and so do later ones
+    for (int s = 0; s < GCSH_PERSIST_GRAPH_SLOTS; s++)
+        poke(go_word(P, s), 0);
 }
 
 // The LL view of job j, its waits ending at generation gen.

@@ -75,7 +75,8 @@ cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *
  * runs until bell->stop (or a wait for a peer gives up, as the collectives'
  * waits do: wait.gen is refreshed at every batch of calls).  bell is the
  * doorbell's device address (mapped host memory); sync
- * GCSH_PERSIST_SYNC_BYTES of zeroed device memory of its own.  The calls
+ * GCSH_PERSIST_SYNC_BYTES of device memory of its own, zeroed but for the
+ * alive bits of its graph slots' go words (core/kpersist.h).  The calls
  * reduce a->dt with their entry's op. */
 cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                   const gcsh_window_desc *d, gcsh_persist_bell *bell,

@@ -235,6 +235,12 @@ static int graph_replay(lua_State *L)
     luaL_argcheck(L, n >= 1 && n <= 1000000000, 2, "n must be 1..1e9");
     gcsh_graph_refuse_now(L, "g:replay() inside a capture", "replay it before or after");
     const gcsh_graph_rec *rec = g->rec;
+    /* a resident it rings that stopped: refused here, before any check (the
+     * intent: with .check off, ranks that did not refuse are told) */
+    if (rec->ncomm)
+        gcsh_check_intent(L, rec->comm[0].check, 0);
+    if (gcsh_graph_rec_ready(ctx, rec, ctx->be) != 0)
+        return gcsh_raise(L, ctx);
     size_t last = rec->ncomm;
     for (size_t i = 0; i + 1 < last; i++) { /* every communicator but the last: checked */
         enter_replay(L, g, &rec->comm[i], (uint64_t)n);

@@ -76,6 +76,8 @@ static const char *persist_name(lua_State *L, const lpersist *p)
     return lua_pushfstring(L, "persistent #%I (started at %s)", p->number, p->where);
 }
 
+/* Calls rung from graphs count as calls once they ran (cuda: the host
+ * never sees them rung; a host replay rings as the host does). */
 static void state_of(lua_State *L, const lpersist *p, gcsh_persist_state *s)
 {
     memset(s, 0, sizeof *s);
@@ -83,6 +85,8 @@ static void state_of(lua_State *L, const lpersist *p, gcsh_persist_state *s)
         persist_ops(L)->state(p->impl, s);
     else
         snprintf(s->why, sizeof s->why, "freed (p:free())");
+    s->rung += s->graph_done;
+    s->done += s->graph_done;
 }
 
 /* The handle at idx, its resident running; a communicator aborted
@@ -350,11 +354,13 @@ static int persist_allreduce(lua_State *L)
                    (lua_Integer)(p->max_bytes / es), (lua_Integer)p->max_bytes,
                    (lua_Integer)(p->max_bytes / es), gcsh_dtype_name(p->o->dtype),
                    (lua_Integer)a.n);
-    gcsh_graph_refuse_now(L, "p:allreduce()",
-                          "a ring is a host write now; ring it outside the capture");
+    /* captured: the graph keeps p (its free is refused while the graph
+     * lives) and rings it at every replay (backend.h) */
+    gcsh_graph_keep(L, 1, p, NULL);
     gcsh_persist_call c = {a.offset, a.n, p->o->dtype, a.op};
     gcsh_comm_check *cc = enter_ring_check(L, p, &a);
-    p->rung_in_command = 1;
+    if (!ctx->graph)
+        p->rung_in_command = 1;
     gcsh_check_leave(L, cc, ctx->be->persist->ring(ctx, p->impl, &c));
     gcsh_symobj *o = p->o;
     gcsh_push_tensor(L, o->slices[o->desc.team_rank], a.offset, a.n, o->dtype);
@@ -408,6 +414,7 @@ static int persist_free(lua_State *L)
     if (!p->impl)
         return 0;
     gcsh_graph_refuse_now(L, "p:free()", "free it after the capture");
+    gcsh_users_refuse(L, p, "p:free()"); /* a live graph that rings it */
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     int lost = persist_ops(L)->stop(ctx, p->impl, 1) != 0 && !p->o->comm->chk.aborted &&
                !p->loss_reported;

@@ -647,6 +647,8 @@ typedef struct gcsh_persist_call {
 /* What a resident says about itself, without waiting. */
 typedef struct gcsh_persist_state {
     uint64_t rung, done; /* calls rung, calls completed */
+    uint64_t graph_done; /* calls rung from graphs and completed (cuda; the host backend's
+                          * replays ring as the host does: rung and done count them) */
     int running;         /* 0 once it ended (stop, abort, interrupt, error) */
     char why[1024];      /* why it ended ("" while running) */
 } gcsh_persist_state;
@@ -668,10 +670,12 @@ int gcsh_persist_error_full(gcsh_ctx *ctx);
       QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
     /* Rings the doorbell for one call and returns: at once, or once the                           \
      * ring has a free entry (back-pressure: an entry is never overwritten                         \
-     * before its call completed; the wait polls ctx->interrupt). */                               \
+     * before its call completed; the wait polls ctx->interrupt).  Captured                        \
+     * by a graph: the host backend replays it as a ring; cuda rings from                          \
+     * the graph itself (cuda_persist.c), a replay waiting for the call. */                        \
     X(persist, ring, int, (gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c),       \
       (ctx, p, c),                                                                                 \
-      QUIET, "", 0, SHARE, FREELY, (NOTHING))                                                      \
+      QUIET, "", 0, RECORD, FREELY, (KEPT(c), ELEMS(c->n, c->dt)))                                 \
     /* Waits until every call rung so far completed: 0; -1 with ctx->err                           \
      * when the resident ended before, or when an interrupt came (the                              \
      * resident is then stopped and its communicator marked aborted). */                           \
@@ -873,15 +877,17 @@ typedef struct gcsh_backend {
     const gcsh_persist_ops *persist; /* kernel.persistent; NULL: none */
 } gcsh_backend;
 
-/* Every operation a layer may wrap: the tables gcsh_backend_copy copies (the
- * persistent all-reduce's are rung by l_persist.c alone and wrapped by none). */
+/* Every operation a layer may wrap: the tables gcsh_backend_copy copies.  The
+ * persistent all-reduce's rows are QUIET and FREELY (no layer wraps them);
+ * its ring is RECORD: a graph may ring a resident. */
 #define GCSH_BACKEND_OPS(X)                                                                        \
     GCSH_MEM_OPS(X)                                                                                \
     GCSH_COMM_OPS(X)                                                                               \
     GCSH_WINDOW_OPS(X)                                                                             \
     GCSH_KERNEL_OPS(X)                                                                             \
     GCSH_XFER_OPS(X)                                                                               \
-    GCSH_GRAPH_OPS(X)
+    GCSH_GRAPH_OPS(X)                                                                              \
+    GCSH_PERSIST_OPS(X)
 
 /* A backend's tables copied, for a layer that puts functions of its own in
  * some of them (the tracer, graph capture, the host's ordering around
@@ -895,6 +901,7 @@ typedef struct gcsh_backend_copy {
     gcsh_kernel_ops kern;
     gcsh_xfer_ops xfer;
     gcsh_graph_ops graph;
+    gcsh_persist_ops persist;
 } gcsh_backend_copy;
 
 void gcsh_backend_copy_of(gcsh_backend_copy *c, const gcsh_backend *b);

@@ -18,4 +18,5 @@ void gcsh_backend_copy_of(gcsh_backend_copy *c, const gcsh_backend *b)
     COPY_TABLE(kern);
     COPY_TABLE(xfer);
     COPY_TABLE(graph);
+    COPY_TABLE(persist);
 }

@@ -391,6 +391,22 @@ int gcsh_graph_rec_run(gcsh_ctx *ctx, const gcsh_graph_rec *rec, const gcsh_back
     return 0;
 }
 
+int gcsh_graph_rec_ready(gcsh_ctx *ctx, const gcsh_graph_rec *rec, const gcsh_backend *be)
+{
+    for (size_t i = 0; i < rec->n; i++) {
+        if (rec->call[i].op != OP_persist_ring)
+            continue;
+        gcsh_persist_state s;
+        memset(&s, 0, sizeof s);
+        be->persist->state(rec->call[i].u.persist_ring.p, &s);
+        if (!s.running)
+            return gcsh_set_error(ctx, "g:replay(): the graph rings a persistent all-reduce that "
+                                       "is stopped (%s); a replay would run none of its calls: "
+                                       "start another and capture again", s.why);
+    }
+    return 0;
+}
+
 char *gcsh_graph_rec_describe(const gcsh_graph_rec *rec, char *buf, size_t len)
 {
     size_t count[OP_COUNT] = {0};

@@ -73,6 +73,9 @@ void gcsh_graph_note_check(gcsh_ctx *ctx, void *cc, gcsh_comm_impl *impl);
  * first failure or at an interrupt (ctx->interrupt, checked between
  * calls): the host backend's replay. */
 int gcsh_graph_rec_run(gcsh_ctx *ctx, const gcsh_graph_rec *rec, const gcsh_backend *be);
+/* Before a replay: 0 when every resident the graph rings (p:allreduce
+ * captured) still runs; -1 with ctx->err naming the first that stopped. */
+int gcsh_graph_rec_ready(gcsh_ctx *ctx, const gcsh_graph_rec *rec, const gcsh_backend *be);
 /* "2 calls: comm.allreduce x2" into buf (the op names and their counts, in
  * the order of their first call). */
 char *gcsh_graph_rec_describe(const gcsh_graph_rec *rec, char *buf, size_t len);

@@ -21,10 +21,30 @@
  *
  * The calls of one resident run in ring order, one at a time: a call is
  * cheap (at most a few KiB over NVLink or shared memory), and one at a
- * time is what keeps the ll flags of two calls apart (kll.h). */
+ * time is what keeps the ll flags of two calls apart (kll.h).
+ *
+ * Rings from a graph (cuda).  A graph replays the same bytes every time, so
+ * it cannot write a ring entry (whose tags count calls).  A captured
+ * p:allreduce() takes one of GCSH_PERSIST_GRAPH_SLOTS graph slots instead,
+ * one per distinct call (region, n, op), its job in the bell (graph_job,
+ * written by the host at capture), and captures two stream memory
+ * operations on a go word of the slot, in the resident's device memory:
+ *   - a 32-bit write of 1 into the word's low half (GCSH_PERSIST_GO_PENDING);
+ *   - a wait until the pending bit is clear or the alive bit
+ *     (GCSH_PERSIST_GO_ALIVE, the high half) is: a NOR wait, as
+ *     ~(word | ~(PENDING | ALIVE)) != 0.
+ * The host sets every alive bit before the launch; the resident, between
+ * ring entries (an entry it sees beside a pending slot was rung before the
+ * graph launched: the rank's stream writes later ones after the graph),
+ * runs the slot's job and clears its pending bit; when it ends, for any
+ * reason, it clears the whole word, so a replay waiting, or launched
+ * after, goes on (the host refuses replays of a graph whose resident
+ * ended: they would run nothing).  The calls a graph ran are counted in
+ * graph_done, not in done (the host never waits for them: the graph does). */
 #ifndef GCSH_KPERSIST_H
 #define GCSH_KPERSIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/hd.h"
@@ -65,19 +85,32 @@ typedef struct gcsh_persist_entry {
     uint64_t pair[4];
 } gcsh_persist_entry;
 
-typedef struct gcsh_persist_bell {
-    uint64_t rung;  /* calls rung: the host backend's doorbell word (the host writes it) */
-    uint64_t stop;  /* non-zero: end now (the host writes it) */
-    uint64_t done;  /* calls completed, | GCSH_PERSIST_ENDED (the resident writes it) */
-    uint64_t why;   /* enum gcsh_persist_end (the resident writes it, before done) */
-    gcsh_persist_entry ring[GCSH_PERSIST_DEPTH];
-} gcsh_persist_bell;
-
 /* What an entry asks for. */
 typedef struct gcsh_persist_job {
     uint64_t offset, n; /* elements of the window's dtype */
     int32_t dt, op;
 } gcsh_persist_job;
+
+/* Graph slots of a resident: the distinct calls its graphs may ring. */
+#define GCSH_PERSIST_GRAPH_SLOTS 32
+/* A go word's bits (above). */
+#define GCSH_PERSIST_GO_PENDING ((uint64_t)1)
+#define GCSH_PERSIST_GO_ALIVE ((uint64_t)1 << 32)
+
+typedef struct gcsh_persist_bell {
+    uint64_t rung;  /* calls rung: the host backend's doorbell word (the host writes it) */
+    uint64_t stop;  /* non-zero: end now (the host writes it) */
+    uint64_t done;  /* calls completed, | GCSH_PERSIST_ENDED (the resident writes it) */
+    uint64_t why;   /* enum gcsh_persist_end (the resident writes it, before done) */
+    uint64_t graph_done; /* calls rung from graphs and completed (the resident writes it) */
+    uint64_t pad;        /* the ring on a 16-byte boundary: the resident reads a line a lane */
+    gcsh_persist_entry ring[GCSH_PERSIST_DEPTH];
+    gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* a slot's call (the host writes it) */
+} gcsh_persist_bell;
+/* The bells of a rank's residents are an array: each ring on a 16-byte
+ * boundary (kernels/persist.cu checks it where it reads them). */
+#define GCSH_PERSIST_BELL_ALIGNED                                                                  \
+    (offsetof(gcsh_persist_bell, ring) % 16 == 0 && sizeof(gcsh_persist_bell) % 16 == 0)
 
 /* Pair i of call `call`'s entry for job j. */
 GCSH_HD static inline uint64_t gcsh_persist_pair(const gcsh_persist_job *j, uint64_t call, int i)
@@ -114,7 +147,9 @@ int gcsh_persist_read(const gcsh_persist_entry *e, uint64_t call, gcsh_persist_j
 #endif
 
 /* Device memory of a resident's own (zeroed before it starts), for its blocks
- * to share calls and count themselves out (kernels/persist.cu). */
-#define GCSH_PERSIST_SYNC_BYTES 1024
+ * to share calls and count themselves out (kernels/persist.cu), and, at its
+ * end, the go words of its graph slots (GCSH_PERSIST_GO_OFFSET). */
+#define GCSH_PERSIST_SYNC_BYTES 2048
+#define GCSH_PERSIST_GO_OFFSET (GCSH_PERSIST_SYNC_BYTES - 8 * GCSH_PERSIST_GRAPH_SLOTS)
 
 #endif

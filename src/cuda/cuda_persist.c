@@ -27,6 +27,12 @@
  * kernel sets GCSH_PERSIST_ENDED in its completion word, which releases
  * every wait for it, on the host and on the stream.
  *
+ * Rings from graphs: a p:allreduce() captured by gcsh.graph takes a graph
+ * slot of the resident (one per distinct call; core/kpersist.h) and
+ * captures a write of the slot's pending bit and a wait until the
+ * resident cleared it (or ended): a replay launches no kernel, and the
+ * rank's later work follows the call because the graph waits for it.
+ *
  * Nothing is allocated or freed while a resident runs.  cudaFree and
  * cudaFreeHost, and by the programming guide's rule on implicit
  * synchronisation also cudaMalloc and cudaHostAlloc, may wait until every
@@ -44,6 +50,8 @@
 #include "cuda/cuda.h"
 #include "reducekern.h"
 
+_Static_assert(GCSH_PERSIST_BELL_ALIGNED, "every bell's ring on a 16-byte boundary");
+
 struct gcsh_persist_impl {
     cuda_state *st;
     int slot;                       /* its doorbell: st->bells[slot]; -1: none (given back) */
@@ -51,12 +59,15 @@ struct gcsh_persist_impl {
     gcsh_persist_bell *bell_dev;    /* its device address */
     void *sync;                     /* GCSH_PERSIST_SYNC_BYTES of device memory */
     uint64_t last_done, last_why;   /* the doorbell's words when it was given back */
+    uint64_t last_graph_done;
     cudaStream_t stream;            /* the resident's */
     gcsh_comm_impl *comm;
     uint64_t rung;
     int live;                       /* launched, and not seen gone yet */
     int stop_asked;
     int owed;                       /* rung since the rank's stream last waited */
+    gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* the calls its graphs ring */
+    int graph_slots;                /* slots taken */
     char stop_why[200];
     gcsh_persist_impl *next;        /* st->resident */
     gcsh_persist_impl *comm_next;   /* comm->resident */
@@ -148,6 +159,7 @@ static void give_back_bell(gcsh_persist_impl *p)
         return;
     p->last_done = done_word(p);
     p->last_why = why_word(p);
+    p->last_graph_done = __atomic_load_n(&p->bell->graph_done, __ATOMIC_ACQUIRE);
     p->st->bells_taken &= ~(1u << p->slot);
     p->slot = -1;
     p->bell = p->bell_dev = NULL;
@@ -279,6 +291,10 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
     /* on the resident's own stream: a non-blocking stream does not wait
      * for the legacy default stream a plain cudaMemset would use */
     CUDA_TRY(ctx, cudaMemsetAsync(p->sync, 0, GCSH_PERSIST_SYNC_BYTES, p->stream));
+    /* the go words' alive bits (byte 4 of each: bit 32), before the launch:
+     * a graph's wait must not pass before the resident ever ran */
+    CUDA_TRY(ctx, cudaMemset2DAsync((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 4, 8, 1, 1,
+                                    GCSH_PERSIST_GRAPH_SLOTS, p->stream));
     gcsh_kwait wait = {st->wctl, st->wctl->cancel_gen, st->wait_bound_ns, st->paired_max_blocks,
                        st->one_gpu};
     CUDA_TRY(ctx, gcsh_k_persist_launch(a, a->dt, d, p->bell_dev, p->sync, &wait, p->stream));
@@ -348,11 +364,72 @@ fail:
 
 static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
 
+/* The graph slot of job j (the one it has, or a new one); -1 with ctx->err
+ * when every slot holds another call. */
+static int graph_slot(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_job *j)
+{
+    for (int s = 0; s < p->graph_slots; s++)
+        if (memcmp(&p->graph_job[s], j, sizeof *j) == 0)
+            return s;
+    if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS)
+        return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
+                                   "slot for each different call (region, n, op) captured "
+                                   "since it started, kept while it runs, also for graphs "
+                                   "freed since); capture calls it has a slot for, or stop "
+                                   "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
+    int s = p->graph_slots++;
+    p->graph_job[s] = *j;
+    /* before any replay can ring it; the resident reads it once, then keeps it */
+    memcpy(&p->bell->graph_job[s], j, sizeof *j);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    return s;
+}
+
+/* Whether the device's stream waits can test "bit clear" (the NOR wait). */
+static int nor_waits(gcsh_ctx *ctx, cuda_state *st)
+{
+    int nor = 0;
+    if (cuda_device_attribute(st->dev, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, &nor) !=
+            0 ||
+        !nor)
+        return gcsh_set_error(ctx, "p:allreduce() in a graph: this GPU's stream waits cannot "
+                                   "test a bit (CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR"
+                                   " is 0); ring it outside the capture");
+    return 0;
+}
+
+/* While the rank's stream captures: the ring becomes the graph's write of
+ * the slot's pending bit and its wait for the resident (see the top). */
+static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
+                           const gcsh_persist_job *j)
+{
+    if (nor_waits(ctx, st) != 0)
+        return -1;
+    int s = graph_slot(ctx, p, j);
+    if (s < 0)
+        return -1;
+    CUdeviceptr go = (CUdeviceptr)((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 8 * (size_t)s);
+    CU_TRY(ctx, st, StreamWriteValue32((CUstream)st->stream, go, (cuuint32_t)GCSH_PERSIST_GO_PENDING,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, go,
+                                      ~(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_ALIVE),
+                                      CU_STREAM_WAIT_VALUE_NOR));
+    return 0;
+fail:
+    return -1;
+}
+
 static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)
 {
     cuda_state *st = cuda_enter_device(ctx);
     if (!st)
         return -1;
+    if (ctx->graph) {
+        if ((done_word(p) & GCSH_PERSIST_ENDED) || p->slot < 0)
+            return ended_error(ctx, p, done_word(p) & ~GCSH_PERSIST_ENDED);
+        gcsh_persist_job j = {c->offset, c->n, (int32_t)c->dt, (int32_t)c->op};
+        return ring_from_graph(ctx, st, p, &j);
+    }
     uint64_t r = p->rung;
     if (r >= GCSH_PERSIST_DEPTH && wait_done(ctx, p, r - GCSH_PERSIST_DEPTH + 1) != 0)
         return -1;
@@ -392,9 +469,17 @@ fail:
     return -1;
 }
 
+/* The calls its graphs rang are queued on the rank's stream, where the host
+ * does not count them: a wait for every call waits for that stream too. */
+static int wait_graph_calls(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    return p->graph_slots && p->live ? cuda_wait(ctx, st, p->comm) : 0;
+}
+
 static int cuda_persist_wait(gcsh_ctx *ctx, gcsh_persist_impl *p)
 {
-    if (!cuda_enter_device(ctx))
+    cuda_state *st = cuda_enter_device(ctx);
+    if (!st || wait_graph_calls(ctx, st, p) != 0)
         return -1;
     if (p->live && wait_done(ctx, p, p->rung) != 0)
         return -1;
@@ -412,6 +497,8 @@ static void cuda_persist_state(gcsh_persist_impl *p, gcsh_persist_state *out)
     out->rung = p->rung;
     out->done = done & ~GCSH_PERSIST_ENDED;
     out->running = p->live && !(done & GCSH_PERSIST_ENDED) && !p->stop_asked;
+    out->graph_done = p->slot >= 0 ? __atomic_load_n(&p->bell->graph_done, __ATOMIC_ACQUIRE)
+                                   : p->last_graph_done;
     snprintf(out->why, sizeof out->why, "%s", out->running ? "" : end_reason(p));
 }
 
@@ -444,7 +531,12 @@ static int gone_within(gcsh_persist_impl *p, double ms)
 
 static void cuda_persist_release(gcsh_ctx *ctx, gcsh_persist_impl *p)
 {
-    if (cuda_enter_device(ctx)) {
+    cuda_state *st = cuda_enter_device(ctx);
+    if (st) {
+        /* a graph's calls still queued run first (a free is not an abort);
+         * an interrupt or a failure there leaves them to the stop below */
+        if (!atomic_load(&ctx->interrupt))
+            (void)wait_graph_calls(ctx, st, p);
         /* the stop word first: an idle resident ends on it at once, and
          * other kernels' waits are left alone; a new cancel generation
          * only for one still inside a call */

@@ -38,13 +38,18 @@ static void host_graph_abandon(gcsh_ctx *ctx)
     (void)ctx;
 }
 
+/* A replay runs through the rank's ordered table (host_order.c), as the
+ * calls did when typed: a recorded ring (p:allreduce) is followed by
+ * calls that touch memory only once the progress thread finished it. */
 static int host_graph_launch(gcsh_ctx *ctx, gcsh_graph_impl *g, uint64_t n)
 {
+    const gcsh_host_state *state = ctx->be_state;
+    const gcsh_backend *be = gcsh_host_ordered_backend(state->ordered);
     for (uint64_t i = 0; i < n; i++) {
         if (atomic_load(&ctx->interrupt))
             return gcsh_set_error(ctx, "interrupted in replay %llu of %llu",
                                   (unsigned long long)i + 1, (unsigned long long)n);
-        if (gcsh_graph_rec_run(ctx, g->rec, &gcsh_host_backend) != 0)
+        if (gcsh_graph_rec_run(ctx, g->rec, be) != 0)
             return -1;
     }
     return 0;

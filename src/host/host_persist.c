@@ -288,6 +288,7 @@ static void host_persist_state(gcsh_persist_impl *p, gcsh_persist_state *out)
     out->rung = p->rung;
     out->done = done & ~GCSH_PERSIST_ENDED;
     out->running = p->live && !(done & GCSH_PERSIST_ENDED);
+    out->graph_done = 0; /* a replay rings as the host does: rung counts it */
     snprintf(out->why, sizeof out->why, "%s", out->running ? "" : end_reason(p));
 }
 

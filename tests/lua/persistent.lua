@@ -176,7 +176,6 @@ do
            "the refusal says what to do")
   w:tensor():fill(1)
   H.eq(p:allreduce():sum(), 16 * k, "the window still works after the refusal")
-  H.raises(function() gcsh.graph(function() p:allreduce() end) end, "p:allreduce()", "refused in a capture")
   p:stop()
   p:stop()
   H.eq(p.stopped, "stopped (p:stop())", "p.stopped says why")
@@ -210,6 +209,74 @@ do
   end
   g:free()
   p:stop()
+  w:free()
+end
+
+-- rings from graphs: a captured p:allreduce rings the resident at every
+-- replay (cuda: from the graph itself), in stream order with host rings and
+-- direct kernel calls around it (an order-sensitive chain: max, then sums);
+-- the graph keeps p (its free is refused while the graph lives); p:stop()
+-- right after a replay waits for the calls it queued; a replay after p
+-- stopped is refused on every rank alike, before anything runs, the
+-- communicator still usable
+do
+  local w = c:window(16, "f32", opts)
+  local p = kernel.persistent(w)
+  local t = w:tensor()
+  local S, M = 0, 0
+  for _, r in ipairs(team) do S, M = S + r + 1, math.max(M, r + 1) end
+  local g = gcsh.graph(function()
+    p:allreduce { offset = 0, n = 4 }
+    p:allreduce { offset = 4, n = 4, op = "max" }
+    p:allreduce { offset = 0, n = 4 } -- the same call again: the same slot
+  end)
+  H.eq(g.collectives, 3, "the graph holds three rings")
+  H.eq(p.calls, 0, "capturing rings nothing")
+  t:fill(me + 1)
+  g:replay()
+  -- one replay: the first region reduced twice, the second once
+  H.eq(t[0], S * k, "replay 1: sum, rung twice")
+  H.eq(t[7], M, "replay 1: max")
+  H.eq(t[8], me + 1, "replay 1: outside the regions, untouched")
+  H.eq(p.calls, 3, "p.calls counts the graph's calls")
+  t:fill(me + 1)
+  p:allreduce { offset = 0, n = 4, op = "max" } -- a host ring before the replays: M
+  kernel.allreduce(w, { algo = "ll", offset = 0, n = 4 }) -- a direct call: k M
+  g:replay(3) -- six sums: k^7 M
+  p:allreduce { offset = 0, n = 4 } -- and a ring after them: k^8 M
+  H.eq(t[0], M * k ^ 8, "max, a direct sum, three replays and a ring, in that order")
+  H.eq(t[5], M, "max after three replays")
+  H.eq(t[15], me + 1, "outside the regions, untouched")
+  H.eq(p.calls, 3 + 1 + 9 + 1, "p.calls after rings and replays")
+  H.eq(p.done, p.calls, "p.done once read")
+  -- inside a graph too: a direct call after a ring follows it
+  local gm = gcsh.graph(function()
+    p:allreduce { offset = 0, n = 4, op = "max" }
+    kernel.allreduce(w, { algo = "ll", offset = 0, n = 4 })
+  end)
+  for round = 1, 3 do
+    t:fill(me + 1)
+    gm:replay()
+    H.eq(t[0], k * M, "a graph's ring, then its direct call, round " .. round)
+  end
+  gm:free()
+  H.raises(function() p:free() end, "p:free(): graph #", "free refused while a graph rings it")
+  local g2 = gcsh.graph(function() p:allreduce { n = 2 } end)
+  -- a stop right after replays, no host read between: it waits for their calls
+  t:fill(1)
+  g:replay(2)
+  p:stop()
+  H.eq(t[0], k ^ 4, "the replays' calls ran before the stop")
+  H.eq(t[4], 1, "max of ones")
+  H.eq(p.calls, 3 + 1 + 9 + 1 + 3 + 6, "p.calls after the stop")
+  g:free()
+  H.raises(function() g2:replay() end,
+           "g:replay(): the graph rings a persistent all-reduce that is stopped (stopped (p:stop()))",
+           "a replay after p:stop()")
+  c:barrier()
+  H.eq(c:allreduce(tensor.new(1):fill(1))[0], c.size, "the communicator after the refusal")
+  g2:free()
+  p:free()
   w:free()
 end
 
