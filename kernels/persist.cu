@@ -17,10 +17,13 @@
 // share) and publishes done.
 //
 // Rings from graphs (core/kpersist.h): the same look reads the go words of
-// the graph slots (device memory, a word a lane); when no ring entry is
-// there and a slot is pending, its call runs as a batch of one (its job
-// read from the bell once and kept), and the batch's end clears the slot's
-// pending bit instead of publishing done.
+// the graph slots (device memory, a word a lane).  When no ring entry is
+// there and slots are pending, warp 0 fences and reads the go words again
+// (a graph writes a sequence's slots in ascending order, each write after a
+// system fence: once one is seen, the ones before it are, after the fence),
+// and the pending slots run as one batch in ascending order (their jobs read
+// from the bell once and kept); the batch's end clears their pending bits
+// instead of publishing done.
 //
 // Never stuck: the waits for peers are the collectives' (kwait.cuh),
 // bounded by GCSH_GPU_WAIT_TIMEOUT and cancelled by an interrupt (the
@@ -55,7 +58,7 @@ struct Batch {
     unsigned long long count; // the window's LL count before the first
     unsigned gen;             // the cancel generation their waits end at
     int calls;                // 0: the resident ends
-    int slot;                 // -1: ring calls; else the graph slot rung
+    unsigned graph;           // 0: ring calls; else the graph slots run (bit s), ascending
     int pad;
     gcsh_persist_job job[kAhead];
 };
@@ -151,27 +154,44 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *
     *pending = __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0);
     if (lane == 0) {
         b->gen = gen;
-        b->slot = -1;
+        b->graph = 0;
     }
     return calls;
 }
 
-// Lane 0 of warp 0 of block 0: the call of graph slot s into b, its job
-// read from the bell the first time (the host wrote it at the capture, and
-// a slot's call never changes while the resident lives).
-__device__ void take_graph_call(const Persist &P, int s, Batch *b)
+// Warp 0 of block 0, after a look saw graph slots pending: the slots
+// pending now, read again after a fence (see the top), to every lane.
+__device__ unsigned pending_again(const Persist &P)
+{
+    int lane = threadIdx.x;
+    fence_device();
+    __syncwarp();
+    unsigned long long go = lane < GCSH_PERSIST_GRAPH_SLOTS ? peek(go_word(P, lane)) : 0;
+    return __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0);
+}
+
+// Lane 0 of warp 0 of block 0: the calls of the graph slots in `pending`,
+// ascending, at most kAhead, into b (a slot's job read from the bell the
+// first time: the host wrote it at the capture, and a slot's call never
+// changes while the resident lives); returns how many.
+__device__ int take_graph_calls(const Persist &P, unsigned pending, Batch *b)
 {
     Shared *sh = P.sh;
-    if (!(sh->graph_known >> s & 1ull)) {
-        const unsigned long long *w =
-            reinterpret_cast<const unsigned long long *>(&P.bell->graph_job[s]);
-        unsigned long long *to = reinterpret_cast<unsigned long long *>(&sh->graph_job[s]);
-        for (size_t i = 0; i < sizeof(gcsh_persist_job) / 8; i++)
-            to[i] = peek(&w[i]);
-        sh->graph_known |= 1ull << s;
+    int calls = 0;
+    for (; pending && calls < kAhead; pending &= pending - 1) {
+        int s = __ffs(pending) - 1;
+        if (!(sh->graph_known >> s & 1ull)) {
+            const unsigned long long *w =
+                reinterpret_cast<const unsigned long long *>(&P.bell->graph_job[s]);
+            unsigned long long *to = reinterpret_cast<unsigned long long *>(&sh->graph_job[s]);
+            for (size_t i = 0; i < sizeof(gcsh_persist_job) / 8; i++)
+                to[i] = peek(&w[i]);
+            sh->graph_known |= 1ull << s;
+        }
+        b->job[calls++] = sh->graph_job[s];
+        b->graph |= 1u << s;
     }
-    b->job[0] = sh->graph_job[s];
-    b->slot = s;
+    return calls;
 }
 
 // Warp 0 of block 0: waits for calls from n to be rung (b->calls = 0 when
@@ -191,9 +211,10 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
         // ring entries first: one seen beside a pending slot was rung
         // before the graph was launched (core/kpersist.h)
         if (pending) {
+            pending = pending_again(P);
             if (threadIdx.x == 0)
-                take_graph_call(P, __ffs(pending) - 1, b);
-            calls = 1;
+                calls = take_graph_calls(P, pending, b);
+            calls = __shfl_sync(kFullWarp, calls, 0);
             break;
         }
         pause(i, &ns);
@@ -219,7 +240,7 @@ __device__ void next_batch(const Persist &P, unsigned long long k, unsigned long
         for (unsigned i = 0; gridDim.x > 1 && peek(&sh->finished) != k; i++)
             pause(i, &ns);
         wait_for_calls(P, *next, b);
-        if (b->slot < 0) // a graph's call is not the ring's
+        if (!b->graph) // a graph's calls are not the ring's
             *next = b->first + b->calls;
         if (gridDim.x > 1 && threadIdx.x == 0) {
             sh->batch = *b;
@@ -253,16 +274,17 @@ __device__ void finish_batch(const Persist &P, const Batch &b, unsigned long lon
         sh->blocks_done = 0;
     }
     poke(count_word(P), b.count + b.calls);
-    if (b.slot < 0) // a graph's call fences once, below
+    if (!b.graph) // a graph's calls fence once, below
         fence_system();
     if (!peek(&sh->gave_up)) {
-        if (b.slot < 0) {
+        if (!b.graph) {
             poke(&P.bell->done, b.first + b.calls);
         } else { // the count before the graph goes on: the host may read it then
-            sh->graph_done += 1;
+            sh->graph_done += b.calls;
             poke(&P.bell->graph_done, sh->graph_done);
             fence_system();
-            poke(go_word(P, b.slot), GCSH_PERSIST_GO_ALIVE);
+            for (unsigned g = b.graph; g; g &= g - 1)
+                poke(go_word(P, __ffs(g) - 1), GCSH_PERSIST_GO_ALIVE);
         }
     }
     poke(&sh->finished, k + 1);

@@ -26,17 +26,25 @@
  * Rings from a graph (cuda).  A graph replays the same bytes every time, so
  * it cannot write a ring entry (whose tags count calls).  A captured
  * p:allreduce() takes one of GCSH_PERSIST_GRAPH_SLOTS graph slots instead,
- * one per distinct call (region, n, op), its job in the bell (graph_job,
- * written by the host at capture), and captures two stream memory
- * operations on a go word of the slot, in the resident's device memory:
- *   - a 32-bit write of 1 into the word's low half (GCSH_PERSIST_GO_PENDING);
- *   - a wait until the pending bit is clear or the alive bit
- *     (GCSH_PERSIST_GO_ALIVE, the high half) is: a NOR wait, as
- *     ~(word | ~(PENDING | ALIVE)) != 0.
+ * its job in the bell (graph_job, written by the host at capture), and
+ * captures stream memory operations on go words of the slots, in the
+ * resident's device memory:
+ *   - for each call, a 32-bit write of 1 into its slot's word's low half
+ *     (GCSH_PERSIST_GO_PENDING), after a system fence (the stream's default);
+ *   - once for a sequence of such calls with nothing else between (before
+ *     whatever the graph does next, and at its end), a wait until the last
+ *     slot's pending bit is clear or its alive bit (GCSH_PERSIST_GO_ALIVE,
+ *     the high half) is: a NOR wait, as ~(word | ~(PENDING | ALIVE)) != 0.
+ * A sequence's slots go up (a slot holds one call for the resident's life;
+ * a call seen again takes the next slot above that holds it, or a new one;
+ * past the last slot the sequence ends with a wait), so the resident runs
+ * the pending slots lowest first, which is the order they were written.
  * The host sets every alive bit before the launch; the resident, between
  * ring entries (an entry it sees beside a pending slot was rung before the
  * graph launched: the rank's stream writes later ones after the graph),
- * runs the slot's job and clears its pending bit; when it ends, for any
+ * fences, reads the go words again (the slots written before one it saw
+ * are seen then), runs the pending slots' jobs as a batch and clears their
+ * pending bits; when it ends, for any
  * reason, it clears the whole word, so a replay waiting, or launched
  * after, goes on (the host refuses replays of a graph whose resident
  * ended: they would run nothing).  The calls a graph ran are counted in

@@ -320,6 +320,11 @@ extern const gcsh_gpu_rt gcsh_cuda_rt; /* cuda_rt.c: the device runtime of src/g
 int cuda_capture_begin(gcsh_ctx *ctx, cuda_state *st);
 int cuda_capture_end(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph **out);
 void cuda_capture_abandon(cuda_state *st);
+/* Capturing: the graph's waits still owed for rings of the rank's residents
+ * (a sequence of rings shares one wait, cuda_persist.c), before the capture
+ * ends; and, once it ended or was abandoned, none owed. */
+int cuda_persist_capture_flush(gcsh_ctx *ctx, cuda_state *st);
+void cuda_persist_capture_over(cuda_state *st);
 int cuda_graph_launch(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph *g);
 void cuda_graph_free(cuda_state *st, gcsh_gpu_graph *g);
 

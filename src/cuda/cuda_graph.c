@@ -31,6 +31,14 @@ int cuda_capture_end(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph **out)
     gcsh_gpu_graph *g = calloc(1, sizeof *g);
     if (!g)
         return gcsh_set_error(ctx, "gcsh.graph: out of host memory");
+    /* the graph waits for the calls it rang last, so what follows a
+     * replay on the stream follows them */
+    if (cuda_persist_capture_flush(ctx, st) != 0) {
+        cuda_capture_abandon(st); /* the capture ends here too */
+        free(g);
+        return -1;
+    }
+    cuda_persist_capture_over(st);
     CUDA_TRY(ctx, cudaStreamEndCapture(st->stream, &g->graph));
     CUDA_TRY(ctx, cudaGraphInstantiate(&g->exec, g->graph, 0));
     *out = g;
@@ -44,6 +52,7 @@ fail:
 
 void cuda_capture_abandon(cuda_state *st)
 {
+    cuda_persist_capture_over(st);
     cudaGraph_t graph = NULL;
     cudaStreamEndCapture(st->stream, &graph); /* invalidated captures give NULL */
     if (graph)

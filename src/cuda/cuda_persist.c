@@ -68,6 +68,8 @@ struct gcsh_persist_impl {
     int owed;                       /* rung since the rank's stream last waited */
     gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* the calls its graphs ring */
     int graph_slots;                /* slots taken */
+    int graph_last;                 /* capturing: the slot the graph last wrote, whose wait
+                                     * is owed (-1: none) */
     char stop_why[200];
     gcsh_persist_impl *next;        /* st->resident */
     gcsh_persist_impl *comm_next;   /* comm->resident */
@@ -285,6 +287,7 @@ static int cuda_persist_start(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_win
         return gcsh_set_error(ctx, "kernel.persistent: out of host memory");
     p->st = st;
     p->slot = -1;
+    p->graph_last = -1;
     p->comm = a->comm;
     if (take_bell(ctx, st, p) != 0 || order_stream(ctx, st, p) != 0)
         goto fail;
@@ -364,19 +367,16 @@ fail:
 
 static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
 
-/* The graph slot of job j (the one it has, or a new one); -1 with ctx->err
- * when every slot holds another call. */
-static int graph_slot(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_job *j)
+/* A graph slot for job j above slot `after` (a sequence of rings with no
+ * wait between goes up the slots, the order the resident runs them in):
+ * the lowest that holds j, or a new one; -1 when there is none. */
+static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after)
 {
-    for (int s = 0; s < p->graph_slots; s++)
+    for (int s = after + 1; s < p->graph_slots; s++)
         if (memcmp(&p->graph_job[s], j, sizeof *j) == 0)
             return s;
     if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS)
-        return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
-                                   "slot for each different call (region, n, op) captured "
-                                   "since it started, kept while it runs, also for graphs "
-                                   "freed since); capture calls it has a slot for, or stop "
-                                   "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
+        return -1;
     int s = p->graph_slots++;
     p->graph_job[s] = *j;
     /* before any replay can ring it; the resident reads it once, then keeps it */
@@ -398,25 +398,75 @@ static int nor_waits(gcsh_ctx *ctx, cuda_state *st)
     return 0;
 }
 
-/* While the rank's stream captures: the ring becomes the graph's write of
- * the slot's pending bit and its wait for the resident (see the top). */
-static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
-                           const gcsh_persist_job *j)
+static CUdeviceptr go_addr(const gcsh_persist_impl *p, int s)
 {
-    if (nor_waits(ctx, st) != 0)
-        return -1;
-    int s = graph_slot(ctx, p, j);
-    if (s < 0)
-        return -1;
-    CUdeviceptr go = (CUdeviceptr)((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 8 * (size_t)s);
-    CU_TRY(ctx, st, StreamWriteValue32((CUstream)st->stream, go, (cuuint32_t)GCSH_PERSIST_GO_PENDING,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT));
-    CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, go,
+    return (CUdeviceptr)((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 8 * (size_t)s);
+}
+
+/* Capturing: the graph's wait for p's sequence of rings (the resident clears
+ * a sequence's slots once it ran them, the last one last; or ended). */
+static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    int s = p->graph_last;
+    p->graph_last = -1;
+    CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, go_addr(p, s),
                                       ~(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_ALIVE),
                                       CU_STREAM_WAIT_VALUE_NOR));
     return 0;
 fail:
     return -1;
+}
+
+/* Capturing: the waits owed for every resident's rings but p's (NULL: all). */
+static int capture_graph_waits(gcsh_ctx *ctx, cuda_state *st, const gcsh_persist_impl *p)
+{
+    for (gcsh_persist_impl *q = st->resident; q; q = q->next)
+        if (q != p && q->graph_last >= 0 && capture_graph_wait(ctx, st, q) != 0)
+            return -1;
+    return 0;
+}
+
+/* While the rank's stream captures: the ring becomes the graph's write of a
+ * slot's pending bit (each write comes after a system fence: the stream's
+ * default); the wait for the resident is owed (st->enter_owed), so rings
+ * back to back in a graph share one wait, which whatever the graph does
+ * next (another resident's ring, a kernel, a copy, its end) captures first. */
+static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
+                           const gcsh_persist_job *j)
+{
+    if (nor_waits(ctx, st) != 0 || capture_graph_waits(ctx, st, p) != 0)
+        return -1;
+    int s = graph_slot(p, j, p->graph_last);
+    if (s < 0 && p->graph_last >= 0) { /* no slot above: the sequence ends here */
+        if (capture_graph_wait(ctx, st, p) != 0)
+            return -1;
+        s = graph_slot(p, j, -1);
+    }
+    if (s < 0)
+        return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
+                                   "slot for each different call (region, n, op) captured "
+                                   "since it started, kept while it runs, also for graphs "
+                                   "freed since); capture calls it has a slot for, or stop "
+                                   "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
+    CU_TRY(ctx, st, StreamWriteValue32((CUstream)st->stream, go_addr(p, s),
+                                       (cuuint32_t)GCSH_PERSIST_GO_PENDING,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+    p->graph_last = s;
+    st->enter_owed = order_after_rings;
+    return 0;
+fail:
+    return -1;
+}
+
+int cuda_persist_capture_flush(gcsh_ctx *ctx, cuda_state *st)
+{
+    return capture_graph_waits(ctx, st, NULL);
+}
+
+void cuda_persist_capture_over(cuda_state *st)
+{
+    for (gcsh_persist_impl *p = st->resident; p; p = p->next)
+        p->graph_last = -1;
 }
 
 static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)
@@ -455,6 +505,19 @@ static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_per
  * completion word); 0, or -1 with ctx->err. */
 static int order_after_rings(gcsh_ctx *ctx, cuda_state *st)
 {
+    if (ctx->graph) {
+        /* capturing: the waits a graph owes for its rings; the waits for
+         * host rings are the replay's, made when it is launched (a wait
+         * captured for them would test this resident's count in every
+         * replay, whoever holds the doorbell then) */
+        if (capture_graph_waits(ctx, st, NULL) != 0)
+            return -1;
+        int owed = 0;
+        for (gcsh_persist_impl *p = st->resident; p; p = p->next)
+            owed |= p->owed;
+        st->enter_owed = owed ? order_after_rings : NULL;
+        return 0;
+    }
     st->enter_owed = NULL;
     for (gcsh_persist_impl *p = st->resident; p; p = p->next) {
         if (!p->owed)

@@ -280,6 +280,34 @@ do
   w:free()
 end
 
+-- a long graph of rings: more calls than graph slots, the same calls again
+-- and again (on cuda rings back to back share a wait, a sequence's slots go
+-- up, and past the last one it waits and starts again), a direct call in
+-- the middle; every region reduced as often as it was rung
+do
+  local w = c:window(16, "f32", opts)
+  local p = kernel.persistent(w)
+  local t = w:tensor()
+  local g = gcsh.graph(function()
+    for i = 1, 40 do
+      p:allreduce { offset = (i % 3) * 4, n = 4 }
+      if i == 20 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
+    end
+  end)
+  for round = 1, 2 do
+    t:fill(1)
+    g:replay()
+    H.eq(t[0], k ^ 13, "region 0, rung 13 times, round " .. round)
+    H.eq(t[4], k ^ 14, "region 1, rung 14 times, round " .. round)
+    H.eq(t[11], k ^ 13, "region 2, rung 13 times, round " .. round)
+    H.eq(t[12], k, "the direct call's region, round " .. round)
+  end
+  H.eq(p.calls, 80, "p.calls after two replays of 40")
+  g:free()
+  p:stop()
+  w:free()
+end
+
 -- how many run at once: one a window (two would share its LL area), 16 a
 -- rank (each holds an SM or a thread); a refusal names what runs or the
 -- bound, and a stopped or collected one makes room.  Handles collected
