@@ -215,7 +215,8 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
             if (threadIdx.x == 0)
                 calls = take_graph_calls(P, pending, b);
             calls = __shfl_sync(kFullWarp, calls, 0);
-            break;
+            if (calls > 0) // (0 would end the resident: it never is, a slot seen stays pending)
+                break;
         }
         pause(i, &ns);
     }
