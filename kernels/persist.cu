@@ -52,7 +52,7 @@ static_assert(kResidentMaxRegs * kLLThreads + kPairedMaxRegs * kThreads <= kSmRe
               "a resident block and a block of the fenced and one-shot kernels share an SM");
 
 // Calls [first, first + calls) of the ring, run one after another; or
-// (slot >= 0) the one call of a graph slot.
+// (graph != 0) the calls of those graph slots, lowest first.
 struct Batch {
     unsigned long long first;
     unsigned long long count; // the window's LL count before the first
@@ -211,7 +211,11 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
         // ring entries first: one seen beside a pending slot was rung
         // before the graph was launched (core/kpersist.h)
         if (pending) {
-            pending = pending_again(P);
+            // only up to the highest slot this look saw: every slot the
+            // graph wrote before it is seen after the fence, but one
+            // written after it may be seen while one between is not
+            unsigned hi = 31 - __clz(pending);
+            pending = pending_again(P) & (hi == 31 ? ~0u : (2u << hi) - 1);
             if (threadIdx.x == 0)
                 calls = take_graph_calls(P, pending, b);
             calls = __shfl_sync(kFullWarp, calls, 0);
@@ -284,10 +288,16 @@ __device__ void finish_batch(const Persist &P, const Batch &b, unsigned long lon
             sh->graph_done += b.calls;
             poke(&P.bell->graph_done, sh->graph_done);
             fence_system();
-            for (unsigned g = b.graph; g; g &= g - 1)
+            // the highest slot last, after a fence: the stream waits on it,
+            // and the next sequence may write a lower one once it is clear
+            int last = 31 - __clz(b.graph);
+            for (unsigned g = b.graph & ~(1u << last); g; g &= g - 1)
                 poke(go_word(P, __ffs(g) - 1), GCSH_PERSIST_GO_ALIVE);
+            fence_system();
+            poke(go_word(P, last), GCSH_PERSIST_GO_ALIVE);
         }
     }
+    fence_device(); // what this batch cleared, before block 0 looks again
     poke(&sh->finished, k + 1);
 }
 

@@ -99,7 +99,8 @@ typedef struct gcsh_persist_job {
     int32_t dt, op;
 } gcsh_persist_job;
 
-/* Graph slots of a resident: the distinct calls its graphs may ring. */
+/* Graph slots of a resident: the calls its graphs may ring (a slot keeps
+ * its call; cuda_persist.c says when a repeat takes another). */
 #define GCSH_PERSIST_GRAPH_SLOTS 32
 /* A go word's bits (above). */
 #define GCSH_PERSIST_GO_PENDING ((uint64_t)1)

@@ -28,10 +28,11 @@
  * every wait for it, on the host and on the stream.
  *
  * Rings from graphs: a p:allreduce() captured by gcsh.graph takes a graph
- * slot of the resident (one per distinct call; core/kpersist.h) and
- * captures a write of the slot's pending bit and a wait until the
- * resident cleared it (or ended): a replay launches no kernel, and the
- * rank's later work follows the call because the graph waits for it.
+ * slot of the resident (core/kpersist.h) and captures a write of the
+ * slot's pending bit; rings back to back share one wait, until the
+ * resident cleared the last of them (or ended), captured before whatever
+ * the graph does next: a replay launches no kernel, and the rank's later
+ * work follows the calls because the graph waits for them.
  *
  * Nothing is allocated or freed while a resident runs.  cudaFree and
  * cudaFreeHost, and by the programming guide's rule on implicit
@@ -68,6 +69,7 @@ struct gcsh_persist_impl {
     int owed;                       /* rung since the rank's stream last waited */
     gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* the calls its graphs ring */
     int graph_slots;                /* slots taken */
+    int nor_ok;                     /* its GPU has NOR stream waits (asked once) */
     int graph_last;                 /* capturing: the slot the graph last wrote, whose wait
                                      * is owed (-1: none) */
     char stop_why[200];
@@ -372,10 +374,18 @@ static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
  * the lowest that holds j, or a new one; -1 when there is none. */
 static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after)
 {
-    for (int s = after + 1; s < p->graph_slots; s++)
-        if (memcmp(&p->graph_job[s], j, sizeof *j) == 0)
-            return s;
-    if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS)
+    int below = -1; /* a slot at or below `after` that holds j */
+    for (int s = 0; s < p->graph_slots; s++)
+        if (memcmp(&p->graph_job[s], j, sizeof *j) == 0) {
+            if (s > after)
+                return s;
+            below = below < 0 ? s : below;
+        }
+    /* a call seen again in the sequence takes a new slot while more than
+     * half are free; then the sequence ends (a wait) and it reuses its own,
+     * so repeats never take the slots that other calls need */
+    if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS ||
+        (below >= 0 && GCSH_PERSIST_GRAPH_SLOTS - p->graph_slots <= GCSH_PERSIST_GRAPH_SLOTS / 2))
         return -1;
     int s = p->graph_slots++;
     p->graph_job[s] = *j;
@@ -385,9 +395,12 @@ static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after
     return s;
 }
 
-/* Whether the device's stream waits can test "bit clear" (the NOR wait). */
-static int nor_waits(gcsh_ctx *ctx, cuda_state *st)
+/* Whether the device's stream waits can test "bit clear" (the NOR wait);
+ * asked once a resident. */
+static int nor_waits(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
 {
+    if (p->nor_ok)
+        return 0;
     int nor = 0;
     if (cuda_device_attribute(st->dev, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, &nor) !=
             0 ||
@@ -395,6 +408,7 @@ static int nor_waits(gcsh_ctx *ctx, cuda_state *st)
         return gcsh_set_error(ctx, "p:allreduce() in a graph: this GPU's stream waits cannot "
                                    "test a bit (CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR"
                                    " is 0); ring it outside the capture");
+    p->nor_ok = 1;
     return 0;
 }
 
@@ -434,7 +448,7 @@ static int capture_graph_waits(gcsh_ctx *ctx, cuda_state *st, const gcsh_persist
 static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
                            const gcsh_persist_job *j)
 {
-    if (nor_waits(ctx, st) != 0 || capture_graph_waits(ctx, st, p) != 0)
+    if (nor_waits(ctx, st, p) != 0 || capture_graph_waits(ctx, st, p) != 0)
         return -1;
     int s = graph_slot(p, j, p->graph_last);
     if (s < 0 && p->graph_last >= 0) { /* no slot above: the sequence ends here */
@@ -445,7 +459,8 @@ static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
     if (s < 0)
         return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
                                    "slot for each different call (region, n, op) captured "
-                                   "since it started, kept while it runs, also for graphs "
+                                   "since it started, and for repeats within a run of rings "
+                                   "while half are free; kept while it runs, also for graphs "
                                    "freed since); capture calls it has a slot for, or stop "
                                    "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
     CU_TRY(ctx, st, StreamWriteValue32((CUstream)st->stream, go_addr(p, s),
@@ -598,7 +613,7 @@ static void cuda_persist_release(gcsh_ctx *ctx, gcsh_persist_impl *p)
     if (st) {
         /* a graph's calls still queued run first (a free is not an abort);
          * an interrupt or a failure there leaves them to the stop below */
-        if (!atomic_load(&ctx->interrupt))
+        if (!atomic_load(&ctx->interrupt) && !ctx->graph) /* (no stream query in a capture) */
             (void)wait_graph_calls(ctx, st, p);
         /* the stop word first: an idle resident ends on it at once, and
          * other kernels' waits are left alone; a new cancel generation

@@ -9,6 +9,11 @@ static gcsh_gpu_dev *rt_enter(gcsh_ctx *ctx)
     return cuda_enter(ctx);
 }
 
+static gcsh_gpu_dev *rt_enter_device(gcsh_ctx *ctx)
+{
+    return cuda_enter_device(ctx);
+}
+
 static int rt_location(const gcsh_gpu_dev *st)
 {
     return st->dev;
@@ -52,6 +57,7 @@ static gcsh_gpu_net *rt_net(gcsh_gpu_dev *st)
 
 const gcsh_gpu_rt gcsh_cuda_rt = {
     .enter = rt_enter,
+    .enter_device = rt_enter_device,
     .location = rt_location,
     .mem_total = rt_mem_total,
     .pool_trim = cuda_pool_trim,

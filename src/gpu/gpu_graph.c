@@ -28,7 +28,10 @@ int gpu_graph_begin(gcsh_ctx *ctx)
 
 int gpu_graph_end(gcsh_ctx *ctx, gcsh_graph_rec *rec, gcsh_graph_impl **out)
 {
-    gcsh_gpu_dev *st = gcsh_gpu()->enter(ctx);
+    /* no wait of the stream's made here: an invalidated capture would fail
+     * it and never be ended (the runtime's capture_end makes the waits a
+     * graph owes itself) */
+    gcsh_gpu_dev *st = gcsh_gpu()->enter_device(ctx);
     gcsh_graph_impl *g = calloc(1, sizeof *g);
     if (!st || !g) {
         if (st)
@@ -48,7 +51,7 @@ fail:
 
 void gpu_graph_abandon(gcsh_ctx *ctx)
 {
-    gcsh_gpu_dev *st = gcsh_gpu()->enter(ctx);
+    gcsh_gpu_dev *st = gcsh_gpu()->enter_device(ctx);
     if (st)
         gcsh_gpu()->capture_abandon(st);
 }
@@ -77,7 +80,7 @@ int gpu_graph_launch(gcsh_ctx *ctx, gcsh_graph_impl *g, uint64_t n)
 /* Safe with replays in flight (the runtime frees a graph once it ends). */
 void gpu_graph_release(gcsh_ctx *ctx, gcsh_graph_impl *g)
 {
-    gcsh_gpu()->graph_free(gcsh_gpu()->enter(ctx), g->exec);
+    gcsh_gpu()->graph_free(gcsh_gpu()->enter_device(ctx), g->exec);
     gcsh_graph_rec_free(g->rec);
     free(g);
 }

@@ -33,6 +33,10 @@ typedef struct gcsh_gpu_rt {
     /* The rank's state with its device current on the calling thread, or
      * NULL with ctx->err set (the backend's entry: cuda_enter). */
     gcsh_gpu_dev *(*enter)(gcsh_ctx *ctx);
+    /* The same for what queues no work (a capture's end or abandon, a
+     * graph's release): the device current, no wait the stream owes made
+     * (cuda_enter_device); a capture's end makes its own (cuda_graph.c). */
+    gcsh_gpu_dev *(*enter_device)(gcsh_ctx *ctx);
     /* Where its memory lives: a window's d->loc. */
     int (*location)(const gcsh_gpu_dev *st);
     /* The device's whole memory (bytes). */

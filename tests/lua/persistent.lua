@@ -282,8 +282,9 @@ end
 
 -- a long graph of rings: more calls than graph slots, the same calls again
 -- and again (on cuda rings back to back share a wait, a sequence's slots go
--- up, and past the last one it waits and starts again), a direct call in
--- the middle; every region reduced as often as it was rung
+-- up, and once half are taken a repeat ends the sequence with a wait and
+-- reuses its slot), a direct call late in it; every region reduced as
+-- often as it was rung
 do
   local w = c:window(16, "f32", opts)
   local p = kernel.persistent(w)
@@ -291,7 +292,8 @@ do
   local g = gcsh.graph(function()
     for i = 1, 40 do
       p:allreduce { offset = (i % 3) * 4, n = 4 }
-      if i == 20 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
+      -- late: the first run of rings outgrows the slots a run may take
+      if i == 38 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
     end
   end)
   for round = 1, 2 do
