@@ -32,12 +32,14 @@
 #      time per call of each against nccl-tests' as ratios, with busbw and
 #      gcsh's host issue time.
 #   9. graphs (issue 21), GCSH_BENCH_ONLY=graph: nccl-tests all_reduce_perf
-#      -G 100 and plain, 8 B .. 1 MiB, then in one gcsh run: bench.collective
+#      -G 100, -R 2 -G 100 and plain, 8 B .. 1 MiB, then in one gcsh run: bench.collective
 #      all-reduce with graph=100 and without, each against both references
 #      (bench.compare); bench.allreduce of NCCL and every kernel algorithm at
 #      8 B .. 1 MiB with and without graph=100, with the per-algorithm ratio
 #      (without / with: what a graph saves); and the launch floor at 8 B:
-#      algo "empty" (one empty kernel per call) beside every algorithm.
+#      algo "empty" (one empty kernel per call) beside every algorithm; then
+#      scripts/bench/persistent_graph.lua at 8 B and 4 KiB (the persistent
+#      all-reduce from a graph), each against nccl-tests -R 2 -G 100 in place.
 #      GCSH_BENCH_RANKS (default 1) picks the rank counts; with --share-gpu
 #      style sharing use GCSH_BENCH_SHARED="2 4" (MPS).
 #  10. several GPUs (issue 28), GCSH_BENCH_ONLY=multi: nccl-tests
@@ -171,9 +173,10 @@ graph_bench() {
     [ -n "$share" ] && nt_env=(-x NCCL_TESTS_DEVICE=0) && gcsh_env=(-x GCSH_SHARE_GPU=1)
     local dir=""
     if [ -n "$share" ]; then dir=$(mktemp -d /tmp/gcsh-bench-mps-XXXXXX); mps_daemon start "$dir"; fi
-    for variant in plain G100; do
+    for variant in plain G100 R2G100; do
         local flags=()
         [ "$variant" = G100 ] && flags=(-G 100)
+        [ "$variant" = R2G100 ] && flags=(-R 2 -G 100)
         echo "== $np ranks${share:+ sharing one GPU}: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
         env ${dir:+CUDA_MPS_PIPE_DIRECTORY=$dir/pipe} "${mpi[@]}" -np "$np" "${nt_env[@]}" \
             ${dir:+-x CUDA_MPS_PIPE_DIRECTORY} sh -c 'NCCL_HOSTID=nccltests$OMPI_COMM_WORLD_RANK exec "$0" "$@"' \
@@ -213,6 +216,11 @@ graph_bench() {
                                 r.time_us / g.time_us))
           end
         end"
+    echo "== $np ranks${share:+ sharing one GPU}: the persistent all-reduce from a graph against nccl-tests -R 2 -G 100"
+    for bytes in 8 4096; do
+        "${mpi[@]}" -np "$np" "${gcsh_env[@]}" "$GCSH" --timeout 0 scripts/bench/persistent_graph.lua \
+            "$bytes" 20 "$OUTDIR/nccl-tests-R2G100-$tag.out" | grep persistent_graph
+    done
 }
 
 # ---- part 8: ranks sharing one GPU (gcsh --share-gpu) -----------------------

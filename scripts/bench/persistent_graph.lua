@@ -4,8 +4,11 @@
 -- µs a call, the worst rank's, best of 5 windows of R replays of a graph of
 -- G calls (or G x R calls from Lua), each window ended by gcsh.sync, after
 -- a warm-up window.  The values are checked after the timing.
--- Usage: mpirun -np N build-gpu/gcsh scripts/bench/persistent_graph.lua [bytes [replays]]
--- (on one GPU: GCSH_SHARE_GPU=1 for N > 1, as scripts/gpu-check.sh runs).
+-- Usage: mpirun -np N build-gpu/gcsh scripts/bench/persistent_graph.lua [bytes [replays
+--        [nccl-tests output]]]
+-- (on one GPU: GCSH_SHARE_GPU=1 for N > 1, as scripts/gpu-check.sh runs).  With an
+-- all_reduce_perf output of the same job (scripts/bench-gpu.sh's graph part runs
+-- it with -R 2 -G 100), the in-place time there at `bytes` and the ratio too.
 local c = comm.world()
 local bytes = math.tointeger(tonumber(arg and arg[1] or "8"))
 local R = math.tointeger(tonumber(arg and arg[2] or "20"))
@@ -54,6 +57,19 @@ if c.rank == 0 then
   print(string.format("persistent_graph: %d ranks, %d B, %s: us a call: persistent from a graph %.2f, "
                       .. "ll from a graph %.2f (ratio %.2f); persistent rung from Lua %.2f, ll launched %.2f",
                       c.size, bytes, gcsh.backend, t[1], t[2], t[1] / t[2], t[3], t[4]))
+  local ref_path = arg and arg[3]
+  if ref_path then
+    local ref = require("gcsh.bench").nccl_tests(ref_path)
+    local row
+    for _, r in ipairs(ref) do if r.size == bytes then row = r end end
+    if row and row.ip_time_us then
+      print(string.format("persistent_graph: against nccl-tests (graph %d) in place at %d B: %.2f us; "
+                          .. "persistent from a graph / nccl-tests = %.2f", ref.graph, bytes,
+                          row.ip_time_us, t[1] / row.ip_time_us))
+    else -- (-R 2 needs symmetric memory, which NCCL may not offer here: its output says)
+      print(string.format("persistent_graph: %s has no in-place row at %d B: no ratio", ref_path, bytes))
+    end
+  end
 end
 ring_graph:free()
 ll_graph:free()
