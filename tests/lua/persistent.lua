@@ -192,14 +192,19 @@ do
   w:free()
 end
 
+-- A window of 16 f32 with a resident on it, its tensor, and the team's sum
+-- and max of rank + 1 (the fills below).
+local function resident16()
+  local w = c:window(16, "f32", opts)
+  local S, M = 0, 0
+  for _, r in ipairs(team) do S, M = S + r + 1, math.max(M, r + 1) end
+  return w, kernel.persistent(w), w:tensor(), S, M
+end
+
 -- a graph replayed after a ring follows it: the replay's calls wait for the
 -- resident as typed calls do (on the host, the rank's ordered table)
 do
-  local w = c:window(16, "f32", opts)
-  local p = kernel.persistent(w)
-  local t = w:tensor()
-  local M = 0
-  for _, r in ipairs(team) do M = math.max(M, r + 1) end
+  local w, p, t, _, M = resident16()
   local g = gcsh.graph(function() kernel.allreduce(w, { algo = "ll", offset = 0, n = 4 }) end)
   for round = 1, 3 do
     t:fill(me + 1)
@@ -220,11 +225,7 @@ end
 -- stopped is refused on every rank alike, before anything runs, the
 -- communicator still usable
 do
-  local w = c:window(16, "f32", opts)
-  local p = kernel.persistent(w)
-  local t = w:tensor()
-  local S, M = 0, 0
-  for _, r in ipairs(team) do S, M = S + r + 1, math.max(M, r + 1) end
+  local w, p, t, S, M = resident16()
   local g = gcsh.graph(function()
     p:allreduce { offset = 0, n = 4 }
     p:allreduce { offset = 4, n = 4, op = "max" }
@@ -286,9 +287,7 @@ end
 -- reuses its slot), a direct call late in it; every region reduced as
 -- often as it was rung
 do
-  local w = c:window(16, "f32", opts)
-  local p = kernel.persistent(w)
-  local t = w:tensor()
+  local w, p, t = resident16()
   local g = gcsh.graph(function()
     for i = 1, 40 do
       p:allreduce { offset = (i % 3) * 4, n = 4 }
