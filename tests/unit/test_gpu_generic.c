@@ -64,6 +64,19 @@ static gcsh_gpu_dev *enter(gcsh_ctx *ctx)
     return &dev;
 }
 
+/* The entry that makes no wait the stream owes: it works where enter fails
+ * for such a wait (an invalidated capture), not where there is no device
+ * at all (fail_enter_device). */
+static int fail_enter_device;
+static gcsh_gpu_dev *enter_device(gcsh_ctx *ctx)
+{
+    if (fail_enter_device) {
+        gcsh_set_error(ctx, "no device");
+        return NULL;
+    }
+    return &dev;
+}
+
 static int location(const gcsh_gpu_dev *st)
 {
     (void)st;
@@ -361,7 +374,8 @@ static const gpu_win_kind beta = {"beta", &beta_plan, usable, beta_gran, stage, 
 static const gpu_win_kind *const kinds[] = {&alpha, &beta, NULL};
 
 static const gcsh_gpu_rt rt = {
-    .enter = enter, .location = location, .mem_total = mem_total, .pool_trim = pool_trim,
+    .enter = enter, .enter_device = enter_device, .location = location, .mem_total = mem_total,
+    .pool_trim = pool_trim,
     .free_ordered = free_ordered, .wait = wait_stream, .peek = peek, .mem = &mem,
     .signal_store = signal_store, .signal_fetch_add = signal_fetch_add,
     .signal_wait = signal_wait, .peer_copy = peer_copy, .comm = &comm,
@@ -386,6 +400,7 @@ static void reset(gcsh_ctx *ctx)
     ctx->err[0] = 0;
     atomic_store(&ctx->interrupt, 0);
     fail_enter = 0;
+    fail_enter_device = 0;
 }
 
 static void test_kinds(gcsh_ctx *ctx)
@@ -586,6 +601,18 @@ static void test_graph(gcsh_ctx *ctx)
           "a capture that does not end as a graph fails (and frees its record)");
     graph.abandon(ctx);
     CHECK(strstr(dev.log, "abandon") != NULL, "abandon ends the capture");
+
+    /* the entry that makes the stream's owed waits fails (a capture the
+     * driver invalidated): the capture still ends, or is abandoned, and a
+     * graph is still freed on the device */
+    reset(ctx);
+    fail_enter = 1;
+    CHECK(graph.end(ctx, calloc(1, sizeof(gcsh_graph_rec)), &g) == 0 && g,
+          "end needs no owed wait: %s", ctx->err);
+    graph.release(ctx, g);
+    CHECK(dev.graph_freed_with_dev, "release needs none either");
+    graph.abandon(ctx);
+    CHECK(strstr(dev.log, "abandon") != NULL, "abandon needs none either");
 }
 
 static void test_xfer(gcsh_ctx *ctx)
