@@ -14,16 +14,18 @@
  * -DWITH_WINDOWS) adds, every round, on the world communicator, what a
  * window of kind "nccl" does (src/cuda/cuda_win_nccl.c): 1 ncclMemAlloc and
  * ncclCommWindowRegister, then deregister and free; 2 the same and a device
- * communicator with gcsh's 32 LSA barriers, made and destroyed in between.
+ * communicator with gcsh's 32 LSA barriers, made and destroyed in between
+ * (by gcsh's own kernels/cuda/ncclwin.cu: its requirements are C++).
  *
  * Usage (one GPU a rank; the soak's environment):
  *   mpirun -np 4 nccl_split_rss ROUNDS WARMUP SHARE TWIN [SPLIT_BY [WINDOW]]
  * prints "rank R: ROUNDS rounds, S s a round; RSS +K KiB (+P KiB per 100);
  * malloc in use +M KiB".
  * Build: mpicc -O2 -I$CUDA/include nccl_split_rss.c -L$CUDA/lib64 -lnccl -lcudart
- * or, with WINDOW: nvcc -c nccl_devcomm.cu && mpicc -O2 -DWITH_WINDOWS
- *   -I$CUDA/include nccl_split_rss.c nccl_devcomm.o -L$CUDA/lib64 -lnccl -lcudart
- *   -lstdc++ */
+ * or, with WINDOW, with gcsh's own device-communicator glue (from the top):
+ *   nvcc -std=c++17 -Isrc -Ikernels -c kernels/cuda/ncclwin.cu -o ncclwin.o &&
+ *   mpicc -O2 -DWITH_WINDOWS -I$CUDA/include scripts/bench/nccl_split_rss.c ncclwin.o
+ *   -L$CUDA/lib64 -lnccl -lcudart -lstdc++ */
 #include <malloc.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -77,8 +79,8 @@ static void destroy(ncclComm_t comm, int blocking)
 }
 
 #ifdef WITH_WINDOWS
-ncclResult_t bench_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out);
-ncclResult_t bench_devcomm_destroy(ncclComm_t comm, void *dc);
+ncclResult_t gcsh_nccl_devcomm_create(ncclComm_t comm, int lsa_barriers, void **out);
+ncclResult_t gcsh_nccl_devcomm_destroy(ncclComm_t comm, void *dc);
 
 /* What a window of kind "nccl" asks of NCCL on the world, made and freed. */
 static void window_once(ncclComm_t world, int mode)
@@ -90,10 +92,10 @@ static void window_once(ncclComm_t world, int mode)
     CHECK(r == ncclSuccess || r == ncclInProgress, "ncclCommWindowRegister");
     settle(world);
     if (mode >= 2) {
-        r = bench_devcomm_create(world, 32, &dc);
+        r = gcsh_nccl_devcomm_create(world, 32, &dc);
         CHECK(r == ncclSuccess || r == ncclInProgress, "ncclDevCommCreate");
         settle(world);
-        r = bench_devcomm_destroy(world, dc);
+        r = gcsh_nccl_devcomm_destroy(world, dc);
         CHECK(r == ncclSuccess || r == ncclInProgress, "ncclDevCommDestroy");
         settle(world);
     }

@@ -26,13 +26,14 @@ builds graph_node_rss gcc
 builds nccl_graph_rss mpicc -lnccl
 builds nccl_split_rss mpicc -lnccl
 builds nccl_onerank_rss gcc -lnccl
-# the split reproducer's window modes: NCCL's device communicator from C++
+# the split reproducer's window modes: gcsh's own device-communicator glue
+# (kernels/cuda/ncclwin.cu, C++), linked in
 if command -v "$CUDA/bin/nvcc" >/dev/null; then
-    if out=$("$CUDA/bin/nvcc" -Werror all-warnings -c scripts/bench/nccl_devcomm.cu \
-        -o "$DIR/nccl_devcomm.o" 2>&1); then
-        builds nccl_split_rss mpicc -DWITH_WINDOWS "$DIR/nccl_devcomm.o" -lnccl -lstdc++
-    else fail "scripts/bench/nccl_devcomm.cu does not build"; context "$out"; fi
-else skip "bench reproducers: no nvcc for nccl_devcomm.cu"; fi
+    if out=$("$CUDA/bin/nvcc" -std=c++17 -Isrc -Ikernels -Werror all-warnings \
+        -c kernels/cuda/ncclwin.cu -o "$DIR/ncclwin.o" 2>&1); then
+        builds nccl_split_rss mpicc -DWITH_WINDOWS "$DIR/ncclwin.o" -lnccl -lstdc++
+    else fail "kernels/cuda/ncclwin.cu does not build for the reproducer"; context "$out"; fi
+else skip "bench reproducers: no nvcc for kernels/cuda/ncclwin.cu"; fi
 
 [ -x "$DIR/graph_node_rss" ] || finish
 OUT=$("$DIR/graph_node_rss" memset 20 5 2>&1); RC=$?
