@@ -928,7 +928,9 @@ int gcsh_check_end_sync(lua_State *L)
         abort_entered(ctx, k);
     if (k)
         reap_aborted(ctx, k);
-    /* lines within 80 columns under a rank tag, as the host's (src/DESIGN.md) */
+    /* what follows the cause in two lines of their own, each within 80
+     * columns under a rank tag, as the host's (src/DESIGN.md); the first
+     * line is as long as the operation's name and the peer's error make it */
 #define IN_FLIGHT_ABORTED                                                                          \
     "\nthe communicators with work in flight are aborted on every rank;"                           \
     "\ncomm.world() makes a fresh one"
