@@ -171,6 +171,11 @@ graph_bench() {
     local np=$1 share=${2:-} max=${GCSH_BENCH_MAX:-1048576} iters=${GCSH_BENCH_ITERS:-20}
     local tag="np$np${share:+-shared}" nt_env=() gcsh_env=()
     [ -n "$share" ] && nt_env=(-x NCCL_TESTS_DEVICE=0) && gcsh_env=(-x GCSH_SHARE_GPU=1)
+    # a host id per process only where ranks share a GPU (NCCL refuses two ranks
+    # on one GPU of one host); on GPUs of their own, distinct host ids would send
+    # nccl-tests over sockets (31 us at 8 B on 2 H200s instead of NVLink's few)
+    local host_id=""
+    [ -n "$share" ] && host_id='NCCL_HOSTID=nccltests$OMPI_COMM_WORLD_RANK '
     local dir=""
     if [ -n "$share" ]; then dir=$(mktemp -d /tmp/gcsh-bench-mps-XXXXXX); mps_daemon start "$dir"; fi
     for variant in plain G100 R2G100; do
@@ -179,7 +184,7 @@ graph_bench() {
         [ "$variant" = R2G100 ] && flags=(-R 2 -G 100)
         echo "== $np ranks${share:+ sharing one GPU}: nccl-tests all_reduce_perf ${flags[*]} -b 8 -e $max -f 2 -g 1 -n $iters -w 5"
         env ${dir:+CUDA_MPS_PIPE_DIRECTORY=$dir/pipe} "${mpi[@]}" -np "$np" "${nt_env[@]}" \
-            ${dir:+-x CUDA_MPS_PIPE_DIRECTORY} sh -c 'NCCL_HOSTID=nccltests$OMPI_COMM_WORLD_RANK exec "$0" "$@"' \
+            ${dir:+-x CUDA_MPS_PIPE_DIRECTORY} sh -c "${host_id}"'exec "$0" "$@"' \
             "$NT/all_reduce_perf" -b 8 -e "$max" -f 2 -g 1 -n "$iters" \
             -w 5 "${flags[@]}" >"$OUTDIR/nccl-tests-$variant-$tag.out" 2>&1
         grep -E '^#  *(size|\(B\))|^ +[0-9]' "$OUTDIR/nccl-tests-$variant-$tag.out" | head -20
