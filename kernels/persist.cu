@@ -19,8 +19,8 @@
 // Rings from graphs (core/kpersist.h): the same look reads the go words of
 // the graph slots (device memory, a word a lane).  When no ring entry is
 // there and slots are pending, warp 0 fences and reads the go words again
-// (a graph writes a sequence's slots in ascending order, each write after a
-// system fence: once one is seen, the ones before it are, after the fence),
+// (a graph writes a sequence's slots in ascending order, a fence after each
+// (go_kernel): once one is seen, the ones before it are, after the fence),
 // and the pending slots run as one batch in ascending order (their jobs read
 // from the bell once and kept); the batch's end clears their pending bits
 // instead of publishing done.
@@ -390,6 +390,22 @@ PersistKernel persist_kernel_for(gcsh_dtype dt)
     }
 }
 
+// A graph's rings (core/kpersist.h): the pending bits of a sequence's
+// slots, written by one thread lowest first with a fence between, so that
+// a resident that sees one sees every slot before it after its own fence.
+// One kernel node a sequence instead of a memory-operation node a call:
+// each such node costs the graph about as much as the call itself.
+__global__ void go_kernel(unsigned long long *go, unsigned slots)
+{
+    __threadfence_system(); // after what the stream did before (its last writes)
+    for (; slots; slots &= slots - 1) {
+        // the low half of the word: the high half is the alive bit (little endian)
+        *reinterpret_cast<volatile unsigned *>(go + (__ffs(slots) - 1)) =
+            (unsigned)GCSH_PERSIST_GO_PENDING;
+        __threadfence();
+    }
+}
+
 } // namespace gcsh_k
 
 using namespace gcsh_k;
@@ -420,4 +436,15 @@ extern "C" cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dt
     (void)cudaGetLastError(); // report this launch only
     return cudaLaunchCooperativeKernel((const void *)kernel.run, dim3((unsigned)a->sms),
                                        dim3(kLLThreads), args, 0, stream);
+}
+
+extern "C" cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream)
+{
+    if (!sync || !slots)
+        return cudaErrorInvalidValue;
+    (void)cudaGetLastError(); // report this launch only
+    go_kernel<<<1, 1, 0, stream>>>(
+        reinterpret_cast<unsigned long long *>(static_cast<char *>(sync) + GCSH_PERSIST_GO_OFFSET),
+        slots);
+    return cudaGetLastError();
 }

@@ -82,6 +82,11 @@ cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                   const gcsh_window_desc *d, gcsh_persist_bell *bell,
                                   void *sync, const gcsh_kwait *wait, cudaStream_t stream);
 
+/* A graph's rings of the resident whose sync area is `sync`: one thread
+ * sets the pending bits of the graph slots in `slots` (bit s: slot s; not
+ * 0), lowest first, a fence between (core/kpersist.h), on `stream`. */
+cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,14 +27,15 @@
  * it cannot write a ring entry (whose tags count calls).  A captured
  * p:allreduce() takes one of GCSH_PERSIST_GRAPH_SLOTS graph slots instead,
  * its job in the bell (graph_job, written by the host at capture), and
- * captures stream memory operations on go words of the slots, in the
- * resident's device memory:
- *   - for each call, a 32-bit write of 1 into its slot's word's low half
- *     (GCSH_PERSIST_GO_PENDING), after a system fence (the stream's default);
- *   - once for a sequence of such calls with nothing else between (before
- *     whatever the graph does next, and at its end), a wait until the last
- *     slot's pending bit is clear or its alive bit (GCSH_PERSIST_GO_ALIVE,
- *     the high half) is: a NOR wait, as ~(word | ~(PENDING | ALIVE)) != 0.
+ * captures, once for a sequence of such calls with nothing else between
+ * (before whatever the graph does next, and at its end), two nodes on go
+ * words of the slots, in the resident's device memory:
+ *   - a one-thread kernel (kernels/persist.cu's go_kernel) that writes 1
+ *     into each of the sequence's slot words' low half
+ *     (GCSH_PERSIST_GO_PENDING), lowest slot first, a fence after each;
+ *   - a wait until the last slot's pending bit is clear or its alive bit
+ *     (GCSH_PERSIST_GO_ALIVE, the high half) is: a NOR stream wait, as
+ *     ~(word | ~(PENDING | ALIVE)) != 0.
  * A sequence's slots go up (a slot holds one call for the resident's life;
  * a call seen again takes the next slot above that holds it, or a new one;
  * past the last slot the sequence ends with a wait), so the resident runs

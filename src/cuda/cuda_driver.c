@@ -28,7 +28,7 @@ int cuda_driver_load(gcsh_ctx *ctx, cuda_state *st)
         LOAD(MemRelease) || LOAD(MemExportToShareableHandle) ||
         LOAD(MemImportFromShareableHandle) || LOAD(MemAddressReserve) || LOAD(MemAddressFree) ||
         LOAD(MemMap) || LOAD(MemUnmap) || LOAD(MemSetAccess) || LOAD(StreamWriteValue64) ||
-        LOAD(StreamWaitValue64) || LOAD(StreamWriteValue32))
+        LOAD(StreamWaitValue64))
         return -1;
     d.loaded = 1;
     st->drv = d;

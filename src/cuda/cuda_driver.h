@@ -22,7 +22,6 @@ typedef struct cuda_driver {
     PFN_cuMemSetAccess_v10020 MemSetAccess;
     PFN_cuStreamWriteValue64_v11070 StreamWriteValue64; /* the persistent all-reduce */
     PFN_cuStreamWaitValue64_v11070 StreamWaitValue64;
-    PFN_cuStreamWriteValue32_v11070 StreamWriteValue32; /* its rings from graphs */
 } cuda_driver;
 
 #endif

@@ -52,6 +52,7 @@
 #include "reducekern.h"
 
 _Static_assert(GCSH_PERSIST_BELL_ALIGNED, "every bell's ring on a 16-byte boundary");
+_Static_assert(GCSH_PERSIST_GRAPH_SLOTS <= 32, "a sequence's slots are the bits of a uint32_t");
 
 struct gcsh_persist_impl {
     cuda_state *st;
@@ -70,8 +71,10 @@ struct gcsh_persist_impl {
     gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* the calls its graphs ring */
     int graph_slots;                /* slots taken */
     int nor_ok;                     /* its GPU has NOR stream waits (asked once) */
-    int graph_last;                 /* capturing: the slot the graph last wrote, whose wait
-                                     * is owed (-1: none) */
+    int graph_last;                 /* capturing: the last slot of the open sequence, whose
+                                     * wait is owed (-1: none) */
+    uint32_t graph_seq;             /* capturing: the open sequence's slots (bit s), rung
+                                     * together when it ends */
     char stop_why[200];
     gcsh_persist_impl *next;        /* st->resident */
     gcsh_persist_impl *comm_next;   /* comm->resident */
@@ -417,12 +420,18 @@ static CUdeviceptr go_addr(const gcsh_persist_impl *p, int s)
     return (CUdeviceptr)((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 8 * (size_t)s);
 }
 
-/* Capturing: the graph's wait for p's sequence of rings (the resident clears
- * a sequence's slots once it ran them, the last one last; or ended). */
+/* Capturing: the end of p's sequence of rings: one kernel writes their
+ * slots' pending bits, lowest first (a memory-operation node a call cost
+ * about as much as the call), then the graph waits for the resident to
+ * clear the last (it clears a sequence's slots once it ran them, the last
+ * one last; or ended). */
 static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
 {
     int s = p->graph_last;
+    uint32_t slots = p->graph_seq;
     p->graph_last = -1;
+    p->graph_seq = 0;
+    CUDA_TRY(ctx, gcsh_k_persist_go(p->sync, slots, st->stream));
     CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, go_addr(p, s),
                                       ~(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_ALIVE),
                                       CU_STREAM_WAIT_VALUE_NOR));
@@ -440,11 +449,11 @@ static int capture_graph_waits(gcsh_ctx *ctx, cuda_state *st, const gcsh_persist
     return 0;
 }
 
-/* While the rank's stream captures: the ring becomes the graph's write of a
- * slot's pending bit (each write comes after a system fence: the stream's
- * default); the wait for the resident is owed (st->enter_owed), so rings
- * back to back in a graph share one wait, which whatever the graph does
- * next (another resident's ring, a kernel, a copy, its end) captures first. */
+/* While the rank's stream captures: the ring takes a slot in p's open
+ * sequence; the sequence's writes and its wait for the resident are owed
+ * (st->enter_owed), so rings back to back in a graph share one kernel
+ * node and one wait, which whatever the graph does next (another
+ * resident's ring, a kernel, a copy, its end) captures first. */
 static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
                            const gcsh_persist_job *j)
 {
@@ -463,14 +472,10 @@ static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
                                    "while half are free; kept while it runs, also for graphs "
                                    "freed since); capture calls it has a slot for, or stop "
                                    "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
-    CU_TRY(ctx, st, StreamWriteValue32((CUstream)st->stream, go_addr(p, s),
-                                       (cuuint32_t)GCSH_PERSIST_GO_PENDING,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+    p->graph_seq |= (uint32_t)1 << s;
     p->graph_last = s;
     st->enter_owed = order_after_rings;
     return 0;
-fail:
-    return -1;
 }
 
 int cuda_persist_capture_flush(gcsh_ctx *ctx, cuda_state *st)
@@ -481,7 +486,7 @@ int cuda_persist_capture_flush(gcsh_ctx *ctx, cuda_state *st)
 void cuda_persist_capture_over(cuda_state *st)
 {
     for (gcsh_persist_impl *p = st->resident; p; p = p->next)
-        p->graph_last = -1;
+        p->graph_last = -1, p->graph_seq = 0;
 }
 
 static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)
