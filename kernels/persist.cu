@@ -18,10 +18,10 @@
 //
 // Rings from graphs (core/kpersist.h): the same look reads the go words of
 // the graph slots (device memory, a word a lane).  When no ring entry is
-// there and slots are pending, warp 0 fences and reads the go words again
-// (a graph writes a sequence's slots in ascending order, a fence after each
-// (go_kernel): once one is seen, the ones before it are, after the fence),
-// and the pending slots run as one batch in ascending order (their jobs read
+// there and a sequence's last slot is pending, warp 0 fences and reads the
+// go words again (a graph writes the last slot after the others, a fence
+// between (go_kernel): once it is seen, the others are, after the fence),
+// and the pending slots up to it run as one batch in ascending order (their jobs read
 // from the bell once and kept); the batch's end clears their pending bits
 // instead of publishing done.
 //
@@ -122,10 +122,9 @@ __device__ inline uint64_t *count_word(const Persist &P)
 // half l % 2 of entry n + l / 2 and graph slot l's go word, lane 0 the stop
 // word and the cancel generation too, every load issued before any value
 // is used.  Returns (to every lane) how many calls from n are rung, in
-// order, their jobs in b; *pending the graph slots rung (bit s); *stop when
-// the host asked the resident to end.
-__device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *pending,
-                    bool *stop)
+// order, their jobs in b; *last the graph slots rung that end a sequence
+// (bit s); *stop when the host asked the resident to end.
+__device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *last, bool *stop)
 {
     int lane = threadIdx.x;
     const char *e = reinterpret_cast<const char *>(&P.bell->ring[(n + lane / 2) % GCSH_PERSIST_DEPTH]);
@@ -151,7 +150,8 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *
     if (ok && lane / 2 < calls)
         b->job[lane / 2] = job;
     *stop = __shfl_sync(kFullWarp, stop_word, 0) != 0;
-    *pending = __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0);
+    *last = __ballot_sync(kFullWarp, (go & (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST)) ==
+                                         (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST));
     if (lane == 0) {
         b->gen = gen;
         b->graph = 0;
@@ -159,7 +159,7 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *
     return calls;
 }
 
-// Warp 0 of block 0, after a look saw graph slots pending: the slots
+// Warp 0 of block 0, after a look saw a sequence's last slot: the slots
 // pending now, read again after a fence (see the top), to every lane.
 __device__ unsigned pending_again(const Persist &P)
 {
@@ -202,20 +202,21 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
     int calls = 0;
     for (unsigned i = 0; !__shfl_sync(kFullWarp, threadIdx.x == 0 && peek(&P.sh->gave_up), 0); i++) {
         bool stop;
-        unsigned pending;
-        calls = look(P, n, b, &pending, &stop);
+        unsigned last;
+        calls = look(P, n, b, &last, &stop);
         if (stop)
             calls = 0;
         if (stop || calls > 0)
             break;
         // ring entries first: one seen beside a pending slot was rung
         // before the graph was launched (core/kpersist.h)
-        if (pending) {
-            // only up to the highest slot this look saw: every slot the
-            // graph wrote before it is seen after the fence, but one
-            // written after it may be seen while one between is not
-            unsigned hi = 31 - __clz(pending);
-            pending = pending_again(P) & (hi == 31 ? ~0u : (2u << hi) - 1);
+        if (last) {
+            // up to the sequence's last slot: the graph wrote the others
+            // before it, so they are seen after the fence (a sequence has
+            // one last slot; a batch of kAhead may leave some of it, and
+            // the next look sees the same last slot again)
+            unsigned hi = 31 - __clz(last);
+            unsigned pending = pending_again(P) & (hi == 31 ? ~0u : (2u << hi) - 1);
             if (threadIdx.x == 0)
                 calls = take_graph_calls(P, pending, b);
             calls = __shfl_sync(kFullWarp, calls, 0);
@@ -391,19 +392,21 @@ PersistKernel persist_kernel_for(gcsh_dtype dt)
 }
 
 // A graph's rings (core/kpersist.h): the pending bits of a sequence's
-// slots, written by one thread lowest first with a fence between, so that
-// a resident that sees one sees every slot before it after its own fence.
-// One kernel node a sequence instead of a memory-operation node a call:
-// each such node costs the graph about as much as the call itself.
+// slots, by one thread, the last slot's (marked last) after a fence, so
+// that a resident that sees the last sees every slot of the sequence after
+// its own fence, and runs them as one batch.  One kernel node a sequence
+// instead of a memory-operation node a call: each such node cost the graph
+// about as much as the call itself.
 __global__ void go_kernel(unsigned long long *go, unsigned slots)
 {
+    // the low half of each word: the high half is the alive bit (little endian)
+    auto low = [go](unsigned s) { return reinterpret_cast<volatile unsigned *>(go + s); };
+    unsigned last = 31 - __clz(slots);
     __threadfence_system(); // after what the stream did before (its last writes)
-    for (; slots; slots &= slots - 1) {
-        // the low half of the word: the high half is the alive bit (little endian)
-        *reinterpret_cast<volatile unsigned *>(go + (__ffs(slots) - 1)) =
-            (unsigned)GCSH_PERSIST_GO_PENDING;
-        __threadfence();
-    }
+    for (unsigned g = slots & ~(1u << last); g; g &= g - 1)
+        *low(__ffs(g) - 1) = (unsigned)GCSH_PERSIST_GO_PENDING;
+    __threadfence();
+    *low(last) = (unsigned)(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
 }
 
 } // namespace gcsh_k

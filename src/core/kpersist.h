@@ -31,8 +31,9 @@
  * (before whatever the graph does next, and at its end), two nodes on go
  * words of the slots, in the resident's device memory:
  *   - a one-thread kernel (kernels/persist.cu's go_kernel) that writes 1
- *     into each of the sequence's slot words' low half
- *     (GCSH_PERSIST_GO_PENDING), lowest slot first, a fence after each;
+ *     into the low half of each of the sequence's slot words but the last
+ *     (GCSH_PERSIST_GO_PENDING), then a fence, then 3 into the last slot's
+ *     (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
  *   - a wait until the last slot's pending bit is clear or its alive bit
  *     (GCSH_PERSIST_GO_ALIVE, the high half) is: a NOR stream wait, as
  *     ~(word | ~(PENDING | ALIVE)) != 0.
@@ -43,9 +44,11 @@
  * The host sets every alive bit before the launch; the resident, between
  * ring entries (an entry it sees beside a pending slot was rung before the
  * graph launched: the rank's stream writes later ones after the graph),
- * fences, reads the go words again (the slots written before one it saw
- * are seen then), runs the pending slots' jobs as a batch and clears their
- * pending bits; when it ends, for any
+ * once it sees a last slot, fences, reads the go words again (the
+ * sequence's other slots, written before the last, are seen then), runs
+ * the pending slots up to the last as one batch, lowest first (so a whole
+ * sequence costs one look and one batch), and clears them, the last one
+ * last; when it ends, for any
  * reason, it clears the whole word, so a replay waiting, or launched
  * after, goes on (the host refuses replays of a graph whose resident
  * ended: they would run nothing).  The calls a graph ran are counted in
@@ -105,6 +108,7 @@ typedef struct gcsh_persist_job {
 #define GCSH_PERSIST_GRAPH_SLOTS 32
 /* A go word's bits (above). */
 #define GCSH_PERSIST_GO_PENDING ((uint64_t)1)
+#define GCSH_PERSIST_GO_LAST ((uint64_t)2) /* the sequence's last slot */
 #define GCSH_PERSIST_GO_ALIVE ((uint64_t)1 << 32)
 
 typedef struct gcsh_persist_bell {
