@@ -109,6 +109,9 @@ typedef struct gcsh_gpu_dev {
      * cuda_comm.c says what follows), and who decided it, for .info. */
     int split_share;
     char split_share_why[96];
+    /* When NCCL connects a communicator's peers, and who decided, for .info
+     * (cuda_backend.c's nccl_connect_policy). */
+    char connect_how[200];
     /* The network path, once a window spans several nodes: its server and
      * the origin's staging (gpu/gpu_net.h), and the server's proxy (its CUDA
      * resources, cuda_net.c). */

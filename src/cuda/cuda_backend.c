@@ -142,12 +142,28 @@ static uint64_t wait_bound_ns(void)
  * then hangs where neither Ctrl-C nor ncclCommAbort reaches it (seen at 4
  * ranks sharing an H100, NCCL 2.28.3: rank 0 in accept() under
  * ncclAllReduce for minutes).  Connecting when the communicator is made
- * keeps every later call interruptible, for a slower comm.world().  The
- * user's own setting wins.  Before the first communicator: NCCL reads its
- * parameters once. */
-static void nccl_connect_when_made(void)
+ * keeps every later call interruptible, for a slower comm.world() and
+ * split, and NCCL keeps some host memory for each communicator connected
+ * so (issue 35: about 0.25 KiB a split and its twin, NCCL alone, 2 H200s;
+ * lazily: none).  The user's own setting wins.  Before the first
+ * communicator: NCCL reads its parameters once.  .info says which (the
+ * splits line). */
+static void nccl_connect_policy(cuda_state *st)
 {
-    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    const char *user = getenv("NCCL_RUNTIME_CONNECT");
+    if (!user || !*user) {
+        setenv("NCCL_RUNTIME_CONNECT", "0", 1);
+        snprintf(st->connect_how, sizeof st->connect_how, "%s",
+                 "connected when made (NCCL_RUNTIME_CONNECT=0, gcsh's default: a lone "
+                 "rank's collective stays interruptible; NCCL keeps ~0.25 KiB a split)");
+    } else if (strcmp(user, "0") == 0) {
+        snprintf(st->connect_how, sizeof st->connect_how, "%s",
+                 "connected when made (NCCL_RUNTIME_CONNECT=0, yours)");
+    } else {
+        snprintf(st->connect_how, sizeof st->connect_how,
+                 "connected at first use (NCCL_RUNTIME_CONNECT=%.20s, yours: a collective "
+                 "one rank enters alone may block out of Ctrl-C's reach)", user);
+    }
 }
 
 /* GCSH_SPLIT_SHARE (0 or 1; default 1): whether a split shares its parent's
@@ -216,9 +232,9 @@ static int cuda_init(gcsh_ctx *ctx)
     }
     if (!chosen)
         return -1;
-    nccl_connect_when_made();
     if (!st)
         return gcsh_set_error(ctx, "cuda backend: out of host memory");
+    nccl_connect_policy(st);
     st->dev = dev;
     if (split_share_policy(ctx, st) != 0)
         goto fail;
@@ -406,10 +422,10 @@ static void push_capabilities(lua_State *L, const gcsh_ctx *ctx, cuda_state *st,
         lua_pushstring(L, "not asked yet (NCCL answers when comm.world() is made)");
     lua_setfield(L, -2, "nccl_symmetric");
     /* how a split is made (cuda_comm.c), for .info's "splits:" line */
-    lua_pushfstring(L, "%s (%s); twin at the first collective (none at one rank)",
+    lua_pushfstring(L, "%s (%s); twin at the first collective (none at one rank); %s",
                     st->split_share ? "share the parent's NCCL resources and abort flag"
                                     : "own NCCL resources",
-                    st->split_share_why);
+                    st->split_share_why, st->connect_how);
     lua_setfield(L, -2, "splits");
 }
 
