@@ -155,7 +155,7 @@ static void nccl_connect_policy(cuda_state *st)
         setenv("NCCL_RUNTIME_CONNECT", "0", 1);
         snprintf(st->connect_how, sizeof st->connect_how, "%s",
                  "connected when made (NCCL_RUNTIME_CONNECT=0, gcsh's default: a lone "
-                 "rank's collective stays interruptible; NCCL keeps ~0.25 KiB a split)");
+                 "rank's collective stays interruptible, and NCCL keeps ~0.25 KiB a split)");
     } else if (strcmp(user, "0") == 0) {
         snprintf(st->connect_how, sizeof st->connect_how, "%s",
                  "connected when made (NCCL_RUNTIME_CONNECT=0, yours)");

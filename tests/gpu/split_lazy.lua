@@ -16,11 +16,11 @@ if gcsh.backend == "cuda" then -- (the rest runs on the host backend too)
   H.truthy(type(splits) == "string" and splits:find("twin at the first collective", 1, true),
            ".info splits: " .. tostring(splits))
   H.eq(splits:sub(1, 5) == "share", sharing, "splits follows GCSH_SPLIT_SHARE: " .. splits)
-  -- and when NCCL connects, which the user may decide (issue 35)
+  -- and when NCCL connects, which the user may decide (issue 35); gcsh
+  -- sets NCCL_RUNTIME_CONNECT=0 in its own environment when the user did not
   local user = os.getenv("NCCL_RUNTIME_CONNECT")
-  local connect = (not user or user == "") and "connected when made (NCCL_RUNTIME_CONNECT=0, gcsh's default"
-                  or user == "0" and "connected when made (NCCL_RUNTIME_CONNECT=0, yours)"
-                  or "connected at first use (NCCL_RUNTIME_CONNECT=" .. user .. ", yours"
+  local connect = user == "0" and "; connected when made (NCCL_RUNTIME_CONNECT=0, "
+                  or "; connected at first use (NCCL_RUNTIME_CONNECT=" .. tostring(user) .. ", yours"
   H.truthy(splits:find(connect, 1, true), ".info splits says how NCCL connects: " .. splits)
 end
 
