@@ -208,7 +208,7 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
             calls = 0;
         if (stop || calls > 0)
             break;
-        // ring entries first: one seen beside a pending slot was rung
+        // ring entries first: one seen beside a last slot was rung
         // before the graph was launched (core/kpersist.h)
         if (last) {
             // up to the sequence's last slot: the graph wrote the others

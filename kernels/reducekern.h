@@ -84,7 +84,8 @@ cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
 
 /* A graph's rings of the resident whose sync area is `sync`: one thread
  * sets the pending bits of the graph slots in `slots` (bit s: slot s; not
- * 0), lowest first, a fence between (core/kpersist.h), on `stream`. */
+ * 0), the highest marked last and written after a fence (core/kpersist.h),
+ * on `stream`. */
 cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream);
 
 #ifdef __cplusplus

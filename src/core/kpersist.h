@@ -40,16 +40,16 @@
  * A sequence's slots go up (a slot holds one call for the resident's life;
  * a call seen again takes the next slot above that holds it, or a new one;
  * past the last slot the sequence ends with a wait), so the resident runs
- * the pending slots lowest first, which is the order they were written.
+ * the pending slots lowest first, which is the order they were captured.
  * The host sets every alive bit before the launch; the resident, between
- * ring entries (an entry it sees beside a pending slot was rung before the
+ * ring entries (an entry it sees beside a last slot was rung before the
  * graph launched: the rank's stream writes later ones after the graph),
  * once it sees a last slot, fences, reads the go words again (the
  * sequence's other slots, written before the last, are seen then), runs
- * the pending slots up to the last as one batch, lowest first (so a whole
- * sequence costs one look and one batch), and clears them, the last one
- * last; when it ends, for any
- * reason, it clears the whole word, so a replay waiting, or launched
+ * the pending slots up to the last, lowest first, 16 calls a batch (so a
+ * sequence of up to 16 calls costs one look and one batch), and clears
+ * them, the last one last; when it ends, for any reason, it clears the
+ * whole word, so a replay waiting, or launched
  * after, goes on (the host refuses replays of a graph whose resident
  * ended: they would run nothing).  The calls a graph ran are counted in
  * graph_done, not in done (the host never waits for them: the graph does). */

@@ -79,6 +79,10 @@ typedef struct gcsh_gpu_dev {
      * the next release or allocation after the capture (cuda_mem.c). */
     void **held;
     int nheld, cap_held;
+    /* A run of a persistent all-reduce's rings that the capture lost (its
+     * go kernel or wait failed, a Lua pcall may have swallowed the error):
+     * the capture's end refuses a graph without them (cuda_graph.c). */
+    char capture_lost[256];
     /* Persistent all-reduces (cuda_persist.c): the running ones. */
     gcsh_persist_impl *resident;
     /* What the next entry owes the work of a layer above this state (a

@@ -20,9 +20,22 @@ const gcsh_graph_ops gcsh_cuda_graph_ops = {.pass_down = 1, GCSH_GPU_GRAPH_OPS};
 
 int cuda_capture_begin(gcsh_ctx *ctx, cuda_state *st)
 {
+    st->capture_lost[0] = '\0';
     CUDA_TRY(ctx, cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal));
     return 0;
 fail:
+    return -1;
+}
+
+/* A run of rings the capture lost (cuda_persist.c), even when the error was
+ * caught in Lua: the graph would replay without those calls. */
+static int lost_rings(gcsh_ctx *ctx, cuda_state *st)
+{
+    if (!st->capture_lost[0])
+        return 0;
+    gcsh_set_error(ctx, "gcsh.graph: a run of p:allreduce() calls could not be captured (%s); "
+                        "the capture is abandoned", st->capture_lost);
+    st->capture_lost[0] = '\0';
     return -1;
 }
 
@@ -33,7 +46,7 @@ int cuda_capture_end(gcsh_ctx *ctx, cuda_state *st, gcsh_gpu_graph **out)
         return gcsh_set_error(ctx, "gcsh.graph: out of host memory");
     /* the graph waits for the calls it rang last, so what follows a
      * replay on the stream follows them */
-    if (cuda_persist_capture_flush(ctx, st) != 0) {
+    if (cuda_persist_capture_flush(ctx, st) != 0 || lost_rings(ctx, st) != 0) {
         cuda_capture_abandon(st); /* the capture ends here too */
         free(g);
         return -1;

@@ -28,11 +28,12 @@
  * every wait for it, on the host and on the stream.
  *
  * Rings from graphs: a p:allreduce() captured by gcsh.graph takes a graph
- * slot of the resident (core/kpersist.h) and captures a write of the
- * slot's pending bit; rings back to back share one wait, until the
- * resident cleared the last of them (or ended), captured before whatever
- * the graph does next: a replay launches no kernel, and the rank's later
- * work follows the calls because the graph waits for them.
+ * slot of the resident (core/kpersist.h); rings back to back are a run,
+ * captured before whatever the graph does next as one small kernel that
+ * sets the run's pending bits (the last slot's last) and one wait until
+ * the resident cleared the last slot (or ended): a replay launches no
+ * collective kernel, and the rank's later work follows the calls because
+ * the graph waits for them.
  *
  * Nothing is allocated or freed while a resident runs.  cudaFree and
  * cudaFreeHost, and by the programming guide's rule on implicit
@@ -437,6 +438,9 @@ static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *
                                       CU_STREAM_WAIT_VALUE_NOR));
     return 0;
 fail:
+    /* the run is gone from the graph: its end must not succeed without it */
+    if (!st->capture_lost[0])
+        snprintf(st->capture_lost, sizeof st->capture_lost, "%.200s", ctx->err);
     return -1;
 }
 

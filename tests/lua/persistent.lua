@@ -309,6 +309,27 @@ do
   w:free()
 end
 
+-- a run of 20 different calls back to back (more than a batch of 16: on
+-- cuda the resident runs it in two batches, the second from the same last
+-- slot), in capture order: sums of single elements, then maxes of the first
+-- four (a max first would give k M there, not S)
+do
+  local w, p, t, S = resident16()
+  local g = gcsh.graph(function()
+    for i = 0, 15 do p:allreduce { offset = i, n = 1 } end
+    for i = 0, 3 do p:allreduce { offset = i, n = 1, op = "max" } end
+  end)
+  for round = 1, 2 do
+    t:fill(me + 1)
+    g:replay()
+    for i = 0, 15 do H.eq(t[i], S, "element " .. i .. ": its sum (then a max), round " .. round) end
+  end
+  H.eq(p.calls, 40, "p.calls after two replays of 20")
+  g:free()
+  p:stop()
+  w:free()
+end
+
 -- how many run at once: one a window (two would share its LL area), 16 a
 -- rank (each holds an SM or a thread); a refusal names what runs or the
 -- bound, and a stopped or collected one makes room.  Handles collected
