@@ -381,7 +381,7 @@ static void end_idle_at_deadline(gcsh_coord *c)
         return;
     char why[128];
     snprintf(why, sizeof why, "the deadline (%g s) is over, between commands", c->deadline_s);
-    die_now(c, NULL, c->deadline_status, why, 1);
+    die_now(c, NULL, gcsh_status_worst(c->deadline_status, c->verdict_so_far), why, 1);
 }
 
 int gcsh_coord_idle_poll(gcsh_coord *c, struct pollfd *p, int n, int timeout_ms)
@@ -728,12 +728,19 @@ static void report_progress(gcsh_coord *c, run_state *rs, double now)
 /* The deadline passed while a command runs: the hang report, then the job
  * ends at once (die_now writes the flight recorder: every rank's last
  * calls, the stuck ones' included). */
+static int command_verdict(const gcsh_coord *c, const run_state *rs);
+
+/* ... with the worst of the deadline's status, the session's verdict so far
+ * and the outcomes of the ranks that finished this command: a rank that
+ * failed (or left with os.exit) before the deadline is never hidden by it
+ * (--deadline-status 0 or 125 is for the hang, not for a failure). */
 static _Noreturn void end_at_deadline(gcsh_coord *c, run_state *rs, double now)
 {
     char why[128];
     snprintf(why, sizeof why, "the deadline (%g s) is over", c->deadline_s);
     say_where(c, rs, now, why);
-    die_now(c, rs, c->deadline_status, why, 1);
+    int code = gcsh_status_worst(c->deadline_status, c->verdict_so_far);
+    die_now(c, rs, gcsh_status_worst(code, command_verdict(c, rs)), why, 1);
 }
 
 /* ---- interrupts and aborts ------------------------------------------------- */
@@ -1371,7 +1378,9 @@ static int command_verdict(const gcsh_coord *c, const run_state *rs)
  * no rank's os.exit hides another's failure.  Said, unless every rank called
  * os.exit with one status, as a script's last line does; ranks still
  * running after the grace period are not waited for: the session ends at
- * once. */
+ * once, and what they would have done is not known, so it is no success:
+ * they count as cut short by the exit, a skip after a skip (repro.skip),
+ * else 1 (as a rank left waiting by another's os.exit(0) does). */
 static int end_by_exit(gcsh_coord *c, run_state *rs)
 {
     int *ranks = malloc((size_t)c->size * sizeof *ranks), n = 0, same = 1;
@@ -1399,8 +1408,10 @@ static int end_by_exit(gcsh_coord *c, run_state *rs)
         gcsh_fold_texts(&t, ranks, n, v, ", ");
         char running[1024], why[1400];
         if (rs->running > 0) {
-            snprintf(why, sizeof why, "%s while [%s] still ran", t.s,
-                     ranks_where(c, rs, RUNNING, running, sizeof running));
+            int cut = code == GCSH_EXIT_SKIP ? GCSH_EXIT_SKIP : 1;
+            code = gcsh_status_worst(code, cut);
+            snprintf(why, sizeof why, "%s while [%s] still ran (cut short: %d)", t.s,
+                     ranks_where(c, rs, RUNNING, running, sizeof running), cut);
             die_now(c, rs, code, why, 0);
         }
         if (n < c->size || !same)

@@ -132,6 +132,10 @@ struct gcsh_coord {
     double started;    /* when the session started: deadlines count from it */
     double deadline, deadline_s;
     int deadline_status;
+    /* The session's verdict so far (0: nothing failed; the session sets it
+     * after each command): a deadline's status never hides a failure that
+     * came before it (the worst of the two ends the job). */
+    int verdict_so_far;
     /* A Ctrl-C typed at the terminal (GCSH_SIGMASK_KEYBOARD) ends the
      * session (status 130) once the command it interrupts is over: a piped
      * session, which is a filter, not a prompt.  A SIGINT from a program

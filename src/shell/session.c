@@ -288,6 +288,7 @@ static void run_compiled(gcsh_session *s, const char *targets, const char *name,
         s->harness_failures++;
     if (res->failed)
         s->worst = gcsh_status_worst(s->worst, res->verdict);
+    s->coord->verdict_so_far = gcsh_session_status(s);
     if (res->exit_code >= 0) { /* os.exit: the session ends with that status */
         s->exit_code = res->exit_code;
         s->quit = 1;

@@ -146,6 +146,8 @@ local function sample()
     -- file open for a moment (/proc reads), which is no leak
     fds = math.min(#lines_of("ls /proc/" .. PID .. "/fd"), #lines_of("ls /proc/" .. PID .. "/fd"),
                    #lines_of("ls /proc/" .. PID .. "/fd")),
+    -- what each fd is, to name the ones that grew (sorted: fd -> target)
+    fd_list = lines_of("find /proc/" .. PID .. "/fd -mindepth 1 -printf '%f -> %l\\n' 2>/dev/null | sort -n"),
     shm = shm_files(),
   }
   local info = gcsh.info()
@@ -319,7 +321,16 @@ H.truthy(SANITIZED or per_100 <= RSS_PER_100,
 local function no_growth(what, b, a)
   H.truthy(a <= b, string.format("%s grew from %d to %d after the warm-up", what, b, a))
 end
-no_growth("open fds", before.fds, after.fds)
+-- the fds open now that were not before, named, when their count grew
+local function new_fds()
+  local old = {}
+  for _, l in ipairs(before.fd_list) do old[l] = true end
+  local new = {}
+  for _, l in ipairs(after.fd_list) do if not old[l] then new[#new + 1] = l end end
+  return table.concat(new, ", ")
+end
+H.truthy(after.fds <= before.fds, string.format("open fds grew from %d to %d after the warm-up (new: %s)",
+                                                before.fds, after.fds, after.fds > before.fds and new_fds() or ""))
 no_growth("threads", before.threads, after.threads)
 no_growth("/dev/shm files mapped or open", before.shm, after.shm)
 if before.device then

@@ -310,7 +310,7 @@ TAG=$(new_tag)
 OUT=$(printf '%s\n' 'c = comm.world()' '.check off' 'if rank == 1 then os.exit(4) else c:barrier() end' |
     GCSH_TEST_TAG=$TAG timeout 60 "$GCSH" -n 2 2>&1); RC=$?
 expect_eq "os.exit while another rank waits for it" "$OUT" "check off
-gcsh: [1] os.exit(4) while [0] still ran; every rank exits with status 4"
+gcsh: [1] os.exit(4) while [0] still ran (cut short: 1); every rank exits with status 4"
 expect_eq "os.exit while another rank waits: exit 4" "$RC" 4
 expect_no_procs "os.exit while another rank waits: no process left" "$TAG"
 

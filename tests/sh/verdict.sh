@@ -80,6 +80,16 @@ for N in 2 4; do
         -e "c = comm.world() if rank == 0 then repro.skip('x') elseif rank == $L then error('real') end c:barrier()"
     case_rc "$N ranks: rank 0 repro.skip, a rank fails after the check's error" 1 -n $N \
         -e "c = comm.world() if rank == 0 then repro.skip('x') end pcall(c.barrier, c) if rank == $L then error('real') end"
+    # the check's error re-raised as it came is the skip's; one that quotes
+    # it in a text of its own is the rank's own failure, whatever words
+    case_rc "$N ranks: rank 0 repro.skip, the others re-raise the check's error" 125 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') end local ok, e = pcall(c.barrier, c) error(e)"
+    case_rc "$N ranks: rank 0 repro.skip, the others re-raise it at level 0" 125 -n $N \
+        -e "c = comm.world() if rank == 0 then repro.skip('x') end local ok, e = pcall(c.barrier, c) error(e, 0)"
+    for wrap in '"step 3 failed: " .. e' '"assertion failed: sum wrong (after " .. e .. ")"'; do
+        case_rc "$N ranks: rank 0 repro.skip, the others raise ${wrap%% ..*} with the check's text" 1 -n $N \
+            -e "c = comm.world() if rank == 0 then repro.skip('x') end local ok, e = pcall(c.barrier, c) error($wrap, 0)"
+    done
     case_rc "$N ranks: rank 0 os.exit(0), the others in a barrier" 1 -n $N \
         -e "c = comm.world() if rank == 0 then os.exit(0) end c:barrier()"
     case_rc "$N ranks: rank 0 os.exit(130), the others in a barrier" 130 -n $N \
@@ -166,7 +176,27 @@ for N in 2 4; do
     deadline_case "$N ranks: a collective that the last rank never joins" $N 1 4 \
         "if rank ~= $L then comm.world():barrier() end gcsh.sleep(1000)" --deadline 4
     deadline_case "$N ranks: repro.deadline" $N 1 3 'repro.deadline(3) gcsh.sleep(1000)'
+    # the deadline's status is for the hang: a rank that failed before it
+    # is not hidden by --deadline-status 0 (a "good" hang) or 125 (a skip)
+    for ds in 0 125; do
+        deadline_case "$N ranks: rank $L fails, the others hang, --deadline-status $ds" $N 1 3 \
+            "if rank == $L then error('real bug') end while true do end" --deadline 3 --deadline-status $ds
+        expect_contains "$N ranks: the failure is shown (--deadline-status $ds)" "$OUT" "[$L] (command line):1: real bug"
+    done
+    # a rank that is still running when another's os.exit ends the session
+    # (after the grace) did not succeed: cut short, 1 after os.exit(0), a
+    # skip after a skip
+    case_rc "$N ranks: os.exit(0) while rank $L still runs" 1 -n $N \
+        -e "if rank ~= $L then os.exit(0) end while true do end"
+    expect_contains "$N ranks: os.exit(0) while one runs: said" "$OUT" \
+        "still ran (cut short: 1); every rank exits with status 1"
+    case_rc "$N ranks: repro.skip while rank $L still runs" 125 -n $N \
+        -e "if rank ~= $L then repro.skip('not here') end while true do end"
 done
+# a piped session: a command that failed, then a hang at the deadline
+OUT=$(printf '%s\n' 'error("an earlier failure")' 'while true do end' |
+      timeout 60 "$GCSH" -n 2 --deadline 3 --deadline-status 0 2>&1); RC=$?
+expect_eq "an earlier command's failure, then the deadline with --deadline-status 0: exit 1" "$RC" 1
 # .info's pid column: each rank's own
 OUT=$(printf '%s\n' 'print("os pid", io.open("/proc/self/stat"):read("n"))' '.info' |
       timeout 60 "$GCSH" -n 4 2>&1)
