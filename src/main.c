@@ -432,9 +432,9 @@ static int run_actions(gcsh_session *s, const options *o)
             val = buf;
         }
         if (o->actions[i].kind == 'e' && val[0] == '.' && isalpha((unsigned char)val[1])) {
-            int failures = s->failures, unknown = s->unknown_dots;
+            int failures = s->failures, misuse = s->dot_misuse;
             gcsh_session_dot(s, val); /* -e '.info': a dot-command, as typed */
-            if (s->unknown_dots > unknown)
+            if (s->dot_misuse > misuse)
                 return GCSH_EXIT_USAGE;
             if (s->failures > failures)
                 return gcsh_session_status(s);

@@ -648,6 +648,7 @@ void gcsh_dot_lesson(gcsh_session *s, const char *arg)
             gcsh_coord_say(s->coord, "gcsh: .lesson: no lesson '%s' (.lessons lists them)", arg);
         else
             say_matches(s, arg, v, match, found);
+        gcsh_session_dot_refused(s);
         free(match);
         free(v);
         return;
@@ -725,6 +726,7 @@ void gcsh_dot_part(gcsh_session *s, const char *arg)
         gcsh_coord_say(s->coord, "gcsh: .part: N is a part of lesson %d: 1..%d (0: the "
                                  "introduction), got '%.40s'",
                        l->number, l->nblocks - 1, arg);
+        gcsh_session_dot_refused(s);
         return;
     }
     goto_part(s, (int)part);

@@ -124,7 +124,8 @@ static void dot_help(gcsh_session *s, const char *arg)
 static void dot_ranks(gcsh_session *s, const char *arg)
 {
     if (*arg) {
-        gcsh_session_set_ranks(s, arg);
+        if (gcsh_session_set_ranks(s, arg) != 0) /* said why */
+            gcsh_session_dot_refused(s);
     } else { /* no argument: say which ranks lines run on */
         char ranks[512];
         gcsh_coord_say(s->coord, "ranks %s", gcsh_session_targets(s, ranks, sizeof ranks));
@@ -139,6 +140,7 @@ static void dot_timeout(gcsh_session *s, const char *arg)
         if (end == arg || *end || !(v >= 0 && v <= 1e6)) { /* NaN is in no range */
             gcsh_coord_say(s->coord, "gcsh: .timeout: SECONDS must be a number 0..1e6, got '%s'",
                            arg);
+            gcsh_session_dot_refused(s);
             return;
         }
         s->coord->timeout = s->coord->limit = v;
@@ -157,6 +159,7 @@ static void dot_time(gcsh_session *s, const char *arg)
         s->time_on = 0;
     else if (*arg) {
         gcsh_coord_say(s->coord, "gcsh: .time: expected on or off, got '%s'", arg);
+        gcsh_session_dot_refused(s);
         return;
     }
     gcsh_coord_say(s->coord, "time %s", s->time_on ? "on" : "off");
@@ -170,6 +173,7 @@ static void dot_traceback(gcsh_session *s, const char *arg)
         s->traceback_on = 0;
     else if (*arg) {
         gcsh_coord_say(s->coord, "gcsh: .traceback: expected on or off, got '%s'", arg);
+        gcsh_session_dot_refused(s);
         return;
     }
     gcsh_coord_say(s->coord, "traceback %s", s->traceback_on ? "on" : "off");
@@ -183,6 +187,7 @@ static void dot_check(gcsh_session *s, const char *arg)
         s->check_on = 0;
     else if (*arg) {
         gcsh_coord_say(s->coord, "gcsh: .check: expected on or off, got '%s'", arg);
+        gcsh_session_dot_refused(s);
         return;
     }
     gcsh_coord_say(s->coord, "check %s", s->check_on ? "on" : "off");
@@ -404,11 +409,16 @@ static void dot_command(gcsh_session *s, char *line)
         *--e = '\0';
     for (const gcsh_dot *d = dot_commands; d->name; d++)
         if (strcmp(cmd, d->name) == 0) {
+            if (!d->args[0] && *arg) { /* an argument it would ignore */
+                gcsh_coord_say(s->coord, "gcsh: .%s takes no argument, got '%.60s'", cmd, arg);
+                gcsh_session_dot_refused(s);
+                return;
+            }
             d->run(s, arg);
             return;
         }
     char prefix[96];
-    s->unknown_dots++;
+    gcsh_session_dot_refused(s);
     snprintf(prefix, sizeof prefix, "gcsh: unknown command '.%.40s'; ", cmd);
     say_usage(s, prefix);
 }

@@ -387,6 +387,13 @@ void gcsh_session_aside(gcsh_session *s, const char *src, gcsh_tap *tap)
     c->tap = NULL;
 }
 
+void gcsh_session_dot_refused(gcsh_session *s)
+{
+    s->dot_misuse++;
+    s->failures++;
+    s->worst = gcsh_status_worst(s->worst, GCSH_EXIT_USAGE);
+}
+
 void gcsh_session_dot(gcsh_session *s, const char *line)
 {
     char *copy = strdup(line);

@@ -67,7 +67,9 @@ struct gcsh_session {
                           missing module (CHUNK_CANNOT_TEST), a failed write */
     int worst;         /* the worst verdict of a failed chunk (gcsh_status_worst:
                           a usage error, 128, outranks 1); -1: none */
-    int unknown_dots;  /* dot-commands that do not exist: -e '.x' exits 128 */
+    int dot_misuse;    /* dot-commands that do not exist or refused their
+                          argument (gcsh_session_dot_refused): -e '.x' exits
+                          128, and a session counts each as a failure, 128 */
     int quit;          /* .quit was typed, or a chunk called os.exit */
     int exit_code;     /* os.exit(code) in a chunk: the session's status; else -1 */
     char syntax_msg[512]; /* the last line's syntax error */
@@ -145,6 +147,11 @@ void gcsh_session_aside(gcsh_session *s, const char *src, gcsh_tap *tap);
 
 /* Runs a dot-command line (".ranks 1") as typed; the riders hear it first. */
 void gcsh_session_dot(gcsh_session *s, const char *line);
+
+/* A dot-command that does not exist, or refused its argument (it said why):
+ * a usage error (128) of the session, as a bad option on the command line
+ * is, so a piped session or -e never runs on as if it had worked. */
+void gcsh_session_dot_refused(gcsh_session *s);
 
 /* The status the failures so far give (README "Exit statuses"): 0 none,
  * 1 some chunk failed on its own, GCSH_EXIT_SKIP when every failure was a

@@ -56,7 +56,7 @@ expect_contains ".lessons lists channels and trees" "$OUT" "  20  Rings with cha
 expect_contains ".lessons lists the node boundary" "$OUT" "  21  The node boundary: a hierarchical all-reduce, and what crosses it"
 expect_contains "the last lesson says it is the last" "$OUT" "(end of lesson $last_num, the last lesson)"
 expect_contains "past the last lesson" "$OUT" "lesson $last_num is done, the last lesson (.lessons lists them)"
-expect_eq "the session succeeded" "$RC" 0
+expect_eq "the session's refused .part and .lesson make it a usage error" "$RC" 128
 
 # .part 0: the introduction again, after freeing what the lesson made
 gcsh_pipe 2 ".lesson 13

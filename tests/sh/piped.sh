@@ -173,7 +173,7 @@ ranks 1
 [0,2-3] 1
 [1] nil
 ranks 1,3"
-expect_eq ".ranks: exit 0 (bad lists are not failed chunks)" "$RC" 0
+expect_eq ".ranks: exit 128 (a refused list is a usage error; the lines after it still run)" "$RC" 128
 
 # ---- dot-commands: unknown, .help, .time, .timeout, .quit
 USAGE='usage: .help [TOPIC] | .info | .ranks [LIST|all] | .timeout [SECONDS] | .time [on|off] | .check [on|off] | .traceback [on|off] | .record [FILE|off] | .trace [FILE|off] | .flight [FILE] | .abort (while a command runs) | .lessons | .lesson [N] | .next | .again | .prev | .part N | .quit'

@@ -47,6 +47,15 @@ $all false"
     expect_eq "[$n] -e '.bogus': a usage error, 128" "$RC" 128
     expect_contains "[$n] -e '.bogus': named" "$OUT" "gcsh: unknown command '.bogus'"
     expect_eq "[$n] -e '.bogus': nothing after it runs" "$(grep -c ' ran$' <<<"$OUT")" 0
+    # a dot-command that refuses its argument is a usage error too: the
+    # lines after it never run as if it had worked (on every rank, say)
+    for dot in ".ranks $n" '.ranks 1-x' '.timeout soon' '.check maybe' '.time of' \
+               '.traceback yes' '.lesson 99' '.info extra' '.quit now'; do
+        OUT=$(timeout 60 "$GCSH" -n $n -e "$dot" -e 'print("ran")' 2>&1 </dev/null); RC=$?
+        expect_eq "[$n] -e '$dot': a usage error, 128" "$RC" 128
+        expect_match "[$n] -e '$dot': said" "$OUT" "^gcsh: \.[a-z]+(:| takes no argument)"
+        expect_eq "[$n] -e '$dot': nothing after it runs" "$(grep -c ' ran$' <<<"$OUT")" 0
+    done
 
     # ---- a mistyped method of gcsh's own types: did you mean
     OUT=$(timeout 60 "$GCSH" -n $n -e 'c = comm.world() c:alreduce(tensor.new(2))' 2>&1 </dev/null); RC=$?
