@@ -222,14 +222,33 @@ static void add_mpirun_words(options *o, const char *option, const char *const *
         o->first_mpirun_option = option;
 }
 
+/* An option's word, not a value: "-e", "--deadline" (a negative number is a
+ * value).  mpirun would take it as one, and what follows it as gcsh's. */
+static int looks_like_option(const char *w)
+{
+    return w && w[0] == '-' && (w[1] == '-' || (w[1] >= 'a' && w[1] <= 'z') ||
+                                (w[1] >= 'A' && w[1] <= 'Z'));
+}
+
 /* --host, --map-by, --mca and the like: the option and its values, as given. */
 static int opt_mpirun(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
-    if (!val[0])
+    if (!val[0] || looks_like_option(val) || looks_like_option(val2))
         return -1;
     const char *words[3] = {row->name, val, val2};
     add_mpirun_words(target, row->name, words, val2 ? 3 : 2);
     return 0;
+}
+
+/* --mca KEY VALUE, two words as mpirun's: KEY=VALUE as one word would take
+ * the next word (a script) as its value, and nothing would run. */
+static int opt_mca(void *target, const gcsh_option *row, const char *val, const char *val2)
+{
+    for (const char *p = val; *p; p++)
+        if (!(*p == '_' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= 'A' && *p <= 'Z')))
+            return -1;
+    return opt_mpirun(target, row, val, val2);
 }
 
 /* mpirun says nothing under --quiet about a host file it cannot read. */
@@ -333,7 +352,8 @@ const gcsh_option option_table[] = {
      "with -n: mpirun's rank mapping (slot, node, ...)"},
     {"-x", NULL, OPT_VALUE, "VAR[=V]", "an environment variable name (VAR or VAR=value)", 1,
      opt_export, "with -n: set VAR in every rank's environment"},
-    {"--mca", NULL, OPT_PAIR, "KEY VALUE", "a key and a value", 1, opt_mpirun,
+    {"--mca", NULL, OPT_PAIR, "KEY VALUE", "a key (letters, digits, _) and a value, two words", 1,
+     opt_mca,
      "with -n: an MCA parameter for mpirun and the ranks"},
     {"--mpirun-args", NULL, OPT_VALUE, "'ARGS'", "mpirun's arguments, quoted as one word", 1,
      opt_mpirun_words, "with -n: more arguments for mpirun"},

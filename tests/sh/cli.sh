@@ -174,6 +174,20 @@ no_mpi_noise "--backend bogus" "$OUT"
 run --backend bogus
 expect_match "--backend bogus, 1 rank" "$OUT" "^gcsh: --backend: unknown backend 'bogus' \(valid: host"
 expect_eq "--backend bogus, 1 rank: exit 128" "$RC" 128
+# mpirun's options take their values as words: KEY=VALUE as one word would
+# take the script as its value (nothing ran, exit 0), an option as a value
+# would take what follows as gcsh's
+printf 'error("the bug")\n' >"$TMP/bug.lua"
+run -n 2 --mca btl_tcp_if_include=lo "$TMP/bug.lua"
+expect_eq "--mca KEY=VALUE: exit 128" "$RC" 128
+expect_contains "--mca KEY=VALUE: says what it takes" "$OUT" \
+    "gcsh: '--mca' needs a key (letters, digits, _) and a value, two words, got 'btl_tcp_if_include=lo"
+run -n 2 --mca btl -e 'print("ran")'
+expect_eq "--mca KEY -e: exit 128, nothing ran" "$RC:$(grep -c ran <<<"$OUT")" "128:0"
+run -n 2 -H -e 'print("ran")'
+expect_eq "-H -e: exit 128 (not mpirun's 255), nothing ran" "$RC:$(grep -c ran <<<"$OUT")" "128:0"
+run -n 2 --mca mpi_yield_when_idle -1 -e 'print("ran")'
+expect_eq "--mca KEY -1: a negative value is a value" "$RC:$OUT" "0:[0-1] ran"
 run -n 2 --backend host -e 'print("host ok")'
 expect_eq "--backend host" "$OUT" "[0-1] host ok"
 run -n 2 --backend
@@ -214,7 +228,7 @@ expect_eq "-e without a value: exit 128" "$RC" 128
 run --version=2
 expect_eq "a flag given a value" "$OUT:$RC" "gcsh: '--version' takes no value (got '2') (gcsh --help lists the options):128"
 run -n 2 --mca btl
-expect_eq "--mca needs two values" "$OUT:$RC" "gcsh: '--mca' needs a key and a value (gcsh --help lists the options):128"
+expect_eq "--mca needs two values" "$OUT:$RC" "gcsh: '--mca' needs a key (letters, digits, _) and a value, two words (gcsh --help lists the options):128"
 run -n 2 -x 1BAD=2
 expect_eq "-x: a bad name" "$OUT:$RC" "gcsh: '-x' needs an environment variable name (VAR or VAR=value), got '1BAD=2' (gcsh --help lists the options):128"
 run -n 2 --mpirun-args '--bind-to "core'
