@@ -291,7 +291,7 @@ local API = {
       { "lesson.expect(t, want, what)", "every element of t is want (number, i -> v, tensor)" },
       { "lesson.call(fn, name, ...)", "the learner's fn on every rank; an error: one line at their line" },
       { "lesson.call_each(fn, name, calls)", "fn(table.unpack(calls[i])) for each i, as one call" },
-      { "lesson.grade(t, want, what)", "a tensor answer (collective): right, or each rank's own line" },
+      { "lesson.grade(t, want, what [, n])", "a tensor answer (collective; n elements): right, or each rank's own line" },
       { "lesson.answer(name, got, want, right)", "a value answer (collective): its value and type" },
       { "lesson.needs(n)", "say when the lesson has fewer than n ranks" },
       { "lesson.wrap(text [, width=72])", "text in lines that fit 80 columns after the prefix" },

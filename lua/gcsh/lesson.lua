@@ -343,13 +343,17 @@ function M.call_each(fn, name, calls)
   end, name)
 end
 
--- This rank's verdict on a tensor answer: "" when right.
-local function grade_verdict(t, want)
+-- This rank's verdict on a tensor answer: "" when right.  n: how many
+-- elements the answer must have (a want that is a tensor says it itself;
+-- a function or a number does not, so a shorter or longer answer would
+-- pass on the elements it has).
+local function grade_verdict(t, want, n)
   if type_name(t) ~= "tensor" then
     return string.format("your answer is %s%s, want a tensor", show_value(t), kind_note(t))
   end
-  if type_name(want) == "tensor" and #want ~= #t then
-    return string.format("your tensor has %d elements, want %d", #t, #want)
+  n = type_name(want) == "tensor" and #want or n
+  if n and n ~= #t then
+    return string.format("your tensor has %d element%s, want %d", #t, #t == 1 and "" or "s", n)
   end
   local list, count = wrong_elements(t, want)
   if count == 0 then return "" end
@@ -358,8 +362,12 @@ local function grade_verdict(t, want)
                        format_number(e[3]), count, #t, t.dtype)
 end
 
-function M.grade(t, want, what)
-  local line = verdict_line(verdicts(grade_verdict(t, want)), what .. ": ", "right here")
+function M.grade(t, want, what, n)
+  if n ~= nil and math.type(n) ~= "integer" then
+    error(string.format("lesson.grade: n (the answer's element count) must be an integer, got %s",
+                        show_value(n) .. kind_note(n)), 2)
+  end
+  local line = verdict_line(verdicts(grade_verdict(t, want, n)), what .. ": ", "right here")
   if line then raise(line) end
   print("right: " .. what)
   return true

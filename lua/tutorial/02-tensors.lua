@@ -52,7 +52,7 @@ lesson.expect(m, size - 1, "the largest rank")
 -- A wrong answer gets one line: a wrong element, its dtype, how many are
 -- wrong and on which ranks.
 function check_ranks(x)
-  lesson.grade(x, function(i) return i end, "element i is i on every rank")
+  lesson.grade(x, function(i) return i end, "element i is i on every rank", size)
 end
 
 --- solution

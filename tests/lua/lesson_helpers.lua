@@ -45,6 +45,12 @@ text = raised(function() lesson.grade(nil, 2, "twos") end)
 H.eq(text, "not yet: twos: your answer is nil, want a tensor" .. EVERY, "grade of no tensor")
 text = raised(function() lesson.grade(tensor.new(3, "i32"), t, "four") end)
 H.eq(text, "not yet: four: your tensor has 3 elements, want 4", "grade: the length")
+-- a want that is a function or a number: the length the caller gives
+text = raised(function() lesson.grade(tensor.new(3):arange(0), function(i) return i end, "i", 4) end)
+H.eq(text, "not yet: i: your tensor has 3 elements, want 4" .. EVERY, "grade: a function's length")
+H.eq(lesson.grade(tensor.new(4):arange(0), function(i) return i end, "i", 4), true, "grade: the length right")
+H.raises(function() lesson.grade(tensor.new(4), 0, "zeros", "4") end,
+         "lesson.grade: n (the answer's element count) must be an integer, got \"4\" (a string)", "grade: n checked")
 text = raised(function() lesson.grade("x", 2, "twos") end)
 H.eq(text, 'not yet: twos: your answer is "x" (a string), want a tensor' .. EVERY, "grade: a string")
 if k >= 2 then
