@@ -158,9 +158,14 @@ local function check_choice(fname, what, v, list)
   return v
 end
 
+-- A value as an error shows it: a string quoted and named (a "4" is no 4).
+local function shown(v)
+  return type(v) == "string" and string.format("%q (a string)", v) or tostring(v)
+end
+
 local function check_int(fname, what, v, lo, hi)
   if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v)) then
-    fail(fname, "%s must be an integer %d..%d, got %s", what, lo, hi, tostring(v))
+    fail(fname, "%s must be an integer %d..%d, got %s", what, lo, hi, shown(v))
   end
   v = math.tointeger(v)
   if v < lo or v > hi then fail(fname, "%s must be %d..%d, got %d", what, lo, hi, v) end
@@ -178,7 +183,13 @@ local function check_delay(fname, d, size)
     fail(fname, "delay.ms must be a number 0..%d, got %s", DELAY_MAX_MS, tostring(d.ms))
   end
   out.ms = d.ms
-  out.step = d.step == nil and 1 or check_int(fname, "delay.step", d.step, 1, math.maxinteger)
+  -- its bound, the stepper's steps, is checked once the plan is made (new)
+  if d.step ~= nil and not (type(d.step) == "number" and math.tointeger(d.step)) then
+    fail(fname, "delay.step must be an integer, a step of the stepper (1..st.steps), got %s",
+         shown(d.step))
+  end
+  out.step = d.step == nil and 1 or math.tointeger(d.step)
+  out.step_given = d.step ~= nil
   return out
 end
 
@@ -836,6 +847,16 @@ local function new(fname, coll, w, root, opts)
   x.groups, x.lead = group_steps(plan)
   x.groups = phase_steps(x.groups, coll, o.algo, k, o.offset)
   x.steps = #x.groups
+  -- a delay at a step the stepper does not have would delay nothing (and a
+  -- skipped barrier's report would blame a race that never ran)
+  -- (a delay without step= at one rank, where there is no step: nothing to
+  -- delay, as at one rank nothing waits)
+  local d = o.delay
+  if d and (d.step_given or x.steps > 0) and (d.step < 1 or d.step > x.steps) then
+    if x.steps == 0 then fail(fname, "delay: this stepper has no steps to delay (%d rank%s)", k,
+                              k == 1 and "" or "s") end
+    fail(fname, "delay.step must be 1..%d (this stepper's steps), got %d", x.steps, d.step)
+  end
   x.everyone = range(0, k - 1)
   x.mine = w:tensor()
   x.region = x.mine:view(o.offset, o.n)

@@ -37,6 +37,29 @@ refused(function() step.allreduce(w, { delay = 5 }) end,
         "step.allreduce: delay must be a table {rank=R, ms=M [, step=S]}, got number", "delay type")
 refused(function() step.allreduce(w, { delay = { rank = 0 } }) end,
         "step.allreduce: delay needs rank= and ms=", "delay without ms")
+-- delay.step: a step the stepper has (one past its last would delay
+-- nothing, and with skip= blame a race that never ran); a string is named
+do
+  local steps = step.allreduce(w, { algo = "twoshot" })
+  local n = steps.steps
+  steps:free()
+  if n > 0 then
+    refused(function() step.allreduce(w, { algo = "twoshot", delay = { rank = 0, ms = 1, step = n + 1 } }) end,
+            string.format("step.allreduce: delay.step must be 1..%d (this stepper's steps), got %d", n, n + 1),
+            "delay.step past the last")
+    refused(function() step.allreduce(w, { algo = "twoshot", delay = { rank = 0, ms = 1, step = 0 } }) end,
+            string.format("step.allreduce: delay.step must be 1..%d (this stepper's steps), got 0", n),
+            "delay.step 0")
+  else
+    refused(function() step.allreduce(w, { algo = "twoshot", delay = { rank = 0, ms = 1, step = 1 } }) end,
+            "step.allreduce: delay: this stepper has no steps to delay (1 rank)", "delay.step at one rank")
+  end
+  refused(function() step.allreduce(w, { delay = { rank = 0, ms = 1, step = "2" } }) end,
+          'step.allreduce: delay.step must be an integer, a step of the stepper (1..st.steps), got "2" (a string)',
+          "delay.step a string")
+  refused(function() step.allreduce(w, { n = "4" }) end,
+          'step.allreduce: n must be an integer 1..8, got "4" (a string)', "n a string")
+end
 refused(function() step.allreduce(w, { delay = { rank = k, ms = 1 } }) end,
         string.format("step.allreduce: delay.rank must be 0..%d, got %d", k - 1, k), "delay rank")
 refused(function() step.allreduce(w, { delay = { rank = 0, ms = -1 } }) end,
