@@ -128,6 +128,11 @@ static int final_status(const launcher *l, int wstatus)
         return GCSH_EXIT_LOST; /* the survivors' status: rank 0 is gone */
     if (l->end_status >= 0 && mpirun == 0)
         return l->end_status;
+    /* mpirun gave up before rank 0 started (a bad --map-by or --mpirun-args,
+     * no mpirun, a broken machine): nothing was tested, so no "bad" (1,
+     * 255) for a bisect to blame the commit with: a usage error, it stops */
+    if (!l->rank0 && mpirun != 0)
+        return GCSH_EXIT_USAGE;
     return mpirun; /* a crash after the end, or no rank 0 to tell us */
 }
 
@@ -392,7 +397,8 @@ static void said_no_start(const launcher *l, int wstatus)
     int code = status_of(wstatus);
     if (l->rank0 || l->ended_by >= 0 || code == 0 || code == 127)
         return;
-    fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started\n", l->mpirun, code);
+    fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started: nothing ran (exit %d)\n",
+            l->mpirun, code, GCSH_EXIT_USAGE);
 }
 
 static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status)

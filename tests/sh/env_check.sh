@@ -45,9 +45,15 @@ OUT=$(GCSH_OUTPUT_CAP=2KiB GCSH_SPIN_US=0 GCSH_GPU_WAIT_TIMEOUT=0.5 GCSH_FLIGHT_
 expect_contains "KiB, and the bounds themselves, are accepted" "$OUT" "[0-1] gcsh: output capped at 2048 bytes; 953 bytes dropped"
 # GCSH_MPIRUN: a launcher that fails before any rank starts is named
 OUT=$(GCSH_MPIRUN=/bin/false timeout 60 "$GCSH" -n 2 -e 'print("ran")' 2>&1 </dev/null); RC=$?
-expect_eq "a failing GCSH_MPIRUN: its status, and why" "$RC:$OUT" \
-    "1:gcsh: /bin/false ended with status 1 before rank 0 started"
+expect_eq "a failing GCSH_MPIRUN: nothing ran, a usage error (no bisect verdict), and why" "$RC:$OUT" \
+    "128:gcsh: /bin/false ended with status 1 before rank 0 started: nothing ran (exit 128)"
 OUT=$(GCSH_MPIRUN=/nonexistent/mpirun timeout 60 "$GCSH" -n 2 -e 'print("ran")' 2>&1 </dev/null); RC=$?
-expect_eq "a missing GCSH_MPIRUN: 127, said once" "$RC:$OUT" \
-    "127:gcsh: cannot start /nonexistent/mpirun: No such file or directory (is Open MPI installed?)"
+expect_eq "a missing GCSH_MPIRUN: 128, said once" "$RC:$OUT" \
+    "128:gcsh: cannot start /nonexistent/mpirun: No such file or directory (is Open MPI installed?)"
+# mpirun refusing what gcsh passed it through: the same, not mpirun's 1
+for bad in "--map-by bogus" "--mpirun-args --bind-to=bogus"; do
+    OUT=$(timeout 60 "$GCSH" -n 2 $bad -e 'print("ran")' 2>&1 </dev/null); RC=$?
+    expect_eq "mpirun refuses $bad: 128, nothing ran" "$RC:$(grep -c "\] ran$" <<<"$OUT")" "128:0"
+    expect_contains "mpirun refuses $bad: said" "$OUT" "before rank 0 started: nothing ran (exit 128)"
+done
 finish
