@@ -322,6 +322,7 @@ local API = {
       { "gcsh.write_file(path, text)", "write a whole file safely: true, or nil and why" },
       { "gcsh.check_file(path)", "true when gcsh may write path, else nil and why" },
       { "gcsh.check_counts()", "checks made here: {board=, coordinator=, failed=}" },
+      { "gcsh.is_check_error(e)", "e is this rank's last failed collective check, as raised" },
       { "gcsh.varies()", "this command's output varies (a replay does not compare it)" },
       { "gcsh.check_options(opts, fname, valid [, level=2])", "unknown keys: an error naming them" },
       { "gcsh.usage_error(msg [, level])", "error(msg, level) that exits 128 uncaught (misuse)" },

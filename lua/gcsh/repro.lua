@@ -319,31 +319,32 @@ local function case_comm(s, k)
   return s.comm.rank < k and s.subs[k].comm or nil
 end
 
--- An error that only reports another rank's trouble (a collective check
--- naming a rank that failed, went elsewhere or never came), not this
--- rank's own: a sweep reports the rank whose error is its own.
-local function symptom(detail)
-  return detail:find("collective mismatch: ", 1, true) or detail:find("send/recv mismatch: ", 1, true)
-         or detail:find("%] waited %d+%.%d s for %[") ~= nil
+-- Whether a case's error only reports another rank's trouble (a collective
+-- check naming a rank that failed, went elsewhere or never came), not this
+-- rank's own: a sweep reports the rank whose error is its own.  Known by
+-- what happened (gcsh.is_check_error), never by the error's words.
+local function symptom(err)
+  return gcsh.is_check_error(err)
 end
 
 -- Runs one case on this rank: nil when candidate matches reference, else
--- what differed (an error in either counts as a difference).
+-- what differed (an error in either counts as a difference) and whether it
+-- was another rank's trouble (symptom).
 local function run_case(s, case)
   local function call(f, what)
     local ok, t = pcall(f, { n = case.n, offset = case.offset, dtype = case.dtype, op = case.op,
                              size = case.size, comm = case.comm })
-    if not ok then return nil, what .. " raised: " .. tostring(t) end
+    if not ok then return nil, what .. " raised: " .. tostring(t), symptom(t) end
     if getmetatable(t) == nil or getmetatable(t).__name ~= "tensor" then
       return nil, what .. " returned " .. type(t) .. ", not a tensor"
     end
     return t
   end
-  local want, err = call(s.reference, "reference")
-  if not want then return err end
+  local want, err, sym = call(s.reference, "reference")
+  if not want then return err, sym end
   local got
-  got, err = call(s.candidate, "candidate")
-  if not got then return err end
+  got, err, sym = call(s.candidate, "candidate")
+  if not got then return err, sym end
   return repro.differ(got, want, { rtol = s.rtol, atol = s.atol })
 end
 
@@ -369,13 +370,14 @@ end
 local function agree_case(s, case)
   local c = s.comm
   case.comm = case_comm(s, case.size)
-  local detail = case.comm and run_case(s, case) or nil
+  local detail, sym
+  if case.comm then detail, sym = run_case(s, case) end
   local flags = gather_flags(c, detail ~= nil)
   local any = false
   for r = 0, c.size - 1 do any = any or flags[r] ~= 0 end
   if not any then return nil end
   case.comm = nil
-  local all = c:agree(detail and ((symptom(detail) and "s" or "o") .. detail) or "")
+  local all = c:agree(detail and ((sym and "s" or "o") .. detail) or "")
   local own, failing, first = {}, {}, nil
   for r = 1, #all do
     if all[r] ~= "" then

@@ -155,6 +155,16 @@ static int shell_progress(lua_State *L)
 /* gcsh.check([on]): this rank's .check, for the rest of the command (bench
  * turns it off around timed loops; call it on every rank alike).  Returns
  * the previous setting. */
+/* gcsh.is_check_error(e): whether e is this rank's last failed collective
+ * check's error as it was raised (not a text that quotes it): another
+ * rank's trouble, not this rank's own (collcheck.h). */
+static int shell_is_check_error(lua_State *L)
+{
+    const char *msg = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+    lua_pushboolean(L, msg && gcsh_check_error_is(gcsh_ctx_of(L), msg));
+    return 1;
+}
+
 static int shell_check(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -412,6 +422,7 @@ void gcsh_shell_install(lua_State *L, gcsh_capture *cap)
         {"deadline", shell_deadline},     {"seed", shell_seed},
         {"check_file", shell_check_file}, {"write_file", shell_write_file},
         {"check_counts", shell_check_counts}, {"check_options", gcsh_opts_lua_check},
+        {"is_check_error", shell_is_check_error},
         {NULL, NULL},
     };
     lua_getglobal(L, "gcsh");

@@ -575,34 +575,6 @@ static void keep_source(lua_State *L, const char *name, const char *src, size_t 
     lua_pop(L, 1);
 }
 
-/* Whether a command's error is the collective check's own (cf: its message
- * as the check set it), raised or re-raised as it came: the message, after
- * the positions ("chunk:line: ") that the raising C function and each Lua
- * error(e) at level 1 put before it, and before the traceback the message
- * handler adds.  An error that quotes it in a text of its own ("step 3
- * failed: " .. e) is the command's own failure (README, "Exit statuses":
- * never a verdict from an error's text). */
-static int is_check_error(const char *msg, const char *cf)
-{
-    size_t c = strlen(cf);
-    const char *at = c ? strstr(msg, cf) : NULL;
-    if (!at || (at[c] != '\0' && strncmp(at + c, "\nstack traceback:", 17) != 0))
-        return 0;
-    /* before it: positions only, each ": " right after ":<digits>" */
-    for (const char *p = msg; p < at; p++) {
-        if (*p == '\n')
-            return 0;
-        if (p[0] != ':' || p[1] != ' ')
-            continue;
-        const char *d = p;
-        while (d > msg && d[-1] >= '0' && d[-1] <= '9')
-            d--;
-        if (d == p || d == msg || d[-1] != ':')
-            return 0;
-    }
-    return at == msg || (at - msg >= 2 && at[-2] == ':' && at[-1] == ' ');
-}
-
 static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, const char *src,
                           size_t len)
 {
@@ -646,7 +618,7 @@ static uint32_t run_chunk(gcsh_worker *w, uint32_t flags, const char *name, cons
         /* what happened decides, never the message's text (verdict.h) */
         int v = gcsh_verdict_of_error(L);
         kind = v == GCSH_EXIT_SKIP ? CHUNK_CANNOT_TEST : v == GCSH_EXIT_USAGE ? CHUNK_USAGE : 0;
-        if (msg && is_check_error(msg, w->ctx->check_failed))
+        if (msg && gcsh_check_error_is(w->ctx, msg))
             kind |= CHUNK_CHECK_FAILED; /* the error is the check's, not one of its own */
     }
     lua_settop(L, base);

@@ -66,6 +66,35 @@ void gcsh_check_close(gcsh_ctx *ctx)
     ctx->check = NULL;
 }
 
+/* Whether an error is this rank's last failed collective check's own (its
+ * message as the check set it, ctx->check_failed), raised or re-raised as it came: the message, after
+ * the positions ("chunk:line: ") that the raising C function and each Lua
+ * error(e) at level 1 put before it, and before the traceback the message
+ * handler adds.  An error that quotes it in a text of its own ("step 3
+ * failed: " .. e) is the command's own failure (README, "Exit statuses":
+ * never a verdict from an error's text). */
+int gcsh_check_error_is(const gcsh_ctx *ctx, const char *msg)
+{
+    const char *cf = ctx->check_failed;
+    size_t c = strlen(cf);
+    const char *at = c ? strstr(msg, cf) : NULL;
+    if (!at || (at[c] != '\0' && strncmp(at + c, "\nstack traceback:", 17) != 0))
+        return 0;
+    /* before it: positions only, each ": " right after ":<digits>" */
+    for (const char *p = msg; p < at; p++) {
+        if (*p == '\n')
+            return 0;
+        if (p[0] != ':' || p[1] != ' ')
+            continue;
+        const char *d = p;
+        while (d > msg && d[-1] >= '0' && d[-1] <= '9')
+            d--;
+        if (d == p || d == msg || d[-1] != ':')
+            return 0;
+    }
+    return at == msg || (at - msg >= 2 && at[-2] == ':' && at[-1] == ' ');
+}
+
 int gcsh_check_enabled(gcsh_ctx *ctx)
 {
     return ctx->check && ctx->check->enabled;

@@ -201,6 +201,12 @@ typedef struct gcsh_check_counts {
 } gcsh_check_counts;
 void gcsh_check_get_counts(gcsh_ctx *ctx, gcsh_check_counts *out);
 
+/* Whether msg is this rank's last failed collective check's error, raised
+ * or re-raised as it came (positions before it, a traceback after): what
+ * decides a skip's consequence (worker.c) and another rank's trouble
+ * (gcsh.is_check_error, for lessons and sweeps), never the words alone. */
+int gcsh_check_error_is(const gcsh_ctx *ctx, const char *msg);
+
 /* .check for this rank: gcsh.check([on]) and CHUNK_CHECK set it. */
 int gcsh_check_enabled(gcsh_ctx *ctx);
 void gcsh_check_set_enabled(gcsh_ctx *ctx, int on);

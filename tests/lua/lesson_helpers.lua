@@ -121,6 +121,21 @@ if k >= 2 then
     H.eq(text, "not yet: my_fn called a collective on rank 0 only (shown there)", "call: the others")
   end
   H.eq(lesson.call(function() c:barrier(); return 1 end, "my_fn"), 1, "the communicator works after")
+  -- the learner's own error that reads like a collective check's: theirs,
+  -- shown on their rank (no collective was called), whatever its words
+  local L = k - 1
+  for _, words in ipairs({ "collective mismatch: my table has a nil", "[3] waited 2.0 s for [0]" }) do
+    text = raised(function()
+      lesson.call(function() if me == L then error(words) end end, "my_fn")
+    end)
+    if me == L then
+      H.truthy(text:match("^not yet: my_fn failed: [%w/_.]*lesson_helpers%.lua:%d+: ")
+               and text:find(words, 1, true), "call: the learner's error as it is: " .. text)
+    else
+      H.eq(text, string.format("not yet: my_fn failed on rank %d (its error is shown there)", L),
+           "call: the others point at it")
+    end
+  end
   -- an error inside gcsh's own Lua: the learner's line, no gcsh file
   text = raised(function() lesson.call(function() step.allreduce(nil, { algo = "x" }) end, "my_fn") end)
   H.truthy(text:match("^not yet: my_fn failed: [%w/_.]*lesson_helpers%.lua:%d+: ") and not text:find("/gcsh/", 1, true),
