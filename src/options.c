@@ -35,10 +35,21 @@ static int parse_number(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* An option's word, not a value: "-e", "--deadline" (a negative number is a
+ * value).  An option that takes a file, a module or mpirun's value would take it
+ * as one, and what follows it as gcsh's (-l -e 'x': "-e" a module). */
+static int looks_like_option(const char *w)
+{
+    return w && w[0] == '-' && (w[1] == '-' || (w[1] >= 'a' && w[1] <= 'z') ||
+                                (w[1] >= 'A' && w[1] <= 'Z'));
+}
+
 static int opt_exec(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)val2;
     options *o = target;
+    if (row->name[1] == 'l' && looks_like_option(val))
+        return -1;
     o->actions[o->nactions++] = (action){row->name[1], val};
     o->has_exec |= row->name[1] == 'e';
     return 0;
@@ -197,7 +208,7 @@ static int opt_file(void *target, const gcsh_option *row, const char *val, const
 {
     (void)val2;
     options *o = target;
-    if (!val[0])
+    if (!val[0] || looks_like_option(val))
         return -1;
     const char *n = row->name;
     *(strcmp(n, "--trace") == 0    ? &o->trace
@@ -220,14 +231,6 @@ static void add_mpirun_words(options *o, const char *option, const char *const *
         o->mpirun_args[o->n_mpirun_args++] = strdup(words[i]);
     if (!o->first_mpirun_option)
         o->first_mpirun_option = option;
-}
-
-/* An option's word, not a value: "-e", "--deadline" (a negative number is a
- * value).  mpirun would take it as one, and what follows it as gcsh's. */
-static int looks_like_option(const char *w)
-{
-    return w && w[0] == '-' && (w[1] == '-' || (w[1] >= 'a' && w[1] <= 'z') ||
-                                (w[1] >= 'A' && w[1] <= 'Z'));
 }
 
 /* --host, --map-by, --mca and the like: the option and its values, as given. */

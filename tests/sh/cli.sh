@@ -188,6 +188,12 @@ run -n 2 -H -e 'print("ran")'
 expect_eq "-H -e: exit 128 (not mpirun's 255), nothing ran" "$RC:$(grep -c ran <<<"$OUT")" "128:0"
 run -n 2 --mca mpi_yield_when_idle -1 -e 'print("ran")'
 expect_eq "--mca KEY -1: a negative value is a value" "$RC:$OUT" "0:[0-1] ran"
+# nor does an option that takes a module or a file name take an option
+for opt in -l --trace --record --replay; do
+    run -n 2 $opt -e 'print("ran")'
+    expect_eq "$opt -e: 128, nothing ran" "$RC:$(grep -c '\] ran$' <<<"$OUT")" "128:0"
+    expect_contains "$opt -e: says what it needs" "$OUT" "gcsh: '$opt' needs a "
+done
 run -n 2 --backend host -e 'print("host ok")'
 expect_eq "--backend host" "$OUT" "[0-1] host ok"
 run -n 2 --backend
