@@ -189,7 +189,6 @@ local function check_delay(fname, d, size)
          shown(d.step))
   end
   out.step = d.step == nil and 1 or math.tointeger(d.step)
-  out.step_given = d.step ~= nil
   return out
 end
 
@@ -848,13 +847,11 @@ local function new(fname, coll, w, root, opts)
   x.groups = phase_steps(x.groups, coll, o.algo, k, o.offset)
   x.steps = #x.groups
   -- a delay at a step the stepper does not have would delay nothing (and a
-  -- skipped barrier's report would blame a race that never ran)
-  -- (a delay without step= at one rank, where there is no step: nothing to
-  -- delay, as at one rank nothing waits)
+  -- skipped barrier's report would blame a race that never ran); at one
+  -- rank a stepper has no steps and a delay delays nothing, as nothing
+  -- waits there (the lessons run as they can at any rank count)
   local d = o.delay
-  if d and (d.step_given or x.steps > 0) and (d.step < 1 or d.step > x.steps) then
-    if x.steps == 0 then fail(fname, "delay: this stepper has no steps to delay (%d rank%s)", k,
-                              k == 1 and "" or "s") end
+  if d and x.steps > 0 and (d.step < 1 or d.step > x.steps) then
     fail(fname, "delay.step must be 1..%d (this stepper's steps), got %d", x.steps, d.step)
   end
   x.everyone = range(0, k - 1)
