@@ -191,7 +191,8 @@ local API = {
       { "kernel.broadcast(root, w [, {offset=, n=, out=}])", "root's region to every slice" },
       { "kernel.alltoallv(w, counts [, {offset=, out=}])", "counts[j+1] elements to rank j "
         .. "(or every rank's: counts[i+1][j+1]); returns out, what each rank sent me" },
-      { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])", "the steps a collective takes" },
+      { "kernel.plan(w [, {coll=, algo=, n=, offset=, root=}])",
+        "the steps a collective takes (no algo: the first with a plan, as p.algo says; not auto's choice)" },
       { "kernel.persistent(w [, {algo=, max_bytes=, sms=}])", "a resident all-reduce: help(\"persistent\")" },
       { "kernel.persistent_entry(call, {offset=, n=, dtype=, op=})", "a ring entry's four tagged pairs" },
       { "kernel.persistent_job(call, pairs)", "the job an entry holds, or nil (a tag missing)" },

@@ -129,4 +129,13 @@ expect_contains "the statements after it did not run" "$OUT" "[0-1] nil"
 expect_eq "a failed part fails the piped session" "$RC" 1
 rm -rf "$TMP"
 
+# the README's lesson table and time table name every lesson, with its title
+for f in "${lessons[@]}"; do
+    num=$((10#$(basename "$f" | cut -c1-2)))
+    title=$(head -n 1 "$f" | sed 's/^-- //')
+    expect_contains "README's table: lesson $num" "$(cat README.md)" "| $num | $title |"
+done
+expect_match "README's time table: a column per lesson" "$(grep '^| lesson | 1 |' README.md)" \
+    "\| ${#lessons[@]} \|\$"
+
 finish
