@@ -195,7 +195,10 @@ local function recording_ranks(path, src)
         local x = e.kind == "dot" and {} or (e.b or {})
         local src = (e.a or ""):gsub("\n$", "")
         local failed = x.failed and in_ranks(x.failed, r) and " (failed)" or ""
-        local exit = x.exit and string.format(" (os.exit %d)", x.exit) or ""
+        -- the ranks that called it (older recordings name none: every rank)
+        local exited = x.exit and (not x.exited or in_ranks(x.exited, r))
+        local exit = exited and string.format(" (os.exit %d)", x.exit)
+                     or x.exit and string.format(" (another rank's os.exit %d)", x.exit) or ""
         local out = unfold(x.out, r)
         list[#list + 1] = { what = "line " .. e.n,
                             text = src .. failed .. exit

@@ -117,6 +117,14 @@ static double now(void)
 }
 
 /* The status for the user once mpirun has exited with wstatus. */
+/* Whether a status is one that gcsh's ranks exit with by themselves before
+ * rank 0 is up (rather than mpirun's own failure to start them). */
+static int rank_verdict_status(int status)
+{
+    return status == 0 || status == GCSH_EXIT_SKIP || status == GCSH_EXIT_LOST ||
+           status == GCSH_EXIT_FATAL || status >= GCSH_EXIT_USAGE;
+}
+
 static int final_status(const launcher *l, int wstatus)
 {
     int mpirun = status_of(wstatus);
@@ -130,8 +138,10 @@ static int final_status(const launcher *l, int wstatus)
         return l->end_status;
     /* mpirun gave up before rank 0 started (a bad --map-by or --mpirun-args,
      * no mpirun, a broken machine): nothing was tested, so no "bad" (1,
-     * 255) for a bisect to blame the commit with: a usage error, it stops */
-    if (!l->rank0 && mpirun != 0)
+     * 255) for a bisect to blame the commit with: a usage error, it stops.
+     * A rank's own verdict before then stands (125: no GPU here; a lost
+     * rank, a device fault, an abort or a signal). */
+    if (!l->rank0 && !rank_verdict_status(mpirun))
         return GCSH_EXIT_USAGE;
     return mpirun; /* a crash after the end, or no rank 0 to tell us */
 }
@@ -397,8 +407,11 @@ static void said_no_start(const launcher *l, int wstatus)
     int code = status_of(wstatus);
     if (l->rank0 || l->ended_by >= 0 || code == 0 || code == 127)
         return;
-    fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started: nothing ran (exit %d)\n",
-            l->mpirun, code, GCSH_EXIT_USAGE);
+    if (rank_verdict_status(code)) /* the ranks said why */
+        fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started\n", l->mpirun, code);
+    else
+        fprintf(stderr, "gcsh: %s ended with status %d before rank 0 started: nothing ran "
+                        "(exit %d)\n", l->mpirun, code, GCSH_EXIT_USAGE);
 }
 
 static int on_signal(launcher *l, const struct signalfd_siginfo *si, int *status)

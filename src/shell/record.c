@@ -467,6 +467,14 @@ static void append_expected(gcsh_text *e, gcsh_session *s, const gcsh_line_resul
         field(e, &sep, "exit");
         snprintf(buf, sizeof buf, "%d", res->exit_code);
         append_str(e, buf);
+        /* which ranks called os.exit: a replay where another rank does is
+         * another run (the status alone would match) */
+        char exited[1024];
+        if (res->ran && gcsh_tap_ranks(&res->tap, size, CHUNK_EXIT, exited, sizeof exited) > 0) {
+            field(e, &sep, "exited");
+            snprintf(buf, sizeof buf, "\"%s\"", exited);
+            append_str(e, buf);
+        }
     }
     if (res->ran && res->tap.varies) {
         field(e, &sep, "varies");

@@ -155,6 +155,18 @@ static int compare_output(gcsh_session *s, const char *where, const entry *e,
     return ndiff ? -1 : 0;
 }
 
+/* How a line ended by os.exit, for a difference: "os.exit (status 3) on
+ * [2]", "no os.exit" (ranks NULL: not recorded). */
+static void describe_exit(char *buf, size_t len, int status, const char *ranks)
+{
+    if (status < 0)
+        snprintf(buf, len, "no os.exit");
+    else if (ranks)
+        snprintf(buf, len, "os.exit (status %d) on [%s]", status, ranks);
+    else
+        snprintf(buf, len, "os.exit (status %d)", status);
+}
+
 /* Compares what ran with the entry; 0 when equal, else reports and -1. */
 static int compare(gcsh_session *s, const char *path, const entry *e, int index,
                    const gcsh_line_result *res)
@@ -186,10 +198,14 @@ static int compare(gcsh_session *s, const char *path, const entry *e, int index,
                        e->failed ? e->failed : "", failed);
         rc = -1;
     }
-    if (e->exit_code != res->exit_code) {
-        gcsh_coord_say(c, "%s: expected %s, got %s", where,
-                       e->exit_code >= 0 ? "os.exit" : "no os.exit",
-                       res->exit_code >= 0 ? "os.exit" : "no os.exit");
+    char exited[1024];
+    gcsh_tap_ranks(&res->tap, s->coord->size, CHUNK_EXIT, exited, sizeof exited);
+    if (e->exit_code != res->exit_code ||
+        (e->exited && res->exit_code >= 0 && strcmp(exited, e->exited) != 0)) {
+        char want[1100], got[1100];
+        describe_exit(want, sizeof want, e->exit_code, e->exited);
+        describe_exit(got, sizeof got, res->exit_code, res->exit_code >= 0 ? exited : NULL);
+        gcsh_coord_say(c, "%s: expected %s, got %s", where, want, got);
         rc = -1;
     }
     if (rc != 0 || e->varies || res->tap.varies)

@@ -537,7 +537,7 @@ static void read_ending(lua_State *L, int t, gcsh_replay_entry *e, const char *w
 static void read_expected(lua_State *L, int x, gcsh_replay_entry *e, const char *what)
 {
     static const char *const keys[] = {"out", "failed", "varies", "syntax", "exit",
-                                       "wtime", "ended", "args", NULL};
+                                       "exited", "wtime", "ended", "args", NULL};
     if (lua_isnoneornil(L, x))
         return;
     char name[64];
@@ -555,6 +555,9 @@ static void read_expected(lua_State *L, int x, gcsh_replay_entry *e, const char 
     e->varies = lua_toboolean(L, -1);
     lua_pop(L, 1);
     e->exit_code = (int)opt_integer(L, x, "exit", what, 0, INT_MAX, -1);
+    e->exited = opt_ranks(L, x, "exited", what);
+    if (e->exited && e->exit_code < 0)
+        bad(L, "%s has exited without exit", what);
     read_args(L, x, e, what);
     read_tapes(L, x, e, what);
     read_ending(L, x, e, what);
@@ -866,6 +869,7 @@ void gcsh_recording_free(gcsh_recording *rec)
         free(e->name);
         free(e->out);
         free(e->failed);
+        free(e->exited);
         free(e->syntax);
         free(e->end_lost);
         free(e->end_why);

@@ -47,6 +47,8 @@ typedef struct gcsh_replay_entry {
     char *syntax;
     int varies;
     int exit_code;  /* os.exit's status, or -1 */
+    char *exited;   /* the ranks that called os.exit (a rank list; older
+                       recordings have none: not compared then) */
     int end_status; /* ended = {status=, lost=, why=}, or -1 */
     char *end_lost, *end_why;
     char **args;    /* chunks: the script's arguments */

@@ -295,6 +295,31 @@ OUT=$(printf '%s\n' 'print(1)' 'if rank == 1 then os.execute("kill -SEGV $PPID")
 expect_contains "a rank killed by a signal it can report" "$OUT" "gcsh: rank 1 is gone (killed by signal 11: Segmentation fault)"
 expect_contains "the signal in the recording" "$(cat "$TMP/segv.lua")" "rank 1: killed by signal 11: Segmentation fault;"
 
+# ---- which ranks called os.exit is recorded: a replay (or a --diff) where
+# another rank does is another run, though the status is the same
+for n in 2 4; do
+    L=$((n - 1))
+    EXIT_LINE='local who = tonumber(os.getenv("WHO_EXITS") or "'$L'") if rank == who then os.exit(3) end'
+    OUT=$(timeout 60 "$GCSH" -n $n --record "$TMP/exit$n.lua" -e "$EXIT_LINE" 2>&1 </dev/null); RC=$?
+    expect_eq "$n ranks: os.exit(3) on rank $L recorded: exit 3" "$RC" 3
+    expect_contains "$n ranks: the recording names the rank" "$(cat "$TMP/exit$n.lua")" "{exit = 3, exited = \"$L\"}"
+    OUT=$(timeout 60 "$GCSH" --replay "$TMP/exit$n.lua" 2>&1 </dev/null); RC=$?
+    expect_eq "$n ranks: the same rank exits in the replay: it matches" "$RC" 0
+    OUT=$(WHO_EXITS=0 timeout 60 "$GCSH" --replay "$TMP/exit$n.lua" 2>&1 </dev/null); RC=$?
+    expect_eq "$n ranks: rank 0 exits instead: the replay differs (1)" "$RC" 1
+    expect_contains "$n ranks: rank 0 exits instead: said" "$OUT" \
+        "line 1: expected os.exit (status 3) on [$L], got os.exit (status 3) on [0]"
+    WHO_EXITS=0 timeout 60 "$GCSH" -n $n --record "$TMP/exit0-$n.lua" -e "$EXIT_LINE" >/dev/null 2>&1 </dev/null
+    OUT=$(timeout 60 "$GCSH" --diff "$TMP/exit$n.lua" "$TMP/exit0-$n.lua" 2>&1 </dev/null); RC=$?
+    expect_eq "$n ranks: --diff of the two: different (1)" "$RC" 1
+    expect_contains "$n ranks: --diff names rank 0's exit" "$OUT" "(another rank's os.exit 3)"
+done
+# a hand-made recording: exited without exit is malformed
+sed 's/{exit = 3, exited = "1"}/{exited = "1"}/' "$TMP/exit2.lua" >"$TMP/exited_only.lua"
+OUT=$(timeout 60 "$GCSH" --replay "$TMP/exited_only.lua" 2>&1 </dev/null); RC=$?
+expect_eq "exited without exit: a malformed recording (128)" "$RC" 128
+expect_contains "exited without exit: said" "$OUT" "has exited without exit"
+
 # ---- a cuda recording on a machine without GPUs: cannot test here
 sed '2s/backend host/backend cuda/' "$F" >"$TMP/cuda.lua"
 OUT=$(timeout 60 "$GCSH" --replay "$TMP/cuda.lua" 2>&1 </dev/null); RC=$?
