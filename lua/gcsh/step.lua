@@ -137,6 +137,12 @@ local function fail(fname, fmt, ...)
   error(fname .. ": " .. string.format(fmt, ...), caller_level())
 end
 
+-- An error raised below (gcsh's own Lua), again at the user's line.
+local function raise_at_caller(err)
+  if type(err) == "string" then err = err:gsub("^[^\n]-/gcsh/[%w_]+%.lua:%d+: ", "", 1) end
+  error(err, caller_level())
+end
+
 local function listed(list, v)
   for _, x in ipairs(list) do if x == v then return true end end
   return false
@@ -788,9 +794,14 @@ end
 function Stepper:free()
   local x = self._
   if x.freed then return end
+  -- the signals' free is the collective one: first, and the stepper is
+  -- freed only once it went through (on some ranks alone, under .ranks, it
+  -- fails there and the stepper stays whole, so a free on every rank works);
+  -- its error at the caller's st:free(), not at this file's line
+  local ok, err = pcall(x.sig.free, x.sig)
+  if not ok then raise_at_caller(err) end
   x.freed = true
   if x.multicast then x.multicast:free() end
-  x.sig:free()
   if x.llw then x.llw:free() end
   if x.across then x.across:free() end
   for _, t in ipairs({ x.init, x.ref, x.tmp }) do if t then t:free() end end

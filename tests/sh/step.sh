@@ -53,4 +53,17 @@ expect_contains "interrupt: another stepper on the window is right" "$OUT" "[0-1
 expect_contains "interrupt: the communicator still works" "$OUT" "[0-1] 2.0"
 expect_eq "interrupt: exit status (the interrupted line failed)" "$RC" 1
 
+# ---- st:free() on some ranks only (.ranks) fails there and leaves the
+# stepper whole: a free on every rank then works, at 2 and 4 ranks
+for n in 2 4; do
+    OUT=$(printf '%s\n' 'w = comm.world():window(8, "i32")' 'st = step.allreduce(w, {algo = "ring"})' \
+        '.ranks 0' 'st:free()' '.ranks all' 'st:free()' '=st.steps' 'print(tostring(st):match("freed"))' |
+        timeout 60 "$GCSH" -n $n 2>&1); RC=$?
+    expect_contains "$n ranks: a free on rank 0 alone is refused, named" "$OUT" \
+        "[0] signals:free #"
+    expect_not_contains "$n ranks: no rank believes it freed" "$OUT" "this stepper was freed"
+    expect_contains "$n ranks: the free on every rank went through" "$OUT" "[0-$((n - 1))] freed"
+    expect_not_contains "$n ranks: no error points into gcsh's own Lua" "$OUT" "gcsh/step.lua:"
+done
+
 finish
