@@ -366,6 +366,10 @@ function M.format(x, c, s)
     error(string.format("show: unknown aspect '%s' (valid: info, for a window or signals; "
                         .. "sync, for a window)", c), 3)
   end
+  if c ~= nil and type_of(c) ~= "comm" then
+    error(string.format("show: argument #2 must be a communicator (or \"info\", \"sync\"), got %s "
+                        .. "(show takes no options table)", type_of(c)), 3)
+  end
   local src = source(x, c)
   local over = src and exchange(src.comm, x) or c or comm.world()
   -- Every rank says what it holds first, so that all take the same path: a

@@ -47,6 +47,10 @@ else
 end
 for _, l in ipairs(lines) do H.truthy(#l <= 76, "fits 80 columns under a [0] prefix: " .. l) end
 H.raises(function() S.format(w, "bogus") end, "show: unknown aspect 'bogus' (valid: info, for a window or signals; sync, for a window)")
+-- an options table (show has none) or anything but a communicator: named
+H.raises(function() show(tensor.new(2), { rows = 2 }) end,
+         'show: argument #2 must be a communicator (or "info", "sync"), got table (show takes no options table)')
+H.raises(function() S.format(tensor.new(2), 5) end, "show: argument #2 must be a communicator")
 local s1 = c:signals(1)
 H.raises(function() S.format(s1, "sync") end, "show: unknown aspect 'sync' (valid: info")
 s1:free()
