@@ -743,10 +743,28 @@ static int writes_here(const coll_spec *spec, const coll_args *a)
     return 1;
 }
 
+/* An argument past the collective's last (its {algo=} table, where it takes
+ * one, is off the stack by now): an error, never dropped unread. */
+static void check_no_extra(lua_State *L, const coll_spec *spec)
+{
+    int last = 2;
+    last = spec->out_arg > last ? spec->out_arg : last;
+    last = spec->op_arg > last ? spec->op_arg : last;
+    last = spec->rank_arg > last ? spec->rank_arg : last;
+    for (int i = last + 1; i <= lua_gettop(L); i++)
+        if (!lua_isnil(L, i))
+            luaL_argerror(L, i, lua_pushfstring(L, "c:%s takes %d argument%s%s, got a %s here",
+                                                spec->name, last - 1, last == 2 ? "" : "s",
+                                                spec->routed >= 0 ? " and {algo=}"
+                                                                  : " (no options table)",
+                                                luaL_typename(L, i)));
+}
+
 /* Checks everything before the backend sees it; returns the stack index of
  * the tensor the collective returns. */
 static int check_collective(lua_State *L, const coll_spec *spec, coll_args *a)
 {
+    check_no_extra(L, spec);
     a->comm = check_open(L, 1);
     gcsh_check_intent(L, &a->comm->chk,
                       spec->run == run_send || spec->run == run_recv);

@@ -85,6 +85,18 @@ H.raises(function() c:alltoall(buf:view(0, 2 * n), buf:view(1, 2 * n)) end, "out
 local a, b = buf:view(0, 4), buf:view(4, 4)
 H.truthy(rawequal(c:allreduce(a, "sum", b), b), "disjoint views of one storage")
 
+-- an argument past a collective's last: refused, never dropped unread (an
+-- options table where the collective takes none, a value after {algo=})
+local t4 = tensor.new(4)
+H.raises(function() c:reduce(t4, 0, "sum", nil, { algo = "comm" }) end,
+         "bad argument #5 to 'reduce' (c:reduce takes 4 arguments (no options table), got a table here)")
+H.raises(function() c:alltoall(tensor.new(n), tensor.new(n), { x = 1 }) end,
+         "bad argument #3 to 'alltoall' (c:alltoall takes 2 arguments (no options table), got a table here)")
+H.raises(function() c:allreduce(t4, "sum", nil, { algo = "comm" }, 5) end,
+         "bad argument #4 to 'allreduce' (c:allreduce takes 3 arguments and {algo=}, got a table here)")
+H.eq(c:allreduce(t4:fill(1), "sum", nil, { algo = "comm" })[0], n, "{algo=} after the arguments still taken")
+H.eq(c:allreduce(t4:fill(1), "sum", nil, nil)[0], n, "trailing nils are no arguments")
+
 -- after all that, the communicator still works on every rank
 H.eq(c:allreduce(tensor.from({ 1 }, "i32"))[0], n, "comm still usable")
 if me == 0 then print(string.format("comm_errors: ok on %d ranks", n)) end
