@@ -436,6 +436,7 @@ static int comm_split(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     lcomm *parent = check_open(L, 1);
     gcsh_check_intent(L, &parent->chk, 0);
+    gcsh_args_none_after(L, 3, "a color and a key (no options)");
     gcsh_graph_refuse_now(L, "c:split()", "make communicators before the capture");
     note_leaks_once(L);
     int color = -1;

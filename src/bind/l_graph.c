@@ -24,6 +24,7 @@
 #include <lauxlib.h>
 
 #include "bind/graph.h"
+#include "bind/opts.h"
 #include "bind/users.h"
 #include "core/gcsh.h"
 #include "core/graph.h"
@@ -174,6 +175,7 @@ static int graph_capture(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     luaL_checktype(L, 1, LUA_TFUNCTION);
+    gcsh_args_none_after(L, 1, "one function (no options)");
     lua_settop(L, 1);
     gcsh_graph_refuse_now(L, "gcsh.graph() inside a capture", "capture one graph at a time");
     lgraph *g = lua_newuserdatauv(L, sizeof *g, 1);

@@ -23,6 +23,7 @@
 
 #include "core/elementwise.h"
 #include "bind/graph.h"
+#include "bind/opts.h"
 #include "bind/tensor.h"
 #include "bind/users.h"
 #include "wire/collcheck.h"
@@ -517,6 +518,7 @@ static int tensor_new(lua_State *L)
 static int tensor_from(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    gcsh_args_none_after(L, 2, "a table and a dtype (no options)");
     gcsh_dtype dt = gcsh_arg_dtype(L, 2, GCSH_F32);
     size_t n = check_length_arg(L, 1, luaL_len(L, 1));
     size_t size = gcsh_dtype_size(dt);

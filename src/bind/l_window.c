@@ -30,6 +30,7 @@
 
 #include "bind/comm.h"
 #include "bind/kernel.h"
+#include "bind/opts.h"
 #include "bind/symmem.h"
 #include "bind/tensor.h"
 #include "bind/xfer.h"
@@ -182,6 +183,7 @@ static int tensor_wait(lua_State *L)
 static int window_info(lua_State *L)
 {
     gcsh_symobj *o = readable_window(L, 1);
+    gcsh_args_none_after(L, 1, "no arguments");
     lua_newtable(L);
     gcsh_sym_info_fields(L, o);
     lua_pushstring(L, gcsh_dtype_name(o->dtype));

@@ -66,6 +66,14 @@ static const char *problem(lua_State *L, int idx, const char *valid, int *is_tab
     return lua_pushfstring(L, "unknown option '%s' (valid: %s)", key, valid);
 }
 
+void gcsh_args_none_after(lua_State *L, int last, const char *takes)
+{
+    for (int i = last + 1; i <= lua_gettop(L); i++)
+        if (!lua_isnil(L, i))
+            luaL_argerror(L, i, lua_pushfstring(L, "takes %s, got a %s here", takes,
+                                                luaL_typename(L, i)));
+}
+
 int gcsh_opts_check(lua_State *L, int idx, const char *fname, const char *valid)
 {
     int is_table;

@@ -28,6 +28,11 @@ int gcsh_opts_check(lua_State *L, int idx, const char *fname, const char *valid)
  * option 'k' (valid: ...))"). */
 int gcsh_opts_check_arg(lua_State *L, int idx, int arg, const char *valid);
 
+/* Arguments past `last` (stack indices; trailing nils are no arguments):
+ * raises "bad argument #i to 'fname' (takes <takes>, got a <type> here)",
+ * so an options table a function has no use for is never dropped unread. */
+void gcsh_args_none_after(lua_State *L, int last, const char *takes);
+
 /* Whether word is one of list's space-separated words. */
 int gcsh_opts_listed(const char *list, const char *word);
 

@@ -96,6 +96,17 @@ H.raises(function() c:allreduce(t4, "sum", nil, { algo = "comm" }, 5) end,
          "bad argument #4 to 'allreduce' (c:allreduce takes 3 arguments and {algo=}, got a table here)")
 H.eq(c:allreduce(t4:fill(1), "sum", nil, { algo = "comm" })[0], n, "{algo=} after the arguments still taken")
 H.eq(c:allreduce(t4:fill(1), "sum", nil, nil)[0], n, "trailing nils are no arguments")
+-- and the other functions that take no options table
+H.raises(function() c:split(0, me, { x = 1 }) end,
+         "bad argument #3 to 'split' (takes a color and a key (no options), got a table here)")
+H.raises(function() tensor.from({ 1 }, "f32", { x = 1 }) end,
+         "bad argument #3 to 'from' (takes a table and a dtype (no options), got a table here)")
+local w1 = c:window(4)
+H.raises(function() w1:info({ x = 1 }) end, "bad argument #1 to 'info' (takes no arguments, got a table here)")
+H.eq(w1:info().n, 4, "w:info() with no argument")
+w1:free()
+H.raises(function() gcsh.graph(function() end, { x = 1 }) end,
+         "bad argument #2 to 'graph' (takes one function (no options), got a table here)")
 
 -- after all that, the communicator still works on every rank
 H.eq(c:allreduce(tensor.from({ 1 }, "i32"))[0], n, "comm still usable")

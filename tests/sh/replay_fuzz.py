@@ -37,7 +37,8 @@ ODD_VALUES = [
     '{wtime = {[0] = setmetatable({}, {__index = error})}}', '{args = {1, 2}}',
     '{args = {"a", nil, "b"}}', '{ended = {status = 1e9}}', '{ended = {lost = "0"}}',
     '{exit = -5}', '{exit = 2^31}', '{failed = 3}', '{varies = "yes"}', '{nokey = 1}',
-    '{[1] = "x"}', '{syntax = {}}',
+    '{[1] = "x"}', '{syntax = {}}', '{exited = "0"}', '{exit = 1, exited = 3}',
+    '{exit = 1, exited = "0-99"}', '{exit = 1, exited = "x"}',
 ]
 
 cases = []

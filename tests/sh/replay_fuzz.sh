@@ -119,7 +119,7 @@ refused "no load (binary chunks)" 128 "attempt to call a nil value (global 'load
 craft unknown_key 'line(1, "0-1", "x = 1", {outt = "[0-1] 1\n"})
 line.finish(1)'
 replay "$TMP/unknown_key.lua"
-refused "an unknown key" 128 "line(...) has the key 'outt' (a string); its keys are out, failed, varies, syntax, exit, wtime, ended, args"
+refused "an unknown key" 128 "line(...) has the key 'outt' (a string); its keys are out, failed, varies, syntax, exit, exited, wtime, ended, args"
 
 mkfifo "$TMP/fifo.lua"
 replay "$TMP/fifo.lua"
