@@ -544,10 +544,11 @@ static void goto_part(gcsh_session *s, int part)
     }
     for (int i = 0; i < part; i++) {
         if (run_part(s, l, &l->blocks[i], QUIET) != 0) {
-            gcsh_coord_say(s->coord,
-                           "gcsh: %s of lesson %d failed while part %d was made ready (its output "
-                           "is above)",
-                           i ? "a part" : "the introduction", l->number, part);
+            /* "stopped": an error or a Ctrl-C; within 80 columns (.again runs it) */
+            char which[32];
+            snprintf(which, sizeof which, i ? "part %d" : "the introduction", i);
+            gcsh_coord_say(s->coord, "gcsh: lesson %d: %s stopped while part %d was made ready "
+                                     "(output above)", l->number, which, part);
             l->next = i;
             l->shown = i - 1;
             return;

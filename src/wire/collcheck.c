@@ -594,7 +594,7 @@ static int await_verdict(gcsh_ctx *ctx, gcsh_check *k, const char *what)
     int rc = -1;
     for (;;) {
         if (atomic_load(&ctx->interrupt)) {
-            gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s", what);
+            gcsh_set_error(ctx, "interrupted while waiting for the others at %s", what);
             break;
         }
         int r = gcsh_wait_readable(k->fd, 0, VERDICT_POLL_MS);
@@ -690,7 +690,7 @@ static int board_check(gcsh_ctx *ctx, gcsh_check *k, gcsh_comm_check *cc,
             gcsh_board_set_state(ctx->board, ctx->rank, cc->id, BOARD_FAILED);
             char what[128];
             gcsh_fp_describe(fp, what, sizeof what);
-            return gcsh_set_error(ctx, "interrupted while waiting for the other ranks at %s",
+            return gcsh_set_error(ctx, "interrupted while waiting for the others at %s",
                                   what);
         }
         if (polls == 64)
