@@ -392,6 +392,7 @@ void gcsh_session_dot_refused(gcsh_session *s)
     s->dot_misuse++;
     s->failures++;
     s->worst = gcsh_status_worst(s->worst, GCSH_EXIT_USAGE);
+    s->coord->verdict_so_far = gcsh_session_status(s); /* a deadline next keeps it */
 }
 
 void gcsh_session_dot(gcsh_session *s, const char *line)

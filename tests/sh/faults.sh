@@ -213,4 +213,22 @@ press C-d
 check_wait "pty: Ctrl-D" "EXIT=0" 15
 expect_no_procs "pty: no process left" "$TAG"
 
+# ---- Ctrl-C while rank 0 waits in a collective's check (the default
+# .timeout reports without a limit, so the check keeps waiting): the
+# error names the collective and fits 80 columns with its prefixes
+start f2 -n 2
+check_wait "pty2: prompt" "gcsh[0-1]>" 30
+keys 'c = comm.world() if rank == 1 then gcsh.sleep(60) else c:barrier() end' Enter
+check_wait "pty2: rank 0 waits in the check" "[0] in barrier #1 (waiting for the others," 25
+press C-c
+check_wait "pty2: Ctrl-C ends the check's wait" "interrupted while waiting for the others at barrier #1" 10
+LINE=$(screen | grep -F "interrupted while waiting for the others at barrier #1")
+expect_match "pty2: the error's line" "$LINE" '^\[0\] (stdin:1: )?interrupted while waiting for the others at barrier #1$'
+expect_eq "pty2: within 80 columns" "$(awk 'length > 80' <<<"$LINE" | wc -l)" 0
+keys '=c:allreduce(tensor.new(1):fill(1))[0]' Enter
+check_wait "pty2: the communicator after it" "[0-1] 2.0" 10
+press C-d
+check_wait "pty2: Ctrl-D" "EXIT=" 15
+expect_no_procs "pty2: no process left" "$TAG"
+
 finish

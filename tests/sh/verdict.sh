@@ -197,6 +197,9 @@ done
 OUT=$(printf '%s\n' 'error("an earlier failure")' 'while true do end' |
       timeout 60 "$GCSH" -n 2 --deadline 3 --deadline-status 0 2>&1); RC=$?
 expect_eq "an earlier command's failure, then the deadline with --deadline-status 0: exit 1" "$RC" 1
+# a refused dot-command (a usage error), then the deadline between commands
+OUT=$( (printf '.ranks 9\n'; sleep 30) | timeout 60 "$GCSH" -n 2 --deadline 3 --deadline-status 0 2>&1); RC=$?
+expect_eq "a refused .ranks, then the deadline with --deadline-status 0: exit 128" "$RC" 128
 # .info's pid column: each rank's own
 OUT=$(printf '%s\n' 'print("os pid", io.open("/proc/self/stat"):read("n"))' '.info' |
       timeout 60 "$GCSH" -n 4 2>&1)
