@@ -211,6 +211,20 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
         // ring entries first: one seen beside a last slot was rung
         // before the graph was launched (core/kpersist.h)
         if (last) {
+            // A second look after a fence: the first one's loads are not
+            // ordered, so it may have seen a graph's last slot and missed
+            // a ring entry the stream wrote before it launched the graph;
+            // taking the graph's calls first would order them differently
+            // from a rank whose look saw both (core/kpersist.h).
+            fence_system();
+            __syncwarp();
+            calls = look(P, n, b, &last, &stop);
+            if (stop)
+                calls = 0;
+            if (stop || calls > 0)
+                break;
+        }
+        if (last) {
             // up to the sequence's last slot: the graph wrote the others
             // before it, so they are seen after the fence (a sequence has
             // one last slot; a batch of kAhead may leave some of it, and

@@ -44,7 +44,10 @@
  * The host sets every alive bit before the launch; the resident, between
  * ring entries (an entry it sees beside a last slot was rung before the
  * graph launched: the rank's stream writes later ones after the graph),
- * once it sees a last slot, fences, reads the go words again (the
+ * once it sees a last slot, fences and looks again (a look's loads are
+ * unordered: the first may have seen the last slot and missed a ring
+ * entry written before the launch; ring entries go first), then reads the
+ * go words again (the
  * sequence's other slots, written before the last, are seen then), runs
  * the pending slots up to the last, lowest first, 16 calls a batch (so a
  * sequence of up to 16 calls costs one look and one batch), and clears
