@@ -109,6 +109,7 @@ cudaError_t mc_collective(const gcsh_kcoll_args *a, const gcsh_window_desc *d,
 // gcsh_k_paired_room.
 unsigned mc_blocks_per_sm();
 unsigned ll_blocks_per_sm();
+unsigned ll128_blocks_per_sm();
 
 } // namespace gcsh_k
 

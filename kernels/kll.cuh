@@ -138,6 +138,22 @@ __device__ void ll_call(const LL &a, unsigned long long count, size_t tid, size_
         reduce_line<T>(a, i, flag, set, gave_up);
 }
 
+// The end of a call of ll or ll128: the last block to finish advances the
+// count (every block read it first).
+__device__ inline void count_call(gcsh_ll_header *h, unsigned long long count)
+{
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    fence_device();
+    unsigned before = atomicAdd(reinterpret_cast<unsigned *>(&h->done), 1u);
+    if (before + 1 == gridDim.x) {
+        h->done = 0;
+        *reinterpret_cast<volatile unsigned long long *>(&h->count) = count + 1;
+        fence_device();
+    }
+}
+
 } // namespace gcsh_k
 
 #endif

@@ -17,21 +17,6 @@ namespace gcsh_k {
 
 constexpr unsigned kLLMaxBlocks = 32; // 64 KiB: 8192 lines, one per thread
 
-// The last block to finish advances the count (every block read it first).
-__device__ inline void count_call(gcsh_ll_header *h, unsigned long long count)
-{
-    __syncthreads();
-    if (threadIdx.x != 0)
-        return;
-    fence_device();
-    unsigned before = atomicAdd(reinterpret_cast<unsigned *>(&h->done), 1u);
-    if (before + 1 == gridDim.x) {
-        h->done = 0;
-        *reinterpret_cast<volatile unsigned long long *>(&h->count) = count + 1;
-        fence_device();
-    }
-}
-
 template <class T> __global__ void __launch_bounds__(kLLThreads) ll_kernel(LL a)
 {
     gcsh_ll_header *h = reinterpret_cast<gcsh_ll_header *>(a.area[a.me]);

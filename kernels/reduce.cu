@@ -455,7 +455,9 @@ extern "C" unsigned gcsh_k_paired_room(int dev)
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         return 0;
     unsigned per_sm = reduce_blocks_per_sm(), ll = ll_blocks_per_sm(), mc = mc_blocks_per_sm();
+    unsigned ll128 = ll128_blocks_per_sm();
     per_sm = ll < per_sm ? ll : per_sm;
+    per_sm = ll128 < per_sm ? ll128 : per_sm;
     per_sm = mc < per_sm ? mc : per_sm;
     return per_sm * (unsigned)sms;
 }

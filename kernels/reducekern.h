@@ -68,6 +68,9 @@ cudaError_t gcsh_k_alltoallv(const gcsh_kv_args *a, const gcsh_window_desc *d,
  * its waits end as the collectives' do (wait). */
 cudaError_t gcsh_k_ll_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
                                 const gcsh_kwait *wait, cudaStream_t stream);
+/* The same in 128-byte lines (kernels/ll128.cu, core/kll.h: "ll128"). */
+cudaError_t gcsh_k_ll128_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
+                                   const gcsh_kwait *wait, cudaStream_t stream);
 
 /* The resident kernel of the persistent all-reduce (kernels/persist.cu,
  * core/kpersist.h): `blocks` blocks (a cooperative launch, so all of them

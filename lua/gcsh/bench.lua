@@ -498,6 +498,7 @@ end
 -- up to what the window's LL area holds (p.max_bytes).
 local function ar_takes(algo, size, p)
   if algo == "ll" then return size <= kernel.ll_max_bytes end
+  if algo == "ll128" then return size <= kernel.ll128_max_bytes end
   if algo == "persistent" then return size <= p.max_bytes end
   return true
 end

@@ -10,17 +10,18 @@ local M = {}
 -- suggests for src/core/kreduce_tune.h (best_crossovers).
 -- What auto takes, in the order it considers them (src/bind/kalgos.c's one
 -- table of algorithms): here the communicator's all-reduce is the nccl_sym
--- rows (on the window's memory).  best_crossovers searches three limits.
+-- rows (on the window's memory).  best_crossovers searches a limit for
+-- each but the last, never past what the algorithm takes (CAP).
 local CHOOSABLE = {}
 for i, algo in ipairs(require("gcsh.kalgos").auto) do
   CHOOSABLE[i] = algo == "comm" and "nccl_sym" or algo
 end
-assert(#CHOOSABLE == 4, "bench_targets searches 3 crossovers; auto takes "
-       .. #CHOOSABLE .. " algorithms (src/bind/kalgos.c)")
-local LL_MAX = kernel.ll_max_bytes
+assert(CHOOSABLE[#CHOOSABLE] == "nccl_sym", "auto's last choice is the communicator's all-reduce "
+       .. "(src/bind/kalgos.c)")
+local CAP = { ll = kernel.ll_max_bytes, ll128 = kernel.ll128_max_bytes }
 
--- What auto runs for `size` with the thresholds {ll, oneshot, twoshot}, as
--- kernel.choose does: the first whose limit holds, else the last.
+-- What auto runs for `size` with the limits (one per CHOOSABLE but the
+-- last), as kernel.choose does: the first whose limit holds, else the last.
 local function picked(size, limits)
   for i = 1, #CHOOSABLE - 1 do
     if size <= limits[i] then return CHOOSABLE[i] end
@@ -28,14 +29,14 @@ local function picked(size, limits)
   return CHOOSABLE[#CHOOSABLE]
 end
 
--- The thresholds auto should use, from one run's rows by size (at[size][algo]):
--- ll up to l bytes, one-shot up to o, two-shot up to t, the communicator's
--- all-reduce on the window (the nccl_sym rows) above.  Of every triple of
--- measured sizes (l no more than ll takes), the one whose worst ratio (time
--- of what it picks / the fastest of the four) over all sizes is least; of
+-- The limits auto should use, from one run's rows by size (at[size][algo]):
+-- of every choice of measured sizes (each within what its algorithm takes,
+-- two-shot's no lower than one-shot's), the one whose worst ratio (time of
+-- what it picks / the fastest of them all) over all sizes is least; of
 -- those, the one whose ratios sum least (so a tie at the worst size is
 -- broken by how well every other size fares).  An algorithm the run did
--- not measure is never picked.  Returns {l, o, t} and that worst ratio.
+-- not measure is never picked.  Returns the limits, in CHOOSABLE's order,
+-- and that worst ratio.
 local function best_crossovers(at, sizes)
   local function time_of(a, algo) return a[algo] and a[algo].time_us or math.huge end
   local best_at = {}
@@ -56,21 +57,28 @@ local function best_crossovers(at, sizes)
   end
   local thresholds = { 0 }
   for _, size in ipairs(sizes) do thresholds[#thresholds + 1] = size end
-  local best, best_worst, best_sum = { 0, 0, 0 }, math.huge, math.huge
-  for _, l in ipairs(thresholds) do
-    if l <= LL_MAX then
-      for _, o in ipairs(thresholds) do
-        for _, t in ipairs(thresholds) do
-          if t >= o then
-            local worst, sum = ratios_for({ l, o, t })
-            if worst < best_worst or (worst == best_worst and sum < best_sum) then
-              best, best_worst, best_sum = { l, o, t }, worst, sum
-            end
-          end
-        end
+  local best, best_worst, best_sum = {}, math.huge, math.huge
+  for i = 1, #CHOOSABLE - 1 do best[i] = 0 end
+  local limits = {}
+  local function search(i)
+    if i == #CHOOSABLE then
+      local worst, sum = ratios_for(limits)
+      if worst < best_worst or (worst == best_worst and sum < best_sum) then
+        best, best_worst, best_sum = table.move(limits, 1, #limits, 1, {}), worst, sum
+      end
+      return
+    end
+    local algo = CHOOSABLE[i]
+    for _, l in ipairs(thresholds) do
+      local fits = l <= (CAP[algo] or math.huge)
+      if algo == "twoshot" and CHOOSABLE[i - 1] == "oneshot" then fits = fits and l >= limits[i - 1] end
+      if fits then
+        limits[i] = l
+        search(i + 1)
       end
     end
   end
+  search(1)
   return best, best_worst
 end
 
@@ -112,7 +120,11 @@ function M.allreduce_targets(rows, opts)
     if a.auto and best < math.huge then t.auto_vs_best = worse(t.auto_vs_best, a.auto.time_us / best, math.max) end
   end
   local limits, worst = best_crossovers(at, sizes)
-  t.suggest_ll_max, t.suggest_oneshot_max, t.suggest_twoshot_max = limits[1], limits[2], limits[3]
+  local shown = {}
+  for i, limit in ipairs(limits) do
+    t["suggest_" .. CHOOSABLE[i] .. "_max"] = limit
+    shown[i] = string.format("%s_max = %d", CHOOSABLE[i], limit)
+  end
   t.suggest_worst = worst < math.huge and worst or nil
   local c = opts.comm or comm.world()
   if c.rank == 0 and not opts.quiet then
@@ -121,10 +133,10 @@ function M.allreduce_targets(rows, opts)
     print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
     print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
-    print(string.format("#   measured crossovers for src/core/kreduce_tune.h: ll_max = %d, oneshot_max = %d,"
-                        .. " twoshot_max = %d", limits[1], limits[2], limits[3]))
-    print(string.format("#   (with them, auto / best of ll, oneshot, twoshot, nccl_sym at worst: %s)",
-                        f(t.suggest_worst)))
+    print("#   measured crossovers for src/core/kreduce_tune.h:")
+    print("#     " .. table.concat(shown, ", "))
+    print(string.format("#   (with them, auto / best of %s at worst: %s)",
+                        table.concat(CHOOSABLE, ", "), f(t.suggest_worst)))
   end
   return t
 end

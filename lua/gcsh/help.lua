@@ -199,6 +199,7 @@ local API = {
       { "kernel.persistent_depth", "a persistent all-reduce's ring entries" },
       { "kernel.algos", "allreduce's algos (nccl_dev: kind nccl)" },
       { "kernel.ll_max_bytes", "the largest region algo \"ll\" takes" },
+      { "kernel.ll128_max_bytes", "the largest region algo \"ll128\" takes" },
       { "kernel.choose(bytes [, team [, backend]])", "the algorithm \"auto\" runs" },
       { "kernel.crossovers", "the table auto reads (src/core/kreduce_tune.h)" },
     },

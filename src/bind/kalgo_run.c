@@ -71,39 +71,59 @@ const char *gcsh_kalgo_run_comm(lua_State *L, const gcsh_kargs *a)
     return "comm";
 }
 
-static gcsh_kll_args ll_args(lua_State *L, const gcsh_kargs *a, const void *in)
+static gcsh_kll_args ll_args(lua_State *L, const gcsh_kargs *a, const void *in,
+                             enum gcsh_ll_proto proto)
 {
     gcsh_symobj *o = a->o;
     return (gcsh_kll_args){
         .offset = a->offset, .n = a->n, .dt = o->dtype, .op = a->op, .in = in,
         .out = a->out ? gcsh_tensor_data(a->out) : NULL, .ll_off = gcsh_kern_ll_offset(L, o),
         .window_bytes = gcsh_kern_window_bytes(o), .slots = gcsh_ll_slots(o->comm->size),
+        .proto = proto,
     };
 }
 
 int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in)
 {
-    gcsh_kll_args k = ll_args(L, a, in);
+    gcsh_kll_args k = ll_args(L, a, in, GCSH_LL_PROTO_LL);
     return gcsh_kern_backend(L)->ll_allreduce(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k);
+}
+
+/* The region's bound for a protocol of the LL area: what a call takes,
+ * never past what this window's area holds (a window smaller than the
+ * bound holds its own size, the whole window). */
+static void check_lines_bound(lua_State *L, const gcsh_kargs *a, const char *algo,
+                              size_t bound)
+{
+    size_t es = gcsh_dtype_size(a->o->dtype);
+    if (a->n * es > bound)
+        luaL_error(L, "%s: algo '%s' takes at most %I bytes (n must be 1..%I for %s), got n = %I "
+                      "(%I bytes); oneshot and twoshot take any n",
+                   a->fname, algo, (lua_Integer)bound, (lua_Integer)(bound / es),
+                   gcsh_dtype_name(a->o->dtype), (lua_Integer)a->n, (lua_Integer)(a->n * es));
+    if (!gcsh_kern_backend(L)->ll_allreduce)
+        luaL_error(L, "%s: algo '%s' is not available on the %s backend", a->fname, algo,
+                   gcsh_ctx_of(L)->be->name);
 }
 
 /* one-shot with the ready flags in the data (core/kll.h): no barrier */
 const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
 {
-    gcsh_ctx *ctx = gcsh_ctx_of(L);
-    gcsh_symobj *o = a->o;
-    size_t es = gcsh_dtype_size(o->dtype);
-    if (a->n * es > GCSH_LL_MAX_BYTES)
-        luaL_error(L, "%s: algo 'll' takes at most %I bytes (n must be 1..%I for %s), got n = %I "
-                      "(%I bytes); oneshot and twoshot take any n",
-                   a->fname, (lua_Integer)GCSH_LL_MAX_BYTES, (lua_Integer)(GCSH_LL_MAX_BYTES / es),
-                   gcsh_dtype_name(o->dtype), (lua_Integer)a->n, (lua_Integer)(a->n * es));
-    if (!gcsh_kern_backend(L)->ll_allreduce)
-        luaL_error(L, "%s: algo 'll' is not available on the %s backend", a->fname,
-                   ctx->be->name);
+    check_lines_bound(L, a, "ll", GCSH_LL_MAX_BYTES);
     gcsh_comm_check *cc = gcsh_kern_enter_checked(L, a, "ll", -1, 1);
     gcsh_check_leave(L, cc, gcsh_kern_run_ll(L, a, NULL));
     return "ll";
+}
+
+/* the same in 128-byte lines of 120 data bytes (core/kll.h: LL128) */
+const char *gcsh_kalgo_run_ll128(lua_State *L, const gcsh_kargs *a)
+{
+    check_lines_bound(L, a, "ll128", GCSH_LL128_MAX_BYTES);
+    gcsh_kll_args k = ll_args(L, a, NULL, GCSH_LL_PROTO_LL128);
+    gcsh_comm_check *cc = gcsh_kern_enter_checked(L, a, "ll128", -1, 1);
+    gcsh_check_leave(L, cc,
+                     gcsh_kern_backend(L)->ll_allreduce(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k));
+    return "ll128";
 }
 
 /* A one-shot written with NCCL's device API (kernels/cuda/nccl_dev.cu): cuda,

@@ -19,7 +19,8 @@
  * and gcsh.kalgos list them.  The all-reduce's own: "auto" picks one of
  * the others by size (the auto column; across nodes l_kernel.c takes
  * "hier" or "comm" first); "ll" has the ready flags ride in the data
- * (kll.h), its stepper builds its two phases itself; "comm" is the
+ * (kll.h), its stepper builds its two phases itself; "ll128" is the same
+ * in 128-byte lines (not stepped: its steps are ll's); "comm" is the
  * communicator's all-reduce; "nccl_dev" a one-shot written with NCCL's
  * device API (kernels/cuda/nccl_dev.cu: cuda and windows of kind nccl only);
  * "hier" in the node, then across nodes (khier.c).  The steppers' turns
@@ -27,16 +28,20 @@
  * step at a time; "direct" is one step. */
 static const gcsh_kalgo_row rows[] = {
     {GCSH_KC_ALLREDUCE, "auto", -1, NULL, NULL, NULL, 0, NO_AUTO},
-    PLANNED(GCSH_KC_ALLREDUCE, "oneshot", GCSH_KA_ONESHOT, 2, AUTO(2, oneshot_max, SIZE_MAX)),
-    PLANNED(GCSH_KC_ALLREDUCE, "twoshot", GCSH_KA_TWOSHOT, 3, AUTO(3, twoshot_max, SIZE_MAX)),
+    PLANNED(GCSH_KC_ALLREDUCE, "oneshot", GCSH_KA_ONESHOT, 2, AUTO(3, oneshot_max, SIZE_MAX)),
+    PLANNED(GCSH_KC_ALLREDUCE, "twoshot", GCSH_KA_TWOSHOT, 3, AUTO(4, twoshot_max, SIZE_MAX)),
     PLANNED(GCSH_KC_ALLREDUCE, "ring", GCSH_KA_RING, 1, NO_AUTO),
     {GCSH_KC_ALLREDUCE, "ll", -1, gcsh_kalgo_run_ll, NULL,
      "algo 'll' has no plan of moves and barriers: each rank stores its region, flagged, into "
      "every member's slots, and reduces its own slots as the flags arrive (src/core/kll.h)",
      5, AUTO(1, ll_max, GCSH_LL_MAX_BYTES)},
+    {GCSH_KC_ALLREDUCE, "ll128", -1, gcsh_kalgo_run_ll128, NULL,
+     "algo 'll128' has no plan of moves and barriers: it moves the data as ll does, in "
+     "128-byte lines of 120 data bytes and a flag word (src/core/kll.h)",
+     0, AUTO(2, ll128_max, GCSH_LL128_MAX_BYTES)},
     {GCSH_KC_ALLREDUCE, "multicast", GCSH_KA_MULTICAST, gcsh_kalgo_run_multicast, NULL, NULL, 4,
      NO_AUTO},
-    {GCSH_KC_ALLREDUCE, "comm", -1, gcsh_kalgo_run_comm, NULL, NULL, 0, ABOVE(4)},
+    {GCSH_KC_ALLREDUCE, "comm", -1, gcsh_kalgo_run_comm, NULL, NULL, 0, ABOVE(5)},
     {GCSH_KC_ALLREDUCE, "nccl_dev", -1, gcsh_kalgo_run_nccl_dev, NULL,
      "algo 'nccl_dev' has no plan of its own: it moves the data as oneshot does "
      "(kernel.plan(w, {algo='oneshot'})), with NCCL's LSA barriers (kernels/cuda/nccl_dev.cu)",
@@ -164,7 +169,7 @@ static void push_walks(lua_State *L, enum gcsh_kcoll coll)
 /* {takes = {allreduce = {"auto", "oneshot", ...}, reduce_scatter = {"direct",
  * "ring"}, ...}, planned = {oneshot = true, ...}, stepped = {ll = true, ...},
  * walks = {allreduce = {"ring", "oneshot", ...}, ...}, auto = {"ll",
- * "oneshot", "twoshot", "comm"}} (planned: the names that have a plan of
+ * "ll128", "oneshot", "twoshot", "comm"}} (planned: the names that have a plan of
  * moves, kernel.plan's; stepped: those the steppers walk, walks: in their
  * turns, the first the default; auto: what algo "auto" takes, in the order
  * it considers them). */

@@ -60,7 +60,7 @@ const char *gcsh_kalgo_choose(const struct gcsh_kern_crossover *tune, size_t byt
 
 /* ---- the runners (kalgo_run.c; khier.c: "hier") ------------------------------------ */
 
-gcsh_kalgo_run_fn gcsh_kalgo_run_plan, gcsh_kalgo_run_ll, gcsh_kalgo_run_multicast,
+gcsh_kalgo_run_fn gcsh_kalgo_run_plan, gcsh_kalgo_run_ll, gcsh_kalgo_run_ll128, gcsh_kalgo_run_multicast,
     gcsh_kalgo_run_comm, gcsh_kalgo_run_nccl_dev, gcsh_khier_run;
 gcsh_kalgo_plan_fn gcsh_khier_plan;
 /* Whether algo "comm" can run on a's window: the communicator can reduce

@@ -31,14 +31,15 @@
  *       loads and stores it to every peer: the whole window holds the
  *       result; with out=, every scratch area), "ring" (reduce-scatter and all-gather
  *       around the ring), "ll" (one-shot with the ready flags in the
- *       data, no barrier: core/kll.h; regions up to 64 KiB),
+ *       data, no barrier: core/kll.h; regions up to 64 KiB), "ll128" (the
+ *       same in 128-byte lines of 120 data bytes; up to 256 KiB),
  *       "multicast" (w:multicast(): NVLS, or its
  *       emulation, which moves the data as two-shot does), "comm" (the
  *       communicator's all-reduce on the window's memory: NCCL on cuda, MPI
  *       on host), "nccl_dev" (one-shot written with NCCL's device API:
  *       cuda, windows of kind nccl; kernels/cuda/nccl_dev.cu), "auto" (by size
- *       and team from src/core/kreduce_tune.h: ll, one-shot, two-shot or
- *       comm).
+ *       and team from src/core/kreduce_tune.h: ll, ll128, one-shot,
+ *       two-shot or comm).
  *   kernel.reduce_scatter(w [, {algo="direct"|"ring", op, offset, n, out}])
  *       rank r gets chunk r reduced: out, or chunk r of its slice.
  *   kernel.allgather(w [, {algo="direct"|"ring", offset, n, out}])
@@ -51,6 +52,7 @@
  *   kernel.plan(w [, {coll, algo, n, offset, root, out=false}]) -> the plan
  *   kernel.algos  -> every name kernel.allreduce accepts
  *   kernel.ll_max_bytes  -> the largest region algo "ll" takes (bytes)
+ *   kernel.ll128_max_bytes -> the largest region algo "ll128" takes (bytes)
  *   kernel.choose(bytes [, team_size [, backend]]) -> the algorithm "auto" runs
  *   kernel.crossovers  -> the table auto reads (a copy)
  *
@@ -149,13 +151,16 @@ static void push_crossovers(lua_State *L)
     lua_createtable(L, (int)rows, 0);
     for (size_t i = 0; i < rows; i++) {
         const gcsh_kern_crossover *r = &gcsh_kern_crossovers[i];
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 6);
         lua_pushstring(L, r->backend);
         lua_setfield(L, -2, "backend");
         lua_pushinteger(L, r->team_size);
         lua_setfield(L, -2, "team_size");
         lua_pushinteger(L, (lua_Integer)row_ll_max(r));
         lua_setfield(L, -2, "ll_max");
+        lua_pushinteger(L, (lua_Integer)(r->ll128_max < GCSH_LL128_MAX_BYTES
+                                              ? r->ll128_max : GCSH_LL128_MAX_BYTES));
+        lua_setfield(L, -2, "ll128_max");
         lua_pushinteger(L, (lua_Integer)r->oneshot_max);
         lua_setfield(L, -2, "oneshot_max");
         if (r->twoshot_max == GCSH_KERN_NO_LIMIT)
@@ -443,5 +448,7 @@ int luaopen_gcsh_kernel(lua_State *L)
     lua_pop(L, 2);
     lua_pushinteger(L, (lua_Integer)GCSH_LL_MAX_BYTES);
     lua_setfield(L, -2, "ll_max_bytes");
+    lua_pushinteger(L, (lua_Integer)GCSH_LL128_MAX_BYTES);
+    lua_setfield(L, -2, "ll128_max_bytes");
     return 1;
 }

@@ -488,10 +488,14 @@ typedef struct gcsh_kcoll_args {
                              multimem.ld_reduce and multimem.st), else NULL */
 } gcsh_kcoll_args;
 
-/* kernel.allreduce{algo="ll"} (core/kll.h): the region [offset, offset + n)
- * of every slice (or each member's in) all-reduced through the LL area of
- * every slice; the result into out, or into my region.  n * dtype size <= GCSH_LL_MAX_BYTES (the
- * binding checked it). */
+/* kernel.allreduce{algo="ll"} and {algo="ll128"} (core/kll.h): the region
+ * [offset, offset + n) of every slice (or each member's in) all-reduced
+ * through the LL area of every slice, in the lines of `proto`; the result
+ * into out, or into my region.  n * dtype size <= GCSH_LL_MAX_BYTES, or
+ * GCSH_LL128_MAX_BYTES for ll128, and within the area (the binding checked
+ * it). */
+enum gcsh_ll_proto { GCSH_LL_PROTO_LL = 0, GCSH_LL_PROTO_LL128 = 1 };
+
 typedef struct gcsh_kll_args {
     size_t offset, n;    /* elements */
     gcsh_dtype dt;
@@ -502,6 +506,7 @@ typedef struct gcsh_kll_args {
     size_t ll_off;       /* bytes: where the LL area starts in every slice */
     size_t window_bytes; /* a slice's user bytes and       */
     int slots;           /* the slots per set: the LL area's layout (kll.h) */
+    enum gcsh_ll_proto proto; /* 16-byte lines of 8 data bytes, or 128 of 120 */
 } gcsh_kll_args;
 
 /* kernel.allreduce{algo="nccl_dev"} (kernels/cuda/nccl_dev.cu): the region

@@ -33,7 +33,25 @@
  *
  * Sizes: the LL area holds GCSH_LL_MAX_BYTES per member (the region a call
  * takes, past which one-shot and two-shot win anyway), or the window's own
- * size when that is smaller. */
+ * size when that is smaller.
+ *
+ * "ll128" (NCCL's LL128, taken to a whole all-reduce) uses the same area,
+ * header, count, flags and sets, with lines of 128 bytes: 120 data bytes
+ * and, in the last 8, a 64-bit flag word holding the call's flag in both
+ * halves.  A warp stores a line as eight 16-byte stores of one instruction
+ * and loads it the same way; the flag's word tells that the line is whole
+ * because a warp's 128-byte aligned store reaches a peer's 128-byte load
+ * whole on NVLink and within one GPU's memory, which is what NCCL's LL128
+ * relies on (it enables LL128 on NVLink-connected GPUs from sm_70).  The
+ * host's lines are written data first, then the flag word with release,
+ * and read flag first with acquire, which needs no such property.  So a
+ * call carries 120 bytes a 128-byte line instead of 8 a 16-byte line: 15
+ * of every 16 bytes moved are data instead of 1 of 2, and a slot holds
+ * GCSH_LL128_MAX_BYTES.  A slot is as long as the longer of the two
+ * protocols' needs; mixing them on a window is safe: an ll word seen as an
+ * ll128 flag word holds an old flag in its high half (a line's ll flag is
+ * never a later call's), and an ll128 flag word an old flag in both.
+ * Zeros, which fresh and cleared scratch memory hold, are no flag. */
 #ifndef GCSH_KLL_H
 #define GCSH_KLL_H
 
@@ -48,6 +66,10 @@
 /* Data bytes per 16-byte line. */
 #define GCSH_LL_LINE_DATA 8
 #define GCSH_LL_LINE_BYTES 16
+/* "ll128": the most bytes a call takes, and its 128-byte lines' data. */
+#define GCSH_LL128_MAX_BYTES ((size_t)256 * 1024)
+#define GCSH_LL128_LINE_DATA 120
+#define GCSH_LL128_LINE_BYTES 128
 /* The header at the start of the LL area: the call count (and, on cuda, a
  * word its blocks count themselves out on); padded to a line boundary. */
 #define GCSH_LL_HEADER_BYTES 256
@@ -70,9 +92,27 @@ GCSH_HD static inline size_t gcsh_ll_capacity(size_t window_bytes)
     return window_bytes < GCSH_LL_MAX_BYTES ? window_bytes : GCSH_LL_MAX_BYTES;
 }
 
+/* ll128's lines for `bytes`, and the region bytes its slots hold for a
+ * window of `window_bytes`. */
+GCSH_HD static inline size_t gcsh_ll128_lines(size_t bytes)
+{
+    return (bytes + GCSH_LL128_LINE_DATA - 1) / GCSH_LL128_LINE_DATA;
+}
+
+GCSH_HD static inline size_t gcsh_ll128_capacity(size_t window_bytes)
+{
+    return window_bytes < GCSH_LL128_MAX_BYTES ? window_bytes : GCSH_LL128_MAX_BYTES;
+}
+
+/* A slot: the longer of what the two protocols need, in whole 128-byte
+ * lines (so every ll128 line of a slot is 128-byte aligned: the area's
+ * start and its header are). */
 GCSH_HD static inline size_t gcsh_ll_slot_bytes(size_t window_bytes)
 {
-    return gcsh_ll_lines(gcsh_ll_capacity(window_bytes)) * GCSH_LL_LINE_BYTES;
+    size_t ll = gcsh_ll_lines(gcsh_ll_capacity(window_bytes)) * GCSH_LL_LINE_BYTES;
+    size_t ll128 = gcsh_ll128_lines(gcsh_ll128_capacity(window_bytes)) * GCSH_LL128_LINE_BYTES;
+    size_t most = ll > ll128 ? ll : ll128;
+    return (most + GCSH_LL128_LINE_BYTES - 1) / GCSH_LL128_LINE_BYTES * GCSH_LL128_LINE_BYTES;
 }
 
 /* The slots per set for a communicator of comm_size ranks. */
@@ -99,6 +139,13 @@ GCSH_HD static inline size_t gcsh_ll_slot_offset(size_t window_bytes, int slots,
 GCSH_HD static inline uint32_t gcsh_ll_flag(uint64_t count)
 {
     return (uint32_t)(count % 0xffffffffu) + 1u;
+}
+
+/* An ll128 line's flag word for the call after `count` calls. */
+GCSH_HD static inline uint64_t gcsh_ll128_flag(uint64_t count)
+{
+    uint64_t f = gcsh_ll_flag(count);
+    return f << 32 | f;
 }
 
 #endif

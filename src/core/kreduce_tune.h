@@ -60,7 +60,8 @@
 typedef struct gcsh_kern_crossover {
     const char *backend;
     int team_size;
-    size_t ll_max; /* capped at GCSH_LL_MAX_BYTES where it is used */
+    size_t ll_max;    /* capped at GCSH_LL_MAX_BYTES where it is used */
+    size_t ll128_max; /* capped at GCSH_LL128_MAX_BYTES where it is used */
     size_t oneshot_max;
     size_t twoshot_max;
 } gcsh_kern_crossover;
@@ -69,12 +70,12 @@ typedef struct gcsh_kern_crossover {
 #define GCSH_KERN_NO_LIMIT SIZE_MAX
 
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
-    /* backend  team  ll up to          one-shot up to      two-shot up to */
-    {"cuda", 2, (size_t)64 << 10, 0, (size_t)512 << 20},
-    {"cuda", 4, (size_t)64 << 10, 0, (size_t)32 << 20},
-    {"cuda", 8, (size_t)32 << 10, 0, (size_t)16 << 20},
-    {"host", 2, 32, 512, (size_t)8 << 10},
-    {"host", 4, 0, 32, (size_t)8 << 10},
+    /* backend  team  ll up to   ll128 up to   one-shot up to   two-shot up to */
+    {"cuda", 2, (size_t)64 << 10, 0, 0, (size_t)512 << 20},
+    {"cuda", 4, (size_t)64 << 10, 0, 0, (size_t)32 << 20},
+    {"cuda", 8, (size_t)32 << 10, 0, 0, (size_t)16 << 20},
+    {"host", 2, 32, 0, 512, (size_t)8 << 10},
+    {"host", 4, 0, 0, 32, (size_t)8 << 10},
 };
 
 /* Whether backend has a row: auto chooses by them, so a backend without

@@ -87,7 +87,10 @@ static int cuda_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_wind
     if (!st)
         return -1;
     gcsh_kwait wait = kernel_wait(ctx, st);
-    CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
+    if (a->proto == GCSH_LL_PROTO_LL128)
+        CUDA_TRY(ctx, gcsh_k_ll128_allreduce(a, d, &wait, st->stream));
+    else
+        CUDA_TRY(ctx, gcsh_k_ll_allreduce(a, d, &wait, st->stream));
     return 0;
 fail:
     return -1;

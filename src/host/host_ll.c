@@ -1,10 +1,15 @@
-/* The host backend's "ll" all-reduce: the protocol of core/kll.h over MPI
- * shared memory, with the cuda kernel's layout (kernels/ll.cu).
+/* The host backend's "ll" and "ll128" all-reduces: the protocols of
+ * core/kll.h over MPI shared memory, with the cuda kernels' layout
+ * (kernels/ll.cu, kernels/ll128.cu).
  *
- * A line's two halves are 64-bit words, { data | flag << 32 }, each stored
- * and loaded atomically: a reader that sees the flag in a word sees that
- * word's data, so no barrier and no fence between data and flag is needed,
- * which is the point of the protocol.  The reduction itself is the host's
+ * An ll line's two halves are 64-bit words, { data | flag << 32 }, each
+ * stored and loaded atomically: a reader that sees the flag in a word sees
+ * that word's data, so no barrier and no fence between data and flag is
+ * needed, which is the point of the protocol.  An ll128 line's 120 data
+ * bytes are stored first and its flag word after them with release; a
+ * reader loads the flag word with acquire before the data (what a GPU
+ * warp's whole-line store gives the kernel, release and acquire give
+ * here).  The reduction itself is the host's
  * job loop (host_kern.c's gcsh_kjob) over the members' contributions, once
  * they are unpacked: the same order and rounding as every other kernel. */
 #include <stdatomic.h>
@@ -22,6 +27,7 @@ typedef struct ll_call {
     const gcsh_window_desc *d;
     const gcsh_kll_args *a;
     size_t bytes, lines;
+    size_t line_data, line_bytes; /* the protocol's lines (kll.h) */
     uint32_t flag;
     unsigned set;
 } ll_call;
@@ -31,28 +37,65 @@ static char *area_of(const ll_call *c, int member)
     return (char *)c->d->peer[member] + c->a->ll_off;
 }
 
-/* Word `half` (0 or 1) of line `line` of slot `slot` in member's set. */
+/* Line `line` of slot `slot` in member's set. */
+static char *line_at_slot(const ll_call *c, int member, int slot, size_t line)
+{
+    return area_of(c, member) + gcsh_ll_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot) +
+           line * c->line_bytes;
+}
+
+/* Word `half` (0 or 1) of an ll line; an ll128 line's flag word is its
+ * last (word 15). */
 static _Atomic uint64_t *line_word(const ll_call *c, int member, int slot, size_t line, int half)
 {
-    char *p = area_of(c, member) + gcsh_ll_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot) +
-              line * GCSH_LL_LINE_BYTES;
-    return (_Atomic uint64_t *)p + half;
+    return (_Atomic uint64_t *)line_at_slot(c, member, slot, line) + half;
+}
+
+/* Bytes of line i's data that are the region's (the last line may hold
+ * fewer than a whole line's). */
+static size_t line_valid(const ll_call *c, size_t i)
+{
+    size_t left = c->bytes - i * c->line_data;
+    return left < c->line_data ? left : c->line_data;
 }
 
 /* My region, line by line with the flag, into slot `me` of every member
  * (mine included). */
-static void post(const ll_call *c, const char *mine)
+static void post_ll(const ll_call *c, const char *mine)
 {
     int me = c->d->team_rank;
     for (size_t i = 0; i < c->lines; i++) {
         uint32_t data[2] = {0, 0};
-        size_t first = i * GCSH_LL_LINE_DATA, left = c->bytes - first;
-        memcpy(data, mine + first, left < GCSH_LL_LINE_DATA ? left : GCSH_LL_LINE_DATA);
+        memcpy(data, mine + i * GCSH_LL_LINE_DATA, line_valid(c, i));
         for (int p = 0; p < c->d->team_size; p++)
             for (int h = 0; h < 2; h++)
                 atomic_store_explicit(line_word(c, p, me, i, h),
                                       (uint64_t)c->flag << 32 | data[h], memory_order_release);
     }
+}
+
+/* ll128: a line's data (zeros past the region), then its flag word. */
+static void post_ll128(const ll_call *c, const char *mine)
+{
+    int me = c->d->team_rank;
+    uint64_t flag = gcsh_ll128_flag((uint64_t)c->flag - 1);
+    for (size_t i = 0; i < c->lines; i++) {
+        char data[GCSH_LL128_LINE_DATA] = {0};
+        memcpy(data, mine + i * GCSH_LL128_LINE_DATA, line_valid(c, i));
+        for (int p = 0; p < c->d->team_size; p++) {
+            memcpy(line_at_slot(c, p, me, i), data, sizeof data);
+            atomic_store_explicit(line_word(c, p, me, i, GCSH_LL128_LINE_DATA / 8), flag,
+                                  memory_order_release);
+        }
+    }
+}
+
+static void post(const ll_call *c, const char *mine)
+{
+    if (c->a->proto == GCSH_LL_PROTO_LL128)
+        post_ll128(c, mine);
+    else
+        post_ll(c, mine);
 }
 
 /* A line's wait in words, for hang reports: "ll flag 5 (set 0, line 3)". */
@@ -64,8 +107,26 @@ typedef struct line_at {
 static void line_text(const void *arg, char *buf, size_t len)
 {
     const line_at *at = arg;
-    snprintf(buf, len, "ll flag %u (set %u, line %zu)", (unsigned)at->c->flag, at->c->set,
-             at->line);
+    snprintf(buf, len, "%s flag %u (set %u, line %zu)",
+             at->c->a->proto == GCSH_LL_PROTO_LL128 ? "ll128" : "ll", (unsigned)at->c->flag,
+             at->c->set, at->line);
+}
+
+static const char *const interrupted_text = "kernel collective interrupted while waiting for a peer";
+
+/* ll128: member s's line i, once its flag word is this call's. */
+static int receive_line128(gcsh_ctx *ctx, const ll_call *c, int s, size_t i, char *to)
+{
+    line_at at = {c, i};
+    gcsh_host_note note = {line_text, &at, c->d->team[s], 32};
+    _Atomic uint64_t *w = line_word(c, c->d->team_rank, s, i, GCSH_LL128_LINE_DATA / 8);
+    if (gcsh_host_wait_bits(ctx, w, UINT64_MAX, gcsh_ll128_flag((uint64_t)c->flag - 1),
+                            interrupted_text, &note) != 0)
+        return -1;
+    (void)atomic_load_explicit(w, memory_order_acquire); /* the data after the flag */
+    memcpy(to + i * GCSH_LL128_LINE_DATA, line_at_slot(c, c->d->team_rank, s, i),
+           line_valid(c, i));
+    return 0;
 }
 
 /* Member s's contribution, from slot s of my set, into `to` (bytes of it),
@@ -73,20 +134,21 @@ static void line_text(const void *arg, char *buf, size_t len)
 static int receive(gcsh_ctx *ctx, const ll_call *c, int s, char *to)
 {
     int me = c->d->team_rank;
-    for (size_t i = 0; i < c->lines; i++) {
+    for (size_t i = 0; i < c->lines && c->a->proto == GCSH_LL_PROTO_LL128; i++)
+        if (receive_line128(ctx, c, s, i, to) != 0)
+            return -1;
+    for (size_t i = 0; i < c->lines && c->a->proto == GCSH_LL_PROTO_LL; i++) {
         uint32_t data[2];
         line_at at = {c, i};
         gcsh_host_note note = {line_text, &at, c->d->team[s], 32};
         for (int h = 0; h < 2; h++) {
             _Atomic uint64_t *w = line_word(c, me, s, i, h);
-            if (gcsh_host_wait_bits(ctx, w, FLAG_MASK, (uint64_t)c->flag << 32,
-                                    "kernel collective interrupted while waiting for a peer",
+            if (gcsh_host_wait_bits(ctx, w, FLAG_MASK, (uint64_t)c->flag << 32, interrupted_text,
                                     &note) != 0)
                 return -1;
             data[h] = (uint32_t)atomic_load_explicit(w, memory_order_acquire);
         }
-        size_t first = i * GCSH_LL_LINE_DATA, left = c->bytes - first;
-        memcpy(to + first, data, left < GCSH_LL_LINE_DATA ? left : GCSH_LL_LINE_DATA);
+        memcpy(to + i * GCSH_LL_LINE_DATA, data, line_valid(c, i));
     }
     return 0;
 }
@@ -97,7 +159,7 @@ static int reduce_into(gcsh_ctx *ctx, const ll_call *c, void *dst)
     int k = c->d->team_size;
     char *all = malloc(c->bytes * (size_t)k);
     if (!all)
-        return gcsh_set_error(ctx, "kernel.allreduce (ll): out of host memory");
+        return gcsh_set_error(ctx, "kernel.allreduce: out of host memory");
     int rc = 0;
     for (int s = 0; s < k && rc == 0; s++)
         rc = receive(ctx, c, s, all + (size_t)s * c->bytes);
@@ -122,13 +184,17 @@ int gcsh_host_ll_allreduce(gcsh_ctx *ctx, gcsh_window_impl *w, const gcsh_window
                            const gcsh_kll_args *a)
 {
     (void)w;
-    ll_call c = {.d = d, .a = a, .bytes = a->n * gcsh_dtype_size(a->dt)};
-    if (c.bytes > gcsh_ll_capacity(a->window_bytes))
-        return gcsh_set_error(ctx, "kernel.allreduce (ll): %zu bytes exceed the LL area's %zu",
-                              c.bytes, gcsh_ll_capacity(a->window_bytes));
+    int ll128 = a->proto == GCSH_LL_PROTO_LL128;
+    ll_call c = {.d = d, .a = a, .bytes = a->n * gcsh_dtype_size(a->dt),
+                 .line_data = ll128 ? GCSH_LL128_LINE_DATA : GCSH_LL_LINE_DATA,
+                 .line_bytes = ll128 ? GCSH_LL128_LINE_BYTES : GCSH_LL_LINE_BYTES};
+    size_t cap = ll128 ? gcsh_ll128_capacity(a->window_bytes) : gcsh_ll_capacity(a->window_bytes);
+    if (c.bytes > cap)
+        return gcsh_set_error(ctx, "kernel.allreduce (%s): %zu bytes exceed the LL area's %zu",
+                              ll128 ? "ll128" : "ll", c.bytes, cap);
     gcsh_ll_header *h = (gcsh_ll_header *)area_of(&c, d->team_rank);
     uint64_t count = h->count; /* only I touch my header */
-    c.lines = gcsh_ll_lines(c.bytes);
+    c.lines = (c.bytes + c.line_data - 1) / c.line_data;
     c.flag = gcsh_ll_flag(count);
     c.set = (unsigned)(count & 1);
     char *mine = (char *)d->peer[d->team_rank] + a->offset * gcsh_dtype_size(a->dt);

@@ -91,25 +91,38 @@ H.eq(t.auto_vs_best, nil, "no auto rows: auto / best is n/a")
 -- the crossovers it suggests: each algorithm fastest in its own range gives
 -- exactly those limits; ll is never suggested past what it takes
 local synthetic = {}
-local FASTEST = { { 64, "ll" }, { 512, "oneshot" }, { 4096, "twoshot" }, { 1 << 30, "nccl_sym" } }
+local FASTEST = { { 64, "ll" }, { 256, "ll128" }, { 512, "oneshot" }, { 4096, "twoshot" },
+                  { 1 << 30, "nccl_sym" } }
 local size = 8
 while size <= 1 << 20 do
   local fastest
   for _, f in ipairs(FASTEST) do if size <= f[1] then fastest = f[2]; break end end
-  for _, algo in ipairs { "ll", "oneshot", "twoshot", "nccl_sym" } do
+  for _, algo in ipairs { "ll", "ll128", "oneshot", "twoshot", "nccl_sym" } do
     synthetic[#synthetic + 1] = { algo = algo, size = size, time_us = algo == fastest and 1 or 2, busbw = 1 }
   end
   size = size * 2
 end
 t = bench.allreduce_targets(synthetic, { quiet = true })
-H.eq(string.format("%d %d %d", t.suggest_ll_max, t.suggest_oneshot_max, t.suggest_twoshot_max),
-     "64 512 4096", "suggested crossovers: ll, one-shot, two-shot")
+H.eq(string.format("%d %d %d %d", t.suggest_ll_max, t.suggest_ll128_max, t.suggest_oneshot_max,
+                   t.suggest_twoshot_max),
+     "64 256 512 4096", "suggested crossovers: ll, ll128, one-shot, two-shot")
 H.eq(t.suggest_worst, 1, "with them auto would be the fastest at every size")
 for _, row in ipairs(synthetic) do -- ll fastest everywhere: capped at what it takes
   row.time_us = row.algo == "ll" and 1 or 2
 end
 t = bench.allreduce_targets(synthetic, { quiet = true })
 H.eq(t.suggest_ll_max, kernel.ll_max_bytes, "ll suggested up to kernel.ll_max_bytes, no further")
+for _, row in ipairs(synthetic) do -- ll128 fastest everywhere: the same at its own bound
+  row.time_us = row.algo == "ll128" and 1 or 2
+end
+t = bench.allreduce_targets(synthetic, { quiet = true })
+H.eq(t.suggest_ll128_max, kernel.ll128_max_bytes, "ll128 suggested up to its bound, no further")
+H.eq(t.suggest_ll_max, 0, "ll never faster: never suggested")
+-- an algorithm the run did not measure is never suggested
+local without = {}
+for _, row in ipairs(synthetic) do if row.algo ~= "ll128" then without[#without + 1] = row end end
+t = bench.allreduce_targets(without, { quiet = true })
+H.eq(t.suggest_ll128_max, 0, "ll128 not measured: not suggested")
 H.raises(function() bench.allreduce_targets({}) end,
          "bench.allreduce_targets: rows must be the non-empty list that bench.allreduce returns (got an empty table)", "no rows")
 H.raises(function() bench.allreduce_targets() end, "(got nil)", "nil rows")

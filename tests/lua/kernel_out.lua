@@ -89,20 +89,24 @@ end
 
 -- a region past the scratch: refused, naming the bound; auto goes around
 do
-  local big = c:window(1 << 19, "f32", opts) -- 2 MiB: more than the scratch holds
+  local big = c:window(1 << 21, "f32", opts) -- 8 MiB: more than the scratch holds
   big:tensor():fill(me + 1)
   c:barrier()
-  local out = tensor.new(1 << 19, "f32")
+  -- two sets of a slot per member, each 256 KiB of ll128 lines (120 of every
+  -- 128 bytes data: 2185 lines), the longer of ll's and ll128's (core/kll.h)
+  local scratch = 2 * k * 2185 * 128
+  H.eq(big:info().scratch_bytes, scratch, "the scratch area's bytes")
+  local out = tensor.new(1 << 21, "f32")
   H.raises(function() kernel.allreduce(big, { algo = "twoshot", out = out }) end,
            "allreduce: algo 'twoshot' with out= gathers the result in the window's scratch area (its LL "
-           .. "area), which holds " .. (k * 256 * 1024) .. " bytes (n up to " .. (k * 64 * 1024)
-           .. "), got n = 524288 (2097152 bytes): oneshot and comm reduce straight into out; or omit "
+           .. "area), which holds " .. scratch .. " bytes (n up to " .. (scratch // 4)
+           .. "), got n = 2097152 (8388608 bytes): oneshot and comm reduce straight into out; or omit "
            .. "out (the result in the window)")
   local _, ran = kernel.allreduce(big, { out = out })
   H.truthy(ran ~= "twoshot", "auto with out= past the scratch: " .. ran)
   c:barrier()
-  H.eq(big:tensor():sum(), (me + 1) * (1 << 19), "auto (" .. ran .. "): the window untouched")
-  H.eq(out:sum(), (k * (k + 1) // 2) * (1 << 19), "auto (" .. ran .. "): the sum")
+  H.eq(big:tensor():sum(), (me + 1) * (1 << 21), "auto (" .. ran .. "): the window untouched")
+  H.eq(out:sum(), (k * (k + 1) // 2) * (1 << 21), "auto (" .. ran .. "): the sum")
   c:barrier()
   big:free()
 end

@@ -31,21 +31,27 @@ static void check_rows_in_order(const char *backend)
 
 static void check_choose(void)
 {
-    const gcsh_kern_crossover r = {"test", 2, 32, 512, (size_t)8 << 10};
+    const gcsh_kern_crossover r = {"test", 2, 32, 256, 512, (size_t)8 << 10};
     CHECK(strcmp(gcsh_kalgo_choose(&r, 8), "ll") == 0, "8 B: ll");
     CHECK(strcmp(gcsh_kalgo_choose(&r, 32), "ll") == 0, "32 B: ll (limits are inclusive)");
-    CHECK(strcmp(gcsh_kalgo_choose(&r, 33), "oneshot") == 0, "33 B: oneshot");
+    CHECK(strcmp(gcsh_kalgo_choose(&r, 33), "ll128") == 0, "33 B: ll128");
+    CHECK(strcmp(gcsh_kalgo_choose(&r, 257), "oneshot") == 0, "257 B: oneshot");
     CHECK(strcmp(gcsh_kalgo_choose(&r, 4096), "twoshot") == 0, "4 KiB: twoshot");
     CHECK(strcmp(gcsh_kalgo_choose(&r, (size_t)1 << 20), "comm") == 0, "1 MiB: comm");
-    const gcsh_kern_crossover no_oneshot = {"test", 2, (size_t)1 << 30, 0, GCSH_KERN_NO_LIMIT};
+    const gcsh_kern_crossover no_oneshot = {"test", 2, (size_t)1 << 30, 0, 0, GCSH_KERN_NO_LIMIT};
     CHECK(strcmp(gcsh_kalgo_choose(&no_oneshot, GCSH_LL_MAX_BYTES), "ll") == 0, "ll to its area");
     CHECK(strcmp(gcsh_kalgo_choose(&no_oneshot, GCSH_LL_MAX_BYTES + 1), "twoshot") == 0,
           "past the LL area: never ll, whatever the row says");
-    const char *order[] = {"ll", "oneshot", "twoshot", "comm"};
-    for (int i = 0; i < 4; i++)
+    const gcsh_kern_crossover ll128_all = {"test", 2, 0, (size_t)1 << 30, 0, GCSH_KERN_NO_LIMIT};
+    CHECK(strcmp(gcsh_kalgo_choose(&ll128_all, GCSH_LL128_MAX_BYTES), "ll128") == 0,
+          "ll128 to its bound");
+    CHECK(strcmp(gcsh_kalgo_choose(&ll128_all, GCSH_LL128_MAX_BYTES + 1), "twoshot") == 0,
+          "past its bound: never ll128, whatever the row says");
+    const char *order[] = {"ll", "ll128", "oneshot", "twoshot", "comm"};
+    for (int i = 0; i < 5; i++)
         CHECK(gcsh_kalgo_auto(i) && strcmp(gcsh_kalgo_auto(i), order[i]) == 0,
               "auto considers %s %d-th", order[i], i + 1);
-    CHECK(gcsh_kalgo_auto(4) == NULL, "and nothing else");
+    CHECK(gcsh_kalgo_auto(5) == NULL, "and nothing else");
 }
 
 int main(void)
