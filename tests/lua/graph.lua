@@ -134,7 +134,8 @@ local function big_state()
   return { w = w, t = w:tensor() }
 end
 for _, algo in ipairs(ALGOS) do
-  local whole = math.min(BIG, algo ~= "ll" and BIG or kernel.ll_max_bytes // 4)
+  local cap = ({ ll = kernel.ll_max_bytes // 4, ll128 = kernel.ll128_max_bytes // 4 })[algo]
+  local whole = math.min(BIG, cap or BIG)
   same("kernel.allreduce " .. algo .. " at two sizes", big_state, function(s)
     kernel.allreduce(s.w, { algo = algo, offset = 3, n = 5 })
     kernel.allreduce(s.w, { algo = algo, n = whole })

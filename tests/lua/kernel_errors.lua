@@ -51,7 +51,7 @@ H.raises(function() w:multicast():st(tensor.new(4, "f32"), 13) end,
 
 -- options, algorithms, roots, chunks
 H.raises(function() kernel.allreduce(w, { algo = "tree" }) end,
-         "unknown algo 'tree' (valid: auto oneshot twoshot ring ll multicast comm nccl_dev hier)", "unknown algo")
+         "unknown algo 'tree' (valid: auto oneshot twoshot ring ll ll128 multicast comm nccl_dev hier)", "unknown algo")
 H.raises(function() kernel.broadcast(0, w, { algo = "twoshot" }) end,
          "broadcast: unknown algo 'twoshot' (valid: direct tree ring)", "broadcast algo")
 H.raises(function() kernel.reduce_scatter(w, { algo = "tree" }) end,
