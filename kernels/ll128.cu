@@ -89,30 +89,41 @@ template <class T> __device__ void store_chunk(const LL &a, size_t first, int cb
         reinterpret_cast<S *>(q)[i] = e[i];
 }
 
+// This lane's part of its line's checksum (core/kll.h): its data words
+// (lane 7: the first two of its four), then the parts of the line's eight
+// lanes added (every lane of the line gets the sum).
+__device__ inline uint32_t line_checksum(uint4 v, int j)
+{
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    uint32_t sum = gcsh_ll128_words(w, (unsigned)j * 4, j == kFlagLane ? 2 : 4);
+    for (int d = 1; d < kLanesPerLine; d *= 2)
+        sum += __shfl_xor_sync(kWarp, sum, d);
+    return sum;
+}
+
 // The warp loads its four lines at p (this lane's 16 bytes; `active`:
 // this lane's line is one of the call's) until every active line's flag
-// lane holds `flag`; gives up as every GPU wait does (kwait.cuh), the
-// warp's lane 0 deciding for all, after which the warp waits no more.
-__device__ inline uint4 wait_lines(const char *p, bool active, unsigned long long flag,
-                                   const WaitEnd &end, bool *gave_up, const int *rank_of,
-                                   int member)
+// lane holds `flag` and the checksum of the data loaded with it: a line
+// seen torn (its flag before its data) is loaded again.  Gives up as every
+// GPU wait does (kwait.cuh), the warp's lane 0 deciding for all, after
+// which the warp waits no more.
+__device__ inline uint4 wait_lines(const char *p, bool active, uint32_t flag, const WaitEnd &end,
+                                   bool *gave_up, const int *rank_of, int member)
 {
-    int lane = threadIdx.x % 32;
+    int lane = threadIdx.x % 32, j = lane % kLanesPerLine;
     unsigned long long t0 = globaltimer();
     unsigned ns = 32, gen = end.gen;
     for (unsigned i = 1;; i++) {
         uint4 v = active ? load_line(p) : make_uint4(0, 0, 0, 0);
-        bool ok = !active || lane % kLanesPerLine != kFlagLane ||
-                  ((unsigned long long)v.w << 32 | v.z) == flag;
+        uint32_t sum = line_checksum(v, j);
+        bool ok = !active || j != kFlagLane || (v.z == flag && v.w == sum);
         if (__all_sync(kWarp, ok) || *gave_up)
             return v;
         // the first lane whose line is not whole says what it saw
         unsigned missing = __ballot_sync(kWarp, !ok);
-        unsigned long long seen = __shfl_sync(kWarp, (unsigned long long)v.w << 32 | v.z,
-                                              __ffs(missing) - 1);
+        unsigned seen = __shfl_sync(kWarp, v.z, __ffs(missing) - 1);
         if (rank_of && lane == 0 && (i & (kStallPolls - 1)) == 0)
-            note_stall(end.ctl, GCSH_STALL_LL, rank_of[member], flag & 0xffffffffu,
-                       seen & 0xffffffffu);
+            note_stall(end.ctl, GCSH_STALL_LL, rank_of[member], flag, seen);
         int why = lane == 0 ? give_up_reason(i, t0, end, &gen) : 0;
         why = __shfl_sync(kWarp, why, 0);
         if (why) {
@@ -129,7 +140,7 @@ template <class T> __global__ void __launch_bounds__(kLL128Threads) ll128_kernel
 {
     gcsh_ll_header *h = reinterpret_cast<gcsh_ll_header *>(a.area[a.me]);
     unsigned long long count = *reinterpret_cast<volatile unsigned long long *>(&h->count);
-    unsigned long long flag = gcsh_ll128_flag(count);
+    uint32_t flag = gcsh_ll_flag(count);
     unsigned set = (unsigned)(count & 1);
     size_t lines = gcsh_ll128_lines(a.bytes);
     int lane = threadIdx.x % 32, j = lane % kLanesPerLine, cb = chunk_bytes(j);
@@ -138,16 +149,17 @@ template <class T> __global__ void __launch_bounds__(kLL128Threads) ll128_kernel
     size_t mine = gcsh_ll_slot_offset(a.window_bytes, a.slots, set, a.me);
     size_t lane_at = (size_t)(lane / kLanesPerLine) * GCSH_LL128_LINE_BYTES + (size_t)j * 16;
 
-    // my lines, flagged, into my slot of every member's area
+    // my lines, flagged, into my slot of every member's area (the whole
+    // warp in every round: the checksum is summed across lanes)
     for (size_t base = warp * kLinesPerWarp; base < lines; base += warps * kLinesPerWarp) {
         size_t line = base + lane / kLanesPerLine;
-        if (line >= lines)
-            continue;
-        uint4 v = load_chunk<T>(a, chunk_first(line, j), cb);
+        bool active = line < lines;
+        uint4 v = active ? load_chunk<T>(a, chunk_first(line, j), cb) : make_uint4(0, 0, 0, 0);
+        uint32_t sum = line_checksum(v, j);
         if (j == kFlagLane)
-            v.z = (unsigned)flag, v.w = (unsigned)(flag >> 32);
+            v.z = flag, v.w = sum;
         size_t at = mine + base * GCSH_LL128_LINE_BYTES + lane_at;
-        for (int p = 0; p < a.k; p++)
+        for (int p = 0; active && p < a.k; p++)
             store_line(a.area[p] + at, v);
     }
 

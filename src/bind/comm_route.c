@@ -280,7 +280,8 @@ static size_t staging_need(const gcsh_comm_call *c, const route_plan *p, const c
     switch (c->coll) {
     case GCSH_KC_REDUCE_SCATTER:
     case GCSH_KC_ALLGATHER: return p->count * size * es;
-    default: return strcmp(algo, "ll") == 0 ? STAGE_MIN_BYTES : p->count * es;
+    default: return strcmp(algo, "ll") == 0 ? STAGE_MIN_BYTES : p->count * es; /* ll128: its
+                                                                 area holds the window's bytes */
     }
 }
 
@@ -415,7 +416,9 @@ static int run_allreduce(lua_State *L, gcsh_kargs *a, const gcsh_comm_call *c,
     char *mine = a->o->desc.peer[a->o->desc.team_rank];
     size_t bytes = a->n * gcsh_dtype_size(a->o->dtype);
     if (strcmp(r->algo, "ll") == 0)
-        return gcsh_kern_run_ll(L, a, data_of(c->in));
+        return gcsh_kern_run_ll(L, a, data_of(c->in), GCSH_LL_PROTO_LL);
+    if (strcmp(r->algo, "ll128") == 0)
+        return gcsh_kern_run_ll(L, a, data_of(c->in), GCSH_LL_PROTO_LL128);
     if (copy(ctx, mine, data_of(c->in), bytes) != 0)
         return -1;
     if (strcmp(r->algo, "oneshot") == 0)

@@ -83,9 +83,9 @@ static gcsh_kll_args ll_args(lua_State *L, const gcsh_kargs *a, const void *in,
     };
 }
 
-int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in)
+int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in, enum gcsh_ll_proto proto)
 {
-    gcsh_kll_args k = ll_args(L, a, in, GCSH_LL_PROTO_LL);
+    gcsh_kll_args k = ll_args(L, a, in, proto);
     return gcsh_kern_backend(L)->ll_allreduce(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k);
 }
 
@@ -111,7 +111,7 @@ const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
 {
     check_lines_bound(L, a, "ll", GCSH_LL_MAX_BYTES);
     gcsh_comm_check *cc = gcsh_kern_enter_checked(L, a, "ll", -1, 1);
-    gcsh_check_leave(L, cc, gcsh_kern_run_ll(L, a, NULL));
+    gcsh_check_leave(L, cc, gcsh_kern_run_ll(L, a, NULL, GCSH_LL_PROTO_LL));
     return "ll";
 }
 
@@ -119,10 +119,8 @@ const char *gcsh_kalgo_run_ll(lua_State *L, const gcsh_kargs *a)
 const char *gcsh_kalgo_run_ll128(lua_State *L, const gcsh_kargs *a)
 {
     check_lines_bound(L, a, "ll128", GCSH_LL128_MAX_BYTES);
-    gcsh_kll_args k = ll_args(L, a, NULL, GCSH_LL_PROTO_LL128);
     gcsh_comm_check *cc = gcsh_kern_enter_checked(L, a, "ll128", -1, 1);
-    gcsh_check_leave(L, cc,
-                     gcsh_kern_backend(L)->ll_allreduce(gcsh_ctx_of(L), a->o->impl, &a->o->desc, &k));
+    gcsh_check_leave(L, cc, gcsh_kern_run_ll(L, a, NULL, GCSH_LL_PROTO_LL128));
     return "ll128";
 }
 

@@ -110,10 +110,11 @@ void gcsh_kern_collective(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll col
  * (no out= with two-shot or ring). */
 int gcsh_kern_run(lua_State *L, const gcsh_kargs *a, enum gcsh_kcoll coll, enum gcsh_kalgo algo,
                   int root);
-/* algo "ll" unchecked (kalgo_run.c), as gcsh_kern_run: a's region of every
- * slice, or, with in (local memory at the window's place, n elements),
- * that memory in place of my region: nothing is copied into the window. */
-int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in);
+/* algo "ll" or "ll128" (proto) unchecked (kalgo_run.c), as gcsh_kern_run:
+ * a's region of every slice, or, with in (local memory at the window's
+ * place, n elements), that memory in place of my region: nothing is copied
+ * into the window. */
+int gcsh_kern_run_ll(lua_State *L, const gcsh_kargs *a, const void *in, enum gcsh_ll_proto proto);
 /* What kernel.allreduce's auto runs for `bytes` over a team of `team` ranks
  * on backend (kreduce_tune.h's row; l_kernel.c). */
 const char *gcsh_kern_choose(const char *backend, int team, size_t bytes);

@@ -37,20 +37,28 @@
  *
  * "ll128" (NCCL's LL128, taken to a whole all-reduce) uses the same area,
  * header, count, flags and sets, with lines of 128 bytes: 120 data bytes
- * and, in the last 8, a 64-bit flag word holding the call's flag in both
- * halves.  A warp stores a line as eight 16-byte stores of one instruction
- * and loads it the same way; the flag's word tells that the line is whole
- * because a warp's 128-byte aligned store reaches a peer's 128-byte load
- * whole on NVLink and within one GPU's memory, which is what NCCL's LL128
- * relies on (it enables LL128 on NVLink-connected GPUs from sm_70).  The
- * host's lines are written data first, then the flag word with release,
- * and read flag first with acquire, which needs no such property.  So a
- * call carries 120 bytes a 128-byte line instead of 8 a 16-byte line: 15
- * of every 16 bytes moved are data instead of 1 of 2, and a slot holds
+ * and, in the last 8, a flag word: the call's flag in its low half and, in
+ * its high half, a checksum of the line's data (gcsh_ll128_checksum).  A
+ * warp stores a line as eight 16-byte stores of one instruction and loads
+ * it the same way.  NCCL's LL128 takes a line whose flag it sees as whole,
+ * because a warp's aligned 128-byte store reaches a 128-byte load whole on
+ * NVLink (it enables LL128 only where that holds); gcsh also checks the
+ * checksum, because it does not always hold: under compute-sanitizer
+ * synccheck a line's flag arrived before its first 16 bytes (a stale sum,
+ * 2 H200s), and a torn line taken on its flag is a wrong result reported
+ * as right.  A line is taken when its flag is the call's and its checksum
+ * matches the data read with it; a torn one is read again.  (The checksum
+ * is a sum of a bijective mix of each data word and its place, so a line
+ * that differs from the one stored in one word never passes; in several,
+ * with odds of about 2^-32.)  The host stores a line's data, then its flag
+ * word with release, and reads the flag word with acquire before the data,
+ * which needs neither; its flag words carry the same checksum.  So a call
+ * carries 120 bytes a 128-byte line instead of 8 a 16-byte line: 15 of
+ * every 16 bytes moved are data instead of 1 of 2, and a slot holds
  * GCSH_LL128_MAX_BYTES.  A slot is as long as the longer of the two
  * protocols' needs; mixing them on a window is safe: an ll word seen as an
- * ll128 flag word holds an old flag in its high half (a line's ll flag is
- * never a later call's), and an ll128 flag word an old flag in both.
+ * ll128 flag word holds an old flag or user data in its low half, and an
+ * old flag where the checksum would be; an old ll128 flag word an old flag.
  * Zeros, which fresh and cleared scratch memory hold, are no flag. */
 #ifndef GCSH_KLL_H
 #define GCSH_KLL_H
@@ -141,11 +149,35 @@ GCSH_HD static inline uint32_t gcsh_ll_flag(uint64_t count)
     return (uint32_t)(count % 0xffffffffu) + 1u;
 }
 
-/* An ll128 line's flag word for the call after `count` calls. */
-GCSH_HD static inline uint64_t gcsh_ll128_flag(uint64_t count)
+/* An ll128 line's checksum: the sum over its data's 32-bit words (30; past
+ * the region, zeros) of a bijective mix (MurmurHash3's finaliser) of each
+ * word and its place, so that any one word changed changes the sum.  Lane
+ * j of a warp adds words 4j..4j+3 (lane 7: 28 and 29) with
+ * gcsh_ll128_words, and the lanes of a line add their parts. */
+GCSH_HD static inline uint32_t gcsh_ll128_mix(uint32_t word, unsigned place)
 {
-    uint64_t f = gcsh_ll_flag(count);
-    return f << 32 | f;
+    uint32_t x = word ^ (place * 0x9e3779b9u);
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+GCSH_HD static inline uint32_t gcsh_ll128_words(const uint32_t *w, unsigned first, unsigned count)
+{
+    uint32_t sum = 0;
+    for (unsigned i = 0; i < count; i++)
+        sum += gcsh_ll128_mix(w[i], first + i);
+    return sum;
+}
+
+/* A line's flag word: the flag of the call after `count` calls, and the
+ * checksum of its data. */
+GCSH_HD static inline uint64_t gcsh_ll128_flag_word(uint64_t count, uint32_t checksum)
+{
+    return (uint64_t)checksum << 32 | gcsh_ll_flag(count);
 }
 
 #endif

@@ -25,6 +25,11 @@
  *   "ll" was the fastest of all at every size it takes, 8 B to 64 KiB
  *   (6.8-6.9 us against two-shot's 7.6-8.1 and NCCL's 11.2-11.8; from
  *   graphs 3.4-4.3 against two-shot's 5.3-5.9): ll to 64 KiB.
+ *   "ll128" (2026-11-28, GCSH_BENCH_ONLY=multi GCSH_BENCH_MAX=4194304
+ *   bash scripts/bench-gpu.sh, time / nccl-tests -R 2 in the same job):
+ *   even with ll to 64 KiB (0.48-0.61 against 0.48-0.60), the fastest at 128
+ *   and 256 KiB (0.48 and 0.57, two-shot 0.62 and 0.72): ll to 64 KiB, ll128
+ *   to its 256 KiB.
  * - cuda, 4 ranks, 4 H200s (NVLink NV18, NVLS off), the run of 2026-11-26
  *   (GCSH_BENCH_ONLY=multi GCSH_BENCH_RANKS=4 bash scripts/bench-gpu.sh):
  *   ll fastest at every size it takes (5.8 us at 8 B, 6.2 at 4 KiB, 7.9 at
@@ -36,6 +41,8 @@
  *   two-shot to 32 MiB, as bench.allreduce_targets measured.  (Two earlier
  *   runs, before ll and the one-plan executor: one-shot to 32 KiB, two-shot
  *   to 256 MiB.)
+ *   ll128 not measured at 4 ranks (no 4-GPU machine lent since it was
+ *   written): auto does not take it there, nor at 8 ranks, nor on the host.
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
  *   from 2 and 4 ranks, half of 4 ranks' limits (every algorithm's traffic
  *   per rank grows with the team, and NCCL's rings catch up sooner).
@@ -71,7 +78,7 @@ typedef struct gcsh_kern_crossover {
 
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  ll up to   ll128 up to   one-shot up to   two-shot up to */
-    {"cuda", 2, (size_t)64 << 10, 0, 0, (size_t)512 << 20},
+    {"cuda", 2, (size_t)64 << 10, (size_t)256 << 10, 0, (size_t)512 << 20},
     {"cuda", 4, (size_t)64 << 10, 0, 0, (size_t)32 << 20},
     {"cuda", 8, (size_t)32 << 10, 0, 0, (size_t)16 << 20},
     {"host", 2, 32, 0, 512, (size_t)8 << 10},

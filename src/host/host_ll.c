@@ -12,6 +12,7 @@
  * here).  The reduction itself is the host's
  * job loop (host_kern.c's gcsh_kjob) over the members' contributions, once
  * they are unpacked: the same order and rounding as every other kernel. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,14 +75,23 @@ static void post_ll(const ll_call *c, const char *mine)
     }
 }
 
+#define LL128_WORDS (GCSH_LL128_LINE_DATA / 4)
+
+/* ll128's flag word for a line's data (kll.h): the call's flag and the
+ * data's checksum, as the kernel stores them. */
+static uint64_t ll128_flag_word(const ll_call *c, const uint32_t *data)
+{
+    return gcsh_ll128_flag_word((uint64_t)c->flag - 1, gcsh_ll128_words(data, 0, LL128_WORDS));
+}
+
 /* ll128: a line's data (zeros past the region), then its flag word. */
 static void post_ll128(const ll_call *c, const char *mine)
 {
     int me = c->d->team_rank;
-    uint64_t flag = gcsh_ll128_flag((uint64_t)c->flag - 1);
     for (size_t i = 0; i < c->lines; i++) {
-        char data[GCSH_LL128_LINE_DATA] = {0};
+        uint32_t data[LL128_WORDS] = {0};
         memcpy(data, mine + i * GCSH_LL128_LINE_DATA, line_valid(c, i));
+        uint64_t flag = ll128_flag_word(c, data);
         for (int p = 0; p < c->d->team_size; p++) {
             memcpy(line_at_slot(c, p, me, i), data, sizeof data);
             atomic_store_explicit(line_word(c, p, me, i, GCSH_LL128_LINE_DATA / 8), flag,
@@ -114,23 +124,32 @@ static void line_text(const void *arg, char *buf, size_t len)
 
 static const char *const interrupted_text = "kernel collective interrupted while waiting for a peer";
 
-/* ll128: member s's line i, once its flag word is this call's. */
+/* ll128: member s's line i, once its flag word is this call's.  The data
+ * stored before the flag word with release is seen after it is loaded
+ * with acquire, so its checksum is the one stored with the flag, unless
+ * the word is not the flag word at all: an ll word of an older call, whose
+ * low half (user data) happens to equal the flag.  Then the real one is
+ * still to come: wait for the word to change, and look again. */
 static int receive_line128(gcsh_ctx *ctx, const ll_call *c, int s, size_t i, char *to)
 {
     line_at at = {c, i};
-    gcsh_host_note note = {line_text, &at, c->d->team[s], 32};
+    gcsh_host_note note = {line_text, &at, c->d->team[s], 0};
     _Atomic uint64_t *w = line_word(c, c->d->team_rank, s, i, GCSH_LL128_LINE_DATA / 8);
-    if (gcsh_host_wait_bits(ctx, w, UINT64_MAX, gcsh_ll128_flag((uint64_t)c->flag - 1),
-                            interrupted_text, &note) != 0)
-        return -1;
-    (void)atomic_load_explicit(w, memory_order_acquire); /* the data after the flag */
-    memcpy(to + i * GCSH_LL128_LINE_DATA, line_at_slot(c, c->d->team_rank, s, i),
-           line_valid(c, i));
+    uint32_t data[LL128_WORDS];
+    for (;;) {
+        if (gcsh_host_wait_bits(ctx, w, UINT32_MAX, c->flag, interrupted_text, &note) != 0)
+            return -1;
+        uint64_t flag = atomic_load_explicit(w, memory_order_acquire); /* the data after it */
+        memcpy(data, line_at_slot(c, c->d->team_rank, s, i), sizeof data);
+        if (flag == ll128_flag_word(c, data))
+            break;
+        if (gcsh_host_wait_noted(ctx, w, GCSH_CMP_NE, flag, INFINITY, interrupted_text, &note) != 0)
+            return -1;
+    }
+    memcpy(to + i * GCSH_LL128_LINE_DATA, data, line_valid(c, i));
     return 0;
 }
 
-/* Member s's contribution, from slot s of my set, into `to` (bytes of it),
- * each word once its flag is this call's. */
 static int receive(gcsh_ctx *ctx, const ll_call *c, int s, char *to)
 {
     int me = c->d->team_rank;

@@ -9,6 +9,7 @@ local c = comm.world()
 local kind = rawget(_G, "KERNEL_TEST_KIND")
 local LL_MAX = kernel.ll_max_bytes
 H.eq(LL_MAX, 64 << 10, "kernel.ll_max_bytes")
+local LL128_MAX = kernel.ll128_max_bytes
 
 -- the row auto reads for (backend, team): the first with team_size >= team,
 -- else the last of the backend
@@ -26,6 +27,7 @@ end
 -- what the table says auto runs, written out from the README's rule
 local function expected(r, bytes)
   if bytes <= r.ll_max then return "ll" end
+  if bytes <= r.ll128_max then return "ll128" end
   if bytes <= r.oneshot_max then return "oneshot" end
   return bytes <= r.twoshot_max and "twoshot" or "comm"
 end
@@ -33,6 +35,7 @@ end
 local backends = {}
 for _, r in ipairs(kernel.crossovers) do
   H.truthy(r.ll_max <= LL_MAX, r.backend .. " " .. r.team_size .. ": ll_max within what ll takes")
+  H.truthy(r.ll128_max <= LL128_MAX, r.backend .. " " .. r.team_size .. ": ll128_max within its bound")
   H.truthy(r.oneshot_max <= r.twoshot_max, r.backend .. " " .. r.team_size .. ": one-shot's limit below two-shot's")
   backends[r.backend] = true
 end
@@ -42,7 +45,7 @@ for backend in pairs(backends) do
   for _, team in ipairs { 2, 3, 4, 5, 8, 64 } do
     local r = row_for(backend, team)
     local probes = { 0, 1, 8, 4096, 1 << 30 }
-    for _, limit in ipairs { r.ll_max, r.oneshot_max, r.twoshot_max } do
+    for _, limit in ipairs { r.ll_max, r.ll128_max, r.oneshot_max, r.twoshot_max } do
       if limit ~= math.huge then
         for _, b in ipairs { limit - 1, limit, limit + 1 } do
           if b >= 0 then probes[#probes + 1] = b end
@@ -63,7 +66,10 @@ end
 -- choice at 2 GPUs up to all it takes; the host's at 2 ranks only up to 32 B
 H.eq(kernel.choose(8, 2, "cuda"), "ll", "cuda, 2 ranks, 8 B")
 H.eq(kernel.choose(LL_MAX, 2, "cuda"), "ll", "cuda, 2 ranks, 64 KiB")
-H.eq(kernel.choose(LL_MAX + 4, 2, "cuda"), "twoshot", "cuda, 2 ranks, past ll")
+H.eq(kernel.choose(LL_MAX + 4, 2, "cuda"), "ll128", "cuda, 2 ranks, past ll: ll128")
+H.eq(kernel.choose(LL128_MAX, 2, "cuda"), "ll128", "cuda, 2 ranks, 256 KiB")
+H.eq(kernel.choose(LL128_MAX + 4, 2, "cuda"), "twoshot", "cuda, 2 ranks, past ll128")
+H.eq(kernel.choose(LL_MAX + 4, 4, "cuda"), "twoshot", "cuda, 4 ranks: ll128 not measured, not taken")
 H.eq(kernel.choose(32, 2, "host"), "ll", "host, 2 ranks, 32 B")
 H.eq(kernel.choose(64, 2, "host"), "oneshot", "host, 2 ranks, 64 B")
 
