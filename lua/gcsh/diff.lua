@@ -4,7 +4,10 @@
 -- each call's name and arguments, its Lua file named without its folder)
 -- or the first line (recording: its source, that rank's output, whether it
 -- failed or called os.exit there) that differs is printed with both sides;
--- a rank present in one file only is said.  main returns the exit status:
+-- a rank present in one file only is said; two recordings made with
+-- different options (their "-- Options:" line: -W, --timeout, ...) differ
+-- there first, since their lines may differ by them alone.  main returns
+-- the exit status:
 -- 0 the same, 1 they differ, 128 a file that is neither kind (or the two
 -- of different kinds).
 local M = {}
@@ -210,6 +213,14 @@ local function recording_ranks(path, src)
   return per
 end
 
+-- A recording's options line ("-W --timeout=5"; "none" before format 3),
+-- read as text from its header, never run.
+local function recorded_options(src)
+  local head = src:match("^(.-)\nlocal line") or ""
+  local opts = head:match("\n%-%- Options: ([^\n]*)")
+  return (opts == nil or opts == "") and "none" or opts
+end
+
 local function read(path)
   local f, err = io.open(path, "rb")
   if not f then return nil, err end
@@ -233,7 +244,7 @@ local function load_file(path)
   if s:find('require("gcsh.record")', 1, true) then
     local ok, per = pcall(recording_ranks, path, s)
     if not ok then return nil, nil, path .. ": " .. per end
-    return "recording", per
+    return "recording", per, nil, recorded_options(s)
   end
   return nil, nil, path .. ": neither a recording nor a trace file"
 end
@@ -241,8 +252,8 @@ end
 local function indent(text) return (text:gsub("\n", "\n    ")) end
 
 function M.main(a, b)
-  local ka, pa, ea = load_file(a)
-  local kb, pb, eb = load_file(b)
+  local ka, pa, ea, oa = load_file(a)
+  local kb, pb, eb, ob = load_file(b)
   if not ka or not kb then
     io.stderr:write("gcsh: --diff: ", ea or eb, "\n")
     return 128
@@ -253,6 +264,12 @@ function M.main(a, b)
     return 128
   end
   local ranks, differ = {}, 0
+  if oa ~= ob then -- what they ran with: every line may differ by it
+    differ = differ + 1
+    print("options differ:")
+    print("  " .. a .. ": " .. oa)
+    print("  " .. b .. ": " .. ob)
+  end
   for r in pairs(pa) do ranks[#ranks + 1] = r end
   for r in pairs(pb) do if not pa[r] then ranks[#ranks + 1] = r end end
   table.sort(ranks)

@@ -6,7 +6,8 @@
 # shows its warnings and matches; an option the replay's command line
 # contradicts is refused by name (those that only bound or show the run,
 # --deadline, --deadline-status and --tag, are the command line's to
-# choose); the reading stage refuses an options line no gcsh writes.
+# choose); the reading stage refuses an options line no gcsh writes;
+# --diff says when two recordings ran with different options.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/sh/lib.sh
 TMP=$(mktemp -d)
@@ -126,5 +127,14 @@ expect_contains "said" "$OUT" "the line after its '-- gcsh recording' line is no
 replay "$TMP/long.lua"
 expect_eq "a line longer than any gcsh writes: malformed" "$RC" 128
 expect_not_contains "no mpirun started for a refused one" "$OUT" "mpirun"
+
+# ---- --diff: options that differ are the first difference
+OUT=$(timeout 60 "$GCSH" --diff "$TMP/plain.lua" "$TMP/w2.lua" 2>&1); RC=$?
+expect_eq "--diff: different options: exit 1" "$RC" 1
+expect_contains "--diff: said first" "$OUT" "options differ:
+  $TMP/plain.lua: none
+  $TMP/w2.lua: -W"
+OUT=$(timeout 60 "$GCSH" --diff "$TMP/w2.lua" "$TMP/w2.lua" 2>&1); RC=$?
+expect_eq "--diff: the same recording: exit 0" "$RC" 0
 
 finish
