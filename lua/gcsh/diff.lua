@@ -167,19 +167,44 @@ local function unfold(out, r)
   return table.concat(mine, "\n")
 end
 
+-- What --diff runs of a recording: at most this many Lua instructions (a
+-- recording of 100000 lines takes a few million), entries and (as gcsh -n)
+-- ranks.
+local MAX_INSTRUCTIONS = 200000000
+local MAX_RANKS = 4096
+local MAX_ENTRIES = 200000 -- (so its memory stays bounded too)
+
 -- A recording's entries, loaded with a stand-in for gcsh.record that keeps
 -- them instead of running them.
 local function recording_ranks(path, src)
   local header, entries = nil, {}
+  -- what an entry says, copied as plain values (rawget: a crafted table's
+  -- metamethods never run outside the bound below)
+  local function plain(t)
+    if type(t) ~= "table" then return nil end
+    local x = {}
+    for _, k in ipairs { "failed", "exit", "exited", "out" } do
+      local v = rawget(t, k)
+      if type(v) == "string" or type(v) == "number" then x[k] = v end
+    end
+    return x
+  end
   local function keep(kind, n, ranks, a, b, c)
-    entries[#entries + 1] = { kind = kind, n = n, ranks = ranks, a = a, b = b, c = c }
+    if #entries >= MAX_ENTRIES then
+      error("more than " .. MAX_ENTRIES .. " entries: not a recording gcsh wrote", 0)
+    end
+    entries[#entries + 1] = { kind = kind, n = tostring(n), ranks = tostring(ranks),
+                              a = type(a) == "string" and a or nil, b = plain(b), c = c }
   end
   local line = setmetatable({
     dot = function(n, ranks, text) keep("dot", n, ranks, text) end,
     chunk = function(n, ranks, name, s, expected) keep("chunk", n, ranks, s, expected, name) end,
     finish = function() end,
   }, { __call = function(_, n, ranks, s, expected) keep("line", n, ranks, s, expected) end })
-  local fake = { script = function(h) header = h return line end }
+  local fake = { script = function(h)
+    header = type(h) == "table" and { ranks = rawget(h, "ranks") } or nil
+    return line
+  end }
   local env = setmetatable({ require = function(name)
     if name == "gcsh.record" then return fake end
     error("a recording requires only gcsh.record, not " .. tostring(name), 0)
@@ -187,11 +212,23 @@ local function recording_ranks(path, src)
   src = src:gsub("^#[^\n]*", "") -- the #! line, as lua skips it
   local f, err = load(src, "@" .. path, "t", env)
   if not f then error(err, 0) end
+  -- a file gcsh wrote only calls the stand-ins above, once an entry: a
+  -- bound on its instructions keeps a crafted one (a loop) from holding
+  -- --diff forever
+  debug.sethook(function()
+    error("runs past " .. MAX_INSTRUCTIONS .. " instructions: not a recording gcsh wrote", 0)
+  end, "", MAX_INSTRUCTIONS)
   local ok, why = pcall(f)
+  debug.sethook()
   if not ok then error(why, 0) end
-  if not header then error("no recording header (require(\"gcsh.record\").script{...})", 0) end
+  if type(header) ~= "table" then error("no recording header (require(\"gcsh.record\").script{...})", 0) end
+  local ranks = header.ranks == nil and 1 or header.ranks
+  if math.type(ranks) ~= "integer" or ranks < 1 or ranks > MAX_RANKS then
+    error(string.format("ranks = %s: a recording's rank count is 1..%d (as gcsh -n)",
+                        tostring(ranks), MAX_RANKS), 0)
+  end
   local per = {}
-  for r = 0, (header.ranks or 1) - 1 do
+  for r = 0, ranks - 1 do
     local list = {}
     for _, e in ipairs(entries) do
       if in_ranks(e.ranks, r) then
