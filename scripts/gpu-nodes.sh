@@ -34,8 +34,9 @@
 # printed, not counted: they are measurements).
 #
 # GCSH_NODES_DRY=1: the same launches on the host backend, without GPUs or
-# nccl-tests (part 3 then compares hier with gcsh's own NCCL row, which is
-# MPI there): checks the launch and the scripts on any machine with
+# nccl-tests (part 3 then compares hier with gcsh's own row of the
+# communicator's all-reduce, labelled comm there: MPI, or the node's shared
+# memory for small sizes): checks the launch and the scripts on any machine with
 # namespaces (root, or user namespaces), e.g. GCSH=build/gcsh.
 #
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0), whatever the caller's

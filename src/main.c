@@ -480,6 +480,8 @@ static int replay_main(gcsh_session *s, const gcsh_ctx *ctx, const options *o)
                        o->replay, o->replay_ranks);
         return GCSH_EXIT_SKIP;
     }
+    if (o->replay_note[0]) /* they change what it prints or does: said */
+        gcsh_coord_say(s->coord, "gcsh: replay: as recorded, with %s", o->replay_note);
     /* os.exit in it: matched or not, like any line */
     return gcsh_replay(s, &o->recording, o->keep_going);
 }
@@ -509,6 +511,7 @@ static int rank0_main(gcsh_ctx *ctx, gcsh_link *link, char **argv, const options
     gcsh_coord_listen(&coord, &terminal, &term);
     gcsh_session s;
     gcsh_repl_init(&s, &coord, &term, ctx->L);
+    s.warnings = o->warnings; /* run_rank turned them on: a recording notes it */
 
     int code = 0;
     if (o->version) {
@@ -628,12 +631,16 @@ static int replay_setup(options *o, const char **extra)
                         "(or root) can change (--trust %s runs it anyway)\n", err, o->replay);
         return GCSH_EXIT_USAGE;
     }
-    int rc = first_process()
-                 ? gcsh_recording_read(o->replay, &o->recording, err, sizeof err)
-                 : gcsh_replay_header(o->replay, &o->recording.ranks, o->recording.backend,
-                                      sizeof o->recording.backend, err, sizeof err);
+    int rc = first_process() ? gcsh_recording_read(o->replay, &o->recording, err, sizeof err)
+                             : gcsh_replay_header(o->replay, &o->recording, err, sizeof err);
+    /* every process takes the recording's options: -W on every rank, the
+     * share mode in the launcher and the ranks, the rest on rank 0 */
+    if (rc == 0)
+        rc = options_from_recording(o, &o->recording, o->replay_note, sizeof o->replay_note,
+                                    err, sizeof err);
     if (rc != 0) {
-        fprintf(stderr, "gcsh: --replay: %s\n", err);
+        if (first_process())
+            fprintf(stderr, "gcsh: --replay: %s\n", err);
         return rc;
     }
     o->replay_ranks = o->recording.ranks;

@@ -120,12 +120,14 @@ static int opt_deadline_status(void *target, const gcsh_option *row, const char 
     if (parse_number(val, 0, 255, &v) != 0 || v != (int)v)
         return -1;
     ((options *)target)->deadline_status = (int)v;
+    ((options *)target)->deadline_status_set = 1;
     return 0;
 }
 
 static int opt_tag(void *target, const gcsh_option *row, const char *val, const char *val2)
 {
     (void)row, (void)val2;
+    ((options *)target)->tag_set = 1;
     return gcsh_tag_parse(val, &((options *)target)->tag);
 }
 
@@ -291,6 +293,185 @@ static int opt_mpirun_words(void *target, const gcsh_option *row, const char *va
     add_mpirun_words(target, row->name, (const char *const *)words, n);
     free(words);
     return 0;
+}
+
+/* ---- the options a recording notes (shell/record.h, GCSH_RECORD_OPTIONS) ---- */
+
+/* Those a recording may name, in the order it names them (record.c), and
+ * whether the replay's own command line may set them otherwise: what only
+ * bounds or shows the run may (a deadline, its status, the tags); what
+ * changes what the run prints or does may not (a replay that differs
+ * because of it would compare nothing). */
+static const struct recordable {
+    const char *name;
+    int own_wins;
+} recordable[] = {
+    {"-W", 0},
+    {"--timeout", 0},
+    {"--deadline", 1},
+    {"--deadline-status", 1},
+    {"--first-failure", 0},
+    {"--tag", 1},
+    {"--share-gpu", 0},
+    {NULL, 0},
+};
+
+static const struct recordable *recordable_named(const char *name, size_t n)
+{
+    for (const struct recordable *r = recordable; r->name; r++)
+        if (strlen(r->name) == n && strncmp(r->name, name, n) == 0)
+            return r;
+    return NULL;
+}
+
+static const gcsh_option *row_named(const char *name)
+{
+    for (const gcsh_option *row = option_table; row->name; row++)
+        if (strcmp(row->name, name) == 0)
+            return row;
+    return NULL;
+}
+
+/* Option `name` of o as the word a command line would give for it ("-W",
+ * "--timeout=5", "--share-gpu=nomps"), or "" where o does not set it. */
+static void word_of(const options *o, const char *name, char *buf, size_t len)
+{
+    static const char *const tags[] = {"always", "never", "auto"};
+    buf[0] = '\0';
+    if (strcmp(name, "-W") == 0 && o->warnings)
+        snprintf(buf, len, "-W");
+    else if (strcmp(name, "--timeout") == 0 && o->timeout_set)
+        snprintf(buf, len, "--timeout=%.15g", o->timeout);
+    else if (strcmp(name, "--first-failure") == 0 && o->first_failure)
+        snprintf(buf, len, "--first-failure");
+    else if (strcmp(name, "--share-gpu") == 0 && o->share != GCSH_SHARE_OFF)
+        snprintf(buf, len, "--share-gpu%s", o->share == GCSH_SHARE_NOMPS ? "=nomps" : "");
+    else if (strcmp(name, "--deadline") == 0 && o->deadline > 0)
+        snprintf(buf, len, "--deadline=%.15g", o->deadline);
+    else if (strcmp(name, "--deadline-status") == 0 && o->deadline_status_set)
+        snprintf(buf, len, "--deadline-status=%d", o->deadline_status);
+    else if (strcmp(name, "--tag") == 0 && o->tag_set)
+        snprintf(buf, len, "--tag=%s", tags[o->tag]);
+}
+
+/* Applies one word of a recording's options line to rec, as the command
+ * line would: 0, or an exit status with why. */
+static int apply_word(options *rec, const char *path, const char *w, size_t n, char *err,
+                      size_t elen)
+{
+    size_t name_len = strcspn(w, "=");
+    if (name_len > n)
+        name_len = n;
+    const struct recordable *r = recordable_named(w, name_len);
+    const gcsh_option *row = r ? row_named(r->name) : NULL;
+    if (!row) { /* a newer gcsh's option cannot be replayed here; ours is no such */
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(name_len < 60 ? name_len : 60), w);
+        int ours = row_named(name) != NULL;
+        snprintf(err, elen, ours ? "%s is malformed: its options line names %s, which no "
+                                   "recording notes"
+                                 : "%s was recorded with %s, which this gcsh cannot replay",
+                 path, name);
+        return ours ? GCSH_EXIT_USAGE : GCSH_EXIT_SKIP;
+    }
+    char val[256] = "";
+    int has_val = name_len < n;
+    if (has_val && n - name_len - 1 < sizeof val)
+        memcpy(val, w + name_len + 1, n - name_len - 1);
+    int fits = has_val ? row->takes != OPT_FLAG && n - name_len - 1 < sizeof val
+                       : row->takes != OPT_VALUE;
+    if (!fits || row->apply(rec, row, has_val ? val : NULL, NULL) != 0) {
+        snprintf(err, elen, "%s is malformed: its options line says '%.*s' (%s takes %s)", path,
+                 (int)(n < 60 ? n : 60), w, row->name, row->need ? row->need : "no value");
+        return GCSH_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The options a recording's line names, parsed as the command line's. */
+static int parse_recorded(options *rec, const char *path, const char *words, char *err,
+                          size_t elen)
+{
+    *rec = (options){.timeout = 10, .tag = GCSH_TAG_ALWAYS, .deadline_status = 1, .seed = -1};
+    for (const char *w = words; *w;) {
+        size_t n = strcspn(w, " ");
+        for (const char *v = words; v < w; v += strcspn(v, " ") + 1)
+            if (strcspn(v, "= ") == strcspn(w, "= ") && strncmp(v, w, strcspn(w, "= ")) == 0) {
+                snprintf(err, elen, "%s is malformed: its options line names %.*s twice", path,
+                         (int)strcspn(w, "= "), w);
+                return GCSH_EXIT_USAGE;
+            }
+        int st = apply_word(rec, path, w, n, err, elen);
+        if (st != 0)
+            return st;
+        w += n + (w[n] == ' ');
+    }
+    return 0;
+}
+
+/* Appends " word" to a note of len bytes. */
+static void note_word(char *note, size_t len, const char *word)
+{
+    size_t at = strlen(note);
+    snprintf(note + at, len - at, "%s%s", at ? " " : "", word);
+}
+
+/* --seed, which a recording keeps in its script{} header (seed= and, made
+ * with --seed, rand=): read only where the whole recording was (has_seed),
+ * a replay's own --seed must be the recording's, since t:rand()'s seeds
+ * follow it.  0, or GCSH_EXIT_USAGE with why. */
+static int seed_of_recording(const options *o, const gcsh_recording *r, char *note, size_t nlen,
+                             char *err, size_t elen)
+{
+    char want[40] = "";
+    if (r->has_seed && r->rand)
+        snprintf(want, sizeof want, "--seed=%lld", r->seed);
+    if (want[0])
+        note_word(note, nlen, want);
+    if (!r->has_seed || o->seed < 0 || (r->rand && o->seed == r->seed))
+        return 0;
+    snprintf(err, elen, "%s was recorded %s %s: leave out --seed=%lld", r->path,
+             want[0] ? "with" : "without", want[0] ? want : "--seed", o->seed);
+    return GCSH_EXIT_USAGE;
+}
+
+int options_from_recording(options *o, const gcsh_recording *recording, char *note, size_t nlen,
+                           char *err, size_t elen)
+{
+    options rec;
+    char own_note[512] = "";
+    const char *path = recording->path;
+    int st = parse_recorded(&rec, path, recording->options, err, elen);
+    note[0] = '\0';
+    for (const struct recordable *r = recordable; st == 0 && r->name; r++) {
+        char want[300], own[300];
+        word_of(&rec, r->name, want, sizeof want);
+        word_of(o, r->name, own, sizeof own);
+        if (want[0] && strcmp(want, own) != 0 && own[0] && r->own_wins)
+            note_word(own_note, sizeof own_note, own); /* bounds or tags of its own */
+        else if (want[0])
+            note_word(note, nlen, want);
+        if (strcmp(want, own) == 0 || (own[0] && r->own_wins))
+            continue;
+        if (own[0]) { /* what it prints or does would differ: no comparison */
+            const char *env = strcmp(r->name, "--share-gpu") == 0 ? getenv("GCSH_SHARE_GPU") : NULL;
+            snprintf(err, elen, "%s was recorded %s %s: leave out %s%s", path,
+                     want[0] ? "with" : "without", want[0] ? want : r->name, own,
+                     env && *env ? " (GCSH_SHARE_GPU sets it)" : "");
+            st = GCSH_EXIT_USAGE;
+        } else {
+            const gcsh_option *row = row_named(r->name);
+            const char *eq = strchr(want, '=');
+            row->apply(o, row, eq ? eq + 1 : NULL, NULL); /* parsed already: it takes it */
+        }
+    }
+    if (st == 0)
+        st = seed_of_recording(o, recording, note, nlen, err, elen);
+    if (st == 0 && own_note[0]) {
+        size_t at = strlen(note);
+        snprintf(note + at, nlen - at, "%s(this run's own: %s)", at ? " " : "", own_note);
+    }
+    return st;
 }
 
 /* Every option: parsing, --help and the man page's list follow this table

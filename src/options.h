@@ -30,7 +30,9 @@ typedef struct options {
     double deadline;   /* --deadline S: the job ends S s after it started; 0: never */
     long long seed;    /* --seed N (-1: none) */
     int deadline_status; /* --deadline-status N: the status it ends with */
+    int deadline_status_set; /* --deadline-status was given */
     gcsh_tag_mode tag; /* --tag */
+    int tag_set;       /* --tag was given */
     action *actions;   /* -e and -l, [argc] */
     int nactions;
     int has_exec;      /* some -e was given */
@@ -53,6 +55,7 @@ typedef struct options {
     char *diff_code;    /* --diff A B: the -e chunk that compares them (lua/gcsh/diff.lua) */
     int replay_ranks;   /* the recording's rank count (header) */
     char replay_backend[64];
+    char replay_note[600]; /* the options a replay runs with (options_from_recording) */
     gcsh_recording recording; /* --replay FILE, read and checked (first process) */
 } options;
 
@@ -60,5 +63,16 @@ typedef struct options {
 extern const gcsh_option option_table[];
 
 void options_free(options *o);
+/* A replay runs with the options its recording notes (its header's
+ * "-- Options:" line, shell/record.h, and --seed where the whole recording
+ * was read: its script{} header's rand= and seed=): each one o does not set is applied
+ * to o; one o sets otherwise is refused by name, unless it only bounds or
+ * shows the run (--deadline, --deadline-status, --tag: o's wins).  note:
+ * what the replay runs with, for rank 0 to say ("-W --timeout=5 (this
+ * run's own: --tag=never)"; "" when nothing).  0, or an exit status with
+ * why in err: GCSH_EXIT_USAGE for a contradiction or a value no gcsh
+ * writes, GCSH_EXIT_SKIP for an option this gcsh does not replay. */
+int options_from_recording(options *o, const gcsh_recording *recording, char *note, size_t nlen,
+                           char *err, size_t elen);
 
 #endif

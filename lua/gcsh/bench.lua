@@ -356,7 +356,7 @@ function bench.time(fn, opts)
            max = over_ranks(c, per_call, "f64", "max") * 1e6, calls = iters }
 end
 
--- ---- all-reduce algorithms against NCCL ---------------------------------------
+-- ---- all-reduce algorithms against the communicator's own ----------------------
 
 -- bench.allreduce{algos={"nccl","nccl_sym","oneshot","twoshot","multicast"},
 --                 min=8, max=32<<20, factor=2, dtype="f32", iters=20, warmup=5,
@@ -364,7 +364,8 @@ end
 --                 chart="busbw", average="avg", quiet=false, graph=false}
 -- One run, every algorithm at every size, in place, sum:
 --   nccl       c:allreduce(t) on a plain tensor (NCCL's own kernels on cuda,
---              MPI on host);
+--              the host backend's collectives on host: MPI, or the node's
+--              shared memory for small ones);
 --   nccl_sym   c:allreduce on a window's slice (on cuda a window of kind
 --              nccl is registered NCCL_WIN_COLL_SYMMETRIC: NCCL's symmetric
 --              kernels);
@@ -382,9 +383,12 @@ end
 -- few microseconds moves the mean by more than the differences measured).
 -- graph=N (true: 100) times graph replays as bench.collective's graph=
 -- does (min_time then adds replays, not captured calls).
--- Columns as bench.collective's plus the algorithm; timed loops run with
--- .check off unless checked=true, as there.  Rows are returned on every rank
--- ({algo=, size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=, issue_us=}).
+-- Columns as bench.collective's plus the algorithm, labelled by what ran
+-- (ar_label: the rows of nccl and nccl_sym say "comm" and "comm_win" on
+-- host, where no NCCL runs); timed loops run with .check off unless
+-- checked=true, as there.  Rows are returned on every rank ({algo=, label=,
+-- size=, count=, type=, redop=, time_us=, algbw=, busbw=, wrong=,
+-- issue_us=}: algo as asked for, label what ran).
 -- csv= and json= write them (rank 0, as bench.collective's); chart= draws one
 -- bar per algorithm per size:
 -- "busbw" (one scale for all) or "time" (per size, relative to the slowest).
@@ -423,7 +427,9 @@ local function ar_options(opts)
 end
 
 -- How each algorithm runs one in-place all-reduce of n elements (p: the
--- run's persistent all-reduce, when algo "persistent" is asked for).
+-- run's persistent all-reduce, when algo "persistent" is asked for): the
+-- call, the buffer it reduces, and for kernel.allreduce's algorithms the
+-- call that returns what it ran.
 -- nccl and nccl_sym ask for the communicator's library: with --share-gpu
 -- c:allreduce would take the kernels (bind/comm_route.c).
 local LIBRARY = { algo = "comm" }
@@ -441,7 +447,10 @@ local function ar_runner(algo, c, w, plain, n, p)
     return function() p:allreduce(o) end, w:tensor():view(0, n)
   end
   local o = { algo = algo, n = n }
-  return function() kernel.allreduce(w, o) end, w:tensor():view(0, n)
+  -- the third: the same call, returning what kernel.allreduce says it ran
+  -- (kept out of the timed loop)
+  return function() kernel.allreduce(w, o) end, w:tensor():view(0, n),
+         function() return select(2, kernel.allreduce(w, o)) end
 end
 
 
@@ -457,13 +466,33 @@ local function ar_graph_loop(o, c, run)
   return sec, issued
 end
 
+-- What a row of algo ran, as its label (the table, the chart, csv= and
+-- json= show it): the communicator's own all-reduce as c:choose names the
+-- route it takes ("nccl" on cuda; "comm" on host, whose collectives are
+-- MPI's, or the node's shared memory for small ones; "copy" at one rank on
+-- cuda, where no library is called), on a window "nccl_sym" where NCCL has
+-- it registered symmetric (cuda, kind nccl), else that name and "_win";
+-- multicast's emulation "mcast(emu)" (kernel.allreduce reported
+-- "multicast(emulated)": no NVLS ran); any other algorithm its name.
+local function ar_label(algo, c, w, n, dtype, reported)
+  if algo == "nccl" or algo == "nccl_sym" then
+    local lib = c:choose("allreduce", n, dtype, "sum", LIBRARY)
+    if algo == "nccl" then return lib end
+    return lib == "nccl" and w.kind == "nccl" and "nccl_sym" or lib .. "_win"
+  end
+  if algo == "multicast" and reported == "multicast(emulated)" then return "mcast(emu)" end
+  return algo
+end
+
 local function ar_row(o, algo, n, c, w, plain, p)
-  local run, buf = ar_runner(algo, c, w, plain, n, p)
+  local run, buf, reporting = ar_runner(algo, c, w, plain, n, p)
   local graph = o.graph and algo ~= "persistent"
   local k, wrong = c.size, 0
+  if buf then buf:fill(c.rank + 1) end
+  -- one call before the timed ones: the check's, and kernel.allreduce's
+  -- report of what it ran (the label)
+  local label = ar_label(algo, c, w, n, o.dtype, (reporting or run)())
   if o.check and buf then
-    buf:fill(c.rank + 1)
-    run()
     wrong = count_wrong(buf, k * (k + 1) // 2)
   end
   if buf then buf:fill(1) end
@@ -489,7 +518,7 @@ local function ar_row(o, algo, n, c, w, plain, p)
   local sec = over_ranks(c, per_call, "f64", o.average)
   local bytes = n * DTYPE_SIZE[o.dtype]
   local algbw = bytes / 1e9 / sec
-  return { algo = algo, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
+  return { algo = algo, label = label, size = bytes, count = n, type = o.dtype, redop = "sum", time_us = sec * 1e6,
            algbw = algbw, busbw = algbw * 2 * (k - 1) / k, wrong = over_ranks(c, wrong, "i64", "sum"),
            issue_us = over_ranks(c, issue, "f64", "max") * 1e6, graph = graph or nil }
 end
@@ -520,11 +549,12 @@ local function check_window_algos(o, w)
   end
 end
 
-local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "algo" } }, RATE_COLUMNS,
+local ALLREDUCE_COLUMNS = columns(SIZE_COLUMNS, { { "algo", "", 10, "s", "label" } }, RATE_COLUMNS,
   { { "issue", "(us)", 9, ".2f", "issue_us" } })
 
 local ALLREDUCE_FIELDS = {
   "algo", "size", "count", "type", "redop", "time_us", "algbw", "busbw", "wrong", "issue_us",
+  "label",
 }
 
 function bench.allreduce(opts)

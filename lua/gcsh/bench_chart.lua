@@ -15,9 +15,10 @@ local function chart_number(v)
   return string.format(v >= 1000 and "%.0f" or "%.3g", v)
 end
 
--- One bar per algorithm per size.  Sizes differ by orders of magnitude, so
--- each size has its own scale: 50 columns for its best busbw (or its
--- slowest time), the others in proportion, each with its value.
+-- One bar per algorithm per size, named by what ran (a row's label, as
+-- bench.allreduce gives it; else its algo).  Sizes differ by orders of
+-- magnitude, so each size has its own scale: 50 columns for its best busbw
+-- (or its slowest time), the others in proportion, each with its value.
 function M.chart(rows, metric)
   metric = metric or "busbw"
   local field = metric == "time" and "time_us" or "busbw"
@@ -36,7 +37,7 @@ function M.chart(rows, metric)
     for _, r in ipairs(group) do
       local v = r[field]
       local bar = max > 0 and math.floor(v / max * WIDTH + 0.5) or 0
-      print(string.format("  %-10s %s %s", r.algo, string.rep("#", math.max(bar, v > 0 and 1 or 0)),
+      print(string.format("  %-10s %s %s", r.label or r.algo, string.rep("#", math.max(bar, v > 0 and 1 or 0)),
                           chart_number(v)))
     end
   end

@@ -4,7 +4,8 @@
 local M = {}
 
 -- The issue's targets as ratios, from one bench.allreduce run (rank 0
--- prints; returns the table): one-shot time / nccl and / nccl_sym at
+-- prints, naming the rows by what ran; returns the table, its keys by the
+-- algorithms asked for): one-shot time / nccl and / nccl_sym at
 -- <= 64 KiB (worst size), two-shot busbw / nccl at >= 256 MiB (worst size),
 -- auto time / the best algorithm's (worst size), and the crossovers this run
 -- suggests for src/core/kreduce_tune.h (best_crossovers).
@@ -89,6 +90,15 @@ local function worse(a, b, pick)
   return pick(a, b)
 end
 
+-- What the rows of algo say ran (their label: "comm" for the nccl rows on
+-- host), for the printed ratios; an algorithm without rows keeps its name.
+local function label_of(rows, algo)
+  for _, r in ipairs(rows) do
+    if r.algo == algo and r.label then return r.label end
+  end
+  return algo
+end
+
 function M.allreduce_targets(rows, opts)
   gcsh.check_options(opts, "bench.allreduce_targets", "comm quiet")
   opts = opts or {}
@@ -129,14 +139,17 @@ function M.allreduce_targets(rows, opts)
   local c = opts.comm or comm.world()
   if c.rank == 0 and not opts.quiet then
     local function f(v) return v and string.format("%.3f", v) or "n/a" end
-    print(string.format("# targets (%d ranks): one-shot time / nccl at <= 64 KiB (worst): %s", c.size, f(t.oneshot_vs_nccl)))
-    print(string.format("#   one-shot time / nccl_sym at <= 64 KiB (worst): %s", f(t.oneshot_vs_nccl_sym)))
-    print(string.format("#   two-shot busbw / nccl at >= 256 MiB (worst): %s", f(t.twoshot_vs_nccl)))
+    local lib, sym = label_of(rows, "nccl"), label_of(rows, "nccl_sym")
+    print(string.format("# targets (%d ranks): one-shot time / %s at <= 64 KiB (worst): %s", c.size, lib, f(t.oneshot_vs_nccl)))
+    print(string.format("#   one-shot time / %s at <= 64 KiB (worst): %s", sym, f(t.oneshot_vs_nccl_sym)))
+    print(string.format("#   two-shot busbw / %s at >= 256 MiB (worst): %s", lib, f(t.twoshot_vs_nccl)))
     print(string.format("#   auto time / best algorithm (worst size): %s", f(t.auto_vs_best)))
     print("#   measured crossovers for src/core/kreduce_tune.h:")
     print("#     " .. table.concat(shown, ", "))
+    local named = {}
+    for i, algo in ipairs(CHOOSABLE) do named[i] = algo == "nccl_sym" and sym or algo end
     print(string.format("#   (with them, auto / best of %s at worst: %s)",
-                        table.concat(CHOOSABLE, ", "), f(t.suggest_worst)))
+                        table.concat(named, ", "), f(t.suggest_worst)))
   end
   return t
 end

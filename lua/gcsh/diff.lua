@@ -4,7 +4,10 @@
 -- each call's name and arguments, its Lua file named without its folder)
 -- or the first line (recording: its source, that rank's output, whether it
 -- failed or called os.exit there) that differs is printed with both sides;
--- a rank present in one file only is said.  main returns the exit status:
+-- a rank present in one file only is said; two recordings made with
+-- different options (their "-- Options:" line: -W, --timeout, ...) differ
+-- there first, since their lines may differ by them alone.  main returns
+-- the exit status:
 -- 0 the same, 1 they differ, 128 a file that is neither kind (or the two
 -- of different kinds).
 local M = {}
@@ -164,19 +167,44 @@ local function unfold(out, r)
   return table.concat(mine, "\n")
 end
 
+-- What --diff runs of a recording: at most this many Lua instructions (a
+-- recording of 100000 lines takes a few million), entries and (as gcsh -n)
+-- ranks.
+local MAX_INSTRUCTIONS = 200000000
+local MAX_RANKS = 4096
+local MAX_ENTRIES = 200000 -- (so its memory stays bounded too)
+
 -- A recording's entries, loaded with a stand-in for gcsh.record that keeps
 -- them instead of running them.
 local function recording_ranks(path, src)
   local header, entries = nil, {}
+  -- what an entry says, copied as plain values (rawget: a crafted table's
+  -- metamethods never run outside the bound below)
+  local function plain(t)
+    if type(t) ~= "table" then return nil end
+    local x = {}
+    for _, k in ipairs { "failed", "exit", "exited", "out" } do
+      local v = rawget(t, k)
+      if type(v) == "string" or type(v) == "number" then x[k] = v end
+    end
+    return x
+  end
   local function keep(kind, n, ranks, a, b, c)
-    entries[#entries + 1] = { kind = kind, n = n, ranks = ranks, a = a, b = b, c = c }
+    if #entries >= MAX_ENTRIES then
+      error("more than " .. MAX_ENTRIES .. " entries: not a recording gcsh wrote", 0)
+    end
+    entries[#entries + 1] = { kind = kind, n = tostring(n), ranks = tostring(ranks),
+                              a = type(a) == "string" and a or nil, b = plain(b), c = c }
   end
   local line = setmetatable({
     dot = function(n, ranks, text) keep("dot", n, ranks, text) end,
     chunk = function(n, ranks, name, s, expected) keep("chunk", n, ranks, s, expected, name) end,
     finish = function() end,
   }, { __call = function(_, n, ranks, s, expected) keep("line", n, ranks, s, expected) end })
-  local fake = { script = function(h) header = h return line end }
+  local fake = { script = function(h)
+    header = type(h) == "table" and { ranks = rawget(h, "ranks") } or nil
+    return line
+  end }
   local env = setmetatable({ require = function(name)
     if name == "gcsh.record" then return fake end
     error("a recording requires only gcsh.record, not " .. tostring(name), 0)
@@ -184,11 +212,23 @@ local function recording_ranks(path, src)
   src = src:gsub("^#[^\n]*", "") -- the #! line, as lua skips it
   local f, err = load(src, "@" .. path, "t", env)
   if not f then error(err, 0) end
+  -- a file gcsh wrote only calls the stand-ins above, once an entry: a
+  -- bound on its instructions keeps a crafted one (a loop) from holding
+  -- --diff forever
+  debug.sethook(function()
+    error("runs past " .. MAX_INSTRUCTIONS .. " instructions: not a recording gcsh wrote", 0)
+  end, "", MAX_INSTRUCTIONS)
   local ok, why = pcall(f)
+  debug.sethook()
   if not ok then error(why, 0) end
-  if not header then error("no recording header (require(\"gcsh.record\").script{...})", 0) end
+  if type(header) ~= "table" then error("no recording header (require(\"gcsh.record\").script{...})", 0) end
+  local ranks = header.ranks == nil and 1 or header.ranks
+  if math.type(ranks) ~= "integer" or ranks < 1 or ranks > MAX_RANKS then
+    error(string.format("ranks = %s: a recording's rank count is 1..%d (as gcsh -n)",
+                        tostring(ranks), MAX_RANKS), 0)
+  end
   local per = {}
-  for r = 0, (header.ranks or 1) - 1 do
+  for r = 0, ranks - 1 do
     local list = {}
     for _, e in ipairs(entries) do
       if in_ranks(e.ranks, r) then
@@ -208,6 +248,14 @@ local function recording_ranks(path, src)
     per[r] = list
   end
   return per
+end
+
+-- A recording's options line ("-W --timeout=5"; "none" before format 3),
+-- read as text from its header, never run.
+local function recorded_options(src)
+  local head = src:match("^(.-)\nlocal line") or ""
+  local opts = head:match("\n%-%- Options: ([^\n]*)")
+  return (opts == nil or opts == "") and "none" or opts
 end
 
 local function read(path)
@@ -233,7 +281,7 @@ local function load_file(path)
   if s:find('require("gcsh.record")', 1, true) then
     local ok, per = pcall(recording_ranks, path, s)
     if not ok then return nil, nil, path .. ": " .. per end
-    return "recording", per
+    return "recording", per, nil, recorded_options(s)
   end
   return nil, nil, path .. ": neither a recording nor a trace file"
 end
@@ -241,8 +289,8 @@ end
 local function indent(text) return (text:gsub("\n", "\n    ")) end
 
 function M.main(a, b)
-  local ka, pa, ea = load_file(a)
-  local kb, pb, eb = load_file(b)
+  local ka, pa, ea, oa = load_file(a)
+  local kb, pb, eb, ob = load_file(b)
   if not ka or not kb then
     io.stderr:write("gcsh: --diff: ", ea or eb, "\n")
     return 128
@@ -253,6 +301,12 @@ function M.main(a, b)
     return 128
   end
   local ranks, differ = {}, 0
+  if oa ~= ob then -- what they ran with: every line may differ by it
+    differ = differ + 1
+    print("options differ:")
+    print("  " .. a .. ": " .. oa)
+    print("  " .. b .. ": " .. ob)
+  end
   for r in pairs(pa) do ranks[#ranks + 1] = r end
   for r in pairs(pb) do if not pa[r] then ranks[#ranks + 1] = r end end
   table.sort(ranks)

@@ -94,8 +94,9 @@ if gcsh.backend == "cuda" then
                               max = 1 << 20, factor = 8,
                               quiet = true}
   -- (bench's own table, nccl-tests' 11 columns, is wider than 80)
-  if rank == 0 then
-    print("    size (B)  nccl (us)  busbw (GB/s)")
+  if rank == 0 then -- named by what ran: "copy" at one rank (no NCCL call)
+    local ran = nccl_rows[1] and nccl_rows[1].label or "nccl"
+    print(string.format("    size (B)  %4s (us)  busbw (GB/s)", ran))
     local row = "%12d %10.2f %13.2f"
     for _, r in ipairs(nccl_rows) do
       print(row:format(r.size, r.time_us, r.busbw))

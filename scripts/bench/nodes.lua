@@ -46,16 +46,19 @@ for _, r in ipairs(rows) do
   table.insert(by_algo[r.algo], r)
   if r.wrong ~= 0 then say("nodes: WRONG values: %s at %d B: %d elements", r.algo, r.size, r.wrong) end
 end
+-- what the nccl rows ran, as bench labels them ("comm" on the host backend)
+local lib = by_algo.nccl and by_algo.nccl[1].label or "nccl"
+local function label_of(algo) return algo == "nccl" and lib or algo end
 
 -- ---- 2. the reference ---------------------------------------------------------------
 local ref, ref_label, own_ref
 if REF then
   local ok, got = pcall(b.nccl_tests, REF)
   if ok and #got > 0 then ref, ref_label = got, "nccl-tests all_reduce_perf, in place, same nodes"
-  else say("# note: no nccl-tests rows in %s (%s): against gcsh's NCCL row instead", REF, tostring(got)) end
+  else say("# note: no nccl-tests rows in %s (%s): against gcsh's %s row instead", REF, tostring(got), lib) end
 end
 if not ref then
-  ref, ref_label, own_ref = {}, "gcsh's nccl row (c:allreduce), same job", true
+  ref, ref_label, own_ref = {}, "gcsh's " .. lib .. " row (c:allreduce), same job", true
   for _, r in ipairs(by_algo.nccl or {}) do
     ref[#ref + 1] = { size = r.size, time_us = r.time_us, busbw = r.busbw, ip_time_us = r.time_us,
                       ip_busbw = r.busbw }
@@ -63,7 +66,7 @@ if not ref then
 end
 local compared = {}
 for _, algo in ipairs(own_ref and { "hier" } or { "hier", "nccl" }) do
-  local out = b.compare(by_algo[algo] or {}, ref, { label = "gcsh " .. algo, ref_label = ref_label,
+  local out = b.compare(by_algo[algo] or {}, ref, { label = "gcsh " .. label_of(algo), ref_label = ref_label,
                                                     inplace = true, quiet = not speaks })
   for _, r in ipairs(out) do r.algo = algo; compared[#compared + 1] = r end
   if algo == "hier" then compared.hier = out end
@@ -112,7 +115,8 @@ local team = node.size
 local ref_at = {}
 for _, r in ipairs(ref) do ref_at[r.size] = r.ip_time_us or r.time_us end
 local hier_at = times(by_algo.hier or {})
-say("# hier's parts (us a call; across: NCCL, one rank a node; node: oneshot in one node)")
+say("# hier's parts (us a call; across: %s, one rank a node; node: oneshot in one node)",
+    across:choose("allreduce", 1 << 10, "f32", "sum", { algo = "comm" }))
 if team & (team - 1) ~= 0 then -- (the sizes are powers of two)
   say("# across/T: '-': %d ranks a node; no measured size is a size / %d", team, team)
 end

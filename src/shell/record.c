@@ -1,6 +1,7 @@
 /* Recording a session as a replayable script.  See record.h. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,48 @@ static long long new_seed(void)
     return (long long)(v & 0x7fffffff);
 }
 
+/* Appends " " and the word fmt makes to buf (len bytes, NUL-terminated). */
+static void add_word(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_word(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t at = strlen(buf);
+    if (at + 1 >= len)
+        return;
+    buf[at++] = ' ';
+    buf[at] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + at, len - at, fmt, ap);
+    va_end(ap);
+}
+
+/* The command-line options the session runs with that change what it
+ * prints or does, as words gcsh's command line takes (GCSH_RECORD_OPTIONS,
+ * record.h): the settings now, which .timeout and gcsh.timeout or
+ * gcsh.deadline may have changed since the start; "" when none. */
+static void record_options(const gcsh_session *s, char *buf, size_t len)
+{
+    const gcsh_coord *c = s->coord;
+    buf[0] = '\0';
+    if (s->warnings)
+        add_word(buf, len, "-W");
+    if (c->limit > 0) /* a limit was set: checks fail after it (0: they wait) */
+        add_word(buf, len, "--timeout=%.15g", c->limit);
+    if (c->deadline_s > 0)
+        add_word(buf, len, "--deadline=%.15g", c->deadline_s);
+    if (c->deadline_status != 1)
+        add_word(buf, len, "--deadline-status=%d", c->deadline_status);
+    if (c->first_failure)
+        add_word(buf, len, "--first-failure");
+    if (c->size > 1 && c->fold.tag != GCSH_TAG_ALWAYS)
+        add_word(buf, len, "--tag=%s", c->fold.tag == GCSH_TAG_NEVER ? "never" : "auto");
+    if (c->ctx->share.mode != GCSH_SHARE_OFF)
+        add_word(buf, len, "--share-gpu%s", c->ctx->share.mode == GCSH_SHARE_NOMPS ? "=nomps" : "");
+    if (buf[0] == ' ')
+        memmove(buf, buf + 1, strlen(buf));
+}
+
 static void write_header(gcsh_recorder *r, gcsh_session *s, const char *path, long long seed)
 {
     gcsh_ctx *ctx = s->coord->ctx;
@@ -206,11 +249,14 @@ static void write_header(gcsh_recorder *r, gcsh_session *s, const char *path, lo
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
     gcsh_file_printf(f, "#!/usr/bin/env gcsh\n");
+    char opts[400];
+    record_options(s, opts, sizeof opts);
     gcsh_file_printf(f, "-- gcsh recording (format %d): %d rank%s, backend %s\n",
                      GCSH_RECORD_FORMAT, ctx->size, ctx->size == 1 ? "" : "s", ctx->be->name);
+    gcsh_file_printf(f, "%s %s\n", GCSH_RECORD_OPTIONS, opts[0] ? opts : "none");
     gcsh_file_printf(f, "-- Replay and compare every line's output: gcsh --replay %s\n", path);
-    gcsh_file_printf(f, "-- Rerun as a plain script:                 gcsh -n %d %s\n", ctx->size,
-                     path);
+    gcsh_file_printf(f, "-- Rerun as a plain script:                 gcsh -n %d %s%s%s\n",
+                     ctx->size, opts, opts[0] ? " " : "", path);
     gcsh_file_printf(f, "-- Recorded %s with gcsh %s, %s, %s\n", when, GCSH_VERSION, LUA_RELEASE,
                      mpi);
     write_devices(r, s);

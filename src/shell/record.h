@@ -33,8 +33,9 @@
  * (replay_read.h): an empty recording, or one without its closing line, is
  * refused (GCSH_EXIT_SKIP), a malformed one too (GCSH_EXIT_USAGE).
  *
- * The format (version 2; version 1 files replay too), one call per line,
- * long strings for text:
+ * The format (version 3; versions 1 and 2 replay too): a header whose
+ * first lines say the format, ranks and backend, then the options
+ * (GCSH_RECORD_OPTIONS below); one call per line, long strings for text:
  *   local line = require("gcsh.record").script{ranks = 2, backend = "host", seed = S}
  *   line(N, "0-1", [==[source]==] [, {out = [==[folded output]==],
  *        failed = "1", varies = true, syntax = [==[message]==], exit = 3,
@@ -49,7 +50,18 @@
 #include "shell/replay_read.h"
 #include "shell/session.h"
 
-#define GCSH_RECORD_FORMAT 2 /* written; 1 and 2 are read */
+#define GCSH_RECORD_FORMAT 3 /* written; 1 to 3 are read */
+/* Format 3's line after its "-- gcsh recording" line begins so; the
+ * command-line options the session
+ * ran with that change what it prints or does follow, as gcsh's command
+ * line takes them ("-- Options: -W --timeout=5", "-- Options: none"):
+ * -W, --timeout (a limit was set), --deadline, --deadline-status,
+ * --first-failure, --tag and --share-gpu (gcsh_record_options).  --seed
+ * is the script{} header's seed= and rand=.  A replay runs with them
+ * (main.c's replay_options): one the replay's command line contradicts is
+ * refused by name, unless it only bounds or shows the run (--deadline,
+ * --deadline-status, --tag: the command line's wins). */
+#define GCSH_RECORD_OPTIONS "-- Options:"
 
 typedef struct gcsh_recorder gcsh_recorder;
 

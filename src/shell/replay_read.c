@@ -1,4 +1,5 @@
 /* Reading a recording, safely.  See replay_read.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -97,13 +98,56 @@ static int parse_header_line(const char *line, int *format, long *ranks, char be
     return sscanf(line + at, ", backend %63s", be) == 1;
 }
 
-/* The header among the first lines of f: 0, or an exit status with why. */
-static int read_header(FILE *f, const char *path, int *format, int *ranks, char *backend,
-                       size_t blen, char *err, size_t elen)
+/* Whether the words of an options line are what gcsh writes there: options
+ * and their values (letters, digits, "-=._+"), one space apart. */
+static int options_words_ok(const char *w)
+{
+    for (const char *p = w; *p; p++)
+        if (!(isalnum((unsigned char)*p) || strchr("-=._+", *p) ||
+              (*p == ' ' && p > w && p[-1] != ' ' && p[1] != '\0')))
+            return 0;
+    return 1;
+}
+
+/* Format 3's line after the header line, "-- Options: -W --timeout=5"
+ * ("none" when none):
+ * the command-line options the session ran with that change what it prints
+ * or does (record.h), into opts as written (main.c parses them as the
+ * command line's); 0, or an exit status with why. */
+static int read_options_line(FILE *f, const char *path, char *opts, size_t olen, char *err,
+                             size_t elen)
+{
+    char line[512];
+    size_t head = strlen(GCSH_RECORD_OPTIONS);
+    if (!fgets(line, sizeof line, f) || strncmp(line, GCSH_RECORD_OPTIONS, head) != 0 ||
+        line[strcspn(line, "\n")] != '\n') {
+        snprintf(err, elen, "%s is malformed: the line after its '-- gcsh recording' line is "
+                            "not the options it was recorded with ('%s ...', at most %zu bytes)",
+                 path, GCSH_RECORD_OPTIONS, sizeof line - 2);
+        return GCSH_EXIT_USAGE;
+    }
+    char *w = line + head;
+    w += strspn(w, " ");
+    w[strcspn(w, "\n")] = '\0';
+    if (strcmp(w, "none") == 0)
+        w[0] = '\0';
+    if (!options_words_ok(w) || strlen(w) >= olen) {
+        snprintf(err, elen, "%s is malformed: its options line holds '%.60s', not options and "
+                            "their values one space apart", path, w);
+        return GCSH_EXIT_USAGE;
+    }
+    snprintf(opts, olen, "%s", w);
+    return 0;
+}
+
+/* The header among the first lines of f, and format 3's options line after
+ * it, into rec (format, ranks, backend, options): 0, or an exit status
+ * with why. */
+static int read_header(FILE *f, const char *path, gcsh_recording *rec, char *err, size_t elen)
 {
     char line[512], be[64];
     long n = 0;
-    int found = 0;
+    int found = 0, *format = &rec->format;
     for (int i = 0; i < HEADER_LINES && !found && fgets(line, sizeof line, f); i++)
         found = parse_header_line(line, format, &n, be);
     if (!found) {
@@ -121,16 +165,19 @@ static int read_header(FILE *f, const char *path, int *format, int *ranks, char 
                             "(as gcsh -n)", path, n, GCSH_MAX_RANKS);
         return GCSH_EXIT_USAGE;
     }
-    *ranks = (int)n;
-    snprintf(backend, blen, "%s", be);
-    return 0;
+    rec->ranks = (int)n;
+    snprintf(rec->backend, sizeof rec->backend, "%s", be);
+    rec->options[0] = '\0';
+    if (*format < 3) /* before format 3, no option was noted */
+        return 0;
+    return read_options_line(f, path, rec->options, sizeof rec->options, err, elen);
 }
 
-int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
-                       size_t elen)
+int gcsh_replay_header(const char *path, gcsh_recording *rec, char *err, size_t elen)
 {
     struct stat sb;
-    int st, format = 0;
+    int st;
+    snprintf(rec->path, sizeof rec->path, "%s", path);
     int fd = open_regular(path, &sb, &st, err, elen);
     FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
@@ -138,7 +185,7 @@ int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen,
             close(fd);
         return fd >= 0 ? GCSH_EXIT_SKIP : st;
     }
-    st = read_header(f, path, &format, ranks, backend, blen, err, elen);
+    st = read_header(f, path, rec, err, elen);
     fclose(f);
     return st;
 }
@@ -840,9 +887,7 @@ int gcsh_recording_read(const char *path, gcsh_recording *rec, char *err, size_t
     if (!rec->text)
         return st;
     FILE *f = fmemopen(rec->text, rec->len ? rec->len : 1, "r");
-    st = f ? read_header(f, path, &rec->format, &rec->ranks, rec->backend, sizeof rec->backend,
-                         err, elen)
-           : GCSH_EXIT_SKIP;
+    st = f ? read_header(f, path, rec, err, elen) : GCSH_EXIT_SKIP;
     if (f)
         fclose(f);
     else

@@ -62,6 +62,11 @@ typedef struct gcsh_recording {
     int ranks;            /* the header's rank count, 1..GCSH_MAX_RANKS */
     char backend[64];
     int format;
+    /* The options it was recorded with (format 3's "-- Options:" line), as
+     * command-line words: "-W --timeout=5"; "" when none.  Only checked
+     * for their characters here: main.c parses them as the command line's
+     * (replay_options) and refuses what it cannot replay. */
+    char options[512];
     int has_seed;
     long long seed;
     int rand;             /* header rand=true: t:rand() seeded too (--seed) */
@@ -71,11 +76,10 @@ typedef struct gcsh_recording {
     size_t len;
 } gcsh_recording;
 
-/* The header line's rank count and backend: 0, or an exit status above
- * with why in err (the file is opened, not run: this is all a rank other
- * than the first needs). */
-int gcsh_replay_header(const char *path, int *ranks, char *backend, size_t blen, char *err,
-                       size_t elen);
+/* The header's format, rank count, backend and options into rec: 0, or an
+ * exit status above with why in err (the file is opened, not run: this is
+ * all a rank other than the first needs). */
+int gcsh_replay_header(const char *path, gcsh_recording *rec, char *err, size_t elen);
 /* Reads and checks the whole recording into rec: 0, or an exit status above
  * with why in err ("FILE:LINE: ..." where the file is at fault). */
 int gcsh_recording_read(const char *path, gcsh_recording *rec, char *err, size_t elen);

@@ -59,6 +59,8 @@ struct gcsh_session {
     char *targets;     /* per rank: 1 if lines run there (.ranks) */
     char *everyone;    /* per rank: 1 (what runs on every rank whatever .ranks says) */
     int time_on;       /* .time on */
+    int warnings;      /* -W: warn() was on on every rank when the session
+                          started (a recording notes it: record.h) */
     int check_on;      /* .check on: collectives are checked (collcheck.h) */
     int traceback_on;  /* .traceback on: errors typed at the prompt keep their traceback */
     int failures;      /* chunks that failed on some rank */

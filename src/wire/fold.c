@@ -24,6 +24,8 @@ void gcsh_fold_init(gcsh_fold *f, int nranks, FILE *out, FILE *err, gcsh_tag_mod
                      .tag = nranks > 1 ? tag : GCSH_TAG_NEVER};
     f->pending = calloc((size_t)nranks, sizeof *f->pending);
     f->printed = calloc((size_t)nranks, 1);
+    f->open_ranks = calloc((size_t)nranks, 1);
+    f->shown = calloc((size_t)nranks, 2);
 }
 
 void gcsh_fold_destroy(gcsh_fold *f)
@@ -34,13 +36,18 @@ void gcsh_fold_destroy(gcsh_fold *f)
     }
     free(f->pending);
     free(f->printed);
+    free(f->open_ranks);
+    free(f->shown);
     f->pending = NULL;
     f->printed = NULL;
+    f->open_ranks = NULL;
+    f->shown = NULL;
 }
 
 void gcsh_fold_begin(gcsh_fold *f)
 {
     memset(f->printed, 0, (size_t)f->nranks);
+    memset(f->shown, 0, 2 * (size_t)f->nranks); /* the last command's end ended its lines */
     f->nprinted = 0;
 }
 
@@ -188,13 +195,38 @@ static int next_piece(cursor *c, size_t *to)
     return p->seg[c->seg].stream;
 }
 
+/* Whether the piece x[0..n) of a rank's text (its first `limit` bytes) is a
+ * whole line: it ends with a newline, or where the other stream takes over
+ * (which ends the line on the screen), or at the text's end when `end`
+ * (the command is over: nothing can continue it, and its end ends it). */
+static int whole_piece(const gcsh_pending *p, size_t limit, const char *x, size_t n, size_t to,
+                       int end)
+{
+    return to < limit || x[n - 1] == '\n' || (end && to == p->text.len);
+}
+
+/* Whether two whole lines are alike: the same text but for addresses (*addr
+ * set where those differ), their newlines aside ("val 5" ended by the
+ * command's end shows as "val 5\n" does). */
+static int same_line(const char *x, size_t nx, const char *y, size_t ny, int *addr)
+{
+    nx -= x[nx - 1] == '\n';
+    ny -= y[ny - 1] == '\n';
+    if (nx == ny && memcmp(x, y, nx) == 0)
+        return 1;
+    if (!same_but_addresses(x, nx, y, ny))
+        return 0;
+    *addr = 1;
+    return 1;
+}
+
 /* Whether two ranks' texts (their first la and lb bytes) agree: one is the
- * beginning of the other.  Whole pieces must be alike (same stream, same
- * text but for addresses: *addr is set where those differ); a line the
- * shorter one has not finished must begin the other's, byte for byte.
- * *ta and *tb: the bytes of each that the shorter one covers. */
-static int agree(const gcsh_pending *a, size_t la, const gcsh_pending *b, size_t lb, size_t *ta,
-                 size_t *tb, int *addr)
+ * beginning of the other.  Whole lines must be alike (same stream,
+ * same_line); a line the shorter one has not finished must begin the
+ * other's, byte for byte.  *ta and *tb: the bytes of each that the shorter
+ * one covers.  end: the command is over (whole_piece). */
+static int agree(const gcsh_pending *a, size_t la, const gcsh_pending *b, size_t lb, int end,
+                 size_t *ta, size_t *tb, int *addr)
 {
     cursor ca = {a, la, 0, 0}, cb = {b, lb, 0, 0};
     for (;;) {
@@ -206,13 +238,11 @@ static int agree(const gcsh_pending *a, size_t la, const gcsh_pending *b, size_t
             return 0;
         const char *x = a->text.s + ca.at, *y = b->text.s + cb.at;
         size_t nx = ea - ca.at, ny = eb - cb.at;
-        int whole_a = ea < la || x[nx - 1] == '\n', whole_b = eb < lb || y[ny - 1] == '\n';
+        int whole_a = whole_piece(a, la, x, nx, ea, end);
+        int whole_b = whole_piece(b, lb, y, ny, eb, end);
         if (whole_a && whole_b) {
-            if (nx != ny || memcmp(x, y, nx) != 0) {
-                if (!same_but_addresses(x, nx, y, ny))
-                    return 0;
-                *addr = 1;
-            }
+            if (!same_line(x, nx, y, ny, addr))
+                return 0;
             ca.at = ea;
             cb.at = eb;
             continue;
@@ -291,6 +321,29 @@ static void print_lines(gcsh_fold *f, int stream, const char *label, int tag, co
     }
 }
 
+/* Notes where each member's lines stand once its first take[m] bytes are
+ * printed (shown); the open line, if the group left one, is theirs, and
+ * is ended at once when a member's line there is finished (a member whose
+ * newline was taken: more text of the group must not continue it). */
+static void note_shown(gcsh_fold *f, const int *group, int g, const size_t *take)
+{
+    size_t from, to;
+    int stream, finished = 0;
+    for (int m = 0; m < g; m++) {
+        const gcsh_pending *p = &f->pending[group[m]];
+        for (size_t i = 0; (stream = run_of(p, take[group[m]], i, &from, &to)) >= 0; i++)
+            f->shown[2 * group[m] + stream] = to > from && p->text.s[to - 1] != '\n';
+        finished |= !f->shown[2 * group[m] + f->open_stream];
+    }
+    if (!f->open)
+        return;
+    memset(f->open_ranks, 0, (size_t)f->nranks);
+    for (int m = 0; m < g; m++)
+        f->open_ranks[group[m]] = 1;
+    if (finished)
+        gcsh_fold_end_line(f);
+}
+
 /* Prints the runs of a group of g ranks (group[0]'s text, which the others
  * share, but for addresses when `addresses`), each on its stream; `end`:
  * an unfinished last line is ended. */
@@ -321,6 +374,7 @@ static void print_group(gcsh_fold *f, const int *group, int g, const size_t *tak
         }
         note_closed(f, f->out[stream]);
     }
+    note_shown(f, group, g, take);
     free(texts);
     free(lens);
 }
@@ -343,6 +397,64 @@ static void drop_front(gcsh_pending *p, size_t n)
     memmove(p->text.s, p->text.s + n, len - n);
     p->text.len -= n;
     p->text.s[p->text.len] = '\0';
+}
+
+/* Walks rank r's pending text for settle: each newline that only finishes
+ * a line of r already ended on the screen is left out (mid[s]: r's line on
+ * stream s is unfinished; cut[s]: and other text ended it on the screen;
+ * seen[s]: r's pending text of s was reached, so the line is no longer the
+ * one shown before).  With `into`, what is kept goes there and the shown
+ * line's own newline ends the open line when it is r's; without, nothing
+ * changes.  Returns the newlines left out. */
+static int settle_walk(gcsh_fold *f, int r, gcsh_pending *into)
+{
+    const gcsh_pending *p = &f->pending[r];
+    char mid[2] = {f->shown[2 * r], f->shown[2 * r + 1]}, cut[2] = {mid[0], mid[1]};
+    char seen[2] = {0, 0};
+    int dropped = 0;
+    for (size_t i = 0; i < p->nseg; i++) {
+        int s = p->seg[i].stream;
+        size_t from = p->seg[i].at, to = i + 1 < p->nseg ? p->seg[i + 1].at : p->text.len;
+        if (mid[s] && cut[s] && from < to && p->text.s[from] == '\n') {
+            from++;
+            dropped++;
+            mid[s] = 0;
+            if (into && !seen[s]) { /* the line on the screen is finished */
+                f->shown[2 * r + s] = 0;
+                if (f->open && f->open_stream == s && f->open_ranks[r])
+                    gcsh_fold_end_line(f);
+            }
+        }
+        seen[s] = 1;
+        if (from == to)
+            continue;
+        if (into && gcsh_segment_note(&into->seg, &into->nseg, &into->capseg, into->text.len, s))
+            abort(); /* out of host memory on rank 0, as gcsh_text_append */
+        if (into)
+            gcsh_text_append(&into->text, p->text.s + from, to - from);
+        mid[s] = p->text.s[to - 1] != '\n';
+        cut[s] = 0;
+        cut[!s] |= mid[!s]; /* this stream's text ends the other's line on the screen */
+    }
+    return dropped;
+}
+
+/* Drops from rank r's pending text each newline that only finishes a line
+ * of r whose beginning is on the screen and was ended there already (by
+ * other ranks' text, r's other stream, or the rest of the group it was
+ * shown with): printed, it would be a "[r] " line that r never printed.
+ * Where it finishes the open line, that line ends now, so that what comes
+ * next starts a line of its own. */
+static void settle(gcsh_fold *f, int r)
+{
+    if (settle_walk(f, r, NULL) == 0)
+        return;
+    gcsh_pending kept = {0};
+    settle_walk(f, r, &kept);
+    gcsh_pending *p = &f->pending[r];
+    gcsh_text_free(&p->text);
+    free(p->seg);
+    *p = kept;
 }
 
 /* Whether a rank of set[0..n) that the fold waits for has nothing pending:
@@ -381,7 +493,7 @@ static void flush_set(gcsh_fold *f, const int *set, int n, const char *waiting, 
             if (done[j] || (j > i && f->tag == GCSH_TAG_NEVER))
                 continue;
             const gcsh_pending *q = &f->pending[set[j]];
-            if (j == i || agree(rep, rep->text.len, q, q->text.len, &tr, &tq, &addr)) {
+            if (j == i || agree(rep, rep->text.len, q, q->text.len, end, &tr, &tq, &addr)) {
                 group[g++] = set[j];
                 done[j] = 1;
                 if (j > i && tr < common)
@@ -392,12 +504,13 @@ static void flush_set(gcsh_fold *f, const int *set, int n, const char *waiting, 
             const gcsh_pending *q = &f->pending[group[m]];
             take[group[m]] = common;
             if (m > 0)
-                agree(rep, common, q, q->text.len, &tr, &take[group[m]], &addr);
+                agree(rep, common, q, q->text.len, end, &tr, &take[group[m]], &addr);
         }
         print_group(f, group, g, take, addr, end);
         int left = 0;
         for (int m = 0; m < g; m++) {
             drop_front(&f->pending[group[m]], take[group[m]]);
+            settle(f, group[m]); /* the group's line may be the end of its own */
             if (f->pending[group[m]].text.len)
                 rest[left++] = group[m];
         }
@@ -416,6 +529,7 @@ void gcsh_fold_flush(gcsh_fold *f, int end, const char *waiting)
     int n = 0, *set = malloc((size_t)f->nranks * sizeof *set), *all = malloc((size_t)f->nranks * sizeof *all);
     for (int r = 0; r < f->nranks; r++) {
         all[r] = r;
+        settle(f, r);
         if (f->pending[r].text.len)
             set[n++] = r;
     }

@@ -119,6 +119,12 @@ typedef struct gcsh_fold {
                            ranks (open_label) and stream continues it */
     int open_stream;
     char open_label[4096];
+    char *open_ranks;   /* per rank: its line is the open one */
+    /* Per rank and stream ([2 * rank + stream]): the rank's line there is
+     * unfinished and its beginning is on the screen (this command), so the
+     * newline that finishes it adds nothing but the line's end: never a
+     * "[ranks] " line of its own, which the rank did not print. */
+    char *shown;
     int closed;         /* a write failed with EPIPE: the reader of rank 0's
                            stdout or stderr is gone (head, less quit) */
 } gcsh_fold;

@@ -16,6 +16,46 @@ for _, r in ipairs(rows) do
 end
 H.eq(rows[1].algo, "nccl", "algorithms in the order given")
 
+-- each row's label says what ran: the communicator's all-reduce as c:choose
+-- names its route (no "nccl" where no NCCL ran: "comm" on host, "copy" at
+-- one rank on cuda), on the window "nccl_sym" only where NCCL registered
+-- it symmetric; multicast without NVLS "mcast(emu)"
+local lib = c:choose("allreduce", 1, "f32", "sum", { algo = "comm" })
+local WANT = { nccl = lib, nccl_sym = lib == "nccl" and "nccl_sym" or lib .. "_win",
+               oneshot = "oneshot", twoshot = "twoshot", auto = "auto" }
+if gcsh.backend == "host" then
+  H.eq(lib, "comm", "the host backend's collectives are no NCCL")
+  H.eq(WANT.nccl_sym, "comm_win", "nor on the window")
+  WANT.multicast = "mcast(emu)"
+end
+for _, r in ipairs(rows) do
+  if WANT[r.algo] and (r.algo ~= "nccl" or r.count > 1) then -- cuda: a copy at 1 element
+    H.eq(r.label, WANT[r.algo], r.algo .. "'s label at " .. r.size .. " B")
+  end
+end
+local solo = c:split(c.rank) -- rank 0 prints alone, at one rank: quick
+if c.rank == 0 then -- the table, the chart and the targets print the labels
+  local printed, real_print = {}, print
+  print = function(s) printed[#printed + 1] = s end -- luacheck: ignore
+  local ok, err = pcall(function()
+    local t = bench.allreduce { algos = { "nccl", "nccl_sym", "multicast" }, min = 64, max = 64,
+                                iters = 1, warmup = 0, comm = solo, chart = "busbw" }
+    bench.allreduce_targets(t, { comm = solo })
+  end)
+  print = real_print -- luacheck: ignore
+  H.truthy(ok, "bench at rank 0 alone: " .. tostring(err))
+  local text = table.concat(printed, "\n")
+  local lib0 = solo:choose("allreduce", 16, "f32", "sum", { algo = "comm" })
+  H.truthy(text:find("f32%s+" .. lib0 .. "%s") and text:find("\n  " .. lib0 .. " "),
+           "the table's and the chart's row of nccl: " .. lib0 .. "\n" .. text)
+  H.truthy(text:find("one-shot time / " .. lib0 .. " at", 1, true), "the targets name it: " .. text)
+  if gcsh.backend == "host" then
+    H.eq(text:find("nccl", 1, true), nil, "no nccl in what bench printed on host:\n" .. text)
+    H.truthy(text:find("mcast(emu)", 1, true), "multicast emulated says so: " .. text)
+  end
+end
+solo:free()
+
 -- ll only where it takes the region: rows up to kernel.ll_max_bytes
 local ll = bench.allreduce { algos = { "ll", "oneshot" }, min = kernel.ll_max_bytes // 2,
                              max = kernel.ll_max_bytes * 2, iters = 2, warmup = 1, chart = false,
@@ -41,7 +81,7 @@ for _, r in ipairs(pr) do
 end
 if c.rank == 0 then
   local f = assert(io.open(csv))
-  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us,gpu_shared", "csv header")
+  H.eq(f:read("l"), "algo,size,count,type,redop,time_us,algbw,busbw,wrong,issue_us,label,gpu_shared", "csv header")
   local cells = {}
   for line in f:lines() do
     local row = {}
@@ -70,7 +110,7 @@ if c.rank == 0 then
   H.eq(doc.rows[1].gpu_shared, gcsh.backend == "host" and "no" or doc.rows[1].gpu_shared,
        "json: gpu_shared")
   for i, r in ipairs(rows) do
-    for _, k in ipairs { "algo", "size", "count", "type", "redop", "time_us", "algbw", "busbw", "wrong", "issue_us" } do
+    for _, k in ipairs { "algo", "size", "count", "type", "redop", "time_us", "algbw", "busbw", "wrong", "issue_us", "label" } do
       if math.type(r[k]) == "float" then H.near(doc.rows[i][k], r[k], 1e-9, "json row " .. i .. " " .. k)
       else H.eq(doc.rows[i][k], r[k], "json row " .. i .. " " .. k) end
     end

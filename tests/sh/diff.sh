@@ -62,4 +62,26 @@ expect_eq "one file: exit 128" "$RC" 128
 run -n 2 --diff r1.lua r1.lua
 expect_eq "--diff with -n: exit 128" "$RC" 128
 expect_contains "... said" "$OUT" "'--diff A B' compares two files alone"
+
+# ---- a crafted recording is read within bounds (issue 35's reading stage):
+# a loop, an entry flood, a huge rank count, metatables on its tables
+printf '%s\n' 'local l = require("gcsh.record").script{ranks = 2}' 'while true do end' >loop.lua
+run --diff loop.lua r1.lua
+expect_eq "a recording that loops: exit 128" "$RC" 128
+expect_contains "... said, naming the bound" "$OUT" "runs past 200000000 instructions: not a recording gcsh wrote"
+printf '%s\n' 'local l = require("gcsh.record").script{ranks = 2}' \
+    'for i = 1, 1e9 do l(i, "0-1", "x", {}) end' >flood.lua
+run --diff flood.lua r1.lua
+expect_eq "a recording of endless entries: exit 128" "$RC" 128
+expect_contains "... said" "$OUT" "more than 200000 entries: not a recording gcsh wrote"
+for ranks in 2000000000 0 1.5 '"2"'; do
+    printf '%s\n' "local l = require(\"gcsh.record\").script{ranks = $ranks}" 'l(1, "0", "x", {})' >ranks.lua
+    run --diff ranks.lua r1.lua
+    expect_eq "ranks = $ranks: exit 128" "$RC" 128
+    expect_contains "ranks = $ranks: said" "$OUT" "a recording's rank count is 1..4096 (as gcsh -n)"
+done
+printf '%s\n' 'local mt = { __index = function() while true do end end }' \
+    'local l = require("gcsh.record").script(setmetatable({ ranks = 2 }, mt))' >meta.lua
+run --diff meta.lua r1.lua
+expect_eq "a recording with metatables (no setmetatable there): exit 128" "$RC" 128
 finish

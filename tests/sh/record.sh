@@ -34,7 +34,7 @@ io.write("no newline")'
 F=$TMP/one.lua
 OUT=$(printf '%s\n' 'x = 6 * 7' '=x' | timeout 60 "$GCSH" -n 1 --record "$F" 2>&1); RC=$?
 expect_eq "1 rank: recorded: exit 0" "$RC" 0
-expect_contains "1 rank: header line" "$(head -n 3 "$F")" "-- gcsh recording (format 2): 1 rank, backend host"
+expect_contains "1 rank: header line" "$(head -n 3 "$F")" "-- gcsh recording (format 3): 1 rank, backend host"
 OUT=$(timeout 60 "$GCSH" --replay "$F" 2>&1 </dev/null); RC=$?
 expect_eq "1 rank: replay: exit 0" "$RC" 0
 expect_contains "1 rank: replay matches" "$OUT" "gcsh: replay: 2 lines of $F match"
@@ -45,7 +45,7 @@ for n in 2 4; do
   expect_eq "$n ranks: a recorded piped session with errors exits 1" "$RC" 1
   expect_contains "$n ranks: says where" "$OUT" "recording to $F"
   HEAD=$(head -n 12 "$F")
-  expect_contains "$n ranks: header line" "$HEAD" "-- gcsh recording (format 2): $n ranks, backend host"
+  expect_contains "$n ranks: header line" "$HEAD" "-- gcsh recording (format 3): $n ranks, backend host"
   expect_contains "$n ranks: header: how to replay" "$HEAD" "gcsh --replay $F"
   expect_contains "$n ranks: header: how to rerun" "$HEAD" "gcsh -n $n $F"
   expect_match "$n ranks: header: versions" "$HEAD" '^-- Recorded .* with gcsh [0-9.]+, Lua 5\.4\.[0-9]+, .*MPI'

@@ -80,6 +80,44 @@ expect_eq "-W: warnings on stderr" "$OUT|$ERR" "|[0-1] Lua warning: shown once p
 split -n 2 -e 'warn("@on") warn("on now")' </dev/null
 expect_eq "warn('@on') turns them on" "$ERR" "[0-1] Lua warning: on now"
 
+# ---- a missing final newline: the command's end ends the line, so the
+# text folds with the same line ended by a newline; never an empty "[r] "
+# line that no rank printed (-e, a script's line, a piped session)
+split -n 2 -e 'io.write(rank == 0 and "val 5" or "val 5\n")' </dev/null
+expect_eq "rank 0 without its newline folds" "$OUT|$ERR" "[0-1] val 5|"
+split -n 2 -e 'io.write(rank == 1 and "val 5" or "val 5\n")' </dev/null
+expect_eq "rank 1 without its newline folds" "$OUT|$ERR" "[0-1] val 5|"
+split -n 2 -e 'io.write(rank == 0 and "val" or "val 5\n")' </dev/null
+expect_eq "a shorter line ended by the command is its own" "$OUT" "[0] val
+[1] val 5"
+split -n 4 -e 'io.write("a\nb", rank % 2 == 0 and "" or "\n")' -e 'print("next")' </dev/null
+expect_eq "4 ranks, every other without its newline" "$OUT|$ERR" "[0-3] a
+[0-3] b
+[0-3] next|"
+split -n 4 -e 'io.write(({"x", "x\n", "x\ny", "x\n"})[rank + 1])' </dev/null
+expect_eq "4 ranks, a longer one among them" "$OUT" "[0-3] x
+[2] y"
+# rank 0 finishes its line after rank 1's whole line went out (as it comes)
+split -n 2 -e 'local c = comm.world()
+if rank == 0 then io.write("val 5") io.stdout:flush() c:barrier() io.write("\n")
+else print("val 5") c:barrier() end' </dev/null
+expect_eq "a newline that comes later finishes the folded line" "$OUT|$ERR" "[0-1] val 5|"
+split -n 2 -e 'local c = comm.world()
+if rank == 0 then io.write("ab") io.stdout:flush() c:barrier() c:barrier() io.write("\n")
+else c:barrier() print("x") io.stdout:flush() c:barrier() end' </dev/null
+expect_eq "another rank's line between: no empty line after it" \
+    "$(grep -c '^\[[0-9]\] $' <<<"$OUT")|$(grep -c '' <<<"$OUT")" "0|2"
+printf '%s\n' 'do io.write(rank == 0 and "p" or "p\n") end' 'print("q")' \
+    'do io.write(rank == 1 and "r" or "r\n") end' >"$TMP/mixed"
+split -n 2 <"$TMP/mixed"
+expect_eq "piped: lines without their newline fold" "$OUT|$ERR" "[0-1] p
+[0-1] q
+[0-1] r|"
+split -n 4 <"$TMP/mixed"
+expect_eq "piped at 4 ranks" "$OUT|$ERR" "[0-3] p
+[0-3] q
+[0-3] r|"
+
 # ---- gcsh's own diagnostics: stderr, stdout empty
 split -n 2 "$TMP/no-such.lua" </dev/null
 expect_eq "a missing script: said on stderr" "$OUT|$ERR|$RC" \

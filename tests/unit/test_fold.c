@@ -252,6 +252,107 @@ static void test_partial(void)
     sink_close(&k);
 }
 
+/* A rank's text that lacks the newline another rank's has: the same line
+ * (the command's end ends it), folded or shown once each, and never a
+ * "[r] " line of the newline alone, which no rank printed. */
+static void test_last_newline(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "val 5");
+    add(&k, 1, GCSH_STDOUT, "val 5\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] val 5\n") == 0, "rank 0 without its newline: %s", k.obuf);
+    add(&k, 0, GCSH_STDOUT, "val 6\n");
+    add(&k, 1, GCSH_STDOUT, "val 6");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] val 5\n[0-1] val 6\n") == 0, "rank 1 without: %s", k.obuf);
+    add(&k, 0, GCSH_STDOUT, "val");
+    add(&k, 1, GCSH_STDOUT, "val 7\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] val 5\n[0-1] val 6\n[0] val\n[1] val 7\n") == 0,
+          "a line the command ended is whole: no fold on its beginning: %s", k.obuf);
+    sink_close(&k);
+
+    sink_open(&k, 4, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "a\nb");
+    add(&k, 1, GCSH_STDOUT, "a\nb\n");
+    add(&k, 2, GCSH_STDOUT, "a\n");
+    add(&k, 3, GCSH_STDOUT, "a\nb\nc");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-3] a\n[0-1,3] b\n[3] c\n") == 0, "4 ranks, mixed ends: %s", k.obuf);
+    sink_close(&k);
+
+    /* the other stream ends a line on the screen: the newline that comes
+     * after it finishes that line, and prints nothing */
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "oops");
+    add(&k, 0, GCSH_STDERR, "E\n");
+    add(&k, 0, GCSH_STDOUT, "\nnext\n");
+    add(&k, 1, GCSH_STDOUT, "oops\n");
+    add(&k, 1, GCSH_STDERR, "E\n");
+    add(&k, 1, GCSH_STDOUT, "next\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] oops\n[0-1] next\n") == 0 && strcmp(k.ebuf, "[0-1] E\n") == 0,
+          "a stream between: %s|%s", k.obuf, k.ebuf);
+    sink_close(&k);
+}
+
+/* While the command runs: a line shown with other ranks, then finished by
+ * each rank's newline as it comes, is one line; another rank's line ending
+ * it on the screen leaves no empty "[r] " line after. */
+static void test_newline_later(void)
+{
+    sink k;
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "val 5");
+    add(&k, 1, GCSH_STDOUT, "val 5\n");
+    due(&k, "11");
+    add(&k, 0, GCSH_STDOUT, "\n");
+    due(&k, "11");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] val 5\n") == 0, "rank 0's newline later: %s", k.obuf);
+    sink_close(&k);
+
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "val 5");
+    add(&k, 1, GCSH_STDOUT, "val 5\n");
+    due(&k, "11");
+    flush(&k); /* rank 0 never ends its line: the command's end does */
+    CHECK(strcmp(k.obuf, "[0-1] val 5\n") == 0, "never ended: %s", k.obuf);
+    sink_close(&k);
+
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "ab");
+    due(&k, NULL);
+    add(&k, 1, GCSH_STDOUT, "x\n");
+    due(&k, NULL);
+    add(&k, 0, GCSH_STDOUT, "\n");
+    add(&k, 1, GCSH_STDOUT, "y\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0] ab\n[1] x\n[1] y\n") == 0, "rank 0's line ended by rank 1's: %s",
+          k.obuf);
+    sink_close(&k);
+
+    sink_open(&k, 2, GCSH_TAG_NEVER);
+    add(&k, 0, GCSH_STDOUT, "ab");
+    due(&k, NULL);
+    add(&k, 1, GCSH_STDOUT, "x\n");
+    due(&k, NULL);
+    add(&k, 0, GCSH_STDOUT, "\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "ab\nx\n") == 0, "never: no empty line: %s", k.obuf);
+    sink_close(&k);
+
+    /* a real empty line stays: the rank's line was finished before it */
+    sink_open(&k, 2, GCSH_TAG_ALWAYS);
+    add(&k, 0, GCSH_STDOUT, "a\n\n");
+    add(&k, 1, GCSH_STDOUT, "a\n");
+    flush(&k);
+    CHECK(strcmp(k.obuf, "[0-1] a\n[0] \n") == 0, "an empty line printed: %s", k.obuf);
+    sink_close(&k);
+}
+
 /* wrapped(fn, text, indent, width): what gcsh_text_wrap or _path makes of text. */
 static const char *wrapped(void (*fn)(gcsh_text *, const char *, const char *, size_t),
                            const char *text, const char *indent, size_t width)
@@ -309,5 +410,7 @@ int main(void)
     test_tags();
     test_runs();
     test_partial();
+    test_last_newline();
+    test_newline_later();
     UNIT_END();
 }
