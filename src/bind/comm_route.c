@@ -539,6 +539,16 @@ static const luaL_Reg comm_meth[] = {
 
 /* ---- .info -------------------------------------------------------------------------- */
 
+/* What carries some of the library's calls instead, after "; " ("; up to
+ * 4 KiB a rank through shared memory"), or "". */
+static void other_paths(gcsh_ctx *ctx, char *buf, size_t len)
+{
+    char other[64] = "";
+    if (ctx->be->comm_paths)
+        ctx->be->comm_paths(ctx, other, sizeof other);
+    snprintf(buf, len, "%s%s", other[0] ? "; " : "", other);
+}
+
 /* "kernels (ranks share a GPU)", "NCCL (no GPU shared)": where the routed
  * collectives run unless a call asks (.info's "collectives:"). */
 void gcsh_comm_route_info(lua_State *L)
@@ -546,7 +556,7 @@ void gcsh_comm_route_info(lua_State *L)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     const route_policy *pol = policy_of(L);
     const char *lib = strcmp(ctx->be->name, "cuda") == 0 ? "NCCL" : "MPI";
-    char text[160];
+    char text[200];
     if (pol && pol->want == GCSH_ROUTE_COMM)
         snprintf(text, sizeof text, "%s (" ROUTE_ENV "=%s)", lib, pol->word);
     else if (pol && pol->want == GCSH_ROUTE_KERNEL)
@@ -555,6 +565,8 @@ void gcsh_comm_route_info(lua_State *L)
         snprintf(text, sizeof text, "kernels (--share-gpu)");
     else
         snprintf(text, sizeof text, "%s (no GPU shared)", lib);
+    if (!pol || pol->want != GCSH_ROUTE_KERNEL) /* the library's calls, where it is used */
+        other_paths(ctx, text + strlen(text), sizeof text - strlen(text));
     /* what every route but the kernels asked for becomes (route_of) */
     if (ctx->be->one_rank_copies && !(pol && pol->want == GCSH_ROUTE_KERNEL))
         snprintf(text + strlen(text), sizeof text - strlen(text), "; a stream copy at one rank");

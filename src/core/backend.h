@@ -872,6 +872,10 @@ typedef struct gcsh_backend {
      * "oob_write": an unrecoverable fault).  -1 with ctx->err for an unknown
      * or unsupported what. */
     int (*inject)(gcsh_ctx *ctx, const char *what);
+    /* Optional (NULL: none): what carries some of the communicators'
+     * collectives instead of the library, in a few words for .info (host:
+     * "up to 4 KiB a rank through shared memory"); "" where nothing does now. */
+    void (*comm_paths)(gcsh_ctx *ctx, char *buf, size_t len);
     const gcsh_mem_ops *mem;
     const gcsh_comm_ops *comm;
     const gcsh_window_ops *win;

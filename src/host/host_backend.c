@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 
+#include "core/env.h"
 #include "core/gcsh.h"
 #include "host/host.h"
 
@@ -82,12 +83,28 @@ static int host_inject(gcsh_ctx *ctx, const char *what)
                                "(valid: oom async fatal)", what);
 }
 
+/* The shared-memory path of small collectives (host_small.c): how much a
+ * member may post; it serves communicators whose members share a node. */
+static void host_comm_paths(gcsh_ctx *ctx, char *buf, size_t len)
+{
+    size_t room = (size_t)gcsh_env_value(GCSH_ENV_HOST_SMALL_BYTES);
+    char size[32];
+    gcsh_format_bytes(room, size, sizeof size);
+    if (room == 0)
+        snprintf(buf, len, "%s", "");
+    else if (ctx->nnodes > 1) /* (a communicator across nodes: MPI alone) */
+        snprintf(buf, len, "in a node, to %s a rank by shared memory", size);
+    else
+        snprintf(buf, len, "up to %s a rank through shared memory", size);
+}
+
 const gcsh_backend gcsh_host_backend = {
     .name = "host",
     .init = host_init,
     .fini = host_fini,
     .info = host_info,
     .inject = host_inject,
+    .comm_paths = host_comm_paths,
     .mem = &gcsh_host_mem_ops,
     .comm = &gcsh_host_comm_ops,
     .win = &gcsh_host_window_ops,

@@ -10,13 +10,25 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 gcsh_pipe 2 '.info'
-expect_contains ".info without shared GPUs: MPI" "$OUT" "collectives: MPI (no GPU shared)"
+expect_contains ".info without shared GPUs: MPI, and the small calls' shared memory" "$OUT" \
+    "collectives: MPI (no GPU shared); up to 4 KiB a rank through shared memory"
+OUT=$(printf '.info\n' | GCSH_HOST_SMALL_BYTES=1k timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains ".info: GCSH_HOST_SMALL_BYTES's bound" "$OUT" \
+    "collectives: MPI (no GPU shared); up to 1 KiB a rank through shared memory"
+OUT=$(printf '.info\n' | GCSH_HOST_SMALL_BYTES=0 timeout 60 "$GCSH" -n 2 2>&1)
+expect_contains ".info: GCSH_HOST_SMALL_BYTES=0, MPI alone" "$OUT" "collectives: MPI (no GPU shared)
+"
+OUT=$(printf '.info\n' | GCSH_RANKS_PER_NODE=2 timeout 60 "$GCSH" -n 4 2>&1)
+expect_contains ".info on 2 nodes: shared memory in a node only" "$OUT" \
+    "collectives: MPI (no GPU shared); in a node, to 4 KiB a rank by shared memory"
 gcsh_pipe 2 '.info' --share-gpu
 expect_contains ".info with --share-gpu: the kernels" "$OUT" "collectives: kernels (--share-gpu)"
 OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=kernel timeout 60 "$GCSH" -n 2 2>&1)
 expect_contains ".info with GCSH_COMM_ROUTE=kernel" "$OUT" "collectives: kernels (GCSH_COMM_ROUTE=kernel)"
 OUT=$(printf '.info\n' | GCSH_COMM_ROUTE=comm timeout 60 "$GCSH" -n 2 --share-gpu 2>&1)
-expect_contains ".info with GCSH_COMM_ROUTE=comm" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=comm)"
+expect_contains ".info with GCSH_COMM_ROUTE=comm (folded at 80 columns)" "$OUT" \
+    "collectives: MPI (GCSH_COMM_ROUTE=comm);
+  up to 4 KiB a rank through shared memory"
 
 # the route of each call: its check and trace span carry it
 F=$TMP/t.json
@@ -91,6 +103,6 @@ expect_eq "GCSH_COMM_ROUTE=fast is refused at start" "$RC:$OUT" \
 # nccl, the library's name on cuda, is said as it was set
 OUT=$(printf '.info\nc = comm.world()\n=c:choose("allreduce", 4)\n' |
     GCSH_COMM_ROUTE=nccl timeout 60 "$GCSH" -n 2 2>&1)
-expect_contains "GCSH_COMM_ROUTE=nccl: .info says it as set" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=nccl)"
+expect_contains "GCSH_COMM_ROUTE=nccl: .info says it as set" "$OUT" "collectives: MPI (GCSH_COMM_ROUTE=nccl);"
 expect_contains "GCSH_COMM_ROUTE=nccl: c:choose says it as set" "$OUT" "[0-1] comm	GCSH_COMM_ROUTE=nccl	0"
 finish

@@ -359,7 +359,7 @@ for n in 1 2 4; do
         "MPI network: this machine only: pml ob1, btl self,vader, oob lo;
   mpirun listens on loopback only"
     expect_eq ".info at $n: where the collectives run" "$(sed -n 5p <<<"$OUT")" \
-        "collectives: MPI (no GPU shared)"
+        "collectives: MPI (no GPU shared); up to 4 KiB a rank through shared memory"
     expect_match ".info at $n: table header" "$(sed -n 6p <<<"$OUT")" "^rank  host$(printf '%*s' $(( ${#SHORT_HOST} > 4 ? ${#SHORT_HOST} - 4 : 0 )) '')  +pid  local  device  numa\$"
     expect_eq ".info at $n: 6 lines + one per rank" "$(wc -l <<<"$OUT")" $((6 + n))
     expect_match ".info at $n: rank $((n - 1))'s row" "$(tail -n 1 <<<"$OUT")" "^ +$((n - 1))  [^ ]+ +[0-9]+ +$((n - 1))  cpu +(-|[0-9]+)\$"
