@@ -3,14 +3,15 @@
 // protocol carries a whole small all-reduce.  Eight lanes of a warp hold a
 // line, 16 bytes each: lanes 0-6 sixteen data bytes, lane 7 the last eight
 // and the flag word.  A warp stores four lines with one 16-byte store a
-// lane into my slot of every member's LL area, then loads each member's
-// same four lines in my area the same way until every line's flag lane
-// holds this call's flag, reduces them in team order (the same bits as
-// one-shot and ll) and stores the result.  A line whose flag is seen is
-// whole: a warp's aligned 128-byte store reaches a 128-byte load whole
-// (kll.h says where this holds), so, as in ll, nothing is fenced and no
-// round trip is waited for before the data moves; unlike ll, 15 of every
-// 16 bytes moved are data.
+// lane into my slot of every member's LL area (its ll128 part), then
+// loads each member's same four lines in my area the same way until every
+// line's flag lane holds this call's flag and its data's checksum, reduces
+// them in team order (the same bits as one-shot and ll) and stores the
+// result.  The line travels whole (a warp's aligned 128-byte store, as
+// NCCL's LL128 relies on) or is read again when its checksum says it was
+// torn (kll.h says why both), so, as in ll, nothing is fenced and no round
+// trip is waited for before the data moves; unlike ll, 15 of every 16
+// bytes moved are data.
 //
 // A warp's lanes keep in step (every decision to wait on, give up or stop
 // is the warp's), so a line is never half waited for.  The call count is
@@ -123,7 +124,7 @@ __device__ inline uint4 wait_lines(const char *p, bool active, uint32_t flag, co
         unsigned missing = __ballot_sync(kWarp, !ok);
         unsigned seen = __shfl_sync(kWarp, v.z, __ffs(missing) - 1);
         if (rank_of && lane == 0 && (i & (kStallPolls - 1)) == 0)
-            note_stall(end.ctl, GCSH_STALL_LL, rank_of[member], flag, seen);
+            note_stall(end.ctl, GCSH_STALL_LL128, rank_of[member], flag, seen);
         int why = lane == 0 ? give_up_reason(i, t0, end, &gen) : 0;
         why = __shfl_sync(kWarp, why, 0);
         if (why) {
@@ -146,7 +147,7 @@ template <class T> __global__ void __launch_bounds__(kLL128Threads) ll128_kernel
     int lane = threadIdx.x % 32, j = lane % kLanesPerLine, cb = chunk_bytes(j);
     size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
     size_t warps = (size_t)gridDim.x * blockDim.x / 32;
-    size_t mine = gcsh_ll_slot_offset(a.window_bytes, a.slots, set, a.me);
+    size_t mine = gcsh_ll128_slot_offset(a.window_bytes, a.slots, set, a.me);
     size_t lane_at = (size_t)(lane / kLanesPerLine) * GCSH_LL128_LINE_BYTES + (size_t)j * 16;
 
     // my lines, flagged, into my slot of every member's area (the whole
@@ -171,7 +172,7 @@ template <class T> __global__ void __launch_bounds__(kLL128Threads) ll128_kernel
         typename T::A acc[T::VE], e[T::VE];
         for (int s = 0; s < a.k; s++) {
             const char *p = a.area[a.me] +
-                            gcsh_ll_slot_offset(a.window_bytes, a.slots, set, s) +
+                            gcsh_ll128_slot_offset(a.window_bytes, a.slots, set, s) +
                             base * GCSH_LL128_LINE_BYTES + lane_at;
             uint4 v = wait_lines(p, active, flag, a.end, &gave_up, a.rank_of, s);
             T::unpack(v, e);

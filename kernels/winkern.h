@@ -31,12 +31,12 @@ typedef struct gcsh_wait_ctl {
      * record but the three words apart.  The host clears stall_who when it
      * starts waiting for the stream (cuda_sync) and reads it from the
      * watcher thread (cuda_mem.c's stall note). */
-    volatile int stall_kind;               /* GCSH_STALL_BARRIER or GCSH_STALL_LL */
+    volatile int stall_kind; /* GCSH_STALL_BARRIER, GCSH_STALL_LL or GCSH_STALL_LL128 */
     volatile unsigned long long stall_want; /* the barrier's number, or the line's flag */
     volatile unsigned long long stall_who;  /* GCSH_STALL_WHO(peer, seen); 0: none */
 } gcsh_wait_ctl;
 
-enum { GCSH_STALL_BARRIER = 1, GCSH_STALL_LL = 2 };
+enum { GCSH_STALL_BARRIER = 1, GCSH_STALL_LL = 2, GCSH_STALL_LL128 = 3 };
 /* A stall's peer (its rank in the communicator) and the value its word
  * holds, in one word: written at once, read at once. */
 #define GCSH_STALL_SEEN_BITS 48

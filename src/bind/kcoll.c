@@ -193,8 +193,8 @@ static void push_seen(lua_State *L, const gcsh_symobj *o)
 }
 
 /* The LL area (core/kll.h): the calls done here, the set and flag of the
- * next, and the newest flag each member's slot holds (line 0 of either set:
- * the last call whose data from that member arrived). */
+ * next, and the newest flag each member's slot holds (line 0 of either set,
+ * ll's or ll128's: the last call whose data from that member arrived). */
 static void push_ll(lua_State *L, const gcsh_symobj *o)
 {
     size_t ll = gcsh_kern_ll_offset(L, o), wb = gcsh_kern_window_bytes(o);
@@ -208,10 +208,13 @@ static void push_ll(lua_State *L, const gcsh_symobj *o)
     for (int p = 0; p < k; p++) {
         uint32_t newest = 0;
         for (unsigned set = 0; set < 2; set++) {
-            uint64_t word;
+            uint64_t word, word128; /* ll: { data, flag }; ll128: { flag, checksum } */
             read_mine(L, o, ll + gcsh_ll_slot_offset(wb, slots, set, p), &word, sizeof word);
-            uint32_t flag = (uint32_t)(word >> 32);
+            read_mine(L, o, ll + gcsh_ll128_slot_offset(wb, slots, set, p) + GCSH_LL128_LINE_DATA,
+                      &word128, sizeof word128);
+            uint32_t flag = (uint32_t)(word >> 32), flag128 = (uint32_t)word128;
             newest = flag > newest ? flag : newest;
+            newest = flag128 > newest ? flag128 : newest;
         }
         set_member(L, o, p, newest);
     }

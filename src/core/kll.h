@@ -31,12 +31,13 @@
  * on the host, so a CUDA graph's replays advance it too, and an interrupted
  * call leaves every rank's count one further, as a finished one does.
  *
- * Sizes: the LL area holds GCSH_LL_MAX_BYTES per member (the region a call
- * takes, past which one-shot and two-shot win anyway), or the window's own
- * size when that is smaller.
+ * Sizes: a slot holds GCSH_LL_MAX_BYTES of ll lines per member (the region
+ * a call takes, past which one-shot and two-shot win anyway), or the
+ * window's own size when that is smaller, then ll128's lines (below).
  *
  * "ll128" (NCCL's LL128, taken to a whole all-reduce) uses the same area,
- * header, count, flags and sets, with lines of 128 bytes: 120 data bytes
+ * header, count, flags, sets and slots, with lines of 128 bytes, in a part
+ * of each slot of their own after ll's: 120 data bytes
  * and, in the last 8, a flag word: the call's flag in its low half and, in
  * its high half, a checksum of the line's data (gcsh_ll128_checksum).  A
  * warp stores a line as eight 16-byte stores of one instruction and loads
@@ -54,12 +55,16 @@
  * word with release, and reads the flag word with acquire before the data,
  * which needs neither; its flag words carry the same checksum.  So a call
  * carries 120 bytes a 128-byte line instead of 8 a 16-byte line: 15 of
- * every 16 bytes moved are data instead of 1 of 2, and a slot holds
- * GCSH_LL128_MAX_BYTES.  A slot is as long as the longer of the two
- * protocols' needs; mixing them on a window is safe: an ll word seen as an
- * ll128 flag word holds an old flag or user data in its low half, and an
- * old flag where the checksum would be; an old ll128 flag word an old flag.
- * Zeros, which fresh and cleared scratch memory hold, are no flag. */
+ * every 16 bytes moved are data instead of 1 of 2, and a slot's ll128 part
+ * holds GCSH_LL128_MAX_BYTES (or the window's size).  The two parts never
+ * share a byte: when they did (a slot as long as the longer need), an ll
+ * line took the user data an ll128 call had left where ll keeps its flags
+ * (words 1 and 3 of 16 bytes) for a flag, and an ll call after two ll128
+ * calls returned a stale contribution as right (an i32 fill equal to the
+ * call count; the review of 2026-11-28, on the host and on 2 H200s).  In
+ * its own part each protocol sees only its own old lines, whose flags are
+ * older calls'.  Zeros, which fresh and cleared scratch memory hold, are no
+ * flag. */
 #ifndef GCSH_KLL_H
 #define GCSH_KLL_H
 
@@ -112,15 +117,23 @@ GCSH_HD static inline size_t gcsh_ll128_capacity(size_t window_bytes)
     return window_bytes < GCSH_LL128_MAX_BYTES ? window_bytes : GCSH_LL128_MAX_BYTES;
 }
 
-/* A slot: the longer of what the two protocols need, in whole 128-byte
- * lines (so every ll128 line of a slot is 128-byte aligned: the area's
- * start and its header are). */
-GCSH_HD static inline size_t gcsh_ll_slot_bytes(size_t window_bytes)
+/* A slot's two parts: ll's lines, rounded up to whole 128-byte lines (so
+ * that every ll128 line after them is 128-byte aligned: the area's start
+ * and its header are), then ll128's. */
+GCSH_HD static inline size_t gcsh_ll_part_bytes(size_t window_bytes)
 {
     size_t ll = gcsh_ll_lines(gcsh_ll_capacity(window_bytes)) * GCSH_LL_LINE_BYTES;
-    size_t ll128 = gcsh_ll128_lines(gcsh_ll128_capacity(window_bytes)) * GCSH_LL128_LINE_BYTES;
-    size_t most = ll > ll128 ? ll : ll128;
-    return (most + GCSH_LL128_LINE_BYTES - 1) / GCSH_LL128_LINE_BYTES * GCSH_LL128_LINE_BYTES;
+    return (ll + GCSH_LL128_LINE_BYTES - 1) / GCSH_LL128_LINE_BYTES * GCSH_LL128_LINE_BYTES;
+}
+
+GCSH_HD static inline size_t gcsh_ll128_part_bytes(size_t window_bytes)
+{
+    return gcsh_ll128_lines(gcsh_ll128_capacity(window_bytes)) * GCSH_LL128_LINE_BYTES;
+}
+
+GCSH_HD static inline size_t gcsh_ll_slot_bytes(size_t window_bytes)
+{
+    return gcsh_ll_part_bytes(window_bytes) + gcsh_ll128_part_bytes(window_bytes);
 }
 
 /* The slots per set for a communicator of comm_size ranks. */
@@ -141,6 +154,14 @@ GCSH_HD static inline size_t gcsh_ll_slot_offset(size_t window_bytes, int slots,
 {
     return GCSH_LL_HEADER_BYTES +
            ((size_t)set * (size_t)slots + (size_t)member) * gcsh_ll_slot_bytes(window_bytes);
+}
+
+/* Byte offset, from the LL area's start, of the ll128 lines of slot
+ * `member` of set `set` (after its ll lines). */
+GCSH_HD static inline size_t gcsh_ll128_slot_offset(size_t window_bytes, int slots, unsigned set,
+                                                    int member)
+{
+    return gcsh_ll_slot_offset(window_bytes, slots, set, member) + gcsh_ll_part_bytes(window_bytes);
 }
 
 /* The flag of the call after `count` calls: never 0 (fresh memory). */

@@ -263,9 +263,10 @@ static int stall_text(const void *arg, char *buf, size_t len)
         return 0;
     int peer = (int)(who >> GCSH_STALL_SEEN_BITS) - 1;
     unsigned long long seen = who & GCSH_STALL_SEEN_MASK, want = w->stall_want;
+    int flagged = w->stall_kind == GCSH_STALL_LL || w->stall_kind == GCSH_STALL_LL128;
     snprintf(buf, len, "waits at %s %s%llu for [%d]'s word (now %llu)",
-             w->stall_kind == GCSH_STALL_LL ? "ll" : "barrier",
-             w->stall_kind == GCSH_STALL_LL ? "flag " : "#", want, peer, seen);
+             w->stall_kind == GCSH_STALL_LL128 ? "ll128" : flagged ? "ll" : "barrier",
+             flagged ? "flag " : "#", want, peer, seen);
     return 1;
 }
 

@@ -38,11 +38,14 @@ static char *area_of(const ll_call *c, int member)
     return (char *)c->d->peer[member] + c->a->ll_off;
 }
 
-/* Line `line` of slot `slot` in member's set. */
+/* Line `line` of slot `slot` in member's set (ll128's lines in their own
+ * part of the slot: kll.h). */
 static char *line_at_slot(const ll_call *c, int member, int slot, size_t line)
 {
-    return area_of(c, member) + gcsh_ll_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot) +
-           line * c->line_bytes;
+    size_t at = c->a->proto == GCSH_LL_PROTO_LL128
+                    ? gcsh_ll128_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot)
+                    : gcsh_ll_slot_offset(c->a->window_bytes, c->a->slots, c->set, slot);
+    return area_of(c, member) + at + line * c->line_bytes;
 }
 
 /* Word `half` (0 or 1) of an ll line; an ll128 line's flag word is its

@@ -137,3 +137,61 @@ do
     w:free()
   end
 end
+
+-- each protocol's lines only where it keeps them: ll's flags sit in words 1
+-- and 3 of its 16-byte lines, which in ll128's lines are data, so an ll
+-- call after two ll128 calls (the same set) must never take ll128's data
+-- for its flag (it did, when the two shared a slot's bytes: data equal to
+-- the coming flag, an i32 fill of the call count, passed); nor the
+-- persistent all-reduce (ll's lines), nor ll128 after ll
+do
+  local N = 4096
+  local w = c:window(N, "i32", opts)
+  local sum = over_team(function(r) return 10 + r end)
+  local function stale_round(last)
+    local next_flag = w:sync_state().ll_calls + 3 -- the third call's flag
+    w:tensor():fill(next_flag)
+    kernel.allreduce(w, { algo = "ll128" })
+    w:tensor():fill(1)
+    kernel.allreduce(w, { algo = "ll128" })
+    w:tensor():fill(10 + me)
+    return last()
+  end
+  for t = 1, 40 do
+    local res = stale_round(function() return kernel.allreduce(w, { algo = "ll" }) end)
+    if res:sum() ~= N * sum then
+      H.eq(res:sum(), N * sum, "ll after two ll128 calls whose data were its flag, round " .. t)
+    end
+  end
+  H.truthy(true, "ll after ll128 calls: 40 rounds")
+  local p = kernel.persistent(w)
+  for t = 1, 20 do
+    local res = stale_round(function() p:allreduce() p:wait() return w:tensor() end)
+    if res:sum() ~= N * sum then
+      H.eq(res:sum(), N * sum, "the persistent all-reduce after two ll128 calls, round " .. t)
+    end
+  end
+  p:stop()
+  H.truthy(true, "the persistent all-reduce after ll128 calls: 20 rounds")
+  for t = 1, 40 do -- and the other way round
+    local next_flag = w:sync_state().ll_calls + 3
+    w:tensor():fill(next_flag)
+    kernel.allreduce(w, { algo = "ll" })
+    w:tensor():fill(1)
+    kernel.allreduce(w, { algo = "ll" })
+    w:tensor():fill(10 + me)
+    local res = kernel.allreduce(w, { algo = "ll128" })
+    if res:sum() ~= N * sum then
+      H.eq(res:sum(), N * sum, "ll128 after two ll calls whose data were its flag, round " .. t)
+    end
+  end
+  H.truthy(true, "ll128 after ll calls: 40 rounds")
+  -- and w:sync_state's ll_seen is a flag either protocol stored, never data
+  w:tensor():fill(123456)
+  kernel.allreduce(w, { algo = "ll128" })
+  local st = w:sync_state()
+  for p_, seen in pairs(st.ll_seen) do
+    H.truthy(seen < st.ll_flag, string.format("ll_seen of [%s] is a flag: %d < %d", tostring(p_), seen, st.ll_flag))
+  end
+  w:free()
+end

@@ -92,9 +92,9 @@ do
   local big = c:window(1 << 21, "f32", opts) -- 8 MiB: more than the scratch holds
   big:tensor():fill(me + 1)
   c:barrier()
-  -- two sets of a slot per member, each 256 KiB of ll128 lines (120 of every
-  -- 128 bytes data: 2185 lines), the longer of ll's and ll128's (core/kll.h)
-  local scratch = 2 * k * 2185 * 128
+  -- two sets of a slot per member, each 128 KiB of ll lines (64 KiB of data)
+  -- and 256 KiB of ll128 lines (120 of every 128 bytes data: 2185 lines)
+  local scratch = 2 * k * (128 * 1024 + 2185 * 128)
   H.eq(big:info().scratch_bytes, scratch, "the scratch area's bytes")
   local out = tensor.new(1 << 21, "f32")
   H.raises(function() kernel.allreduce(big, { algo = "twoshot", out = out }) end,

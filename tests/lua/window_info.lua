@@ -13,10 +13,9 @@ local i = w:info()
 H.truthy(i.bytes <= i.ll_offset, "the LL area after the user's bytes")
 H.eq(i.ll_offset + 256 + i.scratch_bytes, i.sync_offset, "the scratch ends where the sync words start")
 H.truthy(i.sync_offset < i.alloc_bytes, "the sync words inside the allocation")
--- a slot: the longer of ll's 16-byte lines of 8 data bytes (800 bytes for
--- 400) and ll128's 128-byte lines of 120 (4 lines, 512), in whole 128-byte
--- lines: 896
-H.eq(i.scratch_bytes, 2 * math.min(k, 16) * 896, "two sets of a slot per rank (at most 16)")
+-- a slot: ll's 16-byte lines of 8 data bytes (800 bytes for 400), in whole
+-- 128-byte lines (896), then ll128's 128-byte lines of 120 (4 lines, 512)
+H.eq(i.scratch_bytes, 2 * math.min(k, 16) * (896 + 512), "two sets of a slot per rank (at most 16)")
 
 local text = S.format(w, "info")
 local lines = {}

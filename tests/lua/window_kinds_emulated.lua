@@ -61,10 +61,11 @@ for _, kind in ipairs { "nccl", "vmm" } do
   w:free()
 
   -- a window of one granule takes as many more as the kernels' areas need:
-  -- the LL area (a header, two sets of a slot per rank, each 2185 ll128
-  -- lines of 128 bytes: src/core/kll.h) and the host's 128 bytes of sync words
+  -- the LL area (a header, two sets of a slot per rank, each 128 KiB of ll
+  -- lines and 2185 ll128 lines of 128 bytes: src/core/kll.h) and the host's
+  -- 128 bytes of sync words
   local w2 = c:window(MiB2 // 4, "f32", { kind = kind })
-  local areas = 256 + 2 * math.min(k, 16) * 2185 * 128 + 128
+  local areas = 256 + 2 * math.min(k, 16) * (128 * 1024 + 2185 * 128) + 128
   H.eq(w2:info().alloc_bytes, MiB2 * ((MiB2 + areas + MiB2 - 1) // MiB2),
        kind .. ": past one granule (the kernels' areas)")
   w2:free()
