@@ -7,7 +7,9 @@
 -- flag per 128-byte line, 120 bytes of data, where the hardware keeps a
 -- 128-byte store whole (NVLink).  gcsh's kernels make the same trade on a
 -- small all-reduce: algo="oneshot" synchronises with a barrier, algo="ll"
--- with flags (lesson 6).  They are two algorithms, not NCCL's protocols on
+-- with flags (lesson 6), algo="ll128" with LL128's lines (and, beside each
+-- flag, a checksum of the line: a line is not always whole, under a
+-- sanitizer for one).  They are algorithms, not NCCL's protocols on
 -- one algorithm: one-shot's barrier stands in for Simple's fence and
 -- per-step flag between pairs.  This lesson counts what the flags cost and
 -- measures, on this machine, where each way of waiting wins.
@@ -94,9 +96,11 @@ if gcsh.backend == "cuda" then
                               max = 1 << 20, factor = 8,
                               quiet = true}
   -- (bench's own table, nccl-tests' 11 columns, is wider than 80)
-  if rank == 0 then -- named by what ran: "copy" at one rank (no NCCL call)
+  -- named by what ran: "copy" at one rank (no NCCL call)
+  if rank == 0 then
     local ran = nccl_rows[1] and nccl_rows[1].label or "nccl"
-    print(string.format("    size (B)  %4s (us)  busbw (GB/s)", ran))
+    local head = "    size (B)  %4s (us)  busbw (GB/s)"
+    print(head:format(ran))
     local row = "%12d %10.2f %13.2f"
     for _, r in ipairs(nccl_rows) do
       print(row:format(r.size, r.time_us, r.busbw))

@@ -41,8 +41,13 @@
  *   two-shot to 32 MiB, as bench.allreduce_targets measured.  (Two earlier
  *   runs, before ll and the one-plan executor: one-shot to 32 KiB, two-shot
  *   to 256 MiB.)
- *   ll128 not measured at 4 ranks (no 4-GPU machine lent since it was
- *   written): auto does not take it there, nor at 8 ranks, nor on the host.
+ *   "ll128" at 4 ranks (2026-11-28, 4 H200s, GCSH_BENCH_ONLY=multi
+ *   GCSH_BENCH_RANKS=4 GCSH_BENCH_MAX=1048576, time / nccl-tests -R 2 in
+ *   the same job): even with ll to 64 KiB (0.64-0.88 against 0.63-0.93),
+ *   ahead of two-shot at 128 KiB (8.46 against 8.88 us: 0.60 and 0.63),
+ *   behind it at 256 KiB (12.28 against 9.35: its 64 blocks take two
+ *   rounds of lines there): ll to 64 KiB, ll128 to 128 KiB.  Not measured
+ *   at 8 ranks: auto does not take it there, nor on the host.
  * - cuda, 8 ranks: NOT measured (no 8-GPU machine was lent): extrapolated
  *   from 2 and 4 ranks, half of 4 ranks' limits (every algorithm's traffic
  *   per rank grows with the team, and NCCL's rings catch up sooner).
@@ -79,7 +84,7 @@ typedef struct gcsh_kern_crossover {
 static const gcsh_kern_crossover gcsh_kern_crossovers[] = {
     /* backend  team  ll up to   ll128 up to   one-shot up to   two-shot up to */
     {"cuda", 2, (size_t)64 << 10, (size_t)256 << 10, 0, (size_t)512 << 20},
-    {"cuda", 4, (size_t)64 << 10, 0, 0, (size_t)32 << 20},
+    {"cuda", 4, (size_t)64 << 10, (size_t)128 << 10, 0, (size_t)32 << 20},
     {"cuda", 8, (size_t)32 << 10, 0, 0, (size_t)16 << 20},
     {"host", 2, 32, 0, 512, (size_t)8 << 10},
     {"host", 4, 0, 0, 32, (size_t)8 << 10},
