@@ -1,20 +1,26 @@
 /* A failed chunk's verdict on this rank (README "Exit statuses"), decided
  * by what happened, never by an error's text:
  *
- *  - 125, cannot be tested here (git bisect's skip): a Lua file the chunk
- *    loads through require, dofile or loadfile exists but cannot be read or
- *    does not compile (a helper with a syntax error is one verdict whichever
- *    way it is loaded); or the chunk's error is require's own "not found"
- *    (raised by require itself after every searcher came back empty: a
- *    require that pcall catches, as for an optional module, is no such
- *    error) or dofile's own failure to load its file;
+ *  - 125, cannot be tested here (git bisect's skip): the chunk's error is
+ *    a failure to load a Lua file that exists but cannot be read or does
+ *    not compile (a helper with a syntax error is one verdict whichever way
+ *    it is loaded): raised by require or dofile, loadfile's message raised
+ *    (assert(loadfile(f)), error(msg)), or a call of the nil loadfile
+ *    returned, in the function that called it (loadfile(f)(), the local or
+ *    global variable that kept the nil); or the chunk's error is require's
+ *    own "not found" (raised by require itself after every searcher came
+ *    back empty) or dofile's own failure to load its file.  A failure the
+ *    script handled (a loadfile's nil tested, a pcall around require or
+ *    dofile, as for an optional module) is no verdict: a later error of
+ *    the script's own is 1;
  *  - 128, a usage error (bisect stops): the chunk's error was raised by
  *    gcsh.usage_error, which gcsh's own Lua APIs use for their misuse
  *    (repro.need{rank=2}, a bad repro.sweep option);
  *  - 1 otherwise: a runtime error is the chunk's own failure whatever it
  *    says.
  *
- * The rank's Lua state keeps what happened during the running chunk. */
+ * The rank's Lua state keeps the running chunk's last load failures; which
+ * one, if any, ended it is decided where its error is raised. */
 #ifndef GCSH_VERDICT_H
 #define GCSH_VERDICT_H
 

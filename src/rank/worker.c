@@ -246,6 +246,8 @@ static void *watcher_main(void *arg)
                 interrupt_chunk(w, m.h.seq);
             if (m.h.type == MSG_WHERE)
                 answer_where(w);
+            if (m.h.type == MSG_ASK_OP)
+                gcsh_check_answer_unchecked(w->ctx);
             if (m.h.type == MSG_TRACE_FLUSH)
                 send_trace(w, gcsh_trace_snapshot);
             if (m.h.type == MSG_ABORT_NOW)

@@ -9,11 +9,21 @@
 #include "wire/out.h"
 
 #define DESC_LEN 160
+/* Asks of a rank that runs unchecked (collcheck_coord.h): the first soon
+ * after a group starts to wait for it, then less often while it is not in
+ * the operation yet (a rank that computes for minutes first is asked a
+ * few times a second, not thousands). */
+#define ASK_FIRST_S 0.01
+#define ASK_MAX_S 0.5
 
 void gcsh_checker_init(gcsh_checker *k, int size)
 {
     k->size = size;
     k->slot = calloc((size_t)size, sizeof *k->slot);
+    k->unchecked = calloc((size_t)size, sizeof *k->unchecked);
+    for (int i = 0; i < GCSH_CHECKER_FAILED; i++)
+        k->failed[i] = (failed_check){.from = -1};
+    k->nfailed = 0;
 }
 
 static void slot_clear(fp_slot *s)
@@ -24,15 +34,61 @@ static void slot_clear(fp_slot *s)
 
 void gcsh_checker_clear(gcsh_checker *k)
 {
-    for (int r = 0; r < k->size; r++)
+    for (int r = 0; r < k->size; r++) {
         slot_clear(&k->slot[r]);
+        k->unchecked[r] = (unchecked_slot){0};
+    }
+    for (int i = 0; i < GCSH_CHECKER_FAILED; i++) {
+        free(k->failed[i].members);
+        k->failed[i] = (failed_check){.from = -1};
+    }
+    k->nfailed = 0;
 }
 
 void gcsh_checker_destroy(gcsh_checker *k)
 {
     gcsh_checker_clear(k);
     free(k->slot);
+    free(k->unchecked);
     k->slot = NULL;
+    k->unchecked = NULL;
+}
+
+static int is_p2p(const gcsh_fingerprint *fp);
+
+/* Whether a rank's unchecked call fp is the operation of the failed check
+ * f (a send or recv: with f's rank). */
+static int failed_here(const failed_check *f, const gcsh_fingerprint *fp)
+{
+    if (f->from < 0 || f->fp.comm != fp->comm || is_p2p(&f->fp) != is_p2p(fp))
+        return 0;
+    return is_p2p(fp) ? fp->root == f->fp.comm_rank : fp->seq == f->fp.seq;
+}
+
+int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
+                           size_t len, double now)
+{
+    unchecked_slot *u = &k->unchecked[r];
+    if (len != 0 && len != sizeof u->fp)
+        return -1;
+    int first = !u->said;
+    if (first) {
+        u->said = 1;
+        u->gap = ASK_FIRST_S;
+        u->next_ask = now;
+    }
+    u->known = len != 0;
+    if (u->known) {
+        memcpy(&u->fp, payload, sizeof u->fp);
+        u->fp.op[sizeof u->fp.op - 1] = u->fp.extra[sizeof u->fp.extra - 1] = '\0';
+    }
+    /* a check that failed before this rank said it skips them: the ranks
+     * of that check do not join the operation this rank came to */
+    for (int i = 0; first && u->known && io->abandon && i < GCSH_CHECKER_FAILED; i++)
+        if (failed_here(&k->failed[i], &u->fp))
+            io->abandon(io->arg, k->failed[i].from, &k->failed[i].fp, k->failed[i].members,
+                        "its check failed");
+    return 0;
 }
 
 int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, double now)
@@ -166,7 +222,8 @@ typedef struct group {
     int n;         /* ranks waiting in it (who gets the verdict) */
     int nmissing;  /* members it waits for */
     int ncoming;   /* members on the check board that will come or pass (collcheck.h) */
-    int *ranks, *missing;
+    int nunchecked; /* members in the operation unchecked: their call stands for a fingerprint */
+    int *ranks, *missing, *unchecked;
     double since;  /* the earliest of the waits */
 } group;
 
@@ -261,12 +318,45 @@ static void group_by_number(const gcsh_checker *k, const fp_slot *s, group *g)
     g->complete = s->fp.seq == lowest_seq(k, s->fp.comm);
 }
 
+enum { UNCHECKED_NO, UNCHECKED_HERE, UNCHECKED_PAST, UNCHECKED_PENDING };
+
+/* Where member m, which does not wait on a fingerprint, stands for the
+ * check of s as a rank that runs unchecked (collcheck_coord.h): not one,
+ * in s's operation (a send or recv: the one with s's rank), past it on s's
+ * communicator (as a member that passed on the board), or not there yet. */
+static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
+{
+    const unchecked_slot *u = &k->unchecked[m];
+    if (!u->said)
+        return UNCHECKED_NO;
+    if (!u->known || u->fp.comm != s->fp.comm)
+        return UNCHECKED_PENDING;
+    if (is_p2p(&s->fp))
+        return is_p2p(&u->fp) && u->fp.root == s->fp.comm_rank ? UNCHECKED_HERE
+                                                              : UNCHECKED_PENDING;
+    if (is_p2p(&u->fp) || u->fp.seq < s->fp.seq)
+        return UNCHECKED_PENDING;
+    return u->fp.seq == s->fp.seq ? UNCHECKED_HERE : UNCHECKED_PAST;
+}
+
+/* The fingerprint of a group's i-th participant: its waiting ranks, then
+ * the members in its operation unchecked. */
+static const gcsh_fingerprint *fp_at(const gcsh_checker *k, const group *g, int i)
+{
+    return i < g->n ? &k->slot[g->ranks[i]].fp : &k->unchecked[g->unchecked[i - g->n]].fp;
+}
+
+static int rank_at(const group *g, int i)
+{
+    return i < g->n ? g->ranks[i] : g->unchecked[i - g->n];
+}
+
 /* The group r waits in.  Pairs are resolved before groups (resolve), so
  * when every member waits and r is not paired, the mixture is a deadlock. */
 static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, group *g)
 {
     const fp_slot *s = &k->slot[r];
-    g->n = g->nmissing = g->ncoming = g->complete = 0;
+    g->n = g->nmissing = g->ncoming = g->complete = g->nunchecked = 0;
     g->since = s->since;
     if (paired(k, r)) {
         group_add(g, r, k);
@@ -281,8 +371,12 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
         g->complete = 1;
     } else if (is_p2p(&s->fp)) {
         group_add(g, r, k);
-        if (peer_of(s) >= 0)
-            g->missing[g->nmissing++] = peer_of(s);
+        int peer = peer_of(s);
+        if (peer >= 0 && member_unchecked(k, s, peer) == UNCHECKED_HERE)
+            g->unchecked[g->nunchecked++] = peer;
+        else if (peer >= 0)
+            g->missing[g->nmissing++] = peer;
+        g->complete = g->nunchecked > 0;
     } else {
         for (int m = 0; m < k->size; m++)
             if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
@@ -292,7 +386,14 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
             int m = s->members[i];
             if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
                 continue;
-            int on_board = io->board ? io->board(io->arg, m, &s->fp) : CHECK_BOARD_ABSENT;
+            int unchecked = member_unchecked(k, s, m);
+            if (unchecked == UNCHECKED_HERE) {
+                g->unchecked[g->nunchecked++] = m;
+                continue;
+            }
+            int on_board = unchecked == UNCHECKED_PAST ? CHECK_BOARD_AGREED
+                           : io->board                 ? io->board(io->arg, m, &s->fp)
+                                                       : CHECK_BOARD_ABSENT;
             if (on_board == CHECK_BOARD_AGREED)
                 agreed++;
             else if (on_board == CHECK_BOARD_COMING)
@@ -300,8 +401,9 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
             else
                 g->missing[g->nmissing++] = m;
         }
-        /* members that passed on the board saw every fingerprint agree */
-        g->complete = agreed > 0 && g->nmissing == 0 && g->ncoming == 0;
+        /* members that passed on the board saw every fingerprint agree;
+         * those in the operation unchecked are compared with the rest */
+        g->complete = (agreed > 0 || g->nunchecked > 0) && g->nmissing == 0 && g->ncoming == 0;
     }
 }
 
@@ -323,35 +425,82 @@ static int pair_matches(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
     return a->kind != b->kind && a->count == b->count && a->dtype == b->dtype;
 }
 
-/* Everyone is there: equal fingerprints pass; otherwise one message naming
- * each rank's call ("allreduce #17: [0,2-3] f32 x1024 sum, [1] f32 x1025 sum"). */
+/* The waiting ranks of g will not join the operation that members of g run
+ * unchecked (their check failed): those members must not wait for them. */
+static void stop_unchecked(const gcsh_checker *k, const gcsh_checker_io *io, const group *g,
+                           const char *why)
+{
+    if (!io->abandon)
+        return;
+    for (int i = 0; i < g->n; i++) {
+        const fp_slot *s = &k->slot[g->ranks[i]];
+        io->abandon(io->arg, g->ranks[i], &s->fp, s->members, why);
+    }
+}
+
+/* The head of a mismatch with members that skipped their check: "allreduce
+ * #1: [1] skipped the check (gcsh.check(false)):" and a line break, so that
+ * each line fits 80 columns under its rank tag (src/DESIGN.md). */
+static void unchecked_head(gcsh_text *msg, const group *g, const char *title)
+{
+    char who[256];
+    gcsh_format_ranks(g->unchecked, g->nunchecked, who, sizeof who);
+    gcsh_text_append(msg, title, strlen(title));
+    gcsh_text_append(msg, ": [", 3);
+    gcsh_text_append(msg, who, strlen(who));
+    const char *said = "] skipped the check (gcsh.check(false)):\nthe calls: ";
+    gcsh_text_append(msg, said, strlen(said));
+}
+
+/* ... and the last line: what becomes of them (stopped in it, refused
+ * later, or gone on already: a send MPI buffered). */
+static void unchecked_tail(gcsh_text *msg, const group *g)
+{
+    char who[256];
+    gcsh_format_ranks(g->unchecked, g->nunchecked, who, sizeof who);
+    gcsh_text_append(msg, "\n[", 2);
+    gcsh_text_append(msg, who, strlen(who));
+    const char *tail = "] does not wait there: the checked ranks do not join it";
+    gcsh_text_append(msg, tail, strlen(tail));
+}
+
+/* Everyone is there (the members that skipped their check, in the
+ * operation, with their calls): equal fingerprints pass; otherwise one
+ * message naming each rank's call ("allreduce #17: [0,2-3] f32 x1024
+ * sum, [1] f32 x1025 sum"). */
 static void compare_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g)
 {
-    char (*full)[DESC_LEN] = malloc((size_t)g->n * sizeof *full);
-    int same = 1, pair = g->n == 2 && is_p2p(&k->slot[g->ranks[0]].fp) &&
-                         is_p2p(&k->slot[g->ranks[1]].fp);
-    for (int i = 0; i < g->n; i++) {
-        fp_full(&k->slot[g->ranks[i]].fp, full[i], DESC_LEN);
+    int np = g->n + g->nunchecked;
+    char (*full)[DESC_LEN] = malloc((size_t)np * sizeof *full);
+    int *who = malloc((size_t)np * sizeof *who);
+    int same = 1, pair = np == 2 && is_p2p(fp_at(k, g, 0)) && is_p2p(fp_at(k, g, 1));
+    for (int i = 0; i < np; i++) {
+        who[i] = rank_at(g, i);
+        fp_full(fp_at(k, g, i), full[i], DESC_LEN);
         same &= strcmp(full[i], full[0]) == 0;
     }
     if (pair)
-        same = pair_matches(&k->slot[g->ranks[0]].fp, &k->slot[g->ranks[1]].fp);
+        same = pair_matches(fp_at(k, g, 0), fp_at(k, g, 1));
     if (same) {
         answer(k, io, g, 1, "");
         free(full);
+        free(who);
         return;
     }
     gcsh_text msg = {0};
     char title[96], t2[96];
-    fp_title(&k->slot[g->ranks[0]].fp, title, sizeof title);
+    fp_title(fp_at(k, g, 0), title, sizeof title);
     int one_title = !pair;
-    for (int i = 1; i < g->n && one_title; i++) {
-        fp_title(&k->slot[g->ranks[i]].fp, t2, sizeof t2);
+    for (int i = 1; i < np && one_title; i++) {
+        fp_title(fp_at(k, g, i), t2, sizeof t2);
         one_title = strcmp(title, t2) == 0;
     }
-    if (one_title) { /* only the arguments differ: show them alone */
-        for (int i = 0; i < g->n; i++)
-            fp_args(&k->slot[g->ranks[i]].fp, full[i], DESC_LEN);
+    if (one_title) /* only the arguments differ: show them alone */
+        for (int i = 0; i < np; i++)
+            fp_args(fp_at(k, g, i), full[i], DESC_LEN);
+    if (g->nunchecked) {
+        unchecked_head(&msg, g, pair ? "send/recv" : title);
+    } else if (one_title) {
         gcsh_text_append(&msg, "collective mismatch: ", 21);
         gcsh_text_append(&msg, title, strlen(title));
         gcsh_text_append(&msg, ": ", 2);
@@ -359,10 +508,15 @@ static void compare_group(gcsh_checker *k, const gcsh_checker_io *io, const grou
         const char *head = pair ? "send/recv mismatch: " : "collective mismatch: ";
         gcsh_text_append(&msg, head, strlen(head));
     }
-    fold_texts(&msg, g->ranks, g->n, full, ", ");
+    fold_texts(&msg, who, np, full, ", ");
+    if (g->nunchecked) {
+        unchecked_tail(&msg, g);
+        stop_unchecked(k, io, g, "its check cannot meet a call made unchecked");
+    }
     answer(k, io, g, 0, msg.s);
     gcsh_text_free(&msg);
     free(full);
+    free(who);
 }
 
 /* Whether every missing member's whereabouts are known without asking it. */
@@ -506,11 +660,37 @@ static void blame_exits(const gcsh_checker *k, const gcsh_checker_io *io, const 
         io->because_exit(io->arg, g->ranks[i], cause);
 }
 
+/* Whether a missing member of g runs unchecked in this command: it would
+ * enter the operation later and wait there for ranks whose check failed. */
+static int misses_unchecked(const gcsh_checker *k, const group *g)
+{
+    for (int i = 0; i < g->nmissing; i++)
+        if (k->unchecked[g->missing[i]].said)
+            return 1;
+    return 0;
+}
+
+/* Keeps g's failed check for members that come to it later, unchecked. */
+static void keep_failed(gcsh_checker *k, const group *g)
+{
+    const fp_slot *s = &k->slot[g->ranks[0]];
+    failed_check *f = &k->failed[k->nfailed++ % GCSH_CHECKER_FAILED];
+    free(f->members);
+    *f = (failed_check){.from = g->ranks[0], .fp = s->fp};
+    size_t bytes = (size_t)s->fp.comm_size * sizeof *f->members;
+    if (s->members && (f->members = malloc(bytes)))
+        memcpy(f->members, s->members, bytes);
+}
+
 static void fail_group(gcsh_checker *k, const gcsh_checker_io *io, const group *g, double now)
 {
     gcsh_text msg = {0};
     blame_exits(k, io, g);
     fail_text(k, io, g, now, &msg);
+    if (misses_unchecked(k, g))
+        stop_unchecked(k, io, g, "its check failed");
+    else if (g->nmissing > 0 && g->n > 0)
+        keep_failed(k, g);
     answer(k, io, g, 0, msg.s);
     gcsh_text_free(&msg);
 }
@@ -558,6 +738,7 @@ static group group_new(int size)
     group g = {0};
     g.ranks = malloc((size_t)size * sizeof *g.ranks);
     g.missing = malloc((size_t)size * sizeof *g.missing);
+    g.unchecked = malloc((size_t)size * sizeof *g.unchecked);
     return g;
 }
 
@@ -565,6 +746,7 @@ static void group_free(group *g)
 {
     free(g->ranks);
     free(g->missing);
+    free(g->unchecked);
 }
 
 static int any_waiting(const gcsh_checker *k)
@@ -595,6 +777,7 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
             find_group(k, io, r, &g);
             qsort(g.ranks, (size_t)g.n, sizeof *g.ranks, cmp_int);
             qsort(g.missing, (size_t)g.nmissing, sizeof *g.missing, cmp_int);
+            qsort(g.unchecked, (size_t)g.nunchecked, sizeof *g.unchecked, cmp_int);
             if (g.complete) {
                 compare_group(k, io, &g);
                 changed = 1;
@@ -647,5 +830,62 @@ double gcsh_checker_deadline(const gcsh_checker *k, double timeout)
     for (int r = 0; r < k->size; r++)
         if (k->slot[r].present && (first == 0 || k->slot[r].since + timeout < first))
             first = k->slot[r].since + timeout;
+    return first;
+}
+
+/* Calls fn(k, m, arg) for every member m of a waiting group that runs
+ * unchecked in this command and is not in the group's operation yet. */
+static void each_pending_unchecked(gcsh_checker *k, const gcsh_checker_io *io,
+                                   void (*fn)(gcsh_checker *k, int m, void *arg), void *arg)
+{
+    if (!any_waiting(k))
+        return;
+    group g = group_new(k->size);
+    for (int r = 0; r < k->size; r++) {
+        if (!k->slot[r].present)
+            continue;
+        find_group(k, io, r, &g);
+        for (int i = 0; i < g.nmissing; i++)
+            if (k->unchecked[g.missing[i]].said)
+                fn(k, g.missing[i], arg);
+    }
+    group_free(&g);
+}
+
+typedef struct asks {
+    double now;
+    int n;
+    int *ranks;
+} asks;
+
+static void ask_if_due(gcsh_checker *k, int m, void *arg)
+{
+    asks *a = arg;
+    unchecked_slot *u = &k->unchecked[m];
+    if (u->next_ask > a->now)
+        return;
+    u->next_ask = a->now + u->gap;
+    u->gap = u->gap * 2 < ASK_MAX_S ? u->gap * 2 : ASK_MAX_S;
+    a->ranks[a->n++] = m;
+}
+
+int gcsh_checker_asks(gcsh_checker *k, const gcsh_checker_io *io, double now, int *ranks)
+{
+    asks a = {now, 0, ranks};
+    each_pending_unchecked(k, io, ask_if_due, &a);
+    return a.n;
+}
+
+static void earliest_ask(gcsh_checker *k, int m, void *arg)
+{
+    double *first = arg, at = k->unchecked[m].next_ask;
+    if (*first == 0 || at < *first)
+        *first = at;
+}
+
+double gcsh_checker_next_ask(gcsh_checker *k, const gcsh_checker_io *io)
+{
+    double first = 0;
+    each_pending_unchecked(k, io, earliest_ask, &first);
     return first;
 }

@@ -7,7 +7,17 @@
  * peer's opposite call.  A group that cannot complete (a member finished the
  * command, is gone, or was not sent the command) or that waited .timeout is
  * failed, naming where each missing member is; for members that are running
- * that needs their answer to MSG_WHERE first (a "probe", coord.c). */
+ * that needs their answer to MSG_WHERE first (a "probe", coord.c).
+ *
+ * A member that skips its checks (gcsh.check(false), .check off) sends no
+ * fingerprint: it goes straight into the operation and waits there for the
+ * others.  It says once per command that it runs unchecked (MSG_UNCHECKED);
+ * then a group that waits for it asks it which operation it is in
+ * (MSG_ASK_OP, answered with MSG_UNCHECKED), again while it is not there
+ * yet.  Its call counts as that member's fingerprint: equal ones pass (the
+ * checked ranks join it), different ones fail the checked ranks, naming the
+ * member that skipped its check, and that member is stopped (an abandon,
+ * collcheck.h: it never waits for ranks whose check failed). */
 #ifndef GCSH_COLLCHECK_COORD_H
 #define GCSH_COLLCHECK_COORD_H
 
@@ -24,9 +34,30 @@ typedef struct fp_slot {
     double since;
 } fp_slot;
 
+/* A rank that runs checked operations unchecked in this command. */
+typedef struct unchecked_slot {
+    int said;              /* it said so (MSG_UNCHECKED) */
+    int known;             /* fp is the unchecked operation it was in when it last said */
+    gcsh_fingerprint fp;
+    double next_ask;       /* when a group that waits for it may ask again */
+    double gap;            /* the wait before the next ask (doubles, up to ASK_MAX_S) */
+} unchecked_slot;
+
+/* A check that failed in this command while members it waited for had
+ * not come: one that comes later unchecked must not wait for its ranks. */
+#define GCSH_CHECKER_FAILED 8
+typedef struct failed_check {
+    int from;     /* a rank whose check failed (-1: none) */
+    gcsh_fingerprint fp;
+    int *members; /* its communicator's world ranks, or NULL */
+} failed_check;
+
 typedef struct gcsh_checker {
     int size;
-    fp_slot *slot; /* per world rank */
+    fp_slot *slot;           /* per world rank */
+    unchecked_slot *unchecked; /* per world rank */
+    failed_check failed[GCSH_CHECKER_FAILED]; /* the last ones, a ring */
+    int nfailed;
 } gcsh_checker;
 
 /* What the checker needs from the coordinator. */
@@ -50,6 +81,12 @@ typedef struct gcsh_checker_io {
      * worst of their statuses).  NULL: not asked. */
     int (*exited)(void *arg, int r);
     void (*because_exit)(void *arg, int r, int status);
+    /* Rank `from` (waiting with fp, its communicator's members: members,
+     * or NULL) will not join fp's operation, whose other members run it
+     * unchecked: they must stop it or not enter it (an abandon, why).
+     * NULL: not told. */
+    void (*abandon)(void *arg, int from, const gcsh_fingerprint *fp, const int *members,
+                    const char *why);
 } gcsh_checker_io;
 
 enum { CHECK_BOARD_ABSENT, CHECK_BOARD_AGREED, CHECK_BOARD_COMING };
@@ -59,6 +96,17 @@ void gcsh_checker_destroy(gcsh_checker *k);
 /* Forgets every pending fingerprint without answering (interrupts, the end
  * of a command). */
 void gcsh_checker_clear(gcsh_checker *k);
+/* A MSG_UNCHECKED payload from rank r: empty (it runs unchecked, in no
+ * such operation now) or the fingerprint of the unchecked operation it is
+ * in; -1 when malformed. */
+int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
+                           size_t len, double now);
+/* The ranks a waiting group would ask which unchecked operation they are
+ * in (MSG_ASK_OP) now, into ranks (k->size of room); their next ask is
+ * put off.  Returns how many. */
+int gcsh_checker_asks(gcsh_checker *k, const gcsh_checker_io *io, double now, int *ranks);
+/* The earliest moment a waiting group asks again (0: none). */
+double gcsh_checker_next_ask(gcsh_checker *k, const gcsh_checker_io *io);
 /* A MSG_FP payload from rank r; -1 when malformed. */
 int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, double now);
 int gcsh_checker_waiting(const gcsh_checker *k, int r);

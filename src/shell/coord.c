@@ -536,6 +536,33 @@ static int io_board(void *arg, int r, const gcsh_fingerprint *fp)
 }
 
 static int error_caused_by_exit(const run_state *rs, int r);
+static void take_abandon(gcsh_coord *c, const run_state *rs, int from, const char *data,
+                         size_t len);
+
+/* Rank `from`, whose check with fp failed, does not join fp's operation,
+ * which other members run unchecked (collcheck_coord.h): as if it had said
+ * so itself (MSG_ABANDONED), so that they stop it or never enter it. */
+static void io_abandon(void *arg, int from, const gcsh_fingerprint *fp, const int *members,
+                       const char *why)
+{
+    const coord_run *cr = arg;
+    int n = members ? fp->comm_size : 0;
+    gcsh_abandon_msg m = {.comm = fp->comm, .seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0,
+                          .chunk = cr->c->seq, .comm_rank = fp->comm_rank,
+                          .comm_size = fp->comm_size, .nmembers = n, .unchecked = 1};
+    snprintf(m.why, sizeof m.why, "%s", why);
+    size_t len = sizeof m + (size_t)n * sizeof(int32_t);
+    char *buf = malloc(len);
+    if (!buf)
+        return; /* then they wait: .timeout and Ctrl-C still end it */
+    memcpy(buf, &m, sizeof m);
+    for (int i = 0; i < n; i++) {
+        int32_t w = members[i];
+        memcpy(buf + sizeof m + (size_t)i * sizeof w, &w, sizeof w);
+    }
+    take_abandon(cr->c, cr->rs, from, buf, len);
+    free(buf);
+}
 
 /* (the exit that ended rank r's command: its own os.exit, or one it failed by) */
 static int io_exited(void *arg, int r)
@@ -559,7 +586,7 @@ static gcsh_checker_io checker_io(coord_run *cr)
 {
     return (gcsh_checker_io){.arg = cr, .running = io_running, .where = io_where,
                              .verdict = io_verdict, .exited = io_exited,
-                             .because_exit = io_because_exit,
+                             .because_exit = io_because_exit, .abandon = io_abandon,
                              .board = cr->c->ctx->board ? io_board : NULL};
 }
 
@@ -1039,6 +1066,12 @@ static void on_message(gcsh_coord *c, run_state *rs, int r, const gcsh_msg *m)
     case MSG_ABANDONED:
         take_abandon(c, rs, r, m->data, m->h.len);
         break;
+    case MSG_UNCHECKED: { /* (a malformed one is dropped) */
+        coord_run cr = {c, rs};
+        gcsh_checker_io io = checker_io(&cr);
+        gcsh_checker_unchecked(&c->checker, &io, r, m->data, m->h.len, now);
+        break;
+    }
     case MSG_TAPE:
         if (c->tap)
             gcsh_text_append(&c->tap->tape[r], m->data, m->h.len);
@@ -1104,6 +1137,7 @@ static int poll_timeout_ms(gcsh_coord *c, run_state *rs, double now)
         next = earliest(next, rs->term_at + TERM_GRACE_S);
     next = earliest(next, gcsh_progress_due(&c->progress));
     next = earliest(next, gcsh_checker_deadline(&c->checker, c->limit));
+    next = earliest(next, gcsh_checker_next_ask(&c->checker, &io));
     if (next == 0)
         return 3600 * 1000;
     return next <= now ? 0 : (int)((next - now) * 1000) + 1;
@@ -1130,6 +1164,18 @@ static void show_progress(gcsh_coord *c, run_state *rs, double now)
     gcsh_progress_draw(&c->progress, now);
 }
 
+/* Asks the ranks that run unchecked, and that a waiting check waits for,
+ * which operation they are in (collcheck_coord.h). */
+static void ask_unchecked(gcsh_coord *c, run_state *rs, const gcsh_checker_io *io, double now)
+{
+    int *ranks = malloc((size_t)c->size * sizeof *ranks);
+    int n = ranks ? gcsh_checker_asks(&c->checker, io, now, ranks) : 0;
+    for (int i = 0; i < n; i++)
+        if (rs->state[ranks[i]] == RUNNING)
+            gcsh_msg_send(c->link->peer_ctl[ranks[i]], MSG_ASK_OP, c->seq, NULL, 0, NULL, 0);
+    free(ranks);
+}
+
 /* Output, reports, checks and probes that are due. */
 static void on_time(gcsh_coord *c, run_state *rs, double now)
 {
@@ -1149,6 +1195,7 @@ static void on_time(gcsh_coord *c, run_state *rs, double now)
     }
     if (gcsh_checker_needs_probe(&c->checker, &io, now, c->limit))
         start_probe(c, rs, now);
+    ask_unchecked(c, rs, &io, now);
     if (c->deadline > 0 && now >= c->deadline && !rs->deadline_due) {
         rs->deadline_due = 1; /* where every rank is, first */
         start_probe(c, rs, now);

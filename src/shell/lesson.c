@@ -323,17 +323,25 @@ static void show_kept(gcsh_session *s, const gcsh_tap *tap)
     gcsh_fold_flush(&s->coord->fold, 1, NULL);
 }
 
+/* How a lesson's command or part ended: a Ctrl-C is no failure of the
+ * lesson's, and is said as what it is. */
+enum { RAN_OK = 0, RAN_FAILED, RAN_INTERRUPTED };
+
 /* Runs a command of the lesson (named name) on every rank, whatever
  * .ranks says (a lesson's collectives need them all): shown as typed
- * (echo), or with its output kept in tap (initialised here; the caller destroys it)
- * and not printed.  Returns the ranks where it failed (-1: it did not
- * compile). */
+ * (echo), or with its output kept in tap (initialised here; the caller
+ * destroys it) and not printed.  Returns RAN_OK, RAN_FAILED (some rank
+ * failed, or it did not compile) or RAN_INTERRUPTED. */
 static int run_on_all(gcsh_session *s, const char *name, const char *src, size_t len,
                       const char *echo, gcsh_tap *keep)
 {
     gcsh_chunk k = {.name = name, .src = src, .len = len};
     gcsh_feed how = {.echo = echo, .targets = s->everyone, .keep = keep, .unrecorded = 1};
-    return gcsh_session_feed(s, &k, &how, NULL);
+    gcsh_line_result res;
+    int failed = gcsh_session_feed(s, &k, &how, &res);
+    int interrupted = res.interrupted > 0;
+    gcsh_line_result_free(s, &res);
+    return interrupted ? RAN_INTERRUPTED : failed ? RAN_FAILED : RAN_OK;
 }
 
 /* Runs one of gcsh.lesson's housekeeping calls on every rank, quietly;
@@ -344,7 +352,7 @@ static void housekeeping(gcsh_session *s, const char *call)
     snprintf(src, sizeof src, "require('gcsh.lesson').%s()", call);
     gcsh_tap tap;
     int failed = run_on_all(s, "=(lesson)", src, strlen(src), NULL, &tap);
-    if (failed) {
+    if (failed != RAN_OK) {
         show_kept(s, &tap);
     } else if (tap.out[0].len) {
         char *text = strndup(tap.out[0].s, tap.out[0].len);
@@ -357,7 +365,7 @@ static void housekeeping(gcsh_session *s, const char *call)
 
 /* Runs a command (text, starting on the file's line `line`) on every rank:
  * padded with newlines so that errors name the lesson file's lines.
- * Returns the ranks where it failed. */
+ * Returns how it ended (RAN_*). */
 static int run_command(gcsh_session *s, const gcsh_lesson *l, int line, const char *text,
                        enum run_mode mode)
 {
@@ -374,7 +382,7 @@ static int run_command(gcsh_session *s, const gcsh_lesson *l, int line, const ch
     if (mode == QUIET) {
         gcsh_tap tap;
         failed = run_on_all(s, name, src.s, src.len, NULL, &tap);
-        if (failed > 0)
+        if (failed != RAN_OK)
             show_kept(s, &tap);
         gcsh_tap_destroy(&tap, s->coord->size);
     } else {
@@ -430,7 +438,7 @@ static int continues(const char *p, size_t indent)
  * folds on its own), comment lines joining the next statement, lines
  * indented deeper joining the statement above them.  An exercise's block
  * (its check) is one command, unechoed.  Stops at the first command that
- * fails; returns -1 then, else 0. */
+ * fails or is interrupted; returns how it ended (RAN_*). */
 static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum run_mode mode)
 {
     if (!b->has_code)
@@ -455,8 +463,7 @@ static int run_block(gcsh_session *s, const gcsh_lesson *l, const block *b, enum
         if (cmd.len && (*p == '\0' || (whole && complete(s, cmd.s)))) {
             trim_end(cmd.s);
             cmd.len = strlen(cmd.s);
-            if (run_command(s, l, first, cmd.s, mode) != 0)
-                rc = -1;
+            rc = run_command(s, l, first, cmd.s, mode);
             free(cmd.s);
             cmd = (gcsh_text){0};
         }
@@ -506,7 +513,12 @@ static void show_part(gcsh_session *s, gcsh_lesson *l, int i)
     say_prose(s, b->prose);
     l->shown = i;
     l->next = i + 1;
-    if (run_part(s, l, b, SHOWN) != 0) {
+    int rc = run_part(s, l, b, SHOWN);
+    if (rc == RAN_INTERRUPTED) {
+        gcsh_coord_say(s->coord, "(part %d.%d interrupted; .again runs it again)", l->number, i);
+        return;
+    }
+    if (rc != RAN_OK) {
         gcsh_coord_say(s->coord, "(part %d.%d stopped at that error; .again runs it again)",
                        l->number, i);
         return;
@@ -527,8 +539,26 @@ static void show_introduction(gcsh_session *s, gcsh_lesson *l)
     l->shown = 0;
     gcsh_coord_say(s->coord, "Lesson %d: %s", l->number, l->title);
     say_prose(s, l->blocks[0].prose);
-    run_part(s, l, &l->blocks[0], SHOWN);
+    if (run_part(s, l, &l->blocks[0], SHOWN) == RAN_INTERRUPTED)
+        gcsh_coord_say(s->coord, "(the introduction interrupted; .again runs it again)");
     gcsh_coord_say(s->coord, "(%d parts; .next shows the first)", l->nblocks - 1);
+}
+
+/* Part i stopped (rc: RAN_FAILED, its output above, or RAN_INTERRUPTED)
+ * while part `part` was made ready: said in lines within 80 columns
+ * (lesson 99, part 99, the introduction), an interrupt as one. */
+static void say_not_ready(gcsh_session *s, const gcsh_lesson *l, int i, int part, int rc)
+{
+    char which[32];
+    snprintf(which, sizeof which, i ? "part %d" : "the introduction", i);
+    if (rc == RAN_INTERRUPTED)
+        gcsh_coord_say(s->coord, "gcsh: lesson %d: interrupted in %s while part %d was made "
+                                 "ready\n(.again makes part %d ready again)",
+                       l->number, which, part, part);
+    else
+        gcsh_coord_say(s->coord, "gcsh: lesson %d: %s failed (output above) before part %d\n"
+                                 "(.again makes part %d ready again)",
+                       l->number, which, part, part);
 }
 
 /* Part `part` of the open lesson, after freeing what the lesson made and
@@ -543,14 +573,13 @@ static void goto_part(gcsh_session *s, int part)
         return;
     }
     for (int i = 0; i < part; i++) {
-        if (run_part(s, l, &l->blocks[i], QUIET) != 0) {
-            /* "stopped": an error or a Ctrl-C; within 80 columns (.again runs it) */
-            char which[32];
-            snprintf(which, sizeof which, i ? "part %d" : "the introduction", i);
-            gcsh_coord_say(s->coord, "gcsh: lesson %d: %s stopped while part %d was made ready "
-                                     "(output above)", l->number, which, part);
+        int rc = run_part(s, l, &l->blocks[i], QUIET);
+        if (rc != RAN_OK) {
+            say_not_ready(s, l, i, part, rc);
+            /* .again makes the part asked for ready again; .next goes on
+             * from the one that stopped, after those that ran */
             l->next = i;
-            l->shown = i - 1;
+            l->shown = part;
             return;
         }
     }

@@ -323,6 +323,7 @@ static int run_fed(gcsh_session *s, const gcsh_chunk *k, const char *src, size_t
     if (res) {
         res->exit_code = rr.exit_code;
         res->verdict = rr.verdict;
+        res->interrupted = rr.interrupted;
     }
     return rr.failed;
 }

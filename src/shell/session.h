@@ -106,6 +106,7 @@ struct gcsh_line_result {
     int ran;
     int exit_code;     /* os.exit in it, or -1 */
     int verdict;       /* its ranks' worst outcome (gcsh_run_result), or -1 */
+    int interrupted;   /* ranks that Ctrl-C (or .abort) stopped */
 };
 
 /* How gcsh_session_feed runs a chunk.  {0}: a chunk of the command line,

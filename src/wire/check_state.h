@@ -39,12 +39,16 @@ struct gcsh_check {
      * copy, not a format.  *_lazy: op / last_op are still to be made. */
     gcsh_fingerprint op_fp, last_fp;
     int op_lazy, last_lazy;
+    /* The command (chunk_seq) in which this rank said it runs checked
+     * operations unchecked (MSG_UNCHECKED, collcheck_coord.h); 0: none. */
+    uint32_t unchecked_said;
 
     /* Whereabouts: written by the worker thread, read by the watcher. */
     pthread_mutex_t lock;
     pthread_cond_t sampled_cond;
     int in_op;
     int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
+    int op_unchecked; /* the published operation was entered with .check off */
     char op[128];
     double since;
     int sampled;
@@ -61,6 +65,7 @@ struct gcsh_check {
     int doomed_from[DOOMED_MAX];
     int ndoomed;
     int peer_from;
+    int peer_unchecked; /* the abandon that stopped it: a check that met it unchecked */
     /* Abandons (collcheck.h), .check off.  The intent: the operation whose
      * arguments the worker is reading (intent_on: 1 collective, 2 p2p). */
     int intent_on;

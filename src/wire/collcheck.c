@@ -256,6 +256,7 @@ void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from
         if (((k->in_op && k->op_on_comm && k->op_comm == ids[i]) || queued >= 0) &&
             atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
             k->peer_from = from;
+            k->peer_unchecked = 0;
             k->peer_why[0] = '\0';
             /* the command's end waits for GPU work that waits for `from` */
             if (queued >= 0)
@@ -378,6 +379,7 @@ static void stop_end_sync_locked(gcsh_ctx *ctx, gcsh_check *k, const gcsh_abando
         if (abandon_matches(m, &k->entered[i]) &&
             atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
             k->peer_from = from;
+            k->peer_unchecked = m->unchecked;
             snprintf(k->peer_why, sizeof k->peer_why, "%.*s", (int)sizeof m->why - 1, m->why);
             gcsh_fp_describe(&k->entered[i], k->peer_op, sizeof k->peer_op);
             return;
@@ -404,6 +406,7 @@ void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from)
     if (k->in_op && k->op_on_comm && m->chunk == k->chunk_seq && abandon_matches(m, &k->op_fp) &&
         atomic_compare_exchange_strong(&ctx->interrupt, &expected, GCSH_INTERRUPT_PEER)) {
         k->peer_from = from;
+        k->peer_unchecked = m->unchecked;
         snprintf(k->peer_why, sizeof k->peer_why, "%.*s", (int)sizeof m->why - 1, m->why);
     }
     if (k->in_end_sync && m->chunk == k->chunk_seq)
@@ -421,6 +424,18 @@ static int abandoned_by(gcsh_check *k, const gcsh_fingerprint *fp, gcsh_abandon_
             return k->abandoned_from[i];
         }
     return -1;
+}
+
+/* With .check off, the first operation of a command that skips its check
+ * is said to rank 0 (MSG_UNCHECKED): a checked rank that waits for this
+ * one can then be answered (collcheck_coord.h).  Once a command: a timed
+ * loop of unchecked calls pays nothing per call. */
+static void say_unchecked(gcsh_check *k, const gcsh_fingerprint *fp)
+{
+    if (k->enabled || k->unchecked_said == k->chunk_seq)
+        return;
+    k->unchecked_said = k->chunk_seq;
+    gcsh_capture_send(k->cap, MSG_UNCHECKED, fp, sizeof *fp);
 }
 
 /* In gcsh_check_enter: publishes fp's operation, unless .check is off and
@@ -441,8 +456,10 @@ static void publish_or_refuse(lua_State *L, gcsh_ctx *ctx, gcsh_check *k, gcsh_c
         note_entered_locked(ctx, k, fp);
     }
     pthread_mutex_unlock(&k->lock);
-    if (from < 0)
+    if (from < 0) {
+        say_unchecked(k, fp);
         return;
+    }
     char what[128];
     gcsh_fp_describe(fp, what, sizeof what);
     gcsh_abandon_msg mine = {.comm = cc->id, .seq = fp->kind == GCSH_FP_COLLECTIVE ? fp->seq : 0,
@@ -450,8 +467,27 @@ static void publish_or_refuse(lua_State *L, gcsh_ctx *ctx, gcsh_check *k, gcsh_c
     char why[64];
     snprintf(why, sizeof why, "it did not join because rank %d did not", from);
     send_abandon(k, &mine, cc, why);
-    gcsh_set_error(ctx, "%s: not run: rank %d failed before joining it (%s)", what, from, a.why);
+    if (a.unchecked) /* lines within 80 columns under a rank tag (src/DESIGN.md) */
+        gcsh_set_error(ctx, "%s: not run: rank %d's check failed, this rank's was off\n"
+                            "(gcsh.check(false)): nobody joins it", what, from);
+    else
+        gcsh_set_error(ctx, "%s: not run: rank %d failed before joining it (%s)", what, from,
+                       a.why);
     raise_error(L, ctx);
+}
+
+void gcsh_check_answer_unchecked(gcsh_ctx *ctx)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    gcsh_fingerprint fp;
+    pthread_mutex_lock(&k->lock);
+    int in = k->in_op && k->op_on_comm && k->op_unchecked;
+    if (in)
+        fp = k->op_fp;
+    pthread_mutex_unlock(&k->lock);
+    gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp, in ? sizeof fp : 0);
 }
 
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
@@ -813,7 +849,7 @@ static int backend_aborted(gcsh_ctx *ctx, const gcsh_comm_check *cc)
  * (then *from: the rank that aborted its communicator).  what: the
  * operation in words, when rc says it failed. */
 static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, size_t len,
-                           int *from, char *why, size_t why_len)
+                           int *from, char *why, size_t why_len, int *unchecked)
 {
     int expected = GCSH_INTERRUPT_PEER, peer;
     pthread_mutex_lock(&k->lock);
@@ -822,6 +858,7 @@ static int unpublish_leave(gcsh_ctx *ctx, gcsh_check *k, int rc, char *what, siz
     k->in_op = 0;
     peer = atomic_compare_exchange_strong(&ctx->interrupt, &expected, 0);
     *from = k->peer_from;
+    *unchecked = peer && k->peer_unchecked;
     snprintf(why, why_len, "%s", peer ? k->peer_why : "");
     pthread_mutex_unlock(&k->lock);
     return peer;
@@ -844,11 +881,12 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     gcsh_ctx *ctx = gcsh_ctx_of(L);
     gcsh_check *k = ctx->check;
     char what[128] = "", cause[sizeof ctx->err], why[256] = "";
-    int peer = 0, from = -1;
+    int peer = 0, from = -1, unchecked = 0;
     if (ctx->check_hooks)
         ctx->check_hooks->leave(ctx);
     if (k)
-        peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from, why, sizeof why);
+        peer = unpublish_leave(ctx, k, rc, what, sizeof what, &from, why, sizeof why,
+                               &unchecked);
     if (rc == 0)
         return;
     if (ctx->fatal)
@@ -861,6 +899,10 @@ void gcsh_check_leave(lua_State *L, gcsh_comm_check *cc, int rc)
     if (interrupted) /* two lines, each within 80 columns under a rank tag (src/DESIGN.md) */
         gcsh_set_error(ctx, "interrupted in %s:\nthe communicator is aborted on every rank; "
                             "comm.world() makes a fresh one", op);
+    else if (peer && unchecked) /* likewise, three */
+        gcsh_set_error(ctx, "%s: stopped: rank %d's check failed, this rank's was off\n"
+                            "(gcsh.check(false)): nobody joins it; the communicator is aborted\n"
+                            "on every rank; comm.world() makes a fresh one", op, from);
     else if (peer && why[0])
         gcsh_set_error(ctx, "%s: abandoned: rank %d failed before joining it (%s); the "
                             "communicator is aborted on every rank (comm.world() makes a "

@@ -61,6 +61,17 @@
  * not join, some member may have run it: the communicator is out of step
  * and is aborted on every rank.  Arguments that are fine cost nothing more.
  *
+ * Unchecked members.  A rank with .check off (gcsh.check(false) on it
+ * alone) sends no fingerprint, so checked members would wait for it while
+ * it waits in the operation: it says once a command that it runs
+ * unchecked (MSG_UNCHECKED, with the call), and the watcher answers rank
+ * 0's MSG_ASK_OP with the unchecked operation it is in (op_unchecked,
+ * published with the operation); rank 0 compares that call with the
+ * checked ranks' (shell/collcheck_coord.h).  When their check fails, it
+ * abandons the operation for them (gcsh_abandon_msg.unchecked): the
+ * unchecked rank stops it, or refuses it when it comes.  A timed loop of
+ * unchecked calls pays one message a command, none a call.
+ *
  * Faults.  A backend that meets an error the process cannot recover from
  * (a sticky CUDA error) sets ctx->fatal; gcsh_raise then reports it to rank 0,
  * which prints it and makes every rank exit with GCSH_EXIT_FATAL. */
@@ -187,6 +198,8 @@ typedef struct gcsh_abandon_msg {
     uint32_t chunk;     /* the command's number (the coordinator's) */
     int32_t comm_rank;  /* the abandoning rank's rank in comm */
     int32_t comm_size, nmembers;
+    int32_t unchecked;  /* 1: its check failed while others run the operation unchecked
+                           (gcsh.check(false)), which is why it does not join */
     char why[200];      /* its error, terminated */
 } gcsh_abandon_msg;
 
@@ -229,6 +242,9 @@ void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
  * (GCSH_INTERRUPT_PEER: it would wait for that rank forever); the worker
  * aborts them before it next uses a communicator. */
 void gcsh_check_abort_now(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int from);
+/* Watcher thread, MSG_ASK_OP: answers MSG_UNCHECKED with the operation
+ * this rank is in with .check off, or nothing (shell/collcheck_coord.h). */
+void gcsh_check_answer_unchecked(gcsh_ctx *ctx);
 /* Watcher thread, MSG_ABANDON_NOW: rank `from` will not join m's operation
  * (see Abandons above). */
 void gcsh_check_abandon_now(gcsh_ctx *ctx, const gcsh_abandon_msg *m, int from);

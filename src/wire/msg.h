@@ -50,6 +50,12 @@ enum gcsh_msg_type {
                     * not join that operation in this command (collcheck.h) */
     MSG_ABANDON_NOW, /* coordinator -> watcher (ctl): a gcsh_abandon_msg of rank `seq` */
     MSG_COUNTS,    /* worker -> coordinator, before DONE: gcsh_comm_count[] (collcheck.h) */
+    MSG_UNCHECKED, /* worker -> coordinator, the first time in a command that it enters a
+                    * checked operation unchecked (gcsh.check(false), .check off): its
+                    * gcsh_fingerprint; watcher -> coordinator, the answer to ASK_OP: the
+                    * same, or nothing when it is in no unchecked operation
+                    * (collcheck_coord.h) */
+    MSG_ASK_OP,    /* coordinator -> watcher (ctl): in which unchecked operation are you? */
 };
 
 /* gcsh.progress(done, total, label) as it travels; total 0: cleared. */

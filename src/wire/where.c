@@ -23,6 +23,7 @@ static void publish_op(gcsh_check *k, const char *text, int waits)
     k->in_op = 1;
     k->op_waits = waits;
     k->op_on_comm = 0;
+    k->op_unchecked = 0;
     pthread_mutex_unlock(&k->lock);
 }
 
@@ -42,6 +43,7 @@ void gcsh_where_publish_fp_locked(gcsh_check *k, const gcsh_fingerprint *fp)
     k->op_waits = 1;
     k->op_on_comm = 1;
     k->op_comm = fp->comm;
+    k->op_unchecked = !k->enabled;
 }
 
 const char *gcsh_where_op_text(gcsh_check *k)

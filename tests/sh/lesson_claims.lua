@@ -673,7 +673,7 @@ local function common_claims(text, l)
   -- a part shown after its needs ran: no error, no failed checkpoint
   local function clean(t)
     return not has(t, "stopped at that error") and not has(t, "stack traceback")
-           and not t:find("%] checkpoint FAILED") and not has(t, "stopped while part")
+           and not t:find("%] checkpoint FAILED") and not has(t, "ready again)")
   end
   local nav = between(text, "nav " .. num)
   result(has(nav, "(the introduction and part 1 ran first, quietly)") and has(nav, "\n[" .. num .. ".2] ")

@@ -4,7 +4,8 @@
  * collective is a mismatch, and a rank that brings an earlier check after
  * the others passed it on the check board and went on passes alone (the
  * others' later check waits for it), instead of being compared with their
- * later one. */
+ * later one.  A member that runs unchecked (gcsh.check(false)) is asked
+ * where it is, its call compared, and stopped when the check fails. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,9 @@ static int board(void *arg, int r, const gcsh_fingerprint *fp)
     return CHECK_BOARD_COMING;
 }
 
-static const gcsh_checker_io io = {NULL, running, where, verdict, board, NULL, NULL};
+static const gcsh_checker_io io = {NULL, running, where, verdict, board, NULL, NULL, NULL};
 /* Without a board, numbers only advance through the coordinator. */
-static const gcsh_checker_io no_board = {NULL, running, where, verdict, NULL, NULL, NULL};
+static const gcsh_checker_io no_board = {NULL, running, where, verdict, NULL, NULL, NULL, NULL};
 
 /* Rank 1 left the command: by os.exit(exit_of_1), or (-1) by finishing. */
 static int exit_of_1;
@@ -48,7 +49,117 @@ static int rank0_runs(void *arg, int r) { (void)arg; return r == 0; }
 static const char *left(void *arg, int r) { (void)arg, (void)r; return "called os.exit"; }
 static int exited(void *arg, int r) { (void)arg; return r == 1 ? exit_of_1 : -1; }
 static void because_exit(void *arg, int r, int status) { (void)arg; caused[r] = status; }
-static const gcsh_checker_io exits = {NULL, rank0_runs, left, verdict, NULL, exited, because_exit};
+static const gcsh_checker_io exits = {NULL,   rank0_runs,   left, verdict,
+                                      NULL, exited, because_exit, NULL};
+
+static void reset(void) { memset(got, 0, sizeof got); }
+
+/* Abandons the checker asks for (a rank whose check failed, on whose
+ * behalf the members running the operation unchecked must stop). */
+static struct {
+    int n, from;
+    uint64_t seq;
+} abandoned;
+static void abandon(void *arg, int from, const gcsh_fingerprint *fp, const int *members,
+                    const char *why)
+{
+    (void)arg, (void)members, (void)why;
+    abandoned.n++;
+    abandoned.from = from;
+    abandoned.seq = fp->seq;
+}
+static const gcsh_checker_io asks = {NULL, running, where, verdict, NULL, NULL, NULL, abandon};
+
+/* Rank r's allreduce #seq of count elements on communicator 7 of 2 ranks,
+ * world ranks 0 and 1, as a check sends it (waiting) or as a rank that
+ * runs it unchecked says it (MSG_UNCHECKED: the fingerprint alone). */
+static gcsh_fingerprint allreduce_fp(int r, uint64_t seq, int64_t count)
+{
+    gcsh_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    snprintf(fp.op, sizeof fp.op, "allreduce");
+    fp.comm = 7;
+    fp.seq = seq;
+    fp.count = count;
+    fp.kind = GCSH_FP_COLLECTIVE;
+    fp.root = fp.dtype = fp.redop = -1;
+    fp.offset = -1;
+    fp.comm_rank = r;
+    fp.comm_size = 2;
+    return fp;
+}
+static void wait_in(gcsh_checker *k, int r, uint64_t seq, int64_t count, double now)
+{
+    struct {
+        uint32_t head[2];
+        gcsh_fingerprint fp;
+        int32_t members[2];
+    } msg = {{(uint32_t)seq, 2}, allreduce_fp(r, seq, count), {0, 1}};
+    CHECK(gcsh_checker_add(k, r, &msg, sizeof msg, now) == 0, "rank %d waits", r);
+}
+static void unchecked(gcsh_checker *k, int r, uint64_t seq, int64_t count, double now)
+{
+    gcsh_fingerprint fp = allreduce_fp(r, seq, count);
+    CHECK(gcsh_checker_unchecked(k, &asks, r, &fp, sizeof fp, now) == 0, "rank %d unchecked", r);
+}
+
+/* Rank 0 checks, rank 1 runs unchecked. */
+static void test_unchecked(void)
+{
+    gcsh_checker k;
+    gcsh_checker_init(&k, 2);
+    /* equal calls run: the checked rank passes as rank 1 is in it */
+    reset();
+    unchecked(&k, 1, 1, 4, 0.0);
+    wait_in(&k, 0, 1, 4, 0.0);
+    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
+    CHECK(got[0].answered && got[0].ok, "an unchecked equal call: the check passes ('%s')",
+          got[0].text);
+    /* a different call: rank 0 fails, naming rank 1, which is stopped */
+    reset();
+    abandoned.n = 0;
+    unchecked(&k, 1, 2, 5, 0.0);
+    wait_in(&k, 0, 2, 4, 0.0);
+    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
+    CHECK(got[0].answered && !got[0].ok, "an unchecked different call fails the check");
+    CHECK(strstr(got[0].text, "allreduce #2: [1] skipped the check (gcsh.check(false)):\n") &&
+              strstr(got[0].text, "[0] x4, [1] x5") &&
+              strstr(got[0].text, "\n[1] does not wait there"),
+          "the message names the rank and the calls: '%s'", got[0].text);
+    CHECK(abandoned.n == 1 && abandoned.from == 0 && abandoned.seq == 2,
+          "rank 1 is stopped (abandons %d, from %d, #%llu)", abandoned.n, abandoned.from,
+          (unsigned long long)abandoned.seq);
+    /* rank 1 not there yet: rank 0 waits, and rank 1 is asked, less often */
+    reset();
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, NULL, 0, 1.0) == 0, "in no operation");
+    wait_in(&k, 0, 3, 4, 1.0);
+    gcsh_checker_resolve(&k, &asks, 1.0, 0, 0);
+    CHECK(!got[0].answered, "rank 0 waits for rank 1 to come");
+    int who[2];
+    int n = gcsh_checker_asks(&k, &asks, 1.0, who);
+    CHECK(n == 1 && who[0] == 1, "rank 1 is asked (%d)", n);
+    CHECK(gcsh_checker_asks(&k, &asks, 1.0, who) == 0, "not twice at once");
+    double next = gcsh_checker_next_ask(&k, &asks);
+    CHECK(next > 1.0 && next < 1.6, "the next ask is due soon (%.3f)", next);
+    unchecked(&k, 1, 3, 4, 1.2);
+    gcsh_checker_resolve(&k, &asks, 1.2, 0, 0);
+    CHECK(got[0].answered && got[0].ok, "then it comes, and the calls match");
+    gcsh_checker_destroy(&k);
+
+    /* a check that failed (its limit) before rank 1 said it runs
+     * unchecked: rank 1, coming to that operation, is stopped */
+    gcsh_checker_init(&k, 2);
+    reset();
+    abandoned.n = 0;
+    wait_in(&k, 0, 1, 4, 0.0);
+    gcsh_checker_resolve(&k, &asks, 2.0, 1.0, 1);
+    CHECK(got[0].answered && !got[0].ok, "the check times out");
+    CHECK(abandoned.n == 0, "nobody to stop yet");
+    unchecked(&k, 1, 1, 4, 2.5);
+    CHECK(abandoned.n == 1 && abandoned.from == 0, "rank 1 is stopped when it comes (%d)",
+          abandoned.n);
+    gcsh_checker_destroy(&k);
+}
 
 /* Rank r's fingerprint of op #seq on communicator 7 of n ranks, as sent. */
 static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int kind, int peer)
@@ -72,8 +183,6 @@ static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int
     CHECK(gcsh_checker_add(k, r, &msg, sizeof msg, 0.0) == 0, "add rank %d %s #%llu", r, op,
           (unsigned long long)seq);
 }
-
-static void reset(void) { memset(got, 0, sizeof got); }
 
 int main(void)
 {
@@ -183,5 +292,6 @@ int main(void)
             CHECK(caused[0] == -1, "no exit, no cause: %d", caused[0]);
         gcsh_checker_destroy(&k);
     }
+    test_unchecked();
     UNIT_END();
 }
