@@ -60,11 +60,14 @@ H.truthy(tostring(w):find("window(#" .. w.seq .. ", 16 f32, host, rank " .. me, 
 
 -- rounding of a size that is not a multiple of the granularity: the data,
 -- then the kernels' "ll" area (src/core/kll.h: a 256-byte header and two
--- sets of one slot per rank, 16 bytes per 8 of data up to 64 KiB) and the
+-- sets of one slot per rank: 16 bytes per 8 of data up to 64 KiB, in whole
+-- 128-byte lines, then ll128's 128 bytes per 120 up to 256 KiB) and the
 -- host's 128 bytes of sync words
 local big = c:window(info.granularity // 8 + 1, "f64")
 local bytes = info.granularity + 8
-local ll = 256 + 2 * math.min(c.size, 16) * ((math.min(bytes, 65536) + 7) // 8) * 16
+local ll_part = ((math.min(bytes, 65536) + 7) // 8 * 16 + 127) // 128 * 128
+local ll128_part = (math.min(bytes, 262144) + 119) // 120 * 128
+local ll = 256 + 2 * math.min(c.size, 16) * (ll_part + ll128_part)
 H.eq(big:info().bytes, bytes, "bytes")
 H.eq(big:info().alloc_bytes, (bytes + ll + 128 + info.granularity - 1) // info.granularity * info.granularity,
      "data, ll area and sync words rounded up to granules")

@@ -118,9 +118,9 @@ local split = string.format("MPI_Comm_split by node: team %s on node", team_text
 local line = has(out, split, "the team")
 H.truthy(one_team == (line:find("  MPI_Comm_split", 1, true) == 1),
          "the team line is labelled only with several teams: " .. line)
--- 4 KiB of data, the "ll" area (kll.h: 256 + 2 x slots x 8 KiB) and 128 B
--- of sync words, in whole pages
-local slice_kib = (4096 + 256 + 2 * math.min(c.size, 16) * 8192 + 128 + 4095) // 4096 * 4
+-- 4 KiB of data, the "ll" area (kll.h: 256 + 2 x slots x (8 KiB of ll
+-- lines + 35 ll128 lines of 128 B)) and 128 B of sync words, in whole pages
+local slice_kib = (4096 + 256 + 2 * math.min(c.size, 16) * (8192 + 35 * 128) + 128 + 4095) // 4096 * 4
 H.eq(count(out, string.format("MPI_Win_allocate_shared: one segment, %d KiB per member", slice_kib)), 1,
      "lines alike on every rank are printed once")
 has(out, "MPI_Win_lock_all: passive access for the window's life", "lock_all")

@@ -42,18 +42,18 @@ expect_eq "stepped registration: what the terminal shows" "$(no_addresses <<<"$O
 [0-1]   every rank asks for window #1: 1024 f32, kind host
 [0-1]   fingerprints agree: compared (board or rank 0)
 [0-1]   proposals exchanged: n, dtype, kind and seq agree
-[0-1]   40 KiB per rank: 4 KiB of data + 33152 B of kernel state
+[0-1]   56 KiB per rank: 4 KiB of data + 51072 B of kernel state
 [0-1]     (ll slots and sync words), rounded up to the 4 KiB granularity
 [0-1] step 2/3 segment
 [0-1]   MPI_Comm_split by node: team 0-1 on node 0 (2 of 2 ranks)
-[0-1]   MPI_Win_allocate_shared: one segment, 40 KiB per member
+[0-1]   MPI_Win_allocate_shared: one segment, 56 KiB per member
 [0-1]   MPI_Win_lock_all: passive access for the window's life
 [0-1]   rank 0: my slice at 0x? (in my own address space)
 [0-1]   rank 1: my slice at 0x? (in my own address space)
 [0-1] step 3/3 peers
 [0-1]   MPI_Win_shared_query x 2: the peer pointer table
-[0-1]   member i at member 0's slice + i x 40 KiB, in each rank's own mapping
-[0-1]   zeroed my 40 KiB, MPI_Win_sync
+[0-1]   member i at member 0's slice + i x 56 KiB, in each rank's own mapping
+[0-1]   zeroed my 56 KiB, MPI_Win_sync
 [0-1]   st.window is ready: window #1, registered on every rank
 [0-1] window #1 works: each rank wrote its rank into its slice and
 [0-1]   read the 2 slices of its team back
