@@ -8,6 +8,7 @@
 #include "core/kll.h"
 #include "ktraits.cuh"
 #include "kwait.cuh"
+#include "reducekern.h"
 
 namespace gcsh_k {
 
@@ -152,6 +153,89 @@ __device__ inline void count_call(gcsh_ll_header *h, unsigned long long count)
         *reinterpret_cast<volatile unsigned long long *>(&h->count) = count + 1;
         fence_device();
     }
+}
+
+// A kernel of the ll family (ll.cu, ll128.cu) for one dtype, and its
+// element size.  Family<T>::run is the kernel for element traits T.
+struct LLKernel {
+    void (*run)(LL);
+    size_t esize;
+};
+
+template <template <class> class Family> LLKernel ll_kernel_of(gcsh_dtype dt)
+{
+    switch (dt) {
+    case GCSH_F32: return {Family<F32>::run, sizeof(float)};
+    case GCSH_F16: return {Family<F16>::run, sizeof(__half)};
+    case GCSH_BF16: return {Family<BF16>::run, sizeof(__nv_bfloat16)};
+    case GCSH_I32: return {Family<Int32<true>>::run, sizeof(unsigned)};
+    case GCSH_U32: return {Family<Int32<false>>::run, sizeof(unsigned)};
+    default: return {nullptr, 0};
+    }
+}
+
+// The fewest blocks of `threads` one SM holds of the family's kernels (0
+// when CUDA cannot say), for gcsh_k_paired_room.
+template <template <class> class Family> unsigned ll_blocks_per_sm_of(unsigned threads)
+{
+    static const gcsh_dtype all[] = {GCSH_F32, GCSH_F16, GCSH_BF16, GCSH_I32, GCSH_U32};
+    unsigned fewest = ~0u;
+    for (gcsh_dtype dt : all) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ll_kernel_of<Family>(dt).run,
+                                                          threads, 0) != cudaSuccess)
+            return 0;
+        fewest = (unsigned)n < fewest ? (unsigned)n : fewest;
+    }
+    return fewest;
+}
+
+// A call's LL (by value) from its arguments, checked: bytes within
+// capacity, the team within the slots, a wait control, every member's LL
+// area aligned to `align` bytes; cudaErrorInvalidValue otherwise.
+inline cudaError_t ll_args_of(const gcsh_kll_args *a, const gcsh_window_desc *d,
+                              const gcsh_kwait *w, size_t es, size_t capacity, size_t align,
+                              LL *ll)
+{
+    *ll = LL{};
+    ll->bytes = a->n * es;
+    if (es == 0 || ll->bytes == 0 || ll->bytes > capacity || d->team_size < 1 ||
+        d->team_size > a->slots || a->slots > GCSH_KERN_MAX_TEAM || d->team_rank < 0 ||
+        d->team_rank >= d->team_size || !w->ctl)
+        return cudaErrorInvalidValue;
+    for (int p = 0; p < d->team_size; p++) {
+        ll->area[p] = (char *)d->peer[p] + a->ll_off;
+        if ((uintptr_t)ll->area[p] % align != 0)
+            return cudaErrorInvalidValue;
+    }
+    ll->rank_of = gcsh_window_team_dev(d);
+    char *mine = (char *)d->peer[d->team_rank] + a->offset * es;
+    ll->src = a->in ? (const char *)a->in : mine;
+    ll->dst = a->out ? (char *)a->out : mine;
+    ll->window_bytes = a->window_bytes;
+    ll->k = d->team_size;
+    ll->me = d->team_rank;
+    ll->slots = a->slots;
+    ll->op = (int)a->op;
+    ll->end = {w->ctl, w->gen, w->bound_ns};
+    return cudaSuccess;
+}
+
+// A team of one: the sum is my region, and no one reads my flags.
+inline cudaError_t ll_alone(const LL &ll, cudaStream_t stream)
+{
+    return ll.dst == ll.src ? cudaSuccess
+                            : cudaMemcpyAsync(ll.dst, ll.src, ll.bytes, cudaMemcpyDeviceToDevice,
+                                              stream);
+}
+
+// `units` of work (lines) over blocks of `per_block`, at most `most`
+// blocks and w->max_blocks (gcsh_kwait says why), at least one.
+inline unsigned ll_blocks(size_t units, size_t per_block, size_t most, const gcsh_kwait *w)
+{
+    size_t blocks = (units + per_block - 1) / per_block;
+    most = w->max_blocks < most ? w->max_blocks : most;
+    return (unsigned)(blocks > most ? most : blocks < 1 ? 1 : blocks);
 }
 
 } // namespace gcsh_k

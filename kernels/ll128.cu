@@ -186,40 +186,13 @@ template <class T> __global__ void __launch_bounds__(kLL128Threads) ll128_kernel
     count_call(h, count);
 }
 
-struct LL128Kernel {
-    void (*run)(LL);
-    size_t esize;
+template <class T> struct LL128Family {
+    static constexpr void (*run)(LL) = ll128_kernel<T>;
 };
-
-template <class T> constexpr LL128Kernel ll128_of()
-{
-    return {ll128_kernel<T>, sizeof(typename T::S)};
-}
-
-LL128Kernel ll128_kernel_for(gcsh_dtype dt)
-{
-    switch (dt) {
-    case GCSH_F32: return ll128_of<F32>();
-    case GCSH_F16: return ll128_of<F16>();
-    case GCSH_BF16: return ll128_of<BF16>();
-    case GCSH_I32: return ll128_of<Int32<true>>();
-    case GCSH_U32: return ll128_of<Int32<false>>();
-    default: return {nullptr, 0};
-    }
-}
 
 unsigned ll128_blocks_per_sm()
 {
-    static const gcsh_dtype all[] = {GCSH_F32, GCSH_F16, GCSH_BF16, GCSH_I32, GCSH_U32};
-    unsigned fewest = ~0u;
-    for (gcsh_dtype dt : all) {
-        int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ll128_kernel_for(dt).run,
-                                                          kLL128Threads, 0) != cudaSuccess)
-            return 0;
-        fewest = (unsigned)n < fewest ? (unsigned)n : fewest;
-    }
-    return fewest;
+    return ll_blocks_per_sm_of<LL128Family>(kLL128Threads);
 }
 
 } // namespace gcsh_k
@@ -229,40 +202,17 @@ using namespace gcsh_k;
 extern "C" cudaError_t gcsh_k_ll128_allreduce(const gcsh_kll_args *a, const gcsh_window_desc *d,
                                               const gcsh_kwait *w, cudaStream_t stream)
 {
-    LL128Kernel kernel = ll128_kernel_for(a->dt);
-    size_t es = kernel.esize;
-    LL ll = {};
-    ll.bytes = a->n * es;
-    if (!kernel.run || ll.bytes == 0 || ll.bytes > gcsh_ll128_capacity(a->window_bytes) ||
-        d->team_size < 1 || d->team_size > a->slots || a->slots > GCSH_KERN_MAX_TEAM ||
-        d->team_rank < 0 || d->team_rank >= d->team_size || !w->ctl ||
-        a->ll_off % GCSH_LL128_LINE_BYTES != 0)
-        return cudaErrorInvalidValue;
-    for (int p = 0; p < d->team_size; p++) {
-        ll.area[p] = (char *)d->peer[p] + a->ll_off;
-        if ((uintptr_t)ll.area[p] % GCSH_LL128_LINE_BYTES != 0) // a line must be one
-            return cudaErrorInvalidValue;
-    }
-    ll.rank_of = gcsh_window_team_dev(d);
-    char *mine = (char *)d->peer[d->team_rank] + a->offset * es;
-    ll.src = a->in ? (const char *)a->in : mine;
-    ll.dst = a->out ? (char *)a->out : mine;
-    ll.window_bytes = a->window_bytes;
-    ll.k = d->team_size;
-    ll.me = d->team_rank;
-    ll.slots = a->slots;
-    ll.op = (int)a->op;
-    ll.end = {w->ctl, w->gen, w->bound_ns};
-    if (ll.k == 1) // a team of one: the sum is my region, and no one reads my flags
-        return ll.dst == ll.src ? cudaSuccess
-                                : cudaMemcpyAsync(ll.dst, ll.src, ll.bytes,
-                                                  cudaMemcpyDeviceToDevice, stream);
-    size_t lines = gcsh_ll128_lines(ll.bytes);
-    size_t per_block = kLL128Threads / 32 * kLinesPerWarp;
-    size_t blocks = (lines + per_block - 1) / per_block;
-    size_t most = w->max_blocks < kLL128MaxBlocks ? w->max_blocks : kLL128MaxBlocks;
-    blocks = blocks > most ? most : blocks < 1 ? 1 : blocks; // max_blocks: gcsh_kwait says why
+    LLKernel kernel = ll_kernel_of<LL128Family>(a->dt);
+    LL ll; // (every line of every area 128-byte aligned: a line must be one)
+    cudaError_t e = ll_args_of(a, d, w, kernel.esize, gcsh_ll128_capacity(a->window_bytes),
+                               GCSH_LL128_LINE_BYTES, &ll);
+    if (e != cudaSuccess)
+        return e;
+    if (ll.k == 1)
+        return ll_alone(ll, stream);
+    unsigned blocks = ll_blocks(gcsh_ll128_lines(ll.bytes), kLL128Threads / 32 * kLinesPerWarp,
+                                kLL128MaxBlocks, w);
     (void)cudaGetLastError(); // report this launch only
-    kernel.run<<<(unsigned)blocks, kLL128Threads, 0, stream>>>(ll);
+    kernel.run<<<blocks, kLL128Threads, 0, stream>>>(ll);
     return cudaGetLastError();
 }

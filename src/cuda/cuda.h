@@ -64,6 +64,7 @@ typedef struct gcsh_gpu_dev {
     char shared[128];
     char nccl_hosts[128];
     int sharers;          /* the most ranks of this machine on one GPU */
+    int job_sharers;      /* ...of any machine of the job (the same on every rank) */
     int one_gpu;          /* ...and that is all of them: a team that reaches
                              by load/store lives on this GPU */
     /* The most blocks a kernel whose blocks wait for other ranks may launch

@@ -135,34 +135,37 @@ static uint64_t wait_bound_ns(void)
     return (uint64_t)(gcsh_env_value(GCSH_ENV_GPU_WAIT_TIMEOUT) * 1e9);
 }
 
-/* NCCL connects peers lazily by default (NCCL_RUNTIME_CONNECT=1): the
- * first collective that needs a connection makes it inside the call,
- * blocking in accept() until the peer joins.  In a shell one rank may enter
- * a collective alone (.check off, a command typed for one rank); that call
- * then hangs where neither Ctrl-C nor ncclCommAbort reaches it (seen at 4
- * ranks sharing an H100, NCCL 2.28.3: rank 0 in accept() under
- * ncclAllReduce for minutes).  Connecting when the communicator is made
- * keeps every later call interruptible, for a slower comm.world() and
- * split, and NCCL keeps some host memory for each communicator connected
- * so (issue 35: about 0.25 KiB a split and its twin, NCCL alone, 2 H200s;
- * lazily: none).  The user's own setting wins.  Before the first
- * communicator: NCCL reads its parameters once.  .info says which (the
- * splits line). */
+/* When NCCL connects a communicator's peers.  NCCL's default
+ * (NCCL_RUNTIME_CONNECT=1) connects them lazily, inside the first call
+ * that needs a connection.  Where ranks share a GPU, NCCL connects them
+ * over sockets, and a collective one rank entered alone (.check off, a
+ * command typed for one rank) blocked in accept() inside that call, where
+ * neither Ctrl-C nor ncclCommAbort reaches it (4 ranks sharing an H100,
+ * NCCL 2.28.3): there gcsh connects every communicator when it is made
+ * (NCCL_RUNTIME_CONNECT=0).  With a GPU each (NVLink, P2P), a lone rank's
+ * collective stays interruptible when connected lazily (2 H200s: a lone
+ * all-reduce of 8 B and of 64 MiB on a fresh split and after its first
+ * call, a lone send: Ctrl-C brings the session back, as eagerly), and the
+ * eager connection costs host memory NCCL keeps for every communicator
+ * (about 0.25 KiB a split and its twin; the soak's long form at 4 GPUs
+ * failed its bound eagerly and passes lazily: issue 35), so NCCL's default
+ * stays.  The user's own setting wins.  Before the first communicator:
+ * NCCL reads its parameters once.  .info says which (the splits line). */
 static void nccl_connect_policy(cuda_state *st)
 {
     const char *user = getenv("NCCL_RUNTIME_CONNECT");
-    if (!user || !*user) {
+    if (user && *user) {
+        snprintf(st->connect_how, sizeof st->connect_how, "%s (NCCL_RUNTIME_CONNECT=%.20s, yours)",
+                 strcmp(user, "0") == 0 ? "connected when made" : "connected at first use",
+                 user);
+    } else if (st->job_sharers > 1) {
         setenv("NCCL_RUNTIME_CONNECT", "0", 1);
         snprintf(st->connect_how, sizeof st->connect_how, "%s",
-                 "connected when made (NCCL_RUNTIME_CONNECT=0, gcsh's default: a lone "
-                 "rank's collective stays interruptible, and NCCL keeps ~0.25 KiB a split)");
-    } else if (strcmp(user, "0") == 0) {
-        snprintf(st->connect_how, sizeof st->connect_how, "%s",
-                 "connected when made (NCCL_RUNTIME_CONNECT=0, yours)");
+                 "connected when made (NCCL_RUNTIME_CONNECT=0, gcsh's where ranks share a "
+                 "GPU: a lone rank's collective stays interruptible)");
     } else {
-        snprintf(st->connect_how, sizeof st->connect_how,
-                 "connected at first use (NCCL_RUNTIME_CONNECT=%.20s, yours: a collective "
-                 "one rank enters alone may block out of Ctrl-C's reach)", user);
+        snprintf(st->connect_how, sizeof st->connect_how, "%s",
+                 "connected at first use (NCCL's default: a GPU each)");
     }
 }
 

@@ -115,8 +115,9 @@ static int split_twin(gcsh_ctx *ctx, gcsh_comm_impl *c, ncclComm_t *twin)
 }
 
 /* The blocking twin of c->comm (see the top), connected by one collective
- * (not while the stream captures: that call would be captured, and
- * NCCL_RUNTIME_CONNECT=0 connected it anyway, cuda_backend.c). */
+ * (not while the stream captures: that call would be captured; the first
+ * captured collective connects it, or NCCL_RUNTIME_CONNECT=0 did when it
+ * was made, cuda_backend.c). */
 static int make_twin(gcsh_ctx *ctx, cuda_state *st, gcsh_comm_impl *c)
 {
     ncclComm_t twin = NULL;

@@ -109,6 +109,12 @@ static void describe_sharing(gcsh_ctx *ctx, int dev, cuda_state *st)
         st->sharers = most_on_one_gpu(pairs, s->node_size);
         st->one_gpu = st->sharers == s->node_size;
     }
+    /* ...and on any machine of the job, for what must be the same on
+     * every rank (when NCCL connects: cuda_backend.c) */
+    int here = st ? st->sharers : 1, most = here;
+    MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (st)
+        st->job_sharers = most;
     free(pairs);
 }
 

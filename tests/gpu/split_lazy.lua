@@ -16,11 +16,21 @@ if gcsh.backend == "cuda" then -- (the rest runs on the host backend too)
   H.truthy(type(splits) == "string" and splits:find("twin at the first collective", 1, true),
            ".info splits: " .. tostring(splits))
   H.eq(splits:sub(1, 5) == "share", sharing, "splits follows GCSH_SPLIT_SHARE: " .. splits)
-  -- and when NCCL connects, which the user may decide (issue 35); gcsh
-  -- sets NCCL_RUNTIME_CONNECT=0 in its own environment when the user did not
+  -- and when NCCL connects (issue 35): where ranks share a GPU gcsh sets
+  -- NCCL_RUNTIME_CONNECT=0 in its own environment when the user did not;
+  -- with a GPU each it leaves NCCL's lazy default; the user's setting wins
   local user = os.getenv("NCCL_RUNTIME_CONNECT")
-  local connect = user == "0" and "; connected when made (NCCL_RUNTIME_CONNECT=0, "
-                  or "; connected at first use (NCCL_RUNTIME_CONNECT=" .. tostring(user) .. ", yours"
+  local shared = gcsh.info().gpu_shared ~= "no"
+  local connect
+  if user == nil then
+    H.truthy(not shared, "gcsh sets NCCL_RUNTIME_CONNECT=0 where ranks share a GPU")
+    connect = "; connected at first use (NCCL's default: a GPU each)"
+  elseif user == "0" and shared then -- gcsh's, or the user's own 0
+    connect = "; connected when made (NCCL_RUNTIME_CONNECT=0, "
+  else
+    connect = (user == "0" and "; connected when made" or "; connected at first use")
+              .. " (NCCL_RUNTIME_CONNECT=" .. user .. ", yours)"
+  end
   H.truthy(splits:find(connect, 1, true), ".info splits says how NCCL connects: " .. splits)
 end
 
