@@ -725,8 +725,8 @@ void gcsh_sym_free(lua_State *L, gcsh_symobj *o)
          * stopped with it).  Each rank frees alone; the backend's destroy is
          * local on an aborted communicator (backend.h). */
         if (in_flight_here(ctx, o))
-            luaL_error(L, "%s #%llu: cannot free: a transfer using it is still in flight "
-                          WAIT_FIRST, o->type, (unsigned long long)o->seq);
+            luaL_error(L, "%s #%I: cannot free: a transfer using it is still in flight "
+                          WAIT_FIRST, o->type, (lua_Integer)o->seq);
     } else {
         char op[24];
         snprintf(op, sizeof op, "%s:free", o->type);
