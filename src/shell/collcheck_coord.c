@@ -103,6 +103,13 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
         return -1;
     fp_slot *s = &k->slot[r];
     slot_clear(s);
+    /* a rank in a check is in no unchecked operation: what it said of one
+     * before is over (a peer waiting for it must not meet that call); it
+     * may skip checks again in this command, so it is asked afresh then */
+    unchecked_slot *u = &k->unchecked[r];
+    u->known = 0;
+    u->gap = ASK_FIRST_S;
+    u->next_ask = now;
     memcpy(&s->fp, p + sizeof head, sizeof s->fp);
     s->fp.op[sizeof s->fp.op - 1] = s->fp.extra[sizeof s->fp.extra - 1] = '\0';
     if (s->fp.comm_size < 1 || s->fp.comm_rank < 0 || s->fp.comm_rank >= s->fp.comm_size ||
@@ -331,9 +338,18 @@ static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
         return UNCHECKED_NO;
     if (!u->known || u->fp.comm != s->fp.comm)
         return UNCHECKED_PENDING;
-    if (is_p2p(&s->fp))
-        return is_p2p(&u->fp) && u->fp.root == s->fp.comm_rank ? UNCHECKED_HERE
-                                                              : UNCHECKED_PENDING;
+    if (is_p2p(&s->fp)) {
+        if (!is_p2p(&u->fp) || u->fp.root != s->fp.comm_rank)
+            return UNCHECKED_PENDING;
+        /* a receive of a message s sent already (before this call of s's),
+         * or a send of one s received already: MPI has not ended the
+         * peer's call yet, but it ends, and the peer moves on */
+        if (u->fp.kind == GCSH_FP_RECV && s->fp.sent > u->fp.received)
+            return UNCHECKED_PENDING;
+        if (u->fp.kind == GCSH_FP_SEND && s->fp.received > u->fp.sent)
+            return UNCHECKED_PENDING;
+        return UNCHECKED_HERE;
+    }
     if (is_p2p(&u->fp) || u->fp.seq < s->fp.seq)
         return UNCHECKED_PENDING;
     return u->fp.seq == s->fp.seq ? UNCHECKED_HERE : UNCHECKED_PAST;

@@ -145,7 +145,10 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
     if (cc->on_board == 1)
         gcsh_board_forget(ctx->board, ctx->rank, cc->id);
     free(cc->members);
+    free(cc->sent);
+    free(cc->received);
     cc->members = NULL;
+    cc->sent = cc->received = NULL;
     cc->next = cc->prev = NULL;
     cc->linked = 0;
     cc->impl = NULL;
@@ -587,6 +590,23 @@ void gcsh_check_chunk_end(gcsh_ctx *ctx)
 }
 
 /* ---- checked operations ---------------------------------------------------- */
+
+uint64_t gcsh_p2p_count(const gcsh_comm_check *cc, int send, int peer)
+{
+    const uint64_t *done = send ? cc->sent : cc->received;
+    return done && peer >= 0 && peer < cc->size ? done[peer] : 0;
+}
+
+void gcsh_p2p_done(gcsh_comm_check *cc, int send, int peer, uint64_t n)
+{
+    uint64_t **done = send ? &cc->sent : &cc->received;
+    if (peer < 0 || peer >= cc->size)
+        return;
+    if (!*done)
+        *done = calloc((size_t)cc->size, sizeof **done);
+    if (*done) /* (out of memory: the counts stay 0, as before counting) */
+        (*done)[peer] += n;
+}
 
 void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op)
 {
