@@ -806,16 +806,7 @@ static void fingerprint(const coll_spec *spec, const coll_args *a, const char *o
     if (spec->run == run_send || spec->run == run_recv) {
         fp->kind = spec->run == run_send ? GCSH_FP_SEND : GCSH_FP_RECV;
         fp->seq = 0;
-        fp->sent = gcsh_p2p_count(&a->comm->chk, 1, fp->root);
-        fp->received = gcsh_p2p_count(&a->comm->chk, 0, fp->root);
     }
-}
-
-/* iters sends or recvs issued (a fingerprint's counts); others: nothing */
-static void count_p2p(const coll_spec *spec, coll_args *a, uint64_t iters)
-{
-    if (spec->run == run_send || spec->run == run_recv)
-        gcsh_p2p_done(&a->comm->chk, spec->run == run_send, a->rank_arg_value, iters);
 }
 
 /* ---- routed collectives (comm.h): the kernels, or the communicator's library ---- */
@@ -908,7 +899,6 @@ static int collective(lua_State *L)
     fingerprint(spec, &a, r.label[0] ? r.label : spec->name, &fp);
     gcsh_check_enter(L, &a.comm->chk, &fp);
     gcsh_check_leave(L, &a.comm->chk, run_routed(ctx, L, spec, &a, router, &call, &r));
-    count_p2p(spec, &a, 1);
     lua_pushvalue(L, result_idx);
     return 1;
 }
@@ -956,10 +946,8 @@ static int comm_loop(lua_State *L)
     void *tok;
     double seconds = 0;
     int rc = ctx->be->mem->timer_begin(ctx, &tok);
-    lua_Integer done = 0;
-    for (; done < iters && rc == 0; done++)
+    for (lua_Integer i = 0; i < iters && rc == 0; i++)
         rc = run_routed(ctx, L, spec, &a, router, &call, &r);
-    count_p2p(spec, &a, (uint64_t)(rc == 0 ? done : done - 1)); /* (before a raise) */
     if (rc == 0)
         rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
     gcsh_check_leave(L, &a.comm->chk, rc);

@@ -69,6 +69,16 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
                            size_t len, double now)
 {
     unchecked_slot *u = &k->unchecked[r];
+    if (len == sizeof(uint64_t)) { /* back to checks: its unchecked call is over */
+        uint64_t entered;
+        memcpy(&entered, payload, sizeof entered);
+        if (entered > u->checked)
+            u->checked = entered;
+        u->known = 0;
+        u->gap = ASK_FIRST_S;
+        u->next_ask = now;
+        return 0;
+    }
     if (len != 0 && len != sizeof u->fp)
         return -1;
     int first = !u->said;
@@ -81,6 +91,10 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
     if (u->known) {
         memcpy(&u->fp, payload, sizeof u->fp);
         u->fp.op[sizeof u->fp.op - 1] = u->fp.extra[sizeof u->fp.extra - 1] = '\0';
+        /* an answer its watcher read before the rank came to a check, and
+         * sent after it: that call is over */
+        if (u->fp.entered < u->checked)
+            u->known = 0;
     }
     /* a check that failed before this rank said it skips them: the ranks
      * of that check do not join the operation this rank came to */
@@ -111,6 +125,8 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
     u->gap = ASK_FIRST_S;
     u->next_ask = now;
     memcpy(&s->fp, p + sizeof head, sizeof s->fp);
+    if (s->fp.entered > u->checked)
+        u->checked = s->fp.entered;
     s->fp.op[sizeof s->fp.op - 1] = s->fp.extra[sizeof s->fp.extra - 1] = '\0';
     if (s->fp.comm_size < 1 || s->fp.comm_rank < 0 || s->fp.comm_rank >= s->fp.comm_size ||
         (head[1] && (int)head[1] != s->fp.comm_size))
@@ -338,18 +354,9 @@ static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
         return UNCHECKED_NO;
     if (!u->known || u->fp.comm != s->fp.comm)
         return UNCHECKED_PENDING;
-    if (is_p2p(&s->fp)) {
-        if (!is_p2p(&u->fp) || u->fp.root != s->fp.comm_rank)
-            return UNCHECKED_PENDING;
-        /* a receive of a message s sent already (before this call of s's),
-         * or a send of one s received already: MPI has not ended the
-         * peer's call yet, but it ends, and the peer moves on */
-        if (u->fp.kind == GCSH_FP_RECV && s->fp.sent > u->fp.received)
-            return UNCHECKED_PENDING;
-        if (u->fp.kind == GCSH_FP_SEND && s->fp.received > u->fp.sent)
-            return UNCHECKED_PENDING;
-        return UNCHECKED_HERE;
-    }
+    if (is_p2p(&s->fp))
+        return is_p2p(&u->fp) && u->fp.root == s->fp.comm_rank ? UNCHECKED_HERE
+                                                              : UNCHECKED_PENDING;
     if (is_p2p(&u->fp) || u->fp.seq < s->fp.seq)
         return UNCHECKED_PENDING;
     return u->fp.seq == s->fp.seq ? UNCHECKED_HERE : UNCHECKED_PAST;

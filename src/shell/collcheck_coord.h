@@ -41,6 +41,8 @@ typedef struct unchecked_slot {
     gcsh_fingerprint fp;
     double next_ask;       /* when a group that waits for it may ask again */
     double gap;            /* the wait before the next ask (doubles, up to ASK_MAX_S) */
+    uint64_t checked;      /* the entered count of its latest check: what it says of
+                              a call entered before that one is over */
 } unchecked_slot;
 
 /* A check that failed in this command while members it waited for had
@@ -97,8 +99,10 @@ void gcsh_checker_destroy(gcsh_checker *k);
  * of a command). */
 void gcsh_checker_clear(gcsh_checker *k);
 /* A MSG_UNCHECKED payload from rank r: empty (it runs unchecked, in no
- * such operation now) or the fingerprint of the unchecked operation it is
- * in; -1 when malformed. */
+ * such operation now), the fingerprint of the unchecked operation it is
+ * in, or its entered count (8 bytes) as it comes back to checks (its
+ * unchecked calls are over; a fingerprint of one entered before that is
+ * dropped); -1 when malformed. */
 int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
                            size_t len, double now);
 /* The ranks a waiting group would ask which unchecked operation they are

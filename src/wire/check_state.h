@@ -42,6 +42,11 @@ struct gcsh_check {
     /* The command (chunk_seq) in which this rank said it runs checked
      * operations unchecked (MSG_UNCHECKED, collcheck_coord.h); 0: none. */
     uint32_t unchecked_said;
+    /* Operations entered, checked or not (a fingerprint's entered), and
+     * whether one entered unchecked since rank 0 last heard of this rank's
+     * checks (then the next checked one says "back to checks" first). */
+    uint64_t entered_count;
+    int unchecked_open;
 
     /* Whereabouts: written by the worker thread, read by the watcher. */
     pthread_mutex_t lock;

@@ -145,10 +145,7 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
     if (cc->on_board == 1)
         gcsh_board_forget(ctx->board, ctx->rank, cc->id);
     free(cc->members);
-    free(cc->sent);
-    free(cc->received);
     cc->members = NULL;
-    cc->sent = cc->received = NULL;
     cc->next = cc->prev = NULL;
     cc->linked = 0;
     cc->impl = NULL;
@@ -435,6 +432,8 @@ static int abandoned_by(gcsh_check *k, const gcsh_fingerprint *fp, gcsh_abandon_
  * loop of unchecked calls pays nothing per call. */
 static void say_unchecked(gcsh_check *k, const gcsh_fingerprint *fp)
 {
+    if (!k->enabled)
+        k->unchecked_open = 1;
     if (k->enabled || k->unchecked_said == k->chunk_seq)
         return;
     k->unchecked_said = k->chunk_seq;
@@ -590,23 +589,6 @@ void gcsh_check_chunk_end(gcsh_ctx *ctx)
 }
 
 /* ---- checked operations ---------------------------------------------------- */
-
-uint64_t gcsh_p2p_count(const gcsh_comm_check *cc, int send, int peer)
-{
-    const uint64_t *done = send ? cc->sent : cc->received;
-    return done && peer >= 0 && peer < cc->size ? done[peer] : 0;
-}
-
-void gcsh_p2p_done(gcsh_comm_check *cc, int send, int peer, uint64_t n)
-{
-    uint64_t **done = send ? &cc->sent : &cc->received;
-    if (peer < 0 || peer >= cc->size)
-        return;
-    if (!*done)
-        *done = calloc((size_t)cc->size, sizeof **done);
-    if (*done) /* (out of memory: the counts stay 0, as before counting) */
-        (*done)[peer] += n;
-}
 
 void gcsh_fp_init(gcsh_fingerprint *fp, const gcsh_comm_check *cc, const char *op)
 {
@@ -842,6 +824,16 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
         cc->touched_chunk = k->chunk_seq;
     }
     gcsh_check_usable(L, cc);
+    if (k) /* (only this thread counts; the watcher reads it in op_fp, under the lock) */
+        fp->entered = ++k->entered_count;
+    /* Back to checks after unchecked calls in this command: rank 0's
+     * checker hears that those are over before this check (a check on the
+     * board never reaches it, and a peer's checked call must not meet
+     * what this rank said of an unchecked one). */
+    if (k && k->enabled && k->unchecked_open && k->unchecked_said == k->chunk_seq) {
+        k->unchecked_open = 0;
+        gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp->entered, sizeof fp->entered);
+    }
     const gcsh_check_hooks *h = ctx->check_hooks;
     gcsh_check_note note;
     gcsh_check_note_of(&note, ctx, cc, fp);

@@ -109,12 +109,10 @@ typedef struct gcsh_fingerprint {
     int32_t comm_rank, comm_size;
     uint32_t attempt;   /* checks of this seq that failed in this command: not compared,
                            it tells the board's entries of a retry apart */
-    uint64_t sent, received; /* send/recv: this rank's sends to root and receives from
-                           it on the communicator before this call.  MPI and NCCL
-                           match a pair's sends and receives in order (the n-th send
-                           meets the n-th recv), so rank 0's checker can tell an
-                           unchecked peer in this call from one in an earlier call
-                           whose message is there already; not compared */
+    uint64_t entered;   /* the rank's count of operations entered, this one included
+                           (gcsh_check_enter): not compared; rank 0's checker drops
+                           what a rank says of an unchecked call entered before its
+                           latest check (an answer overtaken by the check) */
 } gcsh_fingerprint;
 
 /* The check state of one communicator, kept inside its Lua handle. */
@@ -136,9 +134,6 @@ typedef struct gcsh_comm_check {
     /* The command that last checked or entered a collective on it: its
      * count then goes to rank 0 at the command's end (MSG_COUNTS). */
     uint32_t touched_chunk;
-    /* send/recv done with each member, checked or not (NULL until the
-     * first): a fingerprint's sent and received. */
-    uint64_t *sent, *received;
 } gcsh_comm_check;
 
 /* MSG_COUNTS, at the end of a command: a communicator's id and its count
@@ -155,12 +150,6 @@ void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *
                             uint64_t id, int rank, int size, int *members);
 /* Unregisters cc and frees its members; idempotent. */
 void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc);
-/* Sends (send != 0) or recvs with member peer done so far (gcsh_p2p_count:
- * a fingerprint's sent and received), and n more of them done
- * (gcsh_p2p_done; they count only once issued, so a refused or failed call
- * leaves the count). */
-uint64_t gcsh_p2p_count(const gcsh_comm_check *cc, int send, int peer);
-void gcsh_p2p_done(gcsh_comm_check *cc, int send, int peer, uint64_t n);
 /* The id of the next world communicator (collective: every rank counts). */
 uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
 uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);

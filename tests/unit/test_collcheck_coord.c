@@ -103,79 +103,62 @@ static void unchecked(gcsh_checker *k, int r, uint64_t seq, int64_t count, doubl
     CHECK(gcsh_checker_unchecked(k, &asks, r, &fp, sizeof fp, now) == 0, "rank %d unchecked", r);
 }
 
-/* Rank r's send to (or recv from) the other of communicator 7's 2 ranks, of
- * count elements, after sent sends to it and received receives from it. */
-static gcsh_fingerprint p2p_fp(int r, int kind, int64_t count, uint64_t sent, uint64_t received)
+/* Rank 1 said an unchecked recv, then came to a check (a collective, which
+ * passed), then skips checks again: rank 0's checked send of another size
+ * must not meet the recv rank 1 said before its check (bench's shape), but
+ * wait for rank 1, asked afresh at once. */
+static void test_unchecked_then_checked(void)
 {
-    gcsh_fingerprint fp = allreduce_fp(r, 0, count);
-    snprintf(fp.op, sizeof fp.op, kind == GCSH_FP_SEND ? "send" : "recv");
-    fp.kind = kind;
-    fp.root = 1 - r;
-    fp.dtype = 0;
-    fp.sent = sent;
-    fp.received = received;
-    return fp;
-}
-static void p2p_wait(gcsh_checker *k, int r, gcsh_fingerprint fp, double now)
-{
+    gcsh_checker k;
+    gcsh_checker_init(&k, 2);
+    gcsh_fingerprint r1 = allreduce_fp(1, 0, 5);
+    snprintf(r1.op, sizeof r1.op, "recv");
+    r1.kind = GCSH_FP_RECV;
+    r1.root = 0;
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.0) == 0, "rank 1 unchecked");
+    reset();
+    wait_in(&k, 0, 1, 4, 1.0); /* the collective between: both check it */
+    wait_in(&k, 1, 1, 4, 1.0);
+    gcsh_checker_resolve(&k, &asks, 1.0, 0, 0);
+    CHECK(got[0].answered && got[0].ok && got[1].answered && got[1].ok,
+          "the collective between passes");
+    reset();
     struct {
         uint32_t head[2];
         gcsh_fingerprint fp;
         int32_t members[2];
-    } msg = {{1, 2}, fp, {0, 1}};
-    CHECK(gcsh_checker_add(k, r, &msg, sizeof msg, now) == 0, "rank %d waits", r);
-}
+    } msg = {{2, 2}, allreduce_fp(0, 0, 6), {0, 1}};
+    snprintf(msg.fp.op, sizeof msg.fp.op, "send");
+    msg.fp.kind = GCSH_FP_SEND;
+    msg.fp.root = 1;
+    CHECK(gcsh_checker_add(&k, 0, &msg, sizeof msg, 2.0) == 0, "rank 0's checked send");
+    gcsh_checker_resolve(&k, &asks, 2.0, 0, 0);
+    CHECK(!got[0].answered, "no verdict from what rank 1 said before its check ('%s')",
+          got[0].text);
+    int ranks[2];
+    CHECK(gcsh_checker_asks(&k, &asks, 2.0, ranks) == 1 && ranks[0] == 1,
+          "rank 1 is asked again at once");
+    gcsh_checker_destroy(&k);
 
-/* Checked and unchecked send/recv of one pair (a ring's): rank 1, unchecked,
- * still in a call whose message is there already is not in rank 0's call
- * (MPI ends it; rank 1 moves on), and what rank 1 said of an unchecked
- * call is over once it waits in a check. */
-static void test_unchecked_p2p(void)
-{
-    gcsh_checker k;
+    /* the same when rank 1's check never reaches the checker (the board):
+     * rank 1 says it is back to checks at its 7th operation; an answer its
+     * watcher read before (an unchecked call entered 5th) comes after, and
+     * is dropped; one entered later (9th) is met */
     gcsh_checker_init(&k, 2);
-    /* rank 0 sent 3 unchecked and now sends a 4th, checked, of 6 elements;
-     * rank 1 says it is in its 3rd receive (2 done), of 5: it is behind */
-    reset();
-    gcsh_fingerprint r1 = p2p_fp(1, GCSH_FP_RECV, 5, 3, 2);
+    r1.entered = 5;
     CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.0) == 0, "rank 1 unchecked");
-    p2p_wait(&k, 0, p2p_fp(0, GCSH_FP_SEND, 6, 3, 3), 0.0);
-    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
-    CHECK(!got[0].answered, "an unchecked receive of an earlier message: no verdict yet ('%s')",
-          got[0].text);
-    /* the same for a send of a message rank 0 received already */
-    gcsh_checker_clear(&k);
+    uint64_t back = 7;
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &back, sizeof back, 0.5) == 0, "back to checks");
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.6) == 0, "a late answer");
     reset();
-    r1 = p2p_fp(1, GCSH_FP_SEND, 5, 2, 3);
-    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.0) == 0, "rank 1 unchecked");
-    p2p_wait(&k, 0, p2p_fp(0, GCSH_FP_RECV, 6, 3, 3), 0.0);
-    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
-    CHECK(!got[0].answered, "an unchecked send of a message received: no verdict yet ('%s')",
-          got[0].text);
-    /* rank 1 in the receive of rank 0's very send, of another size: a
-     * mismatch, named */
-    gcsh_checker_clear(&k);
-    reset();
-    r1 = p2p_fp(1, GCSH_FP_RECV, 5, 3, 3);
-    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.0) == 0, "rank 1 unchecked");
-    p2p_wait(&k, 0, p2p_fp(0, GCSH_FP_SEND, 6, 3, 3), 0.0);
-    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
-    CHECK(got[0].answered && !got[0].ok &&
-              strstr(got[0].text, "[0] send to 1 f64 x6, [1] recv from 0 f64 x5"),
-          "the receive of this send, another size: a mismatch ('%s')", got[0].text);
-    /* rank 1 said an unchecked call, then came to a check: that call is
-     * over, and rank 0's send waits for rank 1 (asked again) */
-    gcsh_checker_clear(&k);
-    reset();
-    r1 = p2p_fp(1, GCSH_FP_RECV, 5, 3, 3);
-    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 0.0) == 0, "rank 1 unchecked");
-    p2p_wait(&k, 1, allreduce_fp(1, 1, 4), 0.1); /* a check on another call */
-    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
-    p2p_wait(&k, 0, p2p_fp(0, GCSH_FP_SEND, 6, 3, 3), 0.2);
-    reset();
-    gcsh_checker_resolve(&k, &asks, 0.2, 0, 0);
-    CHECK(!got[0].answered || !strstr(got[0].text, "recv from 0 x5"),
-          "rank 1's earlier unchecked call is not met ('%s')", got[0].text);
+    CHECK(gcsh_checker_add(&k, 0, &msg, sizeof msg, 2.0) == 0, "rank 0's checked send");
+    gcsh_checker_resolve(&k, &asks, 2.0, 0, 0);
+    CHECK(!got[0].answered, "no verdict from the late answer ('%s')", got[0].text);
+    r1.entered = 9;
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 2.1) == 0, "a fresh answer");
+    gcsh_checker_resolve(&k, &asks, 2.1, 0, 0);
+    CHECK(got[0].answered && !got[0].ok && strstr(got[0].text, "[0] send to 1 x6, [1] recv from 0 x5"),
+          "a fresh unchecked call of another size: a mismatch, named ('%s')", got[0].text);
     gcsh_checker_destroy(&k);
 }
 
@@ -369,6 +352,6 @@ int main(void)
         gcsh_checker_destroy(&k);
     }
     test_unchecked();
-    test_unchecked_p2p();
+    test_unchecked_then_checked();
     UNIT_END();
 }
