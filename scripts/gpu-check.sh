@@ -73,6 +73,30 @@ LOGS=${GCSH_LOG_DIR:-$BUILD/gpu-logs}
 
 die() { echo "gpu-check: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
+# GCSH_GPU_RANKS (configurations, space separated: N ranks, or Ns sharing
+# GPUs) and GCSH_GPU_SANITIZE_RANKS (one rank count): a value not
+# understood is an error before the build, since a run that quietly checked
+# less (GCSH_GPU_SANITIZE_RANKS="2 4" once ran no sanitizer at all) is no
+# pass.  Prints why and fails.
+check_rank_settings() {
+    local c
+    if [ -n "${GCSH_GPU_RANKS:-}" ] && [ -z "${GCSH_GPU_RANKS//[[:space:]]/}" ]; then
+        echo "GCSH_GPU_RANKS is blank: it would run no configuration (e.g. \"2 4s\")"
+        return 1
+    fi
+    for c in ${GCSH_GPU_RANKS:-}; do
+        [[ $c =~ ^[1-9][0-9]*s?$ ]] && continue
+        echo "GCSH_GPU_RANKS: '$c' is not a configuration (N ranks with a GPU each, or Ns" \
+             "sharing GPUs, e.g. \"2 4s\")"
+        return 1
+    done
+    if [ -n "${GCSH_GPU_SANITIZE_RANKS:-}" ] && ! [[ $GCSH_GPU_SANITIZE_RANKS =~ ^[1-9][0-9]*$ ]]; then
+        echo "GCSH_GPU_SANITIZE_RANKS: '$GCSH_GPU_SANITIZE_RANKS' is not one rank count (e.g. 4)"
+        return 1
+    fi
+}
+why=$(check_rank_settings) || die "$why"
+
 # ---- Lua and jansson from carried packages, when the system lacks one -----
 make_args=(CUDA=1 BUILD="$BUILD")
 if [ ! -f /usr/include/lua5.4/lua.h ] || [ ! -f /usr/include/jansson.h ]; then
