@@ -15,9 +15,11 @@ expect_contains "no part: said" "$OUT" "GCSH_SOAK_ONLY: unknown part '' (valid: 
 OUT=$(soak GCSH_SOAK_SPLIT_BY=0); RC=$?
 expect_eq "a split by 0: exit 1" "$RC" 1
 expect_contains "a split by 0: said" "$OUT" "GCSH_SOAK_SPLIT_BY must be an integer >= 1"
-OUT=$(soak GCSH_SOAK_ONLY=signals,graph); RC=$?
-expect_eq "known parts: exit 0" "$RC" 0
+# known parts run their rounds (the RSS verdict is not this test's: 10
+# rounds allow 6.4 KiB, a page or two that a loaded machine can move)
+OUT=$(soak GCSH_SOAK_ONLY=signals,graph)
 expect_contains "known parts: the soak's line" "$OUT" "rank 0: 10 rounds (host)"
+expect_not_contains "known parts: no part refused" "$OUT" "unknown part"
 # the curve: every rank, every N measured rounds, not after the last (the
 # verdict is not this test's: RSS over 40 rounds on a loaded machine; malloc's
 # count where glibc's malloc counts: not under AddressSanitizer)

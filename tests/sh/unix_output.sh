@@ -115,7 +115,10 @@ for n in 2 4; do
     press C-z
     check_wait "[$n] mpirun --stdin none: Ctrl-Z at the prompt says why nothing stops" \
         "gcsh: Ctrl-Z stops a session started with gcsh -n N; under a plain mpirun the job cannot stop as one" 15
-    keys 'gcsh.sleep(1) print("slept")' Enter
+    # Ctrl-Z only once the command runs: a terminal throws away what is
+    # typed and not yet read when Ctrl-Z comes (no NOFLSH), the Enter too
+    keys 'print("going") gcsh.sleep(3) print("slept")' Enter
+    check_wait "[$n] mpirun --stdin none: a command runs" "[$all] going" 30
     press C-z
     check_wait "[$n] mpirun --stdin none: Ctrl-Z while a command runs: it goes on" "[$all] slept" 30
     expect_eq "[$n] ... and said so twice" "$(screen | grep -c 'the job cannot stop as one')" 2
