@@ -945,9 +945,17 @@ static int comm_loop(lua_State *L)
     gcsh_check_enter(L, &a.comm->chk, &fp);
     void *tok;
     double seconds = 0;
+    int p2p = fp.kind != GCSH_FP_COLLECTIVE, send = fp.kind == GCSH_FP_SEND;
+    if (p2p) /* the check counted one send or recv: all of them, said before they run */
+        gcsh_check_loop_issues(ctx, &a.comm->chk, &fp, (int64_t)iters - 1);
     int rc = ctx->be->mem->timer_begin(ctx, &tok);
-    for (lua_Integer i = 0; i < iters && rc == 0; i++)
+    lua_Integer issued = 0;
+    while (issued < iters && rc == 0) {
         rc = run_routed(ctx, L, spec, &a, router, &call, &r);
+        issued++;
+    }
+    if (p2p && issued < iters) /* (stopped by a failure: the rest never ran) */
+        gcsh_check_p2p_issued(&a.comm->chk, send, fp.root, issued - iters);
     if (rc == 0)
         rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
     gcsh_check_leave(L, &a.comm->chk, rc);

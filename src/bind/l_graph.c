@@ -229,6 +229,14 @@ static void count_replayed(const gcsh_graph_comm *c, uint64_t n)
     cc->seq += c->collectives * n - 1;
 }
 
+/* The sends and recvs n replays issued (collcheck.h counts a pair's). */
+static void count_replayed_p2p(const gcsh_graph_rec *rec, uint64_t n)
+{
+    for (size_t i = 0; i < rec->np2p; i++)
+        gcsh_check_p2p_issued(rec->p2p[i].check, rec->p2p[i].send, rec->p2p[i].peer,
+                              (int64_t)n);
+}
+
 static int graph_replay(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -251,9 +259,15 @@ static int graph_replay(lua_State *L)
     }
     if (last)
         enter_replay(L, g, &rec->comm[last - 1], (uint64_t)n);
+    if (rec->np2p)
+        gcsh_check_replaying(ctx, 1);
     int rc = ctx->be->graph->launch(ctx, g->impl, (uint64_t)n);
-    if (rc == 0)
+    if (rec->np2p)
+        gcsh_check_replaying(ctx, 0);
+    if (rc == 0) {
         g->replays += (uint64_t)n;
+        count_replayed_p2p(rec, (uint64_t)n);
+    }
     if (!last)
         return rc == 0 ? 0 : gcsh_raise(L, ctx);
     count_replayed(&rec->comm[last - 1], (uint64_t)n);

@@ -378,6 +378,24 @@ void gcsh_graph_note_check(gcsh_ctx *ctx, void *cc, gcsh_comm_impl *impl)
     r->comm[r->ncomm++] = (gcsh_graph_comm){.check = cc, .impl = impl, .collectives = 1};
 }
 
+void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer)
+{
+    gcsh_graph_capture *g = ctx->graph;
+    gcsh_graph_rec *r = g->rec;
+    if (r->np2p == r->cap_p2p) {
+        size_t cap = r->cap_p2p ? 2 * r->cap_p2p : 4;
+        gcsh_graph_p2p *p = realloc(r->p2p, cap * sizeof *p);
+        if (!p) {
+            g->out_of_memory = 1;
+            gcsh_set_error(ctx, "gcsh.graph: out of host memory");
+            return;
+        }
+        r->p2p = p;
+        r->cap_p2p = cap;
+    }
+    r->p2p[r->np2p++] = (gcsh_graph_p2p){.check = cc, .send = send, .peer = peer};
+}
+
 /* ---- replay ----------------------------------------------------------------------- */
 
 int gcsh_graph_rec_run(gcsh_ctx *ctx, const gcsh_graph_rec *rec, const gcsh_backend *be)
@@ -434,5 +452,6 @@ void gcsh_graph_rec_free(gcsh_graph_rec *rec)
         free(rec->call[i].kept);
     free(rec->call);
     free(rec->comm);
+    free(rec->p2p);
     free(rec);
 }

@@ -37,11 +37,20 @@ typedef struct gcsh_graph_comm {
     uint64_t collectives;
 } gcsh_graph_comm;
 
+/* A send or recv the graph holds: replays issue it again (collcheck.h's
+ * count of a pair's calls, which rank 0's checker orders them by). */
+typedef struct gcsh_graph_p2p {
+    void *check; /* the communicator's gcsh_comm_check */
+    int send, peer;
+} gcsh_graph_p2p;
+
 struct gcsh_graph_rec {
     gcsh_graph_call *call;
     size_t n, cap;
     gcsh_graph_comm *comm;
     size_t ncomm, cap_comm;
+    gcsh_graph_p2p *p2p;
+    size_t np2p, cap_p2p;
     uint64_t bytes; /* what the calls move per replay, for traces and bench */
 };
 
@@ -68,6 +77,9 @@ int gcsh_graph_refuse(gcsh_ctx *ctx, const char *what, const char *why);
 /* collcheck.c, after a collective's check passed while capturing: one more
  * collective on the communicator whose check state is cc. */
 void gcsh_graph_note_check(gcsh_ctx *ctx, void *cc, gcsh_comm_impl *impl);
+
+/* collcheck.c, after a send's or recv's check passed while capturing. */
+void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer);
 
 /* Runs rec's calls once, in order, through be's tables, stopping at the
  * first failure or at an interrupt (ctx->interrupt, checked between

@@ -15,6 +15,9 @@
  * few times a second, not thousands). */
 #define ASK_FIRST_S 0.01
 #define ASK_MAX_S 0.5
+/* An unchecked peer still in an earlier send or recv of a pair this long
+ * is let be, its call not compared (p2p_unchecked) */
+#define UNCHECKED_STALL_S 1.0
 
 void gcsh_checker_init(gcsh_checker *k, int size)
 {
@@ -29,14 +32,28 @@ void gcsh_checker_init(gcsh_checker *k, int size)
 static void slot_clear(fp_slot *s)
 {
     free(s->members);
+    free(s->pairs);
     *s = (fp_slot){0};
+}
+
+static void unchecked_clear(unchecked_slot *u)
+{
+    free(u->pairs);
+    *u = (unchecked_slot){0};
+}
+
+/* The bytes of a send's or recv's pair counts on a communicator of size
+ * members (collcheck.c: sent to each, then received from each). */
+static size_t pairs_len(int size)
+{
+    return 2 * (size_t)size * sizeof(uint64_t);
 }
 
 void gcsh_checker_clear(gcsh_checker *k)
 {
     for (int r = 0; r < k->size; r++) {
         slot_clear(&k->slot[r]);
-        k->unchecked[r] = (unchecked_slot){0};
+        unchecked_clear(&k->unchecked[r]);
     }
     for (int i = 0; i < GCSH_CHECKER_FAILED; i++) {
         free(k->failed[i].members);
@@ -65,6 +82,41 @@ static int failed_here(const failed_check *f, const gcsh_fingerprint *fp)
     return is_p2p(fp) ? fp->root == f->fp.comm_rank : fp->seq == f->fp.seq;
 }
 
+/* The pair counts a rank told of with send or recv fp (unchecked_slot):
+ * merged with what it told before on the same communicator, as counts of
+ * calls issued only grow (an answer overtaken by a later one changes
+ * nothing). */
+static void keep_pairs(unchecked_slot *u, const gcsh_fingerprint *fp, const char *pairs,
+                       size_t plen)
+{
+    if (!plen)
+        return;
+    size_t n = 2 * (size_t)fp->comm_size;
+    int merge = u->pairs_size == fp->comm_size && u->pairs_comm == fp->comm;
+    if (plen > u->pairs_cap) {
+        uint64_t *p = realloc(u->pairs, plen);
+        if (!p)
+            return;
+        u->pairs = p;
+        u->pairs_cap = plen;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        memcpy(&v, pairs + i * sizeof v, sizeof v);
+        u->pairs[i] = merge && u->pairs[i] > v ? u->pairs[i] : v;
+    }
+    u->pairs_comm = fp->comm;
+    u->pairs_size = fp->comm_size;
+}
+
+/* u's pair counts when they are of fp's communicator; NULL otherwise. */
+static const uint64_t *pairs_on(const unchecked_slot *u, const gcsh_fingerprint *fp)
+{
+    return u->pairs_size && u->pairs_comm == fp->comm && u->pairs_size == fp->comm_size
+               ? u->pairs
+               : NULL;
+}
+
 int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
                            size_t len, double now)
 {
@@ -79,17 +131,36 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
         u->next_ask = now;
         return 0;
     }
-    if (len != 0 && len != sizeof u->fp)
+    if (len != 0 && len < sizeof u->fp)
         return -1;
+    size_t plen = len ? len - sizeof u->fp : 0;
+    if (plen) { /* a send's or recv's pair counts */
+        gcsh_fingerprint f;
+        memcpy(&f, payload, sizeof f);
+        if (!is_p2p(&f) || f.comm_size < 1 || plen != pairs_len(f.comm_size))
+            return -1;
+        if (f.said & (GCSH_SAID_FINAL | GCSH_SAID_LOOP)) { /* its counts alone */
+            keep_pairs(u, &f, (const char *)payload + sizeof f, plen);
+            return 0;
+        }
+    }
     int first = !u->said;
     if (first) {
         u->said = 1;
         u->gap = ASK_FIRST_S;
         u->next_ask = now;
     }
+    uint64_t was = u->known ? u->fp.entered : 0;
     u->known = len != 0;
     if (u->known) {
         memcpy(&u->fp, payload, sizeof u->fp);
+        keep_pairs(u, &u->fp, (const char *)payload + sizeof u->fp, plen);
+        if (u->fp.entered != was) {
+            u->still_since = now;
+            u->stalled = 0;
+        } else if (now - u->still_since >= UNCHECKED_STALL_S) {
+            u->stalled = 1;
+        }
         u->fp.op[sizeof u->fp.op - 1] = u->fp.extra[sizeof u->fp.extra - 1] = '\0';
         /* an answer its watcher read before the rank came to a check, and
          * sent after it: that call is over */
@@ -105,6 +176,25 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
     return 0;
 }
 
+static int peer_of(const fp_slot *s);
+
+/* A new check asks the unchecked members it waits for at once, however
+ * long earlier checks asked them for: a loop of checked calls that meet a
+ * rank running unchecked waits one question a call, not the longest gap. */
+static void ask_afresh(gcsh_checker *k, const fp_slot *s, double now)
+{
+    for (int i = 0; s->members && i < s->fp.comm_size; i++) {
+        int m = s->members[i];
+        if (is_p2p(&s->fp) && m != peer_of(s))
+            continue;
+        unchecked_slot *u = &k->unchecked[m];
+        if (u->said) {
+            u->gap = ASK_FIRST_S;
+            u->next_ask = now;
+        }
+    }
+}
+
 int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, double now)
 {
     uint32_t head[2];
@@ -113,8 +203,9 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
         return -1;
     memcpy(head, p, sizeof head);
     size_t mlen = (size_t)head[1] * sizeof(int32_t);
-    if (len != sizeof head + sizeof(gcsh_fingerprint) + mlen)
+    if (len < sizeof head + sizeof(gcsh_fingerprint) + mlen)
         return -1;
+    size_t plen = len - (sizeof head + sizeof(gcsh_fingerprint) + mlen); /* pair counts */
     fp_slot *s = &k->slot[r];
     slot_clear(s);
     /* a rank in a check is in no unchecked operation: what it said of one
@@ -129,8 +220,15 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
         u->checked = s->fp.entered;
     s->fp.op[sizeof s->fp.op - 1] = s->fp.extra[sizeof s->fp.extra - 1] = '\0';
     if (s->fp.comm_size < 1 || s->fp.comm_rank < 0 || s->fp.comm_rank >= s->fp.comm_size ||
-        (head[1] && (int)head[1] != s->fp.comm_size))
+        (head[1] && (int)head[1] != s->fp.comm_size) ||
+        (plen && (!head[1] || !is_p2p(&s->fp) || plen != pairs_len(s->fp.comm_size))))
         return -1;
+    if (plen) {
+        s->pairs = malloc(plen);
+        if (s->pairs)
+            memcpy(s->pairs, p + sizeof head + sizeof s->fp + mlen, plen);
+        keep_pairs(u, &s->fp, p + sizeof head + sizeof s->fp + mlen, plen);
+    }
     if (head[1]) {
         s->members = malloc(mlen);
         for (uint32_t i = 0; i < head[1]; i++) {
@@ -142,6 +240,7 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
     s->present = 1;
     s->serial = head[0];
     s->since = now;
+    ask_afresh(k, s, now);
     return 0;
 }
 
@@ -270,13 +369,83 @@ static int peer_of(const fp_slot *s)
     return s->members[s->fp.root];
 }
 
-/* Whether the send or recv at r and its peer's call on it both wait. */
-static int paired(const gcsh_checker *k, int r)
+/* The counts of sends to and receives from comm rank `to` that the rank
+ * of send or recv fp (pairs: its counts with every member, or NULL)
+ * issued before fp; 0 when they are not known. */
+static int counts_toward(const gcsh_fingerprint *fp, const uint64_t *pairs, int to,
+                         uint64_t *sent, uint64_t *received)
+{
+    if (pairs && to >= 0 && to < fp->comm_size) {
+        *sent = pairs[to];
+        *received = pairs[fp->comm_size + to];
+        return 1;
+    }
+    if (fp->root != to)
+        return 0;
+    *sent = fp->sent;
+    *received = fp->received;
+    return 1;
+}
+
+/* Whether a peer that issued sent sends to a's rank and received recvs
+ * from it issued the call that meets a. */
+static int meets_issued(const gcsh_fingerprint *a, uint64_t sent, uint64_t received)
+{
+    return a->kind == GCSH_FP_RECV ? sent > a->received : received > a->sent;
+}
+
+/* Whether the rank of b (a send or recv on a's communicator, with its pair
+ * counts) issued the call that meets a before b.  A pair's calls meet in
+ * order (the n-th send meets the n-th recv, in MPI and NCCL), and a send
+ * may end before its recv comes (MPI buffers it): a peer may be past the
+ * call that meets a, which is then not there to compare. */
+static int meeting_issued(const gcsh_fingerprint *a, const gcsh_fingerprint *b,
+                          const uint64_t *b_pairs)
+{
+    uint64_t sent, received;
+    if (!is_p2p(b) || b->comm != a->comm ||
+        !counts_toward(b, b_pairs, a->comm_rank, &sent, &received))
+        return 0;
+    return meets_issued(a, sent, received);
+}
+
+/* Whether what member m told of its pair counts (unchecked_slot) shows it
+ * issued the call that meets s's: it need not be there. */
+static int told_issued(const gcsh_checker *k, const fp_slot *s, int m)
+{
+    const unchecked_slot *u = &k->unchecked[m];
+    const uint64_t *pairs = pairs_on(u, &s->fp);
+    int me = s->fp.comm_rank;
+    return pairs && meets_issued(&s->fp, pairs[me], pairs[u->pairs_size + me]);
+}
+
+/* The slot of the peer of r's send or recv when it waits in a send or recv
+ * on the same communicator (with r's rank or another's); NULL otherwise. */
+static const fp_slot *peer_waits_p2p(const gcsh_checker *k, int r)
 {
     const fp_slot *s = &k->slot[r];
     int w = peer_of(s);
-    return is_p2p(&s->fp) && w >= 0 && waits_on(k, w, s->fp.comm) &&
-           is_p2p(&k->slot[w].fp) && k->slot[w].fp.root == s->fp.comm_rank;
+    if (!is_p2p(&s->fp) || w < 0 || !waits_on(k, w, s->fp.comm) || !is_p2p(&k->slot[w].fp))
+        return NULL;
+    return &k->slot[w];
+}
+
+/* Whether the send or recv at r and its peer's call that meets it both
+ * wait: a pair to compare. */
+static int paired(const gcsh_checker *k, int r)
+{
+    const fp_slot *s = &k->slot[r], *w = peer_waits_p2p(k, r);
+    return w && w->fp.root == s->fp.comm_rank && !meeting_issued(&s->fp, &w->fp, w->pairs) &&
+           !meeting_issued(&w->fp, &s->fp, s->pairs);
+}
+
+/* Whether the peer of r's send or recv, waiting in a later call, issued
+ * the one that meets r's already (unchecked, or in a loop, c:loop): r's
+ * call has nothing to meet but what was sent or is awaited. */
+static int passes_alone(const gcsh_checker *k, int r)
+{
+    const fp_slot *w = peer_waits_p2p(k, r);
+    return w && meeting_issued(&k->slot[r].fp, &w->fp, w->pairs);
 }
 
 /* Every member waits on the communicator (of any kind): one group. */
@@ -343,6 +512,32 @@ static void group_by_number(const gcsh_checker *k, const fp_slot *s, group *g)
 
 enum { UNCHECKED_NO, UNCHECKED_HERE, UNCHECKED_PAST, UNCHECKED_PENDING };
 
+/* The same for a send or recv s whose peer runs unchecked, in its call u
+ * on s's communicator.  A pair's calls meet in order (meeting_issued), so
+ * the peer may be past the call that meets s (a send that MPI buffered:
+ * nothing is left to compare, as a collective member past on the board),
+ * in an earlier call of the pair whose message is there already, or in a
+ * call with another rank (either ends: asked again).  A peer in a call of
+ * the pair that meets no call of s (both receive, both send) is compared:
+ * the mismatch is the verdict; so is one seen in a collective of the
+ * communicator for UNCHECKED_STALL_S (it needs s's rank, held in this
+ * check).  A peer that stays that long in a call that ends (counts that
+ * went apart, or a rank that keeps it waiting) is let be, as one past: its
+ * call is not known, so neither a mismatch nor a wait forever is true. */
+static int p2p_unchecked(const unchecked_slot *u, const fp_slot *s)
+{
+    const gcsh_fingerprint *a = &s->fp, *b = &u->fp;
+    if (!is_p2p(b))
+        return u->stalled ? UNCHECKED_HERE : UNCHECKED_PENDING;
+    if (meeting_issued(a, b, pairs_on(u, b)))
+        return UNCHECKED_PAST;
+    int behind = b->root != a->comm_rank ||
+                 (b->kind == GCSH_FP_RECV ? b->received < a->sent : b->sent < a->received);
+    if (!behind)
+        return UNCHECKED_HERE;
+    return u->stalled ? UNCHECKED_PAST : UNCHECKED_PENDING;
+}
+
 /* Where member m, which does not wait on a fingerprint, stands for the
  * check of s as a rank that runs unchecked (collcheck_coord.h): not one,
  * in s's operation (a send or recv: the one with s's rank), past it on s's
@@ -352,11 +547,12 @@ static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
     const unchecked_slot *u = &k->unchecked[m];
     if (!u->said)
         return UNCHECKED_NO;
+    if (u->known && u->fp.said == GCSH_SAID_REPLAYING && is_p2p(&s->fp))
+        return UNCHECKED_PAST; /* its sends and recvs run from a graph: none to compare */
     if (!u->known || u->fp.comm != s->fp.comm)
         return UNCHECKED_PENDING;
     if (is_p2p(&s->fp))
-        return is_p2p(&u->fp) && u->fp.root == s->fp.comm_rank ? UNCHECKED_HERE
-                                                              : UNCHECKED_PENDING;
+        return p2p_unchecked(u, s);
     if (is_p2p(&u->fp) || u->fp.seq < s->fp.seq)
         return UNCHECKED_PENDING;
     return u->fp.seq == s->fp.seq ? UNCHECKED_HERE : UNCHECKED_PAST;
@@ -374,14 +570,18 @@ static int rank_at(const group *g, int i)
     return i < g->n ? g->ranks[i] : g->unchecked[i - g->n];
 }
 
-/* The group r waits in.  Pairs are resolved before groups (resolve), so
- * when every member waits and r is not paired, the mixture is a deadlock. */
+/* The group r waits in.  Pairs, and calls whose peer is past them, are
+ * resolved before groups (resolve), so when every member waits and r is
+ * not paired, the mixture is a deadlock. */
 static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, group *g)
 {
     const fp_slot *s = &k->slot[r];
     g->n = g->nmissing = g->ncoming = g->complete = g->nunchecked = 0;
     g->since = s->since;
-    if (paired(k, r)) {
+    if (passes_alone(k, r)) {
+        group_add(g, r, k);
+        g->complete = 1;
+    } else if (paired(k, r)) {
         group_add(g, r, k);
         group_add(g, peer_of(s), k);
         g->complete = 1;
@@ -395,11 +595,14 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
     } else if (is_p2p(&s->fp)) {
         group_add(g, r, k);
         int peer = peer_of(s);
-        if (peer >= 0 && member_unchecked(k, s, peer) == UNCHECKED_HERE)
+        int where = peer < 0                   ? UNCHECKED_NO
+                    : told_issued(k, s, peer) ? UNCHECKED_PAST
+                                              : member_unchecked(k, s, peer);
+        if (where == UNCHECKED_HERE)
             g->unchecked[g->nunchecked++] = peer;
-        else if (peer >= 0)
+        else if (peer >= 0 && where != UNCHECKED_PAST) /* past: nothing left to compare */
             g->missing[g->nmissing++] = peer;
-        g->complete = g->nunchecked > 0;
+        g->complete = g->nunchecked > 0 || where == UNCHECKED_PAST;
     } else {
         for (int m = 0; m < k->size; m++)
             if (waits_on(k, m, s->fp.comm) && !is_p2p(&k->slot[m].fp))
@@ -458,6 +661,13 @@ static void stop_unchecked(const gcsh_checker *k, const gcsh_checker_io *io, con
     for (int i = 0; i < g->n; i++) {
         const fp_slot *s = &k->slot[g->ranks[i]];
         io->abandon(io->arg, g->ranks[i], &s->fp, s->members, why);
+    }
+    /* a send or recv that met a member's collective: that one is stopped
+     * (the send's abandon names a send or recv, which it is not in) */
+    for (int i = 0; g->n && is_p2p(&k->slot[g->ranks[0]].fp) && i < g->nunchecked; i++) {
+        const unchecked_slot *u = &k->unchecked[g->unchecked[i]];
+        if (!is_p2p(&u->fp))
+            io->abandon(io->arg, g->ranks[0], &u->fp, k->slot[g->ranks[0]].members, why);
     }
 }
 
@@ -789,7 +999,7 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
     for (int changed = 1; changed;) {
         changed = fail_deadlocks(k, io, now);
         for (int r = 0; r < k->size; r++) /* pairs first: see find_group */
-            if (k->slot[r].present && paired(k, r)) {
+            if (k->slot[r].present && (paired(k, r) || passes_alone(k, r))) {
                 find_group(k, io, r, &g);
                 compare_group(k, io, &g);
                 changed = 1;

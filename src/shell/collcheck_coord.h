@@ -17,7 +17,15 @@
  * yet.  Its call counts as that member's fingerprint: equal ones pass (the
  * checked ranks join it), different ones fail the checked ranks, naming the
  * member that skipped its check, and that member is stopped (an abandon,
- * collcheck.h: it never waits for ranks whose check failed). */
+ * collcheck.h: it never waits for ranks whose check failed).
+ *
+ * Sends and recvs meet in order: a send's or recv's fingerprint carries the
+ * rank's counts of sends to and recvs from each member issued before it
+ * (collcheck.h), so the check of one meets the peer's call with the same
+ * count; when the peer's counts (in its own waiting call, in what it says
+ * unchecked, or at the end of its command or before a loop) show it issued
+ * that call already, the check passes uncompared: there is nothing left to
+ * compare it with, and nothing to wait for. */
 #ifndef GCSH_COLLCHECK_COORD_H
 #define GCSH_COLLCHECK_COORD_H
 
@@ -31,6 +39,7 @@ typedef struct fp_slot {
     uint32_t serial;
     gcsh_fingerprint fp;
     int *members; /* world ranks, or NULL when the rank did not know them */
+    uint64_t *pairs; /* a send or recv: its counts with each member (collcheck.c), or NULL */
     double since;
 } fp_slot;
 
@@ -43,6 +52,15 @@ typedef struct unchecked_slot {
     double gap;            /* the wait before the next ask (doubles, up to ASK_MAX_S) */
     uint64_t checked;      /* the entered count of its latest check: what it says of
                               a call entered before that one is over */
+    /* The latest pair counts it told of (collcheck.c: with a send or recv
+     * it ran unchecked or checked), on communicator pairs_comm of
+     * pairs_size members: what it issued at least (counts only grow). */
+    uint64_t *pairs;
+    size_t pairs_cap;      /* bytes */
+    uint64_t pairs_comm;
+    int pairs_size;        /* 0: none told */
+    double still_since;    /* when it was first seen in fp's call */
+    int stalled;           /* in it for UNCHECKED_STALL_S (collcheck_coord.c) */
 } unchecked_slot;
 
 /* A check that failed in this command while members it waited for had

@@ -38,6 +38,15 @@ struct gcsh_check {
      * only when someone asks (a hang report, a fault): a collective pays a
      * copy, not a format.  *_lazy: op / last_op are still to be made. */
     gcsh_fingerprint op_fp, last_fp;
+    /* op_fp's pair counts when it is a send or recv: the sends to and
+     * receives from every member of its communicator issued before it
+     * (op_npairs members; collcheck.h), for rank 0's checker */
+    uint64_t *op_pairs;
+    int op_npairs, op_pairs_cap;
+    /* the last send or recv entered, and in which command (chunk_seq):
+     * the command's end says its pair counts (collcheck.c) */
+    gcsh_fingerprint last_p2p;
+    uint32_t last_p2p_chunk;
     int op_lazy, last_lazy;
     /* The command (chunk_seq) in which this rank said it runs checked
      * operations unchecked (MSG_UNCHECKED, collcheck_coord.h); 0: none. */
@@ -54,6 +63,7 @@ struct gcsh_check {
     int in_op;
     int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
     int op_unchecked; /* the published operation was entered with .check off */
+    int replaying;    /* in a graph's replay that holds sends or recvs (l_graph.c) */
     char op[128];
     double since;
     int sampled;

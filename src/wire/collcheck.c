@@ -62,6 +62,7 @@ void gcsh_check_close(gcsh_ctx *ctx)
     pthread_mutex_destroy(&k->lock);
     pthread_cond_destroy(&k->sampled_cond);
     free(k->aborted);
+    free(k->op_pairs);
     free(k);
     ctx->check = NULL;
 }
@@ -145,7 +146,10 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc)
     if (cc->on_board == 1)
         gcsh_board_forget(ctx->board, ctx->rank, cc->id);
     free(cc->members);
+    free(cc->sent);
+    free(cc->received);
     cc->members = NULL;
+    cc->sent = cc->received = NULL;
     cc->next = cc->prev = NULL;
     cc->linked = 0;
     cc->impl = NULL;
@@ -426,6 +430,59 @@ static int abandoned_by(gcsh_check *k, const gcsh_fingerprint *fp, gcsh_abandon_
     return -1;
 }
 
+static int is_p2p_fp(const gcsh_fingerprint *fp)
+{
+    return fp->kind == GCSH_FP_SEND || fp->kind == GCSH_FP_RECV;
+}
+
+/* A send's or recv's pair counts with every member of cc, issued before
+ * it (sent, then received: 2 x cc->size) into out; 0 for none yet. */
+static void pair_counts(const gcsh_comm_check *cc, uint64_t *out)
+{
+    for (int i = 0; i < cc->size; i++) {
+        out[i] = cc->sent ? cc->sent[i] : 0;
+        out[cc->size + i] = cc->received ? cc->received[i] : 0;
+    }
+}
+
+/* The published send's or recv's pair counts (check_state.h), for what
+ * this rank says of it unchecked; none for other operations (or out of
+ * memory: rank 0 then knows only its count with the call's peer). */
+static void keep_pair_counts_locked(gcsh_check *k, const gcsh_comm_check *cc,
+                                    const gcsh_fingerprint *fp)
+{
+    k->op_npairs = 0;
+    if (!is_p2p_fp(fp) || k->enabled)
+        return;
+    if (cc->size > k->op_pairs_cap) {
+        uint64_t *p = realloc(k->op_pairs, 2 * (size_t)cc->size * sizeof *p);
+        if (!p)
+            return;
+        k->op_pairs = p;
+        k->op_pairs_cap = cc->size;
+    }
+    pair_counts(cc, k->op_pairs);
+    k->op_npairs = cc->size;
+}
+
+/* MSG_UNCHECKED with fp and, for a send or recv, its pair counts (npairs
+ * members: 2 x npairs counts). */
+static void send_unchecked(gcsh_check *k, const gcsh_fingerprint *fp, const uint64_t *pairs,
+                           int npairs)
+{
+    size_t plen = 2 * (size_t)npairs * sizeof *pairs;
+    char *buf = malloc(sizeof *fp + plen);
+    if (!buf) { /* the fingerprint alone: its count with its peer */
+        gcsh_capture_send(k->cap, MSG_UNCHECKED, fp, sizeof *fp);
+        return;
+    }
+    memcpy(buf, fp, sizeof *fp);
+    if (plen)
+        memcpy(buf + sizeof *fp, pairs, plen);
+    gcsh_capture_send(k->cap, MSG_UNCHECKED, buf, sizeof *fp + plen);
+    free(buf);
+}
+
 /* With .check off, the first operation of a command that skips its check
  * is said to rank 0 (MSG_UNCHECKED): a checked rank that waits for this
  * one can then be answered (collcheck_coord.h).  Once a command: a timed
@@ -437,7 +494,7 @@ static void say_unchecked(gcsh_check *k, const gcsh_fingerprint *fp)
     if (k->enabled || k->unchecked_said == k->chunk_seq)
         return;
     k->unchecked_said = k->chunk_seq;
-    gcsh_capture_send(k->cap, MSG_UNCHECKED, fp, sizeof *fp);
+    send_unchecked(k, fp, k->op_pairs, fp->comm_size == k->op_npairs ? k->op_npairs : 0);
 }
 
 /* In gcsh_check_enter: publishes fp's operation, unless .check is off and
@@ -455,6 +512,7 @@ static void publish_or_refuse(lua_State *L, gcsh_ctx *ctx, gcsh_check *k, gcsh_c
         from = abandoned_by(k, fp, &a);
     if (from < 0) {
         gcsh_where_publish_fp_locked(k, fp);
+        keep_pair_counts_locked(k, cc, fp);
         note_entered_locked(ctx, k, fp);
     }
     pthread_mutex_unlock(&k->lock);
@@ -484,12 +542,65 @@ void gcsh_check_answer_unchecked(gcsh_ctx *ctx)
     if (!k)
         return;
     gcsh_fingerprint fp;
+    uint64_t *pairs = NULL;
+    int npairs = 0;
     pthread_mutex_lock(&k->lock);
     int in = k->in_op && k->op_on_comm && k->op_unchecked;
-    if (in)
+    if (in) {
         fp = k->op_fp;
+        npairs = is_p2p_fp(&fp) && fp.comm_size == k->op_npairs ? k->op_npairs : 0;
+        pairs = npairs ? malloc(2 * (size_t)npairs * sizeof *pairs) : NULL;
+        if (pairs)
+            memcpy(pairs, k->op_pairs, 2 * (size_t)npairs * sizeof *pairs);
+        else
+            npairs = 0;
+    }
+    if (k->replaying) { /* its sends and recvs run from the graph: none to name */
+        if (!in)
+            memset(&fp, 0, sizeof fp), fp.comm = UINT64_MAX, fp.kind = GCSH_FP_COLLECTIVE;
+        fp.said = GCSH_SAID_REPLAYING;
+        fp.entered = k->entered_count;
+        in = 1;
+    }
     pthread_mutex_unlock(&k->lock);
-    gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp, in ? sizeof fp : 0);
+    if (in)
+        send_unchecked(k, &fp, pairs, npairs);
+    else
+        gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp, 0);
+    free(pairs);
+}
+
+/* fp with the pair counts of cc now, said (check_state.h's said). */
+static void say_counts(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fingerprint *fp,
+                       uint32_t said)
+{
+    uint64_t *pairs = malloc(2 * (size_t)cc->size * sizeof *pairs);
+    if (!pairs)
+        return;
+    pair_counts(cc, pairs);
+    gcsh_fingerprint f = *fp;
+    f.said = said;
+    f.entered = k->entered_count;
+    send_unchecked(k, &f, pairs, cc->size);
+    free(pairs);
+}
+
+void gcsh_check_loop_issues(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp,
+                            int64_t more)
+{
+    gcsh_check_p2p_issued(cc, fp->kind == GCSH_FP_SEND, fp->root, more);
+    if (ctx->check)
+        say_counts(ctx->check, cc, fp, GCSH_SAID_LOOP);
+}
+
+void gcsh_check_replaying(gcsh_ctx *ctx, int on)
+{
+    gcsh_check *k = ctx->check;
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->lock);
+    k->replaying = on;
+    pthread_mutex_unlock(&k->lock);
 }
 
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
@@ -575,12 +686,29 @@ static void send_counts(gcsh_check *k)
     free(v);
 }
 
+/* A command that issued sends or recvs ends: its last one, with the pair
+ * counts of its communicator now (GCSH_SAID_FINAL), tells rank 0's checker
+ * what a peer still in its check can meet: a send this rank issued
+ * unchecked or in a loop ended before the peer came (MPI buffered it). */
+static void say_final_counts(gcsh_check *k)
+{
+    if (k->last_p2p_chunk != k->chunk_seq || !k->last_p2p.kind)
+        return;
+    gcsh_comm_check *cc = k->comms;
+    while (cc && cc->id != k->last_p2p.comm)
+        cc = cc->next;
+    if (!cc || cc->size != k->last_p2p.comm_size)
+        return;
+    say_counts(k, cc, &k->last_p2p, GCSH_SAID_FINAL);
+}
+
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
 {
     gcsh_check *k = ctx->check;
     if (!k)
         return;
     reap_aborted(ctx, k);
+    say_final_counts(k);
     send_counts(k);
     gcsh_where_unpublish(k);
     if (k->naborted)
@@ -609,7 +737,10 @@ static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh
 {
     uint32_t head[2] = {++k->serial, cc->members ? (uint32_t)cc->size : 0};
     size_t mlen = cc->members ? (size_t)cc->size * sizeof(int32_t) : 0;
-    size_t len = sizeof head + sizeof *fp + mlen;
+    /* a send or recv: its pair counts with every member follow (rank 0's
+     * checker finds which call of a peer meets it, collcheck_coord.c) */
+    size_t plen = cc->members && is_p2p_fp(fp) ? 2 * (size_t)cc->size * sizeof(uint64_t) : 0;
+    size_t len = sizeof head + sizeof *fp + mlen + plen;
     char *buf = malloc(len);
     if (!buf)
         return -1;
@@ -618,6 +749,16 @@ static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh
     for (int i = 0; cc->members && i < cc->size; i++) {
         int32_t m = cc->members[i];
         memcpy(buf + sizeof head + sizeof *fp + (size_t)i * sizeof m, &m, sizeof m);
+    }
+    if (plen) {
+        uint64_t *pairs = malloc(plen);
+        if (!pairs) {
+            free(buf);
+            return -1;
+        }
+        pair_counts(cc, pairs);
+        memcpy(buf + sizeof head + sizeof *fp + mlen, pairs, plen);
+        free(pairs);
     }
     int rc = gcsh_capture_send(k->cap, MSG_FP, buf, len);
     free(buf);
@@ -815,6 +956,44 @@ void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check
                            .exchanged = gcsh_check_enabled(ctx)};
 }
 
+/* ---- a pair's sends and receives, in order ----------------------------------- */
+
+void gcsh_check_p2p_issued(gcsh_comm_check *cc, int send, int peer, int64_t n)
+{
+    uint64_t **done = send ? &cc->sent : &cc->received;
+    if (peer < 0 || peer >= cc->size)
+        return;
+    if (!*done)
+        *done = calloc((size_t)cc->size, sizeof **done);
+    if (*done) /* (out of memory: the counts stay 0; rank 0 then compares as before) */
+        (*done)[peer] += (uint64_t)n;
+}
+
+/* fp's counts of the pair's calls before it */
+static void p2p_counts(const gcsh_comm_check *cc, gcsh_fingerprint *fp)
+{
+    int peer = fp->root;
+    int in = peer >= 0 && peer < cc->size;
+    fp->sent = in && cc->sent ? cc->sent[peer] : 0;
+    fp->received = in && cc->received ? cc->received[peer] : 0;
+}
+
+/* A send or recv past its check is issued (whatever the backend says of it
+ * then: a failed recv may have taken its message), except while a graph
+ * captures it: its replays issue it (l_graph.c counts them). */
+static void p2p_entered(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp)
+{
+    gcsh_check *k = ctx->check;
+    if (k) { /* for what the command's end says of it (say_final_counts) */
+        k->last_p2p = *fp;
+        k->last_p2p_chunk = k->chunk_seq;
+    }
+    if (ctx->graph)
+        gcsh_graph_note_p2p(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root);
+    else
+        gcsh_check_p2p_issued(cc, fp->kind == GCSH_FP_SEND, fp->root, 1);
+}
+
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -826,6 +1005,8 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
     gcsh_check_usable(L, cc);
     if (k) /* (only this thread counts; the watcher reads it in op_fp, under the lock) */
         fp->entered = ++k->entered_count;
+    if (is_p2p_fp(fp))
+        p2p_counts(cc, fp);
     /* Back to checks after unchecked calls in this command: rank 0's
      * checker hears that those are over before this check (a check on the
      * board never reaches it, and a peer's checked call must not meet
@@ -845,6 +1026,8 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
         raise_error(L, ctx);
     if (k)
         publish_or_refuse(L, ctx, k, cc, fp);
+    if (is_p2p_fp(fp))
+        p2p_entered(ctx, cc, fp);
     if (fp->kind == GCSH_FP_COLLECTIVE) {
         cc->seq = fp->seq;
         if (ctx->graph) /* captured: a replay counts it again (core/graph.h) */

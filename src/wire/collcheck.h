@@ -91,6 +91,12 @@
 #define GCSH_ABORTED_MSG "attempt to use an aborted communicator"
 
 enum gcsh_fp_kind { GCSH_FP_COLLECTIVE = 0, GCSH_FP_SEND = 1, GCSH_FP_RECV = 2 };
+/* A fingerprint's said: the rank replays a graph that holds sends or
+ * recvs (they run from C, unchecked: none to name); the pair counts that
+ * come with this send or recv of the rank are all it issued on that
+ * communicator in the command (it ended), or all it issues with the loop
+ * of them it starts (c:loop). */
+enum { GCSH_SAID_REPLAYING = 1, GCSH_SAID_FINAL = 2, GCSH_SAID_LOOP = 4 };
 
 /* What every member must agree on.  Fields that do not apply are -1 (0 for
  * window); every byte is sent, so gcsh_fp_init zeroes it all first. */
@@ -109,10 +115,18 @@ typedef struct gcsh_fingerprint {
     int32_t comm_rank, comm_size;
     uint32_t attempt;   /* checks of this seq that failed in this command: not compared,
                            it tells the board's entries of a retry apart */
+    uint32_t said;      /* in what a rank says of its unchecked calls (MSG_UNCHECKED):
+                           GCSH_SAID_REPLAYING, GCSH_SAID_FINAL; not compared */
     uint64_t entered;   /* the rank's count of operations entered, this one included
                            (gcsh_check_enter): not compared; rank 0's checker drops
                            what a rank says of an unchecked call entered before its
                            latest check (an answer overtaken by the check) */
+    uint64_t sent, received; /* send/recv: this rank's sends to root and receives from
+                           it on the communicator before this call (gcsh_check_enter
+                           fills them in): not compared.  MPI and NCCL match a pair's
+                           calls in order (the n-th send meets the n-th recv), so rank
+                           0's checker tells an unchecked peer's call that meets this
+                           one from an earlier or later one of the pair */
 } gcsh_fingerprint;
 
 /* The check state of one communicator, kept inside its Lua handle. */
@@ -134,6 +148,9 @@ typedef struct gcsh_comm_check {
     /* The command that last checked or entered a collective on it: its
      * count then goes to rank 0 at the command's end (MSG_COUNTS). */
     uint32_t touched_chunk;
+    /* sends to and receives from each member issued so far, checked or not
+     * (NULL until the first): a fingerprint's sent and received */
+    uint64_t *sent, *received;
 } gcsh_comm_check;
 
 /* MSG_COUNTS, at the end of a command: a communicator's id and its count
@@ -150,6 +167,18 @@ void gcsh_comm_check_attach(gcsh_ctx *ctx, gcsh_comm_check *cc, gcsh_comm_impl *
                             uint64_t id, int rank, int size, int *members);
 /* Unregisters cc and frees its members; idempotent. */
 void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc);
+/* n more sends (send != 0) or receives with member peer issued than
+ * gcsh_check_enter counted (a loop of them under one check, a graph's
+ * replays); negative: fewer (a loop that stopped before its first). */
+void gcsh_check_p2p_issued(gcsh_comm_check *cc, int send, int peer, int64_t n);
+/* A loop of sends or recvs (c:loop) past its check, fp: the check counted
+ * one, this counts `more`, and rank 0's checker hears the counts (a peer's
+ * check meets the loop's calls; GCSH_SAID_LOOP). */
+void gcsh_check_loop_issues(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp,
+                            int64_t more);
+/* The rank is in a graph's replay that holds sends or recvs (on != 0), or
+ * out of it: what it answers rank 0 of its unchecked call says so. */
+void gcsh_check_replaying(gcsh_ctx *ctx, int on);
 /* The id of the next world communicator (collective: every rank counts). */
 uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
 uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);

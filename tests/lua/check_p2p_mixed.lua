@@ -4,9 +4,8 @@
 -- another size.  Rank 0's checker used to meet the checked pair with what
 -- a peer had said of its unchecked burst before the collective ("[1]
 -- send to 0 f16 x256, [0] recv from 1 f16 x64": comm_bench's sendrecv in
--- CI under load; at 2 ranks here, most runs).  Known and not fixed: a
--- checked call meeting an unchecked peer's earlier call with no check in
--- between can still be called a mismatch.
+-- CI under load; at 2 ranks here, most runs).  A checked call meeting an
+-- unchecked peer's earlier call with no check in between: check_p2p_order.lua.
 local H = require "harness"
 local c = comm.world()
 local me, n = c.rank, c.size

@@ -243,6 +243,125 @@ static void add(gcsh_checker *k, int r, int n, const char *op, uint64_t seq, int
           (unsigned long long)seq);
 }
 
+/* ---- a pair's calls in order ---------------------------------------------- */
+
+/* Rank r's send (send != 0) or recv with its mate on communicator 7 of 2
+ * ranks, after `sent` sends to it and `received` recvs from it, with its
+ * pair counts (sent to each member, then received from each) as
+ * collcheck.c sends them: counts[0..3]. */
+typedef struct {
+    uint32_t head[2];
+    gcsh_fingerprint fp;
+    int32_t members[2];
+    uint64_t counts[4];
+} p2p_msg;
+static gcsh_fingerprint p2p_fp(int r, int send, uint64_t sent, uint64_t received)
+{
+    gcsh_fingerprint fp = allreduce_fp(r, 0, 4);
+    snprintf(fp.op, sizeof fp.op, "%s", send ? "send" : "recv");
+    fp.kind = send ? GCSH_FP_SEND : GCSH_FP_RECV;
+    fp.root = 1 - r;
+    fp.dtype = 0;
+    fp.sent = sent;
+    fp.received = received;
+    return fp;
+}
+static p2p_msg p2p_wait(int r, int send, uint64_t sent, uint64_t received, uint32_t serial)
+{
+    p2p_msg m;
+    memset(&m, 0, sizeof m);
+    m.head[0] = serial;
+    m.head[1] = 2;
+    m.fp = p2p_fp(r, send, sent, received);
+    m.members[0] = 0;
+    m.members[1] = 1;
+    m.counts[1 - r] = sent;     /* to the mate */
+    m.counts[2 + 1 - r] = received;
+    return m;
+}
+/* MSG_UNCHECKED from rank 1: its call (send or recv with rank 0) and its
+ * counts with rank 0, said as `said` (0: where it is now). */
+static int say_p2p(gcsh_checker *k, int send, uint64_t sent, uint64_t received, uint32_t said,
+                   double now)
+{
+    struct {
+        gcsh_fingerprint fp;
+        uint64_t counts[4];
+    } m;
+    memset(&m, 0, sizeof m);
+    m.fp = p2p_fp(1, send, sent, received);
+    m.fp.said = said;
+    m.fp.entered = 10 + sent + received;
+    m.counts[0] = sent;
+    m.counts[2] = received;
+    return gcsh_checker_unchecked(k, &asks, 1, &m, sizeof m, now);
+}
+
+/* A checked recv meets the peer's send by their counts: the peer that
+ * said an earlier send and is now past the one that meets it (MPI
+ * buffered it) lets the recv pass, uncompared; a peer that ended its
+ * command (its final counts) too, or not when it did not send enough;
+ * two checked recvs of which one's message was sent already: that one
+ * passes alone, the other waits; pair counts of a wrong length are
+ * refused. */
+static void test_pair_order(void)
+{
+    gcsh_checker k;
+    gcsh_checker_init(&k, 2);
+    reset();
+    CHECK(say_p2p(&k, 1, 0, 0, 0, 0.0) == 0, "rank 1 says its first send, unchecked");
+    p2p_msg m = p2p_wait(0, 0, 0, 1, 1); /* rank 0's second recv */
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.1) == 0, "rank 0's second recv");
+    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
+    CHECK(!got[0].answered, "the first send is not the one that meets it: it waits ('%s')",
+          got[0].text);
+    int ask[2];
+    CHECK(gcsh_checker_asks(&k, &asks, 0.1, ask) == 1 && ask[0] == 1, "rank 1 is asked at once");
+    CHECK(say_p2p(&k, 0, 2, 0, 0, 0.2) == 0, "rank 1 answers: in a recv, after two sends");
+    gcsh_checker_resolve(&k, &asks, 0.2, 0, 0);
+    CHECK(got[0].answered && got[0].ok, "its second send was issued: the recv passes ('%s')",
+          got[0].text);
+    gcsh_checker_destroy(&k);
+
+    gcsh_checker_init(&k, 2);
+    reset();
+    CHECK(say_p2p(&k, 1, 2, 0, GCSH_SAID_FINAL, 0.0) == 0, "rank 1 ends after two sends");
+    m = p2p_wait(0, 0, 0, 1, 1);
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.1) == 0, "rank 0's second recv");
+    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
+    CHECK(got[0].answered && got[0].ok, "sent before the end: it passes ('%s')", got[0].text);
+    reset();
+    m = p2p_wait(0, 0, 0, 2, 2);
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.2) == 0, "rank 0's third recv");
+    gcsh_checker_resolve(&k, &asks, 0.2, 0, 0);
+    CHECK(!got[0].answered, "a third was never sent: no pass ('%s')", got[0].text);
+    gcsh_checker_destroy(&k);
+
+    gcsh_checker_init(&k, 2);
+    reset();
+    m = p2p_wait(0, 0, 1, 0, 1); /* rank 0 sent once, receives its first */
+    p2p_msg m1 = p2p_wait(1, 0, 1, 0, 1); /* rank 1 likewise */
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.0) == 0, "rank 0's recv");
+    CHECK(gcsh_checker_add(&k, 1, &m1, sizeof m1, 0.0) == 0, "rank 1's recv");
+    gcsh_checker_resolve(&k, &asks, 0.0, 0, 0);
+    CHECK(got[0].answered && got[0].ok && got[1].answered && got[1].ok,
+          "both recvs meet sends issued already: both pass ('%s' '%s')", got[0].text,
+          got[1].text);
+    reset();
+    m = p2p_wait(0, 0, 1, 1, 2);  /* rank 0: a second recv */
+    m1 = p2p_wait(1, 0, 0, 1, 2); /* rank 1: receives, sent nothing yet */
+    m1.counts[0] = 0;
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.1) == 0, "rank 0's second recv");
+    CHECK(gcsh_checker_add(&k, 1, &m1, sizeof m1, 0.1) == 0, "rank 1's second recv");
+    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
+    CHECK(got[0].answered && !got[0].ok && strstr(got[0].text, "recv from 1"),
+          "both receive, nothing sent: a mismatch ('%s')", got[0].text);
+    p2p_msg bad = p2p_wait(0, 0, 0, 0, 3);
+    CHECK(gcsh_checker_add(&k, 0, &bad, sizeof bad - sizeof(uint64_t), 0.2) == -1,
+          "pair counts of a wrong length: refused");
+    gcsh_checker_destroy(&k);
+}
+
 int main(void)
 {
     gcsh_checker k;
@@ -353,5 +472,6 @@ int main(void)
     }
     test_unchecked();
     test_unchecked_then_checked();
+    test_pair_order();
     UNIT_END();
 }
