@@ -955,7 +955,7 @@ static int comm_loop(lua_State *L)
         issued++;
     }
     if (p2p && issued < iters) /* (stopped by a failure: the rest never ran) */
-        gcsh_check_p2p_issued(&a.comm->chk, send, fp.root, issued - iters);
+        gcsh_check_p2p_issued(ctx, &a.comm->chk, send, fp.root, issued - iters);
     if (rc == 0)
         rc = ctx->be->mem->timer_end(ctx, tok, &seconds);
     gcsh_check_leave(L, &a.comm->chk, rc);

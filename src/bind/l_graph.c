@@ -230,10 +230,10 @@ static void count_replayed(const gcsh_graph_comm *c, uint64_t n)
 }
 
 /* The sends and recvs n replays issued (collcheck.h counts a pair's). */
-static void count_replayed_p2p(const gcsh_graph_rec *rec, uint64_t n)
+static void count_replayed_p2p(gcsh_ctx *ctx, const gcsh_graph_rec *rec, uint64_t n)
 {
     for (size_t i = 0; i < rec->np2p; i++)
-        gcsh_check_p2p_issued(rec->p2p[i].check, rec->p2p[i].send, rec->p2p[i].peer,
+        gcsh_check_p2p_issued(ctx, rec->p2p[i].check, rec->p2p[i].send, rec->p2p[i].peer,
                               (int64_t)n);
 }
 
@@ -266,7 +266,7 @@ static int graph_replay(lua_State *L)
         gcsh_check_replaying(ctx, 0);
     if (rc == 0) {
         g->replays += (uint64_t)n;
-        count_replayed_p2p(rec, (uint64_t)n);
+        count_replayed_p2p(ctx, rec, (uint64_t)n);
     }
     if (!last)
         return rc == 0 ? 0 : gcsh_raise(L, ctx);

@@ -13,7 +13,7 @@
  * after a group starts to wait for it, then less often while it is not in
  * the operation yet (a rank that computes for minutes first is asked a
  * few times a second, not thousands). */
-#define ASK_FIRST_S 0.01
+#define ASK_FIRST_S 0.001
 #define ASK_MAX_S 0.5
 /* An unchecked peer still in an earlier send or recv of a pair this long
  * is let be, its call not compared (p2p_unchecked) */
@@ -24,6 +24,8 @@ void gcsh_checker_init(gcsh_checker *k, int size)
     k->size = size;
     k->slot = calloc((size_t)size, sizeof *k->slot);
     k->unchecked = calloc((size_t)size, sizeof *k->unchecked);
+    k->told = calloc((size_t)size * GCSH_CHECKER_TOLD, sizeof *k->told);
+    k->tick = 0;
     for (int i = 0; i < GCSH_CHECKER_FAILED; i++)
         k->failed[i] = (failed_check){.from = -1};
     k->nfailed = 0;
@@ -36,11 +38,6 @@ static void slot_clear(fp_slot *s)
     *s = (fp_slot){0};
 }
 
-static void unchecked_clear(unchecked_slot *u)
-{
-    free(u->pairs);
-    *u = (unchecked_slot){0};
-}
 
 /* The bytes of a send's or recv's pair counts on a communicator of size
  * members (collcheck.c: sent to each, then received from each). */
@@ -53,7 +50,7 @@ void gcsh_checker_clear(gcsh_checker *k)
 {
     for (int r = 0; r < k->size; r++) {
         slot_clear(&k->slot[r]);
-        unchecked_clear(&k->unchecked[r]);
+        k->unchecked[r] = (unchecked_slot){0};
     }
     for (int i = 0; i < GCSH_CHECKER_FAILED; i++) {
         free(k->failed[i].members);
@@ -65,6 +62,10 @@ void gcsh_checker_clear(gcsh_checker *k)
 void gcsh_checker_destroy(gcsh_checker *k)
 {
     gcsh_checker_clear(k);
+    for (size_t i = 0; k->told && i < (size_t)k->size * GCSH_CHECKER_TOLD; i++)
+        free(k->told[i].pairs);
+    free(k->told);
+    k->told = NULL;
     free(k->slot);
     free(k->unchecked);
     k->slot = NULL;
@@ -82,39 +83,52 @@ static int failed_here(const failed_check *f, const gcsh_fingerprint *fp)
     return is_p2p(fp) ? fp->root == f->fp.comm_rank : fp->seq == f->fp.seq;
 }
 
-/* The pair counts a rank told of with send or recv fp (unchecked_slot):
- * merged with what it told before on the same communicator, as counts of
- * calls issued only grow (an answer overtaken by a later one changes
- * nothing). */
-static void keep_pairs(unchecked_slot *u, const gcsh_fingerprint *fp, const char *pairs,
+/* Rank r's entry for fp's communicator (told_counts), or NULL. */
+static told_counts *told_on(const gcsh_checker *k, int r, const gcsh_fingerprint *fp)
+{
+    told_counts *t = &k->told[(size_t)r * GCSH_CHECKER_TOLD];
+    for (int i = 0; i < GCSH_CHECKER_TOLD; i++)
+        if (t[i].size && t[i].comm == fp->comm && t[i].size == fp->comm_size)
+            return &t[i];
+    return NULL;
+}
+
+/* Rank r's pair counts on fp's communicator, or NULL when it told none. */
+static const uint64_t *pairs_on(const gcsh_checker *k, int r, const gcsh_fingerprint *fp)
+{
+    const told_counts *t = told_on(k, r, fp);
+    return t ? t->pairs : NULL;
+}
+
+/* The pair counts rank r told of with fp (plen bytes, collcheck.c): merged
+ * with what it told before on that communicator, as counts of calls
+ * issued only grow (an answer overtaken by a later one changes nothing);
+ * a communicator not held takes the entry told of longest ago. */
+static void keep_pairs(gcsh_checker *k, int r, const gcsh_fingerprint *fp, const char *pairs,
                        size_t plen)
 {
     if (!plen)
         return;
-    size_t n = 2 * (size_t)fp->comm_size;
-    int merge = u->pairs_size == fp->comm_size && u->pairs_comm == fp->comm;
-    if (plen > u->pairs_cap) {
-        uint64_t *p = realloc(u->pairs, plen);
+    told_counts *t = told_on(k, r, fp);
+    if (!t) {
+        told_counts *row = &k->told[(size_t)r * GCSH_CHECKER_TOLD];
+        t = &row[0];
+        for (int i = 1; i < GCSH_CHECKER_TOLD; i++)
+            if (row[i].used < t->used)
+                t = &row[i];
+        uint64_t *p = realloc(t->pairs, plen);
         if (!p)
             return;
-        u->pairs = p;
-        u->pairs_cap = plen;
+        *t = (told_counts){.comm = fp->comm, .size = fp->comm_size, .pairs = p};
+        memset(p, 0, plen);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < 2 * (size_t)fp->comm_size; i++) {
         uint64_t v;
         memcpy(&v, pairs + i * sizeof v, sizeof v);
-        u->pairs[i] = merge && u->pairs[i] > v ? u->pairs[i] : v;
+        if (v > t->pairs[i])
+            t->pairs[i] = v;
     }
-    u->pairs_comm = fp->comm;
-    u->pairs_size = fp->comm_size;
-}
-
-/* u's pair counts when they are of fp's communicator; NULL otherwise. */
-static const uint64_t *pairs_on(const unchecked_slot *u, const gcsh_fingerprint *fp)
-{
-    return u->pairs_size && u->pairs_comm == fp->comm && u->pairs_size == fp->comm_size
-               ? u->pairs
-               : NULL;
+    t->used = ++k->tick;
 }
 
 int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
@@ -140,7 +154,7 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
         if (!is_p2p(&f) || f.comm_size < 1 || plen != pairs_len(f.comm_size))
             return -1;
         if (f.said & (GCSH_SAID_FINAL | GCSH_SAID_LOOP)) { /* its counts alone */
-            keep_pairs(u, &f, (const char *)payload + sizeof f, plen);
+            keep_pairs(k, r, &f, (const char *)payload + sizeof f, plen);
             return 0;
         }
     }
@@ -154,7 +168,7 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
     u->known = len != 0;
     if (u->known) {
         memcpy(&u->fp, payload, sizeof u->fp);
-        keep_pairs(u, &u->fp, (const char *)payload + sizeof u->fp, plen);
+        keep_pairs(k, r, &u->fp, (const char *)payload + sizeof u->fp, plen);
         if (u->fp.entered != was) {
             u->still_since = now;
             u->stalled = 0;
@@ -221,13 +235,13 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
     s->fp.op[sizeof s->fp.op - 1] = s->fp.extra[sizeof s->fp.extra - 1] = '\0';
     if (s->fp.comm_size < 1 || s->fp.comm_rank < 0 || s->fp.comm_rank >= s->fp.comm_size ||
         (head[1] && (int)head[1] != s->fp.comm_size) ||
-        (plen && (!head[1] || !is_p2p(&s->fp) || plen != pairs_len(s->fp.comm_size))))
+        (plen && (!head[1] || plen != pairs_len(s->fp.comm_size))))
         return -1;
     if (plen) {
         s->pairs = malloc(plen);
         if (s->pairs)
             memcpy(s->pairs, p + sizeof head + sizeof s->fp + mlen, plen);
-        keep_pairs(u, &s->fp, p + sizeof head + sizeof s->fp + mlen, plen);
+        keep_pairs(k, r, &s->fp, p + sizeof head + sizeof s->fp + mlen, plen);
     }
     if (head[1]) {
         s->members = malloc(mlen);
@@ -387,6 +401,15 @@ static int counts_toward(const gcsh_fingerprint *fp, const uint64_t *pairs, int 
     return 1;
 }
 
+/* Whether send or recv b is the call of a's peer that meets a: the other
+ * kind, with a's rank, of a's count of the pair (then what the peer said
+ * of it, even long before, is that call). */
+static int meets(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
+{
+    return is_p2p(b) && b->comm == a->comm && b->kind != a->kind && b->root == a->comm_rank &&
+           (a->kind == GCSH_FP_RECV ? b->sent == a->received : b->received == a->sent);
+}
+
 /* Whether a peer that issued sent sends to a's rank and received recvs
  * from it issued the call that meets a. */
 static int meets_issued(const gcsh_fingerprint *a, uint64_t sent, uint64_t received)
@@ -413,10 +436,9 @@ static int meeting_issued(const gcsh_fingerprint *a, const gcsh_fingerprint *b,
  * issued the call that meets s's: it need not be there. */
 static int told_issued(const gcsh_checker *k, const fp_slot *s, int m)
 {
-    const unchecked_slot *u = &k->unchecked[m];
-    const uint64_t *pairs = pairs_on(u, &s->fp);
+    const uint64_t *pairs = pairs_on(k, m, &s->fp);
     int me = s->fp.comm_rank;
-    return pairs && meets_issued(&s->fp, pairs[me], pairs[u->pairs_size + me]);
+    return pairs && meets_issued(&s->fp, pairs[me], pairs[s->fp.comm_size + me]);
 }
 
 /* The slot of the peer of r's send or recv when it waits in a send or recv
@@ -439,13 +461,30 @@ static int paired(const gcsh_checker *k, int r)
            !meeting_issued(&w->fp, &s->fp, s->pairs);
 }
 
+/* Whether what the peer of r's send or recv said of an unchecked call is
+ * the call that meets it (meets): a pair to compare, wherever the peer
+ * waits now (a collective it came to after a buffered send). */
+static int meets_said(const gcsh_checker *k, int r)
+{
+    const fp_slot *s = &k->slot[r];
+    int peer = peer_of(s);
+    return is_p2p(&s->fp) && peer >= 0 && k->unchecked[peer].said &&
+           meets(&s->fp, &k->unchecked[peer].fp);
+}
+
 /* Whether the peer of r's send or recv, waiting in a later call, issued
  * the one that meets r's already (unchecked, or in a loop, c:loop): r's
  * call has nothing to meet but what was sent or is awaited. */
 static int passes_alone(const gcsh_checker *k, int r)
 {
-    const fp_slot *w = peer_waits_p2p(k, r);
-    return w && meeting_issued(&k->slot[r].fp, &w->fp, w->pairs);
+    const fp_slot *s = &k->slot[r], *w = peer_waits_p2p(k, r);
+    if (w && meeting_issued(&s->fp, &w->fp, w->pairs))
+        return 1;
+    /* or told of it, waiting elsewhere (a collective) or not at all, unless
+     * what it said of an unchecked call is that one: then it is compared */
+    int peer = peer_of(s);
+    return is_p2p(&s->fp) && peer >= 0 && !meets(&s->fp, &k->unchecked[peer].fp) &&
+           told_issued(k, s, peer);
 }
 
 /* Every member waits on the communicator (of any kind): one group. */
@@ -524,12 +563,13 @@ enum { UNCHECKED_NO, UNCHECKED_HERE, UNCHECKED_PAST, UNCHECKED_PENDING };
  * check).  A peer that stays that long in a call that ends (counts that
  * went apart, or a rank that keeps it waiting) is let be, as one past: its
  * call is not known, so neither a mismatch nor a wait forever is true. */
-static int p2p_unchecked(const unchecked_slot *u, const fp_slot *s)
+static int p2p_unchecked(const gcsh_checker *k, int m, const fp_slot *s)
 {
+    const unchecked_slot *u = &k->unchecked[m];
     const gcsh_fingerprint *a = &s->fp, *b = &u->fp;
     if (!is_p2p(b))
         return u->stalled ? UNCHECKED_HERE : UNCHECKED_PENDING;
-    if (meeting_issued(a, b, pairs_on(u, b)))
+    if (meeting_issued(a, b, pairs_on(k, m, b)))
         return UNCHECKED_PAST;
     int behind = b->root != a->comm_rank ||
                  (b->kind == GCSH_FP_RECV ? b->received < a->sent : b->sent < a->received);
@@ -545,6 +585,10 @@ static int p2p_unchecked(const unchecked_slot *u, const fp_slot *s)
 static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
 {
     const unchecked_slot *u = &k->unchecked[m];
+    if (is_p2p(&s->fp) && meets(&s->fp, &u->fp))
+        return UNCHECKED_HERE; /* said of it before, even long before: it is that call */
+    if (is_p2p(&s->fp) && told_issued(k, s, m))
+        return UNCHECKED_PAST;
     if (!u->said)
         return UNCHECKED_NO;
     if (u->known && u->fp.said == GCSH_SAID_REPLAYING && is_p2p(&s->fp))
@@ -552,7 +596,7 @@ static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
     if (!u->known || u->fp.comm != s->fp.comm)
         return UNCHECKED_PENDING;
     if (is_p2p(&s->fp))
-        return p2p_unchecked(u, s);
+        return p2p_unchecked(k, m, s);
     if (is_p2p(&u->fp) || u->fp.seq < s->fp.seq)
         return UNCHECKED_PENDING;
     return u->fp.seq == s->fp.seq ? UNCHECKED_HERE : UNCHECKED_PAST;
@@ -581,6 +625,10 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
     if (passes_alone(k, r)) {
         group_add(g, r, k);
         g->complete = 1;
+    } else if (meets_said(k, r)) {
+        group_add(g, r, k);
+        g->unchecked[g->nunchecked++] = peer_of(s);
+        g->complete = 1;
     } else if (paired(k, r)) {
         group_add(g, r, k);
         group_add(g, peer_of(s), k);
@@ -595,9 +643,7 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
     } else if (is_p2p(&s->fp)) {
         group_add(g, r, k);
         int peer = peer_of(s);
-        int where = peer < 0                   ? UNCHECKED_NO
-                    : told_issued(k, s, peer) ? UNCHECKED_PAST
-                                              : member_unchecked(k, s, peer);
+        int where = peer < 0 ? UNCHECKED_NO : member_unchecked(k, s, peer);
         if (where == UNCHECKED_HERE)
             g->unchecked[g->nunchecked++] = peer;
         else if (peer >= 0 && where != UNCHECKED_PAST) /* past: nothing left to compare */
@@ -999,7 +1045,7 @@ void gcsh_checker_resolve(gcsh_checker *k, const gcsh_checker_io *io, double now
     for (int changed = 1; changed;) {
         changed = fail_deadlocks(k, io, now);
         for (int r = 0; r < k->size; r++) /* pairs first: see find_group */
-            if (k->slot[r].present && (paired(k, r) || passes_alone(k, r))) {
+            if (k->slot[r].present && (paired(k, r) || passes_alone(k, r) || meets_said(k, r))) {
                 find_group(k, io, r, &g);
                 compare_group(k, io, &g);
                 changed = 1;

@@ -52,13 +52,6 @@ typedef struct unchecked_slot {
     double gap;            /* the wait before the next ask (doubles, up to ASK_MAX_S) */
     uint64_t checked;      /* the entered count of its latest check: what it says of
                               a call entered before that one is over */
-    /* The latest pair counts it told of (collcheck.c: with a send or recv
-     * it ran unchecked or checked), on communicator pairs_comm of
-     * pairs_size members: what it issued at least (counts only grow). */
-    uint64_t *pairs;
-    size_t pairs_cap;      /* bytes */
-    uint64_t pairs_comm;
-    int pairs_size;        /* 0: none told */
     double still_since;    /* when it was first seen in fp's call */
     int stalled;           /* in it for UNCHECKED_STALL_S (collcheck_coord.c) */
 } unchecked_slot;
@@ -72,10 +65,24 @@ typedef struct failed_check {
     int *members; /* its communicator's world ranks, or NULL */
 } failed_check;
 
+/* What a rank told of the sends and recvs it issued on a communicator
+ * (collcheck.c's pair counts: with a send or recv, a call on a communicator
+ * that had some, before a loop of them, at the end of a command).  Counts
+ * only grow, so this is what it issued at least; kept across commands. */
+#define GCSH_CHECKER_TOLD 4 /* communicators a rank, the last told of */
+typedef struct told_counts {
+    uint64_t comm;
+    int size;        /* members; 0: an empty entry */
+    uint64_t *pairs; /* sent to each member, then received from each */
+    uint64_t used;   /* the checker's tick when last told */
+} told_counts;
+
 typedef struct gcsh_checker {
     int size;
     fp_slot *slot;           /* per world rank */
     unchecked_slot *unchecked; /* per world rank */
+    told_counts *told;       /* GCSH_CHECKER_TOLD per world rank */
+    uint64_t tick;
     failed_check failed[GCSH_CHECKER_FAILED]; /* the last ones, a ring */
     int nfailed;
 } gcsh_checker;

@@ -43,10 +43,6 @@ struct gcsh_check {
      * (op_npairs members; collcheck.h), for rank 0's checker */
     uint64_t *op_pairs;
     int op_npairs, op_pairs_cap;
-    /* the last send or recv entered, and in which command (chunk_seq):
-     * the command's end says its pair counts (collcheck.c) */
-    gcsh_fingerprint last_p2p;
-    uint32_t last_p2p_chunk;
     int op_lazy, last_lazy;
     /* The command (chunk_seq) in which this rank said it runs checked
      * operations unchecked (MSG_UNCHECKED, collcheck_coord.h); 0: none. */

@@ -588,7 +588,7 @@ static void say_counts(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fing
 void gcsh_check_loop_issues(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp,
                             int64_t more)
 {
-    gcsh_check_p2p_issued(cc, fp->kind == GCSH_FP_SEND, fp->root, more);
+    gcsh_check_p2p_issued(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root, more);
     if (ctx->check)
         say_counts(ctx->check, cc, fp, GCSH_SAID_LOOP);
 }
@@ -601,6 +601,19 @@ void gcsh_check_replaying(gcsh_ctx *ctx, int on)
     pthread_mutex_lock(&k->lock);
     k->replaying = on;
     pthread_mutex_unlock(&k->lock);
+    /* said at once, in and out: a peer's check waiting for a send or recv
+     * the graph holds is not left waiting for an answer */
+    if (on) {
+        gcsh_fingerprint fp;
+        memset(&fp, 0, sizeof fp);
+        fp.comm = UINT64_MAX;
+        fp.said = GCSH_SAID_REPLAYING;
+        fp.entered = k->entered_count;
+        gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp, sizeof fp);
+    } else { /* in no operation */
+        char none = 0;
+        gcsh_capture_send(k->cap, MSG_UNCHECKED, &none, 0);
+    }
 }
 
 void gcsh_check_abort_ids(gcsh_ctx *ctx, const uint64_t *ids, size_t n, int all)
@@ -686,20 +699,21 @@ static void send_counts(gcsh_check *k)
     free(v);
 }
 
-/* A command that issued sends or recvs ends: its last one, with the pair
- * counts of its communicator now (GCSH_SAID_FINAL), tells rank 0's checker
- * what a peer still in its check can meet: a send this rank issued
- * unchecked or in a loop ended before the peer came (MPI buffered it). */
+/* A command that issued sends or recvs ends: the pair counts of each
+ * communicator it issued them on (GCSH_SAID_FINAL) tell rank 0's checker
+ * what a peer still in its check, or in a later command, can meet: a send
+ * this rank issued unchecked or in a loop ended before the peer came (MPI
+ * buffered it). */
 static void say_final_counts(gcsh_check *k)
 {
-    if (k->last_p2p_chunk != k->chunk_seq || !k->last_p2p.kind)
-        return;
-    gcsh_comm_check *cc = k->comms;
-    while (cc && cc->id != k->last_p2p.comm)
-        cc = cc->next;
-    if (!cc || cc->size != k->last_p2p.comm_size)
-        return;
-    say_counts(k, cc, &k->last_p2p, GCSH_SAID_FINAL);
+    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
+        if (cc->p2p_chunk == k->chunk_seq && (cc->sent || cc->received)) {
+            gcsh_fingerprint fp;
+            gcsh_fp_init(&fp, cc, "counts");
+            fp.kind = GCSH_FP_SEND; /* (counts come with sends and recvs) */
+            fp.root = 0;
+            say_counts(k, cc, &fp, GCSH_SAID_FINAL);
+        }
 }
 
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
@@ -737,9 +751,11 @@ static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh
 {
     uint32_t head[2] = {++k->serial, cc->members ? (uint32_t)cc->size : 0};
     size_t mlen = cc->members ? (size_t)cc->size * sizeof(int32_t) : 0;
-    /* a send or recv: its pair counts with every member follow (rank 0's
-     * checker finds which call of a peer meets it, collcheck_coord.c) */
-    size_t plen = cc->members && is_p2p_fp(fp) ? 2 * (size_t)cc->size * sizeof(uint64_t) : 0;
+    /* a send or recv, or any call on a communicator that had some: the pair
+     * counts with every member follow (rank 0's checker finds which call of
+     * a peer meets a send or recv, collcheck_coord.c) */
+    int counted = is_p2p_fp(fp) || cc->sent || cc->received;
+    size_t plen = cc->members && counted ? 2 * (size_t)cc->size * sizeof(uint64_t) : 0;
     size_t len = sizeof head + sizeof *fp + mlen + plen;
     char *buf = malloc(len);
     if (!buf)
@@ -958,11 +974,13 @@ void gcsh_check_note_of(gcsh_check_note *n, gcsh_ctx *ctx, const gcsh_comm_check
 
 /* ---- a pair's sends and receives, in order ----------------------------------- */
 
-void gcsh_check_p2p_issued(gcsh_comm_check *cc, int send, int peer, int64_t n)
+void gcsh_check_p2p_issued(gcsh_ctx *ctx, gcsh_comm_check *cc, int send, int peer, int64_t n)
 {
     uint64_t **done = send ? &cc->sent : &cc->received;
-    if (peer < 0 || peer >= cc->size)
+    if (peer < 0 || peer >= cc->size || !cc->linked) /* (a freed communicator's: none) */
         return;
+    if (ctx->check)
+        cc->p2p_chunk = ctx->check->chunk_seq;
     if (!*done)
         *done = calloc((size_t)cc->size, sizeof **done);
     if (*done) /* (out of memory: the counts stay 0; rank 0 then compares as before) */
@@ -983,15 +1001,10 @@ static void p2p_counts(const gcsh_comm_check *cc, gcsh_fingerprint *fp)
  * captures it: its replays issue it (l_graph.c counts them). */
 static void p2p_entered(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp)
 {
-    gcsh_check *k = ctx->check;
-    if (k) { /* for what the command's end says of it (say_final_counts) */
-        k->last_p2p = *fp;
-        k->last_p2p_chunk = k->chunk_seq;
-    }
     if (ctx->graph)
         gcsh_graph_note_p2p(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root);
     else
-        gcsh_check_p2p_issued(cc, fp->kind == GCSH_FP_SEND, fp->root, 1);
+        gcsh_check_p2p_issued(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root, 1);
 }
 
 void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)

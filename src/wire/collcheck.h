@@ -151,6 +151,7 @@ typedef struct gcsh_comm_check {
     /* sends to and receives from each member issued so far, checked or not
      * (NULL until the first): a fingerprint's sent and received */
     uint64_t *sent, *received;
+    uint32_t p2p_chunk; /* the command that last issued one (its end says the counts) */
 } gcsh_comm_check;
 
 /* MSG_COUNTS, at the end of a command: a communicator's id and its count
@@ -170,7 +171,7 @@ void gcsh_comm_check_detach(gcsh_ctx *ctx, gcsh_comm_check *cc);
 /* n more sends (send != 0) or receives with member peer issued than
  * gcsh_check_enter counted (a loop of them under one check, a graph's
  * replays); negative: fewer (a loop that stopped before its first). */
-void gcsh_check_p2p_issued(gcsh_comm_check *cc, int send, int peer, int64_t n);
+void gcsh_check_p2p_issued(gcsh_ctx *ctx, gcsh_comm_check *cc, int send, int peer, int64_t n);
 /* A loop of sends or recvs (c:loop) past its check, fp: the check counted
  * one, this counts `more`, and rank 0's checker hears the counts (a peer's
  * check meets the loop's calls; GCSH_SAID_LOOP). */

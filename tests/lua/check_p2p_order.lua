@@ -3,10 +3,11 @@
 -- send meets the n-th recv), so rank 0's checker finds the peer's call that
 -- meets a checked one by the pair's counts, not by what the peer last said.
 -- Each case below is a correct program: it runs to the end with the right
--- data on every rank, where the checker used to call a mismatch (a), stop
--- one rank (b at 2 ranks), hang (b at 4, d, e) or ask a rank so seldom
--- that every collective took half a second (f).  The last case is a real
--- mismatch, which both ranks are told of.
+-- data on every rank, where the checker used to call a mismatch (a, h),
+-- stop one rank (b at 2 ranks), hang (b at 4, d, e) or ask a rank so
+-- seldom that every collective took half a second (f).  The last case is
+-- a real mismatch, which both ranks are told of.  (A send in one command
+-- met by a recv in the next: tests/sh/check_unchecked.sh.)
 local H = require "harness"
 local c = comm.world()
 local me, n = c.rank, c.size
@@ -85,6 +86,22 @@ if paired then
     H.eq(t[7], 7, "(e) the loop's messages")
   end
 end
+
+-- (h) ping-pongs with the odd rank unchecked, then a checked barrier on
+-- both: the even rank's last recv meets a send buffered before the odd
+-- rank came to the barrier (not the barrier)
+if paired then
+  local t = tensor.new(8, "f32")
+  for i = 1, 10 do
+    if odd then
+      gcsh.check(false); c:recv(t, mate); c:send(t:fill(i), mate); gcsh.check(true)
+    else
+      c:send(t:fill(i), mate); c:recv(t, mate)
+      H.eq(t[7], i, "(h) ping-pong " .. i)
+    end
+  end
+end
+c:barrier()
 
 -- (f) every collective of a loop meets a rank that runs unchecked: it is
 -- asked at once each time (100 of them took 44 s at 2 ranks)

@@ -104,4 +104,17 @@ expect_contains "2 ranks: ... with both calls" "$OUT" \
     "[0] the calls: [0] recv from 1 f32 x5, [1] send to 0 f32 x4"
 expect_all_ranks "2 ranks: after the send/recv, the next command works" "$OUT" "alive" 2
 wide "2 ranks: send/recv" "$OUT"
+
+# a send issued unchecked in one command (MPI buffers it), received checked
+# in the next, from a graph's replay or a direct call: rank 0's checker
+# heard rank 1's counts at the end of the command that sent
+gcsh_pipe 2 "c = comm.world() t = tensor.new(8, 'f32')
+if rank == 1 then gcsh.check(false) c:send(t:fill(3), 0) end
+if rank == 0 then c:recv(t, 1) print('direct', t[7]) end
+if rank == 1 then gcsh.check(false) g = gcsh.graph(function() c:send(t, 0) end) end
+if rank == 1 then t:fill(4) g:replay(2) end
+if rank == 0 then for i = 1, 2 do c:recv(t, 1) end print('replayed', t[7]) end"
+expect_eq "2 ranks: sent in one command, received in the next: exit 0" "$RC" 0
+expect_contains "2 ranks: ... the direct send" "$OUT" "[0] direct	3.0"
+expect_contains "2 ranks: ... the graph's" "$OUT" "[0] replayed	4.0"
 finish

@@ -131,6 +131,7 @@ static void test_unchecked_then_checked(void)
     snprintf(msg.fp.op, sizeof msg.fp.op, "send");
     msg.fp.kind = GCSH_FP_SEND;
     msg.fp.root = 1;
+    msg.fp.sent = 1; /* its first send met the recv rank 1 said */
     CHECK(gcsh_checker_add(&k, 0, &msg, sizeof msg, 2.0) == 0, "rank 0's checked send");
     gcsh_checker_resolve(&k, &asks, 2.0, 0, 0);
     CHECK(!got[0].answered, "no verdict from what rank 1 said before its check ('%s')",
@@ -155,6 +156,7 @@ static void test_unchecked_then_checked(void)
     gcsh_checker_resolve(&k, &asks, 2.0, 0, 0);
     CHECK(!got[0].answered, "no verdict from the late answer ('%s')", got[0].text);
     r1.entered = 9;
+    r1.received = 1; /* its second recv from rank 0: the one that meets the send */
     CHECK(gcsh_checker_unchecked(&k, &asks, 1, &r1, sizeof r1, 2.1) == 0, "a fresh answer");
     gcsh_checker_resolve(&k, &asks, 2.1, 0, 0);
     CHECK(got[0].answered && !got[0].ok && strstr(got[0].text, "[0] send to 1 x6, [1] recv from 0 x5"),
