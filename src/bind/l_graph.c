@@ -16,8 +16,11 @@
  * numbers of those communicators advance by every collective replayed, so
  * later checks and traces count them.  The launch runs inside the last
  * check, so an interrupt or a failure there aborts that communicator as a
- * direct collective would.  A graph is local to its rank: free needs no
- * other rank. */
+ * direct collective would.  Sends and recvs a graph holds run unchecked
+ * from C: before they run, rank 0's checker is told which (their captured
+ * fingerprints and counts, collcheck.h), so a peer's checked call meets
+ * the replayed one of its count.  A graph is local to its rank: free needs
+ * no other rank. */
 #include <stdio.h>
 #include <string.h>
 
@@ -229,14 +232,6 @@ static void count_replayed(const gcsh_graph_comm *c, uint64_t n)
     cc->seq += c->collectives * n - 1;
 }
 
-/* The sends and recvs n replays issued (collcheck.h counts a pair's). */
-static void count_replayed_p2p(gcsh_ctx *ctx, const gcsh_graph_rec *rec, uint64_t n)
-{
-    for (size_t i = 0; i < rec->np2p; i++)
-        gcsh_check_p2p_issued(ctx, rec->p2p[i].check, rec->p2p[i].send, rec->p2p[i].peer,
-                              (int64_t)n);
-}
-
 static int graph_replay(lua_State *L)
 {
     gcsh_ctx *ctx = gcsh_ctx_of(L);
@@ -259,15 +254,11 @@ static int graph_replay(lua_State *L)
     }
     if (last)
         enter_replay(L, g, &rec->comm[last - 1], (uint64_t)n);
-    if (rec->np2p)
-        gcsh_check_replaying(ctx, 1);
+    if (rec->np2p) /* told before they run: they run unchecked, from C */
+        gcsh_check_replay_issues(ctx, rec, (uint64_t)n);
     int rc = ctx->be->graph->launch(ctx, g->impl, (uint64_t)n);
-    if (rec->np2p)
-        gcsh_check_replaying(ctx, 0);
-    if (rc == 0) {
+    if (rc == 0)
         g->replays += (uint64_t)n;
-        count_replayed_p2p(ctx, rec, (uint64_t)n);
-    }
     if (!last)
         return rc == 0 ? 0 : gcsh_raise(L, ctx);
     count_replayed(&rec->comm[last - 1], (uint64_t)n);

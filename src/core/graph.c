@@ -378,14 +378,23 @@ void gcsh_graph_note_check(gcsh_ctx *ctx, void *cc, gcsh_comm_impl *impl)
     r->comm[r->ncomm++] = (gcsh_graph_comm){.check = cc, .impl = impl, .collectives = 1};
 }
 
-void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer)
+void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer, const void *fp,
+                         size_t fp_len)
 {
     gcsh_graph_capture *g = ctx->graph;
     gcsh_graph_rec *r = g->rec;
+    void *copy = malloc(fp_len);
+    if (!copy) {
+        g->out_of_memory = 1;
+        gcsh_set_error(ctx, "gcsh.graph: out of host memory");
+        return;
+    }
+    memcpy(copy, fp, fp_len);
     if (r->np2p == r->cap_p2p) {
         size_t cap = r->cap_p2p ? 2 * r->cap_p2p : 4;
         gcsh_graph_p2p *p = realloc(r->p2p, cap * sizeof *p);
         if (!p) {
+            free(copy);
             g->out_of_memory = 1;
             gcsh_set_error(ctx, "gcsh.graph: out of host memory");
             return;
@@ -393,7 +402,7 @@ void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer)
         r->p2p = p;
         r->cap_p2p = cap;
     }
-    r->p2p[r->np2p++] = (gcsh_graph_p2p){.check = cc, .send = send, .peer = peer};
+    r->p2p[r->np2p++] = (gcsh_graph_p2p){.check = cc, .send = send, .peer = peer, .fp = copy};
 }
 
 /* ---- replay ----------------------------------------------------------------------- */
@@ -452,6 +461,8 @@ void gcsh_graph_rec_free(gcsh_graph_rec *rec)
         free(rec->call[i].kept);
     free(rec->call);
     free(rec->comm);
+    for (size_t i = 0; i < rec->np2p; i++)
+        free(rec->p2p[i].fp);
     free(rec->p2p);
     free(rec);
 }

@@ -42,6 +42,7 @@ typedef struct gcsh_graph_comm {
 typedef struct gcsh_graph_p2p {
     void *check; /* the communicator's gcsh_comm_check */
     int send, peer;
+    void *fp;    /* its fingerprint as captured (collcheck.h's, a copy) */
 } gcsh_graph_p2p;
 
 struct gcsh_graph_rec {
@@ -78,8 +79,10 @@ int gcsh_graph_refuse(gcsh_ctx *ctx, const char *what, const char *why);
  * collective on the communicator whose check state is cc. */
 void gcsh_graph_note_check(gcsh_ctx *ctx, void *cc, gcsh_comm_impl *impl);
 
-/* collcheck.c, after a send's or recv's check passed while capturing. */
-void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer);
+/* collcheck.c, after a send's or recv's check passed while capturing (fp:
+ * its fingerprint, fp_len bytes, kept for what a replay tells). */
+void gcsh_graph_note_p2p(gcsh_ctx *ctx, void *cc, int send, int peer, const void *fp,
+                         size_t fp_len);
 
 /* Runs rec's calls once, in order, through be's tables, stopping at the
  * first failure or at an interrupt (ctx->interrupt, checked between

@@ -131,6 +131,17 @@ static void keep_pairs(gcsh_checker *k, int r, const gcsh_fingerprint *fp, const
     t->used = ++k->tick;
 }
 
+/* A send or recv u's rank told of (its count says which call it is), kept
+ * in the ring of the last ones. */
+static void told_call(unchecked_slot *u, const gcsh_fingerprint *fp)
+{
+    int n = u->ncalls < GCSH_CHECKER_CALLS ? u->ncalls : GCSH_CHECKER_CALLS;
+    for (int i = 0; i < n; i++)
+        if (memcmp(&u->calls[i], fp, sizeof *fp) == 0)
+            return; /* (asked again in the same call) */
+    u->calls[u->ncalls++ % GCSH_CHECKER_CALLS] = *fp;
+}
+
 int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, const void *payload,
                            size_t len, double now)
 {
@@ -148,13 +159,16 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
     if (len != 0 && len < sizeof u->fp)
         return -1;
     size_t plen = len ? len - sizeof u->fp : 0;
-    if (plen) { /* a send's or recv's pair counts */
+    if (len) {
         gcsh_fingerprint f;
         memcpy(&f, payload, sizeof f);
-        if (!is_p2p(&f) || f.comm_size < 1 || plen != pairs_len(f.comm_size))
+        if (plen && (f.comm_size < 1 || plen != pairs_len(f.comm_size))) /* pair counts */
             return -1;
-        if (f.said & (GCSH_SAID_FINAL | GCSH_SAID_LOOP)) { /* its counts alone */
+        if (f.said) { /* counts, or calls told of beside its checks: not where it is */
+            f.op[sizeof f.op - 1] = f.extra[sizeof f.extra - 1] = '\0';
             keep_pairs(k, r, &f, (const char *)payload + sizeof f, plen);
+            if (f.said == GCSH_SAID_CALLS && is_p2p(&f))
+                told_call(u, &f);
             return 0;
         }
     }
@@ -176,6 +190,8 @@ int gcsh_checker_unchecked(gcsh_checker *k, const gcsh_checker_io *io, int r, co
             u->stalled = 1;
         }
         u->fp.op[sizeof u->fp.op - 1] = u->fp.extra[sizeof u->fp.extra - 1] = '\0';
+        if (is_p2p(&u->fp))
+            told_call(u, &u->fp);
         /* an answer its watcher read before the rank came to a check, and
          * sent after it: that call is over */
         if (u->fp.entered < u->checked)
@@ -360,6 +376,7 @@ typedef struct group {
     int ncoming;   /* members on the check board that will come or pass (collcheck.h) */
     int nunchecked; /* members in the operation unchecked: their call stands for a fingerprint */
     int *ranks, *missing, *unchecked;
+    const gcsh_fingerprint *peer_fp; /* a send or recv: the unchecked peer's call */
     double since;  /* the earliest of the waits */
 } group;
 
@@ -401,13 +418,34 @@ static int counts_toward(const gcsh_fingerprint *fp, const uint64_t *pairs, int 
     return 1;
 }
 
-/* Whether send or recv b is the call of a's peer that meets a: the other
- * kind, with a's rank, of a's count of the pair (then what the peer said
- * of it, even long before, is that call). */
+/* Whether send or recv b (or one of the b->times calls it stands for,
+ * b->stride apart in the count: a loop's, a graph replay's) is the call of
+ * a's peer that meets a: the other kind, with a's rank, of a's count of the
+ * pair (then what the peer said of it, even long before, is that call). */
 static int meets(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
 {
-    return is_p2p(b) && b->comm == a->comm && b->kind != a->kind && b->root == a->comm_rank &&
-           (a->kind == GCSH_FP_RECV ? b->sent == a->received : b->received == a->sent);
+    if (!is_p2p(b) || b->comm != a->comm || b->kind == a->kind || b->root != a->comm_rank)
+        return 0;
+    uint64_t want = a->kind == GCSH_FP_RECV ? a->received : a->sent;
+    uint64_t first = b->kind == GCSH_FP_SEND ? b->sent : b->received;
+    uint64_t times = b->times ? b->times : 1, stride = b->stride ? b->stride : 1;
+    return want >= first && (want - first) % stride == 0 && (want - first) / stride < times;
+}
+
+/* The call member m told of that meets send or recv a (meets): what it
+ * said of its call now, or one of the calls it told of in this command;
+ * NULL when none does. */
+static const gcsh_fingerprint *told_meeting(const gcsh_checker *k, int m,
+                                            const gcsh_fingerprint *a)
+{
+    const unchecked_slot *u = &k->unchecked[m];
+    if (meets(a, &u->fp))
+        return &u->fp;
+    int n = u->ncalls < GCSH_CHECKER_CALLS ? u->ncalls : GCSH_CHECKER_CALLS;
+    for (int i = 0; i < n; i++)
+        if (meets(a, &u->calls[i]))
+            return &u->calls[i];
+    return NULL;
 }
 
 /* Whether a peer that issued sent sends to a's rank and received recvs
@@ -468,8 +506,7 @@ static int meets_said(const gcsh_checker *k, int r)
 {
     const fp_slot *s = &k->slot[r];
     int peer = peer_of(s);
-    return is_p2p(&s->fp) && peer >= 0 && k->unchecked[peer].said &&
-           meets(&s->fp, &k->unchecked[peer].fp);
+    return is_p2p(&s->fp) && peer >= 0 && told_meeting(k, peer, &s->fp);
 }
 
 /* Whether the peer of r's send or recv, waiting in a later call, issued
@@ -483,7 +520,7 @@ static int passes_alone(const gcsh_checker *k, int r)
     /* or told of it, waiting elsewhere (a collective) or not at all, unless
      * what it said of an unchecked call is that one: then it is compared */
     int peer = peer_of(s);
-    return is_p2p(&s->fp) && peer >= 0 && !meets(&s->fp, &k->unchecked[peer].fp) &&
+    return is_p2p(&s->fp) && peer >= 0 && !told_meeting(k, peer, &s->fp) &&
            told_issued(k, s, peer);
 }
 
@@ -585,14 +622,12 @@ static int p2p_unchecked(const gcsh_checker *k, int m, const fp_slot *s)
 static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
 {
     const unchecked_slot *u = &k->unchecked[m];
-    if (is_p2p(&s->fp) && meets(&s->fp, &u->fp))
-        return UNCHECKED_HERE; /* said of it before, even long before: it is that call */
+    if (is_p2p(&s->fp) && told_meeting(k, m, &s->fp))
+        return UNCHECKED_HERE; /* told of it, even long before: it is that call */
     if (is_p2p(&s->fp) && told_issued(k, s, m))
         return UNCHECKED_PAST;
     if (!u->said)
         return UNCHECKED_NO;
-    if (u->known && u->fp.said == GCSH_SAID_REPLAYING && is_p2p(&s->fp))
-        return UNCHECKED_PAST; /* its sends and recvs run from a graph: none to compare */
     if (!u->known || u->fp.comm != s->fp.comm)
         return UNCHECKED_PENDING;
     if (is_p2p(&s->fp))
@@ -606,7 +641,9 @@ static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
  * the members in its operation unchecked. */
 static const gcsh_fingerprint *fp_at(const gcsh_checker *k, const group *g, int i)
 {
-    return i < g->n ? &k->slot[g->ranks[i]].fp : &k->unchecked[g->unchecked[i - g->n]].fp;
+    if (i < g->n)
+        return &k->slot[g->ranks[i]].fp;
+    return g->peer_fp ? g->peer_fp : &k->unchecked[g->unchecked[i - g->n]].fp;
 }
 
 static int rank_at(const group *g, int i)
@@ -622,12 +659,14 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
     const fp_slot *s = &k->slot[r];
     g->n = g->nmissing = g->ncoming = g->complete = g->nunchecked = 0;
     g->since = s->since;
+    g->peer_fp = NULL;
     if (passes_alone(k, r)) {
         group_add(g, r, k);
         g->complete = 1;
     } else if (meets_said(k, r)) {
         group_add(g, r, k);
         g->unchecked[g->nunchecked++] = peer_of(s);
+        g->peer_fp = told_meeting(k, peer_of(s), &s->fp);
         g->complete = 1;
     } else if (paired(k, r)) {
         group_add(g, r, k);
@@ -644,8 +683,10 @@ static void find_group(const gcsh_checker *k, const gcsh_checker_io *io, int r, 
         group_add(g, r, k);
         int peer = peer_of(s);
         int where = peer < 0 ? UNCHECKED_NO : member_unchecked(k, s, peer);
-        if (where == UNCHECKED_HERE)
+        if (where == UNCHECKED_HERE) {
             g->unchecked[g->nunchecked++] = peer;
+            g->peer_fp = told_meeting(k, peer, &s->fp); /* (NULL: the call it is in) */
+        }
         else if (peer >= 0 && where != UNCHECKED_PAST) /* past: nothing left to compare */
             g->missing[g->nmissing++] = peer;
         g->complete = g->nunchecked > 0 || where == UNCHECKED_PAST;

@@ -52,6 +52,12 @@ typedef struct unchecked_slot {
     double gap;            /* the wait before the next ask (doubles, up to ASK_MAX_S) */
     uint64_t checked;      /* the entered count of its latest check: what it says of
                               a call entered before that one is over */
+    /* sends and recvs it told of in this command (what it said of an
+     * unchecked one, a loop's or a graph replay's: GCSH_SAID_CALLS), the
+     * last GCSH_CHECKER_CALLS: a check meets the one of its count */
+#define GCSH_CHECKER_CALLS 16
+    gcsh_fingerprint calls[GCSH_CHECKER_CALLS];
+    int ncalls;            /* told in all (the ring holds the last ones) */
     double still_since;    /* when it was first seen in fp's call */
     int stalled;           /* in it for UNCHECKED_STALL_S (collcheck_coord.c) */
 } unchecked_slot;

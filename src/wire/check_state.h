@@ -59,7 +59,6 @@ struct gcsh_check {
     int in_op;
     int op_waits; /* the operation waits for other ranks (not gcsh.sleep) */
     int op_unchecked; /* the published operation was entered with .check off */
-    int replaying;    /* in a graph's replay that holds sends or recvs (l_graph.c) */
     char op[128];
     double since;
     int sampled;

@@ -445,14 +445,15 @@ static void pair_counts(const gcsh_comm_check *cc, uint64_t *out)
     }
 }
 
-/* The published send's or recv's pair counts (check_state.h), for what
- * this rank says of it unchecked; none for other operations (or out of
- * memory: rank 0 then knows only its count with the call's peer). */
+/* The published operation's pair counts (check_state.h), for what this
+ * rank says of it unchecked: a send's or recv's, or any on a communicator
+ * that had some; none otherwise (or out of memory: rank 0 then knows only
+ * a send's or recv's count with its peer). */
 static void keep_pair_counts_locked(gcsh_check *k, const gcsh_comm_check *cc,
                                     const gcsh_fingerprint *fp)
 {
     k->op_npairs = 0;
-    if (!is_p2p_fp(fp) || k->enabled)
+    if (k->enabled || (!is_p2p_fp(fp) && !cc->sent && !cc->received))
         return;
     if (cc->size > k->op_pairs_cap) {
         uint64_t *p = realloc(k->op_pairs, 2 * (size_t)cc->size * sizeof *p);
@@ -548,19 +549,12 @@ void gcsh_check_answer_unchecked(gcsh_ctx *ctx)
     int in = k->in_op && k->op_on_comm && k->op_unchecked;
     if (in) {
         fp = k->op_fp;
-        npairs = is_p2p_fp(&fp) && fp.comm_size == k->op_npairs ? k->op_npairs : 0;
+        npairs = fp.comm_size == k->op_npairs ? k->op_npairs : 0;
         pairs = npairs ? malloc(2 * (size_t)npairs * sizeof *pairs) : NULL;
         if (pairs)
             memcpy(pairs, k->op_pairs, 2 * (size_t)npairs * sizeof *pairs);
         else
             npairs = 0;
-    }
-    if (k->replaying) { /* its sends and recvs run from the graph: none to name */
-        if (!in)
-            memset(&fp, 0, sizeof fp), fp.comm = UINT64_MAX, fp.kind = GCSH_FP_COLLECTIVE;
-        fp.said = GCSH_SAID_REPLAYING;
-        fp.entered = k->entered_count;
-        in = 1;
     }
     pthread_mutex_unlock(&k->lock);
     if (in)
@@ -570,7 +564,7 @@ void gcsh_check_answer_unchecked(gcsh_ctx *ctx)
     free(pairs);
 }
 
-/* fp with the pair counts of cc now, said (check_state.h's said). */
+/* fp with the pair counts of cc now, said (collcheck.h's GCSH_SAID_*). */
 static void say_counts(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fingerprint *fp,
                        uint32_t said)
 {
@@ -585,34 +579,75 @@ static void say_counts(gcsh_check *k, const gcsh_comm_check *cc, const gcsh_fing
     free(pairs);
 }
 
+/* cc's pair counts now, alone (GCSH_SAID_COUNTS). */
+static void say_counts_now(gcsh_check *k, const gcsh_comm_check *cc)
+{
+    gcsh_fingerprint fp;
+    gcsh_fp_init(&fp, cc, "counts");
+    say_counts(k, cc, &fp, GCSH_SAID_COUNTS);
+}
+
 void gcsh_check_loop_issues(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp,
                             int64_t more)
 {
     gcsh_check_p2p_issued(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root, more);
-    if (ctx->check)
-        say_counts(ctx->check, cc, fp, GCSH_SAID_LOOP);
+    if (!ctx->check)
+        return;
+    gcsh_fingerprint calls = *fp; /* the loop's calls, from fp's count on */
+    calls.times = (uint32_t)(more + 1 > UINT32_MAX ? UINT32_MAX : more + 1);
+    calls.stride = 1;
+    say_counts(ctx->check, cc, &calls, GCSH_SAID_CALLS);
 }
 
-void gcsh_check_replaying(gcsh_ctx *ctx, int on)
+/* The count of the pair that the i-th send or recv of rec issues next,
+ * and how many of that pair (cc, kind, peer) one replay issues (stride). */
+static uint64_t replayed_first(const gcsh_graph_rec *rec, size_t i, uint64_t *stride)
+{
+    const gcsh_graph_p2p *p = &rec->p2p[i];
+    const gcsh_comm_check *cc = p->check;
+    uint64_t before = 0, all = 0;
+    for (size_t j = 0; j < rec->np2p; j++)
+        if (rec->p2p[j].check == cc && rec->p2p[j].send == p->send && rec->p2p[j].peer == p->peer) {
+            before += j < i;
+            all++;
+        }
+    *stride = all;
+    const uint64_t *done = p->send ? cc->sent : cc->received;
+    return (done ? done[p->peer] : 0) + before;
+}
+
+void gcsh_check_replay_issues(gcsh_ctx *ctx, const gcsh_graph_rec *rec, uint64_t n)
 {
     gcsh_check *k = ctx->check;
-    if (!k)
-        return;
-    pthread_mutex_lock(&k->lock);
-    k->replaying = on;
-    pthread_mutex_unlock(&k->lock);
-    /* said at once, in and out: a peer's check waiting for a send or recv
-     * the graph holds is not left waiting for an answer */
-    if (on) {
-        gcsh_fingerprint fp;
-        memset(&fp, 0, sizeof fp);
-        fp.comm = UINT64_MAX;
-        fp.said = GCSH_SAID_REPLAYING;
-        fp.entered = k->entered_count;
-        gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp, sizeof fp);
-    } else { /* in no operation */
-        char none = 0;
-        gcsh_capture_send(k->cap, MSG_UNCHECKED, &none, 0);
+    /* the calls first, from the counts before the replays (the last
+     * GCSH_CHECKER_CALLS of them are what rank 0 keeps) */
+    for (size_t i = 0; k && i < rec->np2p; i++) {
+        const gcsh_comm_check *cc = rec->p2p[i].check;
+        if (!cc->linked)
+            continue;
+        gcsh_fingerprint f;
+        memcpy(&f, rec->p2p[i].fp, sizeof f);
+        uint64_t stride, first = replayed_first(rec, i, &stride);
+        if (rec->p2p[i].send)
+            f.sent = first;
+        else
+            f.received = first;
+        f.said = GCSH_SAID_CALLS;
+        f.times = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
+        f.stride = (uint32_t)stride;
+        f.entered = k->entered_count;
+        send_unchecked(k, &f, NULL, 0);
+    }
+    for (size_t i = 0; i < rec->np2p; i++)
+        gcsh_check_p2p_issued(ctx, rec->p2p[i].check, rec->p2p[i].send, rec->p2p[i].peer,
+                              (int64_t)n);
+    for (size_t i = 0; k && i < rec->np2p; i++) { /* then the counts, once a communicator */
+        const gcsh_comm_check *cc = rec->p2p[i].check;
+        size_t j = 0;
+        while (rec->p2p[j].check != cc)
+            j++;
+        if (j == i && cc->linked)
+            say_counts_now(k, cc);
     }
 }
 
@@ -706,14 +741,12 @@ static void send_counts(gcsh_check *k)
  * buffered it). */
 static void say_final_counts(gcsh_check *k)
 {
-    for (gcsh_comm_check *cc = k->comms; cc; cc = cc->next)
-        if (cc->p2p_chunk == k->chunk_seq && (cc->sent || cc->received)) {
-            gcsh_fingerprint fp;
-            gcsh_fp_init(&fp, cc, "counts");
-            fp.kind = GCSH_FP_SEND; /* (counts come with sends and recvs) */
-            fp.root = 0;
-            say_counts(k, cc, &fp, GCSH_SAID_FINAL);
-        }
+    gcsh_comm_check *cc = k->comms;
+    while (cc && cc->next) /* the oldest first: rank 0 keeps the last told */
+        cc = cc->next;
+    for (; cc; cc = cc->prev)
+        if (cc->p2p_chunk == k->chunk_seq && (cc->sent || cc->received))
+            say_counts_now(k, cc);
 }
 
 void gcsh_check_chunk_end(gcsh_ctx *ctx)
@@ -1002,7 +1035,7 @@ static void p2p_counts(const gcsh_comm_check *cc, gcsh_fingerprint *fp)
 static void p2p_entered(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp)
 {
     if (ctx->graph)
-        gcsh_graph_note_p2p(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root);
+        gcsh_graph_note_p2p(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root, fp, sizeof *fp);
     else
         gcsh_check_p2p_issued(ctx, cc, fp->kind == GCSH_FP_SEND, fp->root, 1);
 }
@@ -1026,6 +1059,7 @@ void gcsh_check_enter(lua_State *L, gcsh_comm_check *cc, gcsh_fingerprint *fp)
      * what this rank said of an unchecked one). */
     if (k && k->enabled && k->unchecked_open && k->unchecked_said == k->chunk_seq) {
         k->unchecked_open = 0;
+        say_final_counts(k); /* what it issued unchecked, on every communicator */
         gcsh_capture_send(k->cap, MSG_UNCHECKED, &fp->entered, sizeof fp->entered);
     }
     const gcsh_check_hooks *h = ctx->check_hooks;

@@ -91,12 +91,13 @@
 #define GCSH_ABORTED_MSG "attempt to use an aborted communicator"
 
 enum gcsh_fp_kind { GCSH_FP_COLLECTIVE = 0, GCSH_FP_SEND = 1, GCSH_FP_RECV = 2 };
-/* A fingerprint's said: the rank replays a graph that holds sends or
- * recvs (they run from C, unchecked: none to name); the pair counts that
- * come with this send or recv of the rank are all it issued on that
- * communicator in the command (it ended), or all it issues with the loop
- * of them it starts (c:loop). */
-enum { GCSH_SAID_REPLAYING = 1, GCSH_SAID_FINAL = 2, GCSH_SAID_LOOP = 4 };
+/* A fingerprint's said, in what a rank tells rank 0 of its sends and
+ * recvs beside its checks (MSG_UNCHECKED): the pair counts that come with
+ * it are all it issued on that communicator (COUNTS: at the end of a
+ * command, back to checks), or it is calls the rank issues now without a
+ * check each (CALLS: a loop of them, c:loop, or a graph's replay): `times`
+ * calls of this fingerprint, `stride` apart in its count of the pair. */
+enum { GCSH_SAID_COUNTS = 1, GCSH_SAID_CALLS = 2 };
 
 /* What every member must agree on.  Fields that do not apply are -1 (0 for
  * window); every byte is sent, so gcsh_fp_init zeroes it all first. */
@@ -116,7 +117,8 @@ typedef struct gcsh_fingerprint {
     uint32_t attempt;   /* checks of this seq that failed in this command: not compared,
                            it tells the board's entries of a retry apart */
     uint32_t said;      /* in what a rank says of its unchecked calls (MSG_UNCHECKED):
-                           GCSH_SAID_REPLAYING, GCSH_SAID_FINAL; not compared */
+                           GCSH_SAID_COUNTS, GCSH_SAID_CALLS; not compared */
+    uint32_t times, stride; /* GCSH_SAID_CALLS: how many, how far apart (0: one) */
     uint64_t entered;   /* the rank's count of operations entered, this one included
                            (gcsh_check_enter): not compared; rank 0's checker drops
                            what a rank says of an unchecked call entered before its
@@ -177,9 +179,10 @@ void gcsh_check_p2p_issued(gcsh_ctx *ctx, gcsh_comm_check *cc, int send, int pee
  * check meets the loop's calls; GCSH_SAID_LOOP). */
 void gcsh_check_loop_issues(gcsh_ctx *ctx, gcsh_comm_check *cc, const gcsh_fingerprint *fp,
                             int64_t more);
-/* The rank is in a graph's replay that holds sends or recvs (on != 0), or
- * out of it: what it answers rank 0 of its unchecked call says so. */
-void gcsh_check_replaying(gcsh_ctx *ctx, int on);
+/* Before rec's n replays: counts the sends and recvs they issue, and tells
+ * rank 0 which (their fingerprints as captured, GCSH_SAID_CALLS) and the
+ * counts after (a peer's check meets them: they run unchecked from C). */
+void gcsh_check_replay_issues(gcsh_ctx *ctx, const gcsh_graph_rec *rec, uint64_t n);
 /* The id of the next world communicator (collective: every rank counts). */
 uint64_t gcsh_comm_world_id(gcsh_ctx *ctx);
 uint64_t gcsh_comm_split_id(const gcsh_comm_check *parent, int color);

@@ -6,13 +6,15 @@
 -- data on every rank, where the checker used to call a mismatch (a, h),
 -- stop one rank (b at 2 ranks), hang (b at 4, d, e) or ask a rank so
 -- seldom that every collective took half a second (f).  The last case is
--- a real mismatch, which both ranks are told of.  (A send in one command
+-- a real mismatch, which both ranks are told of, and so is (i), in a loop
+-- of sends whose third call alone differs.  (A send in one command
 -- met by a recv in the next: tests/sh/check_unchecked.sh.)
 local H = require "harness"
 local c = comm.world()
 local me, n = c.rank, c.size
 if n < 2 then print("check_p2p_order: one rank, no pair") return end
 local was = gcsh.check(true)
+local c2 = c:split(0, me) -- for (i): (g) leaves c aborted on one rank
 -- pairs (0,1), (2,3): the odd rank of a pair is the one that runs unchecked
 local mate = me ~ 1
 local odd = me % 2 == 1
@@ -130,6 +132,25 @@ if paired and me < 2 then
   else
     H.truthy(tostring(err):find("[1] allreduce #", 1, true),
              "(g) the sender is told of the all-reduce: " .. tostring(err))
+  end
+end
+-- (i) a real mismatch in a loop's third call: an unchecked loop of f32
+-- sends, received as f32, f32, then i32: named, with the loop's calls
+-- (on a split made at the start: (g) aborted c on the unchecked rank)
+if paired and me < 2 then
+  local ok, err = pcall(function()
+    if odd then
+      gcsh.check(false); c2:loop("send", 3, filled(4, 2), mate); gcsh.check(true)
+    else
+      local a, b = tensor.new(4, "f32"), tensor.new(4, "i32")
+      c2:recv(a, mate); c2:recv(a, mate); c2:recv(b, mate)
+    end
+  end)
+  gcsh.check(true)
+  if not odd then
+    H.truthy(not ok and tostring(err):find("%[1%] loop send to 0 on comm %x+ f32 x4 iters 3")
+             and tostring(err):find("%[0%] recv from 1 on comm %x+ i32 x4"),
+             "(i) the loop's third send against an i32 recv: named: " .. tostring(err))
   end
 end
 gcsh.check(was)
