@@ -34,7 +34,6 @@ void gcsh_checker_init(gcsh_checker *k, int size)
 static void slot_clear(fp_slot *s)
 {
     free(s->members);
-    free(s->pairs);
     *s = (fp_slot){0};
 }
 
@@ -253,12 +252,8 @@ int gcsh_checker_add(gcsh_checker *k, int r, const void *payload, size_t len, do
         (head[1] && (int)head[1] != s->fp.comm_size) ||
         (plen && (!head[1] || plen != pairs_len(s->fp.comm_size))))
         return -1;
-    if (plen) {
-        s->pairs = malloc(plen);
-        if (s->pairs)
-            memcpy(s->pairs, p + sizeof head + sizeof s->fp + mlen, plen);
-        keep_pairs(k, r, &s->fp, p + sizeof head + sizeof s->fp + mlen, plen);
-    }
+    /* (kept per rank: while it waits here its counts stand still) */
+    keep_pairs(k, r, &s->fp, p + sizeof head + sizeof s->fp + mlen, plen);
     if (head[1]) {
         s->members = malloc(mlen);
         for (uint32_t i = 0; i < head[1]; i++) {
@@ -433,14 +428,12 @@ static int meets(const gcsh_fingerprint *a, const gcsh_fingerprint *b)
 }
 
 /* The call member m told of that meets send or recv a (meets): what it
- * said of its call now, or one of the calls it told of in this command;
- * NULL when none does. */
+ * said of a call it was in, or one of the calls it told of in this command
+ * (told_call keeps both); NULL when none does. */
 static const gcsh_fingerprint *told_meeting(const gcsh_checker *k, int m,
                                             const gcsh_fingerprint *a)
 {
     const unchecked_slot *u = &k->unchecked[m];
-    if (meets(a, &u->fp))
-        return &u->fp;
     int n = u->ncalls < GCSH_CHECKER_CALLS ? u->ncalls : GCSH_CHECKER_CALLS;
     for (int i = 0; i < n; i++)
         if (meets(a, &u->calls[i]))
@@ -495,8 +488,9 @@ static const fp_slot *peer_waits_p2p(const gcsh_checker *k, int r)
 static int paired(const gcsh_checker *k, int r)
 {
     const fp_slot *s = &k->slot[r], *w = peer_waits_p2p(k, r);
-    return w && w->fp.root == s->fp.comm_rank && !meeting_issued(&s->fp, &w->fp, w->pairs) &&
-           !meeting_issued(&w->fp, &s->fp, s->pairs);
+    return w && w->fp.root == s->fp.comm_rank &&
+           !meeting_issued(&s->fp, &w->fp, pairs_on(k, peer_of(s), &w->fp)) &&
+           !meeting_issued(&w->fp, &s->fp, pairs_on(k, r, &s->fp));
 }
 
 /* Whether what the peer of r's send or recv said of an unchecked call is
@@ -515,7 +509,7 @@ static int meets_said(const gcsh_checker *k, int r)
 static int passes_alone(const gcsh_checker *k, int r)
 {
     const fp_slot *s = &k->slot[r], *w = peer_waits_p2p(k, r);
-    if (w && meeting_issued(&s->fp, &w->fp, w->pairs))
+    if (w && meeting_issued(&s->fp, &w->fp, pairs_on(k, peer_of(s), &w->fp)))
         return 1;
     /* or told of it, waiting elsewhere (a collective) or not at all, unless
      * what it said of an unchecked call is that one: then it is compared */
@@ -621,11 +615,8 @@ static int p2p_unchecked(const gcsh_checker *k, int m, const fp_slot *s)
  * communicator (as a member that passed on the board), or not there yet. */
 static int member_unchecked(const gcsh_checker *k, const fp_slot *s, int m)
 {
-    const unchecked_slot *u = &k->unchecked[m];
-    if (is_p2p(&s->fp) && told_meeting(k, m, &s->fp))
-        return UNCHECKED_HERE; /* told of it, even long before: it is that call */
-    if (is_p2p(&s->fp) && told_issued(k, s, m))
-        return UNCHECKED_PAST;
+    const unchecked_slot *u = &k->unchecked[m]; /* (a send or recv that meets a call it
+                                                     told of: passes_alone, meets_said) */
     if (!u->said)
         return UNCHECKED_NO;
     if (!u->known || u->fp.comm != s->fp.comm)

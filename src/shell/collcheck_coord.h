@@ -39,7 +39,6 @@ typedef struct fp_slot {
     uint32_t serial;
     gcsh_fingerprint fp;
     int *members; /* world ranks, or NULL when the rank did not know them */
-    uint64_t *pairs; /* a send or recv: its counts with each member (collcheck.c), or NULL */
     double since;
 } fp_slot;
 

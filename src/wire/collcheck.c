@@ -435,13 +435,16 @@ static int is_p2p_fp(const gcsh_fingerprint *fp)
     return fp->kind == GCSH_FP_SEND || fp->kind == GCSH_FP_RECV;
 }
 
-/* A send's or recv's pair counts with every member of cc, issued before
- * it (sent, then received: 2 x cc->size) into out; 0 for none yet. */
-static void pair_counts(const gcsh_comm_check *cc, uint64_t *out)
+/* cc's pair counts with every member, issued so far (sent, then
+ * received: 2 x cc->size, 0 for none yet) into out, aligned or not (a
+ * message's bytes). */
+static void pair_counts(const gcsh_comm_check *cc, void *out)
 {
+    char *o = out;
     for (int i = 0; i < cc->size; i++) {
-        out[i] = cc->sent ? cc->sent[i] : 0;
-        out[cc->size + i] = cc->received ? cc->received[i] : 0;
+        uint64_t sent = cc->sent ? cc->sent[i] : 0, received = cc->received ? cc->received[i] : 0;
+        memcpy(o + (size_t)i * sizeof sent, &sent, sizeof sent);
+        memcpy(o + ((size_t)cc->size + (size_t)i) * sizeof received, &received, sizeof received);
     }
 }
 
@@ -799,16 +802,8 @@ static int send_fingerprint(gcsh_check *k, const gcsh_comm_check *cc, const gcsh
         int32_t m = cc->members[i];
         memcpy(buf + sizeof head + sizeof *fp + (size_t)i * sizeof m, &m, sizeof m);
     }
-    if (plen) {
-        uint64_t *pairs = malloc(plen);
-        if (!pairs) {
-            free(buf);
-            return -1;
-        }
-        pair_counts(cc, pairs);
-        memcpy(buf + sizeof head + sizeof *fp + mlen, pairs, plen);
-        free(pairs);
-    }
+    if (plen)
+        pair_counts(cc, buf + sizeof head + sizeof *fp + mlen);
     int rc = gcsh_capture_send(k->cap, MSG_FP, buf, len);
     free(buf);
     return rc;

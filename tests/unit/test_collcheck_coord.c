@@ -361,6 +361,41 @@ static void test_pair_order(void)
     p2p_msg bad = p2p_wait(0, 0, 0, 0, 3);
     CHECK(gcsh_checker_add(&k, 0, &bad, sizeof bad - sizeof(uint64_t), 0.2) == -1,
           "pair counts of a wrong length: refused");
+    struct {
+        gcsh_fingerprint fp;
+        uint64_t counts[3];
+    } short_answer = {p2p_fp(1, 1, 0, 0), {0, 0, 0}};
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &short_answer, sizeof short_answer, 0.2) == -1,
+          "an answer's pair counts of a wrong length: refused");
+    gcsh_checker_destroy(&k);
+
+    /* calls told of beside the checks (a graph's replays: its two sends to
+     * rank 0 per replay, the second of them here, three replays: counts
+     * 3, 5, 7), of another size: rank 0's recv of count 5 is compared
+     * with them (a mismatch), one of count 4 is not one of them */
+    gcsh_checker_init(&k, 2);
+    struct {
+        gcsh_fingerprint fp;
+    } calls = {p2p_fp(1, 1, 3, 0)};
+    calls.fp.count = 8;
+    calls.fp.said = GCSH_SAID_CALLS;
+    calls.fp.times = 3;
+    calls.fp.stride = 2;
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &calls, sizeof calls, 0.0) == 0, "calls told");
+    reset();
+    m = p2p_wait(0, 0, 0, 4, 1);
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.1) == 0, "rank 0's recv of count 4");
+    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
+    CHECK(!got[0].answered, "count 4 is none of the told calls: no verdict ('%s')", got[0].text);
+    gcsh_checker_destroy(&k);
+    gcsh_checker_init(&k, 2);
+    CHECK(gcsh_checker_unchecked(&k, &asks, 1, &calls, sizeof calls, 0.0) == 0, "calls told");
+    reset();
+    m = p2p_wait(0, 0, 0, 5, 1);
+    CHECK(gcsh_checker_add(&k, 0, &m, sizeof m, 0.1) == 0, "rank 0's recv of count 5");
+    gcsh_checker_resolve(&k, &asks, 0.1, 0, 0);
+    CHECK(got[0].answered && !got[0].ok && strstr(got[0].text, "[1] send to 0 f64 x8"),
+          "count 5 is the second replay's: compared, a mismatch ('%s')", got[0].text);
     gcsh_checker_destroy(&k);
 }
 
