@@ -18,12 +18,13 @@
 //
 // Rings from graphs (core/kpersist.h): the same look reads the go words of
 // the graph slots (device memory, a word a lane).  When no ring entry is
-// there and a sequence's last slot is pending, warp 0 fences and reads the
-// go words again (a graph writes the last slot after the others, a fence
-// between (go_kernel): once it is seen, the others are, after the fence),
-// and the pending slots up to it run as one batch in ascending order (their jobs read
-// from the bell once and kept); the batch's end clears their pending bits
-// instead of publishing done.
+// there and the last slot of the next sequence (by number) is pending,
+// warp 0 fences and reads the go words again (a graph writes the last slot
+// after the others, a fence between (go_kernel): once it is seen, the
+// others are, after the fence), and the slots pending with that number run
+// as one batch in ascending order (their jobs read from the bell once and
+// kept); the batch's end clears their pending bits instead of publishing
+// done.  A later sequence, written while this one runs, waits its turn.
 //
 // Never stuck: the waits for peers are the collectives' (kwait.cuh),
 // bounded by GCSH_GPU_WAIT_TIMEOUT and cancelled by an interrupt (the
@@ -75,9 +76,11 @@ struct Shared {
     unsigned long long blocks_out;  // blocks that ended
     unsigned long long graph_known; // graph slots whose job is in graph_job (bit s)
     unsigned long long graph_done;  // calls of graph slots completed
+    unsigned long long graph_seq;   // the number of the last sequence taken (core/kpersist.h)
     gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS];
 };
-static_assert(sizeof(Shared) <= GCSH_PERSIST_GO_OFFSET, "Shared ends before the go words");
+static_assert(sizeof(Shared) <= GCSH_PERSIST_SEQS_OFFSET, "Shared ends before the go kernels' count");
+static_assert(GCSH_PERSIST_SEQ_CALLS <= kAhead, "a sequence is one batch");
 static_assert(sizeof(Batch) % 8 == 0, "a Batch is copied in 8-byte words");
 
 struct Persist {
@@ -113,6 +116,18 @@ __device__ inline unsigned long long *go_word(const Persist &P, int s)
                                                   GCSH_PERSIST_GO_OFFSET) + s;
 }
 
+// The number a go word carries (core/kpersist.h), and the number of the
+// sequence the resident runs next.
+__device__ inline unsigned go_seq(unsigned long long go)
+{
+    return (unsigned)(go >> GCSH_PERSIST_GO_SEQ_SHIFT) & GCSH_PERSIST_GO_SEQ_MASK;
+}
+
+__device__ inline unsigned next_seq(const Persist &P)
+{
+    return ((unsigned)peek(&P.sh->graph_seq) + 1) & GCSH_PERSIST_GO_SEQ_MASK;
+}
+
 __device__ inline uint64_t *count_word(const Persist &P)
 {
     return &reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count;
@@ -122,9 +137,10 @@ __device__ inline uint64_t *count_word(const Persist &P)
 // half l % 2 of entry n + l / 2 and graph slot l's go word, lane 0 the stop
 // word and the cancel generation too, every load issued before any value
 // is used.  Returns (to every lane) how many calls from n are rung, in
-// order, their jobs in b; *last the graph slots rung that end a sequence
-// (bit s); *stop when the host asked the resident to end.
-__device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *last, bool *stop)
+// order, their jobs in b; *last the graph slot that ends sequence `seq`
+// when it is rung (bit s); *stop when the host asked the resident to end.
+__device__ int look(const Persist &P, unsigned long long n, unsigned seq, Batch *b, unsigned *last,
+                    bool *stop)
 {
     int lane = threadIdx.x;
     const char *e = reinterpret_cast<const char *>(&P.bell->ring[(n + lane / 2) % GCSH_PERSIST_DEPTH]);
@@ -151,7 +167,8 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *
         b->job[lane / 2] = job;
     *stop = __shfl_sync(kFullWarp, stop_word, 0) != 0;
     *last = __ballot_sync(kFullWarp, (go & (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST)) ==
-                                         (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST));
+                                             (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST) &&
+                                         go_seq(go) == seq);
     if (lane == 0) {
         b->gen = gen;
         b->graph = 0;
@@ -159,15 +176,16 @@ __device__ int look(const Persist &P, unsigned long long n, Batch *b, unsigned *
     return calls;
 }
 
-// Warp 0 of block 0, after a look saw a sequence's last slot: the slots
-// pending now, read again after a fence (see the top), to every lane.
-__device__ unsigned pending_again(const Persist &P)
+// Warp 0 of block 0, after a look saw sequence seq's last slot: the slots
+// pending with that number now, read again after a fence (see the top), to
+// every lane.
+__device__ unsigned pending_again(const Persist &P, unsigned seq)
 {
     int lane = threadIdx.x;
     fence_device();
     __syncwarp();
     unsigned long long go = lane < GCSH_PERSIST_GRAPH_SLOTS ? peek(go_word(P, lane)) : 0;
-    return __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0);
+    return __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0 && go_seq(go) == seq);
 }
 
 // Lane 0 of warp 0 of block 0: the calls of the graph slots in `pending`,
@@ -200,10 +218,11 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
 {
     unsigned ns = 32;
     int calls = 0;
+    unsigned seq = next_seq(P);
     for (unsigned i = 0; !__shfl_sync(kFullWarp, threadIdx.x == 0 && peek(&P.sh->gave_up), 0); i++) {
         bool stop;
         unsigned last;
-        calls = look(P, n, b, &last, &stop);
+        calls = look(P, n, seq, b, &last, &stop);
         if (stop)
             calls = 0;
         if (stop || calls > 0)
@@ -218,21 +237,22 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
             // from a rank whose look saw both (core/kpersist.h).
             fence_system();
             __syncwarp();
-            calls = look(P, n, b, &last, &stop);
+            calls = look(P, n, seq, b, &last, &stop);
             if (stop)
                 calls = 0;
             if (stop || calls > 0)
                 break;
         }
         if (last) {
-            // up to the sequence's last slot: the graph wrote the others
-            // before it, so they are seen after the fence (a sequence has
-            // one last slot; a batch of kAhead may leave some of it, and
-            // the next look sees the same last slot again)
-            unsigned hi = 31 - __clz(last);
-            unsigned pending = pending_again(P) & (hi == 31 ? ~0u : (2u << hi) - 1);
-            if (threadIdx.x == 0)
+            // the sequence's slots: the graph wrote the others before its
+            // last, so they are seen after the fence; at most kAhead, so
+            // one batch takes them all, and the next look is for the next
+            // sequence
+            unsigned pending = pending_again(P, seq);
+            if (threadIdx.x == 0) {
                 calls = take_graph_calls(P, pending, b);
+                poke(&P.sh->graph_seq, seq);
+            }
             calls = __shfl_sync(kFullWarp, calls, 0);
             if (calls > 0) // (0 would end the resident: it never is, a slot seen stays pending)
                 break;
@@ -411,16 +431,20 @@ PersistKernel persist_kernel_for(gcsh_dtype dt)
 // its own fence, and runs them as one batch.  One kernel node a sequence
 // instead of a memory-operation node a call: each such node cost the graph
 // about as much as the call itself.
-__global__ void go_kernel(unsigned long long *go, unsigned slots)
+__global__ void go_kernel(unsigned long long *go, unsigned long long *seqs, unsigned slots)
 {
     // the low half of each word: the high half is the alive bit (little endian)
     auto low = [go](unsigned s) { return reinterpret_cast<volatile unsigned *>(go + s); };
     unsigned last = 31 - __clz(slots);
+    // numbered in stream order: this kernel is the only writer, one at a time
+    unsigned long long n = *seqs + 1;
+    *seqs = n;
+    unsigned tag = ((unsigned)n & GCSH_PERSIST_GO_SEQ_MASK) << GCSH_PERSIST_GO_SEQ_SHIFT;
     __threadfence_system(); // after what the stream did before (its last writes)
     for (unsigned g = slots & ~(1u << last); g; g &= g - 1)
-        *low(__ffs(g) - 1) = (unsigned)GCSH_PERSIST_GO_PENDING;
+        *low(__ffs(g) - 1) = tag | (unsigned)GCSH_PERSIST_GO_PENDING;
     __threadfence();
-    *low(last) = (unsigned)(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
+    *low(last) = tag | (unsigned)(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
 }
 
 } // namespace gcsh_k
@@ -462,6 +486,8 @@ extern "C" cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_
     (void)cudaGetLastError(); // report this launch only
     go_kernel<<<1, 1, 0, stream>>>(
         reinterpret_cast<unsigned long long *>(static_cast<char *>(sync) + GCSH_PERSIST_GO_OFFSET),
+        reinterpret_cast<unsigned long long *>(static_cast<char *>(sync) +
+                                               GCSH_PERSIST_SEQS_OFFSET),
         slots);
     return cudaGetLastError();
 }

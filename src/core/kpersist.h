@@ -26,36 +26,40 @@
  * Rings from a graph (cuda).  A graph replays the same bytes every time, so
  * it cannot write a ring entry (whose tags count calls).  A captured
  * p:allreduce() takes one of GCSH_PERSIST_GRAPH_SLOTS graph slots instead,
- * its job in the bell (graph_job, written by the host at capture), and
- * captures, once for a sequence of such calls with nothing else between
- * (before whatever the graph does next, and at its end), two nodes on go
- * words of the slots, in the resident's device memory:
- *   - a one-thread kernel (kernels/persist.cu's go_kernel) that writes 1
- *     into the low half of each of the sequence's slot words but the last
- *     (GCSH_PERSIST_GO_PENDING), then a fence, then 3 into the last slot's
- *     (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
- *   - a wait until the last slot's pending bit is clear or its alive bit
- *     (GCSH_PERSIST_GO_ALIVE, the high half) is: a NOR stream wait, as
- *     ~(word | ~(PENDING | ALIVE)) != 0.
- * A sequence's slots go up (a slot holds one call for the resident's life;
- * a call seen again takes the next slot above that holds it, or a new one;
- * past the last slot the sequence ends with a wait), so the resident runs
- * the pending slots lowest first, which is the order they were captured.
- * The host sets every alive bit before the launch; the resident, between
- * ring entries (an entry it sees beside a last slot was rung before the
- * graph launched: the rank's stream writes later ones after the graph),
- * once it sees a last slot, fences and looks again (a look's loads are
- * unordered: the first may have seen the last slot and missed a ring
- * entry written before the launch; ring entries go first), then reads the
- * go words again (the
- * sequence's other slots, written before the last, are seen then), runs
- * the pending slots up to the last, lowest first, 16 calls a batch (so a
- * sequence of up to 16 calls costs one look and one batch), and clears
- * them, the last one last; when it ends, for any reason, it clears the
- * whole word, so a replay waiting, or launched
- * after, goes on (the host refuses replays of a graph whose resident
- * ended: they would run nothing).  The calls a graph ran are counted in
- * graph_done, not in done (the host never waits for them: the graph does). */
+ * its job in the bell (graph_job, written by the host at capture).  Calls
+ * captured back to back form sequences (at most GCSH_PERSIST_SEQ_CALLS
+ * calls each, their slots going up), and each sequence is captured as one
+ * node on the go words of its slots, in the resident's device memory:
+ *   - a one-thread kernel (kernels/persist.cu's go_kernel) that numbers the
+ *     sequence (GCSH_PERSIST_SEQS_OFFSET counts them), writes the number
+ *     and GCSH_PERSIST_GO_PENDING into the low half of each of its slots'
+ *     words but the last, then a fence, then the number and PENDING |
+ *     GCSH_PERSIST_GO_LAST into the last slot's.
+ * Waits are captured only where they are needed: before a sequence takes a
+ * slot that an earlier one still holds pending (for that earlier one), and
+ * before whatever the graph does next and at its end (for the newest): a
+ * wait until a sequence's last slot has its pending bit clear or its alive
+ * bit (GCSH_PERSIST_GO_ALIVE, the high half) clear, a NOR stream wait, as
+ * ~(word | ~(PENDING | ALIVE)) != 0.  So the next sequence is written while
+ * the resident still runs the one before, and the resident never idles
+ * between the two (a wait after every sequence cost about 9 us a sequence
+ * at 2 ranks sharing an H200).
+ * The resident runs the sequences in their numbers' order, one at a time:
+ * once it sees the next number's last slot (between ring entries: an entry
+ * it sees beside a last slot was rung before the graph launched, as the
+ * rank's stream writes later ones after the graph), it fences and looks
+ * again (a look's loads are unordered: the first may have seen the last
+ * slot and missed a ring entry written before the launch; ring entries go
+ * first), then reads the go words again (the sequence's other slots,
+ * written before the last, are seen then), runs the slots pending with
+ * that number, lowest first (the order they were captured), in one batch,
+ * and clears them, the last one last; so a sequence's last slot clear means
+ * it and every sequence before it ran.  The host sets every alive bit
+ * before the launch; when the resident ends, for any reason, it clears the
+ * whole word, so a replay waiting, or launched after, goes on (the host
+ * refuses replays of a graph whose resident ended: they would run
+ * nothing).  The calls a graph ran are counted in graph_done, not in done
+ * (the host never waits for them: the graph does). */
 #ifndef GCSH_KPERSIST_H
 #define GCSH_KPERSIST_H
 
@@ -109,10 +113,19 @@ typedef struct gcsh_persist_job {
 /* Graph slots of a resident: the calls its graphs may ring (a slot keeps
  * its call; cuda_persist.c says when a repeat takes another). */
 #define GCSH_PERSIST_GRAPH_SLOTS 32
+/* The most calls of a sequence: a batch of the resident (kernels/persist.cu's
+ * kAhead) holds it whole, and two sequences of repeats of one call fit the
+ * slots a repeat may take (cuda_persist.c), so one is written while the
+ * resident runs the other. */
+#define GCSH_PERSIST_SEQ_CALLS 12
 /* A go word's bits (above). */
 #define GCSH_PERSIST_GO_PENDING ((uint64_t)1)
 #define GCSH_PERSIST_GO_LAST ((uint64_t)2) /* the sequence's last slot */
 #define GCSH_PERSIST_GO_ALIVE ((uint64_t)1 << 32)
+/* The sequence's number (bits 2-31 of the low half; 1 for the first
+ * sequence a resident sees, counted modulo 2^30 by the go kernels). */
+#define GCSH_PERSIST_GO_SEQ_SHIFT 2
+#define GCSH_PERSIST_GO_SEQ_MASK 0x3fffffffu
 
 typedef struct gcsh_persist_bell {
     uint64_t rung;  /* calls rung: the host backend's doorbell word (the host writes it) */
@@ -168,5 +181,7 @@ int gcsh_persist_read(const gcsh_persist_entry *e, uint64_t call, gcsh_persist_j
  * end, the go words of its graph slots (GCSH_PERSIST_GO_OFFSET). */
 #define GCSH_PERSIST_SYNC_BYTES 2048
 #define GCSH_PERSIST_GO_OFFSET (GCSH_PERSIST_SYNC_BYTES - 8 * GCSH_PERSIST_GRAPH_SLOTS)
+/* Just before the go words: the sequences the go kernels numbered so far. */
+#define GCSH_PERSIST_SEQS_OFFSET (GCSH_PERSIST_GO_OFFSET - 8)
 
 #endif

@@ -72,10 +72,15 @@ struct gcsh_persist_impl {
     gcsh_persist_job graph_job[GCSH_PERSIST_GRAPH_SLOTS]; /* the calls its graphs ring */
     int graph_slots;                /* slots taken */
     int nor_ok;                     /* its GPU has NOR stream waits (asked once) */
-    int graph_last;                 /* capturing: the last slot of the open sequence, whose
-                                     * wait is owed (-1: none) */
+    int graph_last;                 /* capturing: the last slot of the open sequence (-1:
+                                     * none) */
     uint32_t graph_seq;             /* capturing: the open sequence's slots (bit s), rung
                                      * together when it ends */
+    int graph_calls;                /* capturing: calls in the open sequence */
+    uint32_t graph_ended[GCSH_PERSIST_GRAPH_SLOTS]; /* capturing: the slots of sequences
+                                     * rung and not waited for yet, oldest first (each
+                                     * holds a slot: at most one a slot) */
+    int graph_nended;
     char stop_why[200];
     gcsh_persist_impl *next;        /* st->resident */
     gcsh_persist_impl *comm_next;   /* comm->resident */
@@ -373,23 +378,34 @@ fail:
 
 static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
 
-/* A graph slot for job j above slot `after` (a sequence of rings with no
- * wait between goes up the slots, the order the resident runs them in):
+/* Capturing: the slots of p's sequences rung and not waited for (bit s). */
+static uint32_t graph_in_flight(const gcsh_persist_impl *p)
+{
+    uint32_t busy = 0;
+    for (int i = 0; i < p->graph_nended; i++)
+        busy |= p->graph_ended[i];
+    return busy;
+}
+
+/* A graph slot for job j above slot `after` (a sequence goes up the slots,
+ * the order the resident runs them in) that no sequence in flight holds:
  * the lowest that holds j, or a new one; -1 when there is none. */
 static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after)
 {
-    int below = -1; /* a slot at or below `after` that holds j */
+    uint32_t busy = graph_in_flight(p);
+    int seen = 0; /* a slot holds j, but not one this sequence may take */
     for (int s = 0; s < p->graph_slots; s++)
         if (memcmp(&p->graph_job[s], j, sizeof *j) == 0) {
-            if (s > after)
+            if (s > after && !(busy >> s & 1u))
                 return s;
-            below = below < 0 ? s : below;
+            seen = 1;
         }
-    /* a call seen again in the sequence takes a new slot while more than
-     * half are free; then the sequence ends (a wait) and it reuses its own,
-     * so repeats never take the slots that other calls need */
+    /* a call seen again takes a new slot while more than a quarter are
+     * free: two sequences of repeats (GCSH_PERSIST_SEQ_CALLS each), one
+     * rung while the resident runs the other, and never the slots that
+     * other calls need; past that the sequence waits for its own */
     if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS ||
-        (below >= 0 && GCSH_PERSIST_GRAPH_SLOTS - p->graph_slots <= GCSH_PERSIST_GRAPH_SLOTS / 2))
+        (seen && GCSH_PERSIST_GRAPH_SLOTS - p->graph_slots <= GCSH_PERSIST_GRAPH_SLOTS / 4))
         return -1;
     int s = p->graph_slots++;
     p->graph_job[s] = *j;
@@ -421,63 +437,120 @@ static CUdeviceptr go_addr(const gcsh_persist_impl *p, int s)
     return (CUdeviceptr)((char *)p->sync + GCSH_PERSIST_GO_OFFSET + 8 * (size_t)s);
 }
 
-/* Capturing: the end of p's sequence of rings: one kernel writes their
- * slots' pending bits, lowest first (a memory-operation node a call cost
- * about as much as the call), then the graph waits for the resident to
- * clear the last (it clears a sequence's slots once it ran them, the last
- * one last; or ended). */
-static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+/* Capturing: a failed node leaves the graph without its rings: its end
+ * must not succeed without them. */
+static int capture_lost(gcsh_ctx *ctx, cuda_state *st)
 {
-    int s = p->graph_last;
-    uint32_t slots = p->graph_seq;
-    p->graph_last = -1;
-    p->graph_seq = 0;
-    CUDA_TRY(ctx, gcsh_k_persist_go(p->sync, slots, st->stream));
+    if (!st->capture_lost[0])
+        snprintf(st->capture_lost, sizeof st->capture_lost, "%.200s", ctx->err);
+    return -1;
+}
+
+/* Capturing: the graph waits until the resident cleared slot s's pending
+ * bit (it clears a sequence's slots once it ran them, the last one last,
+ * and runs the sequences in order; or it ended). */
+static int capture_wait_slot(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p, int s)
+{
     CU_TRY(ctx, st, StreamWaitValue64((CUstream)st->stream, go_addr(p, s),
                                       ~(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_ALIVE),
                                       CU_STREAM_WAIT_VALUE_NOR));
     return 0;
 fail:
-    /* the run is gone from the graph: its end must not succeed without it */
-    if (!st->capture_lost[0])
-        snprintf(st->capture_lost, sizeof st->capture_lost, "%.200s", ctx->err);
-    return -1;
+    return capture_lost(ctx, st);
+}
+
+static int highest_slot(uint32_t slots)
+{
+    return 31 - __builtin_clz(slots);
+}
+
+/* Capturing: p's open sequence is rung: one kernel numbers it and writes
+ * its slots' pending bits, the last slot's last (a memory-operation node a
+ * call cost about as much as the call).  Nothing waits for it yet: it is
+ * in flight, and the next sequence is written while the resident runs it. */
+static int capture_ring_sequence(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    uint32_t slots = p->graph_seq;
+    if (p->graph_last < 0)
+        return 0;
+    p->graph_last = -1;
+    p->graph_seq = 0;
+    p->graph_calls = 0;
+    CUDA_TRY(ctx, gcsh_k_persist_go(p->sync, slots, st->stream));
+    p->graph_ended[p->graph_nended++] = slots;
+    return 0;
+fail:
+    return capture_lost(ctx, st);
+}
+
+/* Capturing: the graph waits for p's oldest sequence in flight, whose
+ * slots the next sequence may then take. */
+static int capture_wait_oldest(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    uint32_t oldest = p->graph_ended[0];
+    p->graph_nended--;
+    memmove(p->graph_ended, p->graph_ended + 1, (size_t)p->graph_nended * sizeof oldest);
+    return capture_wait_slot(ctx, st, p, highest_slot(oldest));
+}
+
+/* Capturing: what p's rings owe before whatever the graph does next: the
+ * open sequence rung, then one wait, for the newest sequence (every one
+ * before it ran first). */
+static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
+{
+    if (capture_ring_sequence(ctx, st, p) != 0)
+        return -1;
+    if (p->graph_nended == 0)
+        return 0;
+    uint32_t newest = p->graph_ended[p->graph_nended - 1];
+    p->graph_nended = 0;
+    return capture_wait_slot(ctx, st, p, highest_slot(newest));
 }
 
 /* Capturing: the waits owed for every resident's rings but p's (NULL: all). */
 static int capture_graph_waits(gcsh_ctx *ctx, cuda_state *st, const gcsh_persist_impl *p)
 {
     for (gcsh_persist_impl *q = st->resident; q; q = q->next)
-        if (q != p && q->graph_last >= 0 && capture_graph_wait(ctx, st, q) != 0)
+        if (q != p && (q->graph_last >= 0 || q->graph_nended > 0) &&
+            capture_graph_wait(ctx, st, q) != 0)
             return -1;
     return 0;
 }
 
 /* While the rank's stream captures: the ring takes a slot in p's open
- * sequence; the sequence's writes and its wait for the resident are owed
- * (st->enter_owed), so rings back to back in a graph share one kernel
- * node and one wait, which whatever the graph does next (another
- * resident's ring, a kernel, a copy, its end) captures first. */
+ * sequence; a full sequence, or one with no slot above for this call, is
+ * rung and the next starts (waiting first for the oldest in flight while
+ * they hold every slot this call could take); the open sequence's writes
+ * and the wait for the newest are owed (st->enter_owed), so rings back to
+ * back in a graph cost a kernel node a sequence and one wait, which
+ * whatever the graph does next (another resident's ring, a kernel, a copy,
+ * its end) captures first. */
 static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
                            const gcsh_persist_job *j)
 {
     if (nor_waits(ctx, st, p) != 0 || capture_graph_waits(ctx, st, p) != 0)
         return -1;
-    int s = graph_slot(p, j, p->graph_last);
-    if (s < 0 && p->graph_last >= 0) { /* no slot above: the sequence ends here */
-        if (capture_graph_wait(ctx, st, p) != 0)
+    int s = p->graph_calls < GCSH_PERSIST_SEQ_CALLS ? graph_slot(p, j, p->graph_last) : -1;
+    if (s < 0) { /* the sequence ends here */
+        if (capture_ring_sequence(ctx, st, p) != 0)
+            return -1;
+        s = graph_slot(p, j, -1);
+    }
+    while (s < 0 && p->graph_nended > 0) {
+        if (capture_wait_oldest(ctx, st, p) != 0)
             return -1;
         s = graph_slot(p, j, -1);
     }
     if (s < 0)
         return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
                                    "slot for each different call (region, n, op) captured "
-                                   "since it started, and for repeats within a run of rings "
-                                   "while half are free; kept while it runs, also for graphs "
+                                   "since it started, and for repeats of a call while a "
+                                   "quarter are free; kept while it runs, also for graphs "
                                    "freed since); capture calls it has a slot for, or stop "
                                    "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
     p->graph_seq |= (uint32_t)1 << s;
     p->graph_last = s;
+    p->graph_calls++;
     st->enter_owed = order_after_rings;
     return 0;
 }
@@ -490,7 +563,7 @@ int cuda_persist_capture_flush(gcsh_ctx *ctx, cuda_state *st)
 void cuda_persist_capture_over(cuda_state *st)
 {
     for (gcsh_persist_impl *p = st->resident; p; p = p->next)
-        p->graph_last = -1, p->graph_seq = 0;
+        p->graph_last = -1, p->graph_seq = 0, p->graph_calls = 0, p->graph_nended = 0;
 }
 
 static int cuda_persist_ring(gcsh_ctx *ctx, gcsh_persist_impl *p, const gcsh_persist_call *c)

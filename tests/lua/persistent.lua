@@ -282,10 +282,11 @@ do
 end
 
 -- a long graph of rings: more calls than graph slots, the same calls again
--- and again (on cuda rings back to back share a wait, a sequence's slots go
--- up, and once half are taken a repeat ends the sequence with a wait and
--- reuses its slot), a direct call late in it; every region reduced as
--- often as it was rung
+-- and again (on cuda a sequence's slots go up, at most 12 calls, and the
+-- next is rung while the resident runs it; once the slots a repeat may take
+-- are in flight, the next sequence waits for the oldest and reuses its
+-- slots), a direct call late in it; every region reduced as often as it
+-- was rung
 do
   local w, p, t = resident16()
   local g = gcsh.graph(function()
@@ -309,10 +310,10 @@ do
   w:free()
 end
 
--- a run of 20 different calls back to back (more than a batch of 16: on
--- cuda the resident runs it in two batches, the second from the same last
--- slot), in capture order: sums of single elements, then maxes of the first
--- four (a max first would give k M there, not S)
+-- a run of 20 different calls back to back (on cuda two sequences, 12
+-- calls and 8, the second rung while the resident may still run the
+-- first), in capture order: sums of single elements, then maxes of the
+-- first four (a max first would give k M there, not S)
 do
   local w, p, t, S = resident16()
   local g = gcsh.graph(function()
@@ -325,6 +326,34 @@ do
     for i = 0, 15 do H.eq(t[i], S, "element " .. i .. ": its sum (then a max), round " .. round) end
   end
   H.eq(p.calls, 40, "p.calls after two replays of 20")
+  g:free()
+  p:stop()
+  w:free()
+end
+
+-- sequences in flight (on cuda): 60 calls alternating between two regions
+-- fill the slots repeats may take with two sequences, so the third waits
+-- for the first and reuses its slots, and so on; every call runs, once,
+-- and a direct call after the replay follows all of them.  Region 0 is
+-- summed 30 times (S k^29, exact in f32 for k <= 8), region 2 maxed.
+do
+  local w, p, t, S, M = resident16()
+  local g = gcsh.graph(function()
+    for _ = 1, 30 do
+      p:allreduce { offset = 0, n = 4 }
+      p:allreduce { offset = 8, n = 4, op = "max" }
+    end
+  end)
+  for round = 1, 3 do
+    t:fill(me + 1)
+    g:replay()
+    H.eq(t[3], S * k ^ 29, "region 0 summed 30 times, round " .. round)
+    H.eq(t[8], M, "region 2 maxed, round " .. round)
+    H.eq(t[4], me + 1, "between the regions, untouched, round " .. round)
+    kernel.allreduce(w, { algo = "ll", offset = 8, n = 4 })
+    H.eq(t[11], k * M, "a direct sum after the replay, round " .. round)
+  end
+  H.eq(p.calls, 180, "p.calls after three replays of 60")
   g:free()
   p:stop()
   w:free()
