@@ -2,7 +2,8 @@
 -- and the other kernel collectives, on every window kind that works here, small enough to run
 -- under compute-sanitizer (scripts/gpu-check.sh runs it plainly and under
 -- memcheck and synccheck, at 2 ranks sharing a GPU on one-GPU machines):
--- odd lengths, odd offsets, out at an odd alignment, three calls in a row.
+-- odd lengths, odd offsets, out at an odd alignment, three calls in a row;
+-- then tests/lua/kernel_mismatch.lua per kind (a mismatch of each algorithm).
 local H = require "harness"
 local G = require "common"
 
@@ -51,5 +52,10 @@ for _, kind in ipairs(G.kinds(c)) do
     if me == 0 then H.eq(rt[n - 1], tri, kind .. " " .. dt .. " reduce_to 0") end
     w:free()
   end
+end
+-- a mismatch of each algorithm, refused before anything runs, and the call after it
+for _, kind in ipairs(G.kinds(c)) do
+  KERNEL_TEST_KIND = kind
+  dofile(assert(package.searchpath("kernel_mismatch", package.path)))
 end
 print(string.format("algos_sanitize: ok on %d ranks", k))
