@@ -85,10 +85,11 @@ cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
                                   const gcsh_window_desc *d, gcsh_persist_bell *bell,
                                   void *sync, const gcsh_kwait *wait, cudaStream_t stream);
 
-/* A graph's rings of the resident whose sync area is `sync`: one thread
- * sets the pending bits of the graph slots in `slots` (bit s: slot s; not
- * 0), the highest marked last and written after a fence (core/kpersist.h),
- * on `stream`. */
+/* A sequence of a graph's rings of the resident whose sync area is `sync`:
+ * one thread numbers it (the count at GCSH_PERSIST_SEQS_OFFSET, one more)
+ * and sets the pending bits and that number in the go words of the graph
+ * slots in `slots` (bit s: slot s; not 0), the highest marked last and
+ * written after a fence (core/kpersist.h), on `stream`. */
 cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream);
 
 #ifdef __cplusplus

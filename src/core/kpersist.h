@@ -36,14 +36,15 @@
  *     words but the last, then a fence, then the number and PENDING |
  *     GCSH_PERSIST_GO_LAST into the last slot's.
  * Waits are captured only where they are needed: before a sequence takes a
- * slot that an earlier one still holds pending (for that earlier one), and
- * before whatever the graph does next and at its end (for the newest): a
+ * slot that earlier ones still hold pending (for the oldest, then the next,
+ * until a slot is free), and before whatever the graph does next and at its
+ * end (for the newest): a
  * wait until a sequence's last slot has its pending bit clear or its alive
  * bit (GCSH_PERSIST_GO_ALIVE, the high half) clear, a NOR stream wait, as
  * ~(word | ~(PENDING | ALIVE)) != 0.  So the next sequence is written while
- * the resident still runs the one before, and the resident never idles
- * between the two (a wait after every sequence cost about 9 us a sequence
- * at 2 ranks sharing an H200).
+ * the resident still runs the one before, and the graph's wait after each
+ * one is gone (what a sequence still costs is the resident's: its looks at
+ * the doorbell and fences, docs/benchmarks.md).
  * The resident runs the sequences in their numbers' order, one at a time:
  * once it sees the next number's last slot (between ring entries: an entry
  * it sees beside a last slot was rung before the graph launched, as the

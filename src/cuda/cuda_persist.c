@@ -28,12 +28,15 @@
  * every wait for it, on the host and on the stream.
  *
  * Rings from graphs: a p:allreduce() captured by gcsh.graph takes a graph
- * slot of the resident (core/kpersist.h); rings back to back are a run,
- * captured before whatever the graph does next as one small kernel that
- * sets the run's pending bits (the last slot's last) and one wait until
- * the resident cleared the last slot (or ended): a replay launches no
- * collective kernel, and the rank's later work follows the calls because
- * the graph waits for them.
+ * slot of the resident (core/kpersist.h); rings back to back form numbered
+ * sequences of up to GCSH_PERSIST_SEQ_CALLS, each captured as one small
+ * kernel that numbers it and sets its slots' pending bits (the last slot's
+ * last); the graph waits for the resident (until it cleared a sequence's
+ * last slot, or ended) only before it reuses slots that sequences in flight
+ * hold (the oldest first, until one is free) and once for the newest before
+ * whatever it does next and at its end: a replay launches no collective
+ * kernel, and the rank's later work follows the calls because the graph
+ * waits for them.
  *
  * Nothing is allocated or freed while a resident runs.  cudaFree and
  * cudaFreeHost, and by the programming guide's rule on implicit

@@ -292,7 +292,7 @@ do
   local g = gcsh.graph(function()
     for i = 1, 40 do
       p:allreduce { offset = (i % 3) * 4, n = 4 }
-      -- late: the first run of rings outgrows the slots a run may take
+      -- late: after four sequences, the fifth holds the slots repeats may take
       if i == 38 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
     end
   end)
@@ -335,9 +335,14 @@ end
 -- fill the slots repeats may take with two sequences, so the third waits
 -- for the first and reuses its slots, and so on; every call runs, once,
 -- and a direct call after the replay follows all of them.  Region 0 is
--- summed 30 times (S k^29, exact in f32 for k <= 8), region 2 maxed.
-do
-  local w, p, t, S, M = resident16()
+-- summed 30 times (S k^29, exact in f32 for k <= 8), region 2 maxed.  With
+-- one block and with two (sms=2: block 0 takes each sequence and posts it
+-- to the other, the last block to finish clears its slots).
+for _, sms in ipairs { 1, 2 } do
+  local w = c:window(16, "f32", opts)
+  local p, t = kernel.persistent(w, { sms = sms }), w:tensor()
+  local S, M = 0, 0
+  for _, r in ipairs(team) do S, M = S + r + 1, math.max(M, r + 1) end
   local g = gcsh.graph(function()
     for _ = 1, 30 do
       p:allreduce { offset = 0, n = 4 }
@@ -347,13 +352,14 @@ do
   for round = 1, 3 do
     t:fill(me + 1)
     g:replay()
-    H.eq(t[3], S * k ^ 29, "region 0 summed 30 times, round " .. round)
-    H.eq(t[8], M, "region 2 maxed, round " .. round)
-    H.eq(t[4], me + 1, "between the regions, untouched, round " .. round)
+    local tag = string.format("sms=%d, round %d", sms, round)
+    H.eq(t[3], S * k ^ 29, "region 0 summed 30 times, " .. tag)
+    H.eq(t[8], M, "region 2 maxed, " .. tag)
+    H.eq(t[4], me + 1, "between the regions, untouched, " .. tag)
     kernel.allreduce(w, { algo = "ll", offset = 8, n = 4 })
-    H.eq(t[11], k * M, "a direct sum after the replay, round " .. round)
+    H.eq(t[11], k * M, "a direct sum after the replay, " .. tag)
   end
-  H.eq(p.calls, 180, "p.calls after three replays of 60")
+  H.eq(p.calls, 180, "p.calls after three replays of 60, sms=" .. sms)
   g:free()
   p:stop()
   w:free()
