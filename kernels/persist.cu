@@ -59,11 +59,10 @@ struct Batch {
     unsigned long long count; // the window's LL count before the first
     unsigned gen;             // the cancel generation their waits end at
     int calls;                // 0: the resident ends
-    unsigned graph;           // 0: ring calls; else the graph slots run (bit s), ascending
-    int pad;
+    unsigned long long graph; // 0: ring calls; else the graph slots run (bit s), ascending
     gcsh_persist_job job[kAhead];
 };
-static_assert(GCSH_PERSIST_GRAPH_SLOTS <= 32, "a lane a go word");
+static_assert(GCSH_PERSIST_GRAPH_SLOTS == 64, "two go words a lane: slots lane and lane + 32");
 static_assert(GCSH_PERSIST_BELL_ALIGNED, "every bell's ring on a 16-byte boundary (load_line)");
 
 // The resident's device memory (GCSH_PERSIST_SYNC_BYTES, zeroed at start).
@@ -128,6 +127,28 @@ __device__ inline unsigned next_seq(const Persist &P)
     return ((unsigned)peek(&P.sh->graph_seq) + 1) & GCSH_PERSIST_GO_SEQ_MASK;
 }
 
+// Whether a go word is the last slot of sequence seq, rung; or one of its
+// slots, rung.
+__device__ inline bool ends_seq(unsigned long long go, unsigned seq)
+{
+    return (go & (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST)) ==
+               (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST) &&
+           go_seq(go) == seq;
+}
+
+__device__ inline bool in_seq(unsigned long long go, unsigned seq)
+{
+    return (go & GCSH_PERSIST_GO_PENDING) != 0 && go_seq(go) == seq;
+}
+
+// Warp 0: the slots (bit s) whose go words hold `cond`, lane l looking at
+// slots l and l + 32 (go_lo, go_hi), to every lane.
+__device__ inline unsigned long long slots_where(bool lo, bool hi)
+{
+    return (unsigned long long)__ballot_sync(kFullWarp, lo) |
+           (unsigned long long)__ballot_sync(kFullWarp, hi) << 32;
+}
+
 __device__ inline uint64_t *count_word(const Persist &P)
 {
     return &reinterpret_cast<gcsh_ll_header *>(P.ll.area[P.ll.me])->count;
@@ -139,13 +160,13 @@ __device__ inline uint64_t *count_word(const Persist &P)
 // is used.  Returns (to every lane) how many calls from n are rung, in
 // order, their jobs in b; *last the graph slot that ends sequence `seq`
 // when it is rung (bit s); *stop when the host asked the resident to end.
-__device__ int look(const Persist &P, unsigned long long n, unsigned seq, Batch *b, unsigned *last,
-                    bool *stop)
+__device__ int look(const Persist &P, unsigned long long n, unsigned seq, Batch *b,
+                    unsigned long long *last, bool *stop)
 {
     int lane = threadIdx.x;
     const char *e = reinterpret_cast<const char *>(&P.bell->ring[(n + lane / 2) % GCSH_PERSIST_DEPTH]);
     uint4 v = load_line(e + (lane % 2) * 16);
-    unsigned long long go = lane < GCSH_PERSIST_GRAPH_SLOTS ? peek(go_word(P, lane)) : 0;
+    unsigned long long go_lo = peek(go_word(P, lane)), go_hi = peek(go_word(P, lane + 32));
     unsigned long long stop_word = lane == 0 ? peek(&P.bell->stop) : 0;
     unsigned gen = lane == 0 ? *reinterpret_cast<const volatile unsigned *>(&P.ll.end.ctl->cancel_gen)
                              : 0;
@@ -166,9 +187,7 @@ __device__ int look(const Persist &P, unsigned long long n, unsigned seq, Batch 
     if (ok && lane / 2 < calls)
         b->job[lane / 2] = job;
     *stop = __shfl_sync(kFullWarp, stop_word, 0) != 0;
-    *last = __ballot_sync(kFullWarp, (go & (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST)) ==
-                                             (GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST) &&
-                                         go_seq(go) == seq);
+    *last = slots_where(ends_seq(go_lo, seq), ends_seq(go_hi, seq));
     if (lane == 0) {
         b->gen = gen;
         b->graph = 0;
@@ -179,25 +198,25 @@ __device__ int look(const Persist &P, unsigned long long n, unsigned seq, Batch 
 // Warp 0 of block 0, after a look saw sequence seq's last slot: the slots
 // pending with that number now, read again after a fence (see the top), to
 // every lane.
-__device__ unsigned pending_again(const Persist &P, unsigned seq)
+__device__ unsigned long long pending_again(const Persist &P, unsigned seq)
 {
     int lane = threadIdx.x;
     fence_device();
     __syncwarp();
-    unsigned long long go = lane < GCSH_PERSIST_GRAPH_SLOTS ? peek(go_word(P, lane)) : 0;
-    return __ballot_sync(kFullWarp, (go & GCSH_PERSIST_GO_PENDING) != 0 && go_seq(go) == seq);
+    unsigned long long go_lo = peek(go_word(P, lane)), go_hi = peek(go_word(P, lane + 32));
+    return slots_where(in_seq(go_lo, seq), in_seq(go_hi, seq));
 }
 
 // Lane 0 of warp 0 of block 0: the calls of the graph slots in `pending`,
 // ascending, at most kAhead, into b (a slot's job read from the bell the
 // first time: the host wrote it at the capture, and a slot's call never
 // changes while the resident lives); returns how many.
-__device__ int take_graph_calls(const Persist &P, unsigned pending, Batch *b)
+__device__ int take_graph_calls(const Persist &P, unsigned long long pending, Batch *b)
 {
     Shared *sh = P.sh;
     int calls = 0;
     for (; pending && calls < kAhead; pending &= pending - 1) {
-        int s = __ffs(pending) - 1;
+        int s = __ffsll(pending) - 1;
         if (!(sh->graph_known >> s & 1ull)) {
             const unsigned long long *w =
                 reinterpret_cast<const unsigned long long *>(&P.bell->graph_job[s]);
@@ -207,7 +226,7 @@ __device__ int take_graph_calls(const Persist &P, unsigned pending, Batch *b)
             sh->graph_known |= 1ull << s;
         }
         b->job[calls++] = sh->graph_job[s];
-        b->graph |= 1u << s;
+        b->graph |= 1ull << s;
     }
     return calls;
 }
@@ -221,7 +240,7 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
     unsigned seq = next_seq(P);
     for (unsigned i = 0; !__shfl_sync(kFullWarp, threadIdx.x == 0 && peek(&P.sh->gave_up), 0); i++) {
         bool stop;
-        unsigned last;
+        unsigned long long last;
         calls = look(P, n, seq, b, &last, &stop);
         if (stop)
             calls = 0;
@@ -248,7 +267,7 @@ __device__ void wait_for_calls(const Persist &P, unsigned long long n, Batch *b)
             // last, so they are seen after the fence; at most kAhead, so
             // one batch takes them all, and the next look is for the next
             // sequence
-            unsigned pending = pending_again(P, seq);
+            unsigned long long pending = pending_again(P, seq);
             if (threadIdx.x == 0) {
                 calls = take_graph_calls(P, pending, b);
                 poke(&P.sh->graph_seq, seq);
@@ -325,9 +344,9 @@ __device__ void finish_batch(const Persist &P, const Batch &b, unsigned long lon
             fence_system();
             // the highest slot last, after a fence: the stream waits on it,
             // and the next sequence may write a lower one once it is clear
-            int last = 31 - __clz(b.graph);
-            for (unsigned g = b.graph & ~(1u << last); g; g &= g - 1)
-                poke(go_word(P, __ffs(g) - 1), GCSH_PERSIST_GO_ALIVE);
+            int last = 63 - __clzll(b.graph);
+            for (unsigned long long g = b.graph & ~(1ull << last); g; g &= g - 1)
+                poke(go_word(P, __ffsll(g) - 1), GCSH_PERSIST_GO_ALIVE);
             fence_system();
             poke(go_word(P, last), GCSH_PERSIST_GO_ALIVE);
         }
@@ -431,18 +450,19 @@ PersistKernel persist_kernel_for(gcsh_dtype dt)
 // its own fence, and runs them as one batch.  One kernel node a sequence
 // instead of a memory-operation node a call: each such node cost the graph
 // about as much as the call itself.
-__global__ void go_kernel(unsigned long long *go, unsigned long long *seqs, unsigned slots)
+__global__ void go_kernel(unsigned long long *go, unsigned long long *seqs,
+                          unsigned long long slots)
 {
     // the low half of each word: the high half is the alive bit (little endian)
     auto low = [go](unsigned s) { return reinterpret_cast<volatile unsigned *>(go + s); };
-    unsigned last = 31 - __clz(slots);
+    int last = 63 - __clzll(slots);
     // numbered in stream order: this kernel is the only writer, one at a time
     unsigned long long n = *seqs + 1;
     *seqs = n;
     unsigned tag = ((unsigned)n & GCSH_PERSIST_GO_SEQ_MASK) << GCSH_PERSIST_GO_SEQ_SHIFT;
     __threadfence_system(); // after what the stream did before (its last writes)
-    for (unsigned g = slots & ~(1u << last); g; g &= g - 1)
-        *low(__ffs(g) - 1) = tag | (unsigned)GCSH_PERSIST_GO_PENDING;
+    for (unsigned long long g = slots & ~(1ull << last); g; g &= g - 1)
+        *low(__ffsll(g) - 1) = tag | (unsigned)GCSH_PERSIST_GO_PENDING;
     __threadfence();
     *low(last) = tag | (unsigned)(GCSH_PERSIST_GO_PENDING | GCSH_PERSIST_GO_LAST);
 }
@@ -479,7 +499,7 @@ extern "C" cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dt
                                        dim3(kLLThreads), args, 0, stream);
 }
 
-extern "C" cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream)
+extern "C" cudaError_t gcsh_k_persist_go(void *sync, unsigned long long slots, cudaStream_t stream)
 {
     if (!sync || !slots)
         return cudaErrorInvalidValue;

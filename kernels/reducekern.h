@@ -90,7 +90,7 @@ cudaError_t gcsh_k_persist_launch(const gcsh_persist_args *a, gcsh_dtype dt,
  * and sets the pending bits and that number in the go words of the graph
  * slots in `slots` (bit s: slot s; not 0), the highest marked last and
  * written after a fence (core/kpersist.h), on `stream`. */
-cudaError_t gcsh_k_persist_go(void *sync, unsigned slots, cudaStream_t stream);
+cudaError_t gcsh_k_persist_go(void *sync, unsigned long long slots, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -113,12 +113,12 @@ typedef struct gcsh_persist_job {
 
 /* Graph slots of a resident: the calls its graphs may ring (a slot keeps
  * its call; cuda_persist.c says when a repeat takes another). */
-#define GCSH_PERSIST_GRAPH_SLOTS 32
+#define GCSH_PERSIST_GRAPH_SLOTS 64
 /* The most calls of a sequence: a batch of the resident (kernels/persist.cu's
  * kAhead) holds it whole, and two sequences of repeats of one call fit the
  * slots a repeat may take (cuda_persist.c), so one is written while the
  * resident runs the other. */
-#define GCSH_PERSIST_SEQ_CALLS 12
+#define GCSH_PERSIST_SEQ_CALLS 16
 /* A go word's bits (above). */
 #define GCSH_PERSIST_GO_PENDING ((uint64_t)1)
 #define GCSH_PERSIST_GO_LAST ((uint64_t)2) /* the sequence's last slot */
@@ -180,7 +180,7 @@ int gcsh_persist_read(const gcsh_persist_entry *e, uint64_t call, gcsh_persist_j
 /* Device memory of a resident's own (zeroed before it starts), for its blocks
  * to share calls and count themselves out (kernels/persist.cu), and, at its
  * end, the go words of its graph slots (GCSH_PERSIST_GO_OFFSET). */
-#define GCSH_PERSIST_SYNC_BYTES 2048
+#define GCSH_PERSIST_SYNC_BYTES 4096
 #define GCSH_PERSIST_GO_OFFSET (GCSH_PERSIST_SYNC_BYTES - 8 * GCSH_PERSIST_GRAPH_SLOTS)
 /* Just before the go words: the sequences the go kernels numbered so far. */
 #define GCSH_PERSIST_SEQS_OFFSET (GCSH_PERSIST_GO_OFFSET - 8)

@@ -56,7 +56,7 @@
 #include "reducekern.h"
 
 _Static_assert(GCSH_PERSIST_BELL_ALIGNED, "every bell's ring on a 16-byte boundary");
-_Static_assert(GCSH_PERSIST_GRAPH_SLOTS <= 32, "a sequence's slots are the bits of a uint32_t");
+_Static_assert(GCSH_PERSIST_GRAPH_SLOTS <= 64, "a sequence's slots are the bits of a uint64_t");
 
 struct gcsh_persist_impl {
     cuda_state *st;
@@ -77,10 +77,10 @@ struct gcsh_persist_impl {
     int nor_ok;                     /* its GPU has NOR stream waits (asked once) */
     int graph_last;                 /* capturing: the last slot of the open sequence (-1:
                                      * none) */
-    uint32_t graph_seq;             /* capturing: the open sequence's slots (bit s), rung
+    uint64_t graph_seq;             /* capturing: the open sequence's slots (bit s), rung
                                      * together when it ends */
     int graph_calls;                /* capturing: calls in the open sequence */
-    uint32_t graph_ended[GCSH_PERSIST_GRAPH_SLOTS]; /* capturing: the slots of sequences
+    uint64_t graph_ended[GCSH_PERSIST_GRAPH_SLOTS]; /* capturing: the slots of sequences
                                      * rung and not waited for yet, oldest first (each
                                      * holds a slot: at most one a slot) */
     int graph_nended;
@@ -382,9 +382,9 @@ fail:
 static int order_after_rings(gcsh_ctx *ctx, cuda_state *st);
 
 /* Capturing: the slots of p's sequences rung and not waited for (bit s). */
-static uint32_t graph_in_flight(const gcsh_persist_impl *p)
+static uint64_t graph_in_flight(const gcsh_persist_impl *p)
 {
-    uint32_t busy = 0;
+    uint64_t busy = 0;
     for (int i = 0; i < p->graph_nended; i++)
         busy |= p->graph_ended[i];
     return busy;
@@ -395,7 +395,7 @@ static uint32_t graph_in_flight(const gcsh_persist_impl *p)
  * the lowest that holds j, or a new one; -1 when there is none. */
 static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after)
 {
-    uint32_t busy = graph_in_flight(p);
+    uint64_t busy = graph_in_flight(p);
     int seen = 0; /* a slot holds j, but not one this sequence may take */
     for (int s = 0; s < p->graph_slots; s++)
         if (memcmp(&p->graph_job[s], j, sizeof *j) == 0) {
@@ -403,12 +403,12 @@ static int graph_slot(gcsh_persist_impl *p, const gcsh_persist_job *j, int after
                 return s;
             seen = 1;
         }
-    /* a call seen again takes a new slot while more than a quarter are
-     * free: two sequences of repeats (GCSH_PERSIST_SEQ_CALLS each), one
+    /* a call seen again takes a new slot while more than half are free:
+     * room for two sequences of repeats (GCSH_PERSIST_SEQ_CALLS each), one
      * rung while the resident runs the other, and never the slots that
      * other calls need; past that the sequence waits for its own */
     if (p->graph_slots == GCSH_PERSIST_GRAPH_SLOTS ||
-        (seen && GCSH_PERSIST_GRAPH_SLOTS - p->graph_slots <= GCSH_PERSIST_GRAPH_SLOTS / 4))
+        (seen && GCSH_PERSIST_GRAPH_SLOTS - p->graph_slots <= GCSH_PERSIST_GRAPH_SLOTS / 2))
         return -1;
     int s = p->graph_slots++;
     p->graph_job[s] = *j;
@@ -462,9 +462,9 @@ fail:
     return capture_lost(ctx, st);
 }
 
-static int highest_slot(uint32_t slots)
+static int highest_slot(uint64_t slots)
 {
-    return 31 - __builtin_clz(slots);
+    return 63 - __builtin_clzll(slots);
 }
 
 /* Capturing: p's open sequence is rung: one kernel numbers it and writes
@@ -473,7 +473,7 @@ static int highest_slot(uint32_t slots)
  * in flight, and the next sequence is written while the resident runs it. */
 static int capture_ring_sequence(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
 {
-    uint32_t slots = p->graph_seq;
+    uint64_t slots = p->graph_seq;
     if (p->graph_last < 0)
         return 0;
     p->graph_last = -1;
@@ -490,7 +490,7 @@ fail:
  * slots the next sequence may then take. */
 static int capture_wait_oldest(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p)
 {
-    uint32_t oldest = p->graph_ended[0];
+    uint64_t oldest = p->graph_ended[0];
     p->graph_nended--;
     memmove(p->graph_ended, p->graph_ended + 1, (size_t)p->graph_nended * sizeof oldest);
     return capture_wait_slot(ctx, st, p, highest_slot(oldest));
@@ -505,7 +505,7 @@ static int capture_graph_wait(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *
         return -1;
     if (p->graph_nended == 0)
         return 0;
-    uint32_t newest = p->graph_ended[p->graph_nended - 1];
+    uint64_t newest = p->graph_ended[p->graph_nended - 1];
     p->graph_nended = 0;
     return capture_wait_slot(ctx, st, p, highest_slot(newest));
 }
@@ -547,11 +547,11 @@ static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
     if (s < 0)
         return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
                                    "slot for each different call (region, n, op) captured "
-                                   "since it started, and for repeats of a call while a "
-                                   "quarter are free; kept while it runs, also for graphs "
+                                   "since it started, and for repeats of a call while "
+                                   "half are free; kept while it runs, also for graphs "
                                    "freed since); capture calls it has a slot for, or stop "
                                    "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
-    p->graph_seq |= (uint32_t)1 << s;
+    p->graph_seq |= (uint64_t)1 << s;
     p->graph_last = s;
     p->graph_calls++;
     st->enter_owed = order_after_rings;

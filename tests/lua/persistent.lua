@@ -282,7 +282,7 @@ do
 end
 
 -- a long graph of rings: more calls than graph slots, the same calls again
--- and again (on cuda a sequence's slots go up, at most 12 calls, and the
+-- and again (on cuda a sequence's slots go up, at most 16 calls, and the
 -- next is rung while the resident runs it; once the slots a repeat may take
 -- are in flight, the next sequence waits for the oldest and reuses its
 -- slots), a direct call late in it; every region reduced as often as it
@@ -290,28 +290,28 @@ end
 do
   local w, p, t = resident16()
   local g = gcsh.graph(function()
-    for i = 1, 40 do
+    for i = 1, 70 do -- more than the 64 slots on cuda
       p:allreduce { offset = (i % 3) * 4, n = 4 }
-      -- late: after four sequences, the fifth holds the slots repeats may take
-      if i == 38 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
+      -- late: sequences in flight and waited for before it
+      if i == 68 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
     end
   end)
   for round = 1, 2 do
     t:fill(1)
     g:replay()
-    H.eq(t[0], k ^ 13, "region 0, rung 13 times, round " .. round)
-    H.eq(t[4], k ^ 14, "region 1, rung 14 times, round " .. round)
-    H.eq(t[11], k ^ 13, "region 2, rung 13 times, round " .. round)
+    H.eq(t[0], k ^ 23, "region 0, rung 23 times, round " .. round)
+    H.eq(t[4], k ^ 24, "region 1, rung 24 times, round " .. round)
+    H.eq(t[11], k ^ 23, "region 2, rung 23 times, round " .. round)
     H.eq(t[12], k, "the direct call's region, round " .. round)
   end
-  H.eq(p.calls, 80, "p.calls after two replays of 40")
+  H.eq(p.calls, 140, "p.calls after two replays of 70")
   g:free()
   p:stop()
   w:free()
 end
 
--- a run of 20 different calls back to back (on cuda two sequences, 12
--- calls and 8, the second rung while the resident may still run the
+-- a run of 20 different calls back to back (on cuda two sequences, 16
+-- calls and 4, the second rung while the resident may still run the
 -- first), in capture order: sums of single elements, then maxes of the
 -- first four (a max first would give k M there, not S)
 do
@@ -361,6 +361,35 @@ for _, sms in ipairs { 1, 2 } do
   end
   H.eq(p.calls, 180, "p.calls after three replays of 60, sms=" .. sms)
   g:free()
+  p:stop()
+  w:free()
+end
+
+-- the graph slots (cuda): repeats of a call take slots while half of the
+-- 64 are free, so 32 stay for other calls; the 33rd different call is
+-- refused at its capture, naming the slots, and what was captured before
+-- still replays.  (The host backend replays rings: no slots.)
+if gcsh.backend == "cuda" and k > 1 then
+  local w, p, t, S, M = resident16()
+  local repeats = gcsh.graph(function() for _ = 1, 40 do p:allreduce { n = 1, op = "max" } end end)
+  local distinct = 0
+  local ok, err = pcall(gcsh.graph, function()
+    for n = 2, 16 do
+      for off = 0, 16 - n, 4 do
+        p:allreduce { offset = off, n = n, op = "max" }
+        distinct = distinct + 1
+      end
+    end
+  end)
+  H.truthy(not ok, "more different calls than free slots: refused")
+  H.truthy(tostring(err):find("its 64 graph slots are taken", 1, true), "names the slots: " .. tostring(err))
+  H.eq(distinct, 32, "32 different calls captured before the refusal")
+  t:fill(me + 1)
+  repeats:replay()
+  H.eq(t[0], M, "the graph of repeats after the refusal")
+  p:allreduce { n = 4 }
+  H.eq(t[3], S, "a ring after the refusal")
+  repeats:free()
   p:stop()
   w:free()
 end
