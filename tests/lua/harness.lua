@@ -76,4 +76,14 @@ function H.window_team(c, opts)
   return team
 end
 
+-- What a kernel test starts with: the world, the window kind that
+-- tests/gpu/kernel_*.lua set (KERNEL_TEST_KIND; nil on the host), the
+-- window options for it, and the windows' team (H.window_team).
+function H.kernel_setup()
+  local c = comm.world()
+  local kind = rawget(_G, "KERNEL_TEST_KIND")
+  local opts = kind and { kind = kind } or nil
+  return c, kind, opts, H.window_team(c, opts)
+end
+
 return H

@@ -8,13 +8,10 @@
 -- Also run by tests/gpu/kernel_*.lua with KERNEL_TEST_KIND set.
 local H = require "harness"
 
-local c = comm.world()
-local kind = rawget(_G, "KERNEL_TEST_KIND")
-local opts = kind and { kind = kind } or nil
-local me = c.rank
 -- sums run over the members' comm ranks of c's windows' team
 -- (GCSH_RANKS_PER_NODE can make it part of c)
-local team = H.window_team(c, opts)
+local c, _, opts, team = H.kernel_setup()
+local me = c.rank
 local k = #team
 local function over_team(f)
   local s = 0

@@ -9,11 +9,8 @@
 -- with KERNEL_TEST_KIND set.
 local H = require "harness"
 
-local c = comm.world()
-local kind = rawget(_G, "KERNEL_TEST_KIND")
-local opts = kind and { kind = kind } or nil
+local c, _, opts, team = H.kernel_setup()
 local me = c.rank
-local team = H.window_team(c, opts)
 local k = #team
 local function over_team(f)
   local s = 0

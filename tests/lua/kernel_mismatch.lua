@@ -7,11 +7,8 @@
 -- against the last member of the window's team.
 local H = require "harness"
 
-local c = comm.world()
-local kind = rawget(_G, "KERNEL_TEST_KIND")
-local opts = kind and { kind = kind } or nil
+local c, kind, opts, team = H.kernel_setup()
 local me = c.rank
-local team = H.window_team(c, opts)
 local k = #team
 local last = team[k]
 local S = 0 -- the team's sum of (rank + 1)
