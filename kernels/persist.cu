@@ -17,7 +17,7 @@
 // share) and publishes done.
 //
 // Rings from graphs (core/kpersist.h): the same look reads the go words of
-// the graph slots (device memory, a word a lane).  When no ring entry is
+// the graph slots (device memory, two words a lane: slots l and l + 32).  When no ring entry is
 // there and the last slot of the next sequence (by number) is pending,
 // warp 0 fences and reads the go words again (a graph writes the last slot
 // after the others, a fence between (go_kernel): once it is seen, the
@@ -155,7 +155,7 @@ __device__ inline uint64_t *count_word(const Persist &P)
 }
 
 // Warp 0 of block 0: one look at the doorbell from call n.  Lane l loads
-// half l % 2 of entry n + l / 2 and graph slot l's go word, lane 0 the stop
+// half l % 2 of entry n + l / 2 and graph slots l's and l + 32's go words, lane 0 the stop
 // word and the cancel generation too, every load issued before any value
 // is used.  Returns (to every lane) how many calls from n are rung, in
 // order, their jobs in b; *last the graph slot that ends sequence `seq`

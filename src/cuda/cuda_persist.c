@@ -548,7 +548,7 @@ static int ring_from_graph(gcsh_ctx *ctx, cuda_state *st, gcsh_persist_impl *p,
         return gcsh_set_error(ctx, "p:allreduce() in a graph: its %d graph slots are taken (a "
                                    "slot for each different call (region, n, op) captured "
                                    "since it started, and for repeats of a call while "
-                                   "half are free; kept while it runs, also for graphs "
+                                   "more than half are free; kept while it runs, also for graphs "
                                    "freed since); capture calls it has a slot for, or stop "
                                    "it and start another", GCSH_PERSIST_GRAPH_SLOTS);
     p->graph_seq |= (uint64_t)1 << s;

@@ -286,11 +286,11 @@ end
 -- next is rung while the resident runs it; once the slots a repeat may take
 -- are in flight, the next sequence waits for the oldest and reuses its
 -- slots), a direct call late in it; every region reduced as often as it
--- was rung
+-- was rung (k^24 at most: exact in f32 for the power-of-two teams it runs at)
 do
   local w, p, t = resident16()
   local g = gcsh.graph(function()
-    for i = 1, 70 do -- more than the 64 slots on cuda
+    for i = 1, 70 do -- more calls than the 64 slots on cuda (repeats take 0-31)
       p:allreduce { offset = (i % 3) * 4, n = 4 }
       -- late: sequences in flight and waited for before it
       if i == 68 then kernel.allreduce(w, { algo = "ll", offset = 12, n = 4 }) end
@@ -335,7 +335,8 @@ end
 -- fill the slots repeats may take with two sequences, so the third waits
 -- for the first and reuses its slots, and so on; every call runs, once,
 -- and a direct call after the replay follows all of them.  Region 0 is
--- summed 30 times (S k^29, exact in f32 for k <= 8), region 2 maxed.  With
+-- summed 30 times (S k^29: exact in f32 for k a power of two up to 8, as the
+-- test runs), region 2 maxed.  With
 -- one block and with two (sms=2: block 0 takes each sequence and posts it
 -- to the other, the last block to finish clears its slots).
 for _, sms in ipairs { 1, 2 } do
@@ -365,31 +366,53 @@ for _, sms in ipairs { 1, 2 } do
   w:free()
 end
 
--- the graph slots (cuda): repeats of a call take slots while half of the
--- 64 are free, so 32 stay for other calls; the 33rd different call is
--- refused at its capture, naming the slots, and what was captured before
--- still replays.  (The host backend replays rings: no slots.)
-if gcsh.backend == "cuda" and k > 1 then
-  local w, p, t, S, M = resident16()
-  local repeats = gcsh.graph(function() for _ = 1, 40 do p:allreduce { n = 1, op = "max" } end end)
-  local distinct = 0
-  local ok, err = pcall(gcsh.graph, function()
-    for n = 2, 16 do
-      for off = 0, 16 - n, 4 do
-        p:allreduce { offset = off, n = n, op = "max" }
-        distinct = distinct + 1
-      end
+-- the graph slots (cuda): repeats of a call take slots while more than
+-- half of the 64 are free, so 32 stay for other calls.  40 repeats take
+-- slots 0-31; a graph of that call and 32 different ones takes slot 0 and
+-- 32-63, in sequences that cross slot 32 (0, 32-46; 47-62; 63); one more
+-- different call is refused at its capture, naming the slots, and both
+-- graphs before it still replay exactly (sums: a call lost or run twice
+-- shows).  The host backend replays rings (no slots): the values only.
+do
+  local w, p, t, S = resident16()
+  local shapes = {} -- 36 different (offset, n), none the repeated call's
+  for n = 2, 16 do
+    for off = 0, 16 - n, 4 do shapes[#shapes + 1] = { off, n } end
+  end
+  local repeats = gcsh.graph(function() for _ = 1, 40 do p:allreduce { n = 1 } end end)
+  local covered = {} -- element i: how many of the second graph's calls sum it
+  for i = 0, 15 do covered[i] = i == 0 and 1 or 0 end
+  local mixed = gcsh.graph(function()
+    p:allreduce { n = 1 }
+    for j = 1, 32 do
+      local off, n = shapes[j][1], shapes[j][2]
+      p:allreduce { offset = off, n = n }
     end
   end)
-  H.truthy(not ok, "more different calls than free slots: refused")
-  H.truthy(tostring(err):find("its 64 graph slots are taken", 1, true), "names the slots: " .. tostring(err))
-  H.eq(distinct, 32, "32 different calls captured before the refusal")
-  t:fill(me + 1)
-  repeats:replay()
-  H.eq(t[0], M, "the graph of repeats after the refusal")
-  p:allreduce { n = 4 }
-  H.eq(t[3], S, "a ring after the refusal")
+  for j = 1, 32 do
+    for i = shapes[j][1], shapes[j][1] + shapes[j][2] - 1 do covered[i] = covered[i] + 1 end
+  end
+  if gcsh.backend == "cuda" then
+    local ok, err = pcall(gcsh.graph, function()
+      p:allreduce { offset = shapes[33][1], n = shapes[33][2] }
+    end)
+    H.truthy(not ok, "a 33rd different call: refused")
+    H.truthy(tostring(err):find("its 64 graph slots are taken", 1, true), "names the slots: " .. tostring(err))
+  end
+  for round = 1, 2 do
+    t:fill(me + 1)
+    repeats:replay()
+    H.eq(t[0], S * k ^ 39, "40 sums of element 0, round " .. round)
+    H.eq(t[1], me + 1, "the rest untouched, round " .. round)
+    t:fill(me + 1)
+    mixed:replay()
+    for i = 0, 15 do
+      H.eq(t[i], S * k ^ (covered[i] - 1), "the mixed graph: element " .. i .. ", round " .. round)
+    end
+  end
+  H.eq(p.calls, 2 * (40 + 33), "p.calls after two replays of each")
   repeats:free()
+  mixed:free()
   p:stop()
   w:free()
 end
